@@ -1,0 +1,51 @@
+"""The domain's failures, one class each, so every endpoint and CLI verb
+reports the same thing the same way. `mecha.protocol.errors` maps each to its
+JSON-RPC code; nothing here knows about codes."""
+
+from __future__ import annotations
+
+
+class LearningError(Exception):
+    """Base class: a failure a client should be told about by name."""
+
+
+class NotFound(LearningError):
+    """No proposal / rule / job with that id."""
+
+
+class Ambiguous(LearningError):
+    """An id prefix matched several records; the message lists them."""
+
+    def __init__(self, message: str, matches: list[str]):
+        super().__init__(message)
+        self.matches = matches
+
+
+class Stale(LearningError):
+    """An accept found the live learned rules moved since the proposal was made."""
+
+
+class InvalidStore(LearningError):
+    """A rules file does not parse; the message names the file and line."""
+
+
+class NoModel(LearningError):
+    """A pass needs a model and none is configured."""
+
+
+class InvalidDomain(LearningError):
+    """A domain name outside `[a-z0-9][a-z0-9_-]{0,63}`."""
+
+
+class NotPending(LearningError):
+    """Accept or reject of a proposal that is already resolved."""
+
+
+class InvalidInput(LearningError):
+    """A request's parameters are well-typed but make no sense (e.g. a probe
+    that names no intervention); the message names the offending field."""
+
+
+class ModelFailure(LearningError):
+    """The model answered, but not usably (refusal, unparseable twice,
+    truncated) or not at all (timeouts, exhausted retries)."""

@@ -1,0 +1,55 @@
+"""Finding the JSON in what a model wrote.
+
+Models wrap answers in prose, code fences and reasoning; the contract every
+pass states is "one JSON object", and the parsers here are lenient about the
+envelope and strict about the object.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+
+def extract_json(text: str) -> str | None:
+    """The first balanced `{...}` in `text` that decodes as a JSON object.
+
+    Scans from each `{` in turn, tracking string literals and escapes so a
+    brace inside a string does not end the object early. `None` when nothing
+    in the text is a JSON object.
+    """
+    start = text.find("{")
+    while start != -1:
+        end = _balanced_end(text, start)
+        if end is not None:
+            candidate = text[start : end + 1]
+            try:
+                if isinstance(msgspec.json.decode(candidate), dict):
+                    return candidate
+            except msgspec.DecodeError:
+                pass
+        start = text.find("{", start + 1)
+    return None
+
+
+def _balanced_end(text: str, start: int) -> int | None:
+    depth = 0
+    in_string = False
+    escaped = False
+    for i in range(start, len(text)):
+        c = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
