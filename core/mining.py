@@ -1,0 +1,275 @@
+"""Mining a recorded conversation for the moments a person stepped in.
+
+Pure on purpose: what counts as an intervention is the most consequential
+judgement in the loop (a false intervention becomes a false lesson that rides
+in every future prompt), so it lives in one function with direct tests. Three
+kinds are found in transcripts, and a fourth arrives from the outbox:
+
+- **steer** — a person's text riding in the same message as tool results: they
+  reached in mid-run to redirect. Unambiguous.
+- **denial** — a tool result that begins ``Denied by the user:``; a recorded
+  refusal of a specific intent.
+- **followup** — a later user turn. It *may* be a correction or just the next
+  task; mining only flags it, and the reflector is told to skip freely.
+- **edit** — a person changed a staged draft before it was sent. Never found
+  in a transcript; built from an outbox item by :func:`edit_intervention`.
+
+Several things are recorded in the user's voice that no person wrote, and
+none of them may ever be mined: the harness's forced-answer nudge, other
+harness notices (compaction summaries, task notices — configurable prefixes),
+slash commands a front end recorded (``/model``), and machine refusals —
+``Blocked by a hook: …`` and ``Blocked by policy: …`` are policy, not a
+person, and ordinary tool errors are the environment. Learning from any of
+those teaches the agent rules it was already obeying.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from enum import Enum
+
+import msgspec
+
+from .outbox import OutboxItem, WritingOutcome
+from .transcript import Message
+
+#: The prefix the harness writes when a *person* refused a tool call. Hook and
+#: policy refusals use other wording, and that wording is all that keeps them
+#: apart.
+DENIAL_PREFIX = "Denied by the user:"
+
+#: How much of "what the assistant was doing" an intervention carries. Enough
+#: to argue a lesson from, small enough to keep a reflector's prompt cheap.
+CONTEXT_BUDGET = 600
+
+#: The harness's own forced-answer nudge, used when no `finalAnswerNudge` is
+#: configured. A harness whose text differs passes its own in
+#: `initializationOptions.finalAnswerNudge`.
+DEFAULT_FINAL_ANSWER_NUDGE = (
+    "You have used all available turns. Stop calling tools and give your final answer now, "
+    "based on what you have found so far."
+)
+
+
+class Trigger(str, Enum):
+    STEER = "steer"
+    DENIAL = "denial"
+    FOLLOWUP = "followup"
+    EDIT = "edit"
+
+    def as_str(self) -> str:
+        return self.value
+
+    def domain(self) -> str:
+        """Edits teach the person's voice; everything else teaches behaviour."""
+        return "writing" if self is Trigger.EDIT else "behavior"
+
+
+class Intervention(msgspec.Struct, kw_only=True):
+    """One moment in a transcript where a person stepped in."""
+
+    trigger: Trigger
+    #: What the assistant was doing at that point, compact.
+    context: str
+    #: What the person said, or the reason they gave for a denial.
+    text: str
+    #: What the assistant did next. Without it a reflector cannot tell a
+    #: correction from a test the model passed.
+    aftermath: str = ""
+    #: Index of the message the intervention rides in: the key provenance
+    #: classification looks up the covering taint with.
+    at: int = 0
+    #: Distinct tool names called in the last assistant message before `at`.
+    tools_before: list[str] = msgspec.field(default_factory=list)
+    #: Distinct tool names called in the first assistant message after `at`.
+    tools_after: list[str] = msgspec.field(default_factory=list)
+
+
+class Voices(msgspec.Struct, frozen=True):
+    """Text recorded as a user turn that no person wrote.
+
+    `final_answer_nudge` is matched exactly (after trimming); each of
+    `harness_prefixes` as a prefix. Slash commands are always excluded.
+    """
+
+    final_answer_nudge: str = DEFAULT_FINAL_ANSWER_NUDGE
+    harness_prefixes: tuple[str, ...] = ()
+
+    def is_person(self, text: str) -> bool:
+        if text == self.final_answer_nudge.strip():
+            return False
+        if text.startswith("/"):
+            return False
+        return not any(p and text.startswith(p) for p in self.harness_prefixes)
+
+
+DEFAULT_VOICES = Voices()
+
+
+def truncate(text: str, budget: int) -> str:
+    """At most `budget` characters, with an ellipsis when something was cut."""
+    if len(text) <= budget:
+        return text
+    return text[:budget] + "…"
+
+
+def _distinct_tool_names(message: Message) -> list[str]:
+    names: list[str] = []
+    for block in message.tool_uses():
+        if block.name and block.name not in names:
+            names.append(block.name)
+    return names
+
+
+def _render_input(value: object) -> str:
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def extract_interventions(
+    messages: Sequence[Message], voices: Voices = DEFAULT_VOICES
+) -> list[Intervention]:
+    """Every intervention in a recorded conversation, in order.
+
+    The first user turn is the task, never an intervention. Tool-result
+    messages are the harness speaking, except for text riding beside the
+    results, which is the person steering.
+    """
+    found: list[Intervention] = []
+    doing = ""  # rolling description of what the assistant last did
+    last_assistant_text = ""
+    seen_task = False
+    last_tools: list[str] = []
+
+    for index, message in enumerate(messages):
+        if message.role == "assistant":
+            parts: list[str] = []
+            text = message.text().strip()
+            if text:
+                last_assistant_text = text
+                parts.append(truncate(text, CONTEXT_BUDGET // 2))
+            for use in message.tool_uses():
+                parts.append(f"{use.name} {truncate(_render_input(use.input), 120)}")
+            if parts:
+                doing = truncate("\n".join(parts), CONTEXT_BUDGET)
+            last_tools = _distinct_tool_names(message)
+            continue
+
+        steer_parts: list[str] = []
+        has_results = False
+        for block in message.blocks():
+            if block.type == "tool_result":
+                has_results = True
+                content = block.content or ""
+                if block.is_error and content.startswith(DENIAL_PREFIX):
+                    found.append(
+                        Intervention(
+                            trigger=Trigger.DENIAL,
+                            context=doing,
+                            text=content[len(DENIAL_PREFIX) :].strip(),
+                            at=index,
+                            tools_before=list(last_tools),
+                        )
+                    )
+            elif block.type == "text":
+                steer_parts.append(block.text or "")
+        said = "".join(steer_parts).strip()
+
+        if has_results:
+            if said and voices.is_person(said):
+                found.append(
+                    Intervention(
+                        trigger=Trigger.STEER,
+                        context=doing,
+                        text=said,
+                        at=index,
+                        tools_before=list(last_tools),
+                    )
+                )
+        elif said:
+            if seen_task and last_assistant_text and voices.is_person(said):
+                found.append(
+                    Intervention(
+                        trigger=Trigger.FOLLOWUP,
+                        context=truncate(last_assistant_text, CONTEXT_BUDGET),
+                        text=said,
+                        at=index,
+                        tools_before=list(last_tools),
+                    )
+                )
+            seen_task = True
+
+    _fill_aftermath(found, messages)
+    return found
+
+
+def _fill_aftermath(found: list[Intervention], messages: Sequence[Message]) -> None:
+    """What the assistant did after each intervention: the first assistant
+    text after it, and the tools of the first assistant message after it."""
+    for intervention in found:
+        first_after = True
+        for message in messages[intervention.at + 1 :]:
+            if message.role != "assistant":
+                continue
+            if first_after:
+                intervention.tools_after = _distinct_tool_names(message)
+                first_after = False
+            text = message.text().strip()
+            if text:
+                intervention.aftermath = truncate(text, CONTEXT_BUDGET)
+                break
+
+
+def locate_followup(messages: Sequence[Message], text: str) -> int | None:
+    """Index of the user turn carrying exactly `text` (trimmed), or `None`.
+
+    The conversation before that index is the prefix a counterfactual probe
+    replays. A tool-results message never matches, even when steering text
+    rides in it: a steer has no clean cut point. Exact matching on purpose —
+    the text was extracted from these very messages.
+    """
+    wanted = text.strip()
+    for index, message in enumerate(messages):
+        if message.role == "user" and not message.has_tool_results():
+            if message.text().strip() == wanted:
+                return index
+    return None
+
+
+def _draft_text(args: object) -> str:
+    """The human-readable body of a draft's arguments: a string as is, an
+    object as one `key: value` line per field (subject and body first, the
+    rest by name, non-string values as JSON), anything else as JSON."""
+    if isinstance(args, str):
+        return args
+    if isinstance(args, dict):
+        preferred = [k for k in ("subject", "body_markdown", "body", "text") if k in args]
+        rest = sorted(k for k in args if k not in preferred)
+        lines = []
+        for key in preferred + rest:
+            value = args[key]
+            lines.append(f"{key}: {value if isinstance(value, str) else _render_input(value)}")
+        return "\n".join(lines)
+    return _render_input(args)
+
+
+def edit_intervention(item: OutboxItem) -> Intervention | None:
+    """A sent-and-edited message draft as an `edit` intervention, else `None`.
+
+    The context is what the assistant staged; the text is what the person
+    actually sent. Anything else an item can say (sent unchanged, pending,
+    rejected, a publish) teaches nothing about the person's voice — and
+    neither does an item with no staged arguments recorded: with nothing to
+    compare against, the whole sent message would be read as "the edit".
+    """
+    if item.writing_outcome() is not WritingOutcome.SENT_EDITED or item.args_before is None:
+        return None
+    return Intervention(
+        trigger=Trigger.EDIT,
+        context=truncate(_draft_text(item.args_before), CONTEXT_BUDGET * 4),
+        text=truncate(_draft_text(item.args), CONTEXT_BUDGET * 4),
+        at=0,
+    )
