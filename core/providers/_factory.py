@@ -1,0 +1,44 @@
+"""From a resolved config to a provider, and from no config to `NoModel`.
+
+The dialect modules import httpx, which this module must not do at import
+time: `require_provider` is what a pass calls first, and the cheap failure —
+no model configured — should not pay for an HTTP stack it will never use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from ..errors import NoModel
+from .config import NO_MODEL_HELP, ModelConfig
+
+if TYPE_CHECKING:
+    from .anthropic import AnthropicProvider
+    from .openai import OpenAIProvider
+
+
+def provider_from_config(
+    cfg: ModelConfig, *, env: Mapping[str, str] | None = None
+) -> OpenAIProvider | AnthropicProvider:
+    """The provider for `cfg.api`. `env` is where the key variable is read
+    (default: the process environment)."""
+    if cfg.api == "anthropic":
+        from .anthropic import AnthropicProvider
+
+        return AnthropicProvider(cfg, env=env)
+    if cfg.api == "openai":
+        from .openai import OpenAIProvider
+
+        return OpenAIProvider(cfg, env=env)
+    # `ModelConfig` is validated on the way in; a hand-built one may not be.
+    raise ValueError(f"unknown model api {cfg.api!r} (model configuration from {cfg.source})")
+
+
+def require_provider(
+    cfg: ModelConfig | None, *, env: Mapping[str, str] | None = None
+) -> OpenAIProvider | AnthropicProvider:
+    """The provider a pass needs, or `NoModel` with instructions to configure one."""
+    if cfg is None:
+        raise NoModel(NO_MODEL_HELP)
+    return provider_from_config(cfg, env=env)

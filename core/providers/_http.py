@@ -1,0 +1,260 @@
+"""The HTTP behaviour both dialects share: one POST, retried within bounds.
+
+Every decision is a small pure function — which statuses are worth another
+try, how long to wait, how to read `Retry-After`, how to make text safe to
+show — and `post_json` only wires them together, so each rule is tested on
+its own and the loop stays readable.
+
+Retries: a 429, any 5xx, a timeout or a connection failure is retried, at most
+`max_retries` times, with exponential backoff and jitter capped at
+`max_backoff_s`. A `Retry-After` from the server replaces the computed wait
+(capped the same way): it is the one signal that says how long the server
+actually needs. Any other 4xx is the request's fault, and sending it again
+would only spend time. A 200 whose body is not JSON is not retried either:
+the passes have their own parse-retry rules one level up, and retrying here
+as well would multiply them.
+
+Secrets: the API key is passed in as a secret, and every string that reaches a
+`ModelFailure` or a log record goes through `scrub` first — including the
+server's own error body, because some servers echo the credentials they
+rejected. Headers are never logged. Exceptions are raised `from None` so a
+traceback written into a job file cannot carry a chained message past the
+scrubber.
+
+Each attempt has one deadline covering connect, send and read: httpx's read
+timeout alone restarts with every byte, so a server that trickles could hold a
+pass for ever.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import functools
+import logging
+import ssl
+import math
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio
+import httpx
+import msgspec
+
+from ..errors import ModelFailure
+from .config import ModelConfig
+
+log = logging.getLogger("mecha.core.providers")
+
+#: How much of a server's error body a `ModelFailure` quotes: enough to read
+#: the server's reason, short enough to keep a job file readable.
+BODY_EXCERPT_CHARS = 300
+
+#: What replaces a secret in any text we show.
+REDACTED = "[redacted]"
+
+
+# ─── Decisions ──────────────────────────────────────────────────────────────
+
+
+def retryable_status(status: int) -> bool:
+    """429 (rate limited) and 5xx (the server's trouble) may succeed on a
+    later try; any other status will not."""
+    return status == 429 or 500 <= status <= 599
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a `Retry-After` header: delta-seconds or an
+    HTTP-date. Decimal seconds are accepted too (some proxies send them).
+    `None` when absent or unreadable; never negative."""
+    if value is None:
+        return None
+    value = value.strip()
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        pass
+    else:
+        return max(0.0, seconds) if math.isfinite(seconds) else None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    now = time.time() if now is None else now
+    return max(0.0, when.timestamp() - now)
+
+
+def backoff_delay(attempt: int, base_s: float, cap_s: float, rand: float) -> float:
+    """The wait after failed attempt `attempt` (1-based): `base * 2^(attempt-1)`,
+    capped, then jittered into its upper half with `rand` in [0, 1) so that
+    many clients backing off together do not return together."""
+    step = min(cap_s, base_s * (2 ** (attempt - 1)))
+    return step * (0.5 + rand / 2)
+
+
+def retry_delay(attempt: int, retry_after: float | None, cfg: ModelConfig, rand: float) -> float:
+    """What to wait before the next attempt: the server's `Retry-After` when it
+    gave one, our own backoff otherwise; either way at most `max_backoff_s`."""
+    if retry_after is not None:
+        return min(retry_after, cfg.max_backoff_s)
+    return backoff_delay(attempt, cfg.backoff_base_s, cfg.max_backoff_s, rand)
+
+
+def scrub(text: str, secrets: Iterable[str]) -> str:
+    """`text` with every secret replaced. Applied before truncating, so a cut
+    cannot leave half a key behind."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def excerpt(text: str, limit: int = BODY_EXCERPT_CHARS) -> str:
+    """A short, single-line quote of a body."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def safe_url(url: str) -> str:
+    """The URL without any `user:password@` in it."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit((parts.scheme, f"{REDACTED}@{host}", parts.path, parts.query, parts.fragment))
+
+
+def api_url(base_url: str, path: str) -> str:
+    """`base_url` + `/v1` + `path`, without doubling a `/v1` the base already
+    ends with (Ollama's and OpenAI's documented base URLs include it)."""
+    base = base_url.rstrip("/")
+    if not base.endswith("/v1"):
+        base += "/v1"
+    return base + path
+
+
+# ─── Wiring ─────────────────────────────────────────────────────────────────
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    # Building one loads the CA bundle (~50 ms); a pass makes a call per
+    # reflection, each with a fresh client, so the context is built once.
+    return httpx.create_ssl_context()
+
+
+def new_client(timeout_s: float) -> httpx.AsyncClient:
+    """A client with one timeout for connect, read, write and pool. Fresh per
+    call: the `Provider` protocol has no close, and at model latencies a
+    reused connection saves nothing worth a lifecycle."""
+    return httpx.AsyncClient(timeout=httpx.Timeout(timeout_s), verify=_ssl_context())
+
+
+def api_key(cfg: ModelConfig, env: Mapping[str, str]) -> str | None:
+    """The key named by `cfg.api_key_env`, `None` when no key is configured.
+    A named variable that is unset is an error now, not a 401 later."""
+    if not cfg.api_key_env:
+        return None
+    key = env.get(cfg.api_key_env, "").strip()
+    if not key:
+        raise ModelFailure(
+            f"the model configuration (from {cfg.source}) reads the API key from "
+            f"${cfg.api_key_env}, but that variable is not set"
+        )
+    return key
+
+
+class _Attempt(Exception):
+    """One failed attempt, already described safely; `retry_after` from the
+    server if it sent one."""
+
+    def __init__(self, detail: str, *, retryable: bool, retry_after: float | None = None):
+        super().__init__(detail)
+        self.detail = detail
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+async def post_json(
+    cfg: ModelConfig,
+    url: str,
+    headers: Mapping[str, str],
+    body: Mapping[str, Any],
+    *,
+    secrets: Iterable[str] = (),
+    label: str,
+    rand: Callable[[], float] = random.random,
+) -> Any:
+    """POST `body` as JSON and return the decoded JSON reply, retrying within
+    `cfg`'s bounds. Raises `ModelFailure` with a scrubbed message."""
+    secrets = tuple(s for s in secrets if s)
+    shown_url = safe_url(url)
+    total = cfg.max_retries + 1
+    payload = msgspec.json.encode(body)
+    async with new_client(cfg.timeout_s) as client:
+        for attempt in range(1, total + 1):
+            try:
+                return await _attempt(client, cfg, url, headers, payload, secrets)
+            except _Attempt as failure:
+                where = f"{label} at {shown_url}"
+                if not failure.retryable:
+                    raise ModelFailure(
+                        f"{where}: {failure.detail} (attempt {attempt} of {total}, not retried)"
+                    ) from None
+                if attempt == total:
+                    raise ModelFailure(
+                        f"{where}: {failure.detail} (attempt {attempt} of {total}; giving up)"
+                    ) from None
+                delay = retry_delay(attempt, failure.retry_after, cfg, rand())
+                log.warning(
+                    "%s: %s (attempt %d of %d); retrying in %.2fs",
+                    where, failure.detail, attempt, total, delay,
+                )
+                await anyio.sleep(delay)
+    raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+
+async def _attempt(
+    client: httpx.AsyncClient,
+    cfg: ModelConfig,
+    url: str,
+    headers: Mapping[str, str],
+    payload: bytes,
+    secrets: tuple[str, ...],
+) -> Any:
+    try:
+        with anyio.fail_after(cfg.timeout_s):
+            response = await client.post(url, content=payload, headers=dict(headers))
+    except (TimeoutError, httpx.TimeoutException):
+        raise _Attempt(f"timed out after {cfg.timeout_s:g}s", retryable=True) from None
+    except httpx.TransportError as exc:
+        detail = scrub(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, secrets)
+        raise _Attempt(f"connection error ({excerpt(detail)})", retryable=True) from None
+
+    status = response.status_code
+    text = scrub(response.text, secrets)
+    if not 200 <= status < 300:
+        hint = ""
+        if status in (401, 403):
+            hint = (
+                f"; check the key in ${cfg.api_key_env}" if cfg.api_key_env
+                else "; the server wants an API key: set apiKeyEnv / api_key_env to the variable that holds it"
+            )
+        raise _Attempt(
+            f"HTTP {status}: {excerpt(text) or '(empty body)'}{hint}",
+            retryable=retryable_status(status),
+            retry_after=parse_retry_after(response.headers.get("retry-after")),
+        )
+    try:
+        return msgspec.json.decode(response.content)
+    except msgspec.DecodeError:
+        raise _Attempt(
+            f"HTTP {status} but the body is not JSON: {excerpt(text) or '(empty body)'}",
+            retryable=False,
+        ) from None

@@ -1,0 +1,294 @@
+"""Which model a pass talks to: one typed `ModelConfig`, resolved once.
+
+Three places may say which model to use, and the first one that says anything
+wins as a whole: `initializationOptions.model` (the harness or editor that
+started us knows best), then the `MECHA_MODEL*` environment variables, then the
+`[model]` table of `~/.mecha/sidecar.toml`. Sources are never merged key by
+key: a half-configured environment laid over a file would produce a model
+nobody wrote down, and `doctor` could not say where it came from. So the
+winning source must be complete on its own, and `ModelConfig.source` records
+which one it was.
+
+Each source spells its keys its own way (camelCase on the wire, SCREAMING_CASE
+in the environment, snake_case in TOML). They are mapped onto one set of field
+names by `_validate`, and an error names the key *as the person wrote it* and
+the source it came from, because "model is missing" is useless when you do not
+know which of three places to fix.
+
+The config holds the *name* of the environment variable with the API key,
+never the key itself: a `ModelConfig` can be logged, shown by `doctor` or
+written into a job file without leaking anything. The key is read from the
+environment at request time, by the provider.
+
+Nothing here imports httpx: the harness endpoint resolves this at
+`initialize`, and it starts for every agent run.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+Api = Literal["openai", "anthropic"]
+
+#: The two dialects a provider speaks. Read by `_validate` and by the factory.
+APIS: tuple[str, ...] = ("openai", "anthropic")
+
+#: Where the Anthropic Messages API lives when no base URL is given. There is no
+#: such default for `openai`: the dialect is spoken by a dozen local servers,
+#: and guessing one would send prompts somewhere the person did not choose.
+ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+
+#: The key variable assumed for the hosted Anthropic API when none is named.
+#: Only applied when the base URL is defaulted too: a self-hosted server that
+#: speaks the Anthropic dialect may need no key at all.
+ANTHROPIC_KEY_ENV = "ANTHROPIC_API_KEY"
+
+#: Source labels, as `doctor` shows them. The file source is its path.
+SOURCE_INIT = "initializationOptions"
+SOURCE_ENV = "environment"
+
+#: The environment variables, by field. Read by `_from_env` and `NO_MODEL_HELP`.
+ENV_KEYS: dict[str, str] = {
+    "api": "MECHA_MODEL_API",
+    "base_url": "MECHA_MODEL_BASE_URL",
+    "model": "MECHA_MODEL",
+    "api_key_env": "MECHA_MODEL_API_KEY_ENV",
+}
+
+#: The wire spelling of `initializationOptions.model`, by field.
+INIT_KEYS: dict[str, str] = {
+    "api": "api",
+    "base_url": "baseUrl",
+    "model": "model",
+    "api_key_env": "apiKeyEnv",
+    "timeout_s": "timeoutS",
+    "max_retries": "maxRetries",
+    "max_backoff_s": "maxBackoffS",
+}
+
+#: The TOML spelling of the `[model]` table, by field.
+FILE_KEYS: dict[str, str] = {name: name for name in INIT_KEYS}
+
+#: Names the config file; set it to point a test or a second setup elsewhere.
+CONFIG_PATH_ENV = "MECHA_SIDECAR_CONFIG"
+
+#: Upper bounds, so a typo cannot turn "bounded retries" into an afternoon.
+MAX_RETRIES_LIMIT = 10
+TIMEOUT_LIMIT_S = 3600.0
+
+
+class InvalidModelConfig(ValueError):
+    """A model configuration that cannot be used. The message names the
+    offending key as spelled in its source, and the source."""
+
+    def __init__(self, message: str, *, key: str, source: str):
+        super().__init__(message)
+        self.key = key
+        self.source = source
+
+
+class ModelConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """One resolved model endpoint. Safe to log and to persist: it names the
+    variable that holds the key, never the key."""
+
+    api: Api
+    base_url: str
+    model: str
+    api_key_env: str | None = None
+    #: Per attempt: connect, send and the whole read must finish within this.
+    timeout_s: float = 120.0
+    #: Retries after the first attempt, so at most `max_retries + 1` requests.
+    max_retries: int = 3
+    #: Cap on any one wait between attempts, `Retry-After` included.
+    max_backoff_s: float = 30.0
+    #: The first backoff step; doubled per attempt, jittered, then capped.
+    #: Tests set it tiny so retries cost milliseconds.
+    backoff_base_s: float = 1.0
+    #: "initializationOptions", "environment", or the config file's path.
+    source: str
+
+    def describe(self) -> str:
+        """One line for `doctor` and logs."""
+        key = f", key from ${self.api_key_env}" if self.api_key_env else ", no API key"
+        return f"{self.api} model {self.model!r} at {self.base_url}{key} (from {self.source})"
+
+
+# ─── NoModel's message ──────────────────────────────────────────────────────
+
+NO_MODEL_HELP = f"""\
+No model is configured, and this pass needs one. Configure it in one of three
+ways; the first that is present wins, as a whole:
+
+1. The harness or editor sends initializationOptions.model at initialize:
+     "model": {{"api": "openai", "baseUrl": "http://127.0.0.1:8080", "model": "local"}}
+     "model": {{"api": "anthropic", "model": "claude-sonnet-4-5", "apiKeyEnv": "ANTHROPIC_API_KEY"}}
+
+2. Environment variables:
+     {ENV_KEYS['api']}=openai {ENV_KEYS['base_url']}=http://127.0.0.1:11434/v1 {ENV_KEYS['model']}=llama3.1
+     {ENV_KEYS['api']}=anthropic {ENV_KEYS['model']}=claude-sonnet-4-5 {ENV_KEYS['api_key_env']}=ANTHROPIC_API_KEY
+
+3. A [model] table in ~/.mecha/sidecar.toml (or the file named by ${CONFIG_PATH_ENV}):
+     [model]
+     api = "openai"                     # llama.cpp server, vLLM, Ollama, LM Studio, OpenAI
+     base_url = "http://127.0.0.1:8080" # llama.cpp's default; Ollama is http://127.0.0.1:11434/v1
+     model = "local"
+   or, for Anthropic:
+     [model]
+     api = "anthropic"                  # base_url defaults to {ANTHROPIC_BASE_URL}
+     model = "claude-sonnet-4-5"
+     api_key_env = "ANTHROPIC_API_KEY"  # the NAME of the variable that holds the key
+
+The key itself never goes in any of these: name the environment variable that
+holds it. A local server usually needs no key. `mecha-sidecar doctor` shows
+which configuration was found and whether the server answers."""
+
+
+# ─── Resolution ─────────────────────────────────────────────────────────────
+
+
+def default_config_path(env: Mapping[str, str] | None = None) -> Path:
+    """`$MECHA_SIDECAR_CONFIG` if set, else `~/.mecha/sidecar.toml`."""
+    env = os.environ if env is None else env
+    override = env.get(CONFIG_PATH_ENV, "").strip()
+    if override:
+        return Path(override).expanduser()
+    return Path.home() / ".mecha" / "sidecar.toml"
+
+
+def resolve_model_config(
+    init_model: Mapping[str, Any] | None,
+    env: Mapping[str, str],
+    config_path: Path | None,
+) -> ModelConfig | None:
+    """The first configured source, validated; `None` when no source says
+    anything (the caller turns that into `NoModel` when a pass needs one).
+
+    Raises `InvalidModelConfig` when the winning source is present but
+    unusable; a later source is not consulted to paper over it.
+    """
+    for found in (_from_init(init_model), _from_env(env), _from_file(config_path)):
+        if found is not None:
+            raw, names, source = found
+            return _validate(raw, names, source)
+    return None
+
+
+def _from_init(init_model: object) -> tuple[dict[str, Any], dict[str, str], str] | None:
+    if init_model is None:
+        return None
+    if not isinstance(init_model, Mapping):
+        raise InvalidModelConfig(
+            f"{SOURCE_INIT}.model must be an object, got {type(init_model).__name__}",
+            key="model",
+            source=SOURCE_INIT,
+        )
+    if not init_model:
+        return None
+    return dict(init_model), INIT_KEYS, SOURCE_INIT
+
+
+def _from_env(env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str], str] | None:
+    # Any one of the variables makes the environment the source: someone who
+    # exported MECHA_MODEL_API meant to configure a model here, and should be
+    # told what is missing rather than silently get the file's model.
+    raw = {name: env[name] for name in ENV_KEYS.values() if env.get(name, "").strip()}
+    if not raw:
+        return None
+    return raw, ENV_KEYS, SOURCE_ENV
+
+
+def _from_file(path: Path | None) -> tuple[dict[str, Any], dict[str, str], str] | None:
+    if path is None:
+        return None
+    source = str(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidModelConfig(f"{source}: cannot read: {exc}", key="model", source=source) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidModelConfig(f"{source}: not valid TOML: {exc}", key="model", source=source) from None
+    table = data.get("model")
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise InvalidModelConfig(f"{source}: [model] must be a table", key="model", source=source)
+    if not table:
+        return None
+    return table, FILE_KEYS, source
+
+
+def _validate(raw: Mapping[str, Any], names: Mapping[str, str], source: str) -> ModelConfig:
+    """One source's raw values (keyed as that source spells them, `names`
+    mapping field → spelling) → a `ModelConfig`, or an error naming the key
+    as the source spells it."""
+
+    def get(field: str) -> Any:
+        return raw.get(names[field]) if field in names else None
+
+    def bad(field: str, why: str) -> InvalidModelConfig:
+        key = names.get(field, field)
+        return InvalidModelConfig(f"{key} {why} (model configuration from {source})", key=key, source=source)
+
+    def text(field: str) -> str | None:
+        value = get(field)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise bad(field, f"must be a string, got {type(value).__name__}")
+        return value.strip() or None
+
+    api = (text("api") or "openai").lower()
+    if api not in APIS:
+        raise bad("api", f"is {get('api')!r}; expected one of {', '.join(APIS)}")
+
+    model = text("model")
+    if model is None:
+        raise bad("model", "is missing: name the model to call (e.g. the server's model id)")
+
+    api_key_env = text("api_key_env")
+    base_url = text("base_url")
+    if base_url is None:
+        if api != "anthropic":
+            raise bad("base_url", "is missing: the openai dialect needs the server's URL, e.g. http://127.0.0.1:8080")
+        base_url = ANTHROPIC_BASE_URL
+        api_key_env = api_key_env or ANTHROPIC_KEY_ENV
+    if not base_url.startswith(("http://", "https://")):
+        raise bad("base_url", f"is {base_url!r}; it must start with http:// or https://")
+    base_url = base_url.rstrip("/")
+
+    numbers: dict[str, Any] = {}
+    for field, limit, integral, low in (
+        ("timeout_s", TIMEOUT_LIMIT_S, False, 0.0),
+        ("max_backoff_s", TIMEOUT_LIMIT_S, False, 0.0),
+        ("max_retries", MAX_RETRIES_LIMIT, True, 0),
+    ):
+        value = get(field)
+        if value is None:
+            continue
+        ok_type = isinstance(value, int) if integral else isinstance(value, (int, float))
+        if isinstance(value, bool) or not ok_type or not math.isfinite(value):
+            kind = "an integer" if integral else "a number"
+            raise bad(field, f"must be {kind}, got {value!r}")
+        if integral and not (low <= value <= limit):
+            raise bad(field, f"is {value}; expected {low} to {limit}")
+        if not integral and not (low < value <= limit):
+            raise bad(field, f"is {value}; expected more than {low} and at most {limit:g}")
+        numbers[field] = value
+
+    return ModelConfig(
+        api=api,  # type: ignore[arg-type]  # checked against APIS above
+        base_url=base_url,
+        model=model,
+        api_key_env=api_key_env,
+        source=source,
+        **numbers,
+    )
