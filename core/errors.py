@@ -26,7 +26,15 @@ class Stale(LearningError):
 
 
 class InvalidStore(LearningError):
-    """A rules file does not parse; the message names the file and line."""
+    """A rules file does not parse; the message names the file and line.
+
+    `path` and `line` (1-based) carry the same facts for a client that places
+    a diagnostic rather than printing the message."""
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None):
+        super().__init__(message)
+        self.path = path
+        self.line = line
 
 
 class NoModel(LearningError):

@@ -1,0 +1,159 @@
+"""The three ways the learning store touches a file, and nothing else.
+
+The store is plain files that a person may read and edit, and that an agent
+run reads with no lock at startup. That fixes the rules every write follows:
+
+- **Owner-only, whatever the umask.** Reflections quote what a person said to
+  their agent; nobody else on the machine should read them. Modes are passed
+  to `os.open` *and* set again with `fchmod`, because the first is filtered
+  through the process umask and the second is not.
+- **Whole or not at all.** A file that is rewritten (a rules file, a
+  proposal, the reflections ledger when a pass marks it) is written to a temp
+  sibling, fsynced, and renamed over the original, so a reader sees the old
+  file or the new one and never half of either.
+- **An append costs at most itself.** A JSONL append is one `os.write` of a
+  whole line on an `O_APPEND` descriptor. If a crash tore the previous append
+  (the file does not end in a newline), a newline goes first, so the torn
+  line stays one unreadable record and the new one starts clean on its own
+  line instead of being glued to the wreck.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import secrets
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+#: Directories of the store: owner only.
+DIR_MODE = 0o700
+#: Files of the store: owner read/write only.
+FILE_MODE = 0o600
+
+#: Suffix of in-flight temp files. Ignored by git (the store's `.gitignore`)
+#: and never read as data: a crash can leave one behind, harmlessly.
+TMP_SUFFIX = ".tmp"
+
+
+def ensure_private_dir(path: Path) -> None:
+    """Create `path` (and parents) if needed and make it owner-only.
+
+    Parents the store did not ask for keep whatever mode the umask gives them;
+    only `path` itself is the store's to lock down.
+    """
+    path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    try:
+        if (os.stat(path).st_mode & 0o777) != DIR_MODE:
+            os.chmod(path, DIR_MODE)
+    except PermissionError as e:  # not ours to change; still usable
+        log.warning("cannot make %s owner-only: %s", path, e)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace `path` with `data`: temp sibling, fsync, rename, mode 0600.
+
+    The temp name is unique per call so two writers can never interleave
+    bytes in one temp file (writers hold the store lock; this is the belt to
+    that pair of braces).
+    """
+    tmp = path.with_name(f"{path.name}.{secrets.token_hex(4)}{TMP_SUFFIX}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+    try:
+        try:
+            os.fchmod(fd, FILE_MODE)
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make a rename durable. Best effort: some filesystems refuse it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def append_lines(path: Path, lines: Sequence[bytes]) -> None:
+    """Append records, each with its newline, in a single write.
+
+    Each of `lines` must be one line (the caller encodes to one). Reads the
+    file's last byte first: if an earlier append was torn, the new records
+    are preceded by a newline so the first cannot be glued onto the wreck.
+    """
+    for line in lines:
+        if b"\n" in line or b"\r" in line:
+            raise ValueError("a ledger record must be a single line")
+    if not lines:
+        return
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        size = os.fstat(fd).st_size
+        lead = b""
+        if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
+            lead = b"\n"
+        _write_all(fd, lead + b"\n".join(lines) + b"\n")
+    finally:
+        os.close(fd)
+
+
+def read_bytes(path: Path) -> bytes | None:
+    """The file's bytes, or `None` when it does not exist."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def nonblank_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """`(1-based line number, stripped line)` for each non-blank line."""
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        line = raw.strip()
+        if line:
+            yield number, line
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector around a bulk decode.
+
+    Decoding a 100k-line ledger allocates 100k container objects, and the
+    collector re-walks them each time a generation fills — about half the
+    cost of the read. Decoded JSON cannot form reference cycles, so nothing
+    is lost by collecting once afterwards instead.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

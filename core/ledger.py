@@ -1,0 +1,120 @@
+"""The validation ledger and the audit trail of learning passes.
+
+A counterfactual probe replays a recorded intervention with and without the
+rules block and says whether the rules helped. Printed and forgotten, that is
+a report; written down, one `ValidationRecord` per probe, it is evidence that
+accumulates night after night, and the per-rule tallies folded from it are
+what a retirement proposal argues from.
+
+Two properties keep the tallies honest:
+
+- A record is keyed to the *exact* block the probe carried (`rules_hash`), and
+  names the model it drove: a tally that mixes rule generations or models
+  measures nothing.
+- Riding along is weak evidence and attribution is strong. Every rule in a
+  measured block gets an observation and shares the block-level outcome as
+  context; only a bisection that pinned a regression on one rule
+  (`attributed_rule_id`) counts against that rule by name.
+
+`LeapRun` is the other audit record: one line per consolidation pass, which,
+with the store's git history, traces any rule back to the reflections that
+argued for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import msgspec
+
+#: The outcomes a probe records. Kept as plain strings on the record (an
+#: outcome this version does not know still counts as an observation rather
+#: than making the row unreadable).
+IMPROVED = "improved"
+REGRESSED = "regressed"
+UNCHANGED_PASS = "unchanged_pass"
+UNCHANGED_FAIL = "unchanged_fail"
+INCONCLUSIVE = "inconclusive"
+OUTCOMES: tuple[str, ...] = (IMPROVED, REGRESSED, UNCHANGED_PASS, UNCHANGED_FAIL, INCONCLUSIVE)
+
+
+class ValidationRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One probe's measurement. Appended to `validations.jsonl`."""
+
+    reflexion_id: str
+    trigger: str
+    domain: str
+    #: `rules_hash` of the rendered block the treatment arm carried.
+    rules_hash: str
+    #: Ids of the active learned rules riding in that block; each gets a
+    #: (weak) observation from this row.
+    rule_ids: list[str]
+    #: One of `OUTCOMES`.
+    outcome: str
+    #: Set when a bisection localised a regression to one rule. Omitted from
+    #: the JSON when absent, as the seed's serde does.
+    attributed_rule_id: str | None = None
+    #: The model the probe drove — tallies compare only within one.
+    model: str
+    created_at: str
+
+
+class RuleTally(msgspec.Struct, kw_only=True):
+    """What the ledger says about one rule. Also its wire shape."""
+
+    #: Probes whose measured block carried the rule.
+    observations: int = 0
+    #: Block-level outcomes while it rode along: context, not credit.
+    improved: int = 0
+    regressed: int = 0
+    #: Regressions a bisection pinned on this rule by name — the number
+    #: retirement argues from.
+    attributed_regressions: int = 0
+    #: The newest `created_at` among the rows that observed it.
+    last_validated: str | None = None
+
+
+def rule_tallies(
+    records: Iterable[ValidationRecord], *, domain: str | None = None
+) -> dict[str, RuleTally]:
+    """Fold ledger rows into per-rule tallies, keyed and ordered by rule id.
+
+    Each id in a row's `rule_ids` gets one observation, the row's outcome if
+    it is `improved` or `regressed`, and the row's time if it is the newest
+    seen. An attribution is counted on its own: it adds an attributed
+    regression to the named rule and nothing else (the row's observation of
+    that rule, if it rode in the block, was already counted above).
+    `domain`, when given, folds only that domain's rows.
+    """
+    out: dict[str, RuleTally] = {}
+    for rec in records:
+        if domain is not None and rec.domain != domain:
+            continue
+        for rule_id in rec.rule_ids:
+            t = out.get(rule_id)
+            if t is None:
+                t = out[rule_id] = RuleTally()
+            t.observations += 1
+            if rec.outcome == IMPROVED:
+                t.improved += 1
+            elif rec.outcome == REGRESSED:
+                t.regressed += 1
+            if t.last_validated is None or t.last_validated < rec.created_at:
+                t.last_validated = rec.created_at
+        if rec.attributed_rule_id is not None:
+            t = out.get(rec.attributed_rule_id)
+            if t is None:
+                t = out[rec.attributed_rule_id] = RuleTally()
+            t.attributed_regressions += 1
+    return dict(sorted(out.items()))
+
+
+class LeapRun(msgspec.Struct, kw_only=True):
+    """Audit record for one consolidation pass, appended to `runs.jsonl`."""
+
+    id: str
+    domain: str
+    reflexions_processed: int
+    rules_before: int
+    rules_after: int
+    created_at: str

@@ -1,0 +1,1019 @@
+"""The learning store: plain files under one owner-only directory.
+
+Files rather than a database, on purpose: the person this system learns from
+must be able to read, grep, edit and revert everything it knows, with the
+tools they already have. The layout is the Rust harness's, so both can share
+one directory:
+
+```text
+reflections.jsonl            append-only evidence, one reflection per line
+mined.jsonl                  session ids already mined, one per line
+mined_outbox.jsonl           outbox item ids already mined, one per line
+distilled.jsonl              session ids already distilled, one per line
+runs.jsonl                   one LeapRun per consolidation pass
+validations.jsonl            one ValidationRecord per probe
+proposals/<id>.json          rule changes waiting for a person
+rules/<domain>.user.toml     the person's own rules — never written by code
+rules/<domain>.learned.toml  written only when a person accepts a proposal
+jobs/<id>.json, logs/        background passes
+```
+
+The directory is a git repository when git is available (`git log` is the
+audit trail, `git revert` the undo for a bad acceptance); without git the
+history is lost and nothing else is.
+
+Concurrency has two halves. Writers — a reflect pass, a learn pass, an
+accept — take the advisory `flock` on `.lock` *before reading the state they
+act on*, because the read is where the race lives (two passes that both read
+`mined.jsonl` before either marks it would mine one session twice). Readers
+take nothing: an agent run reads the rules block at startup and must never
+wait on a pass. That is only safe because every rewrite is a temp sibling
+renamed into place, so a reader sees the old file or the new one, and every
+append is one write of whole lines (see `_files`). The store's methods do
+not take the lock themselves; the pass that strings several of them together
+does, around the whole read-decide-write sequence.
+
+Damage stays local. One corrupt line in a JSONL file costs that record and
+is logged; an unreadable proposal file is skipped; a rules file that does not
+parse raises `InvalidStore` naming the file and line, because silently
+dropping a person's rules would change what every run is told.
+
+The rules files are read with the standard library's `tomllib` on the cold
+path — every agent run pays for this import — and written with `tomlkit`,
+imported only by the one writer, so comments a person wrote in a learned
+file survive an acceptance.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import re
+import subprocess
+import tomllib
+from collections.abc import Iterable, Sequence
+from enum import Enum
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+
+from . import _files
+from .errors import Ambiguous, InvalidDomain, InvalidInput, InvalidStore, NotFound
+from .ledger import LeapRun, ValidationRecord
+from .reflection import Reflexion
+from .rules import (
+    MAX_ACTIVE_RULES_PER_DOMAIN,
+    Rule,
+    RulesFile,
+    active_count,
+    domain_rules_section,
+    rules_hash,
+    run_domains_including,
+    validate_domain,
+    wrap_rules_block,
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# ─── Layout ─────────────────────────────────────────────────────────────────
+
+#: Where the store lives when nothing says otherwise, under the home directory.
+DEFAULT_HOME_SUBDIR = (".mecha", "learning")
+#: The environment variable that overrides the default location.
+LEARNING_DIR_ENV = "MECHA_LEARNING_DIR"
+
+REFLECTIONS_FILE = "reflections.jsonl"
+MINED_FILE = "mined.jsonl"
+MINED_OUTBOX_FILE = "mined_outbox.jsonl"
+DISTILLED_FILE = "distilled.jsonl"
+RUNS_FILE = "runs.jsonl"
+VALIDATIONS_FILE = "validations.jsonl"
+RULES_DIR = "rules"
+PROPOSALS_DIR = "proposals"
+JOBS_DIR = "jobs"
+LOGS_DIR = "logs"
+LOCK_FILE = ".lock"
+GITIGNORE_FILE = ".gitignore"
+
+#: What git must never sweep into history: the lock is process state, and a
+#: temp file is a write in flight (or the wreck of a crashed one).
+GITIGNORE_ENTRIES: tuple[str, ...] = (LOCK_FILE, "*" + _files.TMP_SUFFIX)
+
+USER_KIND = "user"
+LEARNED_KIND = "learned"
+
+#: A proposal id becomes a file name, so it is checked before any path is
+#: built: no separators, no leading dot, a length a filesystem accepts.
+_PROPOSAL_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+#: The one identity every store commit is made under, so a commit works on a
+#: machine with no git configuration and the history says who wrote it.
+GIT_IDENTITY: tuple[str, ...] = ("-c", "user.name=mecha", "-c", "user.email=mecha@localhost")
+
+#: Environment a store's git must not inherit: any of these would point git
+#: at another repository (a harness run from inside a git hook has GIT_DIR
+#: set) or put another name on the store's history.
+_GIT_ENV_SCRUB: tuple[str, ...] = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_AUTHOR_NAME",
+    "GIT_AUTHOR_EMAIL",
+    "GIT_AUTHOR_DATE",
+    "GIT_COMMITTER_NAME",
+    "GIT_COMMITTER_EMAIL",
+    "GIT_COMMITTER_DATE",
+)
+_GIT_TIMEOUT_S = 60
+
+
+# ─── Proposals and the rendered block ───────────────────────────────────────
+
+
+class ProposalStatus(str, Enum):
+    PENDING = "pending"
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+    #: The paired gate measured the candidate and refused it; its reflections
+    #: return to the pool to be argued again.
+    REJECTED_BY_GATE = "rejected_by_gate"
+
+
+class Proposal(msgspec.Struct, kw_only=True):
+    """A rule change waiting for a person, with what argues for it.
+
+    Unattended learning may only *propose*: the live learned file changes
+    when a person accepts. `rules_before` is the learned set the candidate
+    was generated (and measured) against, so review shows the diff that was
+    measured, and an accept can see that the live rules moved underneath it.
+    """
+
+    id: str
+    domain: str
+    status: ProposalStatus
+    #: The reflections the candidate was learned from; marked processed only
+    #: when a person resolves the proposal.
+    reflexion_ids: list[str]
+    rules_before: list[Rule]
+    rules: list[Rule]
+    #: What the gate measured, for a person to read. Empty: nothing in the
+    #: batch was measurable — review by reading, not by score.
+    evidence: str
+    created_at: str
+    resolved_at: str | None = None
+    reason: str | None = None
+
+
+class RenderedBlock(msgspec.Struct, kw_only=True):
+    """The rules block a run's system prompt carries, and what is in it."""
+
+    #: `None` when no loaded domain has an active rule: an empty section would
+    #: spend cached-prefix tokens on a heading.
+    block: str | None
+    #: `rules_hash(block)`; what the validation ledger keys on.
+    rules_hash: str | None
+    #: Ids of the active learned rules riding in `block`, in block order.
+    rule_ids: list[str]
+    #: The domains loaded, in order, whether or not each contributed.
+    domains: list[str]
+
+
+def render_rules(rule_sets: Sequence[tuple[str, Sequence[Rule], Sequence[Rule]]]) -> RenderedBlock:
+    """Render `(domain, user rules, learned rules)` sets into the block.
+
+    The one rendering every caller shares — a run's block, a proposal's
+    before/after diff, a counterfactual probe's candidate — because a gate's
+    measurement of a candidate means something about the deployment that
+    follows acceptance only if both render identically.
+    """
+    sections: list[str] = []
+    rule_ids: list[str] = []
+    for domain, user, learned in rule_sets:
+        section = domain_rules_section(domain, user, learned)
+        if section is None:
+            continue
+        sections.append(section)
+        for rule in learned:
+            if rule.active() and rule.id is not None and rule.id not in rule_ids:
+                rule_ids.append(rule.id)
+    block = wrap_rules_block(sections)
+    return RenderedBlock(
+        block=block,
+        rules_hash=rules_hash(block) if block is not None else None,
+        rule_ids=rule_ids,
+        domains=[domain for domain, _, _ in rule_sets],
+    )
+
+
+# ─── Reading rules files ────────────────────────────────────────────────────
+
+_TOML_POSITION_RE = re.compile(r"at line (\d+), column (\d+)")
+_VALIDATION_PATH_RE = re.compile(r"`\$((?:\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\])*)`")
+_RULES_PATH_RE = re.compile(r"^\.rules(?:\[(\d+)\](?:\.([A-Za-z_][A-Za-z0-9_]*))?)?")
+_RULES_HEADER_RE = re.compile(r"""^\s*\[\[\s*(?:rules|"rules"|'rules')\s*\]\]""")
+_RULES_KEY_RE = re.compile(r"""^\s*(?:(?:rules|"rules"|'rules')\s*=|\[\s*(?:rules|"rules"|'rules')\s*\])""")
+
+
+def parse_rules_file(data: bytes | str, name: str) -> list[Rule]:
+    """The rules in one TOML rules file, or `InvalidStore` naming `name` and
+    the line.
+
+    Pure, so an editor can check an unsaved buffer with exactly the parser a
+    run uses. Unknown keys are ignored (a newer writer's fields must not brick
+    an older reader); a wrong-typed known key is an error, located by the
+    rules table and key it sits in, because `tomllib` keeps no positions once
+    a document has parsed.
+    """
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = data.count(b"\n", 0, e.start) + 1
+            raise InvalidStore(
+                f"{name}:{line}: not UTF-8 text ({e.reason} at byte {e.start})", path=name, line=line
+            ) from None
+    else:
+        text = data
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        line = _toml_error_line(str(e), text)
+        raise InvalidStore(f"{name}:{line}: {e}", path=name, line=line) from None
+    try:
+        return msgspec.convert(raw, RulesFile).rules
+    except msgspec.ValidationError as e:
+        line = _validation_error_line(str(e), text)
+        raise InvalidStore(f"{name}:{line}: {e}", path=name, line=line) from None
+
+
+def _toml_error_line(message: str, text: str) -> int:
+    m = _TOML_POSITION_RE.search(message)
+    if m:
+        return int(m.group(1))
+    # "at end of document"
+    return max(1, len(text.splitlines()))
+
+
+def _validation_error_line(message: str, text: str) -> int:
+    """The line of the value msgspec complained about, found from its path
+    (`$.rules[2].confidence`): the key's line inside the right `[[rules]]`
+    table, else that table's header, else the `rules =` line, else line 1."""
+    index: int | None = None
+    key: str | None = None
+    m = _VALIDATION_PATH_RE.search(message)
+    if m:
+        pm = _RULES_PATH_RE.match(m.group(1))
+        if pm:
+            index = int(pm.group(1)) if pm.group(1) is not None else None
+            key = pm.group(2)
+    lines = text.splitlines()
+    if index is not None:
+        seen = -1
+        for n, line in enumerate(lines):
+            if not _RULES_HEADER_RE.match(line):
+                continue
+            seen += 1
+            if seen != index:
+                continue
+            if key is not None:
+                key_re = re.compile(rf"""^\s*(?:{key}|"{key}"|'{key}')\s*=""")
+                for k in range(n + 1, len(lines)):
+                    if lines[k].lstrip().startswith("["):
+                        break
+                    if key_re.match(lines[k]):
+                        return k + 1
+            return n + 1
+    for n, line in enumerate(lines):
+        if _RULES_KEY_RE.match(line):
+            return n + 1
+    return 1
+
+
+# ─── Writing learned rules (tomlkit, imported only here) ────────────────────
+
+
+def _learned_header(domain: str) -> str:
+    return (
+        f"# Learned rules for the `{domain}` domain.\n"
+        "# Changed only when a person accepts a proposal. You may edit this file:\n"
+        "# set `enabled = false` to silence a rule; comments are kept where the\n"
+        "# layout allows.\n"
+    )
+
+
+def _toml_fields(rule: Rule) -> dict[str, Any]:
+    """A rule as TOML key/values: `None` and empty lineage are left out (TOML
+    has no null), `enabled` is always spelled out so a person can flip it."""
+    fields: dict[str, Any] = msgspec.to_builtins(rule)
+    ordered = {"text": fields.pop("text"), "enabled": rule.enabled}
+    fields.pop("enabled", None)
+    ordered.update(fields)
+    return ordered
+
+
+def _rules_round_trip(text: str, rules: Sequence[Rule]) -> bool:
+    try:
+        return parse_rules_file(text, "<candidate>") == list(rules)
+    except InvalidStore:
+        return False
+
+
+def render_learned_toml(existing: str | None, rules: Sequence[Rule], domain: str) -> str:
+    """The text of a learned rules file holding exactly `rules`.
+
+    When a file exists, it is edited in place so a person's comments and
+    layout survive: each rule is matched to an existing table by id, else by
+    text, and updated key by key (unchanged keys keep their formatting and
+    inline comments; keys this code does not know are left alone); tables for
+    dropped rules are removed, new rules appended, and the order made that of
+    `rules`. The result is re-parsed and used only if it reads back as
+    exactly `rules`; anything else — an inline `rules = [...]` array, a shape
+    tomlkit cannot edit — falls back to writing the whole document fresh.
+    Correct first, pretty second.
+    """
+    if existing is not None:
+        try:
+            merged = _merge_learned_toml(existing, rules)
+        except Exception as e:  # any tomlkit surprise: take the simple path
+            log.info("rewriting learned rules whole (could not edit in place: %s)", e)
+            merged = None
+        if merged is not None and _rules_round_trip(merged, rules):
+            return merged
+    return _fresh_learned_toml(rules, domain)
+
+
+def _fresh_learned_toml(rules: Sequence[Rule], domain: str) -> str:
+    import tomlkit
+
+    doc = tomlkit.document()
+    for line in _learned_header(domain).splitlines():
+        doc.add(tomlkit.comment(line.removeprefix("# ")))
+    doc.add(tomlkit.nl())
+    if rules:
+        aot = tomlkit.aot()
+        for rule in rules:
+            table = tomlkit.table()
+            for key, value in _toml_fields(rule).items():
+                table[key] = value
+            aot.append(table)
+        doc["rules"] = aot
+    return tomlkit.dumps(doc)
+
+
+def _merge_learned_toml(existing: str, rules: Sequence[Rule]) -> str | None:
+    import tomlkit
+    from tomlkit.items import AoT, Comment, Table, Whitespace
+
+    doc = tomlkit.parse(existing)
+    current = doc.get("rules")
+    if current is None:
+        old_tables: list[Table] = []
+    elif isinstance(current, AoT):
+        old_tables = list(current.body)
+    else:
+        return None
+    old_rules = [msgspec.convert(t.unwrap(), Rule) for t in old_tables]
+    assign = _match_rules(old_rules, rules)
+
+    # tomlkit files the comments and blank lines above a `[[rules]]` header
+    # under the *previous* table. Detach them so they travel with the rule
+    # they were written about when rules are reordered or dropped.
+    tails: list[list[Any]] = []
+    for table in old_tables:
+        body = table.value.body
+        tail: list[Any] = []
+        while body and body[-1][0] is None and isinstance(body[-1][1], (Comment, Whitespace)):
+            tail.insert(0, body.pop()[1])
+        tails.append(tail)
+    leads: list[list[Any]] = [[]] + tails[:-1]
+    doc_tail: list[Any] = tails[-1] if tails else []
+
+    def needs_gap(table: Table) -> bool:
+        body = table.value.body
+        return bool(body) and body[-1][0] is not None
+
+    out: list[Table] = []
+    prev_old: int | None = None
+    for rule, i in zip(rules, assign):
+        if i is None:
+            table = tomlkit.table()
+            for key, value in _toml_fields(rule).items():
+                table[key] = value
+            if out and needs_gap(out[-1]):
+                out[-1].add(tomlkit.nl())
+        else:
+            table = old_tables[i]
+            _update_table(table, rule)
+            lead = leads[i]
+            if out:
+                for item in lead:
+                    out[-1].add(item)
+                if not lead and prev_old != i - 1 and needs_gap(out[-1]):
+                    out[-1].add(tomlkit.nl())
+            elif lead and any(isinstance(item, Comment) for item in lead):
+                # Moved to the top: its comment goes under its own header.
+                moved = tomlkit.table()
+                for item in lead:
+                    if isinstance(item, Comment):
+                        moved.add(item)
+                for key, item in table.value.body:
+                    if key is None:
+                        moved.add(item)
+                    else:
+                        moved.add(key, item)
+                table = moved
+        out.append(table)
+        prev_old = i
+
+    if out:
+        for item in doc_tail:
+            out[-1].add(item)
+        aot = AoT([], name="rules", parsed=True)
+        for table in out:
+            aot.append(table)
+        if current is None:
+            doc.append("rules", aot)
+        else:
+            doc["rules"] = aot
+    else:
+        if current is not None:
+            del doc["rules"]
+        for item in doc_tail:
+            doc.add(item)
+    return tomlkit.dumps(doc)
+
+
+def _match_rules(old: Sequence[Rule], new: Sequence[Rule]) -> list[int | None]:
+    """For each new rule, the index of the existing rule it updates: the same
+    id first, then the same text (unless both carry ids that differ)."""
+    assign: list[int | None] = [None] * len(new)
+    used: set[int] = set()
+    for j, rule in enumerate(new):
+        if rule.id is None:
+            continue
+        for i, prev in enumerate(old):
+            if i not in used and prev.id == rule.id:
+                assign[j] = i
+                used.add(i)
+                break
+    for j, rule in enumerate(new):
+        if assign[j] is not None:
+            continue
+        for i, prev in enumerate(old):
+            if i in used or prev.text != rule.text:
+                continue
+            if rule.id is not None and prev.id is not None and rule.id != prev.id:
+                continue
+            assign[j] = i
+            used.add(i)
+            break
+    return assign
+
+
+def _update_table(table: Any, rule: Rule) -> None:
+    """Bring one existing `[[rules]]` table to `rule`, touching only keys
+    whose value changes."""
+    wanted = _toml_fields(rule)
+    for name in Rule.__struct_fields__:
+        present = name in table
+        if name in wanted:
+            value = wanted[name]
+            if present:
+                current = table[name]
+                current = current.unwrap() if hasattr(current, "unwrap") else current
+                if current == value and type(current) is type(value):
+                    continue
+            elif name == "enabled" and value is True:
+                continue  # absent already means enabled; keep the file terse
+            table[name] = value
+        elif present:
+            del table[name]
+
+
+# ─── Ledger encoding ────────────────────────────────────────────────────────
+
+_REFLEXION_DECODER = msgspec.json.Decoder(Reflexion)
+_RUN_DECODER = msgspec.json.Decoder(LeapRun)
+_VALIDATION_DECODER = msgspec.json.Decoder(ValidationRecord)
+_PROPOSAL_DECODER = msgspec.json.Decoder(Proposal)
+_ENCODER = msgspec.json.Encoder()
+
+
+def _mark_lines(data: bytes, wanted: set[str], run_id: str) -> tuple[list[bytes], int]:
+    """The reflections file's lines with the `wanted`, unprocessed ones
+    marked, and how many were. Blank lines are dropped; every other line not
+    being marked — a corrupt one included — is returned byte for byte."""
+    lines: list[bytes] = []
+    marked = 0
+    for raw in data.split(b"\n"):
+        line = raw.strip()
+        if not line:
+            continue
+        try:
+            r = _REFLEXION_DECODER.decode(line)
+        except msgspec.DecodeError:
+            lines.append(raw)
+            continue
+        if r.id in wanted and not r.is_processed:
+            # Re-encoded from the raw object, not the struct, so fields a
+            # newer writer added survive the marking.
+            obj = msgspec.json.decode(line)
+            obj["is_processed"] = True
+            obj["leap_run_id"] = run_id
+            lines.append(_ENCODER.encode(obj))
+            marked += 1
+        else:
+            lines.append(raw)
+    return lines, marked
+
+
+# ─── The lock ───────────────────────────────────────────────────────────────
+
+
+class StoreLock:
+    """The store's writer lock, held until `release()`, the end of a `with`
+    block, garbage collection, or the death of the process — the kernel drops
+    an `flock` when its file closes, so a crashed pass can never wedge the
+    store."""
+
+    def __init__(self, fd: int):
+        self._fd: int | None = fd
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            # Explicit unlock first: a forked child may share this open file
+            # description, and closing our copy alone would not free it.
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def __enter__(self) -> StoreLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __del__(self) -> None:
+        try:
+            self.release()
+        except Exception:
+            pass
+
+
+# ─── The store ──────────────────────────────────────────────────────────────
+
+
+class LearningStore:
+    """The learning directory, as methods. Constructing one touches nothing
+    on disk; `open` creates the layout, `open_existing` refuses to."""
+
+    def __init__(self, root: str | os.PathLike[str]):
+        self._root = Path(root)
+
+    def __repr__(self) -> str:
+        return f"LearningStore({str(self._root)!r})"
+
+    @property
+    def root(self) -> Path:
+        return self._root
+
+    # ── opening ──
+
+    @staticmethod
+    def default_root() -> Path:
+        """`$MECHA_LEARNING_DIR`, else `~/.mecha/learning`."""
+        env = os.environ.get(LEARNING_DIR_ENV)
+        if env:
+            return Path(env).expanduser()
+        return Path.home().joinpath(*DEFAULT_HOME_SUBDIR)
+
+    @classmethod
+    def open(cls, root: str | os.PathLike[str] | None = None) -> LearningStore:
+        """Open the store for writing, creating its layout if missing.
+
+        Every directory is made owner-only, and a git repository is created
+        best-effort: git being absent degrades to plain files — the audit
+        trail is lost, the data is not.
+        """
+        store = cls(cls.default_root() if root is None else root)
+        # The root holds reflections and ledgers directly, so it gets the
+        # owner-only mode itself, not only through its subdirectories.
+        _files.ensure_private_dir(store._root)
+        for sub in (RULES_DIR, PROPOSALS_DIR, JOBS_DIR, LOGS_DIR):
+            _files.ensure_private_dir(store._root / sub)
+        store._ensure_gitignore()
+        if not (store._root / ".git").exists():
+            store._git_init()
+        return store
+
+    @classmethod
+    def open_existing(cls, root: str | os.PathLike[str] | None = None) -> LearningStore | None:
+        """The store at `root` (default location if `None`) if that directory
+        exists, else `None`. For read paths — a run's prompt assembly — that
+        must not create state as a side effect."""
+        path = Path(cls.default_root() if root is None else root)
+        return cls(path) if path.is_dir() else None
+
+    def _ensure_gitignore(self) -> None:
+        path = self._root / GITIGNORE_FILE
+        data = _files.read_bytes(path)
+        present = set() if data is None else {line.strip() for line in data.decode("utf-8", "replace").splitlines()}
+        missing = [entry.encode() for entry in GITIGNORE_ENTRIES if entry not in present]
+        if not missing:
+            return
+        if data is None:
+            _files.write_atomic(path, b"\n".join(missing) + b"\n")
+        else:
+            _files.append_lines(path, missing)
+
+    # ── git ──
+
+    def _git(self, *args: str) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_SCRUB}
+        env["LC_ALL"] = "C"  # "nothing to commit" is matched in English
+        env["GIT_TERMINAL_PROMPT"] = "0"
+        return subprocess.run(
+            ["git", *args],
+            cwd=self._root,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=_GIT_TIMEOUT_S,
+            check=False,
+        )
+
+    def _git_init(self) -> None:
+        try:
+            result = self._git("-c", "init.defaultBranch=main", "init", "--quiet")
+        except (OSError, subprocess.SubprocessError) as e:
+            log.warning("git unavailable (%s); the learning store keeps no history", e)
+            return
+        if result.returncode != 0:
+            log.warning("git init failed in the learning store: %s", result.stderr.strip())
+
+    def commit(self, message: str) -> bool:
+        """Commit the store's current state; `True` if a commit was made.
+
+        Best effort, always: losing git loses the audit trail, never the
+        data, so a failure is a logged warning and "nothing to commit" is not
+        even that. Runs with a fixed identity and without hooks, against this
+        directory's own repository only — never one it happens to sit in.
+        """
+        if not (self._root / ".git").exists():
+            log.warning("the learning store is not a git repository; not committing %r", message)
+            return False
+        repo = ("--git-dir", str(self._root / ".git"), "--work-tree", str(self._root))
+        config = (*GIT_IDENTITY, "-c", "commit.gpgsign=false", "-c", f"core.hooksPath={os.devnull}")
+        try:
+            added = self._git(*repo, "add", "-A")
+            if added.returncode != 0:
+                log.warning("learning store commit: git add failed: %s", added.stderr.strip())
+                return False
+            done = self._git(*repo, *config, "commit", "--quiet", "-m", message)
+        except (OSError, subprocess.SubprocessError) as e:
+            log.warning("learning store commit skipped (%s)", e)
+            return False
+        if done.returncode == 0:
+            return True
+        said = f"{done.stdout}\n{done.stderr}"
+        if "nothing to commit" in said or "nothing added to commit" in said:
+            return False
+        log.warning("learning store commit failed: %s", said.strip())
+        return False
+
+    # ── locking ──
+
+    def lock(self) -> StoreLock:
+        """Take the writer lock, blocking until it is free.
+
+        Take it before reading the state a pass will act on. Advisory, so it
+        orders mecha's own writers and does nothing to a person's editor.
+        Each call opens its own file description, so a second call contends
+        even within one process.
+        """
+        held = self._flock(blocking=True)
+        assert held is not None
+        return held
+
+    def try_lock(self) -> StoreLock | None:
+        """The writer lock if it is free now, else `None`."""
+        return self._flock(blocking=False)
+
+    def _flock(self, *, blocking: bool) -> StoreLock | None:
+        fd = os.open(self._root / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, _files.FILE_MODE)
+        try:
+            os.fchmod(fd, _files.FILE_MODE)
+            fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except BaseException:
+            os.close(fd)
+            raise
+        return StoreLock(fd)
+
+    # ── JSONL plumbing ──
+
+    def _read_jsonl(self, name: str, decoder: msgspec.json.Decoder[T], what: str) -> list[T]:
+        path = self._root / name
+        data = _files.read_bytes(path)
+        if not data:
+            return []
+        out: list[T] = []
+        with _files.gc_paused():
+            for number, line in _files.nonblank_lines(data):
+                try:
+                    out.append(decoder.decode(line))
+                except msgspec.DecodeError as e:
+                    # One corrupt line costs one record, not the file.
+                    log.warning("skipping corrupt %s at %s line %d: %s", what, path, number, e)
+        return out
+
+    def _append_records(self, name: str, records: Iterable[Any]) -> None:
+        lines = [_ENCODER.encode(r) for r in records]
+        _files.append_lines(self._root / name, lines)
+
+    def _read_ids(self, name: str) -> set[str]:
+        data = _files.read_bytes(self._root / name)
+        if not data:
+            return set()
+        return {line.strip() for line in data.decode("utf-8", "replace").splitlines() if line.strip()}
+
+    def _append_id(self, name: str, record_id: str) -> None:
+        if (
+            not isinstance(record_id, str)
+            or not record_id
+            or record_id != record_id.strip()
+            or "\n" in record_id
+            or "\r" in record_id
+        ):
+            raise InvalidInput(f"invalid id {record_id!r}: an id is one non-empty line without surrounding spaces")
+        _files.append_lines(self._root / name, [record_id.encode("utf-8")])
+
+    # ── reflections ──
+
+    def append_reflexion(self, r: Reflexion) -> None:
+        self.append_reflexions([r])
+
+    def append_reflexions(self, rs: Iterable[Reflexion]) -> None:
+        """Append reflections in one write. Each one's domain is checked first:
+        a later pass builds a rules path from it."""
+        rs = list(rs)
+        for r in rs:
+            validate_domain(r.domain)
+        self._append_records(REFLECTIONS_FILE, rs)
+
+    def reflexions(self) -> list[Reflexion]:
+        """Every readable reflection, in file order."""
+        return self._read_jsonl(REFLECTIONS_FILE, _REFLEXION_DECODER, "reflection")
+
+    def mark_reflexions_processed(self, ids: Iterable[str], run_id: str) -> int:
+        """Mark the named, not yet processed reflections as consumed by
+        `run_id`; returns how many changed.
+
+        The file is rewritten through a temp sibling and rename, so a crash
+        loses the marking, never a reflection. Only the changed lines are
+        re-encoded, and from their raw JSON, so fields this version does not
+        know survive; every other line — including one that does not parse —
+        is kept byte for byte. Callers hold the writer lock; as a second
+        guard, if the file changes between the read and the rename (an
+        append that did not take the lock), the marking is redone on the new
+        contents rather than overwriting it.
+        """
+        wanted = set(ids)
+        path = self._root / REFLECTIONS_FILE
+        if not wanted:
+            return 0
+        for _attempt in range(5):
+            try:
+                with open(path, "rb") as f:
+                    before = os.fstat(f.fileno())
+                    data = f.read()
+            except FileNotFoundError:
+                return 0
+            with _files.gc_paused():
+                lines, marked = _mark_lines(data, wanted, run_id)
+            if marked == 0:
+                return 0
+            after = os.stat(path)
+            if (after.st_ino, after.st_size, after.st_mtime_ns) != (
+                before.st_ino,
+                before.st_size,
+                before.st_mtime_ns,
+            ):
+                continue
+            _files.write_atomic(path, b"\n".join(lines) + b"\n")
+            return marked
+        raise RuntimeError(f"{path} kept changing while it was being marked; is a writer running without the lock?")
+
+    # ── mining ledgers ──
+
+    def mined_sessions(self) -> set[str]:
+        """Sessions already mined, so a reflect pass never re-reads one."""
+        return self._read_ids(MINED_FILE)
+
+    def mark_mined(self, session_id: str) -> None:
+        self._append_id(MINED_FILE, session_id)
+
+    def mined_outbox(self) -> set[str]:
+        """Outbox items already mined for writing reflections. A separate
+        ledger from sessions: an id in one never satisfies the other."""
+        return self._read_ids(MINED_OUTBOX_FILE)
+
+    def mark_outbox_mined(self, item_id: str) -> None:
+        self._append_id(MINED_OUTBOX_FILE, item_id)
+
+    def distilled_sessions(self) -> set[str]:
+        """Sessions already distilled to the knowledge graph — its own ledger,
+        so marking a session mined never makes it look distilled."""
+        return self._read_ids(DISTILLED_FILE)
+
+    def mark_distilled(self, session_id: str) -> None:
+        self._append_id(DISTILLED_FILE, session_id)
+
+    # ── rules ──
+
+    def rules_path(self, domain: str, kind: str) -> Path:
+        """`rules/<domain>.<kind>.toml`, after the domain is validated."""
+        if kind not in (USER_KIND, LEARNED_KIND):
+            raise ValueError(f"unknown rules kind {kind!r}")
+        return self._root / RULES_DIR / f"{validate_domain(domain)}.{kind}.toml"
+
+    def _load_rules(self, path: Path) -> list[Rule]:
+        data = _files.read_bytes(path)
+        if data is None:
+            return []
+        return parse_rules_file(data, str(path))
+
+    def user_rules(self, domain: str) -> list[Rule]:
+        """The person's own rules. Nothing in this codebase writes that file:
+        the learner is told these are immutable, and this is that made
+        structural rather than left to a model."""
+        return self._load_rules(self.rules_path(domain, USER_KIND))
+
+    def learned_rules(self, domain: str) -> list[Rule]:
+        return self._load_rules(self.rules_path(domain, LEARNED_KIND))
+
+    def write_learned_rules(self, domain: str, rules: Sequence[Rule]) -> None:
+        """Replace a domain's learned rules. Only accepting a proposal calls
+        this — unattended learning proposes, it never applies.
+
+        Written through a temp sibling and rename because runs read this file
+        with no lock: a torn TOML here would fail an unrelated run at startup.
+        An existing file is edited in place where possible, keeping a
+        person's comments (`render_learned_toml`).
+        """
+        path = self.rules_path(domain, LEARNED_KIND)
+        _files.ensure_private_dir(path.parent)
+        data = _files.read_bytes(path)
+        existing: str | None = None
+        if data is not None:
+            try:
+                existing = data.decode("utf-8")
+            except UnicodeDecodeError:
+                existing = None
+        text = render_learned_toml(existing, rules, domain)
+        _files.write_atomic(path, text.encode("utf-8"))
+
+    def domains(self) -> list[str]:
+        """Every domain with a rules file on disk, sorted. A file whose name
+        is not a valid domain is not a domain (and is never loaded)."""
+        try:
+            names = os.listdir(self._root / RULES_DIR)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        found: set[str] = set()
+        for name in names:
+            for suffix in (f".{USER_KIND}.toml", f".{LEARNED_KIND}.toml"):
+                if name.endswith(suffix):
+                    try:
+                        found.add(validate_domain(name[: -len(suffix)]))
+                    except InvalidDomain:
+                        pass
+        return sorted(found)
+
+    # ── the rules block ──
+
+    def render_block(self, domain: str | None = None) -> RenderedBlock:
+        """The block a run exercising `domain` carries: `RUN_DOMAINS` in
+        order, then `domain` if it is not one of them; per domain the user's
+        rules first, then active learned ones."""
+        run_domains = run_domains_including(None if domain is None else validate_domain(domain))
+        return render_rules([(d, self.user_rules(d), self.learned_rules(d)) for d in run_domains])
+
+    def rules_prompt_block(self, domain: str | None = None) -> str | None:
+        """Just the text of `render_block(domain)`."""
+        return self.render_block(domain).block
+
+    def render_candidate(self, domain: str, learned_rules: Sequence[Rule]) -> RenderedBlock:
+        """The block a run exercising `domain` would carry if that domain's
+        learned rules were `learned_rules`, rendered without writing anything
+        — for a proposal's diff and for a counterfactual probe."""
+        domain = validate_domain(domain)
+        sets: list[tuple[str, Sequence[Rule], Sequence[Rule]]] = []
+        for d in run_domains_including(domain):
+            learned = list(learned_rules) if d == domain else self.learned_rules(d)
+            sets.append((d, self.user_rules(d), learned))
+        return render_rules(sets)
+
+    def over_budget_domains(self) -> list[tuple[str, int]]:
+        """Domains on disk whose *active learned* rules exceed the cap, with
+        the count. User rules and retired rules cost the budget nothing."""
+        out: list[tuple[str, int]] = []
+        for domain in self.domains():
+            active = active_count(self.learned_rules(domain))
+            if active > MAX_ACTIVE_RULES_PER_DOMAIN:
+                out.append((domain, active))
+        return out
+
+    # ── proposals ──
+
+    def _proposal_path(self, proposal_id: str) -> Path:
+        if not isinstance(proposal_id, str) or not _PROPOSAL_ID_RE.fullmatch(proposal_id):
+            raise InvalidInput(
+                f"invalid proposal id {proposal_id!r}: an id is letters, digits, '.', '_' and '-', "
+                "starting with a letter or digit"
+            )
+        return self._root / PROPOSALS_DIR / f"{proposal_id}.json"
+
+    def write_proposal(self, p: Proposal) -> None:
+        """Write or rewrite one proposal, atomically: a listing never reads
+        a half-written file from a running pass. Resolving a proposal
+        rewrites the same file."""
+        path = self._proposal_path(p.id)
+        validate_domain(p.domain)
+        _files.ensure_private_dir(path.parent)
+        _files.write_atomic(path, msgspec.json.format(_ENCODER.encode(p), indent=2) + b"\n")
+
+    def proposals(self) -> list[Proposal]:
+        """Every readable proposal, oldest first (ids sort by creation time).
+        An unreadable file is skipped with a warning; temp files are never
+        read."""
+        directory = self._root / PROPOSALS_DIR
+        try:
+            entries = list(os.scandir(directory))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        out: list[Proposal] = []
+        for entry in entries:
+            if not entry.name.endswith(".json") or entry.name.startswith("."):
+                continue
+            try:
+                out.append(_PROPOSAL_DECODER.decode(Path(entry.path).read_bytes()))
+            except (OSError, msgspec.DecodeError) as e:
+                log.warning("skipping unreadable proposal %s: %s", entry.path, e)
+        out.sort(key=lambda p: p.id)
+        return out
+
+    def proposal(self, id_or_prefix: str) -> Proposal:
+        """One proposal by exact id, else by unique prefix.
+
+        An exact id always wins, even when it is also a prefix of another
+        id. No match is `NotFound`; several are `Ambiguous`, listing them —
+        a guess would accept the wrong rule change.
+        """
+        if not id_or_prefix:
+            raise NotFound("no proposal id given")
+        everything = self.proposals()
+        for p in everything:
+            if p.id == id_or_prefix:
+                return p
+        matches = [p for p in everything if p.id.startswith(id_or_prefix)]
+        if not matches:
+            raise NotFound(f"no proposal matching `{id_or_prefix}`")
+        if len(matches) > 1:
+            ids = [p.id for p in matches]
+            raise Ambiguous(f"`{id_or_prefix}` matches {len(ids)} proposals: {', '.join(ids)}", ids)
+        return matches[0]
+
+    # ── runs and the validation ledger ──
+
+    def append_run(self, run: LeapRun) -> None:
+        self._append_records(RUNS_FILE, [run])
+
+    def runs(self) -> list[LeapRun]:
+        return self._read_jsonl(RUNS_FILE, _RUN_DECODER, "run record")
+
+    def append_validation(self, rec: ValidationRecord) -> None:
+        validate_domain(rec.domain)
+        self._append_records(VALIDATIONS_FILE, [rec])
+
+    def validations(self) -> list[ValidationRecord]:
+        return self._read_jsonl(VALIDATIONS_FILE, _VALIDATION_DECODER, "validation record")
