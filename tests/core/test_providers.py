@@ -516,13 +516,13 @@ async def test_the_real_reflector_learns_from_the_lessons_responder(
 ) -> None:
     # The end-to-end shape other tests rely on: the reflector's own prompts,
     # real HTTP, a lesson that quotes the person.
-    reflection = pytest.importorskip("mecha.core.reflection")
-    mining = pytest.importorskip("mecha.core.mining")
+    from mecha.core import mining, reflection
+
     model_server.responder = lessons_responder
     reflector = reflection.Reflector(AnthropicProvider(model_server.config("anthropic")))
     found = await reflector.reflect(mining.Intervention(
         trigger=mining.Trigger(trigger), context="drafting", text="never push to main",
-    ))
+    ), reflection.Evidence.FULL)
     assert found is not None and found.reflexion_text.startswith(opening)
     assert "never push to main" in found.reflexion_text
 

@@ -1,0 +1,153 @@
+"""Health checks over a store and the loop around it.
+
+Each check answers one question a person debugging "why is nothing being
+learned?" would ask, in the order they would ask it: is the store there and
+private, is its history kept, do the rule files parse, is any domain over
+budget or loaded by nothing, is the learner starved of learnable lessons,
+is anything waiting for review or stuck, and can a pass reach a model.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from . import jobs as jobs_mod
+from .errors import InvalidStore
+from .rules import LEARN_MIN_REFLECTIONS, MAX_ACTIVE_RULES_PER_DOMAIN, routed_domains
+
+
+class Check(msgspec.Struct):
+    name: str
+    ok: bool
+    detail: str
+
+
+def _permissions(root: Path) -> Check:
+    loose = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        if ".git" in dirnames:
+            dirnames.remove(".git")
+        for name in [*dirnames, *filenames]:
+            path = Path(dirpath, name)
+            try:
+                mode = path.lstat().st_mode
+            except OSError:
+                continue
+            if stat.S_ISLNK(mode):
+                loose.append(f"{path.relative_to(root)} (symlink)")
+            elif mode & 0o077:
+                loose.append(f"{path.relative_to(root)} ({stat.filemode(mode)})")
+    try:
+        root_mode = root.stat().st_mode
+        if root_mode & 0o077:
+            loose.insert(0, f". ({stat.filemode(root_mode)})")
+    except OSError:
+        pass
+    if loose:
+        return Check("permissions", False, "readable by others: " + ", ".join(loose[:10]) + (" …" if len(loose) > 10 else ""))
+    return Check("permissions", True, "owner-only")
+
+
+def run_checks(root: Path, model_options: Mapping[str, Any] | None = None, *, env: Mapping[str, str] | None = None) -> list[Check]:
+    from .store import LearningStore
+
+    env = os.environ if env is None else env
+    checks: list[Check] = []
+    store = LearningStore.open_existing(root)
+    if store is None:
+        checks.append(Check("store", False, f"no learning store at {root} yet (it is created by the first pass)"))
+    else:
+        checks.append(Check("store", True, str(root)))
+        checks.append(_permissions(root))
+        has_git = shutil.which("git") is not None
+        repo = (root / ".git").is_dir()
+        checks.append(
+            Check(
+                "git",
+                has_git and repo,
+                "history kept in the store's git repository"
+                if has_git and repo
+                else ("git is not installed: no audit trail" if not has_git else "the store is not a git repository"),
+            )
+        )
+        broken = []
+        for domain in store.domains():
+            for loader in (store.user_rules, store.learned_rules):
+                try:
+                    loader(domain)
+                except InvalidStore as exc:
+                    broken.append(str(exc))
+        checks.append(Check("rules files", not broken, "; ".join(broken) if broken else f"{len(store.domains())} domain(s) parse"))
+        try:
+            over = store.over_budget_domains()
+        except InvalidStore:
+            over = []
+        checks.append(
+            Check(
+                "budget",
+                not over,
+                ", ".join(f"{d}: {n} active learned rules (cap {MAX_ACTIVE_RULES_PER_DOMAIN})" for d, n in over)
+                or "every domain within the cap",
+            )
+        )
+        unrouted = [d for d in store.domains() if d not in routed_domains()]
+        checks.append(
+            Check(
+                "routing",
+                not unrouted,
+                ("loaded by no run or pass unless a run names it: " + ", ".join(unrouted))
+                if unrouted
+                else "every domain on disk is loaded by a run or a pass",
+            )
+        )
+        reflections = store.reflexions()
+        starved = []
+        for domain in sorted({r.domain for r in reflections}):
+            pool = [r for r in reflections if r.domain == domain and not r.is_processed]
+            learnable = [r for r in pool if r.learnable()]
+            if len(pool) >= LEARN_MIN_REFLECTIONS and len(learnable) < LEARN_MIN_REFLECTIONS:
+                starved.append(f"{domain}: {len(pool)} unprocessed, {len(learnable)} learnable (needs {LEARN_MIN_REFLECTIONS})")
+        checks.append(Check("learner", not starved, "; ".join(starved) or "no domain is starved of learnable reflections"))
+        pending = [p for p in store.proposals() if p.status == "pending"]
+        checks.append(
+            Check(
+                "proposals",
+                True,
+                f"{len(pending)} pending: " + ", ".join(f"{p.id} ({p.domain})" for p in pending) if pending else "none pending",
+            )
+        )
+        jobs = jobs_mod.list_jobs(root, limit=20)
+        died = [j for j in jobs if j.state == "failed"]
+        running = [j for j in jobs if j.state == "running"]
+        detail = f"{len(running)} running, {len(died)} failed among the last {len(jobs)}"
+        if died:
+            detail += f"; latest failure {died[0].id}: {died[0].outcome}"
+        checks.append(Check("jobs", True, detail))
+    checks.append(_model_check(model_options, env))
+    return checks
+
+
+def _model_check(model_options: Mapping[str, Any] | None, env: Mapping[str, str]) -> Check:
+    from .providers import check_reachable, default_config_path, resolve_model_config
+    from .providers.config import NO_MODEL_HELP
+
+    try:
+        cfg = resolve_model_config(model_options, env, default_config_path(env))
+    except ValueError as exc:
+        return Check("model", False, f"misconfigured: {exc}")
+    if cfg is None:
+        return Check("model", False, "no model configured; passes will fail with NoModel. " + NO_MODEL_HELP.splitlines()[0])
+    import asyncio
+
+    try:
+        reachable, detail = asyncio.run(check_reachable(cfg))
+    except Exception as exc:  # never let the doctor crash on its own check
+        reachable, detail = False, f"{type(exc).__name__}: {exc}"
+    return Check("model", reachable, f"{cfg.api} {cfg.model} at {cfg.base_url} ({cfg.source}): {detail}")

@@ -1,0 +1,140 @@
+"""Background jobs: the record a detached pass keeps of itself.
+
+A pass runs as its own process so it outlives the sidecar (and the harness)
+that started it; its `jobs/<id>.json` is the source of truth for its state.
+The starter writes the record as `running` *before* spawning, the pass adds
+its pid when it starts and writes the final state when it ends. A record
+still `running` whose process is gone died without saying how it ended — a
+SIGKILL, an OOM — and is reported as `failed`, never as running forever.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from ._files import write_atomic
+from .errors import InvalidInput, NotFound
+from .identity import now
+
+JobKind = Literal["reflect", "learn"]
+JobState = Literal["running", "done", "failed"]
+
+#: A record with no pid this long after it started never got its process.
+SPAWN_GRACE_S = 120.0
+
+_JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+class Job(msgspec.Struct, kw_only=True, omit_defaults=True):
+    id: str
+    kind: JobKind
+    domain: str | None = None
+    state: JobState = "running"
+    started_at: str
+    finished_at: str | None = None
+    outcome: str | None = None
+    proposal_id: str | None = None
+    #: The session a reflect job was started for, when there was one.
+    session_id: str | None = None
+    #: The pass's process, while it runs.
+    pid: int | None = None
+    #: The pass's log, relative to the store root.
+    log: str | None = None
+
+
+def validate_job_id(job_id: object) -> str:
+    if not isinstance(job_id, str) or not _JOB_ID.fullmatch(job_id):
+        raise InvalidInput(f"invalid job id {job_id!r}")
+    return job_id
+
+
+def jobs_dir(root: Path) -> Path:
+    return root / "jobs"
+
+
+def job_path(root: Path, job_id: str) -> Path:
+    return jobs_dir(root) / f"{validate_job_id(job_id)}.json"
+
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(Job)
+
+
+def write_job(root: Path, job: Job) -> None:
+    write_atomic(job_path(root, job.id), _encoder.encode(job))
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie is dead for our purposes.
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+        return state != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _seconds_since(stamp: str) -> float:
+    from datetime import datetime, timezone
+
+    try:
+        then = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return 0.0
+    return (datetime.now(timezone.utc) - then).total_seconds()
+
+
+def settle(job: Job) -> Job:
+    """The job as it really stands: a `running` record whose process is gone
+    is `failed`."""
+    if job.state != "running":
+        return job
+    dead = False
+    if job.pid is not None:
+        dead = not _pid_alive(job.pid)
+    elif _seconds_since(job.started_at) > SPAWN_GRACE_S:
+        dead = True
+    if not dead:
+        return job
+    return msgspec.structs.replace(
+        job,
+        state="failed",
+        finished_at=job.finished_at or now(),
+        outcome=job.outcome or "the pass ended without recording an outcome (killed or crashed)",
+    )
+
+
+def read_job(root: Path, job_id: str) -> Job:
+    path = job_path(root, job_id)
+    try:
+        return settle(_decoder.decode(path.read_bytes()))
+    except FileNotFoundError:
+        raise NotFound(f"no job {job_id!r}") from None
+    except msgspec.DecodeError as exc:
+        raise NotFound(f"job {job_id!r} has an unreadable record: {exc}") from None
+
+
+def list_jobs(root: Path, limit: int = 50) -> list[Job]:
+    """The most recent jobs, newest first; unreadable records are skipped."""
+    directory = jobs_dir(root)
+    if not directory.is_dir():
+        return []
+    jobs: list[Job] = []
+    for path in directory.glob("*.json"):
+        try:
+            jobs.append(settle(_decoder.decode(path.read_bytes())))
+        except (OSError, msgspec.DecodeError):
+            continue
+    jobs.sort(key=lambda j: (j.started_at, j.id), reverse=True)
+    return jobs[:limit]

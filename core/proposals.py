@@ -1,0 +1,161 @@
+"""Resolving proposals: the only road into a learned rules file.
+
+Nothing learned applies itself. A pass writes a *proposal* — the candidate
+rule set beside the set it was made against — and a person accepts or rejects
+it, through the CLI, an editor code action or the harness, all of which call
+the functions here. Accepting is the only writer of `learned.toml`.
+
+Every function takes the store's writer lock before reading the state it acts
+on, so an accept racing a learn pass (or another accept) is serialised, and
+the later one sees the earlier one's result: a proposal made against rules
+that have since moved is refused as `Stale` rather than silently reverting
+what landed in between.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+import msgspec
+
+from .errors import InvalidInput, NotFound, NotPending, Stale
+from .identity import mint_proposal_id, mint_run_id, now
+from .rules import active_count, validate_domain
+from .store import LearningStore, Proposal
+
+PENDING = "pending"
+ACCEPTED = "accepted"
+REJECTED = "rejected"
+REJECTED_BY_GATE = "rejected_by_gate"
+
+
+def _status(p: Proposal) -> str:
+    return getattr(p.status, "value", p.status)
+
+
+def _require_pending(p: Proposal) -> None:
+    if _status(p) != PENDING:
+        raise NotPending(
+            f"proposal {p.id} is already {_status(p)}" + (f" (resolved {p.resolved_at})" if p.resolved_at else "")
+        )
+
+
+def accept_proposal(store: LearningStore, proposal_id: str) -> Proposal:
+    """Write the proposal's rules as the domain's learned rules, mark its
+    reflections processed, record it accepted, and commit.
+
+    Refuses with `Stale` when the live learned rules no longer equal the set
+    the proposal was made against, and with `NotPending` when it was already
+    resolved.
+    """
+    with store.lock():
+        p = store.proposal(proposal_id)
+        _require_pending(p)
+        live = store.learned_rules(p.domain)
+        if live != p.rules_before:
+            raise Stale(
+                f"proposal {p.id} was made against {len(p.rules_before)} learned {p.domain} rules, "
+                f"but the live file has moved since ({len(live)} rules now); "
+                "run a new learn pass to get a proposal against the current rules"
+            )
+        store.write_learned_rules(p.domain, p.rules)
+        run_id = mint_run_id()
+        store.mark_reflexions_processed(p.reflexion_ids, run_id)
+        p = msgspec.structs.replace(p, status=ACCEPTED, resolved_at=now())
+        store.write_proposal(p)
+        before, after = active_count(p.rules_before), active_count(p.rules)
+        store.commit(
+            f"accept proposal {p.id}: {p.domain} learned rules {before} -> {after} active\n\n"
+            f"Accepted by a person. {len(p.reflexion_ids)} reflection(s) marked processed.\n"
+            f"Evidence: {p.evidence or '(none recorded)'}"
+        )
+        return p
+
+
+def reject_proposal(store: LearningStore, proposal_id: str, reason: str | None = None) -> Proposal:
+    """Record a person's rejection. Its reflections are marked processed: a
+    person has heard that argument and said no (DESIGN §8.12)."""
+    with store.lock():
+        p = store.proposal(proposal_id)
+        _require_pending(p)
+        store.mark_reflexions_processed(p.reflexion_ids, mint_run_id())
+        p = msgspec.structs.replace(p, status=REJECTED, resolved_at=now(), reason=reason)
+        store.write_proposal(p)
+        store.commit(
+            f"reject proposal {p.id} ({p.domain})\n\n"
+            f"Rejected by a person{': ' + reason if reason else ''}. "
+            f"{len(p.reflexion_ids)} reflection(s) marked processed."
+        )
+        return p
+
+
+def propose_retirement(store: LearningStore, domain: str, rule_id: str, reason: str) -> Proposal:
+    """A pending proposal whose only change is retiring one learned rule.
+
+    Retired rules stay in the file as evidence, never render, and are shown to
+    the learner as never-to-re-derive.
+    """
+    validate_domain(domain)
+    if not reason.strip():
+        raise InvalidInput("reason: a retirement needs a reason a person can check")
+    with store.lock():
+        before = store.learned_rules(domain)
+        matches = [r for r in before if r.id == rule_id]
+        if not matches:
+            raise NotFound(f"no learned rule {rule_id!r} in domain {domain!r}")
+        if matches[0].retired_at is not None:
+            raise InvalidInput(f"rule_id: {rule_id} is already retired ({matches[0].retired_reason or 'no reason'})")
+        stamp = now()
+        after = [
+            msgspec.structs.replace(r, retired_at=stamp, retired_reason=reason.strip()) if r.id == rule_id else r
+            for r in before
+        ]
+        p = Proposal(
+            id=mint_proposal_id(),
+            domain=domain,
+            status=PENDING,
+            reflexion_ids=[],
+            rules_before=before,
+            rules=after,
+            evidence=f"retire {rule_id}: {reason.strip()}",
+            created_at=stamp,
+        )
+        store.write_proposal(p)
+        store.commit(f"propose retiring {rule_id} from {domain} ({p.id})\n\n{reason.strip()}")
+        return p
+
+
+def rendered_pair(store: LearningStore, p: Proposal) -> tuple[str, str]:
+    """The rules block before and after the proposal, as a run would see it
+    (an empty string where no block would be sent)."""
+    before = store.render_candidate(p.domain, p.rules_before).block or ""
+    after = store.render_candidate(p.domain, p.rules).block or ""
+    return before, after
+
+
+def proposal_diff(store: LearningStore, p: Proposal) -> str:
+    """Unified diff of the whole rendered rules block, before → after."""
+    before, after = rendered_pair(store, p)
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile=f"{p.domain} rules block (live when proposed)",
+        tofile=f"{p.domain} rules block (if {p.id} is accepted)",
+    )
+    text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    return text
+
+
+def list_proposals(store: LearningStore, status: str | None = None, domain: str | None = None) -> list[Proposal]:
+    if domain is not None:
+        validate_domain(domain)
+    return [
+        p
+        for p in store.proposals()
+        if (status is None or p.status == status) and (domain is None or p.domain == domain)
+    ]
+
+
+def pending_for(store: LearningStore, domain: str) -> list[Proposal]:
+    return list_proposals(store, PENDING, domain)
+

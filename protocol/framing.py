@@ -1,0 +1,206 @@
+"""LSP base-protocol framing: `Content-Length: N\\r\\n\\r\\n` then N bytes.
+
+The reader's job is to never lose the *next* message because of a bad one.
+A client bug (a lowercase header, a wrong length, a missing header, garbage
+between frames) must cost exactly the broken frame:
+
+- header names are matched case-insensitively, and `\\n\\n` is accepted as a
+  terminator as well as `\\r\\n\\r\\n`;
+- a header block without a usable `Content-Length` (missing, non-numeric,
+  negative, two that disagree) is reported and skipped; whatever body
+  followed it is discarded when the next header is found;
+- bytes before a `Content-Length` header (the tail of a body whose declared
+  length was too short) are discarded;
+- a declared length over the frame limit is reported and its bytes are
+  skipped without being held in memory;
+- a body that stops arriving before its declared length (a length that was
+  too long, swallowing the next frame) is reported after a stall timeout,
+  and reading resumes at the next header inside what was received.
+
+Each problem is surfaced as a `Frame` with `error` set, so the server can
+answer it (JSON-RPC -32700 with id null) and carry on.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import threading
+from dataclasses import dataclass
+
+#: Largest body accepted, so one message cannot exhaust memory. A 10k-message
+#: transcript is a few MB; this leaves an order of magnitude of headroom.
+MAX_FRAME_BYTES = 64 * 1024 * 1024
+
+#: Largest header block: real ones are under 100 bytes.
+MAX_HEADER_BYTES = 8 * 1024
+
+#: Seconds without a byte, mid-body, before the frame is declared broken.
+DEFAULT_STALL_TIMEOUT = float(os.environ.get("MECHA_SIDECAR_FRAME_STALL_S", "2.0"))
+
+_CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
+_TERMINATOR = re.compile(rb"\r\n\r\n|\n\n")
+
+
+@dataclass(slots=True)
+class Frame:
+    body: bytes | None = None
+    error: str | None = None
+
+
+class FrameReader:
+    """Reads frames from a file descriptor (a pipe, a socket, a file)."""
+
+    def __init__(
+        self,
+        fd: int,
+        *,
+        max_frame: int = MAX_FRAME_BYTES,
+        stall_timeout: float = DEFAULT_STALL_TIMEOUT,
+        chunk: int = 1 << 16,
+    ):
+        self.fd = fd
+        self.max_frame = max_frame
+        self.stall_timeout = stall_timeout
+        self.chunk = chunk
+        self.buf = bytearray()
+        self.eof = False
+
+    # ── low level ──
+    def _fill(self, timeout: float | None = None) -> bool:
+        """Read more bytes. False on EOF, or when `timeout` passed with none."""
+        if self.eof:
+            return False
+        if timeout is not None:
+            ready, _, _ = select.select([self.fd], [], [], timeout)
+            if not ready:
+                return False
+        try:
+            data = os.read(self.fd, self.chunk)
+        except InterruptedError:  # pragma: no cover - retried by the caller's loop
+            return True
+        if not data:
+            self.eof = True
+            return False
+        self.buf += data
+        return True
+
+    # ── frames ──
+    def read_frame(self) -> Frame | None:
+        """The next frame or framing error; `None` at a clean end of input."""
+        while True:
+            match = _TERMINATOR.search(self.buf)
+            if match is None:
+                if len(self.buf) > MAX_HEADER_BYTES:
+                    return self._resync_after(len(self.buf), "header block too long or missing its blank line")
+                if not self._fill():
+                    rest = bytes(self.buf).strip()
+                    self.buf.clear()
+                    if rest:
+                        return Frame(error="input ended inside a frame header")
+                    return None
+                continue
+
+            header = bytes(self.buf[: match.start()])
+            del self.buf[: match.end()]
+            # Discard anything before the last Content-Length: the leftover of
+            # a body that was declared too short, or garbage between frames.
+            last = None
+            for last in _CONTENT_LENGTH.finditer(header):
+                pass
+            if last is not None:
+                header = header[last.start() :]
+            if not header.strip():
+                continue  # blank lines between frames are not worth an error
+            length, error = _parse_header(header)
+            if error is not None:
+                return Frame(error=error)
+            assert length is not None
+            if length > self.max_frame:
+                self._skip(length)
+                return Frame(error=f"frame of {length} bytes exceeds the limit of {self.max_frame} bytes")
+            return self._read_body(length)
+
+    def _read_body(self, length: int) -> Frame:
+        while len(self.buf) < length:
+            if not self._fill(self.stall_timeout):
+                got = len(self.buf)
+                partial = bytes(self.buf)
+                self.buf.clear()
+                nxt = _CONTENT_LENGTH.search(partial)
+                if nxt is not None:
+                    self.buf += partial[nxt.start() :]
+                why = "input ended" if self.eof else f"no data for {self.stall_timeout:g}s"
+                return Frame(error=f"frame declared {length} bytes but {why} after {got}")
+        body = bytes(self.buf[:length])
+        del self.buf[:length]
+        return Frame(body=body)
+
+    def _skip(self, length: int) -> None:
+        """Discard `length` body bytes without holding them."""
+        remaining = length
+        take = min(remaining, len(self.buf))
+        del self.buf[:take]
+        remaining -= take
+        while remaining > 0:
+            if not self._fill(self.stall_timeout):
+                return
+            take = min(remaining, len(self.buf))
+            del self.buf[:take]
+            remaining -= take
+
+    def _resync_after(self, n: int, why: str) -> Frame:
+        data = bytes(self.buf[:n])
+        del self.buf[:n]
+        # Keep anything from the last header onwards: it may be a good frame.
+        last = None
+        for last in _CONTENT_LENGTH.finditer(data):
+            pass
+        if last is not None and last.start() > 0:
+            self.buf[:0] = data[last.start() :]
+        return Frame(error=why)
+
+
+def _parse_header(header: bytes) -> tuple[int | None, str | None]:
+    """`(length, None)` for a usable header block, else `(None, reason)`."""
+    length: int | None = None
+    for raw in header.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        name, sep, value = line.partition(b":")
+        if not sep:
+            return None, f"malformed header line {raw[:80]!r}"
+        if name.strip().lower() != b"content-length":
+            continue  # Content-Type and anything else: ignored
+        value = value.strip()
+        if not value.isdigit():
+            return None, f"Content-Length must be a non-negative integer, got {value[:40]!r}"
+        n = int(value)
+        if length is not None and n != length:
+            return None, f"two Content-Length headers disagree ({length} and {n})"
+        length = n
+    if length is None:
+        return None, "missing Content-Length header"
+    return length, None
+
+
+class FrameWriter:
+    """Writes whole frames; safe to share between threads."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.lock = threading.Lock()
+
+    def write(self, body: bytes) -> None:
+        data = b"Content-Length: %d\r\n\r\n" % len(body) + body
+        with self.lock:
+            view = memoryview(data)
+            while view:
+                written = os.write(self.fd, view)
+                view = view[written:]
+
+
+def encode_frame(body: bytes) -> bytes:
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body

@@ -1,0 +1,103 @@
+"""The JSON-RPC 2.0 envelope.
+
+Incoming messages are decoded in two steps so the hot path stays typed and
+cheap: the envelope first, with `params` kept as raw bytes (`msgspec.Raw`),
+then the params straight from those bytes into the method's Struct. Nothing is
+built as a dict and converted afterwards.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from .errors import INVALID_REQUEST, PARSE_ERROR, RpcError
+
+Id = int | str | None
+
+
+class Incoming(msgspec.Struct, omit_defaults=True):
+    """Any message a peer can send: request, notification or response."""
+
+    jsonrpc: str | msgspec.UnsetType = msgspec.UNSET
+    id: int | str | None | msgspec.UnsetType = msgspec.UNSET
+    method: str | msgspec.UnsetType = msgspec.UNSET
+    params: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    result: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    error: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+    @property
+    def is_request(self) -> bool:
+        return self.id is not msgspec.UNSET and self.method is not msgspec.UNSET
+
+    @property
+    def is_notification(self) -> bool:
+        return self.id is msgspec.UNSET and self.method is not msgspec.UNSET
+
+    @property
+    def is_response(self) -> bool:
+        return self.method is msgspec.UNSET and (
+            self.result is not msgspec.UNSET or self.error is not msgspec.UNSET
+        )
+
+
+_envelope = msgspec.json.Decoder(Incoming)
+_encoder = msgspec.json.Encoder()
+
+
+def decode_envelope(body: bytes) -> Incoming:
+    """The envelope of one frame's body, or an `RpcError` saying what is wrong
+    with it: -32700 for bytes that are not JSON (or not UTF-8), -32600 for
+    JSON that is not a JSON-RPC 2.0 message."""
+    try:
+        msg = _envelope.decode(body)
+    except msgspec.ValidationError as exc:
+        # Valid JSON of the wrong shape (an array, a number, `"id": {}`).
+        try:
+            msgspec.json.decode(body)
+        except msgspec.DecodeError:
+            raise RpcError(PARSE_ERROR, f"invalid JSON: {exc}") from None
+        raise RpcError(INVALID_REQUEST, f"not a JSON-RPC message: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise RpcError(PARSE_ERROR, f"invalid JSON: {exc}") from None
+    except UnicodeDecodeError as exc:  # pragma: no cover - msgspec reports it as DecodeError
+        raise RpcError(PARSE_ERROR, f"invalid UTF-8: {exc}") from None
+    if msg.jsonrpc != "2.0":
+        raise RpcError(INVALID_REQUEST, 'missing or wrong "jsonrpc" member: it must be "2.0"')
+    if msg.method is msgspec.UNSET and msg.result is msgspec.UNSET and msg.error is msgspec.UNSET:
+        raise RpcError(INVALID_REQUEST, 'a message needs a "method" (or a "result"/"error" if it is a response)')
+    return msg
+
+
+def request_id_of(body: bytes) -> Id:
+    """Best-effort id of a message whose envelope did not decode, so an error
+    can still be matched to its request."""
+    try:
+        obj = msgspec.json.decode(body)
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return None
+    if isinstance(obj, dict):
+        value = obj.get("id")
+        if isinstance(value, (int, str)) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def encode_result(id: Id, result: Any) -> bytes:
+    return _encoder.encode({"jsonrpc": "2.0", "id": id, "result": result})
+
+
+def encode_error(id: Id, error: RpcError) -> bytes:
+    err: dict[str, Any] = {"code": error.code, "message": error.message}
+    if error.data is not None:
+        err["data"] = error.data
+    return _encoder.encode({"jsonrpc": "2.0", "id": id, "error": err})
+
+
+def encode_notification(method: str, params: Any) -> bytes:
+    return _encoder.encode({"jsonrpc": "2.0", "method": method, "params": params})
+
+
+def encode_request(id: Id, method: str, params: Any) -> bytes:
+    return _encoder.encode({"jsonrpc": "2.0", "id": id, "method": method, "params": params})

@@ -1,0 +1,336 @@
+"""Every `mecha/*` method: its params, its result, and the one table both
+endpoints dispatch through.
+
+Params are msgspec Structs decoded straight from the request's raw bytes; a
+type error comes back as -32602 naming the offending field by its JSON path
+(`$.messages[3].role`). Results are Structs (or builtins) encoded with
+`enc_hook`, which spells the few shapes a Struct cannot (serde's external
+tagging for a `Disposition`, adjacent tagging for a `Cite`, `GoalRef` strings).
+
+Types shared with the domain (`Intervention`, `Proposal`, `RunStats`, …) are
+the core's own Structs: they already serialize to the harness's serde shapes,
+and defining them twice would let the two drift.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import msgspec
+
+from mecha.core.candidate import ChangeClass, Judgement, Pair, Prediction
+from mecha.core.jobs import Job
+from mecha.core.ledger import RuleTally, ValidationRecord
+from mecha.core.mining import Intervention
+from mecha.core.outbox import OutboxItem
+from mecha.core.run import RunStats
+from mecha.core.store import Proposal
+from mecha.core.transcript import Message, TaintCheckpoint
+
+from .errors import INVALID_PARAMS, RpcError
+
+# ─── params and results ─────────────────────────────────────────────────────
+
+
+class Empty(msgspec.Struct):
+    """`{}` — for methods that take or return nothing."""
+
+
+class RulesPromptBlockParams(msgspec.Struct):
+    domain: str | None = None
+
+
+class OverBudget(msgspec.Struct):
+    domain: str
+    active: int
+
+
+class RulesPromptBlockResult(msgspec.Struct):
+    block: str | None
+    rules_hash: str | None
+    rule_ids: list[str]
+    domains: list[str]
+    over_budget: list[OverBudget]
+
+
+class ExtractInterventionsParams(msgspec.Struct):
+    messages: list[Message]
+
+
+class ExtractInterventionsResult(msgspec.Struct):
+    interventions: list[Intervention]
+
+
+class LiveAffectParams(msgspec.Struct):
+    session_id: str
+    messages: list[Message]
+    stats: RunStats = msgspec.field(default_factory=RunStats)
+    run_started_at: int = 0
+
+
+class LiveAffectResult(msgspec.Struct):
+    affect: str
+
+
+class ProbeParam(msgspec.Struct):
+    at: int
+    verdict: Literal["mattered", "redundant", "inconclusive"]
+
+
+class AppraiseSessionParams(msgspec.Struct):
+    session_id: str
+    messages: list[Message]
+    stats: RunStats = msgspec.field(default_factory=RunStats)
+    drafts: list[OutboxItem] = msgspec.field(default_factory=list)
+    # A string "<kind>:<id>", parsed leniently: an unknown kind is no goal.
+    goal: str | None = None
+    taint_timeline: list[TaintCheckpoint] | None = None
+    probes: list[ProbeParam] = msgspec.field(default_factory=list)
+
+
+class SessionEndedParams(msgspec.Struct):
+    session_id: str
+    messages: list[Message]
+    taint_timeline: list[TaintCheckpoint] | None = None
+    interactive: bool = True
+
+
+class SessionEndedResult(msgspec.Struct):
+    interventions: int
+    learnable: int
+    already_mined: bool
+    job: Job | None
+
+
+class DraftResolvedParams(msgspec.Struct):
+    item: OutboxItem
+
+
+class DraftResolvedResult(msgspec.Struct):
+    intervention: Intervention | None
+    already_mined: bool
+    job: Job | None
+
+
+class ProposalIdParams(msgspec.Struct):
+    proposal_id: str
+
+
+class RenderCandidateResult(msgspec.Struct):
+    block: str | None
+    rules_hash: str | None
+    rule_ids: list[str]
+
+
+class LocateFollowupParams(msgspec.Struct):
+    messages: list[Message]
+    text: str
+
+
+class LocateFollowupResult(msgspec.Struct):
+    index: int | None
+
+
+class LearnParams(msgspec.Struct):
+    domain: str
+    min: int | None = None
+
+
+class LearnResult(msgspec.Struct, omit_defaults=True):
+    job: Job | None = None
+    reason: str | None = None
+
+
+class JobsResult(msgspec.Struct):
+    jobs: list[Job]
+
+
+class ProposalsParams(msgspec.Struct):
+    status: Literal["pending", "accepted", "rejected", "rejected_by_gate"] | None = None
+    domain: str | None = None
+
+
+class ProposalsResult(msgspec.Struct):
+    proposals: list[Proposal]
+
+
+class IdParams(msgspec.Struct):
+    id: str
+
+
+class ProposalResult(msgspec.Struct):
+    proposal: Proposal
+
+
+class ProposalWithDiffResult(msgspec.Struct):
+    proposal: Proposal
+    diff: str
+
+
+class RejectProposalParams(msgspec.Struct):
+    id: str
+    reason: str | None = None
+
+
+class ProposeRetirementParams(msgspec.Struct):
+    domain: str
+    rule_id: str
+    reason: str
+
+
+class RuleTalliesParams(msgspec.Struct):
+    domain: str | None = None
+
+
+class RuleTalliesResult(msgspec.Struct):
+    tallies: dict[str, RuleTally]
+
+
+class JudgeParams(msgspec.Struct):
+    """Either `pairs`, or `baseline` and `candidate` keyed by episode (paired
+    with `pair_arms`; an episode in one arm only is dropped)."""
+
+    change_class: ChangeClass = msgspec.field(name="class")
+    prediction: Prediction
+    holdout_in: int
+    pairs: list[Pair] | None = None
+    baseline: dict[str, RunStats] | None = None
+    candidate: dict[str, RunStats] | None = None
+
+
+class JudgeDrawnParams(msgspec.Struct):
+    change_class: ChangeClass = msgspec.field(name="class")
+    prediction: Prediction
+    selection: list[Pair]
+    holdout: list[Pair]
+
+
+class DoctorCheck(msgspec.Struct):
+    name: str
+    ok: bool
+    detail: str
+
+
+class DoctorResult(msgspec.Struct):
+    checks: list[DoctorCheck]
+
+
+class JobFinishedParams(msgspec.Struct):
+    job: Job
+
+
+# ─── the table ──────────────────────────────────────────────────────────────
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    name: str
+    params: type
+    result: Any
+    summary: str
+    notification: bool = False
+
+
+def _m(name: str, params: type, result: Any, summary: str, notification: bool = False) -> Method:
+    return Method(name, params, result, summary, notification)
+
+
+#: Every `mecha/*` method either endpoint serves, and the notifications the
+#: sidecar sends. `Appraisal`-typed results are added by `mecha.protocol.appraisal`.
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in (
+        _m("mecha/rulesPromptBlock", RulesPromptBlockParams, RulesPromptBlockResult,
+           "The rules block for a run's system prompt, with its hash and rule ids."),
+        _m("mecha/extractInterventions", ExtractInterventionsParams, ExtractInterventionsResult,
+           "Every moment in a transcript where a person stepped in."),
+        _m("mecha/liveAffect", LiveAffectParams, LiveAffectResult,
+           "The derived affect label of the run in progress."),
+        _m("mecha/appraiseSession", AppraiseSessionParams, "Appraisal",
+           "How a finished session went against its goal, derived from the record."),
+        _m("mecha/sessionEnded", SessionEndedParams, SessionEndedResult,
+           "Hand over a finished transcript; starts the background reflect pass."),
+        _m("mecha/draftResolved", DraftResolvedParams, DraftResolvedResult,
+           "Hand over a resolved outbox draft; a sent-and-edited message teaches `writing`."),
+        _m("mecha/renderCandidate", ProposalIdParams, RenderCandidateResult,
+           "The block a run would see if a proposal were accepted; writes nothing."),
+        _m("mecha/locateFollowup", LocateFollowupParams, LocateFollowupResult,
+           "Index of the user turn carrying a follow-up's text."),
+        _m("mecha/learn", LearnParams, LearnResult,
+           "Start a background consolidation pass that proposes, never applies."),
+        _m("mecha/jobs", Empty, JobsResult, "Recent background jobs, newest first."),
+        _m("mecha/proposals", ProposalsParams, ProposalsResult, "Proposals, oldest first."),
+        _m("mecha/proposal", IdParams, ProposalWithDiffResult,
+           "One proposal by id or unique prefix, with the diff of the rendered block."),
+        _m("mecha/acceptProposal", IdParams, ProposalResult,
+           "Accept a pending proposal: the only writer of a learned rules file."),
+        _m("mecha/rejectProposal", RejectProposalParams, ProposalResult, "Reject a pending proposal."),
+        _m("mecha/proposeRetirement", ProposeRetirementParams, ProposalResult,
+           "A pending proposal that retires one learned rule."),
+        _m("mecha/recordValidation", ValidationRecord, Empty, "Append one probe's measurement to the ledger."),
+        _m("mecha/ruleTallies", RuleTalliesParams, RuleTalliesResult, "Per-rule tallies folded from the ledger."),
+        _m("mecha/judge", JudgeParams, Judgement, "The paired A/B gate over measured arms."),
+        _m("mecha/judgeDrawn", JudgeDrawnParams, Judgement, "The gate over already drawn slices."),
+        _m("mecha/doctor", Empty, DoctorResult, "Health checks of the store, the loop and the model."),
+        _m("mecha/jobFinished", JobFinishedParams, None,
+           "Sent by the sidecar when a pass it started ends.", notification=True),
+    )
+}
+
+
+# ─── encoding and decoding ──────────────────────────────────────────────────
+
+_decoders: dict[type, msgspec.json.Decoder] = {}
+
+
+def _dec_hook(type_: type, obj: Any) -> Any:
+    from mecha.core import candidate
+
+    return candidate.dec_hook(type_, obj)
+
+
+def enc_hook(obj: Any) -> Any:
+    """Spells the shapes a Struct cannot: every type that knows its own wire
+    form has a `to_wire()`."""
+    to_wire = getattr(obj, "to_wire", None)
+    if to_wire is not None:
+        return to_wire()
+    raise NotImplementedError(f"cannot encode {type(obj).__name__}")
+
+
+def decode_params(params_type: type, raw: msgspec.Raw | bytes | None) -> Any:
+    """Typed params from the request's raw bytes; absent params read as `{}`.
+
+    Errors are -32602 naming the field: msgspec's message carries the JSON
+    path (`… - at $.messages[0].role`).
+    """
+    if raw is None or raw is msgspec.UNSET:
+        raw = b"{}"
+    decoder = _decoders.get(params_type)
+    if decoder is None:
+        decoder = _decoders[params_type] = msgspec.json.Decoder(params_type, dec_hook=_dec_hook)
+    try:
+        return decoder.decode(raw)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        if "got `array`" in text and "- at `$" not in text:
+            text = "params must be an object, not an array"
+        raise RpcError(INVALID_PARAMS, f"invalid params: {text}") from None
+    except msgspec.DecodeError as exc:
+        raise RpcError(INVALID_PARAMS, f"invalid params: {exc}") from None
+
+
+def convert_params(params_type: type, obj: Any) -> Any:
+    """Typed params from already-decoded JSON (the editor endpoint's path)."""
+    if obj is None:
+        obj = {}
+    try:
+        return msgspec.convert(obj, params_type, dec_hook=_dec_hook)
+    except msgspec.ValidationError as exc:
+        raise RpcError(INVALID_PARAMS, f"invalid params: {exc}") from None
+
+
+def to_builtins(result: Any) -> Any:
+    """A handler's result as plain JSON-ready builtins."""
+    return msgspec.to_builtins(result, enc_hook=enc_hook)

@@ -1,0 +1,3 @@
+from mecha.sidecar.cli import main
+
+raise SystemExit(main())

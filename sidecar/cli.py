@@ -1,0 +1,275 @@
+"""`mecha-sidecar <verb>`: the command line, for people and scripts.
+
+Every verb calls the same handler its JSON-RPC method does (`handlers.call`),
+so a terminal and a harness can never disagree about what an operation means.
+Output is for a person by default; `--json` prints the method's result as the
+wire has it. Errors go to stderr with a non-zero exit: 1 for a failed
+operation, 2 for a bad command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+VERBS_HELP = """\
+verbs:
+  serve               the harness endpoint on stdio (the default; --stdio is accepted and ignored)
+  demo                drive a real sidecar through a bundled sample session
+  block [--domain D]  print the rules block a run would get
+  mine FILE           print the interventions in a transcript file
+  proposals [list|show ID|accept ID|reject ID]
+  learn DOMAIN        start a consolidation pass (proposes, never applies)
+  reflect --sessions DIR
+                      reflect every transcript file in DIR
+  retire DOMAIN RULE_ID REASON
+                      propose retiring a learned rule
+  jobs                recent background passes
+  tallies             per-rule validation tallies
+  doctor              health checks
+  schema              the JSON Schema of every method and of the rules file
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="mecha-sidecar",
+        description="mecha's learning core: rules, reflections and proposals, over JSON-RPC or at a terminal.",
+        epilog=VERBS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--learning-dir", help="the store root (default: $MECHA_LEARNING_DIR, else ~/.mecha/learning)")
+    p.add_argument("--json", action="store_true", help="print results as JSON")
+    p.add_argument("--stdio", action="store_true", help=argparse.SUPPRESS)
+    sub = p.add_subparsers(dest="verb", metavar="VERB")
+
+    s = sub.add_parser("serve", help="the harness endpoint on stdio")
+    s.add_argument("--stdio", action="store_true", help=argparse.SUPPRESS)
+
+    s = sub.add_parser("pass", help=argparse.SUPPRESS)
+    s.add_argument("kind", choices=["reflect", "learn"])
+    s.add_argument("--job", required=True)
+    s.add_argument("--domain")
+    s.add_argument("--min", type=int)
+
+    s = sub.add_parser("demo", help="drive a real sidecar through a bundled sample session")
+    s.add_argument("--keep", action="store_true", help="keep the demo's temporary store and print its path")
+
+    s = sub.add_parser("block", help="print the rules block a run would get")
+    s.add_argument("--domain")
+
+    s = sub.add_parser("mine", help="print the interventions in a transcript file")
+    s.add_argument("file", nargs="?", help="a transcript file (default: the bundled sample session)")
+
+    s = sub.add_parser("proposals", help="list, show, accept or reject proposals")
+    s.add_argument("action", nargs="?", default="list", choices=["list", "show", "accept", "reject"])
+    s.add_argument("id", nargs="?")
+    s.add_argument("--status")
+    s.add_argument("--domain")
+    s.add_argument("--reason")
+
+    s = sub.add_parser("learn", help="start a consolidation pass for a domain")
+    s.add_argument("domain")
+    s.add_argument("--min", type=int)
+    s.add_argument("--no-wait", action="store_true", help="return once the pass has started")
+
+    s = sub.add_parser("reflect", help="reflect every transcript file in a directory")
+    s.add_argument("--sessions", required=True, type=Path)
+    s.add_argument("--no-wait", action="store_true")
+
+    s = sub.add_parser("retire", help="propose retiring a learned rule")
+    s.add_argument("domain")
+    s.add_argument("rule_id")
+    s.add_argument("reason")
+
+    sub.add_parser("jobs", help="recent background passes")
+    s = sub.add_parser("tallies", help="per-rule validation tallies")
+    s.add_argument("--domain")
+    sub.add_parser("doctor", help="health checks")
+    sub.add_parser("schema", help="print the JSON Schema")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    verb = args.verb or "serve"
+    if verb == "serve":
+        from .serve import serve_stdio
+
+        return serve_stdio()
+    if verb == "pass":
+        from .passrun import run_pass
+
+        return run_pass(args.kind, args.job, args.domain, args.min)
+    if verb == "demo":
+        from .demo import run_demo
+
+        return run_demo(keep=args.keep)
+    if verb == "schema":
+        from mecha.protocol.schema import schema_json
+
+        sys.stdout.write(schema_json())
+        return 0
+
+    from mecha.core.errors import LearningError
+    from mecha.protocol.errors import RpcError
+
+    try:
+        return _run_verb(verb, args)
+    except (LearningError, RpcError) as exc:
+        name = type(exc).__name__
+        print(f"mecha-sidecar: {name}: {exc}", file=sys.stderr)
+        return 1
+    except ValueError as exc:
+        print(f"mecha-sidecar: {exc}", file=sys.stderr)
+        return 1
+
+
+def _context(args: argparse.Namespace) -> Any:
+    from .context import Context, InitializationOptions
+
+    return Context.from_options(InitializationOptions(learning_dir=args.learning_dir))
+
+
+def _emit(args: argparse.Namespace, result: Any, human: Any) -> None:
+    if args.json:
+        import msgspec
+
+        sys.stdout.write(msgspec.json.format(msgspec.json.encode(result).decode(), indent=2) + "\n")
+    else:
+        text = human(result) if callable(human) else human
+        if text:
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def _run_verb(verb: str, args: argparse.Namespace) -> int:
+    from . import humane
+    from .handlers import call
+
+    ctx = _context(args)
+    if verb == "block":
+        result = call(ctx, "mecha/rulesPromptBlock", {"domain": args.domain})
+        _emit(args, result, humane.block)
+        return 0
+    if verb == "mine":
+        import msgspec
+
+        from mecha.core.sessions import load_transcript, sample_session_path
+
+        path = Path(args.file) if args.file else sample_session_path()
+        session = load_transcript(path)
+        result = call(ctx, "mecha/extractInterventions", {"messages": msgspec.to_builtins(session.messages)})
+        _emit(args, result, humane.interventions)
+        return 0
+    if verb == "proposals":
+        return _proposals(ctx, args)
+    if verb == "learn":
+        params: dict[str, Any] = {"domain": args.domain}
+        if args.min is not None:
+            params["min"] = args.min
+        result = call(ctx, "mecha/learn", params)
+        if result.get("job") is None:
+            _emit(args, result, lambda r: f"nothing started: {r.get('reason')}")
+            return 0
+        return _finish_job(ctx, args, result["job"], args.no_wait)
+    if verb == "reflect":
+        return _reflect(ctx, args)
+    if verb == "retire":
+        result = call(ctx, "mecha/proposeRetirement", {"domain": args.domain, "rule_id": args.rule_id, "reason": args.reason})
+        _emit(args, result, lambda r: humane.proposal_line(r["proposal"]))
+        return 0
+    if verb == "jobs":
+        result = call(ctx, "mecha/jobs", {})
+        _emit(args, result, humane.jobs)
+        return 0
+    if verb == "tallies":
+        result = call(ctx, "mecha/ruleTallies", {"domain": args.domain})
+        _emit(args, result, humane.tallies)
+        return 0
+    if verb == "doctor":
+        result = call(ctx, "mecha/doctor", {})
+        _emit(args, result, humane.doctor)
+        return 0 if all(c["ok"] for c in result["checks"]) else 1
+    raise ValueError(f"unknown verb {verb!r}")
+
+
+def _proposals(ctx: Any, args: argparse.Namespace) -> int:
+    from . import humane
+    from .handlers import call
+
+    if args.action == "list":
+        result = call(ctx, "mecha/proposals", {"status": args.status, "domain": args.domain})
+        _emit(args, result, humane.proposals)
+        return 0
+    if not args.id:
+        raise ValueError(f"proposals {args.action} needs a proposal id (or a unique prefix)")
+    if args.action == "show":
+        result = call(ctx, "mecha/proposal", {"id": args.id})
+        _emit(args, result, humane.proposal_with_diff)
+        return 0
+    if args.action == "accept":
+        result = call(ctx, "mecha/acceptProposal", {"id": args.id})
+        _emit(args, result, lambda r: "accepted " + humane.proposal_line(r["proposal"]))
+        return 0
+    result = call(ctx, "mecha/rejectProposal", {"id": args.id, "reason": args.reason})
+    _emit(args, result, lambda r: "rejected " + humane.proposal_line(r["proposal"]))
+    return 0
+
+
+def _reflect(ctx: Any, args: argparse.Namespace) -> int:
+    from mecha.core.passes import SessionEntry, enqueue, survey_session
+
+    from . import humane
+    from .handlers import start_job
+    from mecha.core.sessions import load_transcript
+
+    directory: Path = args.sessions
+    if not directory.is_dir():
+        raise ValueError(f"--sessions {directory}: not a directory")
+    store = ctx.store()
+    mined = store.mined_sessions()
+    queued, skipped, empty = [], [], []
+    for path in sorted(directory.iterdir()):
+        if path.suffix not in (".json", ".jsonl") or not path.is_file():
+            continue
+        session = load_transcript(path)
+        if session.session_id in mined:
+            skipped.append(session.session_id)
+            continue
+        if not survey_session(session.messages, session.taint_timeline, interactive=session.interactive, voices=ctx.voices):
+            empty.append(session.session_id)
+            continue
+        enqueue(store, SessionEntry(session.session_id, session.messages, session.taint_timeline, session.interactive))
+        queued.append(session.session_id)
+    summary = {"queued": queued, "already_mined": skipped, "no_interventions": empty, "job": None}
+    if not queued:
+        _emit(args, summary, humane.reflect_summary)
+        return 0
+    job = start_job(ctx, "reflect")
+    summary["job"] = humane.builtins(job)
+    if not args.json:
+        sys.stdout.write(humane.reflect_summary(summary) + "\n")
+    return _finish_job(ctx, args, summary["job"], args.no_wait, quiet_start=True)
+
+
+def _finish_job(ctx: Any, args: argparse.Namespace, job: dict[str, Any], no_wait: bool, quiet_start: bool = False) -> int:
+    from mecha.core.jobs import read_job
+
+    from . import humane
+
+    if no_wait:
+        _emit(args, {"job": job}, lambda r: f"started {humane.job_line(r['job'])}")
+        return 0
+    if not args.json and not quiet_start:
+        sys.stdout.write(f"started {humane.job_line(job)}; waiting for it to finish…\n")
+    while True:
+        final = read_job(ctx.root, job["id"])
+        if final.state != "running":
+            break
+        time.sleep(0.1)
+    result = humane.builtins(final)
+    _emit(args, {"job": result}, lambda r: humane.job_line(r["job"]))
+    return 0 if final.state == "done" else 1

@@ -1,0 +1,117 @@
+"""What a running sidecar knows: where the store is, whose voices are not a
+person's, how to reach a model, and how to tell its peer things.
+
+Resolved once, from `initialize`'s `initializationOptions` (or the CLI's
+flags), then trusted by every handler. Precedence for the store root
+(DESIGN §8.3): `learningDir`, then `$MECHA_LEARNING_DIR`, then
+`~/.mecha/learning`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from mecha.core.mining import DEFAULT_FINAL_ANSWER_NUDGE, Voices
+from mecha.core.store import LearningStore
+
+
+class InitializationOptions(msgspec.Struct, rename="camel"):
+    learning_dir: str | None = None
+    final_answer_nudge: str | None = None
+    harness_voices: list[str] = msgspec.field(default_factory=list)
+    model: dict[str, Any] | None = None
+
+
+class _ClientInfo(msgspec.Struct):
+    name: str = ""
+    version: str | None = None
+
+
+class InitializeParams(msgspec.Struct, rename="camel"):
+    initialization_options: InitializationOptions | None = None
+    process_id: int | None = None
+    client_info: _ClientInfo | None = None
+
+
+def default_root() -> Path:
+    return LearningStore.default_root()
+
+
+@dataclass
+class Context:
+    root: Path
+    voices: Voices = field(default_factory=Voices)
+    #: `initializationOptions.model`, as sent (resolved against env and file
+    #: only when a pass needs it).
+    model_options: dict[str, Any] | None = None
+    #: Sends a notification to the peer; `None` for the CLI.
+    notify: Callable[[str, Any], None] | None = None
+    #: Called with each job a handler starts, so the server can watch it.
+    on_job_started: Callable[[Any, Any], None] | None = None
+    _store: LearningStore | None = None
+
+    @classmethod
+    def from_options(cls, options: InitializationOptions | None) -> Context:
+        options = options or InitializationOptions()
+        root = Path(options.learning_dir).expanduser() if options.learning_dir else default_root()
+        voices = Voices(
+            final_answer_nudge=options.final_answer_nudge or DEFAULT_FINAL_ANSWER_NUDGE,
+            harness_prefixes=tuple(v for v in options.harness_voices if v),
+        )
+        return cls(root=root, voices=voices, model_options=options.model)
+
+    def store(self) -> LearningStore:
+        """The store, created on first use (a writer path)."""
+        if self._store is None:
+            self._store = LearningStore.open(self.root)
+        return self._store
+
+    def existing_store(self) -> LearningStore | None:
+        """The store if it exists; never creates state (a read path)."""
+        if self._store is not None:
+            return self._store
+        return LearningStore.open_existing(self.root)
+
+    def pass_environment(self) -> dict[str, str]:
+        """Environment for a detached pass: this one, plus the store root and
+        the model options the harness gave (never a key: the key stays in the
+        variable `apiKeyEnv` names)."""
+        env = dict(os.environ)
+        env["MECHA_LEARNING_DIR"] = str(self.root)
+        if self.voices.final_answer_nudge != DEFAULT_FINAL_ANSWER_NUDGE:
+            env["MECHA_FINAL_ANSWER_NUDGE"] = self.voices.final_answer_nudge
+        if self.voices.harness_prefixes:
+            env["MECHA_HARNESS_VOICES"] = msgspec.json.encode(list(self.voices.harness_prefixes)).decode()
+        if self.model_options:
+            env["MECHA_MODEL_OPTIONS"] = msgspec.json.encode(self.model_options).decode()
+        return env
+
+
+def voices_from_environment() -> Voices:
+    """The voices a detached pass was started with."""
+    nudge = os.environ.get("MECHA_FINAL_ANSWER_NUDGE") or DEFAULT_FINAL_ANSWER_NUDGE
+    raw = os.environ.get("MECHA_HARNESS_VOICES")
+    prefixes: tuple[str, ...] = ()
+    if raw:
+        try:
+            prefixes = tuple(str(v) for v in msgspec.json.decode(raw) if v)
+        except (msgspec.DecodeError, TypeError):
+            prefixes = ()
+    return Voices(final_answer_nudge=nudge, harness_prefixes=prefixes)
+
+
+def model_options_from_environment() -> dict[str, Any] | None:
+    raw = os.environ.get("MECHA_MODEL_OPTIONS")
+    if not raw:
+        return None
+    try:
+        value = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return None
+    return value if isinstance(value, dict) else None

@@ -1,0 +1,346 @@
+"""One handler per `mecha/*` method, shared by the harness endpoint, the
+editor endpoint and the CLI.
+
+Each handler is wiring: typed params in, a core call, a typed result out.
+Decisions live in `mecha.core`; if a handler grows an `if` about the domain,
+that `if` belongs there.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mecha.core import jobs as jobs_mod
+from mecha.core.errors import InvalidInput
+from mecha.core.mining import extract_interventions, locate_followup
+from mecha.core.rules import run_domains_including, validate_domain
+from mecha.protocol import methods as m
+
+from .context import Context
+from .rpc import Cancel
+
+Handler = Callable[[Context, Any, Cancel], Any]
+HANDLERS: dict[str, Handler] = {}
+
+
+def handles(method: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        assert method in m.METHODS, method
+        HANDLERS[method] = fn
+        return fn
+
+    return register
+
+
+# ─── the rules block (the harness's hot path) ───────────────────────────────
+
+
+class _BlockCache:
+    """`rulesPromptBlock` answers keyed by the identity of every file they
+    were read from: `(name, inode, mtime_ns, size)` of the rules directory's
+    entries. A pass's rename gives a new inode, so it is seen on the next
+    call; nothing is served from a file that changed."""
+
+    def __init__(self) -> None:
+        self.key: tuple[Any, ...] | None = None
+        self.value: dict[str | None, m.RulesPromptBlockResult] = {}
+
+    def identity(self, root: Path) -> tuple[Any, ...] | None:
+        rules = root / "rules"
+        try:
+            entries = os.scandir(rules)
+        except FileNotFoundError:
+            return None
+        ident = []
+        with entries:
+            for e in entries:
+                if e.name.endswith(".toml"):
+                    st = e.stat(follow_symlinks=False)
+                    ident.append((e.name, st.st_ino, st.st_mtime_ns, st.st_size))
+        ident.sort()
+        return (str(root), *ident)
+
+
+_block_cache = _BlockCache()
+
+
+def _empty_block(domains: list[str]) -> m.RulesPromptBlockResult:
+    return m.RulesPromptBlockResult(block=None, rules_hash=None, rule_ids=[], domains=domains, over_budget=[])
+
+
+@handles("mecha/rulesPromptBlock")
+def rules_prompt_block(ctx: Context, p: m.RulesPromptBlockParams, cancel: Cancel) -> m.RulesPromptBlockResult:
+    if p.domain is not None:
+        validate_domain(p.domain)
+    key = _block_cache.identity(ctx.root)
+    if key is None:
+        return _empty_block(run_domains_including(p.domain))
+    if key != _block_cache.key:
+        _block_cache.key = key
+        _block_cache.value = {}
+    cached = _block_cache.value.get(p.domain)
+    if cached is not None:
+        return cached
+    store = ctx.existing_store()
+    if store is None:
+        return _empty_block(run_domains_including(p.domain))
+    rendered = store.render_block(p.domain)
+    result = m.RulesPromptBlockResult(
+        block=rendered.block,
+        rules_hash=rendered.rules_hash,
+        rule_ids=rendered.rule_ids,
+        domains=rendered.domains,
+        over_budget=[m.OverBudget(domain=d, active=n) for d, n in store.over_budget_domains()],
+    )
+    _block_cache.value[p.domain] = result
+    return result
+
+
+# ─── pure readings of a transcript ──────────────────────────────────────────
+
+
+@handles("mecha/extractInterventions")
+def extract(ctx: Context, p: m.ExtractInterventionsParams, cancel: Cancel) -> m.ExtractInterventionsResult:
+    cancel.check()
+    return m.ExtractInterventionsResult(interventions=extract_interventions(p.messages, ctx.voices))
+
+
+@handles("mecha/locateFollowup")
+def locate(ctx: Context, p: m.LocateFollowupParams, cancel: Cancel) -> m.LocateFollowupResult:
+    return m.LocateFollowupResult(index=locate_followup(p.messages, p.text))
+
+
+@handles("mecha/liveAffect")
+def live_affect(ctx: Context, p: m.LiveAffectParams, cancel: Cancel) -> m.LiveAffectResult:
+    from mecha.core.appraisal import live
+
+    if p.run_started_at < 0:
+        raise InvalidInput("run_started_at: must be a message index (>= 0)")
+    affect = live(p.session_id, p.stats, p.messages, p.run_started_at, voices=ctx.voices)
+    return m.LiveAffectResult(affect=affect.wire())
+
+
+@handles("mecha/appraiseSession")
+def appraise(ctx: Context, p: m.AppraiseSessionParams, cancel: Cancel) -> Any:
+    from mecha.core.appraisal import ProbeAt, Probe, appraisal_to_builtins, appraise_session
+    from mecha.core.goal import parse_goal
+    from mecha.core.identity import now
+
+    goal = parse_goal(p.goal) if p.goal is not None else None
+    appraisal = appraise_session(
+        p.session_id,
+        p.stats,
+        p.messages,
+        created_at=now(),
+        drafts=p.drafts,
+        goal=goal,
+        taint_timeline=p.taint_timeline,
+        probes=[ProbeAt(at=q.at, verdict=Probe(q.verdict)) for q in p.probes],
+        voices=ctx.voices,
+    )
+    return appraisal_to_builtins(appraisal)
+
+
+# ─── handing over work for the background passes ────────────────────────────
+
+
+@handles("mecha/sessionEnded")
+def session_ended(ctx: Context, p: m.SessionEndedParams, cancel: Cancel) -> m.SessionEndedResult:
+    from mecha.core.passes import SessionEntry, enqueue, survey_session
+    from mecha.core.reflection import Origin
+
+    plans = survey_session(p.messages, p.taint_timeline, interactive=p.interactive, voices=ctx.voices)
+    learnable = sum(1 for plan in plans if plan.origin is Origin.CLEAN)
+    store = ctx.store()
+    if p.session_id in store.mined_sessions():
+        return m.SessionEndedResult(interventions=len(plans), learnable=learnable, already_mined=True, job=None)
+    if not plans:
+        return m.SessionEndedResult(interventions=0, learnable=0, already_mined=False, job=None)
+    enqueue(store, SessionEntry(p.session_id, p.messages, p.taint_timeline, p.interactive))
+    job = start_job(ctx, "reflect", session_id=p.session_id)
+    return m.SessionEndedResult(interventions=len(plans), learnable=learnable, already_mined=False, job=job)
+
+
+@handles("mecha/draftResolved")
+def draft_resolved(ctx: Context, p: m.DraftResolvedParams, cancel: Cancel) -> m.DraftResolvedResult:
+    from mecha.core.passes import DraftEntry, enqueue, survey_draft
+
+    plan = survey_draft(p.item)
+    store = ctx.store()
+    intervention = plan.intervention if plan else None
+    if p.item.id in store.mined_outbox():
+        return m.DraftResolvedResult(intervention=intervention, already_mined=True, job=None)
+    if plan is None:
+        return m.DraftResolvedResult(intervention=None, already_mined=False, job=None)
+    enqueue(store, DraftEntry(p.item))
+    job = start_job(ctx, "reflect", session_id=p.item.session_id)
+    return m.DraftResolvedResult(intervention=intervention, already_mined=False, job=job)
+
+
+@handles("mecha/learn")
+def learn(ctx: Context, p: m.LearnParams, cancel: Cancel) -> m.LearnResult:
+    from mecha.core.passes import learn_refusal
+
+    validate_domain(p.domain)
+    if p.min is not None and p.min < 1:
+        raise InvalidInput("min: must be at least 1")
+    refusal = learn_refusal(ctx.store(), p.domain, p.min)
+    if refusal is not None:
+        return m.LearnResult(job=None, reason=refusal)
+    return m.LearnResult(job=start_job(ctx, "learn", domain=p.domain, minimum=p.min))
+
+
+@handles("mecha/jobs")
+def jobs(ctx: Context, p: m.Empty, cancel: Cancel) -> m.JobsResult:
+    return m.JobsResult(jobs=jobs_mod.list_jobs(ctx.root))
+
+
+def start_job(ctx: Context, kind: str, **kw: Any) -> jobs_mod.Job:
+    from .jobs import start_pass
+
+    return start_pass(ctx, kind, **kw)
+
+
+# ─── proposals ──────────────────────────────────────────────────────────────
+
+
+@handles("mecha/proposals")
+def proposals(ctx: Context, p: m.ProposalsParams, cancel: Cancel) -> m.ProposalsResult:
+    from mecha.core.proposals import list_proposals
+
+    store = ctx.existing_store()
+    if store is None:
+        if p.domain is not None:
+            validate_domain(p.domain)
+        return m.ProposalsResult(proposals=[])
+    return m.ProposalsResult(proposals=list_proposals(store, p.status, p.domain))
+
+
+@handles("mecha/proposal")
+def proposal(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.ProposalWithDiffResult:
+    from mecha.core.proposals import proposal_diff
+
+    store = ctx.store()
+    found = store.proposal(p.id)
+    return m.ProposalWithDiffResult(proposal=found, diff=proposal_diff(store, found))
+
+
+@handles("mecha/acceptProposal")
+def accept(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.ProposalResult:
+    from mecha.core.proposals import accept_proposal
+
+    return m.ProposalResult(proposal=accept_proposal(ctx.store(), p.id))
+
+
+@handles("mecha/rejectProposal")
+def reject(ctx: Context, p: m.RejectProposalParams, cancel: Cancel) -> m.ProposalResult:
+    from mecha.core.proposals import reject_proposal
+
+    return m.ProposalResult(proposal=reject_proposal(ctx.store(), p.id, p.reason))
+
+
+@handles("mecha/proposeRetirement")
+def propose_retirement(ctx: Context, p: m.ProposeRetirementParams, cancel: Cancel) -> m.ProposalResult:
+    from mecha.core.proposals import propose_retirement as propose
+
+    return m.ProposalResult(proposal=propose(ctx.store(), p.domain, p.rule_id, p.reason))
+
+
+@handles("mecha/renderCandidate")
+def render_candidate(ctx: Context, p: m.ProposalIdParams, cancel: Cancel) -> m.RenderCandidateResult:
+    store = ctx.store()
+    found = store.proposal(p.proposal_id)
+    rendered = store.render_candidate(found.domain, found.rules)
+    return m.RenderCandidateResult(block=rendered.block, rules_hash=rendered.rules_hash, rule_ids=rendered.rule_ids)
+
+
+# ─── the ledger and the gate ────────────────────────────────────────────────
+
+
+@handles("mecha/recordValidation")
+def record_validation(ctx: Context, p: Any, cancel: Cancel) -> m.Empty:
+    validate_domain(p.domain)
+    store = ctx.store()
+    with store.lock():
+        store.append_validation(p)
+    return m.Empty()
+
+
+@handles("mecha/ruleTallies")
+def rule_tallies(ctx: Context, p: m.RuleTalliesParams, cancel: Cancel) -> m.RuleTalliesResult:
+    from mecha.core.ledger import rule_tallies as fold
+
+    if p.domain is not None:
+        validate_domain(p.domain)
+    store = ctx.existing_store()
+    if store is None:
+        return m.RuleTalliesResult(tallies={})
+    records = [r for r in store.validations() if p.domain is None or r.domain == p.domain]
+    return m.RuleTalliesResult(tallies=fold(records))
+
+
+def _holdout_in(value: int) -> int:
+    if value < 1:
+        raise InvalidInput("holdout_in: must be at least 1 (one episode in every N is held out)")
+    return value
+
+
+@handles("mecha/judge")
+def judge(ctx: Context, p: m.JudgeParams, cancel: Cancel) -> Any:
+    from mecha.core import candidate
+
+    holdout_in = _holdout_in(p.holdout_in)
+    if p.pairs is not None:
+        if p.baseline is not None or p.candidate is not None:
+            raise InvalidInput("pairs: give either `pairs` or `baseline` and `candidate`, not both")
+        pairs = p.pairs
+    elif p.baseline is not None and p.candidate is not None:
+        pairs = candidate.pair_arms(p.baseline, p.candidate)
+    else:
+        raise InvalidInput("pairs: missing; give `pairs`, or both `baseline` and `candidate`")
+    return candidate.judge(p.change_class, p.prediction, pairs, holdout_in)
+
+
+@handles("mecha/judgeDrawn")
+def judge_drawn(ctx: Context, p: m.JudgeDrawnParams, cancel: Cancel) -> Any:
+    from mecha.core import candidate
+
+    return candidate.judge_drawn(p.change_class, p.prediction, p.selection, p.holdout)
+
+
+@handles("mecha/doctor")
+def doctor(ctx: Context, p: m.Empty, cancel: Cancel) -> m.DoctorResult:
+    from mecha.core.doctor import run_checks
+
+    checks = run_checks(ctx.root, ctx.model_options)
+    return m.DoctorResult(checks=[m.DoctorCheck(name=c.name, ok=c.ok, detail=c.detail) for c in checks])
+
+
+# ─── dispatch ───────────────────────────────────────────────────────────────
+
+
+def make_dispatch(ctx: Context) -> Callable[[str, Any, Cancel], Any]:
+    """The dispatcher the harness endpoint serves: raw params decoded straight
+    into the method's Struct, then the handler."""
+    from mecha.protocol.errors import METHOD_NOT_FOUND, RpcError
+
+    def dispatch(method: str, raw: Any, cancel: Cancel) -> Any:
+        spec = m.METHODS.get(method)
+        handler = HANDLERS.get(method)
+        if spec is None or handler is None or spec.notification:
+            raise RpcError(METHOD_NOT_FOUND, f"method not found: {method}")
+        params = m.decode_params(spec.params, raw)
+        return handler(ctx, params, cancel)
+
+    return dispatch
+
+
+def call(ctx: Context, method: str, params: Any, cancel: Cancel | None = None) -> Any:
+    """Call a handler with already-decoded JSON params (the CLI's and the
+    editor endpoint's path), returning JSON-ready builtins."""
+    spec = m.METHODS[method]
+    typed = m.convert_params(spec.params, params)
+    return m.to_builtins(HANDLERS[method](ctx, typed, cancel or Cancel()))

@@ -1,0 +1,88 @@
+"""Starting background passes as detached processes, and watching them.
+
+A pass is `python -m mecha.sidecar pass reflect|learn --job ID …` in its own
+process session, so neither the sidecar exiting nor the harness's process
+group being signalled takes it down. Its job record is written *before* it is
+spawned, so `mecha/jobs` shows it from the first instant; the pass itself
+records its pid and, at the end, its outcome.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from typing import Any
+
+from mecha.core import jobs as jobs_mod
+from mecha.core._files import ensure_private_dir
+from mecha.core.identity import mint_job_id, now
+
+from .context import Context
+
+
+def start_pass(
+    ctx: Context,
+    kind: str,
+    *,
+    domain: str | None = None,
+    session_id: str | None = None,
+    minimum: int | None = None,
+) -> jobs_mod.Job:
+    store = ctx.store()
+    job_id = mint_job_id(kind)
+    log_rel = f"logs/{job_id}.log"
+    job = jobs_mod.Job(
+        id=job_id,
+        kind=kind,  # type: ignore[arg-type]
+        domain=domain,
+        state="running",
+        started_at=now(),
+        session_id=session_id,
+        log=log_rel,
+    )
+    jobs_mod.write_job(store.root, job)
+    ensure_private_dir(store.root / "logs")
+    argv = [sys.executable, "-m", "mecha.sidecar", "pass", kind, "--job", job_id]
+    if domain is not None:
+        argv += ["--domain", domain]
+    if minimum is not None:
+        argv += ["--min", str(minimum)]
+    import os
+
+    log_fd = os.open(store.root / log_rel, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log_fd,
+            stderr=log_fd,
+            cwd=store.root,
+            env=ctx.pass_environment(),
+            start_new_session=True,
+            close_fds=True,
+        )
+    finally:
+        os.close(log_fd)
+    if ctx.on_job_started is not None:
+        ctx.on_job_started(job, proc)
+    return job
+
+
+def watch(proc: Any, job: jobs_mod.Job, root: Any, on_finished: Any) -> threading.Thread:
+    """Wait for a pass in a thread (reaping it) and report its final record."""
+
+    def run() -> None:
+        proc.wait()
+        try:
+            final = jobs_mod.read_job(root, job.id)
+        except Exception:  # the record is gone: report what we know
+            final = jobs_mod.Job(
+                id=job.id, kind=job.kind, domain=job.domain, state="failed",
+                started_at=job.started_at, finished_at=now(), outcome="the job record disappeared",
+            )
+        on_finished(final)
+
+    t = threading.Thread(target=run, name=f"mecha-watch-{job.id}", daemon=True)
+    t.start()
+    return t

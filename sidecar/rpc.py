@@ -1,0 +1,224 @@
+"""The lean JSON-RPC loop the harness talks to.
+
+Started once per agent run, and waited on before the run's first model call,
+so it imports nothing it does not need: msgspec, the stdlib, and the method
+table. No pygls, no lsprotocol, no httpx.
+
+Two threads. The reader parses frames and envelopes, answers framing and
+envelope errors itself, records `$/cancelRequest`s as they arrive, and queues
+everything else. The dispatcher serves the queue in order. A request whose
+cancel arrived before it was served is answered -32800 without running; one
+that is running sees the cancel through its `Cancel` token at its next check.
+Replies and the sidecar's own notifications share one locked writer.
+
+Every bad message gets an error reply naming what was wrong (or, for a bad
+notification, nothing) and the next message is served: nothing a client sends
+stops the loop except `exit` or the end of its input.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from mecha.protocol import errors as codes
+from mecha.protocol.errors import RpcError, rpc_error_from
+from mecha.protocol.framing import FrameReader, FrameWriter
+from mecha.protocol.jsonrpc import (
+    Incoming,
+    decode_envelope,
+    encode_error,
+    encode_notification,
+    encode_result,
+    request_id_of,
+)
+
+log = logging.getLogger("mecha.sidecar.rpc")
+
+
+class Cancelled(Exception):
+    """Raised inside a handler when its request was cancelled."""
+
+
+class Cancel:
+    """A request's cancellation flag, checked by long handlers."""
+
+    __slots__ = ("_event",)
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def set(self) -> None:
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def check(self) -> None:
+        if self._event.is_set():
+            raise Cancelled()
+
+
+#: A dispatcher: (method, raw params, cancel token) → result builtins/Structs.
+#: Raises `RpcError` (or a domain error) to answer with an error.
+Dispatch = Callable[[str, "msgspec.Raw | None", Cancel], Any]
+
+
+class RpcServer:
+    """Serve one peer over a pair of file descriptors until `exit` or EOF."""
+
+    def __init__(
+        self,
+        in_fd: int,
+        out_fd: int,
+        dispatch: Dispatch,
+        *,
+        on_initialize: Callable[[msgspec.Raw | None], Any],
+        is_request_method: Callable[[str], bool],
+    ):
+        self.reader = FrameReader(in_fd)
+        self.writer = FrameWriter(out_fd)
+        self.dispatch = dispatch
+        self.on_initialize = on_initialize
+        self.is_request_method = is_request_method
+        self.queue: queue.Queue[Incoming | None] = queue.Queue()
+        self.cancels: dict[int | str, Cancel] = {}
+        self.cancels_lock = threading.Lock()
+        self.initialized = False
+        self.shutdown_requested = False
+        self.exit_code: int | None = None
+
+    # ── output ──
+    def send(self, body: bytes) -> None:
+        try:
+            self.writer.write(body)
+        except (BrokenPipeError, OSError) as exc:  # the peer went away
+            log.debug("write failed: %s", exc)
+
+    def notify(self, method: str, params: Any) -> None:
+        from mecha.protocol.methods import to_builtins
+
+        self.send(encode_notification(method, to_builtins(params)))
+
+    def _reply_error(self, id: Any, error: RpcError) -> None:
+        self.send(encode_error(id, error))
+
+    # ── input ──
+    def _read_loop(self) -> None:
+        while True:
+            frame = self.reader.read_frame()
+            if frame is None:
+                break
+            if frame.error is not None:
+                self._reply_error(None, RpcError(codes.PARSE_ERROR, f"bad frame: {frame.error}"))
+                continue
+            assert frame.body is not None
+            try:
+                msg = decode_envelope(frame.body)
+            except RpcError as err:
+                self._reply_error(request_id_of(frame.body), err)
+                continue
+            if msg.method == "$/cancelRequest":
+                self._cancel(msg)
+                continue
+            if msg.is_request or msg.is_notification:
+                if msg.is_request and msg.id is not None:
+                    with self.cancels_lock:
+                        self.cancels.setdefault(msg.id, Cancel())
+                self.queue.put(msg)
+                if msg.method == "exit":
+                    return
+            # Responses to requests we never send are ignored.
+        self.queue.put(None)
+
+    def _cancel(self, msg: Incoming) -> None:
+        try:
+            target = msgspec.json.decode(msg.params or b"{}").get("id")
+        except (msgspec.DecodeError, AttributeError):
+            return
+        if isinstance(target, (int, str)) and not isinstance(target, bool):
+            with self.cancels_lock:
+                self.cancels.setdefault(target, Cancel()).set()
+
+    # ── serving ──
+    def serve(self) -> int:
+        """Serve until `exit` (0 after `shutdown`, else 1) or end of input."""
+        reader = threading.Thread(target=self._read_loop, name="mecha-rpc-reader", daemon=True)
+        reader.start()
+        while True:
+            msg = self.queue.get()
+            if msg is None:
+                return 0 if self.shutdown_requested else 1
+            if msg.method == "exit":
+                return 0 if self.shutdown_requested else 1
+            if msg.is_notification:
+                self._serve_notification(msg)
+            else:
+                self._serve_request(msg)
+
+    def _serve_notification(self, msg: Incoming) -> None:
+        method = msg.method
+        if method == "initialized" or method.startswith("$/"):
+            return
+        if not self.initialized or self.shutdown_requested:
+            return
+        if self.is_request_method(method):
+            return  # a request sent as a notification has nobody to answer
+        try:
+            self.dispatch(method, _raw(msg), Cancel())
+        except Exception as exc:  # a notification has no reply; log and go on
+            log.warning("notification %s failed: %s", method, exc)
+
+    def _serve_request(self, msg: Incoming) -> None:
+        id = msg.id
+        method = msg.method
+        with self.cancels_lock:
+            cancel = self.cancels.get(id) or Cancel()
+        try:
+            if cancel.cancelled:
+                raise RpcError(codes.REQUEST_CANCELLED, f"request {id!r} was cancelled")
+            if self.shutdown_requested:
+                raise RpcError(codes.INVALID_REQUEST, f"{method}: the server is shutting down")
+            if method == "initialize":
+                if self.initialized:
+                    raise RpcError(codes.INVALID_REQUEST, "initialize was already received")
+                result = self.on_initialize(_raw(msg))
+                self.initialized = True
+            elif not self.initialized:
+                raise RpcError(codes.SERVER_NOT_INITIALIZED, f"{method}: initialize has not been received")
+            elif method == "shutdown":
+                self.shutdown_requested = True
+                result = None
+            else:
+                result = self.dispatch(method, _raw(msg), cancel)
+            body = _encode_result(id, result)
+        except Cancelled:
+            body = encode_error(id, RpcError(codes.REQUEST_CANCELLED, f"request {id!r} was cancelled"))
+        except Exception as exc:
+            err = rpc_error_from(exc)
+            if err.code == codes.INTERNAL_ERROR:
+                log.exception("%s failed", method)
+            body = encode_error(id, err)
+        finally:
+            with self.cancels_lock:
+                self.cancels.pop(id, None)
+        self.send(body)
+
+
+def _raw(msg: Incoming) -> msgspec.Raw | None:
+    return None if msg.params is msgspec.UNSET else msg.params
+
+
+def _encode_result(id: Any, result: Any) -> bytes:
+    try:
+        return encode_result(id, result)
+    except (TypeError, NotImplementedError):
+        from mecha.protocol.methods import to_builtins
+
+        return encode_result(id, to_builtins(result))

@@ -1,0 +1,57 @@
+"""The project's own promises to a newcomer: the README's commands are the
+ones CI runs, and the package ships everything it needs."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _readme_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    return re.findall(r"```sh\n(.+?)\n```", text)
+
+
+def test_the_readme_gives_exactly_two_commands_run_and_test():
+    # A newcomer needs one command for the main job and one for the tests.
+    commands = _readme_commands()
+    assert len(commands) == 2, commands
+    assert commands[0].endswith("mecha-sidecar demo")
+    assert commands[1].endswith("python -m pytest")
+
+
+def test_ci_runs_the_readme_test_command_verbatim():
+    # If these drift, CI stops testing what the README promises.
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert _readme_commands()[1] in ci.splitlines()
+
+
+def test_every_python_package_folder_is_listed_for_the_wheel():
+    # A subpackage missing from pyproject works in an editable install and
+    # vanishes from a wheel.
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    mapping = config["package-dir"]
+    listed = set(config["packages"])
+    for name, folder in mapping.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / folder)
+            dotted = ".".join([name, *rel.parts]) if rel.parts else name
+            assert dotted in listed, f"{dotted} is not in [tool.setuptools] packages"
+
+
+def test_no_tracked_text_names_a_path_of_the_machine_it_was_written_on():
+    # The project speaks of itself alone: nothing tracked names the folder
+    # the checkout happens to sit in.
+    machine = str(ROOT.parent) + "/"
+    for path in ROOT.rglob("*"):
+        if any(part in {".git", ".venv", "node_modules", "__pycache__", ".pytest_cache", ".hypothesis"} for part in path.parts):
+            continue
+        if path.is_file() and path.suffix in {".py", ".md", ".toml", ".json", ".lua", ".ts", ".sh", ""}:
+            try:
+                text = path.read_text()
+            except (UnicodeDecodeError, OSError):
+                continue
+            assert machine not in text, path
