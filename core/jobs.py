@@ -34,7 +34,10 @@ class Job(msgspec.Struct, kw_only=True, omit_defaults=True):
     id: str
     kind: JobKind
     domain: str | None = None
-    state: JobState = "running"
+    #: Required, with no default: `omit_defaults` would drop a default-valued
+    #: field, and the wire's `Job.state` is never absent (a `running` job
+    #: must say so).
+    state: JobState
     started_at: str
     finished_at: str | None = None
     outcome: str | None = None

@@ -125,6 +125,12 @@ def enqueue(store: LearningStore, entry: InboxEntry) -> Path:
 
     directory = inbox_dir(store)
     ensure_private_dir(directory)
+    # Inbox entries are whole transcripts, third-party text included, and
+    # transient: a pass's commit (`git add -A`) must never carry them into
+    # the store's permanent history.
+    ignore = directory / ".gitignore"
+    if not ignore.exists():
+        write_atomic(ignore, b"*\n")
     key = entry.session_id if isinstance(entry, SessionEntry) else f"draft-{entry.item.id}"
     name = f"{now().replace(':', '').replace('-', '')}-{_SAFE.sub('_', key)[:80]}.json"
     path = directory / name

@@ -38,7 +38,7 @@ def run_pass(kind: str, job_id: str, domain: str | None, minimum: int | None) ->
     try:
         job = jobs_mod.read_job(root, job_id)
     except Exception:
-        job = jobs_mod.Job(id=job_id, kind=kind, domain=domain, started_at=now())  # type: ignore[arg-type]
+        job = jobs_mod.Job(id=job_id, kind=kind, domain=domain, state="running", started_at=now())  # type: ignore[arg-type]
     job = msgspec.structs.replace(job, pid=os.getpid(), state="running")
     jobs_mod.write_job(root, job)
     log.info("pass %s %s started (pid %d)", kind, job_id, os.getpid())
