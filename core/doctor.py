@@ -136,14 +136,18 @@ def run_checks(root: Path, model_options: Mapping[str, Any] | None = None, *, en
 
 def _model_check(model_options: Mapping[str, Any] | None, env: Mapping[str, str]) -> Check:
     from .providers import check_reachable, default_config_path, resolve_model_config
-    from .providers.config import NO_MODEL_HELP
 
     try:
         cfg = resolve_model_config(model_options, env, default_config_path(env))
     except ValueError as exc:
         return Check("model", False, f"misconfigured: {exc}")
     if cfg is None:
-        return Check("model", False, "no model configured; passes will fail with NoModel. " + NO_MODEL_HELP.splitlines()[0])
+        return Check(
+            "model",
+            False,
+            "no model configured: reflect and learn passes will fail with NoModel "
+            "(set initializationOptions.model, MECHA_MODEL_* variables, or [model] in ~/.mecha/sidecar.toml)",
+        )
     import asyncio
 
     try:

@@ -101,7 +101,10 @@ GITIGNORE_FILE = ".gitignore"
 
 #: What git must never sweep into history: the lock is process state, and a
 #: temp file is a write in flight (or the wreck of a crashed one).
-GITIGNORE_ENTRIES: tuple[str, ...] = (LOCK_FILE, "*" + _files.TMP_SUFFIX)
+#: Process state, not learning history: the writer lock, in-flight temp
+#: files, background jobs' records and logs, and transcripts waiting in the
+#: inbox (which may quote third-party content and must never enter history).
+GITIGNORE_ENTRIES: tuple[str, ...] = (LOCK_FILE, "*" + _files.TMP_SUFFIX, "jobs/", "logs/", "inbox/")
 
 USER_KIND = "user"
 LEARNED_KIND = "learned"
