@@ -795,6 +795,8 @@ def test_opening_creates_the_layout_and_ignores_process_state(store: LearningSto
         assert (store.root / sub).is_dir()
     ignored = (store.root / ".gitignore").read_text().splitlines()
     assert ".lock" in ignored and "*.tmp" in ignored
+    # Process state and waiting transcripts never enter the history.
+    assert {"jobs/", "logs/", "inbox/"} <= set(ignored)
 
 
 def test_an_old_gitignore_gains_the_missing_entries_and_keeps_its_own(tmp_path: Path) -> None:
@@ -804,7 +806,7 @@ def test_an_old_gitignore_gains_the_missing_entries_and_keeps_its_own(tmp_path: 
     root.mkdir()
     (root / ".gitignore").write_text(".lock\nmy-notes/")  # no final newline
     LearningStore.open(root)
-    assert (root / ".gitignore").read_text().splitlines() == [".lock", "my-notes/", "*.tmp"]
+    assert (root / ".gitignore").read_text().splitlines() == [".lock", "my-notes/", "*.tmp", "jobs/", "logs/", "inbox/"]
 
 
 @pytest.fixture
