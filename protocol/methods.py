@@ -138,7 +138,9 @@ class LearnParams(msgspec.Struct):
 
 
 class LearnResult(msgspec.Struct, omit_defaults=True):
-    job: Job | None = None
+    # No default: `job` is always on the wire (`null` when nothing started);
+    # only `reason` is left out when there is none.
+    job: Job | None
     reason: str | None = None
 
 
@@ -237,7 +239,8 @@ def _m(name: str, params: type, result: Any, summary: str, notification: bool = 
 
 
 #: Every `mecha/*` method either endpoint serves, and the notifications the
-#: sidecar sends. `Appraisal`-typed results are added by `mecha.protocol.appraisal`.
+#: sidecar sends. A result named by a string (`"Appraisal"`) is a core type kept
+#: out of this module's imports; `mecha.protocol.schema.RESULT_TYPES` resolves it.
 METHODS: dict[str, Method] = {
     m.name: m
     for m in (

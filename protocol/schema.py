@@ -1,0 +1,428 @@
+"""The JSON Schema of the wire, generated from the Structs that define it.
+
+One document describes every `mecha/*` method's params and result, the
+`initializationOptions` of `initialize`, the rules TOML file (as the JSON
+that `tomllib` reads it to) and the error codes. `mecha-sidecar schema`
+prints it; `protocol/schema/mecha-sidecar.schema.json` is the checked-in copy
+the harness side generates its types from, and a test fails when the two
+drift apart.
+
+The Structs are the single source: `msgspec.json.schema_components` does the
+work, and this module only adds what a Struct cannot say by itself.
+
+- **Shapes that are not Structs** come from a schema hook: `Disposition`'s
+  serde external tagging (the candidate module's own hook), a `GoalRef` as
+  one `"<kind>:<id>"` string, and a `Cite`'s adjacent tagging, which is a
+  Struct in Python but is stricter on the wire than its field types say.
+- **Read and written are different shapes.** What the sidecar *reads*
+  (request params, `initializationOptions`) may leave out any field that has
+  a default. What it *writes* (results, notifications) always carries every
+  field of a Struct, unless the Struct omits defaults, in which case a
+  defaulted field may be absent but is never `null`. The rules file is read
+  with the written rules: TOML has no `null`, and code writes learned rules
+  with defaults omitted. A Struct used on both sides whose two shapes differ
+  appears twice in `$defs`, as `<Name>-Input` and `<Name>-Output`.
+- **A few fields say more than their type** (a domain's pattern, a minimum,
+  the label a plain `str` carries): `_FIELD_OVERRIDES` below.
+
+Keys are sorted so the file diffs cleanly.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import msgspec
+
+from mecha.core import candidate
+from mecha.core.appraisal import Affect, Appraisal, Cite, CiteKind
+from mecha.core.goal import GoalKind, GoalRef
+from mecha.core.rules import Rule, RulesFile
+
+from . import errors as codes
+from . import methods as m
+
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+TITLE = "mecha-sidecar wire protocol"
+DESCRIPTION = (
+    "Every mecha/* method's params and result, the initializationOptions of "
+    "initialize, the rules TOML file (as the JSON it parses to) and the error "
+    "codes. Each schema under methods, initializationOptions and rulesFile is a "
+    "$ref into $defs, resolved against this document's root. A notification's "
+    "result is null: nothing answers it."
+)
+
+_PREFIX = "#/$defs/"
+_REF_TEMPLATE = _PREFIX + "{name}"
+
+#: Results that `METHODS` names by string (to keep the harness endpoint's
+#: imports lean) and the types they are.
+RESULT_TYPES: dict[str, type] = {"Appraisal": Appraisal}
+
+_DOMAIN = {
+    "type": "string",
+    "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$",
+    "description": "A domain name: 1-64 lowercase letters, digits, '-' and '_', starting with a letter or digit.",
+}
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+_MODEL_OPTIONS = {
+    "type": "object",
+    "description": (
+        "The model background passes call. Empty or absent: the environment "
+        "(MECHA_MODEL*), then the [model] table of ~/.mecha/sidecar.toml, decide. "
+        "When present and non-empty it wins as a whole, and `model` is required."
+    ),
+    "properties": {
+        "api": {
+            "enum": ["anthropic", "openai"],
+            "default": "openai",
+            "description": "The dialect: an OpenAI-compatible /v1/chat/completions, or the Anthropic Messages API.",
+        },
+        "baseUrl": {
+            "type": "string",
+            "pattern": "^https?://",
+            "description": "The server's URL. Required for `openai`; `anthropic` defaults to the hosted API.",
+        },
+        "model": {"type": "string", "description": "The model id the server knows."},
+        "apiKeyEnv": {
+            "type": "string",
+            "description": "The NAME of the environment variable holding the API key; never the key.",
+        },
+        "timeoutS": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600, "default": 120},
+        "maxRetries": {"type": "integer", "minimum": 0, "maximum": 10, "default": 3},
+        "maxBackoffS": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600, "default": 30},
+    },
+}
+
+#: `(Struct, wire field name)` → the property's schema, replacing the one the
+#: field's type gives (its `default` is kept).
+_FIELD_OVERRIDES: dict[tuple[type, str], dict[str, Any]] = {
+    (m.RulesPromptBlockParams, "domain"): _nullable(_DOMAIN),
+    (m.LearnParams, "domain"): _DOMAIN,
+    (m.LearnParams, "min"): _nullable({"type": "integer", "minimum": 1}),
+    (m.ProposalsParams, "domain"): _nullable(_DOMAIN),
+    (m.ProposeRetirementParams, "domain"): _DOMAIN,
+    (m.RuleTalliesParams, "domain"): _nullable(_DOMAIN),
+    (m.ValidationRecord, "domain"): _DOMAIN,
+    (m.JudgeParams, "holdout_in"): {
+        "type": "integer",
+        "minimum": 1,
+        "description": "One episode in every `holdout_in` is held out.",
+    },
+    (m.LiveAffectParams, "run_started_at"): {
+        "type": "integer",
+        "minimum": 0,
+        "description": "The message count before this run's turn: only interventions from here on count.",
+    },
+    (m.LiveAffectResult, "affect"): {"$ref": _PREFIX + "Affect"},
+    (m.AppraiseSessionParams, "goal"): _nullable(
+        {
+            "type": "string",
+            "description": 'A goal reference "<kind>:<id>". A kind this sidecar does not know means no goal.',
+        }
+    ),
+    (m.ProbeParam, "at"): {
+        "type": "integer",
+        "description": "The message index of the intervention the probe tested; one that names none is -32602.",
+    },
+}
+
+#: `initializationOptions.model`, which the options Struct keeps as a loose
+#: object (it is validated only when a pass needs a model).
+_MODEL_FIELD = ("model", _nullable(_MODEL_OPTIONS))
+
+
+def _initialization_options() -> type:
+    """The `initializationOptions` Struct. It lives with the sidecar that
+    resolves it, so it is imported here, only when a schema is generated,
+    against the usual sidecar → protocol direction."""
+    from mecha.sidecar.context import InitializationOptions
+
+    return InitializationOptions
+
+
+def _cite_schema() -> dict[str, Any]:
+    """`Cite`, exactly: serde's `#[serde(tag = "kind", content = "id")]`."""
+
+    def variant(kinds: list[CiteKind], id_schema: dict[str, Any] | None) -> dict[str, Any]:
+        kind = {"const": kinds[0].value} if len(kinds) == 1 else {"enum": sorted(k.value for k in kinds)}
+        properties: dict[str, Any] = {"kind": kind}
+        required = ["kind"]
+        if id_schema is not None:
+            properties["id"] = id_schema
+            required.append("id")
+        return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+    return {
+        "title": "Cite",
+        "description": (
+            "Where an error was read off, adjacently tagged: a turn carries a message index, "
+            "a draft/counter/setpoint a string id, the appraiser no id."
+        ),
+        "oneOf": [
+            variant([CiteKind.TURN], {"type": "integer", "minimum": 0}),
+            variant([CiteKind.DRAFT, CiteKind.COUNTER, CiteKind.SETPOINT], {"type": "string"}),
+            variant([CiteKind.APPRAISER], None),
+        ],
+    }
+
+
+#: Components replaced whole: a Struct whose wire form is stricter than its
+#: Python field types.
+_COMPONENT_OVERRIDES: dict[type, Any] = {Cite: _cite_schema}
+
+#: Descriptions that speak to the wire rather than to this code base.
+_DESCRIPTIONS: dict[type, str] = {
+    Affect: "The label derived from an appraisal's signed errors by a fixed rule; never reported by a model.",
+    m.JudgeParams: (
+        "Either `pairs`, or `baseline` and `candidate` keyed by episode id (paired by episode; "
+        "an episode in one arm only is dropped)."
+    ),
+    Appraisal: (
+        "How one session went against its goals: signed errors, each citing what it was "
+        "read off, and the affect label derived from them (never reported by a model)."
+    ),
+}
+
+
+def schema_hook(type_: type) -> dict[str, Any]:
+    """The wire shapes no Struct spells: `GoalRef` here, `Disposition` by
+    the candidate module's own hook."""
+    if type_ is GoalRef:
+        kinds = "|".join(sorted(k.value for k in GoalKind))
+        return {
+            "title": "GoalRef",
+            "type": "string",
+            "pattern": f"^({kinds}):[\\s\\S]+$",
+            "description": (
+                'A goal reference "<kind>:<id>"; the id is everything after the first colon. '
+                "Kinds may be added: a reader drops a reference of a kind it does not know."
+            ),
+        }
+    return candidate.schema_hook(type_)
+
+
+# ─── generation ─────────────────────────────────────────────────────────────
+
+
+def _result_type(result: Any) -> type | None:
+    if isinstance(result, str):
+        return RESULT_TYPES[result]
+    return result
+
+
+def _structs(types: list[type]) -> dict[str, type]:
+    """Every Struct class reachable from `types`, by component name."""
+    found: dict[str, type] = {}
+    seen: set[int] = set()
+
+    def walk(node: Any) -> None:
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+        if isinstance(node, msgspec.inspect.StructType):
+            other = found.setdefault(node.cls.__name__, node.cls)
+            if other is not node.cls:
+                raise RuntimeError(f"two Structs named {node.cls.__name__}: give one a distinct name")
+        if isinstance(node, (tuple, list)):
+            for item in node:
+                walk(item)
+        elif isinstance(node, (msgspec.inspect.Type, msgspec.inspect.Field)):
+            for name in node.__struct_fields__:
+                walk(getattr(node, name))
+
+    walk(msgspec.inspect.multi_type_info(types))
+    return found
+
+
+def _refs(node: Any) -> set[str]:
+    out: set[str] = set()
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith(_PREFIX):
+            out.add(ref[len(_PREFIX) :])
+        for value in node.values():
+            out |= _refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            out |= _refs(value)
+    return out
+
+
+def _closure(roots: set[str], components: dict[str, Any]) -> set[str]:
+    reached: set[str] = set()
+    todo = list(roots)
+    while todo:
+        name = todo.pop()
+        if name in reached:
+            continue
+        reached.add(name)
+        todo.extend(_refs(components[name]) - reached)
+    return reached
+
+
+def _rename_refs(node: Any, names: dict[str, str]) -> Any:
+    if isinstance(node, dict):
+        out = {k: _rename_refs(v, names) for k, v in node.items()}
+        ref = out.get("$ref")
+        if isinstance(ref, str) and ref.startswith(_PREFIX):
+            out["$ref"] = _PREFIX + names.get(ref[len(_PREFIX) :], ref[len(_PREFIX) :])
+        return out
+    if isinstance(node, list):
+        return [_rename_refs(v, names) for v in node]
+    return node
+
+
+def _without_null(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` minus its `null` alternative."""
+    options = schema.get("anyOf")
+    if not isinstance(options, list):
+        return schema
+    kept = [o for o in options if o != {"type": "null"}]
+    rest = {k: v for k, v in schema.items() if k != "anyOf"}
+    if len(kept) == 1:
+        return {**rest, **kept[0]}
+    return {**rest, "anyOf": kept}
+
+
+def _written(cls: type, schema: dict[str, Any]) -> dict[str, Any]:
+    """A Struct's schema as msgspec encodes it: every field present, or,
+    with `omit_defaults`, a defaulted field absent rather than at its
+    default (so a `None` default is never written as `null`)."""
+    out = copy.deepcopy(schema)
+    properties = out.get("properties", {})
+    omit = cls.__struct_config__.omit_defaults
+    required: list[str] = []
+    for field in msgspec.structs.fields(cls):
+        name = field.encode_name
+        has_default = field.default is not msgspec.NODEFAULT or field.default_factory is not msgspec.NODEFAULT
+        prop = properties.get(name)
+        if not (omit and has_default):
+            required.append(name)
+            if prop is not None:
+                prop.pop("default", None)
+        elif prop is not None and field.default is None:
+            prop = properties[name] = _without_null(prop)
+            prop.pop("default", None)
+    out["required"] = required
+    return out
+
+
+def _components(param_types: list[type], written_types: list[type], rules_types: list[type]) -> tuple[dict[str, Any], dict[str, str], dict[str, str]]:
+    """`$defs`, and the component name of each root on the read side and on
+    the written side."""
+    everything = [*param_types, *written_types, *rules_types, Affect]
+    _, base = msgspec.json.schema_components(everything, schema_hook=schema_hook, ref_template=_REF_TEMPLATE)
+    structs = _structs(everything)
+
+    for cls, make in _COMPONENT_OVERRIDES.items():
+        base[cls.__name__] = make()
+    for cls, text in _DESCRIPTIONS.items():
+        base[cls.__name__]["description"] = text
+    overrides = dict(_FIELD_OVERRIDES)
+    overrides[(_initialization_options(), _MODEL_FIELD[0])] = _MODEL_FIELD[1]
+    for (cls, field), override in overrides.items():
+        props = base[cls.__name__]["properties"]
+        if field not in props:
+            raise RuntimeError(f"{cls.__name__} has no field {field!r} to describe")
+        replaced = copy.deepcopy(override)
+        if "default" in props[field]:
+            replaced["default"] = props[field]["default"]
+        props[field] = replaced
+
+    def root_name(t: type) -> str:
+        return t.__name__
+
+    read_roots = {root_name(t) for t in param_types}
+    written_roots = {root_name(t) for t in written_types} | {root_name(t) for t in rules_types}
+    read = _closure(read_roots, base)
+    written = _closure(written_roots, base)
+
+    def written_form(name: str) -> dict[str, Any]:
+        cls = structs.get(name)
+        if cls is None or cls in _COMPONENT_OVERRIDES:
+            return base[name]
+        return _written(cls, base[name])
+
+    # Names on each side; a component used on both sides whose two forms
+    # differ (directly, or through a component it refers to) is split.
+    split: set[str] = set()
+    while True:
+        read_names = {n: (f"{n}-Input" if n in split else n) for n in read}
+        written_names = {n: (f"{n}-Output" if n in split else n) for n in written}
+        grew = False
+        for name in read & written - split:
+            if _rename_refs(base[name], read_names) != _rename_refs(written_form(name), written_names):
+                split.add(name)
+                grew = True
+        if not grew:
+            break
+
+    defs: dict[str, Any] = {}
+    for name in read:
+        defs[read_names[name]] = _rename_refs(base[name], read_names)
+    for name in written:
+        defs[written_names[name]] = _rename_refs(written_form(name), written_names)
+    return defs, read_names, written_names
+
+
+def schema() -> dict[str, Any]:
+    """The whole wire contract as one JSON Schema document."""
+    InitializationOptions = _initialization_options()
+    param_types: list[type] = [InitializationOptions]
+    written_types: list[type] = []
+    for spec in m.METHODS.values():
+        # A notification's params are something the sidecar writes.
+        (written_types if spec.notification else param_types).append(spec.params)
+        result = _result_type(spec.result)
+        if result is not None:
+            written_types.append(result)
+    defs, read_names, written_names = _components(param_types, written_types, [RulesFile, Rule])
+
+    def ref(name: str) -> dict[str, str]:
+        return {"$ref": _PREFIX + name}
+
+    methods: dict[str, Any] = {}
+    for name, spec in m.METHODS.items():
+        params_name = (written_names if spec.notification else read_names)[spec.params.__name__]
+        result = _result_type(spec.result)
+        methods[name] = {
+            "params": ref(params_name),
+            "result": None if result is None else ref(written_names[result.__name__]),
+            "notification": spec.notification,
+            "summary": spec.summary,
+        }
+
+    error_codes = [
+        codes.PARSE_ERROR,
+        codes.INVALID_REQUEST,
+        codes.METHOD_NOT_FOUND,
+        codes.INVALID_PARAMS,
+        codes.INTERNAL_ERROR,
+        codes.SERVER_NOT_INITIALIZED,
+        codes.REQUEST_CANCELLED,
+        *codes.PROJECT_CODES.values(),
+    ]
+    return {
+        "$schema": DIALECT,
+        "title": TITLE,
+        "description": DESCRIPTION,
+        "methods": methods,
+        "initializationOptions": ref(read_names[InitializationOptions.__name__]),
+        "rulesFile": ref(written_names[RulesFile.__name__]),
+        "errors": {codes.code_name(code): code for code in error_codes},
+        "$defs": defs,
+    }
+
+
+def schema_json() -> str:
+    """`schema()` as the checked-in file has it: sorted keys, two-space
+    indent, ASCII only, one trailing newline."""
+    return json.dumps(schema(), indent=2, sort_keys=True, ensure_ascii=True) + "\n"

@@ -1,0 +1,540 @@
+"""Real exchanges with a real sidecar, one or more per method.
+
+`capture()` starts `python -m mecha.sidecar` over stdio against a throwaway
+learning dir (seeded with the bundled sample rules) and a scripted model
+server on 127.0.0.1, drives every `mecha/*` method and a few error cases,
+and returns each request with the reply (or notification) it got. The schema
+tests validate every captured payload; `python -m tests.protocol.wire_examples`
+prints them as Markdown, which is where `protocol/README.md`'s examples came
+from. The README is plain text and does not read this at any time.
+
+Machine-specific values (the temp dir, the model server's port) are replaced
+by the placeholders a reader would expect (`~/.mecha/learning`,
+`http://127.0.0.1:8080`) when printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mecha.core.sessions import samples_dir
+from mecha.protocol.framing import FrameReader, encode_frame
+from tests.model_server import ModelServer, _lessons_from_learner_prompt, reply, request_prompts
+
+TIMEOUT = 30.0
+
+# ─── a transcript small enough to read ──────────────────────────────────────
+
+MESSAGES: list[dict[str, Any]] = [
+    {"role": "user", "content": "Rename load_config to read_config in src/config.rs and update its callers."},
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "I'll read the loader first."},
+            {"type": "tool_use", "id": "t1", "name": "fs_read", "input": {"path": "src/config.rs"}},
+        ],
+    },
+    {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "pub fn load_config() -> Config { ... }", "is_error": False}
+        ],
+    },
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Renamed in three files. Pushing the branch."},
+            {"type": "tool_use", "id": "t2", "name": "shell", "input": {"command": "git push origin main"}},
+        ],
+    },
+    {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "t2",
+                "content": "Denied by the user: never push without asking",
+                "is_error": True,
+            }
+        ],
+    },
+    {"role": "assistant", "content": "Understood, I won't push. The rename is done in three files."},
+    {"role": "user", "content": "Keep the old name as a deprecated alias too."},
+    {"role": "assistant", "content": "Added load_config as a deprecated alias of read_config."},
+]
+
+TIMELINE = [{"at": 0, "taint": {"private": False, "untrusted": False}}]
+
+STATS = {"turns": 4, "tool_calls": 2, "tool_errors": 1, "tool_denied": 1, "stop_cause": "completed"}
+
+DRAFT = {
+    "id": "ob-7f3a",
+    "status": "sent",
+    "tool": "send_email",
+    "kind": "message",
+    "args": {"to": "dana@example.com", "subject": "Release 2.3", "body": "Hi Dana, release 2.3 is out. Thanks, Sam"},
+    "args_before": {
+        "to": "dana@example.com",
+        "subject": "Release 2.3",
+        "body": "Dear Dana,\n\nI am delighted to let you know that release 2.3 has now shipped.\n\nKind regards,\nSam",
+    },
+    "summary": "Tell Dana that release 2.3 shipped",
+    "session_id": "run-0142",
+    "taint": {"private": False, "untrusted": False},
+    "created_at": "2026-11-03T09:12:00.000000Z",
+    "resolved_at": "2026-11-03T09:14:30.000000Z",
+}
+
+LESSONS = {
+    "never push without asking": "Ask before pushing to any remote branch; a finished change is not permission to publish it.",
+    "deprecated alias": "When renaming a public function, keep the old name as a deprecated alias unless told otherwise.",
+    "Hi Dana": "Keep emails short and plain: a one-line greeting, the news, a first-name sign-off.",
+}
+
+
+def _responder(request: Any, dialect: str) -> Any:
+    system, user = request_prompts(request, dialect)  # type: ignore[arg-type]
+    if '"reflexion"' in system:
+        lesson = next((v for k, v in LESSONS.items() if k in user), None)
+        if lesson is None:
+            return reply(json.dumps({"skip": True, "reflexion": ""}))
+        answer = {"skip": False, "reflexion": lesson, "error_type": "overreach", "confidence": 0.8}
+        return reply(json.dumps(answer))
+    rules = [{"rule": text, "confidence": 0.7, "based_on_count": 1} for text in _lessons_from_learner_prompt(user)]
+    return reply(json.dumps({"rules": rules}))
+
+
+# ─── a recording client ─────────────────────────────────────────────────────
+
+
+@dataclass
+class Exchange:
+    """One thing that happened on the wire: a request and its reply, a
+    notification the client sent (reply `None`), or one the server sent
+    (request `None`)."""
+
+    title: str
+    request: dict[str, Any] | None
+    reply: dict[str, Any] | None
+    #: Raw bytes sent instead of a JSON request (a malformed frame).
+    raw: bytes | None = None
+    tags: set[str] = field(default_factory=set)
+
+
+class Recorder:
+    def __init__(self, env: dict[str, str]):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "mecha.sidecar"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        assert self.proc.stdout is not None
+        self.reader = FrameReader(self.proc.stdout.fileno(), stall_timeout=TIMEOUT)
+        self.cond = threading.Condition()
+        self.replies: dict[Any, dict[str, Any]] = {}
+        self.null_replies: list[dict[str, Any]] = []
+        self.notifications: list[dict[str, Any]] = []
+        self.exchanges: list[Exchange] = []
+        self.next_id = 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        while True:
+            frame = self.reader.read_frame()
+            if frame is None:
+                return
+            if frame.body is None:
+                continue
+            msg = json.loads(frame.body)
+            with self.cond:
+                if "method" in msg:
+                    self.notifications.append(msg)
+                elif msg.get("id") is None:
+                    self.null_replies.append(msg)
+                else:
+                    self.replies[msg["id"]] = msg
+                self.cond.notify_all()
+
+    def _write(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def _wait(self, ready: Any) -> Any:
+        deadline = time.monotonic() + TIMEOUT
+        with self.cond:
+            while True:
+                value = ready()
+                if value is not None:
+                    return value
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("no reply from the sidecar")
+                self.cond.wait(left)
+
+    def call(self, method: str, params: Any = None, *, title: str = "", id: Any = None, tags: set[str] | None = None) -> dict[str, Any]:
+        if id is None:
+            self.next_id += 1
+            id = self.next_id
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self._write(encode_frame(json.dumps(msg).encode()))
+        reply = self._wait(lambda: self.replies.pop(id, None))
+        self.exchanges.append(Exchange(title or method, msg, reply, tags=set(tags or ())))
+        return reply
+
+    def result(self, method: str, params: Any = None, **kw: Any) -> Any:
+        reply = self.call(method, params, **kw)
+        if "error" in reply:
+            raise AssertionError(f"{method} failed: {reply['error']}")
+        return reply["result"]
+
+    def notify(self, method: str, params: Any = None, *, title: str = "", record: bool = True) -> None:
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            msg["params"] = params
+        self._write(encode_frame(json.dumps(msg).encode()))
+        if record:
+            self.exchanges.append(Exchange(title or method, msg, None))
+
+    def send_raw(self, data: bytes, *, title: str) -> dict[str, Any]:
+        count = len(self.null_replies)
+        self._write(data)
+        reply = self._wait(lambda: self.null_replies[count] if len(self.null_replies) > count else None)
+        self.exchanges.append(Exchange(title, None, reply, raw=data))
+        return reply
+
+    def wait_notification(self, method: str, *, title: str = "") -> dict[str, Any]:
+        def found() -> dict[str, Any] | None:
+            for i, msg in enumerate(self.notifications):
+                if msg.get("method") == method:
+                    return self.notifications.pop(i)
+            return None
+
+        msg = self._wait(found)
+        self.exchanges.append(Exchange(title or method, None, msg))
+        return msg
+
+    def finish(self) -> int:
+        try:
+            return self.proc.wait(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+        finally:
+            for stream in (self.proc.stdin, self.proc.stdout):
+                if stream is not None:
+                    stream.close()
+
+
+# ─── the session ────────────────────────────────────────────────────────────
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MECHA_")}
+    (tmp / "home").mkdir(exist_ok=True)
+    env["HOME"] = str(tmp / "home")
+    env["MECHA_SIDECAR_CONFIG"] = str(tmp / "no-such-sidecar.toml")
+    return env
+
+
+def _wait_for_passes(root: Path, timeout: float = TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    for path in (root / "jobs").glob("*.json"):
+        try:
+            pid = json.loads(path.read_bytes()).get("pid")
+        except (OSError, ValueError):
+            continue
+        while pid and time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+
+
+@dataclass
+class Capture:
+    exchanges: list[Exchange]
+    exit_code: int
+    root: Path
+    model_url: str
+
+
+def capture(tmp: Path) -> Capture:
+    """Drive a real sidecar through every method; `tmp` holds its store."""
+    root = tmp / "learning"
+    (root / "rules").mkdir(parents=True)
+    for path in sorted((samples_dir() / "rules").glob("*.toml")):
+        shutil.copyfile(path, root / "rules" / path.name)
+        (root / "rules" / path.name).chmod(0o600)
+    for directory in (root, root / "rules"):
+        directory.chmod(0o700)
+
+    with ModelServer(responder=_responder, models=("local",)) as server:
+        rec = Recorder(_env(tmp))
+        try:
+            _drive(rec, root, server.url)
+        finally:
+            code = rec.finish()
+            _wait_for_passes(root)
+        return Capture(rec.exchanges, code, root, server.url)
+
+
+def _drive(rec: Recorder, root: Path, model_url: str) -> None:
+    # Before initialize: -32002.
+    rec.call("mecha/rulesPromptBlock", {}, title="before initialize", tags={"error"})
+
+    rec.result(
+        "initialize",
+        {
+            "processId": 4242,
+            "clientInfo": {"name": "mecha", "version": "0.9.0"},
+            "initializationOptions": {
+                "learningDir": str(root),
+                "harnessVoices": ["[context compacted]", "[task notice]"],
+                "model": {"api": "openai", "baseUrl": model_url, "model": "local", "timeoutS": 30},
+            },
+        },
+    )
+    rec.notify("initialized", {})
+
+    rec.result("mecha/rulesPromptBlock", {})
+    rec.result("mecha/extractInterventions", {"messages": MESSAGES})
+    rec.result("mecha/locateFollowup", {"messages": MESSAGES, "text": "Keep the old name as a deprecated alias too."})
+    rec.result("mecha/liveAffect", {"session_id": "run-0142", "stats": STATS, "messages": MESSAGES, "run_started_at": 0})
+    rec.result(
+        "mecha/appraiseSession",
+        {
+            "session_id": "run-0142",
+            "stats": STATS,
+            "messages": MESSAGES,
+            "goal": "task:01J8ZK",
+            "taint_timeline": TIMELINE,
+            "probes": [{"at": 4, "verdict": "mattered"}],
+        },
+    )
+
+    ended = rec.result("mecha/sessionEnded", {"session_id": "run-0142", "messages": MESSAGES, "taint_timeline": TIMELINE})
+    if ended["job"]:
+        rec.wait_notification("mecha/jobFinished")
+    drafted = rec.result("mecha/draftResolved", {"item": DRAFT})
+    if drafted["job"]:
+        rec.wait_notification("mecha/jobFinished", title="mecha/jobFinished (draft)")
+    unstaged = {**DRAFT, "id": "ob-7f3b", "args_before": None}
+    rec.result("mecha/draftResolved", {"item": unstaged}, title="mecha/draftResolved (nothing staged)")
+    rec.result("mecha/sessionEnded", {"session_id": "run-0142", "messages": MESSAGES, "taint_timeline": TIMELINE},
+               title="mecha/sessionEnded (again)")
+
+    rec.result("mecha/learn", {"domain": "writing", "min": 5}, title="mecha/learn (refused)")
+    learned = rec.result("mecha/learn", {"domain": "behavior", "min": 1})
+    proposal_id = None
+    if learned.get("job"):
+        finished = rec.wait_notification("mecha/jobFinished", title="mecha/jobFinished (learn)")
+        proposal_id = finished["params"]["job"].get("proposal_id")
+    rec.result("mecha/jobs", {})
+    rec.result("mecha/proposals", {"status": "pending"})
+    assert proposal_id, "the learn pass made no proposal"
+    rec.result("mecha/proposal", {"id": proposal_id[:12]})
+    rec.result("mecha/renderCandidate", {"proposal_id": proposal_id})
+    rec.result("mecha/acceptProposal", {"id": proposal_id})
+    rec.call("mecha/acceptProposal", {"id": proposal_id}, title="mecha/acceptProposal (again)", tags={"error"})
+    rec.result("mecha/rulesPromptBlock", {"domain": "triage"}, title="mecha/rulesPromptBlock (after accept)")
+
+    learned_rules = _learned_rule_ids(root, "behavior")
+    retired = rec.result(
+        "mecha/proposeRetirement",
+        {"domain": "behavior", "rule_id": learned_rules[0], "reason": "regressed in 3 of 4 probes"},
+    )
+    rec.result("mecha/rejectProposal", {"id": retired["proposal"]["id"], "reason": "keep it for now; the probes were noisy"})
+
+    # Two pending proposals made against the same live rules: an id prefix
+    # both share is ambiguous, and accepting one makes the other stale.
+    first = rec.result("mecha/proposeRetirement", {"domain": "behavior", "rule_id": learned_rules[1], "reason": "superseded"},
+                       title="mecha/proposeRetirement (second)", tags={"aux"})["proposal"]["id"]
+    second = rec.result("mecha/proposeRetirement", {"domain": "behavior", "rule_id": learned_rules[2], "reason": "superseded"},
+                        title="mecha/proposeRetirement (third)", tags={"aux"})["proposal"]["id"]
+    shared = os.path.commonprefix([first, second])
+    if shared and shared not in (first, second):
+        rec.call("mecha/proposal", {"id": shared}, title="Ambiguous", tags={"error"})
+    rec.result("mecha/acceptProposal", {"id": first}, title="mecha/acceptProposal (second)", tags={"aux"})
+    rec.call("mecha/acceptProposal", {"id": second}, title="Stale", tags={"error"})
+
+    block = rec.result("mecha/rulesPromptBlock", {}, title="mecha/rulesPromptBlock (for a probe)", tags={"aux"})
+    rec.result(
+        "mecha/recordValidation",
+        {
+            "reflexion_id": _first_reflexion_id(root),
+            "trigger": "denial",
+            "domain": "behavior",
+            "rules_hash": block["rules_hash"],
+            "rule_ids": block["rule_ids"],
+            "outcome": "improved",
+            "model": "local",
+            "created_at": "2026-11-03T10:00:00.000000Z",
+        },
+    )
+    rec.result("mecha/ruleTallies", {"domain": "behavior"})
+
+    prediction = {"metric": "tool_error_rate", "rationale": "The rule stops pushes the person then denies."}
+
+    def stats(errors: int, calls: int = 6) -> dict[str, Any]:
+        return {"turns": 5, "tool_calls": calls, "tool_errors": errors, "stop_cause": "completed"}
+
+    rec.result(
+        "mecha/judge",
+        {
+            "class": "prose",
+            "prediction": prediction,
+            "baseline": {"run-0139": stats(2), "run-0140": stats(1), "run-0141": stats(3)},
+            "candidate": {"run-0139": stats(0), "run-0140": stats(1), "run-0141": stats(1)},
+            "holdout_in": 4,
+        },
+    )
+    rec.result(
+        "mecha/judgeDrawn",
+        {
+            "class": "architecture",
+            "prediction": prediction,
+            "selection": [
+                {"episode": f"run-01{i}", "baseline": stats(2), "candidate": stats(0, calls=2)} for i in (20, 21, 22)
+            ],
+            "holdout": [{"episode": "run-0130", "baseline": stats(1), "candidate": stats(0, calls=3)}],
+        },
+    )
+    rec.result("mecha/doctor", {})
+
+    # Errors.
+    rec.call("mecha/proposal", {"id": "20991231"}, title="NotFound", tags={"error"})
+    rec.call("mecha/learn", {"domain": "../etc"}, title="InvalidDomain", tags={"error"})
+    rec.call("mecha/locateFollowup", {"messages": [{"role": "system", "content": "hi"}], "text": "x"},
+             title="invalid params", tags={"error"})
+    rec.call("mecha/frobnicate", {}, title="method not found", tags={"error"})
+    rec.notify("$/cancelRequest", {"id": 900}, title="$/cancelRequest")
+    rec.call("mecha/doctor", {}, id=900, title="cancelled", tags={"error"})
+    rec.send_raw(encode_frame(b'{"jsonrpc": "2.0", "id": 7, "method": '), title="invalid JSON")
+    rec.send_raw(b"Content-Length: nine\r\n\r\n{}", title="bad frame")
+    (root / "rules" / "triage.user.toml").write_text('[[rules]]\ntext = "Archive newsletters\n')
+    rec.call("mecha/rulesPromptBlock", {"domain": "triage"}, title="InvalidStore", tags={"error"})
+
+    rec.result("shutdown", None)
+    rec.call("mecha/rulesPromptBlock", {}, title="after shutdown", tags={"error"})
+    rec.notify("exit")
+
+
+def _learned_rule_ids(root: Path, domain: str) -> list[str]:
+    import tomllib
+
+    data = tomllib.loads((root / "rules" / f"{domain}.learned.toml").read_text())
+    return [r["id"] for r in data.get("rules", []) if "retired_at" not in r]
+
+
+def _first_reflexion_id(root: Path) -> str:
+    for line in (root / "reflections.jsonl").read_text().splitlines():
+        if line.strip():
+            return json.loads(line)["id"]
+    raise AssertionError("no reflections were written")
+
+
+# ─── printing ───────────────────────────────────────────────────────────────
+
+
+def _placeholders(text: str, cap: Capture) -> str:
+    return text.replace(str(cap.root), "~/.mecha/learning").replace(cap.model_url, "http://127.0.0.1:8080")
+
+
+class _Raw:
+    """Printed as is, inside otherwise valid JSON (an elision comment)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+def pretty(value: Any, level: int = 0, lead: int = 0, width: int = 100) -> str:
+    """JSON laid out for reading: a container that fits on its line within
+    `width` stays on one line; anything longer is broken up, two spaces a
+    level. `lead` is what precedes the value on its line (a key)."""
+    if isinstance(value, _Raw):
+        return value.text
+    flat = _flat(value)
+    if flat is not None and 2 * level + lead + len(flat) <= width:
+        return flat
+    pad, close = "  " * (level + 1), "  " * level
+    if isinstance(value, dict):
+        items = []
+        for k, v in value.items():
+            key = json.dumps(k) + ": "
+            items.append(pad + key + pretty(v, level + 1, len(key), width))
+        return "{\n" + ",\n".join(items) + "\n" + close + "}"
+    if isinstance(value, list):
+        return "[\n" + ",\n".join(pad + pretty(v, level + 1, 0, width) for v in value) + "\n" + close + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _flat(value: Any) -> str | None:
+    if isinstance(value, _Raw):
+        return None
+    if isinstance(value, dict):
+        parts = [_flat(v) for v in value.values()]
+        if any(p is None for p in parts):
+            return None
+        return "{" + ", ".join(f"{json.dumps(k)}: {p}" for k, p in zip(value, parts)) + "}"
+    if isinstance(value, list):
+        parts = [_flat(v) for v in value]
+        if any(p is None for p in parts):
+            return None
+        return "[" + ", ".join(parts) + "]"  # type: ignore[arg-type]
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _elide_transcripts(message: dict[str, Any] | None, shown: list[bool]) -> Any:
+    """After the first full transcript, `messages` equal to it print as a
+    comment pointing back at it."""
+    if message is None:
+        return None
+    params = message.get("params")
+    if isinstance(params, dict) and params.get("messages") == MESSAGES:
+        if shown[0]:
+            return {**message, "params": {**params, "messages": _Raw("[ /* the transcript shown under mecha/extractInterventions */ ]")}}
+        shown[0] = True
+    return message
+
+
+def to_markdown(cap: Capture) -> str:
+    out: list[str] = []
+    shown = [False]
+    for ex in cap.exchanges:
+        out.append(f"### {ex.title}\n")
+        if ex.raw is not None:
+            out.append("```\n" + ex.raw.decode("utf-8", "replace") + "\n```\n")
+        elif ex.request is not None:
+            out.append("```jsonc\n" + pretty(_elide_transcripts(ex.request, shown)) + "\n```\n")
+        if ex.reply is not None:
+            out.append("```json\n" + pretty(ex.reply) + "\n```\n")
+    return _placeholders("\n".join(out), cap)
+
+
+def main() -> int:
+    tmp = Path(tempfile.mkdtemp(prefix="mecha-wire-examples-"))
+    try:
+        sys.stdout.write(to_markdown(capture(tmp)))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
