@@ -54,9 +54,9 @@ def accept_proposal(store: LearningStore, proposal_id: str) -> Proposal:
         live = store.learned_rules(p.domain)
         if live != p.rules_before:
             raise Stale(
-                f"proposal {p.id} was made against {len(p.rules_before)} learned {p.domain} rules, "
-                f"but the live file has moved since ({len(live)} rules now); "
-                "run a new learn pass to get a proposal against the current rules"
+                f"proposal {p.id} was made against the learned {p.domain} rules as they stood on "
+                f"{p.created_at}, and they have changed since (an accept, a retirement or a hand edit); "
+                "reject it and run a new learn pass to get a proposal against the current rules"
             )
         store.write_learned_rules(p.domain, p.rules)
         run_id = mint_run_id()

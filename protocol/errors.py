@@ -72,6 +72,11 @@ def rpc_error_from(exc: BaseException) -> RpcError:
             data = {"name": cls.__name__}
             if isinstance(exc, core_errors.Ambiguous):
                 data["matches"] = list(exc.matches)
+            # An InvalidStore names the file and line, so an editor can place it.
+            for attr in ("path", "line"):
+                value = getattr(exc, attr, None)
+                if value is not None:
+                    data[attr] = str(value) if attr == "path" else value
             return RpcError(code, str(exc), data)
     return RpcError(INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}")
 

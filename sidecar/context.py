@@ -19,24 +19,9 @@ import msgspec
 
 from mecha.core.mining import DEFAULT_FINAL_ANSWER_NUDGE, Voices
 from mecha.core.store import LearningStore
+from mecha.protocol.lifecycle import InitializationOptions, InitializeParams
 
-
-class InitializationOptions(msgspec.Struct, rename="camel"):
-    learning_dir: str | None = None
-    final_answer_nudge: str | None = None
-    harness_voices: list[str] = msgspec.field(default_factory=list)
-    model: dict[str, Any] | None = None
-
-
-class _ClientInfo(msgspec.Struct):
-    name: str = ""
-    version: str | None = None
-
-
-class InitializeParams(msgspec.Struct, rename="camel"):
-    initialization_options: InitializationOptions | None = None
-    process_id: int | None = None
-    client_info: _ClientInfo | None = None
+__all__ = ["Context", "InitializationOptions", "InitializeParams"]
 
 
 def default_root() -> Path:

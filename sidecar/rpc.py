@@ -144,7 +144,12 @@ class RpcServer:
             return
         if isinstance(target, (int, str)) and not isinstance(target, bool):
             with self.cancels_lock:
-                self.cancels.setdefault(target, Cancel()).set()
+                # Only a request that is queued or running can be cancelled; a
+                # cancel for an unknown or finished id is ignored rather than
+                # kept, so it can never cancel a later request reusing the id.
+                pending = self.cancels.get(target)
+                if pending is not None:
+                    pending.set()
 
     # ── serving ──
     def serve(self) -> int:

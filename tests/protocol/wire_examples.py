@@ -210,6 +210,20 @@ class Recorder:
         if record:
             self.exchanges.append(Exchange(title or method, msg, None))
 
+    def cancelled_behind(self, ahead: str, method: str, params: Any, *, id: Any, title: str) -> dict[str, Any]:
+        """A request queued behind another and cancelled before it is served:
+        all three frames go in one write, so the cancel is read while the
+        first request is still being served."""
+        first = {"jsonrpc": "2.0", "id": f"{id}-ahead", "method": ahead, "params": {}}
+        msg = {"jsonrpc": "2.0", "id": id, "method": method, "params": params}
+        cancel = {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": id}}
+        self._write(b"".join(encode_frame(json.dumps(m).encode()) for m in (first, msg, cancel)))
+        self._wait(lambda: self.replies.pop(first["id"], None))
+        reply = self._wait(lambda: self.replies.pop(id, None))
+        self.exchanges.append(Exchange(title, msg, reply, tags={"error"}))
+        self.exchanges.append(Exchange("$/cancelRequest", cancel, None))
+        return reply
+
     def send_raw(self, data: bytes, *, title: str) -> dict[str, Any]:
         count = len(self.null_replies)
         self._write(data)
@@ -423,8 +437,7 @@ def _drive(rec: Recorder, root: Path, model_url: str) -> None:
     rec.call("mecha/locateFollowup", {"messages": [{"role": "system", "content": "hi"}], "text": "x"},
              title="invalid params", tags={"error"})
     rec.call("mecha/frobnicate", {}, title="method not found", tags={"error"})
-    rec.notify("$/cancelRequest", {"id": 900}, title="$/cancelRequest")
-    rec.call("mecha/doctor", {}, id=900, title="cancelled", tags={"error"})
+    rec.cancelled_behind("mecha/doctor", "mecha/doctor", {}, id=900, title="cancelled")
     rec.send_raw(encode_frame(b'{"jsonrpc": "2.0", "id": 7, "method": '), title="invalid JSON")
     rec.send_raw(b"Content-Length: nine\r\n\r\n{}", title="bad frame")
     (root / "rules" / "triage.user.toml").write_text('[[rules]]\ntext = "Archive newsletters\n')
