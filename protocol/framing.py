@@ -106,11 +106,13 @@ class FrameReader:
             del self.buf[: match.end()]
             # Discard anything before the last Content-Length: the leftover of
             # a body that was declared too short, or garbage between frames.
-            last = None
-            for last in _CONTENT_LENGTH.finditer(header):
-                pass
-            if last is not None:
-                header = header[last.start() :]
+            # When every Content-Length starts a line, though, they are all
+            # headers of this frame, and two must be compared, not one
+            # silently preferred.
+            matches = [m.start() for m in _CONTENT_LENGTH.finditer(header)]
+            if matches:
+                at_line_start = all(i == 0 or header[i - 1] == 0x0A for i in matches)
+                header = header[matches[0] if at_line_start else matches[-1] :]
             if not header.strip():
                 continue  # blank lines between frames are not worth an error
             length, error = _parse_header(header)

@@ -50,14 +50,22 @@ def decode_envelope(body: bytes) -> Incoming:
     """The envelope of one frame's body, or an `RpcError` saying what is wrong
     with it: -32700 for bytes that are not JSON (or not UTF-8), -32600 for
     JSON that is not a JSON-RPC 2.0 message."""
+    # The envelope keeps `params` raw, so a bad byte inside them would slip
+    # past it: check the whole body is UTF-8 first (cheap for ASCII).
+    if not body.isascii():
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise RpcError(PARSE_ERROR, f"invalid UTF-8 at byte {exc.start}: {exc.reason}") from None
     try:
         msg = _envelope.decode(body)
     except msgspec.ValidationError as exc:
         # Valid JSON of the wrong shape (an array, a number, `"id": {}`).
         try:
             msgspec.json.decode(body)
-        except msgspec.DecodeError:
-            raise RpcError(PARSE_ERROR, f"invalid JSON: {exc}") from None
+        except msgspec.DecodeError as not_json:
+            # Not JSON at all (`[1, 2`): say that, not the shape it started with.
+            raise RpcError(PARSE_ERROR, f"invalid JSON: {not_json}") from None
         raise RpcError(INVALID_REQUEST, f"not a JSON-RPC message: {exc}") from None
     except msgspec.DecodeError as exc:
         raise RpcError(PARSE_ERROR, f"invalid JSON: {exc}") from None

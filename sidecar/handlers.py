@@ -93,10 +93,33 @@ def rules_prompt_block(ctx: Context, p: m.RulesPromptBlockParams, cancel: Cancel
         rules_hash=rendered.rules_hash,
         rule_ids=rendered.rule_ids,
         domains=rendered.domains,
-        over_budget=[m.OverBudget(domain=d, active=n) for d, n in store.over_budget_domains()],
+        over_budget=_over_budget(store),
     )
     _block_cache.value[p.domain] = result
     return result
+
+
+def _over_budget(store: Any) -> list[m.OverBudget]:
+    """`over_budget_domains`, except that a learned file this run does not
+    load and that does not parse must not cost the run its rules block: the
+    rendering above already refused any file the run *does* load, and the
+    doctor reports the rest by file and line."""
+    from mecha.core.errors import InvalidStore
+    from mecha.core.rules import MAX_ACTIVE_RULES_PER_DOMAIN, active_count
+
+    try:
+        return [m.OverBudget(domain=d, active=n) for d, n in store.over_budget_domains()]
+    except InvalidStore:
+        pass
+    out = []
+    for domain in store.domains():
+        try:
+            active = active_count(store.learned_rules(domain))
+        except InvalidStore:
+            continue
+        if active > MAX_ACTIVE_RULES_PER_DOMAIN:
+            out.append(m.OverBudget(domain=domain, active=active))
+    return out
 
 
 # ─── pure readings of a transcript ──────────────────────────────────────────

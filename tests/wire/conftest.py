@@ -1,0 +1,69 @@
+"""Fixtures for the wire tests: a real `python -m mecha.sidecar` per test,
+over stdio, with a private learning dir and an environment that names no
+model and no store of its own."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .client import SIDECAR_ARGV, Sidecar, SpawnSidecar, clean_env
+
+
+def _wait_for_passes(learning_dir: Path, timeout: float = 10.0) -> None:
+    """Let any background pass a test started finish before its store is
+    deleted: a pass is detached (its own session), so killing the sidecar
+    does not end it, and it must not be left writing into a removed dir."""
+    deadline = time.monotonic() + timeout
+    for path in (learning_dir / "jobs").glob("*.json"):
+        try:
+            pid = json.loads(path.read_bytes()).get("pid")
+        except (OSError, ValueError):
+            continue
+        while pid and time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+
+
+@pytest.fixture
+def spawn_sidecar(tmp_path: Path) -> Iterator[SpawnSidecar]:
+    """A factory: `spawn_sidecar(options=..., env=..., argv=..., initialize=True)`
+    starts a sidecar whose learning dir is `tmp_path/"learning"` (unless
+    `options` names another), optionally initialized. Every process it
+    started is killed at teardown."""
+    started: list[Sidecar] = []
+
+    def spawn(
+        *,
+        options: Mapping[str, Any] | None = None,
+        env: Mapping[str, str] | None = None,
+        argv: Sequence[str] = SIDECAR_ARGV,
+        initialize: bool = True,
+        learning_dir: Path | None = None,
+    ) -> Sidecar:
+        root = learning_dir or tmp_path / "learning"
+        client = Sidecar(argv, env=clean_env(tmp_path, env), cwd=tmp_path, learning_dir=root)
+        started.append(client)
+        if initialize:
+            client.initialize(options)
+        return client
+
+    yield spawn
+    for client in started:
+        client.close()
+    _wait_for_passes(tmp_path / "learning")
+
+
+@pytest.fixture
+def sidecar(spawn_sidecar: SpawnSidecar) -> Sidecar:
+    """An initialized sidecar on an empty (not yet created) learning dir."""
+    return spawn_sidecar()
