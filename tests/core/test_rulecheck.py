@@ -1,0 +1,907 @@
+"""What the editor shows about a rules document: findings at exact
+positions, the disable/enable edit, the hover and the lenses.
+
+Each test pins one way a person could be told the wrong thing about their
+rules — a diagnostic on the wrong line, a quick fix that disturbs a comment or
+another rule, a hover that shows ids instead of lessons.
+"""
+
+from __future__ import annotations
+
+import textwrap
+import tomllib
+from pathlib import Path
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mecha.core.errors import InvalidStore
+from mecha.core.ledger import RuleTally
+from mecha.core.reflection import Origin, Reflexion
+from mecha.core.rulecheck import (
+    ATTRIBUTED_REGRESSIONS,
+    DUPLICATE_RULE,
+    INVALID_VALUE,
+    LIST_PROPOSALS_COMMAND,
+    MISSING_TEXT,
+    OVER_CAP,
+    OVER_CHAR_BUDGET,
+    RESTATES_USER_RULE,
+    RETIRED_ENABLED,
+    SEVERITIES,
+    SHOW_RULES_BLOCK_COMMAND,
+    TOML_SYNTAX,
+    UNKNOWN_KEY,
+    UNROUTED_DOMAIN,
+    Finding,
+    Range,
+    TextEdit,
+    apply_edit,
+    check_document,
+    hover_for,
+    lens_for,
+    normalize_rule_text,
+    rule_spans,
+    rules_document_of,
+    span_at,
+    toggle_edit,
+)
+from mecha.core.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET, Rule, RulesFile
+from mecha.core.store import parse_rules_file
+
+# ─── helpers ────────────────────────────────────────────────────────────────
+
+
+def doc(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+def check(
+    text: str,
+    *,
+    domain: str = "behavior",
+    kind: str = "learned",
+    other: list[Rule] | None = None,
+    tallies: dict[str, RuleTally] | None = None,
+) -> list[Finding]:
+    return check_document(domain, kind, text, other_rules=other or [], tallies=tallies or {})
+
+
+def of(findings: list[Finding], code: str) -> list[Finding]:
+    return [f for f in findings if f.code == code]
+
+
+def where(f: Finding) -> tuple[int, int, int, int]:
+    return (f.start_line, f.start_col, f.end_line, f.end_col)
+
+
+def rules_toml(texts: list[str]) -> str:
+    return "".join(f'[[rules]]\ntext = "{t}"\n\n' for t in texts)
+
+
+def reflexion(rid: str, trigger: str, lesson: str) -> Reflexion:
+    return Reflexion(
+        id=rid,
+        domain="behavior",
+        session_id="s1",
+        trigger=trigger,
+        context="",
+        intervention="stop that",
+        reflexion_text=lesson,
+        created_at="2026-08-01T00:00:00Z",
+        origin=Origin.CLEAN,
+    )
+
+
+CLEAN = doc(
+    """
+    # Learned rules for the `behavior` domain.
+
+    [[rules]]
+    text = "Never edit reports/ without asking."
+    enabled = true
+    id = "r-1"
+
+    [[rules]]
+    text = "Answer the question before proposing changes."
+    id = "r-2"
+    """
+)
+
+
+def test_the_severities_are_the_contracts():
+    # Pins: a code drifting to another severity than editors/README.md
+    # promises (an error where a person was told to expect a warning).
+    assert SEVERITIES == {
+        "toml-syntax": "error",
+        "invalid-value": "error",
+        "unknown-key": "warning",
+        "missing-text": "error",
+        "duplicate-rule": "warning",
+        "restates-user-rule": "warning",
+        "over-cap": "warning",
+        "over-char-budget": "warning",
+        "retired-enabled": "information",
+        "attributed-regressions": "warning",
+        "unrouted-domain": "warning",
+    }
+
+
+def test_a_clean_learned_file_has_no_findings():
+    # Pins: noise on a healthy file, which teaches people to ignore the rest.
+    assert check(CLEAN) == []
+    assert check(CLEAN, kind="user") == []
+
+
+# ─── Spans ──────────────────────────────────────────────────────────────────
+
+
+def test_spans_give_each_table_its_lines_keys_and_decoded_rule():
+    text = doc(
+        """
+        # header comment
+
+        # about the first rule
+        [[rules]]
+        text = "one"   # inline
+        id = "r-1"
+
+
+        [[rules]]
+          text = 'two'
+          enabled = false
+        # trailing: belongs to the next table
+        [[rules]]
+        text = "three"
+        """
+    )
+    spans = rule_spans(text)
+    assert [(s.index, s.start_line, s.header_line, s.end_line) for s in spans] == [
+        (0, 2, 3, 5),
+        (1, 8, 8, 10),
+        (2, 11, 12, 13),
+    ]
+    assert spans[0].key_lines == {"text": 4, "id": 5}
+    assert spans[0].text_range == Range(4, 7, 4, 12)
+    assert spans[1].key_lines == {"text": 9, "enabled": 10}
+    assert spans[1].text_range == Range(9, 9, 9, 14)
+    assert spans[1].value_ranges["enabled"] == Range(10, 12, 10, 17)
+    assert [s.rule for s in spans] == [Rule(text="one", id="r-1"), Rule(text="two", enabled=False), Rule(text="three")]
+    assert span_at(spans, 1) is None, "a blank line between tables belongs to no rule"
+    assert span_at(spans, 11) is spans[2], "a comment above a header is that rule's"
+    assert span_at(spans, 0) is None, "the file's header comment belongs to no rule"
+
+
+def test_a_key_inside_a_multiline_string_is_text_not_a_key():
+    # Pins: the scanner reading `enabled = false` inside a multi-line text
+    # as the rule's own key — a toggle would then "edit" the text.
+    text = doc(
+        '''
+        [[rules]]
+        text = """
+        Write like this:
+        enabled = false
+        [[rules]]
+        """
+        id = "r-1"
+
+        [[rules]]
+        text = \'\'\'
+        literal = 'x'
+        \'\'\'
+        '''
+    )
+    spans = rule_spans(text)
+    assert len(spans) == 2
+    assert spans[0].key_lines == {"text": 1, "id": 6}
+    assert spans[0].text_range == Range(1, 7, 5, 3)
+    assert spans[0].rule == Rule(text="Write like this:\nenabled = false\n[[rules]]\n", id="r-1")
+    assert spans[1].key_lines == {"text": 9}
+    assert spans[1].text_range == Range(9, 7, 11, 3)
+    assert (spans[1].header_line, spans[1].end_line) == (8, 11)
+
+
+def test_arrays_over_several_lines_with_comments_stay_one_value():
+    text = doc(
+        """
+        [[rules]]
+        text = "x"
+        sources = [
+          "r-a",  # the first [[rules]] = 1
+          "r-b",
+        ]
+        created_at = 2026-08-01 10:00:00Z
+        """
+    )
+    (span,) = rule_spans(text)
+    assert span.key_lines == {"text": 1, "sources": 2, "created_at": 6}
+    assert span.value_ranges["sources"] == Range(2, 10, 5, 1)
+    assert span.value_ranges["created_at"] == Range(6, 13, 6, 33)
+    assert span.end_line == 6
+
+
+def test_a_table_that_cannot_be_decoded_has_no_rule_but_keeps_its_place():
+    # Pins: one broken table hiding every other rule from hover while a
+    # person types.
+    text = doc(
+        """
+        [[rules]]
+        text = "fine"
+
+        [[rules]]
+        text = "half typed
+        """
+    )
+    spans = rule_spans(text)
+    assert [s.rule for s in spans] == [Rule(text="fine"), None]
+    assert (spans[1].header_line, spans[1].end_line) == (3, 4)
+
+
+# ─── toml-syntax ────────────────────────────────────────────────────────────
+
+
+def test_a_syntax_error_sits_at_tomllibs_line_and_column():
+    text = doc(
+        """
+        [[rules]]
+        text = "a"
+        enabled = tru
+        """
+    )
+    (f,) = check(text)
+    assert f.code == TOML_SYNTAX and f.severity == "error"
+    # tomllib: "Invalid value (at line 3, column 11)" — 1-based, so (2, 10).
+    assert where(f) == (2, 10, 2, 11)
+    assert "Invalid value" in f.message
+    assert f.data == {"domain": "behavior"}
+
+
+def test_a_syntax_error_at_the_end_of_the_document_sits_on_its_last_line():
+    text = '[[rules]]\ntext = """never closed\n\n'
+    (f,) = check(text)
+    assert f.code == TOML_SYNTAX
+    assert where(f) == (1, 0, 1, len('text = """never closed'))
+
+
+def test_a_syntax_error_stops_the_other_checks():
+    # Pins: guessed findings flickering on a half-typed buffer.
+    text = rules_toml(["same", "same"]) + "oops ="
+    assert [f.code for f in check(text)] == [TOML_SYNTAX]
+
+
+# ─── invalid-value ──────────────────────────────────────────────────────────
+
+
+def test_a_wrong_typed_value_is_flagged_on_that_value_of_that_rule():
+    text = doc(
+        """
+        [[rules]]
+        text = "a"
+
+        [[rules]]
+        text = "b"
+        id = "r-2"
+        enabled = "yes"
+        confidence = "high"
+        """
+    )
+    findings = check(text)
+    assert [f.code for f in findings] == [INVALID_VALUE, INVALID_VALUE]
+    enabled, confidence = findings
+    assert where(enabled) == (6, 10, 6, 15)
+    assert where(confidence) == (7, 13, 7, 19)
+    assert enabled.data == {"domain": "behavior", "rule_index": 1, "rule_id": "r-2", "key": "enabled"}
+    assert "bool" in enabled.message and "`enabled`" in enabled.message
+
+
+def test_rules_that_are_not_an_array_of_tables_is_an_invalid_value_on_that_line():
+    (f,) = check('# rules\nrules = 5\n')
+    assert f.code == INVALID_VALUE
+    assert where(f) == (1, 0, 1, 9)
+
+
+def test_every_document_the_run_refuses_gets_an_error_finding():
+    # Pins: a file that makes `parse_rules_file` raise (so every run fails at
+    # startup) showing no error in the editor.
+    broken = [
+        '[[rules]]\ntext = 3\n',
+        '[[rules]]\nenabled = false\n',
+        '[[rules]]\ntext = "a"\nsources = ["a", 2]\n',
+        '[[rules]]\ntext = "a"\ncreated_at = 2026-08-01\n',
+        'rules = [5]\n',
+        'rules = [{ text = "a", based_on_count = 1.5 }]\n',
+        '[rules]\ntext = "a"\n',
+        '[[rules]]\ntext = "a"\ntext.x = 1\n',
+    ]
+    for text in broken:
+        with pytest.raises(InvalidStore):
+            parse_rules_file(text, "x.toml")
+        assert any(f.severity == "error" for f in check(text)), text
+
+
+# ─── unknown-key ────────────────────────────────────────────────────────────
+
+
+def test_an_unknown_key_is_flagged_on_its_own_line():
+    text = doc(
+        """
+        version = 2
+
+        [[rules]]
+        text = "a"
+        priority = "high"  # not a rule field
+
+        [meta]
+        owner = "me"
+        """
+    )
+    findings = check(text)
+    assert [(f.code, f.data.get("key")) for f in findings] == [
+        (UNKNOWN_KEY, "version"),
+        (UNKNOWN_KEY, "priority"),
+        (UNKNOWN_KEY, "meta"),
+    ]
+    assert [where(f) for f in findings] == [(0, 0, 0, 11), (4, 0, 4, 17), (6, 0, 6, 6)]
+    assert findings[1].data == {"domain": "behavior", "rule_index": 0, "key": "priority"}
+    assert all(f.severity == "warning" for f in findings)
+
+
+def test_every_rule_field_is_a_known_key():
+    rule = Rule(
+        text="a",
+        enabled=False,
+        confidence=0.5,
+        based_on_count=2,
+        id="r-1",
+        sources=["x"],
+        created_at="2026-01-01",
+        retired_at="2026-02-01",
+        retired_reason="measured harmful",
+    )
+    fields = msgspec.to_builtins(rule)
+    text = "[[rules]]\n" + "".join(f"{k} = {_toml_value(v)}\n" for k, v in fields.items())
+    assert check(text) == []
+
+
+def _toml_value(v: object) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return f'"{v}"'
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    return str(v)
+
+
+# ─── missing-text ───────────────────────────────────────────────────────────
+
+
+def test_a_rule_without_text_is_flagged_on_the_whole_rule():
+    text = doc(
+        """
+        [[rules]]
+        text = "a"
+
+        [[rules]]
+        id = "r-2"
+        enabled = false
+        """
+    )
+    (f,) = check(text)
+    assert f.code == MISSING_TEXT and f.severity == "error"
+    assert where(f) == (3, 0, 5, 15)
+    assert f.data == {"domain": "behavior", "rule_index": 1, "rule_id": "r-2"}
+
+
+def test_an_empty_text_is_flagged_on_the_text_value():
+    text = '[[rules]]\ntext = "   "\n'
+    (f,) = check(text)
+    assert f.code == MISSING_TEXT
+    assert where(f) == (1, 7, 1, 12)
+    assert check('[[rules]]\ntext = "say it"\n') == []
+
+
+# ─── duplicate-rule ─────────────────────────────────────────────────────────
+
+
+def test_the_same_text_twice_in_one_file_flags_the_later_one():
+    text = rules_toml(["Keep replies short.", "Other.", "keep  replies short"])
+    for kind in ("learned", "user"):
+        (f,) = of(check(text, kind=kind), DUPLICATE_RULE)
+        assert where(f) == (6, 0, 7, len('text = "keep  replies short"'))
+        assert f.data == {"domain": "behavior", "rule_index": 2, "duplicate_of": 0}
+        assert "rule 1 (line 1)" in f.message
+    assert of(check(rules_toml(["Keep replies short.", "Other."])), DUPLICATE_RULE) == []
+
+
+def test_a_rule_shared_with_the_sibling_file_is_not_a_duplicate():
+    # Cross-file repetition is `restates-user-rule`, reported once, on the
+    # learned side — not a duplicate on both.
+    text = rules_toml(["Keep replies short."])
+    assert of(check(text, kind="user", other=[Rule(text="Keep replies short.")]), DUPLICATE_RULE) == []
+    assert of(check(text, kind="learned", other=[Rule(text="Keep replies short.")]), DUPLICATE_RULE) == []
+
+
+# ─── restates-user-rule ─────────────────────────────────────────────────────
+
+
+def test_a_learned_rule_restating_a_user_rule_is_flagged():
+    text = rules_toml(["Never   EDIT reports/ ...", "Something new."])
+    (f,) = check(text, other=[Rule(text="never edit reports/")])
+    assert f.code == RESTATES_USER_RULE and f.severity == "warning"
+    assert where(f) == (0, 0, 1, 34)
+    assert f.data == {"domain": "behavior", "rule_index": 0}
+
+
+def test_restating_is_not_flagged_on_a_user_file_or_a_silenced_learned_rule():
+    assert check(rules_toml(["Be brief."]), kind="user", other=[Rule(text="be brief")]) == []
+    text = '[[rules]]\ntext = "Be brief."\nenabled = false\n'
+    assert check(text, other=[Rule(text="be brief")]) == []
+    assert check(rules_toml(["Be brief, always."]), other=[Rule(text="be brief")]) == []
+
+
+def test_normalization_casefolds_collapses_and_strips_trailing_punctuation():
+    assert normalize_rule_text("  Never\tEDIT  reports/!? ") == "never edit reports/"
+    assert normalize_rule_text("Straße.") == normalize_rule_text("STRASSE")
+    assert normalize_rule_text("...") == ""
+    assert normalize_rule_text("Use 100%") != normalize_rule_text("Use 100"), "only sentence punctuation goes"
+
+
+# ─── over-cap ───────────────────────────────────────────────────────────────
+
+
+def test_every_active_learned_rule_past_the_cap_is_flagged_in_file_order():
+    cap = MAX_ACTIVE_RULES_PER_DOMAIN
+    parts = []
+    for k in range(cap + 2):
+        parts.append(f'[[rules]]\ntext = "rule {k}"\nid = "r-{k}"\n')
+        if k == 3:
+            parts.append('[[rules]]\ntext = "silenced"\nenabled = false\n')
+    text = "\n".join(parts)
+    findings = of(check(text), OVER_CAP)
+    assert [f.data["rule_id"] for f in findings] == [f"r-{cap}", f"r-{cap + 1}"]
+    spans = rule_spans(text)
+    first = spans[findings[0].data["rule_index"]]
+    assert where(findings[0]) == (first.header_line, 0, first.end_line, len(f'id = "r-{cap}"'))
+    assert findings[0].data["rule_index"] == cap + 1, "the silenced rule is counted in the index, not the cap"
+    assert f"cap of {cap}" in findings[0].message
+
+
+def test_the_cap_counts_only_learned_rules():
+    text = rules_toml([f"rule {k}" for k in range(MAX_ACTIVE_RULES_PER_DOMAIN + 3)])
+    assert of(check(text, kind="user"), OVER_CAP) == []
+    assert of(check(rules_toml([f"rule {k}" for k in range(MAX_ACTIVE_RULES_PER_DOMAIN)])), OVER_CAP) == []
+
+
+# ─── over-char-budget ───────────────────────────────────────────────────────
+
+
+def test_a_section_over_the_char_budget_is_flagged_on_line_zero_with_both_numbers():
+    long = "x" * 700
+    text = "# mine\n" + rules_toml([long, long + "y"])
+    (f,) = check(text, kind="user", other=[Rule(text="z" * 300)])
+    chars = len("### behavior\n") + 3 * 2 + 700 + 701 + 300 + 2
+    assert f.code == OVER_CHAR_BUDGET
+    assert where(f) == (0, 0, 0, 6)
+    assert str(chars) in f.message and str(RULES_CHAR_BUDGET) in f.message
+    assert f.data == {"domain": "behavior", "chars": chars, "budget": RULES_CHAR_BUDGET}
+    assert check(text, kind="user") == [], "the same file alone is under the budget"
+
+
+def test_disabled_rules_cost_the_budget_nothing():
+    text = f'[[rules]]\ntext = "{"x" * 2000}"\nenabled = false\n'
+    assert check(text) == []
+
+
+# ─── retired-enabled ────────────────────────────────────────────────────────
+
+
+def test_a_retired_rule_still_enabled_is_information_on_its_enabled_line():
+    text = doc(
+        """
+        [[rules]]
+        text = "a"
+        enabled = true
+        retired_at = "2026-08-01"
+        id = "r-1"
+
+        [[rules]]
+        text = "b"
+        retired_at = "2026-08-02"
+        """
+    )
+    explicit, defaulted = check(text)
+    assert (explicit.code, explicit.severity) == (RETIRED_ENABLED, "information")
+    assert where(explicit) == (2, 0, 2, 14)
+    assert explicit.data == {"domain": "behavior", "rule_index": 0, "rule_id": "r-1"}
+    assert defaulted.code == RETIRED_ENABLED
+    assert where(defaulted) == (8, 0, 8, 25), "enabled by default: flagged on `retired_at`"
+    assert check('[[rules]]\ntext = "a"\nenabled = false\nretired_at = "2026-08-01"\n') == []
+
+
+# ─── attributed-regressions ─────────────────────────────────────────────────
+
+
+def test_a_learned_rule_the_ledger_blames_is_flagged_with_the_count():
+    tallies = {"r-2": RuleTally(observations=5, regressed=2, attributed_regressions=2), "r-1": RuleTally(observations=3)}
+    (f,) = check(CLEAN, tallies=tallies)
+    assert (f.code, f.severity) == (ATTRIBUTED_REGRESSIONS, "warning")
+    assert where(f) == (7, 0, 9, 10)
+    assert f.data == {"domain": "behavior", "rule_id": "r-2", "rule_index": 1, "count": 2}
+    assert "2 regressions" in f.message
+
+
+def test_attributed_regressions_skip_user_files_and_retired_rules():
+    tallies = {"r-1": RuleTally(attributed_regressions=1)}
+    assert check(CLEAN, kind="user", tallies=tallies) == []
+    retired = '[[rules]]\ntext = "a"\nid = "r-1"\nenabled = false\nretired_at = "2026-08-01"\n'
+    assert check(retired, tallies=tallies) == []
+
+
+# ─── unrouted-domain ────────────────────────────────────────────────────────
+
+
+def test_a_domain_nothing_loads_is_flagged_on_line_zero():
+    (f,) = check(CLEAN, domain="recipes")
+    assert (f.code, f.severity) == (UNROUTED_DOMAIN, "warning")
+    assert where(f) == (0, 0, 0, len("# Learned rules for the `behavior` domain."))
+    assert f.data == {"domain": "recipes"}
+    for routed in ("behavior", "writing", "triage"):
+        assert check(CLEAN, domain=routed) == []
+
+
+def test_every_finding_names_its_domain_and_rule_findings_their_rule():
+    text = doc(
+        """
+        [[rules]]
+        text = "dup"
+        id = "r-1"
+        colour = "red"
+        [[rules]]
+        text = "dup"
+        retired_at = "x"
+        """
+    )
+    findings = check(text, domain="recipes", tallies={"r-1": RuleTally(attributed_regressions=1)})
+    assert {f.code for f in findings} == {UNROUTED_DOMAIN, UNKNOWN_KEY, DUPLICATE_RULE, RETIRED_ENABLED, ATTRIBUTED_REGRESSIONS}
+    for f in findings:
+        assert f.data["domain"] == "recipes"
+        if f.code != UNROUTED_DOMAIN:
+            assert isinstance(f.data["rule_index"], int)
+    assert findings == sorted(findings, key=lambda f: (f.start_line, f.start_col))
+
+
+# ─── rules_document_of ──────────────────────────────────────────────────────
+
+
+def test_only_domain_files_directly_under_rules_are_rules_documents(tmp_path: Path):
+    root = tmp_path / "learning"
+    rules = root / "rules"
+    assert rules_document_of(rules / "behavior.user.toml", root) == ("behavior", "user")
+    assert rules_document_of(rules / "triage.learned.toml", root) == ("triage", "learned")
+    assert rules_document_of(rules / "notes.toml", root) is None
+    assert rules_document_of(rules / "Bad Name.user.toml", root) is None
+    assert rules_document_of(rules / ".user.toml", root) is None
+    assert rules_document_of(rules / "old" / "behavior.user.toml", root) is None
+    assert rules_document_of(root / "behavior.user.toml", root) is None
+    assert rules_document_of(tmp_path / "rules" / "behavior.user.toml", root) is None
+    assert rules_document_of(rules / ".." / "rules" / "writing.user.toml", root) == ("writing", "user")
+
+
+# ─── toggle_edit ────────────────────────────────────────────────────────────
+
+TOGGLE = doc(
+    '''
+    # Learned rules. A person's comments live here.
+
+    # first: keep this comment
+    [[rules]]
+    text = "Never edit reports/."
+    enabled = true  # on purpose
+    id = "r-1"
+
+    # second
+    [[rules]]
+        text = """
+    Answer first.
+    enabled = true
+    """  # closes here
+        id = "r-2"
+
+    [[rules]]
+    text = "Third."
+    '''
+)
+
+
+
+def _rules(text: str) -> list[dict]:
+    return tomllib.loads(text)["rules"]
+
+
+def test_disabling_a_rule_with_an_enabled_line_replaces_only_the_value():
+    edit = toggle_edit(TOGGLE, 0, False)
+    assert edit == TextEdit(5, 10, 5, 14, "false")
+    after = apply_edit(TOGGLE, edit)
+    assert after == TOGGLE.replace("enabled = true  # on purpose", "enabled = false  # on purpose")
+
+
+def test_disabling_a_rule_without_one_inserts_it_after_a_multiline_texts_closing_line():
+    # Pins: `enabled = false` landing inside the text string (changing what
+    # the rule says) or after `id`, or losing the `# closes here` comment.
+    edit = toggle_edit(TOGGLE, 1, False)
+    assert edit is not None
+    span = rule_spans(TOGGLE)[1]
+    assert span.header_line <= edit.start_line == edit.end_line <= span.end_line
+    after = apply_edit(TOGGLE, edit)
+    lines_before, lines_after = TOGGLE.split("\n"), after.split("\n")
+    assert lines_after[13] == '"""  # closes here'
+    assert lines_after[14] == "    enabled = false"
+    assert lines_after[:14] + lines_after[15:] == lines_before, "every other byte is unchanged"
+    assert _rules(after)[1] == {"text": "Answer first.\nenabled = true\n", "id": "r-2", "enabled": False}
+
+
+def test_toggling_twice_returns_to_an_equivalent_document():
+    for index in range(3):
+        off = apply_edit(TOGGLE, toggle_edit(TOGGLE, index, False))
+        back = apply_edit(off, toggle_edit(off, index, True))
+        assert _rules(back) == [
+            {**r, "enabled": True} if i == index else r for i, r in enumerate(_rules(TOGGLE))
+        ]
+        assert msgspec.convert(tomllib.loads(back), RulesFile) == msgspec.convert(tomllib.loads(TOGGLE), RulesFile)
+        assert back.count("#") == TOGGLE.count("#"), "no comment lost"
+
+
+def test_toggle_keeps_crlf_line_endings_and_works_without_a_final_newline():
+    text = '[[rules]]\r\ntext = "a"\r\n\r\n[[rules]]\r\ntext = "b"'
+    edit = toggle_edit(text, 0, False)
+    assert apply_edit(text, edit) == '[[rules]]\r\ntext = "a"\r\nenabled = false\r\n\r\n[[rules]]\r\ntext = "b"'
+    edit = toggle_edit(text, 1, False)
+    assert apply_edit(text, edit) == '[[rules]]\r\ntext = "a"\r\n\r\n[[rules]]\r\ntext = "b"\r\nenabled = false'
+
+
+def test_toggle_refuses_what_it_cannot_do_safely():
+    assert toggle_edit(TOGGLE, 3, False) is None, "no such rule"
+    assert toggle_edit(TOGGLE, -1, False) is None
+    assert toggle_edit(TOGGLE + "\noops =\n", 0, False) is None, "a document that does not parse"
+    assert toggle_edit('rules = [{ text = "a" }]\n', 0, False) is None, "no table to edit"
+    assert toggle_edit('[[rules]]\ntext = "a"\nenabled.x = 1\n', 0, False) is None
+
+
+def test_toggle_inserts_after_the_header_when_there_is_no_text():
+    text = '[[rules]]  # empty so far\nid = "r-1"\n'
+    edit = toggle_edit(text, 0, False)
+    assert apply_edit(text, edit) == '[[rules]]  # empty so far\nenabled = false\nid = "r-1"\n'
+
+
+# ─── hover ──────────────────────────────────────────────────────────────────
+
+HOVERED = doc(
+    """
+    # learned
+
+    [[rules]]
+    text = "Stop when the person narrows the task."
+    id = "r-1"
+    confidence = 0.85
+    based_on_count = 3
+    created_at = "2026-08-01T06:00:00Z"
+    sources = ["x-1", "x-2", "x-gone"]
+    retired_at = "2026-08-09T00:00:00Z"
+    retired_reason = "regressed twice"
+    enabled = false
+    """
+)
+
+
+def test_a_hover_shows_lineage_as_lessons_and_the_ledger():
+    hover = hover_for(
+        HOVERED,
+        4,
+        3,
+        domain="behavior",
+        kind="learned",
+        reflections_by_id={
+            "x-1": reflexion("x-1", "steer", "Drop the remaining steps\nwhen told to."),
+            "x-2": reflexion("x-2", "denial", "Ask before deleting."),
+        },
+        tallies={
+            "r-1": RuleTally(
+                observations=7, improved=2, regressed=3, attributed_regressions=2, last_validated="2026-08-08T00:00:00Z"
+            )
+        },
+    )
+    assert hover is not None
+    assert "`r-1`" in hover and "retired" in hover
+    assert "created 2026-08-01T06:00:00Z" in hover
+    assert "confidence 0.85" in hover and "based on 3 reflections" in hover
+    assert "- [steer] Drop the remaining steps when told to." in hover
+    assert "- [denial] Ask before deleting." in hover
+    assert "- x-gone (not in the store)" in hover
+    assert "- x-1" not in hover, "a known source is shown as its lesson, not its id"
+    assert "7 observations · 2 improved · 3 regressed · 2 attributed · last validated 2026-08-08T00:00:00Z" in hover
+    assert "**Retired** 2026-08-09T00:00:00Z: regressed twice" in hover
+
+
+def test_a_hover_for_an_unmeasured_user_rule_and_outside_rules():
+    text = '# mine\n\n[[rules]]\ntext = "Be brief."\n'
+    hover = hover_for(text, 3, 0, domain="writing", kind="user", reflections_by_id={}, tallies={})
+    assert hover is not None and hover.startswith("**Your rule 1 (no id)** · `writing` · active")
+    assert "Ledger" not in hover
+    assert hover_for(text, 0, 0, domain="writing", kind="user", reflections_by_id={}, tallies={}) is None
+    assert hover_for(text, 1, 0, domain="writing", kind="user", reflections_by_id={}, tallies={}) is None
+    unmeasured = hover_for(CLEAN, 4, 0, domain="behavior", kind="learned", reflections_by_id={}, tallies={})
+    assert unmeasured is not None and "no validation recorded yet" in unmeasured
+
+
+# ─── lens ───────────────────────────────────────────────────────────────────
+
+
+def test_the_lenses_count_active_rules_chars_and_pending_proposals():
+    user = [Rule(text="Be brief.")]
+    learned = [Rule(text="Ask first."), Rule(text="Off.", enabled=False), Rule(text="Old.", retired_at="x")]
+    chars = len("### behavior\n- Be brief.\n- Ask first.")
+    lenses = lens_for("behavior", user, learned, pending=2)
+    assert [lens.title for lens in lenses] == [
+        f"1/{MAX_ACTIVE_RULES_PER_DOMAIN} active rules",
+        f"{chars}/{RULES_CHAR_BUDGET} chars",
+        "2 pending proposals",
+    ]
+    assert lenses[0].command == SHOW_RULES_BLOCK_COMMAND and lenses[0].arguments == ["behavior"]
+    assert lenses[2].command == LIST_PROPOSALS_COMMAND
+    assert lenses[2].arguments == [{"status": "pending", "domain": "behavior"}]
+    assert [lens.title for lens in lens_for("behavior", [], [], pending=1)] == [
+        f"0/{MAX_ACTIVE_RULES_PER_DOMAIN} active rules",
+        f"0/{RULES_CHAR_BUDGET} chars",
+        "1 pending proposal",
+    ]
+    assert len(lens_for("behavior", user, learned, pending=0)) == 2
+
+
+# ─── properties over generated files ────────────────────────────────────────
+
+_PIECES = [*"ab Z#=[]{}\"'\\.,\n\t\r", '"""', "'''", "é", "\U0001f600", "enabled = ", "[[rules]]"]
+_TEXT = (
+    st.lists(st.sampled_from(_PIECES), min_size=1, max_size=30)
+    .map("".join)
+    .map(lambda s: s if s.strip() else s + "x")
+)
+
+_RULE = st.builds(
+    Rule,
+    text=_TEXT,
+    enabled=st.booleans(),
+    confidence=st.none() | st.floats(min_value=0, max_value=1),
+    based_on_count=st.none() | st.integers(min_value=0, max_value=99),
+    id=st.none() | st.from_regex(r"r-[a-z0-9]{1,6}", fullmatch=True),
+    sources=st.lists(st.from_regex(r"[a-z0-9-]{1,8}", fullmatch=True), max_size=3),
+    retired_at=st.none() | st.just("2026-08-01T00:00:00Z"),
+)
+
+# How a table is written: which string style its text uses, whether it spells
+# `enabled`, and whether comments sit above it, inside it and after it.
+_STYLE = st.fixed_dictionaries(
+    {
+        "string": st.sampled_from(["basic", "multiline", "literal", "multiline-literal"]),
+        "spell_enabled": st.booleans(),
+        "comment_above": st.booleans(),
+        "comment_inside": st.booleans(),
+        "multiline_sources": st.booleans(),
+    }
+)
+
+
+def _render(rules: list[Rule], styles: list[dict]) -> str:
+    import tomlkit
+
+    out = tomlkit.document()
+    out.add(tomlkit.comment("generated"))
+    out.add(tomlkit.nl())
+    aot = tomlkit.aot()
+    for rule, style in zip(rules, styles):
+        table = tomlkit.table()
+        if style["comment_above"]:
+            table.add(tomlkit.comment("about [[rules]] below"))
+        kind = style["string"]
+        if "\r" in rule.text:
+            kind = "basic"  # a raw CR in a multi-line string reads back as a line break
+        try:
+            value = tomlkit.string(
+                rule.text, literal="literal" in kind, multiline=kind.startswith("multiline")
+            )
+        except tomlkit.exceptions.InvalidStringError:
+            value = tomlkit.string(rule.text)
+        table.add("text", value)
+        if style["comment_inside"]:
+            table.add(tomlkit.comment("enabled = false"))
+        fields = msgspec.to_builtins(rule)
+        fields.pop("text")
+        if style["spell_enabled"]:
+            table.add("enabled", rule.enabled)
+            fields.pop("enabled", None)
+        elif not rule.enabled:
+            fields["enabled"] = False
+        for key, v in fields.items():
+            if key == "sources" and style["multiline_sources"]:
+                array = tomlkit.array()
+                array.extend(v)
+                array.multiline(True)
+                table.add(key, array)
+            else:
+                table.add(key, v)
+        aot.append(table)
+    out.append("rules", aot)
+    return tomlkit.dumps(out)
+
+
+@st.composite
+def _rule_files(draw: st.DrawFn) -> tuple[str, list[Rule]]:
+    rules = draw(st.lists(_RULE, min_size=1, max_size=5))
+    styles = draw(st.lists(_STYLE, min_size=len(rules), max_size=len(rules)))
+    return _render(rules, styles), rules
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_rule_files())
+def test_every_span_decodes_to_what_tomllib_parses(generated: tuple[str, list[Rule]]):
+    # Pins: the scanner disagreeing with the parser about where a table ends
+    # (a `[[rules]]` or `enabled =` inside a string, a multi-line array).
+    text, rules = generated
+    parsed = msgspec.convert(tomllib.loads(text), RulesFile).rules
+    assert parsed == rules
+    spans = rule_spans(text)
+    assert [s.rule for s in spans] == parsed
+    lines = text.split("\n")
+    for span in spans:
+        assert lines[span.header_line].startswith("[[rules]]")
+        assert span.text_range is not None
+        assert span.key_lines["text"] == span.text_range.start_line
+    findings = check_document("behavior", "learned", text, other_rules=[], tallies={})
+    assert not [f for f in findings if f.code in (TOML_SYNTAX, INVALID_VALUE, UNKNOWN_KEY)]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_rule_files(), st.data())
+def test_toggle_edit_never_changes_another_rule(generated: tuple[str, list[Rule]], data: st.DataObject):
+    text, rules = generated
+    index = data.draw(st.integers(min_value=0, max_value=len(rules) - 1))
+    enabled = data.draw(st.booleans())
+    edit = toggle_edit(text, index, enabled)
+    assert edit is not None
+    span = rule_spans(text)[index]
+    assert span.header_line <= edit.start_line <= edit.end_line <= span.end_line
+    after = apply_edit(text, edit)
+    got = msgspec.convert(tomllib.loads(after), RulesFile).rules
+    assert got[index] == msgspec.structs.replace(rules[index], enabled=enabled)
+    assert got[:index] + got[index + 1 :] == rules[:index] + rules[index + 1 :]
+    # outside the edited line, the text is byte-identical
+    before_lines, after_lines = text.split("\n"), after.split("\n")
+    added = len(after_lines) - len(before_lines)
+    assert before_lines[: edit.start_line] == after_lines[: edit.start_line]
+    assert before_lines[edit.end_line + 1 :] == after_lines[edit.end_line + 1 + added :]
+
+
+_TOMLISH = [*"ab =#[]{}\"'\\.,\n\r\t", '"""', "'''", "[[rules]]\n", "text = ", "enabled = ", "\n[rules.x]\n", "1979-05-27 07:32:00Z"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_TOMLISH), max_size=60).map("".join))
+def test_nothing_a_person_can_type_makes_the_checks_raise(text: str):
+    # Pins: the editor endpoint failing a request on a half-typed buffer —
+    # every keystroke runs these.
+    spans = rule_spans(text)
+    lines = text.split("\n")
+    for span in spans:
+        assert 0 <= span.start_line <= span.header_line <= span.end_line < len(lines)
+    findings = check_document("behavior", "learned", text, other_rules=[], tallies={})
+    for f in findings:
+        assert 0 <= f.start_line <= f.end_line < len(lines)
+        assert f.severity == SEVERITIES[f.code]
+    for line in range(len(lines)):
+        hover_for(text, line, 0, domain="behavior", kind="learned", reflections_by_id={}, tallies={})
+    for index in range(len(spans)):
+        edit = toggle_edit(text, index, False)
+        if edit is not None:
+            assert tomllib.loads(apply_edit(text, edit))["rules"][index]["enabled"] is False
