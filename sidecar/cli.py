@@ -9,15 +9,18 @@ operation, 2 for a bad command line.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
 
 VERBS_HELP = """\
 verbs:
   serve               the harness endpoint on stdio (the default; --stdio is accepted and ignored)
+  lsp                 the editor endpoint: a language server over the rules files (--stdio accepted)
   demo                drive a real sidecar through a bundled sample session
   block [--domain D]  print the rules block a run would get
   mine FILE           print the interventions in a transcript file
@@ -35,6 +38,8 @@ verbs:
 
 
 def _parser() -> argparse.ArgumentParser:
+    import argparse
+
     p = argparse.ArgumentParser(
         prog="mecha-sidecar",
         description="mecha's learning core: rules, reflections and proposals, over JSON-RPC or at a terminal.",
@@ -47,6 +52,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="verb", metavar="VERB")
 
     s = sub.add_parser("serve", help="the harness endpoint on stdio")
+    s.add_argument("--stdio", action="store_true", help=argparse.SUPPRESS)
+
+    s = sub.add_parser("lsp", help="the editor endpoint on stdio")
     s.add_argument("--stdio", action="store_true", help=argparse.SUPPRESS)
 
     s = sub.add_parser("pass", help=argparse.SUPPRESS)
@@ -93,13 +101,28 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+#: Command lines that mean "the harness endpoint", recognised without
+#: building the argument parser: the harness starts one sidecar per agent run
+#: and waits on it, and argparse (with its help formatter) is a measurable
+#: share of that start.
+_SERVE_ARGVS = frozenset({(), ("serve",), ("--stdio",), ("serve", "--stdio"), ("--stdio", "serve"), ("--stdio", "serve", "--stdio")})
+
+
 def main(argv: list[str] | None = None) -> int:
+    if tuple(sys.argv[1:] if argv is None else argv) in _SERVE_ARGVS:
+        from .serve import serve_stdio
+
+        return serve_stdio()
     args = _parser().parse_args(argv)
     verb = args.verb or "serve"
     if verb == "serve":
         from .serve import serve_stdio
 
         return serve_stdio()
+    if verb == "lsp":
+        from .lsp import serve_lsp
+
+        return serve_lsp()
     if verb == "pass":
         from .passrun import run_pass
 
@@ -252,16 +275,23 @@ def _reflect(ctx: Any, args: argparse.Namespace) -> int:
     summary["job"] = humane.builtins(job)
     if not args.json:
         sys.stdout.write(humane.reflect_summary(summary) + "\n")
-    return _finish_job(ctx, args, summary["job"], args.no_wait, quiet_start=True)
+    return _finish_job(ctx, args, summary["job"], args.no_wait, quiet_start=True, extra=summary)
 
 
-def _finish_job(ctx: Any, args: argparse.Namespace, job: dict[str, Any], no_wait: bool, quiet_start: bool = False) -> int:
+def _finish_job(
+    ctx: Any,
+    args: argparse.Namespace,
+    job: dict[str, Any],
+    no_wait: bool,
+    quiet_start: bool = False,
+    extra: dict[str, Any] | None = None,
+) -> int:
     from mecha.core.jobs import read_job
 
     from . import humane
 
     if no_wait:
-        _emit(args, {"job": job}, lambda r: f"started {humane.job_line(r['job'])}")
+        _emit(args, {**(extra or {}), "job": job}, lambda r: f"started {humane.job_line(r['job'])}")
         return 0
     if not args.json and not quiet_start:
         sys.stdout.write(f"started {humane.job_line(job)}; waiting for it to finish…\n")
@@ -271,5 +301,5 @@ def _finish_job(ctx: Any, args: argparse.Namespace, job: dict[str, Any], no_wait
             break
         time.sleep(0.1)
     result = humane.builtins(final)
-    _emit(args, {"job": result}, lambda r: humane.job_line(r["job"]))
+    _emit(args, {**(extra or {}), "job": result}, lambda r: humane.job_line(r["job"]))
     return 0 if final.state == "done" else 1

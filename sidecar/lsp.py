@@ -1,0 +1,797 @@
+"""`mecha-sidecar lsp`: the editor endpoint, on pygls.
+
+pygls supplies the LSP machinery (document sync, capabilities, feature
+registration, progress); this module owns the wire. Frames are read by the
+same reader as the harness endpoint, so a bad header, a lying
+Content-Length, invalid JSON or a non-object body are answered and survived
+exactly as they are there, and the lifecycle rules are the contract's rather
+than pygls's: -32002 before `initialize`, -32600 after `shutdown`, exit code 1
+for an `exit` without `shutdown`. Every `mecha/*` request and every `mecha.*`
+command goes through the same handler table as the harness endpoint and the
+CLI, with raw params decoded by msgspec; only LSP's own methods reach pygls,
+and invalid params there are answered -32602 instead of dropped.
+
+What the editor sees — diagnostics, hovers, lenses, quick fixes — is computed
+by `mecha.core.rulecheck`; this module only converts it to LSP shapes. A poll
+of the store's files (rules, proposals, jobs, the ledger) republishes
+diagnostics, refreshes lenses and reports pass progress when anything changes
+on disk, whoever changed it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path, to_fs_path
+
+from mecha.core import rulecheck
+from mecha.core import jobs as jobs_mod
+from mecha.protocol import errors as codes
+from mecha.protocol import methods as m
+from mecha.protocol.errors import RpcError, rpc_error_from
+from mecha.protocol.framing import FrameReader
+from mecha.protocol.jsonrpc import decode_envelope, encode_error, encode_notification, encode_result, request_id_of
+
+from .context import Context, InitializeParams
+from .handlers import HANDLERS, call, make_dispatch
+from .rpc import Cancel, Cancelled
+from .serve import server_version
+
+log = logging.getLogger("mecha.sidecar.lsp")
+
+SOURCE = "mecha"
+POLL_S = float(os.environ.get("MECHA_LSP_POLL_S", "0.5"))
+
+_SEVERITY = {
+    "error": lsp.DiagnosticSeverity.Error,
+    "warning": lsp.DiagnosticSeverity.Warning,
+    "information": lsp.DiagnosticSeverity.Information,
+    "hint": lsp.DiagnosticSeverity.Hint,
+}
+
+
+# ─── commands: one table, the same handlers as the methods ──────────────────
+
+
+def _arg(args: list[Any], i: int, name: str, kind: type = str, required: bool = True) -> Any:
+    if i >= len(args) or args[i] is None:
+        if required:
+            raise RpcError(codes.INVALID_PARAMS, f"invalid params: argument {i} ({name}) is required")
+        return None
+    if not isinstance(args[i], kind):
+        raise RpcError(codes.INVALID_PARAMS, f"invalid params: argument {i} ({name}) must be a {kind.__name__}")
+    return args[i]
+
+
+def _cmd_accept(ctx: Context, args: list[Any]) -> Any:
+    return call(ctx, "mecha/acceptProposal", {"id": _arg(args, 0, "id")})
+
+
+def _cmd_reject(ctx: Context, args: list[Any]) -> Any:
+    return call(ctx, "mecha/rejectProposal", {"id": _arg(args, 0, "id"), "reason": _arg(args, 1, "reason", required=False)})
+
+
+def _cmd_diff(ctx: Context, args: list[Any]) -> Any:
+    shown = call(ctx, "mecha/proposal", {"id": _arg(args, 0, "id")})
+    pid = shown["proposal"]["id"]
+    return {"uri": f"mecha-proposal:/{pid}.diff", "id": pid, "diff": shown["diff"]}
+
+
+def _cmd_list(ctx: Context, args: list[Any]) -> Any:
+    filters = _arg(args, 0, "filters", dict, required=False) or {}
+    return call(ctx, "mecha/proposals", filters)
+
+
+def _cmd_learn(ctx: Context, args: list[Any]) -> Any:
+    return call(ctx, "mecha/learn", {"domain": _arg(args, 0, "domain")})
+
+
+def _cmd_retire(ctx: Context, args: list[Any]) -> Any:
+    return call(
+        ctx,
+        "mecha/proposeRetirement",
+        {"domain": _arg(args, 0, "domain"), "rule_id": _arg(args, 1, "rule_id"), "reason": _arg(args, 2, "reason")},
+    )
+
+
+def _cmd_block(ctx: Context, args: list[Any]) -> Any:
+    return call(ctx, "mecha/rulesPromptBlock", {"domain": _arg(args, 0, "domain", required=False)})
+
+
+COMMANDS: dict[str, Callable[[Context, list[Any]], Any]] = {
+    "mecha.acceptProposal": _cmd_accept,
+    "mecha.rejectProposal": _cmd_reject,
+    "mecha.showProposalDiff": _cmd_diff,
+    "mecha.listProposals": _cmd_list,
+    "mecha.learnNow": _cmd_learn,
+    "mecha.proposeRetirement": _cmd_retire,
+    "mecha.showRulesBlock": _cmd_block,
+}
+
+
+# ─── positions ──────────────────────────────────────────────────────────────
+
+
+def _utf16(line_text: str, col: int) -> int:
+    return len(line_text[:col].encode("utf-16-le")) // 2
+
+
+def _from_utf16(line_text: str, units: int) -> int:
+    count = 0
+    for i, ch in enumerate(line_text):
+        if count >= units:
+            return i
+        count += 2 if ord(ch) > 0xFFFF else 1
+    return len(line_text)
+
+
+def _range(lines: list[str], sl: int, sc: int, el: int, ec: int) -> lsp.Range:
+    def pos(line: int, col: int) -> lsp.Position:
+        text = lines[line] if 0 <= line < len(lines) else ""
+        return lsp.Position(line=max(line, 0), character=_utf16(text, min(col, len(text))))
+
+    return lsp.Range(start=pos(sl, sc), end=pos(el, ec))
+
+
+# ─── the server ─────────────────────────────────────────────────────────────
+
+
+class MechaLanguageServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("mecha-sidecar", server_version(), text_document_sync_kind=lsp.TextDocumentSyncKind.Full)
+        self.ctx: Context | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.known_jobs: dict[str, str] = {}
+        self.progress_tokens: dict[str, str] = {}
+        self.pending_seen: tuple[str, ...] | None = None
+        self.store_key: Any = None
+        self.reflections_key: Any = None
+        self.reflections_by_id: dict[str, Any] = {}
+
+    # The store's state that documents are checked against.
+    def root(self) -> Path:
+        assert self.ctx is not None
+        return self.ctx.root
+
+    def doc_kind(self, uri: str) -> tuple[str, str] | None:
+        path = to_fs_path(uri)
+        if not path or self.ctx is None:
+            return None
+        return rulecheck.rules_document_of(Path(path), self.root())
+
+    def _tallies(self) -> dict[str, Any]:
+        from mecha.core.ledger import rule_tallies
+
+        store = self.ctx.existing_store() if self.ctx else None
+        return rule_tallies(store.validations()) if store else {}
+
+    def _reflections(self) -> dict[str, Any]:
+        store = self.ctx.existing_store() if self.ctx else None
+        if store is None:
+            return {}
+        path = store.root / "reflections.jsonl"
+        try:
+            st = path.stat()
+            key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except FileNotFoundError:
+            return {}
+        if key != self.reflections_key:
+            self.reflections_by_id = {r.id: r for r in store.reflexions()}
+            self.reflections_key = key
+        return self.reflections_by_id
+
+    def _sibling_rules(self, domain: str, kind: str) -> list[Any]:
+        other = "user" if kind == "learned" else "learned"
+        path = self.root() / "rules" / f"{domain}.{other}.toml"
+        uri = from_fs_path(str(path))
+        doc = self.workspace.text_documents.get(uri) if uri else None
+        try:
+            from mecha.core.store import parse_rules_file
+
+            if doc is not None:
+                return parse_rules_file(doc.source, path.name)
+            if path.exists():
+                return parse_rules_file(path.read_bytes(), path.name)
+        except Exception:  # a broken sibling is that file's own diagnostic
+            return []
+        return []
+
+    def pending_for(self, domain: str) -> list[Any]:
+        store = self.ctx.existing_store() if self.ctx else None
+        if store is None:
+            return []
+        return [p for p in store.proposals() if p.domain == domain and getattr(p.status, "value", p.status) == "pending"]
+
+    def diagnostics_for(self, uri: str) -> list[lsp.Diagnostic]:
+        kind = self.doc_kind(uri)
+        if kind is None:
+            return []
+        domain, which = kind
+        doc = self.workspace.get_text_document(uri)
+        text = doc.source
+        lines = rulecheck.document_lines(text) or [""]
+        findings = rulecheck.check_document(
+            domain, which, text, other_rules=self._sibling_rules(domain, which), tallies=self._tallies()
+        )
+        out = [
+            lsp.Diagnostic(
+                range=_range(lines, f.start_line, f.start_col, f.end_line, f.end_col),
+                message=f.message,
+                severity=_SEVERITY.get(f.severity, lsp.DiagnosticSeverity.Warning),
+                code=f.code,
+                source=SOURCE,
+                data=dict(f.data),
+            )
+            for f in findings
+        ]
+        if which == "learned":
+            for p in self.pending_for(domain):
+                out.append(
+                    lsp.Diagnostic(
+                        range=_range(lines, 0, 0, 0, len(lines[0]) if lines else 0),
+                        message=f"proposal {p.id} for {domain} is pending: accept, reject or show its diff",
+                        severity=lsp.DiagnosticSeverity.Information,
+                        code="pending-proposal",
+                        source=SOURCE,
+                        data={"domain": domain, "proposal_id": p.id},
+                    )
+                )
+        return out
+
+    def publish(self, uri: str) -> None:
+        doc = self.workspace.text_documents.get(uri)
+        if doc is None:
+            return
+        try:
+            diagnostics = self.diagnostics_for(uri)
+        except Exception as exc:  # never stop serving over one document
+            log.exception("diagnostics failed for %s", uri)
+            diagnostics = []
+            self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Error, message=f"mecha: {exc}"))
+        self.text_document_publish_diagnostics(
+            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=doc.version)
+        )
+
+    def publish_all(self) -> None:
+        for uri in list(self.workspace.text_documents):
+            if self.doc_kind(uri) is not None:
+                self.publish(uri)
+
+    # ── watching the store ──
+    def store_identity(self) -> Any:
+        root = self.root()
+        ident = []
+        for sub in ("rules", "proposals", "jobs"):
+            try:
+                with os.scandir(root / sub) as it:
+                    for e in it:
+                        if e.name.endswith(".tmp"):
+                            continue
+                        st = e.stat(follow_symlinks=False)
+                        ident.append((sub, e.name, st.st_ino, st.st_mtime_ns, st.st_size))
+            except FileNotFoundError:
+                continue
+        for name in ("validations.jsonl", "reflections.jsonl"):
+            try:
+                st = (root / name).stat()
+                ident.append((name, st.st_ino, st.st_mtime_ns, st.st_size))
+            except FileNotFoundError:
+                pass
+        ident.sort()
+        return tuple(ident)
+
+    def on_store_changed(self) -> None:
+        self.publish_all()
+        self.report_jobs()
+        store = self.ctx.existing_store() if self.ctx else None
+        pending = tuple(sorted(p.id for p in store.proposals() if getattr(p.status, "value", p.status) == "pending")) if store else ()
+        if pending != self.pending_seen:
+            self.pending_seen = pending
+            by_domain: dict[str, int] = {}
+            for p in store.proposals() if store else []:
+                if getattr(p.status, "value", p.status) == "pending":
+                    by_domain[p.domain] = by_domain.get(p.domain, 0) + 1
+            self.protocol.notify("mecha/proposalsChanged", {"pending": len(pending), "by_domain": by_domain})
+        self.refresh_lenses()
+
+    def refresh_lenses(self) -> None:
+        caps = self.client_capabilities.workspace
+        if caps and caps.code_lens and caps.code_lens.refresh_support:
+            self.protocol.send_request(lsp.WORKSPACE_CODE_LENS_REFRESH, None)
+
+    def report_jobs(self) -> None:
+        """Work-done progress for every pass: begun when a running job is first
+        seen (whoever started it), ended when its record leaves `running`."""
+        caps = self.client_capabilities.window
+        if not (caps and caps.work_done_progress):
+            return
+        for job in jobs_mod.list_jobs(self.root(), limit=20):
+            previous = self.known_jobs.get(job.id)
+            self.known_jobs[job.id] = job.state
+            if job.state == "running" and previous is None:
+                self.begin_progress(job)
+            elif job.state != "running" and previous == "running":
+                self.end_progress(job)
+
+    def begin_progress(self, job: jobs_mod.Job) -> None:
+        token = f"mecha-job-{job.id}"
+        self.progress_tokens[job.id] = token
+        title = f"mecha {job.kind}" + (f" {job.domain}" if job.domain else "")
+
+        async def run() -> None:
+            try:
+                await self.work_done_progress.create_async(token)
+            except Exception as exc:  # the client refused: no progress, nothing else lost
+                log.info("progress not created: %s", exc)
+                self.progress_tokens.pop(job.id, None)
+                return
+            self.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(title=title, message=f"job {job.id}", cancellable=False))
+            if self.known_jobs.get(job.id) != "running":
+                self.end_progress(jobs_mod.read_job(self.root(), job.id))
+
+        _keep(asyncio.ensure_future(run()))
+
+    def end_progress(self, job: jobs_mod.Job) -> None:
+        token = self.progress_tokens.get(job.id)
+        if token is None or token not in self.work_done_progress.tokens:
+            return
+        self.progress_tokens.pop(job.id, None)
+        self.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message=f"{job.state}: {job.outcome or ''}".strip()))
+
+
+_tasks: set[asyncio.Future[Any]] = set()
+
+
+def _keep(task: asyncio.Future[Any]) -> None:
+    _tasks.add(task)
+    task.add_done_callback(_tasks.discard)
+
+
+def build_server() -> MechaLanguageServer:
+    ls = MechaLanguageServer()
+
+    @ls.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: MechaLanguageServer, params: lsp.DidOpenTextDocumentParams) -> None:
+        ls.publish(params.text_document.uri)
+
+    @ls.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: MechaLanguageServer, params: lsp.DidChangeTextDocumentParams) -> None:
+        ls.publish(params.text_document.uri)
+
+    @ls.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: MechaLanguageServer, params: lsp.DidSaveTextDocumentParams) -> None:
+        ls.publish(params.text_document.uri)
+
+    @ls.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: MechaLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:
+        ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
+
+    @ls.feature(lsp.TEXT_DOCUMENT_HOVER)
+    def hover(ls: MechaLanguageServer, params: lsp.HoverParams) -> lsp.Hover | None:
+        kind = ls.doc_kind(params.text_document.uri)
+        if kind is None:
+            return None
+        doc = ls.workspace.get_text_document(params.text_document.uri)
+        lines = rulecheck.document_lines(doc.source)
+        line = params.position.line
+        col = _from_utf16(lines[line], params.position.character) if line < len(lines) else 0
+        text = rulecheck.hover_for(
+            doc.source, line, col, domain=kind[0], kind=kind[1],
+            reflections_by_id=ls._reflections(), tallies=ls._tallies(),
+        )
+        if text is None:
+            return None
+        return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text))
+
+    @ls.feature(
+        lsp.TEXT_DOCUMENT_CODE_ACTION,
+        lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.Source]),
+    )
+    def code_action(ls: MechaLanguageServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction] | None:
+        uri = params.text_document.uri
+        kind = ls.doc_kind(uri)
+        if kind is None:
+            return None
+        domain, which = kind
+        doc = ls.workspace.get_text_document(uri)
+        return code_actions(ls, uri, doc.source, domain, which, params.range)
+
+    @ls.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
+    def code_lens(ls: MechaLanguageServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens] | None:
+        kind = ls.doc_kind(params.text_document.uri)
+        if kind is None:
+            return None
+        domain, which = kind
+        doc = ls.workspace.get_text_document(params.text_document.uri)
+        from mecha.core.store import parse_rules_file
+
+        try:
+            mine = parse_rules_file(doc.source, f"{domain}.{which}.toml")
+        except Exception:
+            return []
+        other = ls._sibling_rules(domain, which)
+        user, learned = (mine, other) if which == "user" else (other, mine)
+        pending = ls.pending_for(domain)
+        top = lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=0, character=0))
+        lenses = []
+        for lens in rulecheck.lens_for(domain, user, learned, len(pending)):
+            cmd = lsp.Command(title=lens.title, command=lens.command or "", arguments=list(lens.arguments))
+            lenses.append(lsp.CodeLens(range=top, command=cmd))
+        return lenses
+
+    for name in COMMANDS:
+        # Registered so `executeCommandProvider` lists them; execution is
+        # routed before pygls (see `_LspLoop`), through the shared handlers.
+        ls.command(name)(_pygls_command(ls, name))
+
+    return ls
+
+
+def _pygls_command(ls: MechaLanguageServer, name: str) -> Callable[..., Any]:
+    def run(*args: Any) -> Any:
+        assert ls.ctx is not None
+        try:
+            return COMMANDS[name](ls.ctx, [a for a in args if not isinstance(a, LanguageServer)])
+        except Exception as exc:
+            err = rpc_error_from(exc)
+            raise JsonRpcException(code=err.code, message=err.message, data=err.data) from None
+
+    return run
+
+
+def code_actions(
+    ls: MechaLanguageServer, uri: str, text: str, domain: str, which: str, rng: lsp.Range
+) -> list[lsp.CodeAction]:
+    actions: list[lsp.CodeAction] = []
+    if which == "learned":
+        for p in ls.pending_for(domain):
+            before = sum(1 for r in p.rules_before if r.active())
+            after = sum(1 for r in p.rules if r.active())
+            actions += [
+                lsp.CodeAction(
+                    title=f"Accept proposal {p.id} ({before} → {after} active {domain} rules)",
+                    kind=lsp.CodeActionKind.Source,
+                    command=lsp.Command(title="Accept proposal", command="mecha.acceptProposal", arguments=[p.id]),
+                ),
+                lsp.CodeAction(
+                    title=f"Reject proposal {p.id}",
+                    kind=lsp.CodeActionKind.Source,
+                    command=lsp.Command(title="Reject proposal", command="mecha.rejectProposal", arguments=[p.id]),
+                ),
+                lsp.CodeAction(
+                    title=f"Show diff of proposal {p.id}",
+                    kind=lsp.CodeActionKind.Source,
+                    command=lsp.Command(title="Show diff", command="mecha.showProposalDiff", arguments=[p.id]),
+                ),
+            ]
+    spans = rulecheck.rule_spans(text)
+    lines = rulecheck.document_lines(text) or [""]
+    tallies = ls._tallies() if which == "learned" else {}
+    for span in spans:
+        if span.end_line < rng.start.line or span.start_line > rng.end.line or span.rule is None:
+            continue
+        rule = span.rule
+        if which == "learned" and rule.id and rule.retired_at is None:
+            tally = tallies.get(rule.id)
+            if tally is not None and tally.attributed_regressions > 0:
+                reason = f"{tally.attributed_regressions} attributed regression(s) in the validation ledger"
+                actions.append(
+                    lsp.CodeAction(
+                        title=f"Propose retiring rule {rule.id}",
+                        kind=lsp.CodeActionKind.QuickFix,
+                        command=lsp.Command(
+                            title="Propose retirement",
+                            command="mecha.proposeRetirement",
+                            arguments=[domain, rule.id, reason],
+                        ),
+                    )
+                )
+        want = not rule.enabled
+        edit = rulecheck.toggle_edit(text, span.index, want)
+        if edit is None:
+            continue
+        actions.append(
+            lsp.CodeAction(
+                title=("Enable rule" if want else "Disable rule") + (f" {rule.id}" if rule.id else ""),
+                kind=lsp.CodeActionKind.QuickFix,
+                edit=lsp.WorkspaceEdit(
+                    changes={
+                        uri: [
+                            lsp.TextEdit(
+                                range=_range(lines, edit.start_line, edit.start_col, edit.end_line, edit.end_col),
+                                new_text=edit.new_text,
+                            )
+                        ]
+                    }
+                ),
+            )
+        )
+    return actions
+
+
+# ─── the wire ───────────────────────────────────────────────────────────────
+
+
+def _structure_error(exc: BaseException) -> str:
+    """What cattrs disliked, as `<problem> @ $.params.<path>` lines."""
+    cause = exc.__cause__
+    if cause is not None:
+        try:
+            from cattrs import transform_error
+
+            return "; ".join(transform_error(cause, path="$.params")).replace("$.params.params", "$.params")
+        except Exception:
+            return str(cause)
+    return str(exc) or "the params do not match the method's type"
+
+
+class _QuietStructureErrors(logging.Filter):
+    """pygls logs a traceback for every message it cannot structure; here
+    that is a client error already answered -32602, not a server fault."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Unable to deserialize message")
+
+
+class _RawWriter:
+    """pygls hands over fully framed bytes; our own replies are framed here.
+    One lock, so frames from the loop and from worker threads never interleave."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.lock = threading.Lock()
+
+    def write(self, data: bytes) -> None:
+        with self.lock:
+            view = memoryview(data)
+            while view:
+                try:
+                    n = os.write(self.fd, view)
+                except (BrokenPipeError, OSError):
+                    return
+                view = view[n:]
+
+    def write_body(self, body: bytes) -> None:
+        self.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    def close(self) -> None:
+        pass
+
+
+class _LspLoop:
+    def __init__(self, ls: MechaLanguageServer, writer: _RawWriter):
+        self.ls = ls
+        self.writer = writer
+        self.initialized = False
+        self.shutdown = False
+        self.dispatch: Callable[[str, Any, Cancel], Any] | None = None
+        self.cancels: dict[Any, Cancel] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.done: asyncio.Future[int] | None = None
+
+    def reply_error(self, id: Any, err: RpcError) -> None:
+        self.writer.write_body(encode_error(id, err))
+
+    def to_pygls(self, body: bytes) -> None:
+        try:
+            data = json.loads(body)
+            message = self.ls.protocol.structure_message(data)
+        except JsonRpcException as exc:
+            if isinstance(data, dict) and "id" in data and "method" in data:
+                self.reply_error(data["id"], RpcError(codes.INVALID_PARAMS, f"invalid params: {_structure_error(exc)}"))
+            return
+        self.ls.protocol.handle_message(message)
+
+    def on_frame(self, frame: Any) -> None:
+        if frame.error is not None:
+            self.reply_error(None, RpcError(codes.PARSE_ERROR, f"bad frame: {frame.error}"))
+            return
+        body = frame.body
+        try:
+            msg = decode_envelope(body)
+        except RpcError as err:
+            self.reply_error(request_id_of(body), err)
+            return
+        if msg.is_response:
+            self.to_pygls(body)
+            return
+        method = msg.method
+        if method == "exit":
+            self.finish(0 if self.shutdown else 1)
+            return
+        if method == "$/cancelRequest":
+            try:
+                target = msgspec.json.decode(msg.params or b"{}").get("id")
+            except (msgspec.DecodeError, AttributeError):
+                return
+            if target in self.cancels:
+                self.cancels[target].set()
+            self.to_pygls(body)
+            return
+        if msg.is_notification:
+            if self.initialized and not self.shutdown:
+                self.to_pygls(body)
+            return
+        # a request
+        if self.shutdown:
+            self.reply_error(msg.id, RpcError(codes.INVALID_REQUEST, f"{method}: the server is shutting down"))
+            return
+        if method == "initialize":
+            if self.initialized:
+                self.reply_error(msg.id, RpcError(codes.INVALID_REQUEST, "initialize was already received"))
+                return
+            try:
+                params = msgspec.json.decode(msg.params or b"{}", type=InitializeParams)
+            except msgspec.ValidationError as exc:
+                self.reply_error(msg.id, RpcError(codes.INVALID_PARAMS, f"invalid params: {exc}"))
+                return
+            self.setup(params)
+            self.initialized = True
+            self.to_pygls(body)
+            return
+        if not self.initialized:
+            self.reply_error(msg.id, RpcError(codes.SERVER_NOT_INITIALIZED, f"{method}: initialize has not been received"))
+            return
+        if method == "shutdown":
+            self.shutdown = True
+            self.to_pygls(body)
+            return
+        if method.startswith("mecha/"):
+            self.run_in_thread(msg.id, lambda cancel: self.dispatch(method, msg.params or None, cancel))
+            return
+        if method == lsp.WORKSPACE_EXECUTE_COMMAND:
+            try:
+                params = msgspec.json.decode(msg.params or b"{}")
+            except msgspec.DecodeError as exc:
+                self.reply_error(msg.id, RpcError(codes.INVALID_PARAMS, f"invalid params: {exc}"))
+                return
+            name = params.get("command") if isinstance(params, dict) else None
+            if isinstance(name, str) and name in COMMANDS:
+                args = params.get("arguments") or []
+                if not isinstance(args, list):
+                    self.reply_error(msg.id, RpcError(codes.INVALID_PARAMS, "invalid params: `arguments` must be an array"))
+                    return
+                self.run_in_thread(msg.id, lambda cancel: COMMANDS[name](self.ls.ctx, args), after=self.after_command)
+                return
+            if isinstance(name, str):
+                self.reply_error(msg.id, RpcError(codes.METHOD_NOT_FOUND, f"unknown command {name!r}"))
+                return
+        self.to_pygls(body)
+
+    def after_command(self) -> None:
+        # An accept/reject/learn changes the store: show it at once rather
+        # than at the next poll.
+        self.ls.on_store_changed()
+        self.ls.store_key = self.ls.store_identity()
+
+    def setup(self, params: InitializeParams) -> None:
+        ctx = Context.from_options(params.initialization_options)
+        ls = self.ls
+        loop = self.loop
+        assert loop is not None
+
+        def notify(method: str, payload: Any) -> None:
+            body = encode_notification(method, m.to_builtins(payload))
+            self.writer.write_body(body)
+
+        def started(job: Any, proc: Any) -> None:
+            from .jobs import watch
+
+            def finished(final: Any) -> None:
+                notify("mecha/jobFinished", m.JobFinishedParams(job=final))
+                loop.call_soon_threadsafe(self.poll_now)
+
+            watch(proc, job, ctx.root, finished)
+            loop.call_soon_threadsafe(self.poll_now)
+
+        ctx.notify = notify
+        ctx.on_job_started = started
+        ls.ctx = ctx
+        ls.loop = loop
+        self.dispatch = make_dispatch(ctx)
+
+    def run_in_thread(self, id: Any, work: Callable[[Cancel], Any], after: Callable[[], None] | None = None) -> None:
+        cancel = self.cancels.setdefault(id, Cancel())
+        assert self.loop is not None
+
+        def job() -> bytes:
+            try:
+                if cancel.cancelled:
+                    raise Cancelled()
+                result = work(cancel)
+                return encode_result(id, m.to_builtins(result))
+            except Cancelled:
+                return encode_error(id, RpcError(codes.REQUEST_CANCELLED, f"request {id!r} was cancelled"))
+            except Exception as exc:
+                err = rpc_error_from(exc)
+                if err.code == codes.INTERNAL_ERROR:
+                    log.exception("request %r failed", id)
+                return encode_error(id, err)
+
+        def done(fut: asyncio.Future[bytes]) -> None:
+            self.cancels.pop(id, None)
+            self.writer.write_body(fut.result())
+            if after is not None:
+                after()
+
+        fut = self.loop.run_in_executor(None, job)
+        fut.add_done_callback(done)
+
+    def poll_now(self) -> None:
+        if self.ls.ctx is None:
+            return
+        key = self.ls.store_identity()
+        if key != self.ls.store_key:
+            self.ls.store_key = key
+            self.ls.on_store_changed()
+
+    async def poll(self) -> None:
+        while True:
+            await asyncio.sleep(POLL_S)
+            if self.initialized and not self.shutdown:
+                try:
+                    self.poll_now()
+                except Exception:
+                    log.exception("store poll failed")
+
+    def finish(self, code: int) -> None:
+        if self.done is not None and not self.done.done():
+            self.done.set_result(code)
+
+    async def run(self) -> int:
+        self.loop = asyncio.get_running_loop()
+        self.done = self.loop.create_future()
+        loop = self.loop
+
+        def read() -> None:
+            reader = FrameReader(0)
+            while True:
+                frame = reader.read_frame()
+                if frame is None:
+                    loop.call_soon_threadsafe(self.finish, 0 if self.shutdown else 1)
+                    return
+                loop.call_soon_threadsafe(self.safe_on_frame, frame)
+
+        threading.Thread(target=read, name="mecha-lsp-reader", daemon=True).start()
+        poller = asyncio.ensure_future(self.poll())
+        try:
+            return await self.done
+        finally:
+            poller.cancel()
+            for task in list(_tasks):
+                task.cancel()
+
+    def safe_on_frame(self, frame: Any) -> None:
+        try:
+            self.on_frame(frame)
+        except Exception:  # the loop must outlive any one message
+            log.exception("failed to handle a message")
+
+
+def serve_lsp() -> int:
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(_QuietStructureErrors())
+    proto_out = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    ls = build_server()
+    writer = _RawWriter(proto_out)
+    ls.protocol.set_writer(writer)
+    code = asyncio.run(_LspLoop(ls, writer).run())
+    ls.shutdown()
+    return code
+
+
+__all__ = ["serve_lsp", "build_server", "COMMANDS", "HANDLERS"]
