@@ -42,7 +42,7 @@ from .ledger import LeapRun
 from .mining import DEFAULT_VOICES, Intervention, Voices, edit_intervention, extract_interventions
 from .outbox import OutboxItem
 from .reflection import Evidence, Origin, Reflector, Reflexion, evidence_for
-from .rules import LEARN_MIN_REFLECTIONS, active_count, budget_refuses, finalize_rules, validate_domain
+from .rules import LEARN_MIN_REFLECTIONS, MAX_ACTIVE_RULES_PER_DOMAIN, active_count, budget_refuses, finalize_rules, validate_domain
 from .store import LearningStore, Proposal
 from .transcript import Message, TaintCheckpoint, covering_taint
 
@@ -394,8 +394,9 @@ async def learn_domain(
         refused = budget_refuses(active_before, active_after)
         status = "rejected_by_gate" if refused else "pending"
         reason = (
-            f"{active_after} active rules would exceed the cap of the budget gate and grow the set "
-            f"from {active_before}; the reflections return to the pool"
+            f"the budget gate refused it: {active_after} active rules is over the cap of "
+            f"{MAX_ACTIVE_RULES_PER_DOMAIN} and grows the set from {active_before}; "
+            "its reflections return to the pool for a pass that merges or retires first"
             if refused
             else None
         )

@@ -137,13 +137,13 @@ def proposal_diff(store: LearningStore, p: Proposal) -> str:
     """Unified diff of the whole rendered rules block, before → after."""
     before, after = rendered_pair(store, p)
     lines = difflib.unified_diff(
-        before.splitlines(keepends=True),
-        after.splitlines(keepends=True),
+        before.splitlines(keepends=False),
+        after.splitlines(keepends=False),
         fromfile=f"{p.domain} rules block (live when proposed)",
         tofile=f"{p.domain} rules block (if {p.id} is accepted)",
+        lineterm="",
     )
-    text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-    return text
+    return "".join(line + "\n" for line in lines)
 
 
 def list_proposals(store: LearningStore, status: str | None = None, domain: str | None = None) -> list[Proposal]:
