@@ -1,0 +1,103 @@
+/**
+ * What happens when VS Code runs one of the *server's* commands — from a code
+ * action, a code lens, or another extension. vscode-languageclient forwards
+ * those to the server; this middleware wraps the round trip so the result is
+ * shown (the diff opens, the rules block opens, an accept says what changed)
+ * and a rejection from a code action still asks for its optional reason.
+ */
+import { askReason, rejectArgs, type Ui } from "./commands";
+import {
+  SERVER_COMMANDS,
+  isActive,
+  type LearnResult,
+  type ProposalResult,
+  type RulesBlockResult,
+  type ShowDiffResult,
+} from "./protocol";
+
+export type Next = (command: string, args: unknown[]) => unknown;
+
+export interface MiddlewareHooks {
+  ui: Ui;
+  /** Shows text in a new untitled document (the rules block). */
+  openText(content: string, language: string): Promise<void>;
+  /** A proposal was accepted, rejected or created: refresh the status bar. */
+  onProposalsChanged(): void;
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+export function executeCommandMiddleware(hooks: MiddlewareHooks) {
+  const { ui } = hooks;
+  return async (command: string, args: unknown[], next: Next): Promise<unknown> => {
+    try {
+      switch (command) {
+        case SERVER_COMMANDS.rejectProposal: {
+          let forwarded = args;
+          if (args.length < 2 && typeof args[0] === "string") {
+            const why = await askReason(ui, args[0]);
+            if (why === undefined) {
+              return undefined;
+            }
+            forwarded = rejectArgs(args[0], why);
+          }
+          const result = (await next(command, forwarded)) as ProposalResult | undefined;
+          hooks.onProposalsChanged();
+          ui.info(`mecha: rejected proposal ${result?.proposal?.id ?? String(args[0])}.`);
+          return result;
+        }
+        case SERVER_COMMANDS.acceptProposal: {
+          const result = (await next(command, args)) as ProposalResult | undefined;
+          hooks.onProposalsChanged();
+          const p = result?.proposal;
+          ui.info(
+            p
+              ? `mecha: accepted proposal ${p.id}; ${p.domain} now has ${p.rules.filter(isActive).length} active learned rules.`
+              : `mecha: accepted proposal ${String(args[0])}.`,
+          );
+          return result;
+        }
+        case SERVER_COMMANDS.showProposalDiff: {
+          const result = (await next(command, args)) as ShowDiffResult | undefined;
+          const id = result?.id ?? (typeof args[0] === "string" ? args[0] : undefined);
+          if (id) {
+            await ui.openProposal(id);
+          }
+          return result;
+        }
+        case SERVER_COMMANDS.showRulesBlock: {
+          const result = (await next(command, args)) as RulesBlockResult | undefined;
+          await hooks.openText(
+            result?.block ?? "<!-- No active rules: a run in these domains gets no rules block. -->\n",
+            "markdown",
+          );
+          return result;
+        }
+        case SERVER_COMMANDS.proposeRetirement: {
+          const result = (await next(command, args)) as ProposalResult | undefined;
+          hooks.onProposalsChanged();
+          if (result?.proposal) {
+            ui.info(`mecha: proposal ${result.proposal.id} would retire the rule; review it like any other.`);
+          }
+          return result;
+        }
+        case SERVER_COMMANDS.learnNow: {
+          const result = (await next(command, args)) as LearnResult | undefined;
+          ui.info(
+            result?.job
+              ? `mecha: started a learn pass (job ${result.job.id}).`
+              : `mecha: nothing started${result?.reason ? `: ${result.reason}` : ""}.`,
+          );
+          return result;
+        }
+        default:
+          return await next(command, args);
+      }
+    } catch (err) {
+      ui.error(`mecha: ${command} failed: ${message(err)}`);
+      return undefined;
+    }
+  };
+}

@@ -1,0 +1,23 @@
+/** Proposals and rules shaped like the store's (core/store.py `Proposal`). */
+import type { Proposal, Rule } from "../src/protocol";
+
+export function rule(text: string, id: string, extra: Partial<Rule> = {}): Rule {
+  return { text, enabled: true, id, sources: [], created_at: "2025-01-02T03:04:05.000000Z", ...extra };
+}
+
+export function proposal(id: string, domain: string, before: Rule[], after: Rule[], extra: Partial<Proposal> = {}): Proposal {
+  return {
+    id,
+    domain,
+    status: "pending",
+    reflexion_ids: ["20250102T030405-aaaaaaaa"],
+    rules_before: before,
+    rules: after,
+    evidence: "paired gate: 12 episodes, 9 improved, 0 regressed",
+    created_at: "2025-01-02T03:04:05.000000Z",
+    ...extra,
+  };
+}
+
+export const BEFORE = [rule("Ask before deleting files.", "r-20250101-aaaaaaaa")];
+export const AFTER = [...BEFORE, rule("Run the tests before saying a change is done.", "r-20250102-bbbbbbbb")];
