@@ -1,0 +1,107 @@
+--- Where the learning store is, and which buffers are its rules files.
+---
+--- The server only understands `<learning_dir>/rules/<domain>.user.toml` and
+--- `<learning_dir>/rules/<domain>.learned.toml`; every other TOML file in the
+--- editor (Cargo.toml, pyproject.toml, …) must never see it. This module is
+--- that decision, kept pure so it can be tested and reasoned about alone.
+--- Paths are compared after resolving symlinks, because a temp or home
+--- directory reached through a link (macOS `/tmp`, a dotfiles symlink) would
+--- otherwise make the same file look like two.
+
+local M = {}
+
+local uv = vim.uv or vim.loop
+
+--- The environment variable the sidecar itself reads for the store root
+--- (`core/store.py`, `LEARNING_DIR_ENV`): one name, both readers.
+M.LEARNING_DIR_ENV = "MECHA_LEARNING_DIR"
+
+--- The rules files' kinds, as they appear in `<domain>.<kind>.toml`.
+M.KINDS = { user = true, learned = true }
+
+--- A domain name as `core/rules.py` validates it: 1-64 of `[a-z0-9_-]`,
+--- starting with a letter or digit.
+local DOMAIN_MAX = 64
+
+---@param domain string
+---@return boolean
+function M.valid_domain(domain)
+  return type(domain) == "string"
+    and #domain <= DOMAIN_MAX
+    and domain:match("^[a-z0-9][a-z0-9_%-]*$") ~= nil
+end
+
+--- `$MECHA_LEARNING_DIR`, else `~/.mecha/learning` — the sidecar's default.
+---@return string
+function M.default_learning_dir()
+  local env = vim.env[M.LEARNING_DIR_ENV]
+  if env and env ~= "" then
+    return env
+  end
+  local home = vim.env.HOME or uv.os_homedir()
+  return home .. "/.mecha/learning"
+end
+
+--- An absolute, normalised path with symlinks resolved where they exist. A
+--- path not yet on disk (a new buffer) resolves through its directory.
+---@param path string
+---@return string
+function M.resolve(path)
+  path = vim.fs.normalize(path)
+  path = vim.fn.fnamemodify(path, ":p")
+  if #path > 1 then
+    path = path:gsub("/+$", "")
+  end
+  local real = uv.fs_realpath(path)
+  if real then
+    return vim.fs.normalize(real)
+  end
+  local dir = uv.fs_realpath(vim.fs.dirname(path))
+  if dir then
+    return vim.fs.normalize(dir) .. "/" .. vim.fs.basename(path)
+  end
+  return path
+end
+
+--- The `domain` and `kind` of a rules file, or nil when `path` is not one.
+--- Both arguments are expected resolved (`M.resolve`).
+---@param path string
+---@param learning_dir string
+---@return string? domain
+---@return string? kind
+function M.rules_file(path, learning_dir)
+  if type(path) ~= "string" or path == "" then
+    return nil
+  end
+  if vim.fs.dirname(path) ~= learning_dir .. "/rules" then
+    return nil
+  end
+  local domain, kind = vim.fs.basename(path):match("^(.+)%.(%a+)%.toml$")
+  if not domain or not M.KINDS[kind] or not M.valid_domain(domain) then
+    return nil
+  end
+  return domain, kind
+end
+
+--- The domains with a rules file on disk, sorted (for command completion).
+---@param learning_dir string
+---@return string[]
+function M.domains(learning_dir)
+  local seen, out = {}, {}
+  local handle = uv.fs_scandir(learning_dir .. "/rules")
+  while handle do
+    local name = uv.fs_scandir_next(handle)
+    if not name then
+      break
+    end
+    local domain, kind = name:match("^(.+)%.(%a+)%.toml$")
+    if domain and M.KINDS[kind] and M.valid_domain(domain) and not seen[domain] then
+      seen[domain] = true
+      out[#out + 1] = domain
+    end
+  end
+  table.sort(out)
+  return out
+end
+
+return M
