@@ -23,7 +23,6 @@ from __future__ import annotations
 import gc
 import logging
 import os
-import secrets
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -68,7 +67,7 @@ def write_atomic(path: Path, data: bytes) -> None:
     bytes in one temp file (writers hold the store lock; this is the belt to
     that pair of braces).
     """
-    tmp = path.with_name(f"{path.name}.{secrets.token_hex(4)}{TMP_SUFFIX}")
+    tmp = path.with_name(f"{path.name}.{os.urandom(4).hex()}{TMP_SUFFIX}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
     try:
         try:

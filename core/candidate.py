@@ -49,7 +49,6 @@ fails loudly rather than emitting a wrong shape.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import Enum
 from typing import Any, ClassVar, Final, NamedTuple, TypeVar
@@ -790,6 +789,8 @@ class Slices(NamedTuple):
 def take_uniform(items: Sequence[T], seed: int, n: int) -> list[T]:
     """`n` items (or all of them, if fewer) drawn uniformly without
     replacement, reproducibly for `seed`."""
+    import random  # only here: every sidecar imports this module, few draw
+
     return random.Random(seed).sample(list(items), min(n, len(items)))
 
 

@@ -27,7 +27,8 @@ import os
 import re
 import select
 import threading
-from dataclasses import dataclass
+
+import msgspec
 
 #: Largest body accepted, so one message cannot exhaust memory. A 10k-message
 #: transcript is a few MB; this leaves an order of magnitude of headroom.
@@ -43,8 +44,9 @@ _CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
 _TERMINATOR = re.compile(rb"\r\n\r\n|\n\n")
 
 
-@dataclass(slots=True)
-class Frame:
+class Frame(msgspec.Struct):
+    # A Struct, not a dataclass: building a dataclass compiles code at
+    # import, a cost every harness run's cold start would pay.
     body: bytes | None = None
     error: str | None = None
 

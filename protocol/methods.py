@@ -14,7 +14,6 @@ and defining them twice would let the two drift.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import msgspec
@@ -225,8 +224,9 @@ class JobFinishedParams(msgspec.Struct):
 # ─── the table ──────────────────────────────────────────────────────────────
 
 
-@dataclass(frozen=True, slots=True)
-class Method:
+class Method(msgspec.Struct, frozen=True):
+    # A Struct, not a dataclass: a dataclass compiles its methods at import,
+    # and this module is on the harness's cold path.
     name: str
     params: type
     result: Any

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +27,11 @@ def default_root() -> Path:
     return LearningStore.default_root()
 
 
-@dataclass
-class Context:
+class Context(msgspec.Struct):
+    # A Struct rather than a dataclass only because a dataclass compiles its
+    # methods at import, on the harness's cold path. Never serialized.
     root: Path
-    voices: Voices = field(default_factory=Voices)
+    voices: Voices = msgspec.field(default_factory=Voices)
     #: `initializationOptions.model`, as sent (resolved against env and file
     #: only when a pass needs it).
     model_options: dict[str, Any] | None = None
