@@ -337,7 +337,7 @@ class LearnOutcome(msgspec.Struct, omit_defaults=True):
 
 def learnable_pool(store: LearningStore, domain: str) -> list[Reflexion]:
     """A domain's learnable, unprocessed reflections, oldest first."""
-    return [r for r in store.reflexions() if r.domain == domain and not r.is_processed and r.learnable()]
+    return store.learnable_unprocessed(domain)
 
 
 def learn_refusal(store: LearningStore, domain: str, minimum: int | None = None) -> str | None:

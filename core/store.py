@@ -50,19 +50,17 @@ import fcntl
 import logging
 import os
 import re
-import subprocess
 import tomllib
 from collections.abc import Iterable, Sequence
 from enum import Enum
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
 from . import _files
 from .errors import Ambiguous, InvalidDomain, InvalidInput, InvalidStore, NotFound
 from .ledger import LeapRun, ValidationRecord
-from .reflection import Reflexion
 from .rules import (
     MAX_ACTIVE_RULES_PER_DOMAIN,
     Rule,
@@ -74,6 +72,13 @@ from .rules import (
     validate_domain,
     wrap_rules_block,
 )
+
+if TYPE_CHECKING:
+    # Imported where used: an agent run reads its rules block at startup and
+    # needs neither git (`subprocess`) nor reflections.
+    import subprocess
+
+    from .reflection import Reflexion
 
 log = logging.getLogger(__name__)
 
@@ -504,11 +509,39 @@ def _update_table(table: Any, rule: Rule) -> None:
 
 # ─── Ledger encoding ────────────────────────────────────────────────────────
 
-_REFLEXION_DECODER = msgspec.json.Decoder(Reflexion)
-_RUN_DECODER = msgspec.json.Decoder(LeapRun)
-_VALIDATION_DECODER = msgspec.json.Decoder(ValidationRecord)
-_PROPOSAL_DECODER = msgspec.json.Decoder(Proposal)
 _ENCODER = msgspec.json.Encoder()
+_DECODERS: dict[type, msgspec.json.Decoder[Any]] = {}
+
+
+class _ReflexionHead(msgspec.Struct):
+    """What a pass filters reflections by, read without the rest of the line.
+    Same names, types and defaults as `Reflexion`'s (origin as its string)."""
+
+    domain: str
+    is_processed: bool = False
+    origin: str = "untrusted"
+
+
+class _MarkHead(msgspec.Struct):
+    """What marking needs to know of a line before deciding to touch it."""
+
+    id: str
+    is_processed: bool = False
+
+
+def _decoder(type_: type[T]) -> msgspec.json.Decoder[T]:
+    """The typed decoder for `type_`, built on first use and kept: building
+    one inspects the type, and the harness's cold path decodes none of these."""
+    decoder = _DECODERS.get(type_)
+    if decoder is None:
+        decoder = _DECODERS[type_] = msgspec.json.Decoder(type_)
+    return decoder
+
+
+def _reflexion_decoder() -> msgspec.json.Decoder[Reflexion]:
+    from .reflection import Reflexion
+
+    return _decoder(Reflexion)
 
 
 def _mark_lines(data: bytes, wanted: set[str], run_id: str) -> tuple[list[bytes], int]:
@@ -517,12 +550,19 @@ def _mark_lines(data: bytes, wanted: set[str], run_id: str) -> tuple[list[bytes]
     being marked — a corrupt one included — is returned byte for byte."""
     lines: list[bytes] = []
     marked = 0
+    head, decoder = _decoder(_MarkHead), _reflexion_decoder()
     for raw in data.split(b"\n"):
         line = raw.strip()
         if not line:
             continue
         try:
-            r = _REFLEXION_DECODER.decode(line)
+            # The id and flag first; a line that would be marked is then
+            # decoded whole, so only a valid reflection is ever marked.
+            h = head.decode(line)
+            if h.id not in wanted or h.is_processed:
+                lines.append(raw)
+                continue
+            r = decoder.decode(line)
         except msgspec.DecodeError:
             lines.append(raw)
             continue
@@ -648,6 +688,8 @@ class LearningStore:
     # ── git ──
 
     def _git(self, *args: str) -> subprocess.CompletedProcess[str]:
+        import subprocess
+
         env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_SCRUB}
         env["LC_ALL"] = "C"  # "nothing to commit" is matched in English
         env["GIT_TERMINAL_PROMPT"] = "0"
@@ -663,6 +705,8 @@ class LearningStore:
         )
 
     def _git_init(self) -> None:
+        import subprocess
+
         try:
             result = self._git("-c", "init.defaultBranch=main", "init", "--quiet")
         except (OSError, subprocess.SubprocessError) as e:
@@ -679,6 +723,8 @@ class LearningStore:
         even that. Runs with a fixed identity and without hooks, against this
         directory's own repository only — never one it happens to sit in.
         """
+        import subprocess
+
         if not (self._root / ".git").exists():
             log.warning("the learning store is not a git repository; not committing %r", message)
             return False
@@ -785,7 +831,35 @@ class LearningStore:
 
     def reflexions(self) -> list[Reflexion]:
         """Every readable reflection, in file order."""
-        return self._read_jsonl(REFLECTIONS_FILE, _REFLEXION_DECODER, "reflection")
+        return self._read_jsonl(REFLECTIONS_FILE, _reflexion_decoder(), "reflection")
+
+    def learnable_unprocessed(self, domain: str) -> list[Reflexion]:
+        """A domain's learnable, unprocessed reflections, in file order: what
+        `[r for r in reflexions() if r.domain == domain and not
+        r.is_processed and r.learnable()]` returns, without building every
+        other record. Each line's domain, flag and origin are read first;
+        only the lines that pass are decoded whole (and so validated whole,
+        as before). A corrupt line that the filter rules out costs nothing
+        and is not reported here."""
+        path = self._root / REFLECTIONS_FILE
+        data = _files.read_bytes(path)
+        if not data:
+            return []
+        head, full = _decoder(_ReflexionHead), _reflexion_decoder()
+        out: list[Reflexion] = []
+        with _files.gc_paused():
+            for number, line in _files.nonblank_lines(data):
+                try:
+                    h = head.decode(line)
+                    if h.domain != domain or h.is_processed or h.origin != "clean":
+                        continue
+                    r = full.decode(line)
+                except msgspec.DecodeError as e:
+                    log.warning("skipping corrupt reflection at %s line %d: %s", path, number, e)
+                    continue
+                if r.learnable():
+                    out.append(r)
+        return out
 
     def mark_reflexions_processed(self, ids: Iterable[str], run_id: str) -> int:
         """Mark the named, not yet processed reflections as consumed by
@@ -975,11 +1049,12 @@ class LearningStore:
         except (FileNotFoundError, NotADirectoryError):
             return []
         out: list[Proposal] = []
+        decoder = _decoder(Proposal)
         for entry in entries:
             if not entry.name.endswith(".json") or entry.name.startswith("."):
                 continue
             try:
-                out.append(_PROPOSAL_DECODER.decode(Path(entry.path).read_bytes()))
+                out.append(decoder.decode(Path(entry.path).read_bytes()))
             except (OSError, msgspec.DecodeError) as e:
                 log.warning("skipping unreadable proposal %s: %s", entry.path, e)
         out.sort(key=lambda p: p.id)
@@ -1012,11 +1087,11 @@ class LearningStore:
         self._append_records(RUNS_FILE, [run])
 
     def runs(self) -> list[LeapRun]:
-        return self._read_jsonl(RUNS_FILE, _RUN_DECODER, "run record")
+        return self._read_jsonl(RUNS_FILE, _decoder(LeapRun), "run record")
 
     def append_validation(self, rec: ValidationRecord) -> None:
         validate_domain(rec.domain)
         self._append_records(VALIDATIONS_FILE, [rec])
 
     def validations(self) -> list[ValidationRecord]:
-        return self._read_jsonl(VALIDATIONS_FILE, _VALIDATION_DECODER, "validation record")
+        return self._read_jsonl(VALIDATIONS_FILE, _decoder(ValidationRecord), "validation record")
