@@ -25,14 +25,13 @@ those teaches the agent rules it was already obeying.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from enum import Enum
 
 import msgspec
 
 from .outbox import OutboxItem, WritingOutcome
-from .transcript import Message
+from .transcript import Block, Message
 
 #: The prefix the harness writes when a *person* refused a tool call. Hook and
 #: policy refusals use other wording, and that wording is all that keeps them
@@ -115,14 +114,20 @@ def truncate(text: str, budget: int) -> str:
 
 
 def _distinct_tool_names(message: Message) -> list[str]:
+    return _distinct_names(message.tool_uses())
+
+
+def _distinct_names(uses: Sequence[Block]) -> list[str]:
     names: list[str] = []
-    for block in message.tool_uses():
+    for block in uses:
         if block.name and block.name not in names:
             names.append(block.name)
     return names
 
 
 def _render_input(value: object) -> str:
+    import json  # not at module level: the harness's cold path never renders one
+
     try:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError):
@@ -139,23 +144,33 @@ def extract_interventions(
     results, which is the person steering.
     """
     found: list[Intervention] = []
-    doing = ""  # rolling description of what the assistant last did
     last_assistant_text = ""
     seen_task = False
-    last_tools: list[str] = []
+    # What the assistant last did, kept as its parts and rendered only when
+    # an intervention cites it: rendering means JSON-encoding every tool
+    # call's input, and most assistant turns are never cited.
+    doing_text, doing_uses = "", ()
+    doing: str | None = ""
+    # The tool calls of the last assistant message (`tools_before`).
+    last_uses: Sequence[Block] = ()
+
+    def current_doing() -> str:
+        nonlocal doing
+        if doing is None:
+            parts = [truncate(doing_text, CONTEXT_BUDGET // 2)] if doing_text else []
+            parts += [f"{use.name} {truncate(_render_input(use.input), 120)}" for use in doing_uses]
+            doing = truncate("\n".join(parts), CONTEXT_BUDGET)
+        return doing
 
     for index, message in enumerate(messages):
         if message.role == "assistant":
-            parts: list[str] = []
             text = message.text().strip()
+            uses = message.tool_uses()
             if text:
                 last_assistant_text = text
-                parts.append(truncate(text, CONTEXT_BUDGET // 2))
-            for use in message.tool_uses():
-                parts.append(f"{use.name} {truncate(_render_input(use.input), 120)}")
-            if parts:
-                doing = truncate("\n".join(parts), CONTEXT_BUDGET)
-            last_tools = _distinct_tool_names(message)
+            if text or uses:
+                doing_text, doing_uses, doing = text, uses, None
+            last_uses = uses
             continue
 
         steer_parts: list[str] = []
@@ -168,10 +183,10 @@ def extract_interventions(
                     found.append(
                         Intervention(
                             trigger=Trigger.DENIAL,
-                            context=doing,
+                            context=current_doing(),
                             text=content[len(DENIAL_PREFIX) :].strip(),
                             at=index,
-                            tools_before=list(last_tools),
+                            tools_before=_distinct_names(last_uses),
                         )
                     )
             elif block.type == "text":
@@ -183,10 +198,10 @@ def extract_interventions(
                 found.append(
                     Intervention(
                         trigger=Trigger.STEER,
-                        context=doing,
+                        context=current_doing(),
                         text=said,
                         at=index,
-                        tools_before=list(last_tools),
+                        tools_before=_distinct_names(last_uses),
                     )
                 )
         elif said:
@@ -197,7 +212,7 @@ def extract_interventions(
                         context=truncate(last_assistant_text, CONTEXT_BUDGET),
                         text=said,
                         at=index,
-                        tools_before=list(last_tools),
+                        tools_before=_distinct_names(last_uses),
                     )
                 )
             seen_task = True
@@ -211,7 +226,8 @@ def _fill_aftermath(found: list[Intervention], messages: Sequence[Message]) -> N
     text after it, and the tools of the first assistant message after it."""
     for intervention in found:
         first_after = True
-        for message in messages[intervention.at + 1 :]:
+        for i in range(intervention.at + 1, len(messages)):  # no slice: a copy per intervention
+            message = messages[i]
             if message.role != "assistant":
                 continue
             if first_after:
