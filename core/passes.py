@@ -272,6 +272,35 @@ def _model(reflector: Reflector | None, require_model: Callable[[], Reflector] |
     return require_model()
 
 
+def _not_on_file(store: LearningStore, reflections: list[Reflexion], session_id: str, *, edits: bool) -> list[Reflexion]:
+    """The reflections not already on file from an earlier pass over the same
+    work. Appending reflections and marking the work mined are two writes; a
+    pass killed between them leaves the reflections unmarked, and the next
+    pass reflects the work again. Matched by trigger, intervention and context
+    (what the transcript fixes, not what the model wrote), counted, so each
+    intervention is recorded once. Caller holds the lock."""
+    from collections import Counter
+
+    from ._files import read_bytes
+
+    data = read_bytes(store.root / "reflections.jsonl")
+    if not reflections or not data or msgspec.json.encode(session_id) not in data:
+        return reflections
+    on_file = Counter(
+        (r.trigger, r.intervention, r.context)
+        for r in store.reflexions()
+        if r.session_id == session_id and (r.trigger == "edit") == edits
+    )
+    fresh = []
+    for r in reflections:
+        key = (r.trigger, r.intervention, r.context)
+        if on_file[key] > 0:
+            on_file[key] -= 1
+        else:
+            fresh.append(r)
+    return fresh
+
+
 async def _reflect_session(store, entry: SessionEntry, path, reflector, voices, progress, outcome, require_model) -> None:
     if entry.session_id in store.mined_sessions():
         progress(f"session {entry.session_id} is already mined; skipped")
@@ -286,6 +315,7 @@ async def _reflect_session(store, entry: SessionEntry, path, reflector, voices, 
             progress(f"session {entry.session_id} was mined by another pass meanwhile; skipped")
             outcome.skipped_already_mined += 1
         else:
+            reflections = _not_on_file(store, reflections, entry.session_id, edits=False)
             store.append_reflexions(reflections)
             store.mark_mined(entry.session_id)
             learnable = sum(1 for r in reflections if r.learnable())
@@ -313,6 +343,7 @@ async def _reflect_draft(store, entry: DraftEntry, path, reflector, progress, ou
         if item.id in store.mined_outbox():
             outcome.skipped_already_mined += 1
         else:
+            reflections = _not_on_file(store, reflections, item.session_id or "", edits=True)
             store.append_reflexions(reflections)
             store.mark_outbox_mined(item.id)
             learnable = sum(1 for r in reflections if r.learnable())

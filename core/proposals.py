@@ -52,13 +52,16 @@ def accept_proposal(store: LearningStore, proposal_id: str) -> Proposal:
         p = store.proposal(proposal_id)
         _require_pending(p)
         live = store.learned_rules(p.domain)
-        if live != p.rules_before:
+        # Live rules equal to the proposal's own are an accept that a crash
+        # cut short after writing them: finish it rather than call it stale.
+        if live != p.rules_before and live != p.rules:
             raise Stale(
                 f"proposal {p.id} was made against the learned {p.domain} rules as they stood on "
                 f"{p.created_at}, and they have changed since (an accept, a retirement or a hand edit); "
                 "reject it and run a new learn pass to get a proposal against the current rules"
             )
-        store.write_learned_rules(p.domain, p.rules)
+        if live != p.rules:
+            store.write_learned_rules(p.domain, p.rules)
         run_id = mint_run_id()
         store.mark_reflexions_processed(p.reflexion_ids, run_id)
         p = msgspec.structs.replace(p, status=ACCEPTED, resolved_at=now())

@@ -142,6 +142,8 @@ _GIT_ENV_SCRUB: tuple[str, ...] = (
     "GIT_COMMITTER_DATE",
 )
 _GIT_TIMEOUT_S = 60
+#: An index lock older than this was left by a git that died (see `commit`).
+_STALE_GIT_LOCK_S = 600
 
 
 # ─── Proposals and the rendered block ───────────────────────────────────────
@@ -728,6 +730,7 @@ class LearningStore:
         if not (self._root / ".git").exists():
             log.warning("the learning store is not a git repository; not committing %r", message)
             return False
+        self._clear_stale_git_lock()
         repo = ("--git-dir", str(self._root / ".git"), "--work-tree", str(self._root))
         config = (*GIT_IDENTITY, "-c", "commit.gpgsign=false", "-c", f"core.hooksPath={os.devnull}")
         try:
@@ -746,6 +749,23 @@ class LearningStore:
             return False
         log.warning("learning store commit failed: %s", said.strip())
         return False
+
+    def _clear_stale_git_lock(self) -> None:
+        """Remove the `index.lock` of a git that died mid-command (power loss,
+        a killed process group): left in place it fails every later commit,
+        and the audit trail stops for good. Mecha runs git only under the
+        writer lock, so an old index lock is a dead git's; a young one may be
+        a person's own git at work, and is left alone."""
+        import time
+
+        lock = self._root / ".git" / "index.lock"
+        try:
+            age = time.time() - lock.stat().st_mtime
+        except OSError:
+            return
+        if age > _STALE_GIT_LOCK_S:
+            log.warning("removing %s, left %.0fs ago by a git that did not finish", lock, age)
+            lock.unlink(missing_ok=True)
 
     # ── locking ──
 
