@@ -21,9 +21,10 @@ from typing import Annotated
 
 import msgspec
 
-from .provider import CompletionRequest, Provider
+from .errors import UnusableReply
+from .provider import CompletionRequest, Provider, StopReason
 from .reflection import Reflexion
-from .replies import extract_json
+from .replies import extract_json, reply_fault
 from .rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule
 
 log = logging.getLogger(__name__)
@@ -185,8 +186,12 @@ class Learner:
         user_rules: Sequence[Rule],
         learned_rules: Sequence[Rule],
         reflexions: Sequence[Reflexion],
+        *,
+        strict: bool = False,
     ) -> list[Rule] | None:
         """The learner's rewritten set, or `None` when its reply was unusable.
+        `strict` (what the learn pass asks for) raises `UnusableReply` naming
+        the fault when the model refused, was cut off, or sent nothing.
 
         Reflections that are not learnable are dropped here as well as by the
         pass that selects them: the one guard on the path from a tainted
@@ -203,6 +208,9 @@ class Learner:
         )
         response = await self.provider.complete(request)
         rules = parse_learner_reply(response.text)
+        fault = reply_fault(response) if strict else None
+        if fault is not None and (rules is None or response.stop_reason is StopReason.REFUSAL):
+            raise UnusableReply(f"learner: {fault}; the reflections stay in the pool")
         if rules is None:
             log.warning("learner returned no usable rule set (stop: %s)", response.stop_reason.value)
         return rules

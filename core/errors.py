@@ -57,3 +57,9 @@ class InvalidInput(LearningError):
 class ModelFailure(LearningError):
     """The model answered, but not usably (refusal, unparseable twice,
     truncated) or not at all (timeouts, exhausted retries)."""
+
+
+class UnusableReply(ModelFailure):
+    """The model answered, but with no answer: it refused, hit its token
+    limit first, or sent nothing. Specific to what it was asked, so a pass
+    sets that one piece of work aside, keeps it, and goes on with the rest."""

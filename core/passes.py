@@ -36,7 +36,7 @@ import msgspec
 from . import jobs as jobs_mod
 from ._files import write_atomic
 from .consolidation import Learner
-from .errors import InvalidInput, ModelFailure
+from .errors import InvalidInput, ModelFailure, UnusableReply
 from .identity import mint_proposal_id, mint_run_id, now
 from .ledger import LeapRun
 from .mining import DEFAULT_VOICES, Intervention, Voices, edit_intervention, extract_interventions
@@ -208,7 +208,7 @@ class ReflectOutcome(msgspec.Struct):
 async def _reflect_planned(reflector: Reflector, plans: Sequence[Planned], session_id: str) -> list[Reflexion]:
     out = []
     for plan in plans:
-        r = await reflector.reflect(plan.intervention, plan.evidence)
+        r = await reflector.reflect(plan.intervention, plan.evidence, strict=True)
         if r is None:
             continue
         r.session_id = session_id
@@ -233,6 +233,7 @@ async def reflect_inbox(
     still settled.
     """
     outcome = ReflectOutcome()
+    unusable = False
     with store.lock():
         claimed = _claim_all(store)
     for path in claimed:
@@ -253,12 +254,17 @@ async def reflect_inbox(
             outcome.failed += 1
             outcome.errors.append(str(exc) or type(exc).__name__)
             # A missing model fails every entry alike; stop at the first.
+            # A reply with no answer in it concerns this entry only: the rest
+            # go ahead, and the pass still ends failed, naming it.
             from .errors import NoModel
 
-            if isinstance(exc, (NoModel, ModelFailure)):
+            unusable = unusable or isinstance(exc, UnusableReply)
+            if isinstance(exc, (NoModel, ModelFailure)) and not isinstance(exc, UnusableReply):
                 for rest in claimed[claimed.index(path) + 1 :]:
                     _release(rest)
                 raise
+    if unusable:
+        raise UnusableReply(outcome.summary())
     return outcome
 
 
@@ -410,7 +416,7 @@ async def learn_domain(
         user = store.user_rules(domain)
         before = store.learned_rules(domain)
     progress(f"consolidating {len(batch)} reflection(s) into {len(before)} learned {domain} rule(s)")
-    new = await learner.learn(domain, user, before, batch)
+    new = await learner.learn(domain, user, before, batch, strict=True)
     if new is None:
         raise ModelFailure("the learner's reply held no usable rule set; the reflections stay in the pool")
     stamp = now()

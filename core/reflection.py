@@ -22,10 +22,11 @@ from enum import Enum
 
 import msgspec
 
+from .errors import UnusableReply
 from .identity import mint_reflexion_id, now
 from .mining import Intervention, Trigger
-from .provider import CompletionRequest, Provider
-from .replies import extract_json
+from .provider import CompletionRequest, Provider, StopReason
+from .replies import extract_json, reply_fault
 from .transcript import Taint
 
 log = logging.getLogger(__name__)
@@ -220,10 +221,15 @@ class Reflector:
         self.model = model
 
     async def reflect(
-        self, i: Intervention, evidence: Evidence = Evidence.INTERVENTION_ONLY
+        self, i: Intervention, evidence: Evidence = Evidence.INTERVENTION_ONLY, *, strict: bool = False
     ) -> Reflexion | None:
         """A reflection, or `None` when the model found no lesson or replied
         unusably (logged: one bad reflection is not worth failing a pass).
+
+        `strict` (what the reflect pass asks for) raises `UnusableReply`
+        instead when the model refused, was cut off at its token limit, or
+        sent nothing: that is no answer, and reading it as "no lesson" would
+        mark the session mined and lose the intervention for good.
 
         The result's `session_id` is empty and its `origin` is the fail-closed
         `untrusted`: the caller holds the transcript and must classify it. A
@@ -238,6 +244,9 @@ class Reflector:
         )
         response = await self.provider.complete(request)
         reply = parse_reflector_reply(response.text)
+        fault = reply_fault(response) if strict else None
+        if fault is not None and (reply is None or response.stop_reason is StopReason.REFUSAL):
+            raise UnusableReply(f"reflector: {fault}")
         if reply is None:
             log.warning("reflector reply had no usable JSON (stop: %s)", response.stop_reason.value)
             return None

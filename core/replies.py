@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import msgspec
 
+from .provider import CompletionResponse, StopReason
+
 
 def extract_json(text: str) -> str | None:
     """The first balanced `{...}` in `text` that decodes as a JSON object.
@@ -52,4 +54,21 @@ def _balanced_end(text: str, start: int) -> int | None:
             depth -= 1
             if depth == 0:
                 return i
+    return None
+
+
+def reply_fault(response: CompletionResponse) -> str | None:
+    """What went wrong with a reply that held no usable answer, when it is
+    the model's failure rather than an answer: a refusal, a reply cut off at
+    the token limit, or nothing at all. `None` for a complete reply that
+    simply did not parse."""
+    if response.stop_reason is StopReason.REFUSAL:
+        category = f" ({response.refusal_category})" if response.refusal_category else ""
+        return f"the model refused{category}"
+    if response.stop_reason is StopReason.MAX_TOKENS:
+        if not response.text.strip():
+            return "the model spent its whole token budget without writing an answer (finish: length)"
+        return "the model's reply was cut off at its token limit before the answer was complete (finish: length)"
+    if not response.text.strip():
+        return "the model sent an empty reply"
     return None
