@@ -80,8 +80,29 @@ def survey_session(
     planned = []
     for i in extract_interventions(messages, voices):
         evidence, origin = evidence_for(covering_taint(timeline, i.at), interactive=interactive)
+        if evidence is Evidence.FULL and i.aftermath and not _clean_until_aftermath(messages, timeline, i.at):
+            i.aftermath = WITHHELD_AFTERMATH
         planned.append(Planned(i, evidence, origin))
     return planned
+
+
+#: Shown in place of an aftermath written after third-party content arrived.
+WITHHELD_AFTERMATH = "(withheld: third-party content entered the conversation before the assistant's next reply)"
+
+
+def _clean_until_aftermath(messages: Sequence[Message], timeline: list[TaintCheckpoint] | None, at: int) -> bool:
+    """Whether every message from a clean intervention up to the assistant
+    reply its aftermath is read from is still covered by clean taint. The
+    aftermath is the first assistant *text* after the intervention, which may
+    come after tool calls whose results brought a stranger's text in — and a
+    reply written after that may quote it."""
+    for j in range(at + 1, len(messages)):
+        taint = covering_taint(timeline, j)
+        if taint is None or taint.untrusted:
+            return False
+        if messages[j].role == "assistant" and messages[j].text().strip():
+            return True
+    return True
 
 
 def survey_draft(item: OutboxItem) -> Planned | None:
