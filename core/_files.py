@@ -60,8 +60,9 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace `path` with `data`: temp sibling, fsync, rename, mode 0600.
+def write_atomic(path: Path, data: bytes | Sequence[bytes | memoryview]) -> None:
+    """Replace `path` with `data` (bytes, or chunks written in order): temp
+    sibling, fsync, rename, mode 0600.
 
     The temp name is unique per call so two writers can never interleave
     bytes in one temp file (writers hold the store lock; this is the belt to
@@ -72,7 +73,8 @@ def write_atomic(path: Path, data: bytes) -> None:
     try:
         try:
             os.fchmod(fd, FILE_MODE)
-            _write_all(fd, data)
+            for chunk in (data,) if isinstance(data, (bytes, bytearray, memoryview)) else data:
+                _write_all(fd, chunk)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -133,11 +135,22 @@ def read_bytes(path: Path) -> bytes | None:
 
 
 def nonblank_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
-    """`(1-based line number, stripped line)` for each non-blank line."""
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        line = raw.strip()
+    """`(1-based line number, stripped line)` for each non-blank line.
+
+    Walks `data` rather than splitting it, so a large ledger is never held
+    twice (once whole, once as a list of its lines)."""
+    size = len(data)
+    pos = 0
+    number = 0
+    while pos <= size:
+        end = data.find(b"\n", pos)
+        if end == -1:
+            end = size
+        number += 1
+        line = data[pos:end].strip()
         if line:
             yield number, line
+        pos = end + 1
 
 
 @contextmanager

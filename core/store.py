@@ -546,39 +546,59 @@ def _reflexion_decoder() -> msgspec.json.Decoder[Reflexion]:
     return _decoder(Reflexion)
 
 
-def _mark_lines(data: bytes, wanted: set[str], run_id: str) -> tuple[list[bytes], int]:
-    """The reflections file's lines with the `wanted`, unprocessed ones
-    marked, and how many were. Blank lines are dropped; every other line not
-    being marked — a corrupt one included — is returned byte for byte."""
-    lines: list[bytes] = []
+def _mark_lines(data: bytes, wanted: set[str], run_id: str) -> tuple[list[bytes | memoryview], int]:
+    """The reflections file with the `wanted`, unprocessed ones marked, as
+    chunks to write in order, and how many were marked. Blank lines are
+    dropped; every other line not being marked — a corrupt one included — is
+    kept byte for byte, each followed by a newline.
+
+    The file is walked line by line without splitting it into a list, and
+    the chunks are runs of untouched lines as views into `data`, so a large
+    file is neither copied line by line nor joined back together."""
+    view = memoryview(data)
+    chunks: list[bytes | memoryview] = []
     marked = 0
     head, decoder = _decoder(_MarkHead), _reflexion_decoder()
-    for raw in data.split(b"\n"):
-        line = raw.strip()
-        if not line:
-            continue
-        try:
-            # The id and flag first; a line that would be marked is then
-            # decoded whole, so only a valid reflection is ever marked.
-            h = head.decode(line)
-            if h.id not in wanted or h.is_processed:
-                lines.append(raw)
-                continue
-            r = decoder.decode(line)
-        except msgspec.DecodeError:
-            lines.append(raw)
-            continue
-        if r.id in wanted and not r.is_processed:
-            # Re-encoded from the raw object, not the struct, so fields a
-            # newer writer added survive the marking.
-            obj = msgspec.json.decode(line)
-            obj["is_processed"] = True
-            obj["leap_run_id"] = run_id
-            lines.append(_ENCODER.encode(obj))
-            marked += 1
+    run: int | None = None  # where the current run of untouched lines starts
+    size = len(data)
+    pos = 0
+    while pos <= size:
+        end = data.find(b"\n", pos)
+        if end == -1:
+            end = size
+        line = data[pos:end].strip()
+        replacement: bytes | None = None
+        if line:
+            try:
+                # The id and flag first; a line that would be marked is then
+                # decoded whole, so only a valid reflection is ever marked.
+                h = head.decode(line)
+                if h.id in wanted and not h.is_processed:
+                    r = decoder.decode(line)
+                    if r.id in wanted and not r.is_processed:
+                        # Re-encoded from the raw object, not the struct, so
+                        # fields a newer writer added survive the marking.
+                        obj = msgspec.json.decode(line)
+                        obj["is_processed"] = True
+                        obj["leap_run_id"] = run_id
+                        replacement = _ENCODER.encode(obj) + b"\n"
+            except msgspec.DecodeError:
+                pass
+        if line and replacement is None:
+            if run is None:
+                run = pos
         else:
-            lines.append(raw)
-    return lines, marked
+            if run is not None:
+                chunks.append(view[run:pos])  # through the newline before this line
+                run = None
+            if replacement is not None:
+                chunks.append(replacement)
+                marked += 1
+        pos = end + 1
+    if run is not None:
+        # The last line had no newline after it.
+        chunks.extend((view[run:size], b"\n"))
+    return chunks, marked
 
 
 # ─── The lock ───────────────────────────────────────────────────────────────
@@ -906,7 +926,7 @@ class LearningStore:
             except FileNotFoundError:
                 return 0
             with _files.gc_paused():
-                lines, marked = _mark_lines(data, wanted, run_id)
+                chunks, marked = _mark_lines(data, wanted, run_id)
             if marked == 0:
                 return 0
             after = os.stat(path)
@@ -916,7 +936,7 @@ class LearningStore:
                 before.st_mtime_ns,
             ):
                 continue
-            _files.write_atomic(path, b"\n".join(lines) + b"\n")
+            _files.write_atomic(path, chunks)
             return marked
         raise RuntimeError(f"{path} kept changing while it was being marked; is a writer running without the lock?")
 
