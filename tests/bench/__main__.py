@@ -1,0 +1,187 @@
+"""`python -m tests.bench [--quick] [--write] [--only N,N]`
+
+Prints the table; with `--write`, also rewrites the README's benchmark
+section (between its markers) and `tests/bench/results.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+from .common import Figure, compile_bytecode
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+README = ROOT / "README.md"
+RESULTS = Path(__file__).resolve().parent / "results.json"
+BEGIN = "<!-- bench:begin (written by `python -m tests.bench --write`; edits inside are overwritten) -->"
+END = "<!-- bench:end -->"
+
+#: Figure number → (module, default rounds, quick rounds). Run in this order.
+FIGURES: dict[int, tuple[str, int, int]] = {
+    1: ("cold", 25, 7),  # figures 1, 2 and 8 come from one interleaved run
+    3: ("warm", 3000, 800),
+    4: ("busy", 4, 2),
+    5: ("extract", 9, 3),
+    6: ("store_scale", 5, 2),
+    7: ("editor", 200, 60),
+}
+#: Figures that come along with another's run.
+RIDES_WITH = {2: 1, 8: 1}
+#: Row key → the issue's figure number; rows print in this order.
+NUMBER = {
+    "cold_vs_python": 1,
+    "cold_vs_pygls": 2,
+    "warm_median": 3,
+    "warm_p99": 3,
+    "busy_p99": 4,
+    "extract_mbps": 5,
+    "pool_100k": 6,
+    "mark_1k": 6,
+    "editor_diagnostics": 7,
+    "cold_peak_rss": 8,
+}
+ORDER = list(NUMBER)
+
+
+def _fmt(value: float, unit: str) -> str:
+    if unit in ("ms", "µs"):
+        return f"{value:.3g} {unit}" if value < 10 else f"{value:.0f} {unit}"
+    if unit == "MB/s":
+        return f"{value:.1f} {unit}"
+    if unit == "MiB":
+        return f"{value:.1f} {unit}"
+    return f"{value:.3g} {unit}"
+
+
+def table(figures: list[Figure]) -> str:
+    rows = [
+        "| # | figure | subject | baseline (same run, interleaved) | ratio | goal | met |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for f in figures:
+        met = "—" if f.met is None else ("yes" if f.met else "**no**")
+        notes = "".join(f"<br>{n}" for n in f.notes)
+        rows.append(
+            f"| {NUMBER.get(f.key, '?')} | {f.title}{notes} | {f.subject_label}: {_fmt(f.subject, f.unit)} "
+            f"| {f.baseline_label}: {_fmt(f.baseline, f.unit)} | {f.ratio:.3g}× | {f.goal} | {met} |"
+        )
+    return "\n".join(rows)
+
+
+def _command(args: argparse.Namespace) -> str:
+    parts = ["python -m tests.bench"]
+    if args.quick:
+        parts.append("--quick")
+    if args.only:
+        parts.append(f"--only {args.only}")
+    if args.write:
+        parts.append("--write")
+    return " ".join(parts)
+
+
+def _machine() -> dict[str, object]:
+    return {
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "system": f"{platform.system()} {platform.machine()}",
+        "load_avg_at_start": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def write_readme(text: str) -> None:
+    readme = README.read_text()
+    if BEGIN not in readme or END not in readme:
+        readme = readme.rstrip("\n") + "\n\n## Benchmarks\n\n" + BEGIN + "\n" + END + "\n"
+    head, rest = readme.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    README.write_text(head + BEGIN + "\n" + text.rstrip("\n") + "\n" + END + tail)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="fewer repetitions: a rough table in about a minute")
+    p.add_argument("--write", action="store_true", help="rewrite the README's table and tests/bench/results.json")
+    p.add_argument("--only", help="comma-separated figure numbers (1-8) to run")
+    args = p.parse_args(argv)
+
+    wanted = set(FIGURES)
+    if args.only:
+        wanted = set()
+        for n in args.only.split(","):
+            n_i = int(n)
+            wanted.add(RIDES_WITH.get(n_i, n_i))
+    machine = _machine()
+    started = time.time()
+    compile_bytecode()
+    figures: list[Figure] = []
+    import importlib
+
+    for number, (module, rounds, quick_rounds) in FIGURES.items():
+        if number not in wanted:
+            continue
+        mod = importlib.import_module(f"{__package__}.{module}")
+        t = time.perf_counter()
+        print(f"figure {number}: {module} …", file=sys.stderr, flush=True)
+        got = mod.run(quick_rounds if args.quick else rounds)
+        print(f"  done in {time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)
+        figures.extend(got)
+    figures.sort(key=lambda f: ORDER.index(f.key) if f.key in ORDER else 99)
+    text = table(figures)
+    print(text)
+    elapsed = time.time() - started
+
+    if args.write:
+        command = _command(args)
+        date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+        section = (
+            f"{text}\n\n"
+            f"Produced by `{command}` on {date}: {machine['cores']} cores, {machine['system']}, "
+            f"{machine['implementation']} {machine['python']}, load average {machine['load_avg_at_start'][0]} "
+            f"at the start, {elapsed:.0f} s in all. Medians of interleaved repetitions; the project's "
+            "bytecode compiled first, as an installed wheel has it. Machine-readable: "
+            "[`tests/bench/results.json`](tests/bench/results.json)."
+        )
+        write_readme(section)
+        RESULTS.write_text(
+            json.dumps(
+                {
+                    "command": command,
+                    "date": date,
+                    "machine": machine,
+                    "seconds": round(elapsed, 1),
+                    "figures": [
+                        {
+                            "number": NUMBER.get(f.key),
+                            "key": f.key,
+                            "title": f.title,
+                            "unit": f.unit,
+                            "subject": {"label": f.subject_label, "value": round(f.subject, 4)},
+                            "baseline": {"label": f.baseline_label, "value": round(f.baseline, 4)},
+                            "ratio": round(f.ratio, 4),
+                            "goal": f.goal,
+                            "met": f.met,
+                            "notes": f.notes,
+                            "extra": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in f.extra.items()},
+                        }
+                        for f in figures
+                    ],
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+            + "\n"
+        )
+        print(f"wrote {README.name} and {RESULTS.relative_to(ROOT)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
