@@ -886,8 +886,9 @@ def apply_probe(e: GoalError, probe: Probe) -> GoalError:
 
 def probes_turn(e: GoalError, at: int) -> bool:
     """Whether a probe at message `at` speaks to `e`: the intervention error
-    cited as ``{"kind": "turn", "id": at}`` (DESIGN §8.5)."""
-    return e.channel == Channel.INTERVENTION and e.cite == Cite.turn(at)
+    cited as ``{"kind": "turn", "id": at}`` (DESIGN §8.5). A negative `at`
+    is no message index, so it speaks to nothing."""
+    return at >= 0 and e.channel == Channel.INTERVENTION and e.cite == Cite.turn(at)
 
 
 def apply_probes(a: Appraisal, probes: Sequence[ProbeAt]) -> Appraisal:

@@ -747,6 +747,10 @@ class LearningStore:
         """
         import subprocess
 
+        # The message goes to git as an argument, and an argument cannot hold
+        # a NUL: a client's text (a reason) must not turn the commit of a
+        # change already written into an exception.
+        message = message.replace("\x00", "\\0")
         if not (self._root / ".git").exists():
             log.warning("the learning store is not a git repository; not committing %r", message)
             return False

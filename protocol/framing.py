@@ -12,10 +12,13 @@ between frames) must cost exactly the broken frame:
 - bytes before a `Content-Length` header (the tail of a body whose declared
   length was too short) are discarded;
 - a declared length over the frame limit is reported and its bytes are
-  skipped without being held in memory;
+  skipped without being held in memory (if they stop arriving first, reading
+  resumes at a header among them, as for a body that is too long);
 - a body that stops arriving before its declared length (a length that was
   too long, swallowing the next frame) is reported after a stall timeout,
   and reading resumes at the next header inside what was received.
+- a header that stops arriving before its blank line is reported after the
+  same stall timeout and discarded, so a frame sent later starts clean.
 
 Each problem is surfaced as a `Frame` with `error` set, so the server can
 answer it (JSON-RPC -32700 with id null) and carry on.
@@ -96,7 +99,14 @@ class FrameReader:
             if match is None:
                 if len(self.buf) > MAX_HEADER_BYTES:
                     return self._resync_after(len(self.buf), "header block too long or missing its blank line")
-                if not self._fill():
+                # Between frames, wait as long as the peer likes; inside a
+                # header, a stall means the header is broken, and it must not
+                # be merged with the next frame's when that one arrives.
+                inside = bool(self.buf.strip())
+                if not self._fill(self.stall_timeout if inside else None):
+                    if inside and not self.eof:
+                        self.buf.clear()
+                        return Frame(error=f"a frame header stopped arriving: no data for {self.stall_timeout:g}s")
                     rest = bytes(self.buf).strip()
                     self.buf.clear()
                     if rest:
@@ -142,17 +152,31 @@ class FrameReader:
         return Frame(body=body)
 
     def _skip(self, length: int) -> None:
-        """Discard `length` body bytes without holding them."""
+        """Discard `length` body bytes without holding them.
+
+        If they stop arriving first (the length was a lie), reading resumes
+        at the first header among the skipped bytes, as it does for a body
+        that is too long; that tail is kept only while it could still be
+        one frame, so memory stays bounded by the frame limit."""
         remaining = length
-        take = min(remaining, len(self.buf))
-        del self.buf[:take]
-        remaining -= take
-        while remaining > 0:
-            if not self._fill(self.stall_timeout):
-                return
+        tail = bytearray()
+        while True:
             take = min(remaining, len(self.buf))
+            if tail:
+                tail += self.buf[:take]
+            else:
+                found = _CONTENT_LENGTH.search(self.buf, 0, take)
+                if found is not None:
+                    tail += self.buf[found.start() : take]
+            if len(tail) > self.max_frame + MAX_HEADER_BYTES:
+                tail.clear()
             del self.buf[:take]
             remaining -= take
+            if remaining <= 0:
+                return
+            if not self._fill(self.stall_timeout):
+                self.buf[:0] = tail
+                return
 
     def _resync_after(self, n: int, why: str) -> Frame:
         data = bytes(self.buf[:n])

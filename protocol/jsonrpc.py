@@ -8,6 +8,7 @@ built as a dict and converted afterwards.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
@@ -59,10 +60,17 @@ def decode_envelope(body: bytes) -> Incoming:
             raise RpcError(PARSE_ERROR, f"invalid UTF-8 at byte {exc.start}: {exc.reason}") from None
     try:
         msg = _envelope.decode(body)
+    except RecursionError:
+        # msgspec parses (even a skipped or raw member) recursively, to a
+        # depth set by the interpreter's recursion limit: deeper input is
+        # refused here rather than allowed to unwind the caller.
+        raise RpcError(PARSE_ERROR, NESTED_TOO_DEEPLY) from None
     except msgspec.ValidationError as exc:
         # Valid JSON of the wrong shape (an array, a number, `"id": {}`).
         try:
             msgspec.json.decode(body)
+        except RecursionError:  # pragma: no cover - the typed decode recursed first
+            raise RpcError(PARSE_ERROR, NESTED_TOO_DEEPLY) from None
         except msgspec.DecodeError as not_json:
             # Not JSON at all (`[1, 2`): say that, not the shape it started with.
             raise RpcError(PARSE_ERROR, f"invalid JSON: {not_json}") from None
@@ -83,13 +91,73 @@ def request_id_of(body: bytes) -> Id:
     can still be matched to its request."""
     try:
         obj = msgspec.json.decode(body)
+    except RecursionError:
+        # Too deep to parse, but its client still waits on its id.
+        return _shallow_id(body)
     except (msgspec.DecodeError, UnicodeDecodeError):
         return None
     if isinstance(obj, dict):
-        value = obj.get("id")
-        if isinstance(value, (int, str)) and not isinstance(value, bool):
-            return value
+        return _usable_id(obj.get("id"))
     return None
+
+
+NESTED_TOO_DEEPLY = "invalid JSON: nested too deeply (the limit is about 1000 levels of arrays and objects)"
+
+_WS = re.compile(rb"[ \t\r\n]*")
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_PLAIN = re.compile(rb'[^"\[\]{},]+')
+
+
+def _usable_id(value: Any) -> Id:
+    return value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
+
+
+def _shallow_id(body: bytes) -> Id:
+    """The top-level `"id"` of an object too deeply nested to parse: its
+    members are walked at the top level only, nested values skipped by
+    counting brackets (outside strings), without recursion."""
+    i = _WS.match(body).end()
+    if body[i : i + 1] != b"{":
+        return None
+    i += 1
+    while True:
+        key = _STRING.match(body, _WS.match(body, i).end())
+        if key is None:
+            return None
+        i = _WS.match(body, key.end()).end()
+        if body[i : i + 1] != b":":
+            return None
+        start = i = i + 1
+        depth = 0
+        while i < len(body):
+            c = body[i]
+            if c == 0x22:  # a string: skip it whole, brackets inside included
+                s = _STRING.match(body, i)
+                if s is None:
+                    return None
+                i = s.end()
+            elif c in b"[{":
+                depth += 1
+                i += 1
+            elif c in b"]}" and depth > 0:
+                depth -= 1
+                i += 1
+            elif c in b"]},":
+                if depth == 0:
+                    break
+                i += 1
+            else:
+                i = _PLAIN.match(body, i).end()
+        else:
+            return None
+        if key.group() == b'"id"':
+            try:
+                return _usable_id(msgspec.json.decode(body[start:i]))
+            except (msgspec.DecodeError, RecursionError):
+                return None
+        if body[i] != 0x2C:  # the object ended without an id
+            return None
+        i += 1
 
 
 def encode_result(id: Id, result: Any) -> bytes:

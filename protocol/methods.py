@@ -322,6 +322,11 @@ def decode_params(params_type: type, raw: msgspec.Raw | bytes | None) -> Any:
         raise RpcError(INVALID_PARAMS, f"invalid params: {text}") from None
     except msgspec.DecodeError as exc:
         raise RpcError(INVALID_PARAMS, f"invalid params: {exc}") from None
+    except RecursionError:
+        raise RpcError(INVALID_PARAMS, f"invalid params: {_TOO_DEEP}") from None
+
+
+_TOO_DEEP = "nested too deeply (the limit is about 1000 levels of arrays and objects)"
 
 
 def convert_params(params_type: type, obj: Any) -> Any:
@@ -332,6 +337,8 @@ def convert_params(params_type: type, obj: Any) -> Any:
         return msgspec.convert(obj, params_type, dec_hook=_dec_hook)
     except msgspec.ValidationError as exc:
         raise RpcError(INVALID_PARAMS, f"invalid params: {exc}") from None
+    except RecursionError:
+        raise RpcError(INVALID_PARAMS, f"invalid params: {_TOO_DEEP}") from None
 
 
 def to_builtins(result: Any) -> Any:

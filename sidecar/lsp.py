@@ -42,7 +42,14 @@ from mecha.protocol import errors as codes
 from mecha.protocol import methods as m
 from mecha.protocol.errors import RpcError, rpc_error_from
 from mecha.protocol.framing import FrameReader
-from mecha.protocol.jsonrpc import decode_envelope, encode_error, encode_notification, encode_result, request_id_of
+from mecha.protocol.jsonrpc import (
+    NESTED_TOO_DEEPLY,
+    decode_envelope,
+    encode_error,
+    encode_notification,
+    encode_result,
+    request_id_of,
+)
 
 from .context import Context, InitializeParams
 from .handlers import HANDLERS, call, make_dispatch
@@ -587,6 +594,12 @@ class _LspLoop:
     def to_pygls(self, body: bytes) -> None:
         try:
             data = json.loads(body)
+        except RecursionError:
+            # msgspec took it, but the stdlib parser pygls needs runs out of
+            # stack a few levels sooner here: answer, or the client waits.
+            self.reply_error(request_id_of(body), RpcError(codes.PARSE_ERROR, NESTED_TOO_DEEPLY))
+            return
+        try:
             message = self.ls.protocol.structure_message(data)
         except JsonRpcException as exc:
             if isinstance(data, dict) and "id" in data and "method" in data:

@@ -121,8 +121,8 @@ class RpcServer:
             assert frame.body is not None
             try:
                 msg = decode_envelope(frame.body)
-            except RpcError as err:
-                self._reply_error(request_id_of(frame.body), err)
+            except Exception as exc:  # this thread must outlive any one frame
+                self._reply_error(request_id_of(frame.body), rpc_error_from(exc))
                 continue
             if msg.method == "$/cancelRequest":
                 self._cancel(msg)
@@ -140,7 +140,7 @@ class RpcServer:
     def _cancel(self, msg: Incoming) -> None:
         try:
             target = msgspec.json.decode(msg.params or b"{}").get("id")
-        except (msgspec.DecodeError, AttributeError):
+        except (msgspec.DecodeError, AttributeError, RecursionError):
             return
         if isinstance(target, (int, str)) and not isinstance(target, bool):
             with self.cancels_lock:
