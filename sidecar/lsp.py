@@ -24,6 +24,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable
@@ -538,10 +539,25 @@ def _structure_error(exc: BaseException) -> str:
         try:
             from cattrs import transform_error
 
-            return "; ".join(transform_error(cause, path="$.params")).replace("$.params.params", "$.params")
+            lines = transform_error(cause, path="$.params")
+            return "; ".join(_wire_path(line) for line in lines).replace("$.params.params", "$.params")
         except Exception:
             return str(cause)
     return str(exc) or "the params do not match the method's type"
+
+
+def _wire_path(line: str) -> str:
+    """cattrs names lsprotocol's attributes (`text_document`); the client
+    sent, and must be told, the wire's names (`textDocument`)."""
+    problem, at, path = line.rpartition(" @ ")
+    if not at:
+        return line
+
+    def camel(m: Any) -> str:
+        first, *rest = m.group().removesuffix("_").split("_")
+        return first + "".join(p.title() for p in rest)
+
+    return problem + at + re.sub(r"(?<=\.)[a-z][a-z0-9]*(?:_[a-z0-9]*)+", camel, path)
 
 
 class _QuietStructureErrors(logging.Filter):
