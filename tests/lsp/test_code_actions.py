@@ -1,0 +1,304 @@
+"""Every code action of the contract, applied or run, then checked against
+the store and the rules block a run would get (`mecha/rulesPromptBlock`,
+through the same client)."""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from collections.abc import Sequence
+
+from lsprotocol import types as lsp
+
+from .conftest import MechaClient, Store, has_code, rule
+
+
+def by_title(actions: Sequence[lsp.CodeAction]) -> dict[str, lsp.CodeAction]:
+    return {a.title: a for a in actions}
+
+
+async def run(client: MechaClient, action: lsp.CodeAction) -> dict:
+    assert action.command is not None, action
+    return await client.command(action.command.command, *(action.command.arguments or []))
+
+
+def offset(text: str, pos: lsp.Position) -> int:
+    """A UTF-16 position as an index into `text`."""
+    lines = text.split("\n")
+    start = sum(len(line) + 1 for line in lines[: pos.line])
+    units = 0
+    for i, ch in enumerate(lines[pos.line] if pos.line < len(lines) else ""):
+        if units >= pos.character:
+            return start + i
+        units += 2 if ord(ch) > 0xFFFF else 1
+    return start + len(lines[pos.line]) if pos.line < len(lines) else len(text)
+
+
+def apply_workspace_edit(text: str, uri: str, edit: lsp.WorkspaceEdit | None) -> str:
+    """What an editor does with a quick fix's edit: the text edits for
+    `uri`, applied from the last to the first."""
+    assert edit is not None and edit.changes is not None and set(edit.changes) == {uri}, edit
+    for e in sorted(edit.changes[uri], key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        text = text[: offset(text, e.range.start)] + e.new_text + text[offset(text, e.range.end) :]
+    return text
+
+
+def changed_lines(before: str, after: str) -> set[int]:
+    """Lines of `before` that the edit replaced or inserted beside."""
+    out: set[int] = set()
+    for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, before.split("\n"), after.split("\n")).get_opcodes():
+        if tag != "equal":
+            out.update(range(i1, max(i2, i1 + 1)))
+    return out
+
+
+# ─── proposals: accept, reject, show diff ───────────────────────────────────
+
+
+async def test_accept_writes_the_proposals_rules_and_the_block_carries_them(
+    client: MechaClient, store: Store
+) -> None:
+    store.reflexion("refl-a", "Keep replies short when the person is in a hurry.")
+    learned = store.learned("behavior", [rule("Ask before deleting files", "r-1")])
+    wanted = [rule("Ask before deleting files", "r-1"), rule("Keep replies short", "r-2", sources=["refl-a"])]
+    store.proposal("p-acc", wanted, reflexion_ids=["refl-a"])
+    uri, diags = await client.open(learned)
+    assert [d.code for d in diags] == ["pending-proposal"]
+    assert "Keep replies short" not in (await client.block("behavior") or "")
+
+    actions = by_title(await client.code_actions(uri, 0))
+    accept = actions["Accept proposal p-acc (1 → 2 active behavior rules)"]
+    assert accept.kind == lsp.CodeActionKind.Source
+    assert actions["Reject proposal p-acc"].kind == lsp.CodeActionKind.Source
+    assert actions["Show diff of proposal p-acc"].kind == lsp.CodeActionKind.Source
+    assert accept.command is not None and accept.command.command == "mecha.acceptProposal"
+
+    events, since = client.event_mark(), client.mark()
+    result = await run(client, accept)
+    assert result["proposal"]["id"] == "p-acc" and result["proposal"]["status"] == "accepted"
+
+    # The store: learned.toml holds the proposal's rules, the proposal is
+    # accepted, its reflection is processed.
+    assert [(r.text, r.id) for r in store.store.learned_rules("behavior")] == [(r.text, r.id) for r in wanted]
+    assert store.status("p-acc") == "accepted"
+    assert all(r.is_processed for r in store.store.reflexions() if r.id == "refl-a")
+    # The block a run gets now carries the new rule.
+    block = await client.block("behavior")
+    assert block is not None and "- Keep replies short" in block and "- Ask before deleting files" in block
+
+    # The editor hears of it: no pending proposal, and no more accept action.
+    changed = await client.event("mecha/proposalsChanged", since=events, where=lambda p: p["pending"] == 0)
+    assert changed == {"pending": 0, "by_domain": {}}
+    assert await client.wait_diagnostics(uri, since=since, where=lambda d: not d) == []
+    assert not [a for a in await client.code_actions(uri, 0) if "p-acc" in a.title]
+
+
+async def test_reject_leaves_the_learned_file_alone(client: MechaClient, store: Store) -> None:
+    learned = store.learned("behavior", [rule("Ask before deleting files", "r-1")])
+    before = learned.read_bytes()
+    store.proposal("p-rej", [rule("Ask before deleting files", "r-1"), rule("Keep replies short", "r-2")])
+    uri, _ = await client.open(learned)
+
+    reject = by_title(await client.code_actions(uri, 0))["Reject proposal p-rej"]
+    assert reject.command is not None and reject.command.command == "mecha.rejectProposal"
+    since = client.mark()
+    result = await run(client, reject)
+    assert result["proposal"]["status"] == "rejected"
+
+    assert store.status("p-rej") == "rejected"
+    assert learned.read_bytes() == before
+    assert "Keep replies short" not in (await client.block("behavior") or "")
+    assert await client.wait_diagnostics(uri, since=since, where=lambda d: not d) == []
+
+    # A reason travels with the command (`[id, reason?]`).
+    store.proposal("p-rej2", [rule("Keep replies short", "r-2")])
+    result = await client.command("mecha.rejectProposal", "p-rej2", "too vague")
+    assert result["proposal"]["reason"] == "too vague"
+    assert store.store.proposal("p-rej2").reason == "too vague"
+
+
+async def test_show_diff_returns_the_virtual_document(client: MechaClient, store: Store) -> None:
+    learned = store.learned("behavior", [rule("Ask before deleting files", "r-1")])
+    store.proposal("p-diff", [rule("Ask before deleting files", "r-1"), rule("Keep replies short", "r-2")])
+    uri, _ = await client.open(learned)
+
+    show = by_title(await client.code_actions(uri, 0))["Show diff of proposal p-diff"]
+    result = await run(client, show)
+    assert result["uri"] == "mecha-proposal:/p-diff.diff"
+    assert result["id"] == "p-diff"
+    diff = result["diff"]
+    lines = diff.splitlines()
+    assert lines[0].startswith("--- ") and lines[1].startswith("+++ ") and lines[2].startswith("@@ ")
+    assert "+- Keep replies short" in lines
+    assert " - Ask before deleting files" in lines
+    # The same text `mecha/proposal` gives: one handler behind both.
+    assert (await client.request("mecha/proposal", {"id": "p-diff"}))["diff"] == diff
+    # Showing changes nothing.
+    assert store.status("p-diff") == "pending"
+
+
+async def test_one_set_of_actions_per_pending_proposal_only_on_the_learned_file(
+    client: MechaClient, store: Store
+) -> None:
+    learned = store.learned("behavior", [rule("Ask first", "r-1")])
+    user = store.write("behavior", "user", '[[rules]]\ntext = "Answer in English"\n')
+    store.proposal("p-1", [rule("Ask first", "r-1"), rule("Two", "r-2")])
+    store.proposal("p-2", [rule("Three", "r-3")])
+    store.proposal("p-w", [rule("Sign with the first name", "w-1")], domain="writing", rules_before=[])
+    luri, _ = await client.open(learned)
+    uuri, _ = await client.open(user)
+
+    titles = sorted(a.title for a in await client.code_actions(luri, 0) if a.kind == lsp.CodeActionKind.Source)
+    assert titles == [
+        "Accept proposal p-1 (1 → 2 active behavior rules)",
+        "Accept proposal p-2 (1 → 1 active behavior rules)",
+        "Reject proposal p-1",
+        "Reject proposal p-2",
+        "Show diff of proposal p-1",
+        "Show diff of proposal p-2",
+    ]
+    assert not [a for a in await client.code_actions(uuri, 0, 1) if a.kind == lsp.CodeActionKind.Source]
+
+
+# ─── propose retirement ─────────────────────────────────────────────────────
+
+
+async def test_propose_retirement_on_a_rule_with_attributed_regressions(client: MechaClient, store: Store) -> None:
+    learned = store.learned("behavior", [rule("Ask first", "r-1"), rule("Run every test after each edit", "r-2")])
+    store.regressions("r-2", 2)
+    uri, diags = await client.open(learned)
+    (flagged,) = [d for d in diags if d.code == "attributed-regressions"]
+    first, last = flagged.range.start.line, flagged.range.end.line
+
+    # Offered on that rule's lines, and not on the clean rule's.
+    on_r2 = by_title(await client.code_actions(uri, first, last))
+    retire = on_r2["Propose retiring rule r-2"]
+    assert retire.kind == lsp.CodeActionKind.QuickFix
+    assert retire.command is not None and retire.command.command == "mecha.proposeRetirement"
+    lines = learned.read_text().splitlines()
+    r1_line = lines.index('text = "Ask first"')
+    assert not [a for a in await client.code_actions(uri, r1_line) if a.title.startswith("Propose retiring")]
+
+    events, since = client.event_mark(), client.mark()
+    result = await run(client, retire)
+    proposal = result["proposal"]
+    assert proposal["status"] == "pending" and proposal["domain"] == "behavior"
+
+    # A new pending proposal whose only change is retiring r-2.
+    p = store.store.proposal(proposal["id"])
+    assert p.status.value == "pending"
+    assert [r.id for r in p.rules_before] == ["r-1", "r-2"]
+    after = {r.id: r for r in p.rules}
+    assert after["r-1"].retired_at is None
+    assert after["r-2"].retired_at is not None
+    assert "2 attributed regression" in (after["r-2"].retired_reason or "")
+    # The live rules are untouched until a person accepts.
+    assert all(r.retired_at is None for r in store.store.learned_rules("behavior"))
+
+    await client.event("mecha/proposalsChanged", since=events, where=lambda p: p["pending"] == 1)
+    diags = await client.wait_diagnostics(uri, since=since, where=has_code("pending-proposal"))
+    assert [d.data["proposal_id"] for d in diags if d.code == "pending-proposal"] == [p.id]
+    assert f"Reject proposal {p.id}" in by_title(await client.code_actions(uri, 0))
+
+
+# ─── disable / enable quick fixes ───────────────────────────────────────────
+
+COMMENTED = '''\
+# Learned rules, with my notes.
+
+# keep this one
+[[rules]]
+text = "Ask before deleting files"
+enabled = true   # I checked this
+id = "r-1"
+
+# this one is noisy
+[[rules]]
+text = """
+Keep replies short
+and to the point"""
+id = "r-2"
+
+[[rules]]
+text = "Sign with the first name"
+id = "r-3"
+'''
+
+
+async def toggle(client: MechaClient, uri: str, path, title: str, line: int) -> tuple[str, str]:
+    """Find the quick fix `title` on `line`, apply its edit to the buffer,
+    send it as an edit, save it: `(before, after)`."""
+    before = client.texts[uri]
+    action = by_title(await client.code_actions(uri, line))[title]
+    assert action.kind == lsp.CodeActionKind.QuickFix
+    assert action.command is None
+    after = apply_workspace_edit(before, uri, action.edit)
+    await client.change(uri, after)
+    await client.save(uri, path)
+    return before, after
+
+
+def rule_lines(text: str, needle: str) -> range:
+    """The lines of the `[[rules]]` table holding `needle` (header to its last line)."""
+    lines = text.split("\n")
+    at = next(i for i, line in enumerate(lines) if needle in line)
+    header = max(i for i in range(at + 1) if lines[i] == "[[rules]]")
+    end = next((i for i in range(at, len(lines)) if lines[i] == "" or lines[i].startswith("#")), len(lines))
+    return range(header, end)
+
+
+async def test_disable_and_enable_touch_only_that_rule_and_keep_comments(client: MechaClient, store: Store) -> None:
+    path = store.write("behavior", "learned", COMMENTED)
+    uri, diags = await client.open(path)
+    assert diags == []
+    block = await client.block("behavior")
+    assert block is not None and "- Ask before deleting files" in block and "Keep replies short" in block
+
+    # r-1 has `enabled = true # …`: the value is replaced, the comment stays.
+    before, after = await toggle(client, uri, path, "Disable rule r-1", 4)
+    assert changed_lines(before, after) <= set(rule_lines(before, "Ask before deleting"))
+    assert "enabled = false   # I checked this" in after
+    assert [line for line in after.split("\n") if line.startswith("#")] == [
+        line for line in before.split("\n") if line.startswith("#")
+    ]
+    assert tomllib.loads(after)["rules"][0]["enabled"] is False
+    block = await client.block("behavior")
+    assert block is not None and "Ask before deleting files" not in block and "Keep replies short" in block
+
+    # r-2 has no `enabled` and a multi-line text: a line is inserted after
+    # the string's closing line, and nothing else moves.
+    before, after = await toggle(client, uri, path, "Disable rule r-2", 11)
+    assert changed_lines(before, after) <= set(rule_lines(before, "Keep replies short"))
+    assert 'and to the point"""\nenabled = false\nid = "r-2"' in after
+    assert before.replace('and to the point"""\n', 'and to the point"""\nenabled = false\n') == after
+    block = await client.block("behavior")
+    assert block is not None and "Keep replies short" not in block and "- Sign with the first name" in block
+
+    # And back: enabling restores exactly what the rule said, comments and all.
+    _, after = await toggle(client, uri, path, "Enable rule r-1", 5)
+    _, after = await toggle(client, uri, path, "Enable rule r-2", 12)
+    # r-1's value is back to `true`; r-2 keeps the line it gained, now `true`.
+    assert after.replace('enabled = true\nid = "r-2"', 'id = "r-2"') == COMMENTED
+    block = await client.block("behavior")
+    assert block is not None and "- Ask before deleting files" in block and "Keep replies short" in block
+    assert path.read_text() == after
+
+
+async def test_quick_fixes_on_the_persons_own_file(client: MechaClient, store: Store) -> None:
+    text = '# mine\n[[rules]]\ntext = "Answer in English" # always\n\n[[rules]]\ntext = "Use metric units"\n'
+    path = store.write("behavior", "user", text)
+    uri, _ = await client.open(path)
+    actions = await client.code_actions(uri, 2)
+    # A rule without an id: the plain title; no proposal actions on a user file.
+    assert [a.title for a in actions] == ["Disable rule"]
+    before, after = await toggle(client, uri, path, "Disable rule", 2)
+    assert after == text.replace("# always\n", "# always\nenabled = false\n")
+    block = await client.block("behavior")
+    assert block is not None and "Answer in English" not in block and "- Use metric units" in block
+
+
+async def test_no_quick_fix_on_a_document_that_does_not_parse(client: MechaClient, store: Store) -> None:
+    path = store.write("behavior", "user", '[[rules]]\ntext = "Answer in English"\n')
+    uri, _ = await client.open(path)
+    await client.change(uri, '[[rules]]\ntext = "Answer in English"\n[[rules\n')
+    assert await client.code_actions(uri, 0, 2) == []
