@@ -96,7 +96,10 @@ def rules_prompt_block(ctx: Context, p: m.RulesPromptBlockParams, cancel: Cancel
         domains=rendered.domains,
         over_budget=_over_budget(store),
     )
-    _block_cache.value[p.domain] = result
+    # Kept only if no rules file changed while it was read: a block read
+    # across an accept must not be filed under the identity from before it.
+    if _block_cache.identity(ctx.root) == key:
+        _block_cache.value[p.domain] = result
     return result
 
 

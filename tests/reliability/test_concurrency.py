@@ -365,3 +365,39 @@ def test_two_accepts_racing_over_proposals_made_against_the_same_rules_land_exac
         assert store.proposal(winner.id).status == "accepted"
         assert store.proposal(loser.id).status == "pending"
     assert len([s for s in git_log(root) if s.startswith("accept proposal")]) == ROUNDS
+
+
+def test_a_block_read_across_a_rewrite_is_not_cached_under_the_identity_taken_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sidecar caches rulesPromptBlock by the identity of the rules files.
+    # An accept that lands between taking that identity and reading the files
+    # must not leave the new block filed under the old files' identity, where
+    # a later identical-looking directory (a reused inode within one clock
+    # tick) would be served the wrong rules.
+    from mecha.protocol import methods as m
+    from mecha.sidecar import handlers
+    from mecha.sidecar.context import Context
+    from mecha.sidecar.rpc import Cancel
+
+    root = tmp_path / "learning"
+    store = LearningStore.open(root)
+    store.write_learned_rules("behavior", RULES_A)
+    monkeypatch.setattr(handlers, "_block_cache", handlers._BlockCache())
+    before = handlers._block_cache.identity(root)
+    real_render = LearningStore.render_block
+
+    def render_across_an_accept(self: LearningStore, domain: str | None = None) -> Any:
+        LearningStore(root).write_learned_rules("behavior", RULES_B)  # lands mid-read
+        return real_render(self, domain)
+
+    monkeypatch.setattr(LearningStore, "render_block", render_across_an_accept)
+    got = handlers.rules_prompt_block(Context(root=root), m.RulesPromptBlockParams(), Cancel())
+    assert got.rule_ids == [r.id for r in RULES_B]
+    cached_under_old = handlers._block_cache.key == before and None in handlers._block_cache.value
+    assert not cached_under_old, "a block read across a rewrite was cached under the old files' identity"
+
+    monkeypatch.setattr(LearningStore, "render_block", real_render)
+    again = handlers.rules_prompt_block(Context(root=root), m.RulesPromptBlockParams(), Cancel())
+    assert again.rule_ids == [r.id for r in RULES_B]
+    assert handlers._block_cache.key == handlers._block_cache.identity(root)
