@@ -11,7 +11,7 @@ changes product code: the kill points are made by wrapping `os.write`,
 
 A command:
 
-    {"op": "reflect" | "learn" | "accept" | "reject" | "retire",
+    {"op": "reflect" | "learn" | "accept" | "reject" | "retire" | "handover",
      "root": "/path/to/store", "args": {...},
      "kill": null | {"at": <event index>, "phase": "start" | "torn" | "after" | "during"}}
 
@@ -61,6 +61,7 @@ from mecha.core.consolidation import Learner
 from mecha.core.provider import CompletionRequest, CompletionResponse
 from mecha.core.reflection import Reflector
 from mecha.core.store import LearningStore
+from mecha.core.transcript import Message, TaintCheckpoint
 from mecha.sidecar import passrun
 from tests.model_server import lessons_responder
 
@@ -77,6 +78,7 @@ _real_run = subprocess.run
 _TMP = re.compile(r"\.[0-9a-f]{8}\.tmp$")
 _CLAIM = re.compile(r"\.claim-\d+$")
 _PROPOSAL = re.compile(r"^proposals/[^/]+\.json")
+_INBOX = re.compile(r"^inbox/\d{8}T\d{6}\.\d{6}Z-")
 
 
 class LessonsProvider:
@@ -110,6 +112,7 @@ class Tracer:
         rel = _TMP.sub(".*.tmp", rel)
         rel = _CLAIM.sub(".claim-*", rel)
         rel = _PROPOSAL.sub("proposals/*.json", rel)
+        rel = _INBOX.sub("inbox/<when>-", rel)
         return rel
 
     def say(self, msg: dict[str, Any]) -> None:
@@ -264,6 +267,16 @@ def _run_op(op: str, root: Path, args: dict[str, Any]) -> Any:
         return msgspec.to_builtins(proposals.reject_proposal(store, args["id"], args.get("reason")))
     if op == "retire":
         return msgspec.to_builtins(proposals.propose_retirement(store, args["domain"], args["rule_id"], args["reason"]))
+    if op == "handover":
+        # What `mecha/sessionEnded` and the pass it starts do: the transcript
+        # into the inbox, then a reflect pass over it.
+        entry = passes.SessionEntry(
+            args["session"],
+            msgspec.convert(args["messages"], list[Message]),
+            msgspec.convert(args["timeline"], list[TaintCheckpoint]),
+        )
+        passes.enqueue(store, entry)
+        return msgspec.to_builtins(asyncio.run(passes.reflect_inbox(store, Reflector(LessonsProvider()))))
     if op == "reflect-inline":
         outcome = asyncio.run(passes.reflect_inbox(store, Reflector(LessonsProvider())))
         return msgspec.to_builtins(outcome)

@@ -208,6 +208,12 @@ def _job(root: Path, job_id: str, kind: str, domain: str | None = None) -> None:
     jobs_mod.write_job(root, jobs_mod.Job(id=job_id, kind=kind, domain=domain, state="running", started_at=now()))  # type: ignore[arg-type]
 
 
+def template_handover(root: Path) -> dict[str, Any]:
+    _base_store(root)
+    messages = msgspec.to_builtins(_session_messages())
+    return {"session": SESSION, "messages": messages, "timeline": msgspec.to_builtins(CLEAN)}
+
+
 def template_reflect(root: Path) -> dict[str, Any]:
     store = _base_store(root)
     passes.enqueue(store, passes.SessionEntry(SESSION, _session_messages(), CLEAN))
@@ -386,6 +392,16 @@ def final_reflect(root: Path, where: str) -> None:
     assert left == [], f"{where}: inbox still holds {left}"
 
 
+def final_handover(root: Path, where: str) -> None:
+    raw = _raw_reflections(root)
+    session = [r for r in raw if r["session_id"] == SESSION]
+    assert sorted(r["intervention"] for r in session) == sorted(STEERS), f"{where}: {[r['intervention'] for r in session]}"
+    mined = [line.strip() for line in (root / "mined.jsonl").read_text().splitlines()]
+    assert mined.count(SESSION) == 1, f"{where}: mined {mined}"
+    left = [p.name for p in (root / "inbox").iterdir() if not p.name.startswith(".") and not p.name.endswith(".tmp")]
+    assert left == [], f"{where}: inbox still holds {left}"
+
+
 def final_learn(root: Path, where: str) -> None:
     store = LearningStore(root)
     pending = [p for p in store.proposals() if p.status == "pending"]
@@ -434,6 +450,7 @@ class Op:
 
 
 OPS = [
+    Op("handover", template_handover, final_handover, [OLD_RULES]),
     Op("reflect", template_reflect, final_reflect, [OLD_RULES], job=True),
     Op("learn", template_learn, final_learn, [OLD_RULES], job=True),
     Op("accept", template_accept, final_accept, [OLD_RULES, NEW_RULES], retry_may_refuse=("NotPending",)),
