@@ -41,6 +41,13 @@ from mecha.protocol.jsonrpc import (
 log = logging.getLogger("mecha.sidecar.rpc")
 
 
+#: Requests the reader serves itself when nothing is queued or running: the
+#: harness's hot path, read-only and answered from a cache, so skipping the
+#: thread hand-off takes a scheduler wake-up out of every run's start. A
+#: cancel cannot be read while one runs, and none needs to be.
+INLINE_METHODS = frozenset({"mecha/rulesPromptBlock"})
+
+
 class Cancelled(Exception):
     """Raised inside a handler when its request was cancelled."""
 
@@ -90,6 +97,9 @@ class RpcServer:
         self.queue: queue.Queue[Incoming | None] = queue.Queue()
         self.cancels: dict[int | str, Cancel] = {}
         self.cancels_lock = threading.Lock()
+        #: Messages queued or being served by the dispatcher.
+        self.outstanding = 0
+        self.outstanding_lock = threading.Lock()
         self.initialized = False
         self.shutdown_requested = False
         self.exit_code: int | None = None
@@ -131,7 +141,15 @@ class RpcServer:
                 if msg.is_request and msg.id is not None:
                     with self.cancels_lock:
                         self.cancels.setdefault(msg.id, Cancel())
-                self.queue.put(msg)
+                with self.outstanding_lock:
+                    inline = msg.is_request and msg.method in INLINE_METHODS and self.outstanding == 0
+                    if not inline:
+                        self.outstanding += 1
+                        self.queue.put(msg)
+                if inline:
+                    # Nothing is queued or running, so serving it here keeps
+                    # the order and saves the hand-off to the dispatcher.
+                    self._serve_request(msg)
                 if msg.method == "exit":
                     return
             # Responses to requests we never send are ignored.
@@ -162,10 +180,14 @@ class RpcServer:
                 return 0 if self.shutdown_requested else 1
             if msg.method == "exit":
                 return 0 if self.shutdown_requested else 1
-            if msg.is_notification:
-                self._serve_notification(msg)
-            else:
-                self._serve_request(msg)
+            try:
+                if msg.is_notification:
+                    self._serve_notification(msg)
+                else:
+                    self._serve_request(msg)
+            finally:
+                with self.outstanding_lock:
+                    self.outstanding -= 1
 
     def _serve_notification(self, msg: Incoming) -> None:
         method = msg.method

@@ -16,6 +16,7 @@ from mecha.protocol.framing import MAX_FRAME_BYTES
 from .client import SIDECAR_ARGV, SpawnSidecar, encode, frame
 from .helpers import (
     assert_served,
+    big_transcript,
     assistant_text,
     open_store,
     rule,
@@ -229,3 +230,16 @@ def test_a_full_harness_exchange_imports_nothing_heavy(spawn_sidecar: SpawnSidec
     assert {"msgspec", "mecha.sidecar.serve", "mecha.core.appraisal", "mecha.core.mining", "tomllib"} <= modules
     loaded = sorted(m for m in modules if m.split(".")[0] in HEAVY)
     assert loaded == [], f"the harness endpoint imported {loaded}"
+
+
+def test_the_rules_block_is_answered_in_order_behind_queued_work(sidecar) -> None:
+    # The hot path may be served without the dispatcher hand-off only when
+    # nothing is queued; behind a slow request it must wait its turn.
+    slow_id, slow = sidecar.request_frame("mecha/extractInterventions", {"messages": big_transcript(20000)})
+    block_id, block = sidecar.request_frame("mecha/rulesPromptBlock", {})
+    sidecar.send_raw(slow + block)
+    assert "block" in sidecar.response(block_id, timeout=30)["result"]
+    # The slow reply was written first, so it is already here.
+    assert sidecar.response(slow_id, timeout=0.05)["result"]["interventions"] == []
+    # And with nothing queued, the block is still answered (the fast path).
+    assert sidecar.call("mecha/rulesPromptBlock", {})["block"] is None
