@@ -20,12 +20,15 @@ run reads with no lock at startup. That fixes the rules every write follows:
 
 from __future__ import annotations
 
+import errno
 import gc
 import logging
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+
+from .errors import InvalidStore
 
 log = logging.getLogger(__name__)
 
@@ -39,12 +42,41 @@ FILE_MODE = 0o600
 TMP_SUFFIX = ".tmp"
 
 
-def ensure_private_dir(path: Path) -> None:
+def refuse_links(root: Path, path: Path) -> Path:
+    """`path`, unless it or a directory between `root` and it is a symbolic
+    link: then `InvalidStore` naming the link.
+
+    The store writes only inside itself. A link planted in it — a rules
+    file, `proposals/`, the inbox — would turn a write into one outside it
+    (an append follows a link; a chmod does; a rename into a linked
+    directory lands in the target), so every writer checks first and
+    refuses, leaving the person to decide what the link was for. `root`
+    itself may be a link: where the store lives is the person's choice.
+    """
+    rel = path.relative_to(root)
+    if ".." in rel.parts:
+        raise InvalidStore(f"{path} is not inside the learning store {root}", path=str(path))
+    here = root
+    for part in rel.parts:
+        here = here / part
+        if os.path.islink(here):
+            raise InvalidStore(
+                f"{here} is a symbolic link; the learning store does not write through links "
+                "(replace it with a regular file or directory)",
+                path=str(here),
+            )
+    return path
+
+
+def ensure_private_dir(path: Path, *, root: Path | None = None) -> None:
     """Create `path` (and parents) if needed and make it owner-only.
 
     Parents the store did not ask for keep whatever mode the umask gives them;
-    only `path` itself is the store's to lock down.
+    only `path` itself is the store's to lock down. With `root`, a `path`
+    below it that is (or sits in) a symbolic link is refused, not chmod-ed.
     """
+    if root is not None:
+        refuse_links(root, path)
     path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
     try:
         if (os.stat(path).st_mode & 0o777) != DIR_MODE:
@@ -114,7 +146,17 @@ def append_lines(path: Path, lines: Sequence[bytes]) -> None:
             raise ValueError("a ledger record must be a single line")
     if not lines:
         return
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    try:
+        # O_APPEND follows a symbolic link; O_NOFOLLOW refuses one.
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, FILE_MODE)
+    except OSError as e:
+        if e.errno != errno.ELOOP:
+            raise
+        raise InvalidStore(
+            f"{path} is a symbolic link; the learning store does not append through links "
+            "(replace it with a regular file)",
+            path=str(path),
+        ) from None
     try:
         os.fchmod(fd, FILE_MODE)
         size = os.fstat(fd).st_size

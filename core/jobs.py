@@ -17,7 +17,7 @@ from typing import Literal
 
 import msgspec
 
-from ._files import write_atomic
+from ._files import refuse_links, write_atomic
 from .errors import InvalidInput, NotFound
 from .identity import now
 
@@ -69,7 +69,7 @@ _decoder = msgspec.json.Decoder(Job)
 
 
 def write_job(root: Path, job: Job) -> None:
-    write_atomic(job_path(root, job.id), _encoder.encode(job))
+    write_atomic(refuse_links(root, job_path(root, job.id)), _encoder.encode(job))
 
 
 def _pid_alive(pid: int) -> bool:

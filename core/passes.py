@@ -145,7 +145,7 @@ def enqueue(store: LearningStore, entry: InboxEntry) -> Path:
     from ._files import ensure_private_dir
 
     directory = inbox_dir(store)
-    ensure_private_dir(directory)
+    ensure_private_dir(directory, root=store.root)
     # Inbox entries are whole transcripts, third-party text included, and
     # transient: a pass's commit (`git add -A`) must never carry them into
     # the store's permanent history.
@@ -172,7 +172,11 @@ def _claim_owner(path: Path) -> int | None:
 def _claim_all(store: LearningStore) -> list[Path]:
     """Claim every unclaimed entry (and any whose claimant died). Caller holds
     the lock."""
-    directory = inbox_dir(store)
+    from ._files import refuse_links
+
+    # Claiming renames the inbox's entries and a finished entry is deleted:
+    # through a linked inbox, that would be done to files outside the store.
+    directory = refuse_links(store.root, inbox_dir(store))
     if not directory.is_dir():
         return []
     claimed = []

@@ -51,6 +51,11 @@ def accept_proposal(store: LearningStore, proposal_id: str) -> Proposal:
     with store.lock():
         p = store.proposal(proposal_id)
         _require_pending(p)
+        # Every file this accept writes is checked before any is: a link
+        # planted where one stands is refused with nothing changed.
+        store.refuse_links(
+            store.rules_path(p.domain, "learned"), store.root / "reflections.jsonl", store.proposal_path(p.id)
+        )
         live = store.learned_rules(p.domain)
         # Live rules equal to the proposal's own are an accept that a crash
         # cut short after writing them: finish it rather than call it stale.
@@ -81,6 +86,7 @@ def reject_proposal(store: LearningStore, proposal_id: str, reason: str | None =
     with store.lock():
         p = store.proposal(proposal_id)
         _require_pending(p)
+        store.refuse_links(store.root / "reflections.jsonl", store.proposal_path(p.id))
         store.mark_reflexions_processed(p.reflexion_ids, mint_run_id())
         p = msgspec.structs.replace(p, status=REJECTED, resolved_at=now(), reason=reason)
         store.write_proposal(p)

@@ -681,7 +681,7 @@ class LearningStore:
         # owner-only mode itself, not only through its subdirectories.
         _files.ensure_private_dir(store._root)
         for sub in (RULES_DIR, PROPOSALS_DIR, JOBS_DIR, LOGS_DIR):
-            _files.ensure_private_dir(store._root / sub)
+            _files.ensure_private_dir(store._root / sub, root=store._root)
         store._ensure_gitignore()
         if not (store._root / ".git").exists():
             store._git_init()
@@ -696,7 +696,7 @@ class LearningStore:
         return cls(path) if path.is_dir() else None
 
     def _ensure_gitignore(self) -> None:
-        path = self._root / GITIGNORE_FILE
+        path = _files.refuse_links(self._root, self._root / GITIGNORE_FILE)
         data = _files.read_bytes(path)
         present = set() if data is None else {line.strip() for line in data.decode("utf-8", "replace").splitlines()}
         missing = [entry.encode() for entry in GITIGNORE_ENTRIES if entry not in present]
@@ -724,6 +724,9 @@ class LearningStore:
             text=True,
             timeout=_GIT_TIMEOUT_S,
             check=False,
+            # What git creates (objects, the index, COMMIT_EDITMSG) is as
+            # private as the rest of the store, whatever the caller's umask.
+            umask=0o077,
         )
 
     def _git_init(self) -> None:
@@ -751,8 +754,13 @@ class LearningStore:
         # a NUL: a client's text (a reason) must not turn the commit of a
         # change already written into an exception.
         message = message.replace("\x00", "\\0")
-        if not (self._root / ".git").exists():
+        git_dir = self._root / ".git"
+        if not git_dir.exists():
             log.warning("the learning store is not a git repository; not committing %r", message)
+            return False
+        if git_dir.is_symlink() or not git_dir.is_dir():
+            # A link, or a `gitdir:` file, would put the commit somewhere else.
+            log.warning("%s is not the store's own directory; not committing %r", git_dir, message)
             return False
         self._clear_stale_git_lock()
         repo = ("--git-dir", str(self._root / ".git"), "--work-tree", str(self._root))
@@ -809,8 +817,17 @@ class LearningStore:
         """The writer lock if it is free now, else `None`."""
         return self._flock(blocking=False)
 
+    def refuse_links(self, *paths: Path) -> None:
+        """`InvalidStore` naming the first of `paths` that is, or sits in a
+        directory of the store that is, a symbolic link (see
+        `_files.refuse_links`): for a writer to check every file it will
+        touch before it changes any."""
+        for path in paths:
+            _files.refuse_links(self._root, path)
+
     def _flock(self, *, blocking: bool) -> StoreLock | None:
-        fd = os.open(self._root / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, _files.FILE_MODE)
+        path = _files.refuse_links(self._root, self._root / LOCK_FILE)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, _files.FILE_MODE)
         try:
             os.fchmod(fd, _files.FILE_MODE)
             fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -841,7 +858,7 @@ class LearningStore:
 
     def _append_records(self, name: str, records: Iterable[Any]) -> None:
         lines = [_ENCODER.encode(r) for r in records]
-        _files.append_lines(self._root / name, lines)
+        _files.append_lines(_files.refuse_links(self._root, self._root / name), lines)
 
     def _read_ids(self, name: str) -> set[str]:
         data = _files.read_bytes(self._root / name)
@@ -858,7 +875,7 @@ class LearningStore:
             or "\r" in record_id
         ):
             raise InvalidInput(f"invalid id {record_id!r}: an id is one non-empty line without surrounding spaces")
-        _files.append_lines(self._root / name, [record_id.encode("utf-8")])
+        _files.append_lines(_files.refuse_links(self._root, self._root / name), [record_id.encode("utf-8")])
 
     # ── reflections ──
 
@@ -922,6 +939,7 @@ class LearningStore:
         path = self._root / REFLECTIONS_FILE
         if not wanted:
             return 0
+        _files.refuse_links(self._root, path)
         for _attempt in range(5):
             try:
                 with open(path, "rb") as f:
@@ -1002,7 +1020,8 @@ class LearningStore:
         person's comments (`render_learned_toml`).
         """
         path = self.rules_path(domain, LEARNED_KIND)
-        _files.ensure_private_dir(path.parent)
+        _files.ensure_private_dir(path.parent, root=self._root)
+        _files.refuse_links(self._root, path)
         data = _files.read_bytes(path)
         existing: str | None = None
         if data is not None:
@@ -1066,6 +1085,10 @@ class LearningStore:
 
     # ── proposals ──
 
+    def proposal_path(self, proposal_id: str) -> Path:
+        """`proposals/<id>.json`, after `proposal_id` is checked to be an id."""
+        return self._proposal_path(proposal_id)
+
     def _proposal_path(self, proposal_id: str) -> Path:
         if not isinstance(proposal_id, str) or not _PROPOSAL_ID_RE.fullmatch(proposal_id):
             raise InvalidInput(
@@ -1080,7 +1103,8 @@ class LearningStore:
         rewrites the same file."""
         path = self._proposal_path(p.id)
         validate_domain(p.domain)
-        _files.ensure_private_dir(path.parent)
+        _files.ensure_private_dir(path.parent, root=self._root)
+        _files.refuse_links(self._root, path)
         _files.write_atomic(path, msgspec.json.format(_ENCODER.encode(p), indent=2) + b"\n")
 
     def proposals(self) -> list[Proposal]:
@@ -1098,9 +1122,16 @@ class LearningStore:
             if not entry.name.endswith(".json") or entry.name.startswith("."):
                 continue
             try:
-                out.append(decoder.decode(Path(entry.path).read_bytes()))
+                found = decoder.decode(Path(entry.path).read_bytes())
             except (OSError, msgspec.DecodeError) as e:
                 log.warning("skipping unreadable proposal %s: %s", entry.path, e)
+                continue
+            if not _PROPOSAL_ID_RE.fullmatch(found.id):
+                # Its id names its file when it is resolved: one that is not
+                # an id (`../x`) could never be, so it is not offered.
+                log.warning("skipping proposal %s: its id %r is not an id", entry.path, found.id)
+                continue
+            out.append(found)
         out.sort(key=lambda p: p.id)
         return out
 

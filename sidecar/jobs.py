@@ -42,7 +42,7 @@ def start_pass(
         log=log_rel,
     )
     jobs_mod.write_job(store.root, job)
-    ensure_private_dir(store.root / "logs")
+    ensure_private_dir(store.root / "logs", root=store.root)
     argv = [sys.executable, "-m", "mecha.sidecar", "pass", kind, "--job", job_id]
     if domain is not None:
         argv += ["--domain", domain]
@@ -50,7 +50,9 @@ def start_pass(
         argv += ["--min", str(minimum)]
     import os
 
-    log_fd = os.open(store.root / log_rel, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    log_fd = os.open(
+        store.root / log_rel, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600
+    )
     try:
         proc = subprocess.Popen(
             argv,

@@ -645,6 +645,8 @@ class _LspLoop:
                 target = msgspec.json.decode(msg.params or b"{}").get("id")
             except (msgspec.DecodeError, AttributeError):
                 return
+            if not isinstance(target, (int, str)) or isinstance(target, bool):
+                return  # no request has such an id (and pygls would choke on a list)
             if target in self.cancels:
                 self.cancels[target].set()
             self.to_pygls(body)

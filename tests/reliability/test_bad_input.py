@@ -520,6 +520,9 @@ def test_no_bad_input_leaves_a_traceback_or_a_dead_thread(endpoint: Sidecar) -> 
             frame(b'{"jsonrpc":"2.0","id":"d","method":"mecha/jobs","params":' + b"[" * 3000 + b"]" * 3000 + b"}"),
             frame(b'{"jsonrpc":"2.0","method":"mecha/rulesPromptBlock","params":{"domain":5}}'),
             frame(b'{"jsonrpc":"2.0","method":"$/cancelRequest","params":' + b"[" * 5000 + b"]" * 5000 + b"}"),
+            frame(b'{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":[1]}}'),
+            frame(b'{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":{"a":1}}}'),
+            frame(b'{"jsonrpc":"2.0","method":"$/cancelRequest","params":[1]}'),
             frame(b'{"jsonrpc":"2.0","id":"r","result":' + b"[" * 5000 + b"]" * 5000 + b"}"),
             _locate("last"),
         ]
@@ -589,3 +592,21 @@ def test_a_negative_probe_index_is_invalid_params_naming_at(tmp_path, at: int) -
     err = rpc_error_from(caught.value)
     assert err.code == codes.INVALID_PARAMS, err.message
     assert f"probe `at` = {at}" in err.message
+
+
+@pytest.mark.parametrize("which", sorted(ENDPOINTS))
+def test_initialize_with_wrong_types_is_refused_and_a_good_one_still_works(spawn_sidecar: SpawnSidecar, which: str) -> None:  # noqa: F811
+    s = spawn_sidecar(argv=ENDPOINTS[which], initialize=False)
+    for options, field in (
+        ({"learningDir": 5}, "learningDir"),
+        ({"harnessVoices": "not a list"}, "harnessVoices"),
+        ({"finalAnswerNudge": ["x"]}, "finalAnswerNudge"),
+        ({"model": "openai"}, "model"),
+    ):
+        err = s.error("initialize", {"processId": None, "capabilities": {}, "initializationOptions": options})
+        assert err["code"] == codes.INVALID_PARAMS, err
+        assert field in err["message"], err
+    err = s.error("initialize", {"capabilities": {}, "initializationOptions": [1]})
+    assert err["code"] == codes.INVALID_PARAMS, err
+    assert "capabilities" in s.initialize()
+    assert_served(s)
