@@ -277,6 +277,17 @@ class MechaLanguageServer(LanguageServer):
             if self.doc_kind(uri) is not None:
                 self.publish(uri)
 
+    def publish_sibling(self, uri: str) -> None:
+        """The domain's other rules file, if open, is checked against this
+        buffer (restating, the budget): recheck it when this one changes."""
+        kind = self.doc_kind(uri)
+        if kind is None:
+            return
+        other = "user" if kind[1] == "learned" else "learned"
+        sibling = from_fs_path(str(self.root() / "rules" / f"{kind[0]}.{other}.toml"))
+        if sibling and sibling != uri and sibling in self.workspace.text_documents:
+            self.publish(sibling)
+
     # ── watching the store ──
     def store_identity(self) -> Any:
         root = self.root()
@@ -373,10 +384,12 @@ def build_server() -> MechaLanguageServer:
     @ls.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: MechaLanguageServer, params: lsp.DidOpenTextDocumentParams) -> None:
         ls.publish(params.text_document.uri)
+        ls.publish_sibling(params.text_document.uri)
 
     @ls.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: MechaLanguageServer, params: lsp.DidChangeTextDocumentParams) -> None:
         ls.publish(params.text_document.uri)
+        ls.publish_sibling(params.text_document.uri)
 
     @ls.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: MechaLanguageServer, params: lsp.DidSaveTextDocumentParams) -> None:
@@ -385,6 +398,7 @@ def build_server() -> MechaLanguageServer:
     @ls.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: MechaLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
+        ls.publish_sibling(params.text_document.uri)  # now checked against the file on disk
 
     @ls.feature(lsp.TEXT_DOCUMENT_HOVER)
     def hover(ls: MechaLanguageServer, params: lsp.HoverParams) -> lsp.Hover | None:

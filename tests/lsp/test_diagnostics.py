@@ -314,6 +314,25 @@ async def test_a_sibling_saved_to_disk_rechecks_the_open_learned_file(client: Me
     assert [(d.code, span(d)) for d in diags] == [("restates-user-rule", (header, 0, last, len(lines[last])))]
 
 
+async def test_an_unsaved_sibling_edit_rechecks_the_other_open_file(client: MechaClient, store: Store) -> None:
+    """An open file is checked against its open sibling's buffer, so an edit
+    there (unsaved) rechecks it; closing the sibling unsaved goes back to disk."""
+    user = store.write("behavior", "user", '[[rules]]\ntext = "Answer in French"\n')
+    learned = store.learned("behavior", [rule("Answer in English", "r-1")])
+    luri, diags = await client.open(learned)
+    assert diags == []
+    uuri, _ = await client.open(user)
+
+    since = client.mark()
+    await client.change(uuri, '[[rules]]\ntext = "Answer in English"\n')
+    diags = await client.wait_diagnostics(luri, since=since, where=has_code("restates-user-rule"))
+    assert [d.code for d in diags] == ["restates-user-rule"]
+
+    since = client.mark()
+    client.text_document_did_close(lsp.DidCloseTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=uuri)))
+    assert await client.wait_diagnostics(luri, since=since, where=lambda d: not d) == []
+
+
 async def test_a_proposal_written_to_disk_publishes_without_an_edit(client: MechaClient, store: Store) -> None:
     learned = store.learned("behavior", [rule("Ask first", "r-1")])
     uri, diags = await client.open(learned)
