@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     if verb == "pass":
         from .passrun import run_pass
 
-        return run_pass(args.kind, args.job, args.domain, args.min)
+        return run_pass(args.kind, args.job, args.domain, args.min, args.learning_dir)
     if verb == "demo":
         from .demo import run_demo
 

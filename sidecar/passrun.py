@@ -30,11 +30,18 @@ def _provider():
     return require_provider(cfg), (cfg.model if cfg else None)
 
 
-def run_pass(kind: str, job_id: str, domain: str | None, minimum: int | None) -> int:
+def run_pass(
+    kind: str, job_id: str, domain: str | None, minimum: int | None, learning_dir: str | None = None
+) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     log = logging.getLogger("mecha.pass")
-    root = Path(os.environ.get("MECHA_LEARNING_DIR") or LearningStore.default_root())
-    store = LearningStore.open(root)
+    root = Path(learning_dir or os.environ.get("MECHA_LEARNING_DIR") or LearningStore.default_root())
+    try:
+        jobs_mod.validate_job_id(job_id)
+        store = LearningStore.open(root)
+    except Exception as exc:  # nothing to record the failure in: say it and stop
+        log.error("pass %s cannot start: %s", kind, exc)
+        return 1
     try:
         job = jobs_mod.read_job(root, job_id)
     except Exception:

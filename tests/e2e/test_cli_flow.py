@@ -209,3 +209,19 @@ def test_doctor_without_a_model_fails_and_shows_every_check(cli, server, store_d
     healthy = cli("doctor", model_url=server.url)
     assert healthy.returncode == 0, healthy.stdout
     assert re.search(r"^ok   model", healthy.stdout, re.M)
+
+
+def test_the_pass_verb_honours_learning_dir_and_refuses_a_bad_job_id(tmp_path: Path) -> None:
+    # A pass started by hand must act on the store it is pointed at, and an
+    # id that could climb out of jobs/ is refused before anything is written.
+    import subprocess
+    import sys
+
+    store = tmp_path / "elsewhere"
+    base = [sys.executable, "-m", "mecha.sidecar", "--learning-dir", str(store), "pass", "learn", "--domain", "behavior"]
+    bad = subprocess.run([*base, "--job", "../escape"], capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 1 and "invalid job id" in bad.stderr
+    assert not (tmp_path / "escape.json").exists()
+    ok = subprocess.run([*base, "--job", "j1"], capture_output=True, text=True, timeout=30)
+    assert ok.returncode == 0, ok.stderr
+    assert '"state":"done"' in (store / "jobs" / "j1.json").read_text()
