@@ -717,9 +717,10 @@ class _LspLoop:
 
     def after_command(self) -> None:
         # An accept/reject/learn changes the store: show it at once rather
-        # than at the next poll.
-        self.ls.on_store_changed()
+        # than at the next poll. The key first: a change landing while this
+        # runs must still differ from it at the next poll, or it is lost.
         self.ls.store_key = self.ls.store_identity()
+        self.ls.on_store_changed()
 
     def setup(self, params: InitializeParams) -> None:
         ctx = Context.from_options(params.initialization_options)
