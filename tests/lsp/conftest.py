@@ -15,15 +15,15 @@ test with what was seen, it never hangs the suite.
 
 from __future__ import annotations
 
+from tests.processes import wait_for_passes
+
 import asyncio
 import atexit
-import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
@@ -489,28 +489,11 @@ class Store:
         )
 
 
-def _wait_for_passes(root: Path, timeout: float = WAIT_S) -> None:
-    """A pass is detached (its own session): let any a test started finish
-    before its store is deleted."""
-    deadline = time.monotonic() + timeout
-    for path in (root / "jobs").glob("*.json"):
-        try:
-            pid = json.loads(path.read_bytes()).get("pid")
-        except (OSError, ValueError):
-            continue
-        while pid and time.monotonic() < deadline:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.05)
-
-
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Store]:
     s = Store(tmp_path / "learning")
     yield s
-    _wait_for_passes(s.root)
+    wait_for_passes(s.root)
 
 
 @pytest.fixture

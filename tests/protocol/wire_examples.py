@@ -15,6 +15,8 @@ by the placeholders a reader would expect (`~/.mecha/learning`,
 
 from __future__ import annotations
 
+from tests.processes import wait_for_passes
+
 import json
 import os
 import shutil
@@ -265,21 +267,6 @@ def _env(tmp: Path) -> dict[str, str]:
     return env
 
 
-def _wait_for_passes(root: Path, timeout: float = TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    for path in (root / "jobs").glob("*.json"):
-        try:
-            pid = json.loads(path.read_bytes()).get("pid")
-        except (OSError, ValueError):
-            continue
-        while pid and time.monotonic() < deadline:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.05)
-
-
 @dataclass
 class Capture:
     exchanges: list[Exchange]
@@ -304,7 +291,7 @@ def capture(tmp: Path) -> Capture:
             _drive(rec, root, server.url)
         finally:
             code = rec.finish()
-            _wait_for_passes(root)
+            wait_for_passes(root)
         return Capture(rec.exchanges, code, root, server.url)
 
 

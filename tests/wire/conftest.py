@@ -4,9 +4,8 @@ model and no store of its own."""
 
 from __future__ import annotations
 
-import json
-import os
-import time
+from tests.processes import wait_for_passes
+
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,24 +13,6 @@ from typing import Any
 import pytest
 
 from .client import SIDECAR_ARGV, Sidecar, SpawnSidecar, clean_env
-
-
-def _wait_for_passes(learning_dir: Path, timeout: float = 10.0) -> None:
-    """Let any background pass a test started finish before its store is
-    deleted: a pass is detached (its own session), so killing the sidecar
-    does not end it, and it must not be left writing into a removed dir."""
-    deadline = time.monotonic() + timeout
-    for path in (learning_dir / "jobs").glob("*.json"):
-        try:
-            pid = json.loads(path.read_bytes()).get("pid")
-        except (OSError, ValueError):
-            continue
-        while pid and time.monotonic() < deadline:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.05)
 
 
 @pytest.fixture
@@ -60,7 +41,7 @@ def spawn_sidecar(tmp_path: Path) -> Iterator[SpawnSidecar]:
     yield spawn
     for client in started:
         client.close()
-    _wait_for_passes(tmp_path / "learning")
+    wait_for_passes(tmp_path / "learning")
 
 
 @pytest.fixture

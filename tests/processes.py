@@ -1,0 +1,26 @@
+"""Helpers for tests that start real sidecar processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+
+def wait_for_passes(learning_dir: Path, timeout: float = 10.0) -> None:
+    """Let any background pass a test started finish before its store is
+    deleted: a pass is detached (its own session), so killing the sidecar
+    does not end it, and it must not be left writing into a removed dir."""
+    deadline = time.monotonic() + timeout
+    for path in (learning_dir / "jobs").glob("*.json"):
+        try:
+            pid = json.loads(path.read_bytes()).get("pid")
+        except (OSError, ValueError):
+            continue
+        while pid and time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
