@@ -21,10 +21,9 @@ from typing import Annotated
 
 import msgspec
 
-from .errors import UnusableReply
-from .provider import CompletionRequest, Provider, StopReason
+from .provider import CompletionRequest, Provider
 from .reflection import Reflexion
-from .replies import extract_json, reply_fault
+from .replies import extract_json, refuse_unusable
 from .rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule
 
 log = logging.getLogger(__name__)
@@ -208,9 +207,8 @@ class Learner:
         )
         response = await self.provider.complete(request)
         rules = parse_learner_reply(response.text)
-        fault = reply_fault(response) if strict else None
-        if fault is not None and (rules is None or response.stop_reason is StopReason.REFUSAL):
-            raise UnusableReply(f"learner: {fault}; the reflections stay in the pool")
+        if strict:
+            refuse_unusable(response, rules is not None, "learner", "; the reflections stay in the pool")
         if rules is None:
             log.warning("learner returned no usable rule set (stop: %s)", response.stop_reason.value)
         return rules

@@ -22,11 +22,10 @@ from enum import Enum
 
 import msgspec
 
-from .errors import UnusableReply
 from .identity import mint_reflexion_id, now
 from .mining import Intervention, Trigger
-from .provider import CompletionRequest, Provider, StopReason
-from .replies import extract_json, reply_fault
+from .provider import CompletionRequest, Provider
+from .replies import extract_json, refuse_unusable
 from .transcript import Taint
 
 log = logging.getLogger(__name__)
@@ -244,9 +243,8 @@ class Reflector:
         )
         response = await self.provider.complete(request)
         reply = parse_reflector_reply(response.text)
-        fault = reply_fault(response) if strict else None
-        if fault is not None and (reply is None or response.stop_reason is StopReason.REFUSAL):
-            raise UnusableReply(f"reflector: {fault}")
+        if strict:
+            refuse_unusable(response, reply is not None, "reflector")
         if reply is None:
             log.warning("reflector reply had no usable JSON (stop: %s)", response.stop_reason.value)
             return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
+from .errors import UnusableReply
 from .provider import CompletionResponse, StopReason
 
 
@@ -72,3 +73,13 @@ def reply_fault(response: CompletionResponse) -> str | None:
     if not response.text.strip():
         return "the model sent an empty reply"
     return None
+
+
+def refuse_unusable(response: CompletionResponse, parsed: bool, who: str, consequence: str = "") -> None:
+    """Raise `UnusableReply` when a reply is the model failing rather than
+    answering: a refusal (even one that happens to hold JSON), or a faulty
+    reply (`reply_fault`) that did not parse. A complete reply that merely
+    did not parse is left to the caller's lenient path."""
+    fault = reply_fault(response)
+    if fault is not None and (not parsed or response.stop_reason is StopReason.REFUSAL):
+        raise UnusableReply(f"{who}: {fault}{consequence}")
