@@ -221,6 +221,27 @@ class JobFinishedParams(msgspec.Struct):
     job: Job
 
 
+class ProposalsChangedParams(msgspec.Struct):
+    """`mecha/proposalsChanged`, sent by the editor endpoint when the set of
+    pending proposals changes (see `editors/README.md`)."""
+
+    pending: int
+    by_domain: dict[str, int]
+
+
+class ShowProposalDiffResult(msgspec.Struct):
+    """The `mecha.showProposalDiff` command's result: the diff, and the URI
+    clients show it under (the `mecha-proposal:` scheme is the client's)."""
+
+    uri: str
+    id: str
+    diff: str
+
+
+def proposal_diff_uri(proposal_id: str) -> str:
+    return f"mecha-proposal:/{proposal_id}.diff"
+
+
 # ─── the table ──────────────────────────────────────────────────────────────
 
 

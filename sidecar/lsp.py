@@ -94,7 +94,7 @@ def _cmd_reject(ctx: Context, args: list[Any]) -> Any:
 def _cmd_diff(ctx: Context, args: list[Any]) -> Any:
     shown = call(ctx, "mecha/proposal", {"id": _arg(args, 0, "id")})
     pid = shown["proposal"]["id"]
-    return {"uri": f"mecha-proposal:/{pid}.diff", "id": pid, "diff": shown["diff"]}
+    return m.ShowProposalDiffResult(uri=m.proposal_diff_uri(pid), id=pid, diff=shown["diff"])
 
 
 def _cmd_list(ctx: Context, args: list[Any]) -> Any:
@@ -322,7 +322,10 @@ class MechaLanguageServer(LanguageServer):
             for p in store.proposals() if store else []:
                 if getattr(p.status, "value", p.status) == "pending":
                     by_domain[p.domain] = by_domain.get(p.domain, 0) + 1
-            self.protocol.notify("mecha/proposalsChanged", {"pending": len(pending), "by_domain": by_domain})
+            self.protocol.notify(
+                "mecha/proposalsChanged",
+                m.to_builtins(m.ProposalsChangedParams(pending=len(pending), by_domain=by_domain)),
+            )
         self.refresh_lenses()
 
     def refresh_lenses(self) -> None:
@@ -465,7 +468,7 @@ def _pygls_command(ls: MechaLanguageServer, name: str) -> Callable[..., Any]:
     def run(*args: Any) -> Any:
         assert ls.ctx is not None
         try:
-            return COMMANDS[name](ls.ctx, [a for a in args if not isinstance(a, LanguageServer)])
+            return m.to_builtins(COMMANDS[name](ls.ctx, [a for a in args if not isinstance(a, LanguageServer)]))
         except Exception as exc:
             err = rpc_error_from(exc)
             raise JsonRpcException(code=err.code, message=err.message, data=err.data) from None
