@@ -23,18 +23,49 @@ import msgspec
 
 from .provider import CompletionRequest, Provider
 from .reflection import Reflexion
-from .replies import extract_json, refuse_unusable
+from .errors import UnusableReply
+from .replies import ReplyContract, no_lesson_reason, refuse_unusable
 from .rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule
 
 log = logging.getLogger(__name__)
 
-#: The reply contract both frames state, and `parse_learner_reply` reads.
-LEARNER_REPLY_SHAPE = (
-    'Answer with a single JSON object and nothing else:\n'
-    '{"rules": [{"rule": "<directive>", "confidence": <0.0 to 1.0>, '
-    '"based_on_count": <how many reflections support it>}]}\n'
-    "An empty list is a valid answer when no reflection deserves a rule yet."
+#: A support count as the harness reads it back (an unsigned 32-bit number in
+#: proposals and rules files). A reply outside that range is unusable as a
+#: whole, as it is for the harness's own parser — written through, it would
+#: make a file the harness cannot load.
+_SupportCount = Annotated[int, msgspec.Meta(ge=0, le=2**32 - 1)]
+_Confidence = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+
+
+class ReplyRule(msgspec.Struct):
+    """One rule of the learner's rewritten set."""
+
+    rule: Annotated[str, msgspec.Meta(description="the rule: one reusable directive, a sentence or two")]
+    confidence: Annotated[
+        _Confidence | None, msgspec.Meta(description="how well the reflections support it, from 0 to 1")
+    ] = None
+    based_on_count: Annotated[
+        _SupportCount | None, msgspec.Meta(description="how many of the reflections support it")
+    ] = None
+
+
+class RulesReply(msgspec.Struct):
+    """The learner's reply: the whole learned rule set, rewritten."""
+
+    rules: Annotated[
+        list[ReplyRule],
+        msgspec.Meta(description="every learned rule the set should hold from now on, the kept ones included"),
+    ] = msgspec.field(default_factory=list)
+
+
+#: The reply contract both frames state (generated from `RulesReply`), the
+#: schema each learner request carries, and what `parse_learner_reply` reads.
+LEARNER_CONTRACT = ReplyContract(
+    "learned_rules",
+    RulesReply,
+    summary="An empty list is a valid answer when no reflection deserves a rule yet.",
 )
+LEARNER_REPLY_SHAPE = LEARNER_CONTRACT.describe()
 
 _SHARED_DUTIES = (
     "The person's own rules are shown for context only and are IMMUTABLE: never copy, "
@@ -84,23 +115,6 @@ def learner_frames(domain: str) -> str:
     return WRITING_LEARNER_SYSTEM if domain == "writing" else LEARNER_SYSTEM
 
 
-#: A support count as the harness reads it back (an unsigned 32-bit number in
-#: proposals and rules files). A reply outside that range is unusable as a
-#: whole, as it is for the harness's own parser — written through, it would
-#: make a file the harness cannot load.
-_SupportCount = Annotated[int, msgspec.Meta(ge=0, le=2**32 - 1)]
-
-
-class _ReplyRule(msgspec.Struct):
-    rule: str
-    confidence: float | None = None
-    based_on_count: _SupportCount | None = None
-
-
-class _Reply(msgspec.Struct):
-    rules: list[_ReplyRule] = msgspec.field(default_factory=list)
-
-
 def parse_learner_reply(text: str) -> list[Rule] | None:
     """The learner's rule set, found through any surrounding prose.
 
@@ -108,12 +122,8 @@ def parse_learner_reply(text: str) -> list[Rule] | None:
     reply was unusable. Blank rules are dropped; every parsed rule is enabled
     and carries no identity yet (`finalize_rules` gives it one).
     """
-    raw = extract_json(text)
-    if raw is None:
-        return None
-    try:
-        reply = msgspec.json.decode(raw, type=_Reply)
-    except msgspec.ValidationError:
+    reply = LEARNER_CONTRACT.decode(text)
+    if reply is None:
         return None
     return [
         Rule(text=r.rule.strip(), confidence=r.confidence, based_on_count=r.based_on_count)
@@ -204,11 +214,34 @@ class Learner:
             user=learner_user_prompt(domain, user_rules, learned_rules, usable),
             max_tokens=self.MAX_TOKENS,
             model=self.model,
+            reply_schema=LEARNER_CONTRACT.reply_schema(),
         )
         response = await self.provider.complete(request)
         rules = parse_learner_reply(response.text)
+        why = unusable_rule_set(rules)
         if strict:
             refuse_unusable(response, rules is not None, "learner", "; the reflections stay in the pool")
-        if rules is None:
-            log.warning("learner returned no usable rule set (stop: %s)", response.stop_reason.value)
+            if why is not None:
+                raise UnusableReply(
+                    f"learner: {why} (finish: {response.stop_reason.value}); the reflections stay in the pool",
+                    reply=response.text,
+                )
+        if why is not None:
+            log.warning("learner returned no usable rule set: %s (stop: %s)", why, response.stop_reason.value)
+            return None
         return rules
+
+
+def unusable_rule_set(rules: Sequence[Rule] | None) -> str | None:
+    """Why a parsed rule set is no answer, or `None` when it is one. Any rule
+    that is markup or the template's own words (`replies.no_lesson_reason`)
+    spoils the whole set: a set with a slot in it was never written as a
+    set, and dropping the bad rule alone would propose deleting whatever
+    rule the model meant to keep there."""
+    if rules is None:
+        return "the reply held no JSON object that meets the reply contract"
+    for r in rules:
+        why = no_lesson_reason(r.text, LEARNER_CONTRACT.placeholders())
+        if why is not None:
+            return f"rule {r.text[:60]!r}: {why.replace('the lesson', 'the rule')}"
+    return None

@@ -56,10 +56,26 @@ class InvalidInput(LearningError):
 
 class ModelFailure(LearningError):
     """The model answered, but not usably (refusal, unparseable twice,
-    truncated) or not at all (timeouts, exhausted retries)."""
+    truncated) or not at all (timeouts, exhausted retries).
+
+    `status` is the HTTP status the server answered the last attempt with,
+    when it answered with an error status at all: what tells a request the
+    server turned down (a 400: it will never take it) from a server that was
+    not there (no status)."""
+
+    def __init__(self, message: str, *, status: int | None = None):
+        super().__init__(message)
+        self.status = status
 
 
 class UnusableReply(ModelFailure):
     """The model answered, but with no answer: it refused, hit its token
-    limit first, or sent nothing. Specific to what it was asked, so a pass
-    sets that one piece of work aside, keeps it, and goes on with the rest."""
+    limit first, sent nothing, wrote no JSON that meets the reply contract,
+    or offered markup or the template's own words as its lesson. Specific to
+    what it was asked, so a pass leaves that one piece of work pending,
+    keeps it, and goes on with the rest. `reply` is what the model wrote
+    (for the pass log, never for the store's history)."""
+
+    def __init__(self, message: str, *, reply: str | None = None):
+        super().__init__(message)
+        self.reply = reply

@@ -7,10 +7,14 @@ envelope and strict about the object.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+from typing import Any
+
 import msgspec
 
 from .errors import UnusableReply
-from .provider import CompletionResponse, StopReason
+from .provider import CompletionResponse, ReplySchema, StopReason
 
 
 def extract_json(text: str) -> str | None:
@@ -83,3 +87,177 @@ def refuse_unusable(response: CompletionResponse, parsed: bool, who: str, conseq
     fault = reply_fault(response)
     if fault is not None and (not parsed or response.stop_reason is StopReason.REFUSAL):
         raise UnusableReply(f"{who}: {fault}{consequence}")
+
+
+# ─── The reply contract ─────────────────────────────────────────────────────
+#
+# A pass states its reply shape three times: in the prompt (so the model knows
+# what to write), as a JSON Schema (so a server that constrains decoding can
+# hold the model to it) and in the parser (so what comes back is read the same
+# way). Written three times by hand, they drift; so all three come from one
+# msgspec Struct. The first time this loop met a small local model, the
+# prompt's hand-written template was echoed back as the lesson
+# ("<the directive, one to three sentences>") and no reply parsed: 0 of 8
+# unconstrained, 8 of 8 once the same prompts carried the schema.
+
+
+class ReplyContract:
+    """One pass's reply shape, from one msgspec Struct: the schema a server
+    is asked to hold the model to (`schema()`), the paragraph the prompt
+    states it with (`describe()`), and the decoder (`decode()`)."""
+
+    def __init__(self, name: str, struct: type, *, summary: str):
+        self.name = name
+        self.struct = struct
+        self.summary = summary
+        self._schema: dict[str, Any] | None = None
+
+    def schema(self) -> dict[str, Any]:
+        """The Struct's JSON Schema, made self-contained and strict: every
+        `$ref` inlined (some servers' grammar compilers read no `$defs`),
+        every property required and no others allowed — the form OpenAI's
+        `strict: true` demands, and the tightest a decoder can be held to.
+        The parser stays the Struct, which also accepts a reply that leaves
+        out an optional field: any reply that meets the schema decodes."""
+        if self._schema is None:
+            raw = msgspec.json.schema(self.struct)
+            self._schema = strict_schema(raw, raw.get("$defs", {}))
+        return self._schema
+
+    def reply_schema(self) -> ReplySchema:
+        """What a request carries so the server can constrain the reply."""
+        return ReplySchema(name=self.name, description=self.summary, schema=self.schema())
+
+    def describe(self) -> str:
+        """The reply paragraph of the prompt, generated from the schema:
+        field names, types and descriptions, with no fill-in-the-blank
+        template a small model could copy back as its answer."""
+        schema = self.schema()
+        lines = [f"Reply with one JSON object and nothing else. {self.summary} Its fields:"]
+        lines += _describe_properties(schema, indent="")
+        return "\n".join(lines)
+
+    def decode(self, text: str) -> Any | None:
+        """The reply as the Struct, found through any prose around it; `None`
+        when no JSON object in it matches the contract."""
+        raw = extract_json(text)
+        if raw is None:
+            return None
+        try:
+            return msgspec.json.decode(raw, type=self.struct)
+        except msgspec.ValidationError:
+            return None
+
+    def placeholders(self) -> tuple[str, ...]:
+        """The texts the contract itself contributes to a prompt (field
+        descriptions), which a reply must never offer back as its content."""
+        found: list[str] = []
+
+        def walk(node: Any) -> None:
+            if isinstance(node, dict):
+                if isinstance(node.get("description"), str):
+                    found.append(node["description"])
+                for value in node.values():
+                    walk(value)
+            elif isinstance(node, list):
+                for value in node:
+                    walk(value)
+
+        walk(self.schema())
+        return tuple(found)
+
+
+def strict_schema(node: Any, defs: dict[str, Any]) -> Any:
+    """`node` with local `$ref`s inlined, `title`s dropped and every object
+    closed: all properties required, `additionalProperties: false`."""
+    if isinstance(node, list):
+        return [strict_schema(item, defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        name = node["$ref"].rsplit("/", 1)[-1]
+        return strict_schema(defs[name], defs)
+    # `default` goes too: under `strict` every field is written, and OpenAI's
+    # strict mode refuses keywords it does not support.
+    out = {k: strict_schema(v, defs) for k, v in node.items() if k not in ("$defs", "title", "default")}
+    if out.get("type") == "object" and "properties" in out:
+        out["required"] = list(out["properties"])
+        out["additionalProperties"] = False
+    return out
+
+
+def _describe_properties(schema: dict[str, Any], indent: str) -> list[str]:
+    lines = []
+    for name, prop in schema.get("properties", {}).items():
+        lines.append(f'{indent}- "{name}" ({_type_words(prop)}): {prop.get("description", "")}'.rstrip(": "))
+        item = prop.get("items") if prop.get("type") == "array" else None
+        if isinstance(item, dict) and item.get("type") == "object":
+            lines += _describe_properties(item, indent + "  ")
+    return lines
+
+
+def _type_words(prop: dict[str, Any]) -> str:
+    if "anyOf" in prop:
+        return " or ".join(_type_words(p) for p in prop["anyOf"])
+    if "enum" in prop:
+        return "one of " + ", ".join(msgspec.json.encode(v).decode() for v in prop["enum"])
+    kind = prop.get("type")
+    if kind == "array":
+        return "a list of objects" if prop.get("items", {}).get("type") == "object" else "a list"
+    if kind == "number" and "minimum" in prop and "maximum" in prop:
+        return f"a number from {prop['minimum']:g} to {prop['maximum']:g}"
+    if kind == "integer" and "minimum" in prop:
+        return f"a whole number, at least {prop['minimum']}"
+    return {"string": "text", "boolean": "true or false", "null": "null", "number": "a number", "integer": "a whole number"}.get(
+        str(kind), str(kind)
+    )
+
+
+# ─── Is it a lesson at all? ─────────────────────────────────────────────────
+
+#: A tag: what a small model writes when it has lost the thread and imitates
+#: the markup around the material (`<pre><rem>…</rem></pre>`).
+_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
+#: A fill-in-the-blank slot: `<the directive, one to three sentences>` —
+#: words with spaces between angle brackets, which no tag has.
+_SLOT = re.compile(r"<[A-Za-z][^<>=\"'\n]{0,80}\s[^<>=\"'\n]{0,80}>")
+
+
+def no_lesson_reason(text: str, placeholders: Sequence[str] = ()) -> str | None:
+    """Why `text`, offered as a lesson or a rule, is not one — or `None`
+    when it reads as one.
+
+    A reply can meet the schema and still say nothing: empty text, markup
+    (tags a model copied from the material's framing), a template slot
+    (`<the directive>`), or one of the contract's own field descriptions
+    echoed back. Each such reply, read as a lesson, would be learned as
+    noise; read as "no lesson", would lose the person's intervention. It is
+    neither: the caller treats it as an unusable answer and asks again
+    later.
+    """
+    stripped = text.strip()
+    if not stripped:
+        return "the lesson is empty"
+    if not any(c.isalpha() for c in stripped):
+        return "the lesson has no words in it"
+    folded = " ".join(stripped.lower().split())
+    for p in placeholders:
+        q = " ".join(p.lower().split())
+        bare = folded.rstrip(".")
+        if q and (folded == q or (len(q) >= 16 and q in folded) or (len(bare) >= 16 and bare in q)):
+            return "the lesson is the reply template's own description echoed back"
+    if _SLOT.search(stripped):
+        return "the lesson is a template placeholder, not a sentence"
+    if _mostly_markup(stripped):
+        return "the lesson is markup, not a sentence"
+    return None
+
+
+def _mostly_markup(text: str) -> bool:
+    """Markup rather than a sentence that mentions a tag: the text opens
+    with a tag, or tags take up a third of it. ("Wrap key names in <kbd>"
+    is a lesson; `<pre><rem>…</rem></pre>` is not.)"""
+    tags = _TAG.findall(text)
+    if not tags:
+        return False
+    return bool(_TAG.match(text)) or sum(map(len, tags)) * 3 >= len(text)

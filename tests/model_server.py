@@ -194,6 +194,17 @@ def _completion_json(dialect: Dialect, action: Reply | Refusal, request: Any) ->
             return _openai(model, message, finish)
         stop = _TO_ANTHROPIC.get(action.stop or "end_turn", action.stop or "end_turn")
         blocks = [] if action.text is None else [{"type": "text", "text": action.text}]
+        forced = _forced_tool(request)
+        if forced is not None and action.text is not None and stop == "end_turn":
+            # A forced tool call is answered as the API does: the JSON object
+            # the reply holds becomes the tool's input.
+            try:
+                found = json.loads(action.text[action.text.index("{") : action.text.rindex("}") + 1])
+            except ValueError:
+                found = None
+            if isinstance(found, dict):
+                blocks = [{"type": "tool_use", "id": "toolu_scripted", "name": forced, "input": found}]
+                stop = "tool_use"
         return _anthropic(model, blocks, stop)
     model = asked or "scripted-model"
     if dialect == "openai":
@@ -203,6 +214,28 @@ def _completion_json(dialect: Dialect, action: Reply | Refusal, request: Any) ->
     if action.category:
         body["stop_details"] = {"type": "refusal", "category": action.category}
     return body
+
+
+def _forced_tool(request: Any) -> str | None:
+    """The tool an Anthropic request forces with `tool_choice`, if any."""
+    choice = request.get("tool_choice") if isinstance(request, dict) else None
+    if isinstance(choice, dict) and choice.get("type") == "tool" and isinstance(choice.get("name"), str):
+        return choice["name"]
+    return None
+
+
+def structured_mode(request: Any, dialect: Dialect) -> str:
+    """How a request asked for its reply to be constrained: the
+    `response_format` type (`json_schema`, `json_object`), `tool` for a forced
+    Anthropic tool, `off` for none."""
+    if not isinstance(request, dict):
+        return "off"
+    if dialect == "anthropic":
+        return "tool" if _forced_tool(request) else "off"
+    fmt = request.get("response_format")
+    if isinstance(fmt, dict) and isinstance(fmt.get("type"), str):
+        return fmt["type"]
+    return "off"
 
 
 def _openai(model: str, message: dict[str, Any], finish: str) -> dict[str, Any]:
@@ -260,7 +293,16 @@ class _Handler(BaseHTTPRequestHandler):
         if dialect is None:
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
-        action = self.server.owner._next_action(record.body, dialect)
+        owner = self.server.owner
+        mode = structured_mode(record.body, dialect)
+        if mode in owner.rejects:
+            # As llama-cpp-python's server answers a `json_schema` request:
+            # an error, every time, and no script step consumed.
+            self._send_json(owner.reject_status, {"error": {"message": f"unsupported response format: {mode}"}})
+            return
+        if owner.latency_s and owner._closing.wait(owner.latency_s):
+            return
+        action = owner._next_action(record.body, dialect)
         self._perform(action, record.body, dialect, record.headers)
 
     def _record(self, raw: bytes, dialect: Dialect | None = None) -> RecordedRequest:
@@ -339,10 +381,24 @@ class ModelServer:
             assert len(server.requests) == 2
     """
 
-    def __init__(self, *, port: int = 0, responder: Responder | None = None, models: tuple[str, ...] = ("scripted-model",)):
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        responder: Responder | None = None,
+        models: tuple[str, ...] = ("scripted-model",),
+        rejects: frozenset[str] = frozenset(),
+        reject_status: int = 500,
+        latency_s: float = 0.0,
+    ):
         self._port = port
         self.responder = responder
         self.models = models
+        #: Structured modes (`structured_mode`) answered with `reject_status`.
+        self.rejects = rejects
+        self.reject_status = reject_status
+        #: Every completion waits this long first, like a model computing.
+        self.latency_s = latency_s
         self._script: list[Action] = []
         self._records: list[RecordedRequest] = []
         self._lock = threading.Lock()
@@ -542,7 +598,8 @@ def lessons_responder(request: Any, dialect: Dialect) -> Action:
         answer = {
             "skip": False,
             "reflexion": lesson_for(_intervention_text(user), edit=edit),
-            "error_type": "overreach",
+            # In both frames' lists, so the reply meets either contract.
+            "error_type": "other",
             "confidence": 0.8,
         }
         return reply(json.dumps(answer))
@@ -591,12 +648,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed on the first line)")
     parser.add_argument("--responder", choices=sorted(RESPONDERS), default="lessons")
     parser.add_argument("--record", type=Path, help="append one JSON line per request here")
+    parser.add_argument("--reject", action="append", default=[], metavar="MODE",
+                        help="answer requests constrained this way (json_schema, json_object, tool) with HTTP 500")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds every completion waits first")
     args = parser.parse_args(argv)
 
     stopped = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stopped.set())
-    with ModelServer(port=args.port, responder=RESPONDERS[args.responder]) as server:
+    server_args = {"rejects": frozenset(args.reject), "latency_s": args.latency}
+    with ModelServer(port=args.port, responder=RESPONDERS[args.responder], **server_args) as server:
         with _recording_to(server, args.record):
             print(f"listening on {server.url}", flush=True)
             while not stopped.wait(0.2):

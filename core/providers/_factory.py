@@ -14,31 +14,33 @@ from ..errors import NoModel
 from .config import NO_MODEL_HELP, ModelConfig
 
 if TYPE_CHECKING:
+    from .structured import ModeMemory
     from .anthropic import AnthropicProvider
     from .openai import OpenAIProvider
 
 
 def provider_from_config(
-    cfg: ModelConfig, *, env: Mapping[str, str] | None = None
+    cfg: ModelConfig, *, env: Mapping[str, str] | None = None, memory: ModeMemory | None = None
 ) -> OpenAIProvider | AnthropicProvider:
     """The provider for `cfg.api`. `env` is where the key variable is read
-    (default: the process environment)."""
+    (default: the process environment); `memory` remembers which structured
+    mode the server accepted (none: probe on every call)."""
     if cfg.api == "anthropic":
         from .anthropic import AnthropicProvider
 
-        return AnthropicProvider(cfg, env=env)
+        return AnthropicProvider(cfg, env=env, memory=memory)
     if cfg.api == "openai":
         from .openai import OpenAIProvider
 
-        return OpenAIProvider(cfg, env=env)
+        return OpenAIProvider(cfg, env=env, memory=memory)
     # `ModelConfig` is validated on the way in; a hand-built one may not be.
     raise ValueError(f"unknown model api {cfg.api!r} (model configuration from {cfg.source})")
 
 
 def require_provider(
-    cfg: ModelConfig | None, *, env: Mapping[str, str] | None = None
+    cfg: ModelConfig | None, *, env: Mapping[str, str] | None = None, memory: ModeMemory | None = None
 ) -> OpenAIProvider | AnthropicProvider:
     """The provider a pass needs, or `NoModel` with instructions to configure one."""
     if cfg is None:
         raise NoModel(NO_MODEL_HELP)
-    return provider_from_config(cfg, env=env)
+    return provider_from_config(cfg, env=env, memory=memory)

@@ -174,11 +174,12 @@ class _Attempt(Exception):
     """One failed attempt, already described safely; `retry_after` from the
     server if it sent one."""
 
-    def __init__(self, detail: str, *, retryable: bool, retry_after: float | None = None):
+    def __init__(self, detail: str, *, retryable: bool, retry_after: float | None = None, status: int | None = None):
         super().__init__(detail)
         self.detail = detail
         self.retryable = retryable
         self.retry_after = retry_after
+        self.status = status
 
 
 async def post_json(
@@ -205,11 +206,13 @@ async def post_json(
                 where = f"{label} at {shown_url}"
                 if not failure.retryable:
                     raise ModelFailure(
-                        f"{where}: {failure.detail} (attempt {attempt} of {total}, not retried)"
+                        f"{where}: {failure.detail} (attempt {attempt} of {total}, not retried)",
+                        status=failure.status,
                     ) from None
                 if attempt == total:
                     raise ModelFailure(
-                        f"{where}: {failure.detail} (attempt {attempt} of {total}; giving up)"
+                        f"{where}: {failure.detail} (attempt {attempt} of {total}; giving up)",
+                        status=failure.status,
                     ) from None
                 delay = retry_delay(attempt, failure.retry_after, cfg, rand())
                 log.warning(
@@ -250,6 +253,7 @@ async def _attempt(
             f"HTTP {status}: {excerpt(text) or '(empty body)'}{hint}",
             retryable=retryable_status(status),
             retry_after=parse_retry_after(response.headers.get("retry-after")),
+            status=status,
         )
     try:
         return msgspec.json.decode(response.content)

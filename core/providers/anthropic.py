@@ -18,6 +18,7 @@ from ..errors import ModelFailure
 from ..provider import CompletionRequest, CompletionResponse, StopReason
 from ._http import api_key, api_url, post_json
 from .config import ModelConfig
+from .structured import Mode, ModeMemory, anthropic_tool_fields, complete_structured
 
 #: The Messages API version this reader was written against.
 ANTHROPIC_VERSION = "2023-06-01"
@@ -43,16 +44,19 @@ def anthropic_headers(key: str | None) -> dict[str, str]:
     return headers
 
 
-def messages_body(request: CompletionRequest, cfg: ModelConfig) -> dict[str, Any]:
-    return {
+def messages_body(request: CompletionRequest, cfg: ModelConfig, mode: Mode = "off") -> dict[str, Any]:
+    body: dict[str, Any] = {
         "model": request.model or cfg.model,
         "system": request.system,
         "messages": [{"role": "user", "content": request.user}],
         "max_tokens": request.max_tokens,
     }
+    if request.reply_schema is not None:
+        body.update(anthropic_tool_fields(mode, request.reply_schema))
+    return body
 
 
-def parse_messages_response(data: Any) -> CompletionResponse:
+def parse_messages_response(data: Any, tool: str | None = None) -> CompletionResponse:
     """A Messages API body → `CompletionResponse`; `ModelFailure` naming the
     expected field that is missing."""
     if not isinstance(data, dict):
@@ -67,6 +71,19 @@ def parse_messages_response(data: Any) -> CompletionResponse:
     )
     reason = data.get("stop_reason")
     stop = STOP_REASONS.get(reason, StopReason.OTHER) if isinstance(reason, str) else StopReason.OTHER
+    if tool is not None:
+        # A forced tool call: its input *is* the answer, and `tool_use` is
+        # how such a reply ends when it is complete.
+        forced = [
+            b for b in content
+            if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") == tool and isinstance(b.get("input"), dict)
+        ]
+        if forced:
+            import msgspec
+
+            text = msgspec.json.encode(forced[0]["input"]).decode()
+            if reason == "tool_use":
+                stop = StopReason.END_TURN
     category = None
     if stop is StopReason.REFUSAL:
         details = data.get("stop_details")
@@ -87,18 +104,25 @@ class AnthropicProvider:
 
     label = "Anthropic Messages API"
 
-    def __init__(self, cfg: ModelConfig, *, env: Mapping[str, str] | None = None):
+    def __init__(self, cfg: ModelConfig, *, env: Mapping[str, str] | None = None, memory: ModeMemory | None = None):
         self.cfg = cfg
         self._env = os.environ if env is None else env
+        self.memory = memory
 
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
+        """One completion; a reply schema is asked for as a forced tool
+        call when the server takes one (`structured.complete_structured`)."""
+        return await complete_structured(self.cfg, self.memory, request, self._send)
+
+    async def _send(self, request: CompletionRequest, mode: Mode) -> CompletionResponse:
         key = api_key(self.cfg, self._env)
         data = await post_json(
             self.cfg,
             api_url(self.cfg.base_url, "/messages"),
             anthropic_headers(key),
-            messages_body(request, self.cfg),
+            messages_body(request, self.cfg, mode),
             secrets=(key,) if key else (),
             label=self.label,
         )
-        return parse_messages_response(data)
+        tool = request.reply_schema.name if mode == "tool" and request.reply_schema is not None else None
+        return parse_messages_response(data, tool)

@@ -60,6 +60,9 @@ ENV_KEYS: dict[str, str] = {
     "base_url": "MECHA_MODEL_BASE_URL",
     "model": "MECHA_MODEL",
     "api_key_env": "MECHA_MODEL_API_KEY_ENV",
+    "timeout_s": "MECHA_MODEL_TIMEOUT_S",
+    "structured": "MECHA_MODEL_STRUCTURED",
+    "concurrency": "MECHA_MODEL_CONCURRENCY",
 }
 
 #: The wire spelling of `initializationOptions.model`, by field.
@@ -71,6 +74,8 @@ INIT_KEYS: dict[str, str] = {
     "timeout_s": "timeoutS",
     "max_retries": "maxRetries",
     "max_backoff_s": "maxBackoffS",
+    "structured": "structured",
+    "concurrency": "concurrency",
 }
 
 #: The TOML spelling of the `[model]` table, by field.
@@ -82,6 +87,27 @@ CONFIG_PATH_ENV = "MECHA_SIDECAR_CONFIG"
 #: Upper bounds, so a typo cannot turn "bounded retries" into an afternoon.
 MAX_RETRIES_LIMIT = 10
 TIMEOUT_LIMIT_S = 3600.0
+#: At most this many model calls of one pass in flight at once.
+CONCURRENCY_LIMIT = 64
+
+#: Per attempt, by default. Sized for the slowest server a person is likely
+#: to point a pass at: a CPU-only local model on a busy machine, which took
+#: up to 300 s for one reflector call in this project's own tests (120 s, the
+#: first default, cut such calls off and failed the pass). A hosted model
+#: answers in seconds and never comes near it.
+DEFAULT_TIMEOUT_S = 600.0
+
+#: Model calls a pass keeps in flight by default. Servers with parallel
+#: slots (vLLM, llama-server `--parallel`, hosted APIs) answer them together;
+#: a single-slot server queues them, which costs nothing but queue time
+#: (inside the per-call timeout above).
+DEFAULT_CONCURRENCY = 4
+
+#: Which `structured` settings each dialect can use (`auto` and `off` both).
+STRUCTURED_BY_API: dict[str, tuple[str, ...]] = {
+    "openai": ("auto", "json_schema", "json_object", "off"),
+    "anthropic": ("auto", "tool", "off"),
+}
 
 
 class InvalidModelConfig(ValueError):
@@ -103,7 +129,7 @@ class ModelConfig(msgspec.Struct, frozen=True, kw_only=True):
     model: str
     api_key_env: str | None = None
     #: Per attempt: connect, send and the whole read must finish within this.
-    timeout_s: float = 120.0
+    timeout_s: float = DEFAULT_TIMEOUT_S
     #: Retries after the first attempt, so at most `max_retries + 1` requests.
     max_retries: int = 3
     #: Cap on any one wait between attempts, `Retry-After` included.
@@ -111,6 +137,11 @@ class ModelConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: The first backoff step; doubled per attempt, jittered, then capped.
     #: Tests set it tiny so retries cost milliseconds.
     backoff_base_s: float = 1.0
+    #: How replies are constrained to the pass's JSON Schema
+    #: (`providers.structured`): `auto` finds what the server accepts.
+    structured: str = "auto"
+    #: Model calls one pass keeps in flight at once.
+    concurrency: int = DEFAULT_CONCURRENCY
     #: "initializationOptions", "environment", or the config file's path.
     source: str
 
@@ -173,7 +204,12 @@ def resolve_model_config(
     Raises `InvalidModelConfig` when the winning source is present but
     unusable; a later source is not consulted to paper over it.
     """
-    for found in (_from_init(init_model), _from_env(env), _from_file(config_path)):
+    # Lazily, source by source: a source after the winning one is never read,
+    # so a broken `sidecar.toml` cannot fail a sidecar whose harness sent
+    # `initializationOptions.model`.
+    sources = (lambda: _from_init(init_model), lambda: _from_env(env), lambda: _from_file(config_path))
+    for read in sources:
+        found = read()
         if found is not None:
             raw, names, source = found
             return _validate(raw, names, source)
@@ -265,15 +301,25 @@ def _validate(raw: Mapping[str, Any], names: Mapping[str, str], source: str) -> 
         raise bad("base_url", f"is {base_url!r}; it must start with http:// or https://")
     base_url = base_url.rstrip("/")
 
+    structured = (text("structured") or "auto").lower()
+    if structured not in STRUCTURED_BY_API[api]:
+        raise bad(
+            "structured",
+            f"is {get('structured')!r}; the {api} dialect takes one of {', '.join(STRUCTURED_BY_API[api])}",
+        )
+
     numbers: dict[str, Any] = {}
     for field, limit, integral, low in (
         ("timeout_s", TIMEOUT_LIMIT_S, False, 0.0),
         ("max_backoff_s", TIMEOUT_LIMIT_S, False, 0.0),
         ("max_retries", MAX_RETRIES_LIMIT, True, 0),
+        ("concurrency", CONCURRENCY_LIMIT, True, 1),
     ):
         value = get(field)
         if value is None:
             continue
+        if isinstance(value, str) and source == SOURCE_ENV:
+            value = _env_number(value.strip(), integral)
         ok_type = isinstance(value, int) if integral else isinstance(value, (int, float))
         if isinstance(value, bool) or not ok_type or not math.isfinite(value):
             kind = "an integer" if integral else "a number"
@@ -289,6 +335,16 @@ def _validate(raw: Mapping[str, Any], names: Mapping[str, str], source: str) -> 
         base_url=base_url,
         model=model,
         api_key_env=api_key_env,
+        structured=structured,
         source=source,
         **numbers,
     )
+
+
+def _env_number(value: str, integral: bool) -> Any:
+    """An environment variable's text as the number it spells, or the text
+    itself (which the caller then refuses, quoting it)."""
+    try:
+        return int(value) if integral else float(value)
+    except ValueError:
+        return value

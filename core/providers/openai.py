@@ -22,6 +22,7 @@ from ..errors import ModelFailure
 from ..provider import CompletionRequest, CompletionResponse, StopReason
 from ._http import api_key, api_url, post_json
 from .config import ModelConfig
+from .structured import Mode, ModeMemory, complete_structured, openai_response_format
 
 #: `finish_reason` → our stop reason. Anything unlisted (`tool_calls`, a
 #: server's own spelling) is `OTHER`, which no pass mistakes for success.
@@ -32,8 +33,8 @@ FINISH_REASONS: dict[str, StopReason] = {
 }
 
 
-def chat_body(request: CompletionRequest, cfg: ModelConfig) -> dict[str, Any]:
-    return {
+def chat_body(request: CompletionRequest, cfg: ModelConfig, mode: Mode = "off") -> dict[str, Any]:
+    body: dict[str, Any] = {
         "model": request.model or cfg.model,
         "messages": [
             {"role": "system", "content": request.system},
@@ -42,6 +43,11 @@ def chat_body(request: CompletionRequest, cfg: ModelConfig) -> dict[str, Any]:
         "max_tokens": request.max_tokens,
         "stream": False,
     }
+    if request.reply_schema is not None:
+        response_format = openai_response_format(mode, request.reply_schema)
+        if response_format is not None:
+            body["response_format"] = response_format
+    return body
 
 
 def parse_chat_response(data: Any) -> CompletionResponse:
@@ -90,11 +96,17 @@ class OpenAIProvider:
 
     label = "OpenAI-compatible server"
 
-    def __init__(self, cfg: ModelConfig, *, env: Mapping[str, str] | None = None):
+    def __init__(self, cfg: ModelConfig, *, env: Mapping[str, str] | None = None, memory: ModeMemory | None = None):
         self.cfg = cfg
         self._env = os.environ if env is None else env
+        self.memory = memory
 
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
+        """One completion; constrained to `request.reply_schema` as the
+        server allows (`structured.complete_structured`)."""
+        return await complete_structured(self.cfg, self.memory, request, self._send)
+
+    async def _send(self, request: CompletionRequest, mode: Mode) -> CompletionResponse:
         key = api_key(self.cfg, self._env)
         headers = {"content-type": "application/json", "accept": "application/json"}
         if key:
@@ -103,7 +115,7 @@ class OpenAIProvider:
             self.cfg,
             api_url(self.cfg.base_url, "/chat/completions"),
             headers,
-            chat_body(request, self.cfg),
+            chat_body(request, self.cfg, mode),
             secrets=(key,) if key else (),
             label=self.label,
         )

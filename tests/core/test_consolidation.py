@@ -8,7 +8,9 @@ import inspect
 import pytest
 
 import mecha.core.consolidation as consolidation
+from mecha.core.errors import UnusableReply
 from mecha.core.consolidation import (
+    LEARNER_CONTRACT,
     LEARNER_SYSTEM,
     WRITING_LEARNER_SYSTEM,
     Learner,
@@ -131,9 +133,41 @@ def test_the_writing_domain_gets_its_own_learner_frame():
 def test_both_learner_frames_state_the_reply_contract_the_parser_reads(frame):
     # Pins: one frame drifting to a reply shape `parse_learner_reply` cannot
     # read — it serves both.
-    assert '{"rules": [{"rule":' in frame
-    assert '"based_on_count"' in frame
+    assert frame.endswith(LEARNER_CONTRACT.describe())
+    for field in ('"rules"', '"rule"', '"confidence"', '"based_on_count"'):
+        assert field in frame
     assert "An empty list is a valid answer" in frame
+
+
+async def test_every_learner_request_carries_the_contract_schema():
+    # Pins: a learner call going out unconstrained, where a small model
+    # writes no usable rule set.
+    provider = ScriptedProvider('{"rules": [{"rule": "Ask first."}]}')
+    await Learner(provider).learn("behavior", [], [], [])
+    sent = provider.requests[0].reply_schema
+    assert sent is not None and sent.schema == LEARNER_CONTRACT.schema()
+    rules = sent.schema["properties"]["rules"]
+    assert rules["items"]["required"] == ["rule", "confidence", "based_on_count"]
+    assert rules["items"]["additionalProperties"] is False
+
+
+@pytest.mark.parametrize(
+    "reply, why",
+    [
+        ('{"rules": [{"rule": "Ask first."}, {"rule": "<directive>"}]}', "markup"),
+        ('{"rules": [{"rule": "<one reusable directive>"}]}', "placeholder"),
+        ('{"rules": [{"rule": "the rule: one reusable directive"}]}', "echoed back"),
+        ('{"rules": "Ask first."}', "no JSON object"),
+    ],
+)
+async def test_a_rule_set_with_a_template_slot_in_it_is_unusable_as_a_whole(reply, why):
+    # Pins: a learner reply with a placeholder rule being filed as a proposal
+    # (noise learned), or the bad rule alone dropped (a rule the model meant
+    # to keep deleted).
+    with pytest.raises(UnusableReply) as caught:
+        await Learner(ScriptedProvider(reply)).learn("behavior", [], [], [], strict=True)
+    assert why in str(caught.value)
+    assert await Learner(ScriptedProvider(reply)).learn("behavior", [], [], []) is None
 
 
 @pytest.mark.parametrize("frame", FRAMES)

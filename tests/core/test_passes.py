@@ -54,8 +54,8 @@ def reflexion(id: str, *, origin: Origin = Origin.CLEAN, domain: str = "behavior
     )
 
 
-def lesson(text: str = "When the person narrows a task, stop.") -> str:
-    return json.dumps({"skip": False, "reflexion": text, "error_type": "overreach", "confidence": 0.8})
+def lesson(text: str = "When the person narrows a task, stop.", error_type: str = "overreach") -> str:
+    return json.dumps({"skip": False, "reflexion": text, "error_type": error_type, "confidence": 0.8})
 
 
 def rules_reply(*texts: str) -> str:
@@ -170,7 +170,7 @@ async def test_an_edited_draft_becomes_a_writing_reflection_once(store: Learning
         args={"body_markdown": "Dear Dr Vermeulen,"}, args_before={"body_markdown": "Hi Dirk,"},
     )
     passes.enqueue(store, passes.DraftEntry(item))
-    provider = ScriptedProvider(lesson("Open formally with a title."))
+    provider = ScriptedProvider(lesson("Open formally with a title.", "register"))
     await passes.reflect_inbox(store, Reflector(provider))
     [r] = store.reflexions()
     assert (r.domain, r.trigger) == ("writing", "edit")

@@ -500,7 +500,7 @@ async def test_the_lessons_responder_answers_reflector_and_learner_prompts_by_co
     ))
     answer = msgspec.json.decode(reflection.text)
     assert answer["skip"] is False and "stop editing the tests" in answer["reflexion"]
-    assert (answer["error_type"], answer["confidence"]) == ("overreach", 0.8)
+    assert (answer["error_type"], answer["confidence"]) == ("other", 0.8)
 
     rules = await provider.complete(CompletionRequest(
         system=LEARNER_LIKE,

@@ -1,0 +1,193 @@
+"""Constrained replies: asking a server to hold its model to a JSON Schema.
+
+Every pass wants one JSON object of a known shape back, and the dialects
+offer different ways to ask for it:
+
+- `json_schema` — `response_format: {"type": "json_schema", "json_schema":
+  {"name", "schema", "strict": true}}`: OpenAI, vLLM, llama.cpp's
+  `llama-server`, LM Studio, Ollama ≥ 0.5.
+- `json_object` — `response_format: {"type": "json_object", "schema": …}`:
+  llama-cpp-python's server, which answers HTTP 500 to `json_schema`, and
+  llama.cpp's own server too.
+- `tool` — the Anthropic Messages API has no response format; a tool whose
+  `input_schema` is the contract, forced with `tool_choice`, is its way.
+- `off` — free text, read leniently (`replies.extract_json`).
+
+With `structured = "auto"` (the default) a provider starts at the top of its
+dialect's chain and steps down only when the *server* turns a request down:
+it answered with an HTTP status that is not a transient one (see
+`steps_down_after`). A timeout or a refused connection says nothing about
+what the server accepts, so it fails the call like any other. The mode a
+server accepted is remembered per base URL and model (`ModeMemory`, a small
+file the pass keeps in the store) so later passes do not probe again. A mode
+named explicitly is used alone, never stepped down from.
+
+A small local model unconstrained wrote no usable JSON in 8 tries; the same
+prompts constrained gave 8 usable replies of 8. That is the whole reason for
+this module.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import ModelFailure
+from ..provider import ReplySchema
+
+log = logging.getLogger("mecha.core.providers")
+
+Mode = Literal["json_schema", "json_object", "tool", "off"]
+Setting = Literal["auto", "json_schema", "json_object", "tool", "off"]
+
+#: Every value the `structured` key accepts, as `doctor` and errors list them.
+SETTINGS: tuple[str, ...] = ("auto", "json_schema", "json_object", "tool", "off")
+
+#: Each dialect's modes, best first: the order `auto` tries them in.
+CHAINS: dict[str, tuple[Mode, ...]] = {
+    "openai": ("json_schema", "json_object", "off"),
+    "anthropic": ("tool", "off"),
+}
+
+
+def modes_to_try(api: str, setting: str, remembered: str | None) -> tuple[Mode, ...]:
+    """The modes a call tries, in order.
+
+    An explicit setting is that mode alone (a person who names one wants to
+    hear that it fails, not to be quietly downgraded). `auto` starts from the
+    remembered mode when it is one of the dialect's, else from the top.
+    A setting another dialect uses (`tool` for an OpenAI server) is refused
+    when the config is read, not here.
+    """
+    chain = CHAINS[api]
+    if setting != "auto":
+        return (setting,)  # type: ignore[return-value]
+    if remembered in chain:
+        return chain[chain.index(remembered) :]  # type: ignore[arg-type]
+    return chain
+
+
+def steps_down_after(status: int | None) -> bool:
+    """Whether a failed constrained call should be tried with the next mode.
+
+    Only when the server answered and turned the request down: a 4xx other
+    than 408 (timeout) and 429 (rate limit), or a 5xx that outlasted the
+    retries (llama-cpp-python's server answers `json_schema` with a 500, every
+    time). No status — a timeout, a dropped connection — is not an answer
+    about the request, and stepping down on it would record a wrong mode for
+    good.
+    """
+    if status is None:
+        return False
+    if status in (408, 429):
+        return False
+    return 400 <= status <= 599
+
+
+def openai_response_format(mode: Mode, reply: ReplySchema) -> dict[str, Any] | None:
+    """The `response_format` for `mode`, or `None` for free text."""
+    if mode == "json_schema":
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": reply.name, "schema": reply.schema, "strict": True},
+        }
+    if mode == "json_object":
+        return {"type": "json_object", "schema": reply.schema}
+    return None
+
+
+def anthropic_tool_fields(mode: Mode, reply: ReplySchema) -> dict[str, Any]:
+    """The `tools` and `tool_choice` that force a reply of the contract's
+    shape, or nothing for free text."""
+    if mode != "tool":
+        return {}
+    return {
+        "tools": [{"name": reply.name, "description": reply.description, "input_schema": reply.schema}],
+        "tool_choice": {"type": "tool", "name": reply.name},
+    }
+
+
+class ModeMemory:
+    """Which mode each server accepted, kept in one small JSON file.
+
+    Keyed by dialect, base URL and model: the same URL serving another model
+    may be another server behind a router. Best-effort on purpose: a file
+    that cannot be read is an empty memory (the next call probes again), and
+    a failed write costs a probe next time, never a pass. `root` is the store
+    the file lives in, so the write refuses links planted there as every
+    store write does.
+    """
+
+    def __init__(self, path: Path | None = None, *, root: Path | None = None):
+        self.path = path
+        self.root = root if root is not None else (path.parent if path is not None else None)
+
+    @staticmethod
+    def key(api: str, base_url: str, model: str) -> str:
+        return f"{api} {base_url} {model}"
+
+    def _read(self) -> dict[str, str]:
+        if self.path is None:
+            return {}
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
+
+    def get(self, key: str) -> str | None:
+        return self._read().get(key)
+
+    def put(self, key: str, mode: str) -> None:
+        if self.path is None or self.root is None:
+            return
+        data = self._read()
+        if data.get(key) == mode:
+            return
+        data[key] = mode
+        from ..errors import LearningError
+        from .._files import ensure_private_dir, refuse_links, write_atomic
+
+        try:
+            ensure_private_dir(self.path.parent, root=self.root)
+            write_atomic(refuse_links(self.root, self.path), json.dumps(data, indent=1, sort_keys=True).encode() + b"\n")
+        except (OSError, LearningError):
+            pass
+
+
+async def complete_structured(
+    cfg: Any,
+    memory: ModeMemory | None,
+    request: Any,
+    send: Callable[[Any, Mode], Awaitable[Any]],
+) -> Any:
+    """One call through the modes `cfg` allows: `send(request, mode)` per
+    mode until one is accepted, stepping down only past a server's refusal
+    (`steps_down_after`). The accepted mode is remembered under `auto` and
+    set on the response; the last refusal is raised when none is accepted."""
+    if request.reply_schema is None or cfg.structured == "off":
+        response = await send(request, "off")
+        response.structured = "off"
+        return response
+    key = ModeMemory.key(cfg.api, cfg.base_url, request.model or cfg.model)
+    remembered = memory.get(key) if memory is not None and cfg.structured == "auto" else None
+    modes = modes_to_try(cfg.api, cfg.structured, remembered)
+    for i, mode in enumerate(modes):
+        try:
+            response = await send(request, mode)
+        except ModelFailure as exc:
+            last = i == len(modes) - 1
+            if last or not steps_down_after(exc.status):
+                raise
+            log.warning("the server turned down %s replies (%s); trying %s", mode, exc, modes[i + 1])
+            continue
+        response.structured = mode
+        if memory is not None and cfg.structured == "auto" and mode != remembered:
+            memory.put(key, mode)
+        return response
+    raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
