@@ -22,6 +22,7 @@ from typing import Annotated
 import msgspec
 
 from .provider import CompletionRequest, Provider
+from .mining import CONTEXT_BUDGET, bound_text
 from .reflection import Reflexion
 from .errors import UnusableReply
 from .replies import ReplyContract, no_lesson_reason, refuse_unusable
@@ -144,8 +145,14 @@ def _render_rules(rules: Sequence[Rule]) -> str:
     return "\n".join(lines)
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
+#: How much of the person's words one reflection brings into the learner's
+#: prompt: the lesson is what the learner works from; the words are there to
+#: check it against, and a pasted log in them must not crowd the rest out.
+PERSON_BUDGET = CONTEXT_BUDGET * 2
+
+
+def _one_line(text: str, budget: int) -> str:
+    return bound_text(" ".join(text.split()), budget).replace("\n", " ")
 
 
 def learner_user_prompt(
@@ -170,8 +177,9 @@ def learner_user_prompt(
     if reflexions:
         for r in reflexions:
             parts.append(
-                f"- [{r.trigger} / {r.error_type or 'unknown'}] while: {_one_line(r.context)}"
-                f" — person: {_one_line(r.intervention)} — lesson: {_one_line(r.reflexion_text)}"
+                f"- [{r.trigger} / {r.error_type or 'unknown'}] while: {_one_line(r.context, CONTEXT_BUDGET)}"
+                f" — person: {_one_line(r.intervention, PERSON_BUDGET)}"
+                f" — lesson: {_one_line(r.reflexion_text, CONTEXT_BUDGET)}"
             )
     else:
         parts.append("(none)")

@@ -109,7 +109,7 @@ def rule_tallies(
     return dict(sorted(out.items()))
 
 
-class LeapRun(msgspec.Struct, kw_only=True):
+class LeapRun(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Audit record for one consolidation pass, appended to `runs.jsonl`."""
 
     id: str
@@ -118,3 +118,8 @@ class LeapRun(msgspec.Struct, kw_only=True):
     rules_before: int
     rules_after: int
     created_at: str
+    #: The pass's result equalled the live rules, so no proposal was filed.
+    unchanged: bool = False
+    #: The reflections an `unchanged` pass considered: until one outside
+    #: them arrives, another pass would only be asked the same question.
+    reflexion_ids: list[str] = msgspec.field(default_factory=list)

@@ -113,6 +113,30 @@ def truncate(text: str, budget: int) -> str:
     return text[:budget] + "…"
 
 
+#: How much of the person's own words one reflection keeps, and one reflector
+#: prompt carries. The assistant's side is already held to `CONTEXT_BUDGET`;
+#: the person's side had no bound, and a pasted 60 MB log became a 60 MB
+#: reflection, entered the store's history and was sent whole to the learner.
+#: Eight context budgets is far more than any correction a person types.
+INTERVENTION_BUDGET = CONTEXT_BUDGET * 8
+
+
+def bound_text(text: str, budget: int = INTERVENTION_BUDGET) -> str:
+    """`text` if it fits `budget`, else its head and tail with the cut
+    marked in the middle: what a person pasted above their point is kept in
+    part, and what they wrote after it (often the point itself) is kept too.
+    The result never exceeds `budget` characters."""
+    if len(text) <= budget:
+        return text
+    keep = budget
+    for _ in range(3):  # the marker's length depends on the count it states
+        marker = f"\n[… {len(text) - keep:,} characters cut …]\n"
+        keep = max(budget - len(marker), 0)
+    head = keep * 2 // 3
+    tail = keep - head
+    return text[:head] + marker + (text[len(text) - tail :] if tail else "")
+
+
 def _distinct_tool_names(message: Message) -> list[str]:
     return _distinct_names(message.tool_uses())
 

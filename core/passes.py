@@ -35,15 +35,32 @@ import msgspec
 
 from . import jobs as jobs_mod
 from ._files import write_atomic
-from .consolidation import Learner
-from .errors import InvalidInput, ModelFailure, UnusableReply
+from .consolidation import PERSON_BUDGET, Learner
+from .errors import InvalidInput, ModelFailure, NoModel, UnusableReply
 from .identity import mint_proposal_id, mint_run_id, now
 from .ledger import LeapRun
-from .mining import DEFAULT_VOICES, Intervention, Voices, edit_intervention, extract_interventions
+from .mining import DEFAULT_VOICES, Intervention, Voices, bound_text, edit_intervention, extract_interventions
 from .outbox import OutboxItem
 from .reflection import Evidence, Origin, Reflector, Reflexion, evidence_for
-from .rules import LEARN_MIN_REFLECTIONS, MAX_ACTIVE_RULES_PER_DOMAIN, active_count, budget_refuses, finalize_rules, validate_domain
-from .store import LearningStore, Proposal
+from .rules import (
+    LEARN_MIN_REFLECTIONS,
+    MAX_ACTIVE_RULES_PER_DOMAIN,
+    Rule,
+    active_count,
+    budget_refuses,
+    finalize_rules,
+    validate_domain,
+)
+from .store import (
+    INBOX_DIR,
+    MAX_UNUSABLE_ANSWERS,
+    REFLECTIONS_FILE,
+    SET_ASIDE_DIR,
+    Attempt,
+    AttemptState,
+    LearningStore,
+    Proposal,
+)
 from .transcript import Message, TaintCheckpoint, covering_taint
 
 log = logging.getLogger(__name__)
@@ -79,6 +96,9 @@ def survey_session(
     timeline = list(taint_timeline) if taint_timeline else None
     planned = []
     for i in extract_interventions(messages, voices):
+        # The person's words are bounded on the learning path (the harness's
+        # `extractInterventions` still sees them whole).
+        i.text = bound_text(i.text)
         evidence, origin = evidence_for(covering_taint(timeline, i.at), interactive=interactive)
         if evidence is Evidence.FULL and i.aftermath and not _clean_until_aftermath(messages, timeline, i.at):
             i.aftermath = WITHHELD_AFTERMATH
@@ -123,10 +143,14 @@ class SessionEntry(msgspec.Struct, tag="session", tag_field="kind"):
     messages: list[Message]
     taint_timeline: list[TaintCheckpoint] | None = None
     interactive: bool = True
+    #: Put back by a person (`inbox retry`) after it was set aside: asked
+    #: again although its session is already marked mined.
+    retry: bool = False
 
 
 class DraftEntry(msgspec.Struct, tag="draft", tag_field="kind"):
     item: OutboxItem
+    retry: bool = False
 
 
 InboxEntry = SessionEntry | DraftEntry
@@ -137,7 +161,7 @@ _CLAIM = ".claim-"
 
 
 def inbox_dir(store: LearningStore) -> Path:
-    return store.root / "inbox"
+    return store.root / INBOX_DIR
 
 
 def enqueue(store: LearningStore, entry: InboxEntry) -> Path:
@@ -182,7 +206,7 @@ def _claim_all(store: LearningStore) -> list[Path]:
     claimed = []
     me = os.getpid()
     for path in sorted(directory.iterdir()):
-        if path.name.endswith(".tmp"):
+        if path.name.endswith(".tmp") or not path.is_file():
             continue
         owner = _claim_owner(path)
         if owner is not None:
@@ -208,6 +232,131 @@ def _release(path: Path) -> None:
         pass
 
 
+# ─── set aside ──────────────────────────────────────────────────────────────
+#
+# An entry a pass cannot finish for a reason that will not change on retry
+# moves to `inbox/set-aside/`, with a small record of why beside it. It stays
+# there — out of every pass's way, whole, never in history — until a person
+# retries it (back into the inbox, its set-aside interventions asked again)
+# or drops it (deleted; its session stays as mined as it was).
+
+_REASON_SUFFIX = ".why.json"
+
+
+class SetAside(msgspec.Struct, kw_only=True):
+    """Why an inbox entry was set aside, kept beside it."""
+
+    id: str
+    reason: str
+    set_aside_at: str
+    #: The interventions set aside (attempts-ledger keys); empty when the
+    #: whole entry was (unreadable, an id that can never be recorded).
+    interventions: list[str] = msgspec.field(default_factory=list)
+    #: `session <id>` / `draft <id>`, when the entry could be read.
+    label: str | None = None
+
+
+def set_aside_dir(store: LearningStore) -> Path:
+    return store.root / SET_ASIDE_DIR
+
+
+def set_aside(store: LearningStore, path: Path, reason: str, *, keys: Sequence[str] = ()) -> SetAside:
+    """Move a claimed entry out of every pass's way, recording why. Caller
+    holds the lock."""
+    from ._files import ensure_private_dir, refuse_links
+
+    directory = set_aside_dir(store)
+    ensure_private_dir(directory, root=store.root)
+    base = path.name.rsplit(_CLAIM, 1)[0]
+    if not base.endswith(".json"):
+        base = base.rsplit(".", 1)[0] + ".json"
+    ident = base[: -len(".json")]
+    label = None
+    try:
+        entry = _entry_decoder.decode(path.read_bytes())
+        label = f"session {entry.session_id}" if isinstance(entry, SessionEntry) else f"draft {entry.item.id}"
+    except (OSError, msgspec.DecodeError):
+        pass
+    record = SetAside(id=ident, reason=reason, set_aside_at=now(), interventions=list(keys), label=label)
+    write_atomic(refuse_links(store.root, directory / f"{ident}{_REASON_SUFFIX}"), msgspec.json.encode(record))
+    os.replace(path, refuse_links(store.root, directory / base))
+    log.warning("set aside %s: %s", label or ident, reason)
+    return record
+
+
+def list_set_aside(store: LearningStore) -> list[SetAside]:
+    """Every set-aside entry, oldest first."""
+    directory = set_aside_dir(store)
+    if not directory.is_dir():
+        return []
+    out = []
+    for path in sorted(directory.glob(f"*{_REASON_SUFFIX}")):
+        try:
+            out.append(msgspec.json.decode(path.read_bytes(), type=SetAside))
+        except (OSError, msgspec.DecodeError) as exc:
+            log.warning("unreadable set-aside record %s: %s", path.name, exc)
+    return out
+
+
+def count_waiting(store: LearningStore) -> int:
+    """Entries waiting in the inbox for a pass (claimed ones included)."""
+    directory = inbox_dir(store)
+    if not directory.is_dir():
+        return 0
+    return sum(1 for p in directory.iterdir() if p.is_file() and (p.name.endswith(".json") or _CLAIM in p.name))
+
+
+def _find_set_aside(store: LearningStore, ident: str) -> SetAside:
+    from .errors import Ambiguous, NotFound
+
+    found = list_set_aside(store)
+    exact = [r for r in found if r.id == ident]
+    if exact:
+        return exact[0]
+    matches = [r for r in found if r.id.startswith(ident)] if ident else []
+    if not matches:
+        raise NotFound(f"no set-aside inbox entry {ident!r} (see `mecha-sidecar inbox list`)")
+    if len(matches) > 1:
+        ids = [r.id for r in matches]
+        raise Ambiguous(f"{ident!r} matches {len(ids)} set-aside entries: {', '.join(ids)}", ids)
+    return matches[0]
+
+
+def retry_set_aside(store: LearningStore, ident: str) -> SetAside:
+    """Put a set-aside entry back in the inbox, its set-aside interventions
+    to be asked again by the next pass. Caller starts that pass."""
+    from ._files import refuse_links
+
+    with store.lock():
+        record = _find_set_aside(store, ident)
+        directory = set_aside_dir(store)
+        src = refuse_links(store.root, directory / f"{record.id}.json")
+        data = src.read_bytes()
+        try:
+            entry = _entry_decoder.decode(data)
+        except msgspec.DecodeError as exc:
+            raise InvalidInput(f"set-aside entry {record.id} cannot be read, so it cannot be retried ({exc}); drop it") from None
+        entry = msgspec.structs.replace(entry, retry=True)
+        if record.interventions:
+            stamp = now()
+            store.record_attempts(Attempt(key=k, state="retry", at=stamp) for k in record.interventions)
+            store.commit(f"inbox: retry {record.label or record.id}\n\nAsked again: {', '.join(record.interventions)}")
+        write_atomic(refuse_links(store.root, inbox_dir(store) / f"{record.id}.json"), msgspec.json.encode(entry))
+        src.unlink()
+        (directory / f"{record.id}{_REASON_SUFFIX}").unlink(missing_ok=True)
+    return record
+
+
+def drop_set_aside(store: LearningStore, ident: str) -> SetAside:
+    """Delete a set-aside entry for good (its interventions stay set aside)."""
+    with store.lock():
+        record = _find_set_aside(store, ident)
+        directory = set_aside_dir(store)
+        (directory / f"{record.id}.json").unlink(missing_ok=True)
+        (directory / f"{record.id}{_REASON_SUFFIX}").unlink(missing_ok=True)
+    return record
+
+
 # ─── reflect ────────────────────────────────────────────────────────────────
 
 
@@ -217,29 +366,112 @@ class ReflectOutcome(msgspec.Struct):
     skipped_already_mined: int = 0
     reflections: int = 0
     learnable: int = 0
+    #: Explicit "nothing to learn here" answers.
+    skipped_no_lesson: int = 0
+    #: Entries handed back to the inbox with work still pending.
     failed: int = 0
+    #: Unusable answers this pass (each leaves its intervention pending).
+    unusable: int = 0
+    #: Interventions or entries set aside this pass (`mecha-sidecar inbox`).
+    set_aside: int = 0
     errors: list[str] = msgspec.field(default_factory=list)
 
     def summary(self) -> str:
         parts = [f"{self.reflections} reflection(s) written ({self.learnable} learnable)"]
         parts.append(f"from {self.sessions} session(s) and {self.drafts} draft(s)")
+        if self.skipped_no_lesson:
+            parts.append(f"{self.skipped_no_lesson} intervention(s) with nothing to learn")
         if self.skipped_already_mined:
             parts.append(f"{self.skipped_already_mined} already mined, skipped")
+        if self.unusable:
+            parts.append(f"{self.unusable} unusable answer(s), those interventions still pending")
+        if self.set_aside:
+            parts.append(f"{self.set_aside} set aside (see `mecha-sidecar inbox list`)")
         if self.failed:
             parts.append(f"{self.failed} left in the inbox for a later pass: {'; '.join(self.errors)}")
         return ", ".join(parts)
 
 
-async def _reflect_planned(reflector: Reflector, plans: Sequence[Planned], session_id: str) -> list[Reflexion]:
-    out = []
-    for plan in plans:
-        r = await reflector.reflect(plan.intervention, plan.evidence, strict=True)
-        if r is None:
-            continue
-        r.session_id = session_id
-        r.origin = plan.origin
-        out.append(r)
-    return out
+def intervention_key(entry: InboxEntry, plan: Planned) -> str:
+    """The attempts ledger's name for one intervention: stable across passes
+    over the same (or a grown) transcript, since a message's index does not
+    change when messages are appended after it."""
+    if isinstance(entry, DraftEntry):
+        return f"draft:{entry.item.id}"
+    return f"{entry.session_id}#{plan.intervention.at}:{plan.intervention.trigger.value}"
+
+
+def permanent_fault(exc: BaseException) -> str | None:
+    """Why a failed model call will fail the same way however often it is
+    retried, or `None` when a later pass may well succeed.
+
+    A 400, 413 or 422 is the server refusing *this* request (a prompt longer
+    than the model's context, content it will not take): asked again it
+    answers the same, and left in the queue it would block every entry
+    behind it for good. Everything else — timeouts, 5xx, 429, a refused
+    connection, and 401/403/404, which are the configuration's fault and
+    fail every call alike until a person fixes it — is not this entry's
+    doing, and the entry waits for a later pass.
+    """
+    if isinstance(exc, ModelFailure) and not isinstance(exc, UnusableReply) and exc.status in (400, 413, 422):
+        return f"the model server refused this request (HTTP {exc.status}): {exc}"
+    return None
+
+
+class _Answer(msgspec.Struct):
+    """What one reflector call came to."""
+
+    plan: Planned
+    key: str
+    reflexion: Reflexion | None = None
+    #: An explicit skip: the model found nothing to learn.
+    skipped: bool = False
+    #: Set when the answer was no answer (`UnusableReply`).
+    unusable: str | None = None
+    reply: str | None = None
+    #: Set when the call failed in a way retrying will not change.
+    permanent: str | None = None
+
+    @property
+    def usable(self) -> bool:
+        return self.reflexion is not None or self.skipped
+
+
+class _Gate:
+    """Shared by a pass's calls: bounds how many are in flight, and stops
+    new ones from starting once one has failed in a way that will fail the
+    rest too (the server is gone, the key is wrong)."""
+
+    def __init__(self, concurrency: int):
+        import asyncio
+
+        self.slots = asyncio.Semaphore(max(1, concurrency))
+        self.stopped: BaseException | None = None
+
+
+async def _ask(gate: _Gate, reflector: Reflector, plan: Planned, key: str, session_id: str, progress: Progress) -> _Answer | BaseException:
+    async with gate.slots:
+        if gate.stopped is not None:
+            return gate.stopped
+        try:
+            r = await reflector.reflect(plan.intervention, plan.evidence, strict=True)
+        except UnusableReply as exc:
+            progress(f"{key}: unusable answer: {exc}" + (f"\n  the reply was: {exc.reply[:2000]!r}" if exc.reply else ""))
+            return _Answer(plan, key, unusable=str(exc), reply=exc.reply)
+        except Exception as exc:
+            why = permanent_fault(exc)
+            if why is not None:
+                progress(f"{key}: {why}")
+                return _Answer(plan, key, permanent=why)
+            gate.stopped = exc
+            return exc
+    if r is None:
+        progress(f"{key}: nothing to learn")
+        return _Answer(plan, key, skipped=True)
+    r.session_id = session_id
+    r.origin = plan.origin
+    progress(f"{key}: lesson ({plan.origin.value}): {r.reflexion_text}")
+    return _Answer(plan, key, reflexion=r)
 
 
 async def reflect_inbox(
@@ -249,46 +481,51 @@ async def reflect_inbox(
     voices: Voices = DEFAULT_VOICES,
     progress: Progress = _quiet,
     require_model: Callable[[], Reflector] | None = None,
+    concurrency: int = 1,
 ) -> ReflectOutcome:
     """Reflect every unit of work waiting in the inbox.
+
+    Each intervention is asked once per pass, up to `concurrency` at a time
+    across all entries. A session is marked mined only when every one of its
+    interventions has a usable answer — a lesson or an explicit skip — or
+    has been set aside; until then it goes back to the inbox with what was
+    answered recorded (the attempts ledger), and a later pass asks only what
+    is still open. An entry never blocks the ones behind it: one that fails
+    for a reason that will not change on retry is set aside with its reason.
 
     `reflector` may be `None` when no model is configured; then an entry that
     needs a model call raises (via `require_model`) and stays in the inbox,
     while entries that need none (already mined, nothing to reflect on) are
     still settled.
     """
+    import asyncio
+
     outcome = ReflectOutcome()
-    unusable = False
     with store.lock():
         claimed = _claim_all(store)
-    for path in claimed:
+    gate = _Gate(concurrency)
+    model: list[Reflector] = []
+
+    def get_model() -> Reflector:
+        if not model:
+            model.append(_model(reflector, require_model))
+        return model[0]
+
+    async def one(path: Path) -> None:
         try:
-            entry = _entry_decoder.decode(path.read_bytes())
-        except (OSError, msgspec.DecodeError) as exc:
-            log.warning("unreadable inbox entry %s: %s", path.name, exc)
-            bad = path.with_name(path.name.rsplit(_CLAIM, 1)[0] + ".unreadable")
-            os.replace(path, bad)
-            continue
-        try:
-            if isinstance(entry, SessionEntry):
-                await _reflect_session(store, entry, path, reflector, voices, progress, outcome, require_model)
-            else:
-                await _reflect_draft(store, entry, path, reflector, progress, outcome, require_model)
+            await _reflect_entry(store, path, get_model, voices, gate, progress, outcome)
         except Exception as exc:
             _release(path)
             outcome.failed += 1
             outcome.errors.append(str(exc) or type(exc).__name__)
-            # A missing model fails every entry alike; stop at the first.
-            # A reply with no answer in it concerns this entry only: the rest
-            # go ahead, and the pass still ends failed, naming it.
-            from .errors import NoModel
+            if gate.stopped is None:
+                gate.stopped = exc
 
-            unusable = unusable or isinstance(exc, UnusableReply)
-            if isinstance(exc, (NoModel, ModelFailure)) and not isinstance(exc, UnusableReply):
-                for rest in claimed[claimed.index(path) + 1 :]:
-                    _release(rest)
-                raise
-    if unusable:
+    await asyncio.gather(*(one(path) for path in claimed))
+    if gate.stopped is not None:
+        progress(f"stopped: {gate.stopped}; so far: {outcome.summary()}")
+        raise gate.stopped
+    if outcome.unusable:
         raise UnusableReply(outcome.summary())
     return outcome
 
@@ -297,8 +534,6 @@ def _model(reflector: Reflector | None, require_model: Callable[[], Reflector] |
     if reflector is not None:
         return reflector
     if require_model is None:
-        from .errors import NoModel
-
         raise NoModel("no model is configured for the reflect pass")
     return require_model()
 
@@ -314,7 +549,7 @@ def _not_on_file(store: LearningStore, reflections: list[Reflexion], session_id:
 
     from ._files import read_bytes
 
-    data = read_bytes(store.root / "reflections.jsonl")
+    data = read_bytes(store.root / REFLECTIONS_FILE)
     if not reflections or not data or msgspec.json.encode(session_id) not in data:
         return reflections
     on_file = Counter(
@@ -332,60 +567,157 @@ def _not_on_file(store: LearningStore, reflections: list[Reflexion], session_id:
     return fresh
 
 
-async def _reflect_session(store, entry: SessionEntry, path, reflector, voices, progress, outcome, require_model) -> None:
-    if entry.session_id in store.mined_sessions():
-        progress(f"session {entry.session_id} is already mined; skipped")
+class _Work(msgspec.Struct):
+    """One inbox entry as a unit of reflect work: sessions and drafts alike."""
+
+    entry: InboxEntry
+    #: The id its reflections carry and its `mined` record names.
+    session_id: str
+    #: `session <id>` or `draft <id>`, for logs and commit messages.
+    label: str
+    plans: list[Planned]
+    edits: bool
+
+    @classmethod
+    def of(cls, entry: InboxEntry, voices: Voices) -> _Work:
+        if isinstance(entry, SessionEntry):
+            plans = survey_session(entry.messages, entry.taint_timeline, interactive=entry.interactive, voices=voices)
+            return cls(entry, entry.session_id, f"session {entry.session_id}", plans, edits=False)
+        plan = survey_draft(entry.item)
+        return cls(entry, entry.item.session_id or "", f"draft {entry.item.id}", [plan] if plan else [], edits=True)
+
+    def mined(self, store: LearningStore) -> bool:
+        if isinstance(self.entry, SessionEntry):
+            return self.entry.session_id in store.mined_sessions()
+        return self.entry.item.id in store.mined_outbox()
+
+    def mark_mined(self, store: LearningStore) -> None:
+        if isinstance(self.entry, SessionEntry):
+            store.mark_mined(self.entry.session_id)
+        else:
+            store.mark_outbox_mined(self.entry.item.id)
+
+    def count(self, outcome: ReflectOutcome) -> None:
+        if isinstance(self.entry, SessionEntry):
+            outcome.sessions += 1
+        else:
+            outcome.drafts += 1
+
+
+async def _reflect_entry(
+    store: LearningStore,
+    path: Path,
+    get_model: Callable[[], Reflector],
+    voices: Voices,
+    gate: _Gate,
+    progress: Progress,
+    outcome: ReflectOutcome,
+) -> None:
+    import asyncio
+
+    from .identity import now as stamp
+
+    try:
+        entry = _entry_decoder.decode(path.read_bytes())
+    except (OSError, msgspec.DecodeError) as exc:
+        log.warning("unreadable inbox entry %s: %s", path.name, exc)
+        with store.lock():
+            set_aside(store, path, f"unreadable: {exc}")
+        outcome.set_aside += 1
+        return
+    work = _Work.of(entry, voices)
+    retry = entry.retry
+    if work.mined(store) and not retry:
+        progress(f"{work.label} is already mined; skipped")
         outcome.skipped_already_mined += 1
         path.unlink(missing_ok=True)
         return
-    plans = survey_session(entry.messages, entry.taint_timeline, interactive=entry.interactive, voices=voices)
-    progress(f"session {entry.session_id}: {len(plans)} intervention(s)")
-    reflections = await _reflect_planned(_model(reflector, require_model), plans, entry.session_id) if plans else []
-    with store.lock():
-        if entry.session_id in store.mined_sessions():
-            progress(f"session {entry.session_id} was mined by another pass meanwhile; skipped")
-            outcome.skipped_already_mined += 1
-        else:
-            reflections = _not_on_file(store, reflections, entry.session_id, edits=False)
-            store.append_reflexions(reflections)
-            store.mark_mined(entry.session_id)
-            learnable = sum(1 for r in reflections if r.learnable())
-            outcome.reflections += len(reflections)
-            outcome.learnable += learnable
-            store.commit(
-                f"reflect session {entry.session_id}: {len(reflections)} reflection(s), {learnable} learnable\n\n"
-                f"{len(plans)} intervention(s) found; "
-                + ", ".join(f"{p.intervention.trigger.value}@{p.intervention.at}={p.origin.value}" for p in plans)
-            )
-        outcome.sessions += 1
-        path.unlink(missing_ok=True)
-
-
-async def _reflect_draft(store, entry: DraftEntry, path, reflector, progress, outcome, require_model) -> None:
-    item = entry.item
-    if item.id in store.mined_outbox():
-        progress(f"draft {item.id} is already mined; skipped")
-        outcome.skipped_already_mined += 1
-        path.unlink(missing_ok=True)
+    keys = [intervention_key(entry, p) for p in work.plans]
+    states = store.attempt_states(keys)
+    todo = [(p, k) for p, k in zip(work.plans, keys) if not states.get(k, _UNSETTLED).settled]
+    progress(f"{work.label}: {len(work.plans)} intervention(s), {len(todo)} to ask")
+    answers: list[_Answer | BaseException] = []
+    if todo:
+        reflector = get_model()
+        answers = list(await asyncio.gather(*(_ask(gate, reflector, p, k, work.session_id, progress) for p, k in todo)))
+    got = [a for a in answers if isinstance(a, _Answer)]
+    interrupted = len(got) < len(answers)
+    if interrupted and not got:
+        _release(path)
+        outcome.failed += 1
+        outcome.errors.append(f"{work.label}: {len(todo)} intervention(s) pending (the pass was interrupted)")
         return
-    plan = survey_draft(item)
-    reflections = await _reflect_planned(_model(reflector, require_model), [plan], item.session_id or "") if plan else []
     with store.lock():
-        if item.id in store.mined_outbox():
+        if work.mined(store) and not retry:
+            progress(f"{work.label} was mined by another pass meanwhile; skipped")
             outcome.skipped_already_mined += 1
-        else:
-            reflections = _not_on_file(store, reflections, item.session_id or "", edits=True)
-            store.append_reflexions(reflections)
-            store.mark_outbox_mined(item.id)
-            learnable = sum(1 for r in reflections if r.learnable())
-            outcome.reflections += len(reflections)
-            outcome.learnable += learnable
-            store.commit(
-                f"reflect draft {item.id}: {len(reflections)} writing reflection(s), {learnable} learnable\n\n"
-                "The person edited a staged message before sending it."
+            path.unlink(missing_ok=True)
+            return
+        at = stamp()
+        states = store.attempt_states(keys)
+        records: list[Attempt] = []
+        newly_aside: list[str] = []
+        for a in got:
+            if a.usable:
+                records.append(Attempt(key=a.key, state="answered", at=at))
+            elif a.permanent is not None:
+                records.append(Attempt(key=a.key, state="set_aside", at=at, reason=a.permanent))
+                newly_aside.append(a.key)
+            else:
+                records.append(Attempt(key=a.key, state="unusable", at=at, reason=a.unusable))
+                if states.get(a.key, _UNSETTLED).unusable + 1 >= MAX_UNUSABLE_ANSWERS:
+                    why = f"{MAX_UNUSABLE_ANSWERS} unusable answers; the last: {a.unusable}"
+                    records.append(Attempt(key=a.key, state="set_aside", at=at, reason=why))
+                    newly_aside.append(a.key)
+        reflections = _not_on_file(store, [a.reflexion for a in got if a.reflexion is not None], work.session_id, edits=work.edits)
+        store.append_reflexions(reflections)
+        store.record_attempts(records)
+        for rec in records:
+            states.setdefault(rec.key, AttemptState()).apply(rec)
+        learnable = sum(1 for r in reflections if r.learnable())
+        outcome.reflections += len(reflections)
+        outcome.learnable += learnable
+        outcome.skipped_no_lesson += sum(1 for a in got if a.skipped)
+        outcome.unusable += sum(1 for a in got if not a.usable and a.permanent is None)
+        outcome.set_aside += len(newly_aside)
+        complete = all(states.get(k, _UNSETTLED).settled for k in keys)
+        if complete and not work.mined(store):
+            work.mark_mined(store)
+        aside = [k for k in keys if states.get(k, _UNSETTLED).set_aside is not None]
+        summary = ", ".join(f"{p.intervention.trigger.value}@{p.intervention.at}={p.origin.value}" for p in work.plans)
+        if complete:
+            verb = "retried" if retry else "reflect"
+            message = (
+                f"{verb} {work.label}: {len(reflections)} reflection(s), {learnable} learnable\n\n"
+                f"{len(work.plans)} intervention(s) found; {summary or 'none'}"
             )
-        outcome.drafts += 1
-        path.unlink(missing_ok=True)
+            if aside:
+                message += f"\n{len(aside)} set aside: " + "; ".join(f"{k}: {states[k].set_aside}" for k in aside)
+        else:
+            pending = [k for k in keys if not states.get(k, _UNSETTLED).settled]
+            message = (
+                f"reflect {work.label}: {len(reflections)} reflection(s) so far, {len(pending)} intervention(s) pending\n\n"
+                f"{len(work.plans)} intervention(s) found; {summary}"
+            )
+        store.commit(message)
+        if complete:
+            work.count(outcome)
+            if aside:
+                reasons = "; ".join(f"{k}: {states[k].set_aside}" for k in aside)
+                set_aside(store, path, f"{len(aside)} intervention(s) set aside — {reasons}", keys=aside)
+            else:
+                path.unlink(missing_ok=True)
+            return
+    # Work left: back to the inbox for a later pass (answers so far recorded).
+    _release(path)
+    outcome.failed += 1
+    pending = len([k for k in keys if not states.get(k, _UNSETTLED).settled])
+    faults = sorted({a.unusable for a in got if a.unusable})
+    why = "the pass was interrupted" if interrupted else "unusable answer: " + "; ".join(faults)
+    outcome.errors.append(f"{work.label}: {pending} intervention(s) pending ({why})")
+
+
+_UNSETTLED = AttemptState()
 
 
 # ─── learn ──────────────────────────────────────────────────────────────────
@@ -402,6 +734,58 @@ def learnable_pool(store: LearningStore, domain: str) -> list[Reflexion]:
     return store.learnable_unprocessed(domain)
 
 
+#: At most this many reflections go into one learner call, oldest first; the
+#: rest wait for the next pass. Unbounded, one domain's backlog made a prompt
+#: no model's context holds, and every learn pass for it failed the same way.
+LEARN_BATCH_MAX_REFLECTIONS = 40
+#: And at most about this many characters of them (each reflection's fields
+#: are cut to size in the learner's prompt as well): a small local model's
+#: context is a few thousand tokens.
+LEARN_BATCH_MAX_CHARS = 16_000
+
+
+def learn_batch(
+    pool: Sequence[Reflexion],
+    max_count: int = LEARN_BATCH_MAX_REFLECTIONS,
+    max_chars: int = LEARN_BATCH_MAX_CHARS,
+) -> list[Reflexion]:
+    """The oldest reflections of `pool` that fit one learner call: at most
+    `max_count`, and no more than `max_chars` of material — but always the
+    oldest one, so a single large reflection is consolidated (cut to size in
+    the prompt) rather than blocking the domain for good."""
+    batch: list[Reflexion] = []
+    used = 0
+    for r in pool:
+        size = len(r.context) + min(len(r.intervention), PERSON_BUDGET) + len(r.reflexion_text)
+        if batch and (len(batch) >= max_count or used + size > max_chars):
+            break
+        batch.append(r)
+        used += size
+    return batch
+
+
+def changes_nothing(before: Sequence[Rule], after: Sequence[Rule]) -> bool:
+    """Whether a learned set `after` says what `before` says: the same rule
+    texts, each as enabled and as retired as it was. Order, confidence and
+    support counts are bookkeeping, not something to ask a person to review;
+    a proposal that changes nothing would only wait in their queue."""
+    def said(rules: Sequence[Rule]) -> list[tuple[str, bool, bool]]:
+        return sorted((r.text, r.enabled, r.retired_at is not None) for r in rules)
+
+    return said(before) == said(after)
+
+
+def unchanged_since(store: LearningStore, domain: str, pool: Sequence[Reflexion]) -> LeapRun | None:
+    """The last pass for `domain`, when it kept the rules as they were and no
+    reflection has joined the pool since: asking again would only put the
+    same question to the model."""
+    runs = [r for r in store.runs() if r.domain == domain]
+    if not runs or not runs[-1].unchanged:
+        return None
+    last = runs[-1]
+    return last if {r.id for r in pool} <= set(last.reflexion_ids) else None
+
+
 def learn_refusal(store: LearningStore, domain: str, minimum: int | None = None) -> str | None:
     """Why a learn pass for `domain` would do nothing right now, or `None`.
 
@@ -416,9 +800,16 @@ def learn_refusal(store: LearningStore, domain: str, minimum: int | None = None)
     pending = [p.id for p in store.proposals() if p.domain == domain and p.status == "pending"]
     if pending:
         return f"proposal {pending[0]} for {domain} is still pending; accept or reject it first"
-    have = len(learnable_pool(store, domain))
+    pool = learnable_pool(store, domain)
+    have = len(pool)
     if have < floor:
         return f"{domain} has {have} learnable unprocessed reflection(s); a learn pass needs at least {floor}"
+    last = unchanged_since(store, domain, pool)
+    if last is not None:
+        return (
+            f"the last learn pass for {domain} ({last.created_at}) kept its {last.rules_after} rule(s) as they are, "
+            "and no learnable reflection has arrived since; learn again once one has"
+        )
     return None
 
 
@@ -437,10 +828,15 @@ async def learn_domain(
         refusal = learn_refusal(store, domain, minimum)
         if refusal is not None:
             return LearnOutcome(outcome=f"nothing to do: {refusal}")
-        batch = learnable_pool(store, domain)
+        pool = learnable_pool(store, domain)
+        batch = learn_batch(pool)
         user = store.user_rules(domain)
         before = store.learned_rules(domain)
-    progress(f"consolidating {len(batch)} reflection(s) into {len(before)} learned {domain} rule(s)")
+    left = len(pool) - len(batch)
+    progress(
+        f"consolidating {len(batch)} reflection(s) into {len(before)} learned {domain} rule(s)"
+        + (f"; {left} more wait for the next pass" if left else "")
+    )
     new = await learner.learn(domain, user, before, batch, strict=True)
     if new is None:
         raise ModelFailure("the learner's reply held no usable rule set; the reflections stay in the pool")
@@ -453,6 +849,20 @@ async def learn_domain(
             return LearnOutcome(outcome="another pass proposed for this domain meanwhile; this result was dropped")
         if store.learned_rules(domain) != before:
             return LearnOutcome(outcome="the live rules changed during the pass; this result was dropped, run learn again")
+        if changes_nothing(before, rules):
+            store.append_run(LeapRun(
+                id=mint_run_id(), domain=domain, reflexions_processed=0, rules_before=active_before,
+                rules_after=active_after, created_at=stamp, unchanged=True,
+                reflexion_ids=[r.id for r in batch],
+            ))
+            store.commit(
+                f"learn {domain}: nothing to change ({active_before} active rules kept)\n\n"
+                f"The model's rewrite of {len(batch)} learnable reflection(s) equals the live rules; no proposal filed."
+            )
+            return LearnOutcome(
+                outcome=f"nothing to change: the model kept the {active_before} {domain} rule(s) as they are",
+                status="unchanged",
+            )
         refused = budget_refuses(active_before, active_after)
         status = "rejected_by_gate" if refused else "pending"
         reason = (

@@ -54,7 +54,7 @@ import tomllib
 from collections.abc import Iterable, Sequence
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import msgspec
 
@@ -103,13 +103,30 @@ JOBS_DIR = "jobs"
 LOGS_DIR = "logs"
 LOCK_FILE = ".lock"
 GITIGNORE_FILE = ".gitignore"
+#: Work handed over and not yet reflected (whole transcripts: never history).
+INBOX_DIR = "inbox"
+#: Inbox entries a pass set aside — a fault that will not change on retry,
+#: or interventions the model never answered usably — until a person retries
+#: or drops them (`mecha-sidecar inbox`).
+SET_ASIDE_DIR = "inbox/set-aside"
+#: One line per reflector answer a pass recorded, usable or not: what lets
+#: a session be mined once per intervention, and an intervention the model
+#: cannot answer be set aside after `MAX_UNUSABLE_ANSWERS` rather than asked
+#: for ever.
+ATTEMPTS_FILE = "reflect_attempts.jsonl"
+#: Machine-local memory that is not learning history (which structured mode a
+#: model server accepted): git-ignored, safe to delete.
+CACHE_DIR = "cache"
+STRUCTURED_MODES_FILE = "cache/structured-modes.json"
 
 #: What git must never sweep into history: the lock is process state, and a
 #: temp file is a write in flight (or the wreck of a crashed one).
 #: Process state, not learning history: the writer lock, in-flight temp
 #: files, background jobs' records and logs, and transcripts waiting in the
 #: inbox (which may quote third-party content and must never enter history).
-GITIGNORE_ENTRIES: tuple[str, ...] = (LOCK_FILE, "*" + _files.TMP_SUFFIX, "jobs/", "logs/", "inbox/")
+GITIGNORE_ENTRIES: tuple[str, ...] = (
+    LOCK_FILE, "*" + _files.TMP_SUFFIX, JOBS_DIR + "/", LOGS_DIR + "/", INBOX_DIR + "/", CACHE_DIR + "/"
+)
 
 USER_KIND = "user"
 LEARNED_KIND = "learned"
@@ -601,6 +618,52 @@ def _mark_lines(data: bytes, wanted: set[str], run_id: str) -> tuple[list[bytes 
     return chunks, marked
 
 
+# ─── Reflector attempts ─────────────────────────────────────────────────────
+
+#: An intervention whose reflector gave this many unusable answers (counted
+#: across passes) is set aside rather than asked again: a model that cannot
+#: answer it must not be retried for ever, and three tries is enough to tell
+#: bad luck from a prompt the model cannot handle.
+MAX_UNUSABLE_ANSWERS = 3
+
+AttemptKind = Literal["answered", "unusable", "set_aside", "retry"]
+
+
+class Attempt(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One line of the attempts ledger."""
+
+    #: The intervention: `<session id>#<message index>:<trigger>`, or
+    #: `draft:<outbox item id>` (see `passes.intervention_key`).
+    key: str
+    state: AttemptKind
+    at: str
+    #: Why an answer was unusable, or why the intervention was set aside.
+    reason: str | None = None
+
+
+class AttemptState(msgspec.Struct):
+    """Where one intervention stands, folded from its attempt lines."""
+
+    answered: bool = False
+    unusable: int = 0
+    set_aside: str | None = None
+
+    def apply(self, rec: Attempt) -> None:
+        if rec.state == "answered":
+            self.answered = True
+        elif rec.state == "unusable":
+            self.unusable += 1
+        elif rec.state == "set_aside":
+            self.set_aside = rec.reason or "set aside"
+        elif rec.state == "retry":
+            self.answered, self.unusable, self.set_aside = False, 0, None
+
+    @property
+    def settled(self) -> bool:
+        """Nothing more to ask the model: answered, or set aside."""
+        return self.answered or self.set_aside is not None
+
+
 # ─── The lock ───────────────────────────────────────────────────────────────
 
 
@@ -988,6 +1051,28 @@ class LearningStore:
         self._append_id(DISTILLED_FILE, session_id)
 
     # ── rules ──
+
+    # ── reflector answers, per intervention ──
+
+    def attempt_states(self, keys: Iterable[str] | None = None) -> dict[str, AttemptState]:
+        """What the reflector has answered so far for each intervention key
+        (all keys on file when `keys` is `None`): folded from the attempts
+        ledger, oldest line first, so a `retry` line resets what came
+        before it."""
+        wanted = None if keys is None else set(keys)
+        states: dict[str, AttemptState] = {}
+        if wanted is not None and not wanted:
+            return states
+        for rec in self._read_jsonl(ATTEMPTS_FILE, _decoder(Attempt), "reflector attempt"):
+            if wanted is not None and rec.key not in wanted:
+                continue
+            state = states.setdefault(rec.key, AttemptState())
+            state.apply(rec)
+        return states
+
+    def record_attempts(self, records: Iterable[Attempt]) -> None:
+        """Append reflector answers to the attempts ledger. Caller holds the lock."""
+        self._append_records(ATTEMPTS_FILE, records)
 
     def rules_path(self, domain: str, kind: str) -> Path:
         """`rules/<domain>.<kind>.toml`, after the domain is validated."""

@@ -191,12 +191,14 @@ async def post_json(
     secrets: Iterable[str] = (),
     label: str,
     rand: Callable[[], float] = random.random,
+    attempts: int | None = None,
 ) -> Any:
     """POST `body` as JSON and return the decoded JSON reply, retrying within
-    `cfg`'s bounds. Raises `ModelFailure` with a scrubbed message."""
+    `cfg`'s bounds (or making at most `attempts` tries). Raises
+    `ModelFailure` with a scrubbed message."""
     secrets = tuple(s for s in secrets if s)
     shown_url = safe_url(url)
-    total = cfg.max_retries + 1
+    total = cfg.max_retries + 1 if attempts is None else max(1, min(attempts, cfg.max_retries + 1))
     payload = msgspec.json.encode(body)
     async with new_client(cfg.timeout_s) as client:
         for attempt in range(1, total + 1):

@@ -114,7 +114,7 @@ class AnthropicProvider:
         call when the server takes one (`structured.complete_structured`)."""
         return await complete_structured(self.cfg, self.memory, request, self._send)
 
-    async def _send(self, request: CompletionRequest, mode: Mode) -> CompletionResponse:
+    async def _send(self, request: CompletionRequest, mode: Mode, once: bool = False) -> CompletionResponse:
         key = api_key(self.cfg, self._env)
         data = await post_json(
             self.cfg,
@@ -123,6 +123,7 @@ class AnthropicProvider:
             messages_body(request, self.cfg, mode),
             secrets=(key,) if key else (),
             label=self.label,
+            attempts=1 if once else None,
         )
         tool = request.reply_schema.name if mode == "tool" and request.reply_schema is not None else None
         return parse_messages_response(data, tool)

@@ -106,7 +106,7 @@ class OpenAIProvider:
         server allows (`structured.complete_structured`)."""
         return await complete_structured(self.cfg, self.memory, request, self._send)
 
-    async def _send(self, request: CompletionRequest, mode: Mode) -> CompletionResponse:
+    async def _send(self, request: CompletionRequest, mode: Mode, once: bool = False) -> CompletionResponse:
         key = api_key(self.cfg, self._env)
         headers = {"content-type": "application/json", "accept": "application/json"}
         if key:
@@ -118,5 +118,6 @@ class OpenAIProvider:
             chat_body(request, self.cfg, mode),
             secrets=(key,) if key else (),
             label=self.label,
+            attempts=1 if once else None,
         )
         return parse_chat_response(data)

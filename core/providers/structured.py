@@ -74,7 +74,9 @@ def steps_down_after(status: int | None) -> bool:
     """Whether a failed constrained call should be tried with the next mode.
 
     Only when the server answered and turned the request down: a 4xx other
-    than 408 (timeout) and 429 (rate limit), or a 5xx that outlasted the
+    than 401/403 (credentials), 404 (a wrong URL or model), 408 (timeout) and
+    429 (rate limit) — each of which every mode would meet alike — or a 5xx
+    that outlasted the
     retries (llama-cpp-python's server answers `json_schema` with a 500, every
     time). No status — a timeout, a dropped connection — is not an answer
     about the request, and stepping down on it would record a wrong mode for
@@ -82,7 +84,7 @@ def steps_down_after(status: int | None) -> bool:
     """
     if status is None:
         return False
-    if status in (408, 429):
+    if status in (401, 403, 404, 408, 429):
         return False
     return 400 <= status <= 599
 
@@ -164,26 +166,41 @@ async def complete_structured(
     cfg: Any,
     memory: ModeMemory | None,
     request: Any,
-    send: Callable[[Any, Mode], Awaitable[Any]],
+    send: Callable[[Any, Mode, bool], Awaitable[Any]],
 ) -> Any:
-    """One call through the modes `cfg` allows: `send(request, mode)` per
-    mode until one is accepted, stepping down only past a server's refusal
-    (`steps_down_after`). The accepted mode is remembered under `auto` and
-    set on the response; the last refusal is raised when none is accepted."""
+    """One call through the modes `cfg` allows: `send(request, mode, once)`
+    per mode until one is accepted, stepping down only past a server's
+    refusal (`steps_down_after`). The accepted mode is remembered under
+    `auto` and set on the response; when none is accepted, the first failure
+    is raised — it is the one that names what went wrong.
+
+    A 4xx is a plain refusal, and the next mode gets the whole retry budget.
+    A 5xx that outlasted its retries is ambiguous — llama-cpp-python's server
+    refuses `json_schema` that way, and a broken server fails everything that
+    way — so the next mode is tried once (`once`): an answer proves it was a
+    refusal of the mode, another 5xx proves the server is failing, and the
+    pass fails with the first fault after a single extra request.
+    """
     if request.reply_schema is None or cfg.structured == "off":
-        response = await send(request, "off")
+        response = await send(request, "off", False)
         response.structured = "off"
         return response
     key = ModeMemory.key(cfg.api, cfg.base_url, request.model or cfg.model)
     remembered = memory.get(key) if memory is not None and cfg.structured == "auto" else None
     modes = modes_to_try(cfg.api, cfg.structured, remembered)
+    first: ModelFailure | None = None
+    once = False
     for i, mode in enumerate(modes):
         try:
-            response = await send(request, mode)
+            response = await send(request, mode, once)
         except ModelFailure as exc:
-            last = i == len(modes) - 1
-            if last or not steps_down_after(exc.status):
-                raise
+            if first is None:
+                first = exc
+            server_failing = once and (exc.status is None or exc.status >= 500)
+            if i == len(modes) - 1 or server_failing or not steps_down_after(exc.status):
+                raise first from None
+            if exc.status is not None and exc.status >= 500:
+                once = True
             log.warning("the server turned down %s replies (%s); trying %s", mode, exc, modes[i + 1])
             continue
         response.structured = mode

@@ -42,7 +42,8 @@ def test_auto_tries_the_dialects_chain_from_the_remembered_mode():
 
 @pytest.mark.parametrize(
     "status, steps",
-    [(None, False), (408, False), (429, False), (400, True), (422, True), (500, True), (501, True), (200, False)],
+    [(None, False), (401, False), (403, False), (404, False), (408, False), (429, False),
+     (400, True), (422, True), (500, True), (501, True), (200, False)],
 )
 def test_only_a_servers_refusal_steps_down_never_a_timeout_or_rate_limit(status, steps):
     # Pins: a dropped connection recorded for good as "this server takes no

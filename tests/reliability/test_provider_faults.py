@@ -70,7 +70,10 @@ ATTEMPTS = MAX_RETRIES + 1
 FAULTS = [
     Fault("stall past the timeout", (stall(TIMEOUT_S * 3, reply("too late")),) * ATTEMPTS, ("timed out after",), ATTEMPTS),
     Fault("429 storm", (status(429, retry_after=0.01),) * ATTEMPTS, ("HTTP 429", "giving up"), ATTEMPTS),
-    Fault("500s", (status(500),) * ATTEMPTS, ("HTTP 500", "giving up"), ATTEMPTS),
+    # One request more than the retries: after 5xx to a constrained request,
+    # the next structured mode is tried once (a 500 may be the server turning
+    # down `json_schema`, as llama-cpp-python's does); a second 5xx ends it.
+    Fault("500s", (status(500),) * ATTEMPTS, ("HTTP 500", "giving up"), ATTEMPTS + 1),
     Fault("503 then hang-up", (status(503), stall(0.05)), ("connection error",), ATTEMPTS),
     Fault("truncated JSON body", (truncated_json(),), ("body is not JSON",), 1),
     Fault("garbage body", (garbage(),), ("body is not JSON",), 1),
