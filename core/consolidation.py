@@ -25,7 +25,7 @@ from .provider import CompletionRequest, Provider
 from .mining import CONTEXT_BUDGET, bound_text
 from .reflection import Reflexion
 from .errors import UnusableReply
-from .replies import ReplyContract, no_lesson_reason, refuse_unusable
+from .replies import ReplyContract, confidence_or_none, no_lesson_reason, refuse_unusable
 from .rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,8 @@ log = logging.getLogger(__name__)
 #: whole, as it is for the harness's own parser — written through, it would
 #: make a file the harness cannot load.
 _SupportCount = Annotated[int, msgspec.Meta(ge=0, le=2**32 - 1)]
-_Confidence = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+#: Unbounded in the contract on purpose (see `replies.confidence_or_none`).
+_Confidence = float
 
 
 class ReplyRule(msgspec.Struct):
@@ -43,7 +44,7 @@ class ReplyRule(msgspec.Struct):
 
     rule: Annotated[str, msgspec.Meta(description="the rule: one reusable directive, a sentence or two")]
     confidence: Annotated[
-        _Confidence | None, msgspec.Meta(description="how well the reflections support it, from 0 to 1")
+        _Confidence | None, msgspec.Meta(description="how well the reflections support it: a number from 0 to 1")
     ] = None
     based_on_count: Annotated[
         _SupportCount | None, msgspec.Meta(description="how many of the reflections support it")
@@ -127,7 +128,7 @@ def parse_learner_reply(text: str) -> list[Rule] | None:
     if reply is None:
         return None
     return [
-        Rule(text=r.rule.strip(), confidence=r.confidence, based_on_count=r.based_on_count)
+        Rule(text=r.rule.strip(), confidence=confidence_or_none(r.confidence), based_on_count=r.based_on_count)
         for r in reply.rules
         if r.rule.strip()
     ]

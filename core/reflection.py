@@ -27,7 +27,7 @@ from .identity import mint_reflexion_id, now
 from .mining import Intervention, Trigger
 from .provider import CompletionRequest, Provider
 from .errors import UnusableReply
-from .replies import ReplyContract, no_lesson_reason, refuse_unusable
+from .replies import ReplyContract, confidence_or_none, no_lesson_reason, refuse_unusable
 from .transcript import Taint
 
 log = logging.getLogger(__name__)
@@ -114,12 +114,13 @@ class Reflexion(msgspec.Struct, kw_only=True):
 
 # ─── The reflector ──────────────────────────────────────────────────────────
 
-_Confidence = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+#: Unbounded in the contract on purpose (see `replies.confidence_or_none`).
+_Confidence = float
 
-_SKIP = "true when this moment holds nothing to learn; then leave the lesson empty"
+_SKIP = "true when this moment holds nothing to learn (then the lesson is left empty), false otherwise"
 _LESSON = "the lesson, written as an instruction for next time, in one to three sentences"
 _KIND = "which kind of mistake the lesson corrects"
-_CONFIDENCE = "how sure you are that this is a real lesson, from 0 to 1"
+_CONFIDENCE = "how sure you are that this is a real lesson: a number from 0 to 1"
 
 BehaviorError = Literal["premature-action", "wrong-approach", "overreach", "missed-context", "style", "other"]
 WritingError = Literal["register", "structure", "verbosity", "missing-content", "extra-content", "style", "other"]
@@ -128,19 +129,19 @@ WritingError = Literal["register", "structure", "verbosity", "missing-content", 
 class BehaviorReply(msgspec.Struct):
     """The reflector's reply for a steer, a denial or a correction."""
 
-    skip: Annotated[bool, msgspec.Meta(description=_SKIP)] = False
     reflexion: Annotated[str, msgspec.Meta(description=_LESSON)] = ""
     error_type: Annotated[BehaviorError | None, msgspec.Meta(description=_KIND)] = None
     confidence: Annotated[_Confidence | None, msgspec.Meta(description=_CONFIDENCE)] = None
+    skip: Annotated[bool, msgspec.Meta(description=_SKIP)] = False
 
 
 class WritingReply(msgspec.Struct):
     """The reflector's reply for an edit a person made to a draft."""
 
-    skip: Annotated[bool, msgspec.Meta(description=_SKIP)] = False
     reflexion: Annotated[str, msgspec.Meta(description=_LESSON)] = ""
     error_type: Annotated[WritingError | None, msgspec.Meta(description=_KIND)] = None
     confidence: Annotated[_Confidence | None, msgspec.Meta(description=_CONFIDENCE)] = None
+    skip: Annotated[bool, msgspec.Meta(description=_SKIP)] = False
 
 
 #: The reply contracts: prompt paragraph, request schema and parser, each
@@ -309,7 +310,7 @@ class Reflector:
             intervention=i.text,
             reflexion_text=reply.reflexion.strip(),
             error_type=reply.error_type,
-            confidence=reply.confidence,
+            confidence=confidence_or_none(reply.confidence),
             created_at=now(),
             origin=Origin.UNTRUSTED,
             evidence=evidence,

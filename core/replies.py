@@ -215,6 +215,13 @@ def _type_words(prop: dict[str, Any]) -> str:
 
 # ─── Is it a lesson at all? ─────────────────────────────────────────────────
 
+#: What a model writes in the lesson field when it means "skip" but did not
+#: say so (a small local model wrote "no lesson" with `skip: false`).
+_NOT_A_LESSON = frozenset({
+    "no lesson", "no lesson here", "no lessons", "none", "n/a", "na", "nothing", "nothing to learn",
+    "no lesson to learn", "there is no lesson", "skip", "null", "-", "no", "not applicable",
+})
+
 #: A tag: what a small model writes when it has lost the thread and imitates
 #: the markup around the material (`<pre><rem>…</rem></pre>`).
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
@@ -241,6 +248,8 @@ def no_lesson_reason(text: str, placeholders: Sequence[str] = ()) -> str | None:
     if not any(c.isalpha() for c in stripped):
         return "the lesson has no words in it"
     folded = " ".join(stripped.lower().split())
+    if folded.strip(".!") in _NOT_A_LESSON:
+        return "the lesson says there is no lesson"
     for p in placeholders:
         q = " ".join(p.lower().split())
         bare = folded.rstrip(".")
@@ -261,3 +270,17 @@ def _mostly_markup(text: str) -> bool:
     if not tags:
         return False
     return bool(_TAG.match(text)) or sum(map(len, tags)) * 3 >= len(text)
+
+
+def confidence_or_none(value: float | None) -> float | None:
+    """A reply's confidence if it is one (a number from 0 to 1), else `None`.
+
+    The schema cannot hold a model to the range: llama.cpp's grammar
+    compiler drops `minimum`/`maximum`, and a small model wrote 50 and 1.207.
+    Refusing the whole reply for that would lose the person's intervention
+    over a number nothing downstream depends on; keeping it would store a
+    confidence no reader can interpret. So the number alone is dropped.
+    """
+    if value is None or not (0.0 <= value <= 1.0):
+        return None
+    return float(value)

@@ -23,11 +23,20 @@ from mecha.core.store import LearningStore
 from .context import model_options_from_environment, voices_from_environment
 
 
-def _provider():
-    from mecha.core.providers import default_config_path, require_provider, resolve_model_config
+def _config():
+    from mecha.core.providers import default_config_path, resolve_model_config
 
-    cfg = resolve_model_config(model_options_from_environment(), os.environ, default_config_path())
-    return require_provider(cfg), (cfg.model if cfg else None)
+    return resolve_model_config(model_options_from_environment(), os.environ, default_config_path())
+
+
+def _provider(store: LearningStore):
+    from mecha.core.providers import require_provider
+    from mecha.core.providers.structured import ModeMemory
+    from mecha.core.store import STRUCTURED_MODES_FILE
+
+    cfg = _config()
+    memory = ModeMemory(store.root / STRUCTURED_MODES_FILE, root=store.root)
+    return require_provider(cfg, memory=memory), (cfg.model if cfg else None)
 
 
 def run_pass(
@@ -59,11 +68,18 @@ def run_pass(
             from mecha.core.reflection import Reflector
 
             def require() -> Reflector:
-                provider, model = _provider()
+                provider, model = _provider(store)
                 return Reflector(provider, model)
 
+            try:
+                cfg = _config()
+            except Exception:  # reported when a model is needed, by `require`
+                cfg = None
             outcome = asyncio.run(
-                reflect_inbox(store, None, voices=voices_from_environment(), progress=progress, require_model=require)
+                reflect_inbox(
+                    store, None, voices=voices_from_environment(), progress=progress, require_model=require,
+                    concurrency=cfg.concurrency if cfg is not None else 1,
+                )
             )
             final = msgspec.structs.replace(job, state="done", outcome=outcome.summary())
         elif kind == "learn":
@@ -75,7 +91,7 @@ def run_pass(
             if refusal is not None:
                 final = msgspec.structs.replace(job, state="done", outcome=f"nothing to do: {refusal}")
             else:
-                provider, model = _provider()
+                provider, model = _provider(store)
                 result = asyncio.run(learn_domain(store, domain, Learner(provider, model), minimum=minimum, progress=progress))
                 final = msgspec.structs.replace(
                     job, state="done", outcome=result.outcome, proposal_id=result.proposal_id
