@@ -176,11 +176,48 @@ def enqueue(store: LearningStore, entry: InboxEntry) -> Path:
     ignore = directory / ".gitignore"
     if not ignore.exists():
         write_atomic(ignore, b"*\n")
-    key = entry.session_id if isinstance(entry, SessionEntry) else f"draft-{entry.item.id}"
-    name = f"{now().replace(':', '').replace('-', '')}-{_SAFE.sub('_', key)[:80]}.json"
-    path = directory / name
+    path = directory / inbox_name(entry)
     write_atomic(path, msgspec.json.encode(entry))
     return path
+
+
+def inbox_name(entry: InboxEntry) -> str:
+    """The file name an entry is queued under: when, then whose (sorted by
+    name, the inbox is oldest first)."""
+    key = entry.session_id if isinstance(entry, SessionEntry) else f"draft-{entry.item.id}"
+    return f"{now().replace(':', '').replace('-', '')}-{_SAFE.sub('_', key)[:80]}.json"
+
+
+class _QueuedHead(msgspec.Struct, tag="session", tag_field="kind"):
+    session_id: str
+
+
+class _QueuedDraft(msgspec.Struct, tag="draft", tag_field="kind"):
+    pass
+
+
+_queued_decoder = msgspec.json.Decoder(_QueuedHead | _QueuedDraft)
+
+
+def queued_session_ids(store: LearningStore) -> set[str]:
+    """Sessions waiting in the inbox (claimed or not): handed over, not yet
+    mined. A caller about to queue a session checks here as well as in
+    `mined.jsonl`, or a session whose pass failed is queued twice."""
+    directory = inbox_dir(store)
+    if not directory.is_dir():
+        return set()
+    out = set()
+    for path in directory.iterdir():
+        name = path.name
+        if not (name.endswith(".json") or _CLAIM in name) or not path.is_file():
+            continue
+        try:
+            head = _queued_decoder.decode(path.read_bytes())
+        except (OSError, msgspec.DecodeError):
+            continue
+        if isinstance(head, _QueuedHead):
+            out.add(head.session_id)
+    return out
 
 
 def _claim_owner(path: Path) -> int | None:
