@@ -46,7 +46,7 @@ import msgspec
 
 from ._files import ensure_private_dir, write_atomic
 from .errors import InvalidInput
-from .foreign import ReadSession, TaintPolicy, read_session
+from .foreign import FORMAT_NAMES, ReadSession, TaintPolicy, detect_format, read_session
 from .identity import now
 from .mining import Intervention, Voices
 from .passes import Planned, SessionEntry, inbox_dir, inbox_name, queued_session_ids, survey_session
@@ -300,10 +300,20 @@ def import_sessions(
                 report.unchanged += 1
                 continue
             try:
-                read = read_session(path, source, policy=policy)
+                data = path.read_bytes()
+            except OSError as exc:
+                report.skipped.append(f"{path}: {exc.strerror or exc}")
+                continue
+            found = detect_format(data)
+            if found != source:
+                report.skipped.append(f"{path}: not {FORMAT_NAMES[source]} ({_what_it_is(found)})")
+                continue
+            try:
+                read = read_session(path, source, policy=policy, data=data)
             except InvalidInput as exc:
                 report.skipped.append(str(exc))
                 continue
+            del data
             report.warnings.extend(read.warnings)
             if project is not None and not matches_project(read.project, path, root, project):
                 report.filtered += 1
@@ -338,6 +348,10 @@ def import_sessions(
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
     return report
+
+
+def _what_it_is(found: str | None) -> str:
+    return f"it reads as {FORMAT_NAMES[found]}" if found else "not a session file of any known format"
 
 
 def _staging_dir(store: LearningStore) -> Path:
