@@ -343,7 +343,8 @@ def import_sessions(
                 warn(f"skipped {line}")
         if dry_run:
             return report
-        _commit(store, report, staged)
+        if staged:
+            _commit(store, report, staged)
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)

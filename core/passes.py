@@ -188,15 +188,10 @@ def inbox_name(entry: InboxEntry) -> str:
     return f"{now().replace(':', '').replace('-', '')}-{_SAFE.sub('_', key)[:80]}.json"
 
 
-class _QueuedHead(msgspec.Struct, tag="session", tag_field="kind"):
-    session_id: str
-
-
-class _QueuedDraft(msgspec.Struct, tag="draft", tag_field="kind"):
-    pass
-
-
-_queued_decoder = msgspec.json.Decoder(_QueuedHead | _QueuedDraft)
+#: An entry's session id, from the head of its file: the encoder writes the
+#: tag and then `session_id` first, so the id sits in the first bytes and a
+#: whole transcript never has to be read to learn whose it is.
+_QUEUED_ID = re.compile(rb'^\{"kind":"session","session_id":("(?:[^"\\]|\\.)*")')
 
 
 def queued_session_ids(store: LearningStore) -> set[str]:
@@ -212,11 +207,13 @@ def queued_session_ids(store: LearningStore) -> set[str]:
         if not (name.endswith(".json") or _CLAIM in name) or not path.is_file():
             continue
         try:
-            head = _queued_decoder.decode(path.read_bytes())
-        except (OSError, msgspec.DecodeError):
+            with path.open("rb") as f:
+                head = f.read(4096)
+        except OSError:
             continue
-        if isinstance(head, _QueuedHead):
-            out.add(head.session_id)
+        found = _QUEUED_ID.match(head)
+        if found is not None:
+            out.add(msgspec.json.decode(found.group(1)))
     return out
 
 
