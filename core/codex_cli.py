@@ -149,7 +149,11 @@ def shell_command(name: str | None, args: Any) -> str | None:
     for key in ("command", "cmd"):
         value = args.get(key)
         if isinstance(value, list):
-            return " ".join(str(v) for v in value)
+            argv = [str(v) for v in value]
+            # `["bash", "-lc", "<script>"]`: the script is the command line.
+            if len(argv) >= 3 and argv[-2] in ("-c", "-lc", "-ic"):
+                return argv[-1]
+            return " ".join(argv)
         if isinstance(value, str):
             return value
     return None

@@ -58,12 +58,16 @@ class ReadSession(msgspec.Struct, kw_only=True):
 
 # ─── taint ──────────────────────────────────────────────────────────────────
 
-#: Shell commands that fetch from the network, matched as words anywhere in
-#: the command line (a pipeline counts). Deliberately broad: a false alarm
-#: costs one intervention its full evidence, a miss lets a stranger's text
-#: argue for a rule.
+#: Shell commands that fetch from the network: a fetching program in command
+#: position anywhere in the line (after `;`, `&&`, `|`, `$(`, a quote opening
+#: a `bash -c` script, `sudo`, …), or
+#: a fetching subcommand of git, gh or a package manager. Broad on purpose:
+#: a false alarm costs one intervention its full evidence, a miss lets a
+#: stranger's text argue for a rule.
 NETWORK_COMMANDS = re.compile(
-    r"(?:^|[\s;&|(`$])(?:curl|wget|http|https|xh|nc|ncat|telnet|ssh|scp|sftp|ftp|rsync|aria2c|lynx|w3m|links)(?=$|[\s;&|)])"
+    r"""(?:^|[;&|(`"']|\$\()\s*"""
+    r"(?:(?:sudo|env|time|command|exec|nohup|xargs)\s+(?:-\S+\s+)*|\w+=\S*\s+)*"
+    r"(?:curl|wget|http|https|xh|nc|ncat|telnet|ssh|scp|sftp|ftp|rsync|aria2c|lynx|w3m|links)(?=$|[\s;&|)])"
     r"|\bgit\s+(?:clone|fetch|pull|push|ls-remote|submodule)\b"
     r"|\bgh\s+(?:issue|pr|api|repo|release|run|search|gist)\b"
     r"|\b(?:pip3?|uv|npm|npx|pnpm|yarn|bun|cargo|go|gem|brew|apt|apt-get|dnf|docker|podman)\s+(?:install|add|get|pull|fetch|download|update|search)\b"
