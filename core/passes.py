@@ -195,16 +195,22 @@ _QUEUED_ID = re.compile(rb'^\{"kind":"session","session_id":("(?:[^"\\]|\\.)*")'
 
 
 def queued_session_ids(store: LearningStore) -> set[str]:
-    """Sessions waiting in the inbox (claimed or not): handed over, not yet
-    mined. A caller about to queue a session checks here as well as in
-    `mined.jsonl`, or a session whose pass failed is queued twice."""
-    directory = inbox_dir(store)
-    if not directory.is_dir():
-        return set()
+    """Sessions waiting in the inbox (claimed or not) or set aside there:
+    handed over, not yet mined. A caller about to queue a session checks here
+    as well as in `mined.jsonl`, or a session whose pass failed is queued
+    twice."""
+    out: set[str] = set()
+    for directory in (inbox_dir(store), set_aside_dir(store)):
+        if directory.is_dir():
+            out |= _session_ids_in(directory)
+    return out
+
+
+def _session_ids_in(directory: Path) -> set[str]:
     out = set()
     for path in directory.iterdir():
         name = path.name
-        if not (name.endswith(".json") or _CLAIM in name) or not path.is_file():
+        if not (name.endswith(".json") or _CLAIM in name) or name.endswith(_REASON_SUFFIX) or not path.is_file():
             continue
         try:
             with path.open("rb") as f:
