@@ -194,14 +194,15 @@ def plan_session(
 # ─── finding sessions ───────────────────────────────────────────────────────
 
 
-def find_session_files(root: Path) -> list[Path]:
+def find_session_files(root: Path, source: str | None = None) -> list[Path]:
     """Every `.jsonl` file under `root` (or `root` itself, a file), sorted.
     Which of them are sessions is for the reader to say: a file that is not
     is skipped with a warning, not guessed at by name."""
     if root.is_file():
         return [root]
     if not root.is_dir():
-        raise InvalidInput(f"{root}: no such directory")
+        what = f"no {FORMAT_NAMES[source].split(' ', 1)[1]} folder" if source in FORMAT_NAMES else "no such folder"
+        raise InvalidInput(f"{root}: {what} here; give the folder the sessions are in (import {source or '…'} DIR)")
     return sorted(p for p in root.rglob("*.jsonl") if p.is_file())
 
 
@@ -277,7 +278,7 @@ def import_sessions(
     does, once, when `queued` is not empty."""
     root = root.expanduser()
     report = ImportReport(source=source, root=str(root), dry_run=dry_run)
-    files = find_session_files(root)
+    files = find_session_files(root, source)
     records = store.imports()
     latest = _latest_by_path(records)
     on_file: Counter[str] = Counter(k for r in records if r.source == source for k in r.keys)

@@ -325,7 +325,7 @@ def _mine(ctx: Any, args: argparse.Namespace) -> int:
 
 
 def _import(ctx: Any, args: argparse.Namespace) -> int:
-    from mecha.core.importing import DEFAULT_DIRS, import_sessions, parse_since
+    from mecha.core.importing import DEFAULT_DIRS, find_session_files, import_sessions, parse_since
 
     from . import humane
     from .handlers import start_job
@@ -333,6 +333,8 @@ def _import(ctx: Any, args: argparse.Namespace) -> int:
     ctx = _mining_context(ctx, args, args.source)
     root = args.dir if args.dir is not None else DEFAULT_DIRS[args.source].expanduser()
     since = parse_since(args.since) if args.since else None
+    if not root.exists():
+        find_session_files(root, args.source)  # says so, before a store is made
     report = import_sessions(
         ctx.store(),
         args.source,
