@@ -38,6 +38,7 @@ import datetime
 import hashlib
 import os
 import shutil
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -48,7 +49,7 @@ from ._files import ensure_private_dir, write_atomic
 from .errors import InvalidInput
 from .foreign import FORMAT_NAMES, ReadSession, TaintPolicy, detect_format, read_session
 from .identity import now
-from .mining import Intervention, Voices
+from .mining import Intervention, Trigger, Voices
 from .passes import Planned, SessionEntry, inbox_dir, inbox_name, queued_session_ids, survey_session
 from .store import LearningStore
 from .transcript import Message, TaintCheckpoint, covering_taint
@@ -102,11 +103,32 @@ class SessionPlan(msgspec.Struct, kw_only=True):
     fresh_keys: list[str]
     #: The inbox entry that carries them (`None` when nothing is new).
     entry: SessionEntry | None = None
+    #: A last refusal held back until the person gives their reason.
+    held: int = 0
 
     def counts(self) -> dict[str, int]:
         """New interventions per `trigger/origin`, for a dry run."""
         out: Counter[str] = Counter(f"{p.intervention.trigger.value}/{p.origin.value}" for p in self.fresh)
         return dict(sorted(out.items()))
+
+
+#: How recently a session file must have changed for the agent that writes
+#: it to count as still running (see `awaiting_reason`).
+LIVE_WINDOW_S = 3600.0
+
+
+def awaiting_reason(messages: Sequence[Message], i: Intervention) -> bool:
+    """A refusal with no words yet and nothing after it: the agent is waiting
+    for the person to say why. Queued now, it would be a reasonless denial,
+    and the reason typed a minute later a second one — so in a session still
+    being written it waits for the next import (the file is recorded as not
+    fully read). A session that ended on a silent refusal is older than
+    `LIVE_WINDOW_S` by the next import, and its refusal is queued then."""
+    return (
+        i.trigger is Trigger.DENIAL
+        and not i.text
+        and all(m.role != "assistant" for m in messages[i.at + 1 :])
+    )
 
 
 def tail_start(messages: Sequence[Message], at: int) -> int:
@@ -152,10 +174,13 @@ def plan_session(
     voices: Voices,
     on_file: Counter[str],
     imported_before: bool,
+    live: bool = False,
 ) -> SessionPlan:
     """Which of a session's interventions are new, and the entry that queues
     them. `on_file` counts the keys already queued and is consumed (so a
-    second copy of a session in the same import is not new either)."""
+    second copy of a session in the same import is not new either). In a
+    `live` session, a last refusal still waiting for the person's reason is
+    held back (see `awaiting_reason`)."""
     planned = survey_session(read.messages, read.taint_timeline, interactive=read.interactive, voices=voices)
     fresh: list[Planned] = []
     keys: list[str] = []
@@ -169,6 +194,11 @@ def plan_session(
             continue
         fresh.append(plan)
         keys.append(key)
+    held = 0
+    if live and fresh and awaiting_reason(read.messages, fresh[-1].intervention):
+        fresh.pop()
+        keys.pop()
+        held = 1
     plan = SessionPlan(
         path=path,
         source=read.source,
@@ -179,6 +209,7 @@ def plan_session(
         found=len(planned),
         fresh=fresh,
         fresh_keys=keys,
+        held=held,
     )
     if not fresh:
         return plan
@@ -321,6 +352,7 @@ def import_sessions(
                 continue
             plan = plan_session(
                 read,
+                live=time.time() - st.st_mtime < LIVE_WINDOW_S,
                 path=key,
                 size=st.st_size,
                 mtime_ns=st.st_mtime_ns,
@@ -409,7 +441,8 @@ def _commit(store: LearningStore, report: ImportReport, staged: list[tuple[Sessi
                 ImportRecord(
                     source=plan.source,
                     path=plan.path,
-                    size=plan.size,
+                    # -1: a held refusal makes the next import read the file again.
+                    size=-1 if plan.held else plan.size,
                     mtime_ns=plan.mtime_ns,
                     session_id=plan.session_id,
                     keys=keys if queued_as else [],

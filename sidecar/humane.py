@@ -121,6 +121,7 @@ def import_builtins(report: Any) -> dict[str, Any]:
             "found": plan.found,
             "new": len(plan.fresh),
             "counts": plan.counts(),
+            "held": plan.held,
         }
         for plan in report.sessions
     ]
@@ -141,7 +142,8 @@ def import_summary(s: dict[str, Any]) -> str:
     lines = []
     for session in s["sessions"]:
         counts = ", ".join(f"{k} {v}" for k, v in session["counts"].items()) or "nothing new"
-        lines.append(f"  {session['session_id']}: {session['new']} new of {session['found']} ({counts})")
+        held = "; a last refusal waits for the person's reason" if session.get("held") else ""
+        lines.append(f"  {session['session_id']}: {session['new']} new of {session['found']} ({counts}){held}")
     head = f"{s['source']}: {len(s['sessions'])} session(s) read from {s['root']}"
     extras = []
     if s["unchanged"]:

@@ -184,3 +184,33 @@ def test_since_rejects_what_is_not_a_date():
     # Pins: a typo silently importing everything.
     with pytest.raises(Exception, match="--since 'last week'"):
         parse_since("last week")
+
+
+def test_a_live_sessions_last_refusal_waits_for_the_persons_reason(store, tmp_path):
+    # Pins: importing mid-refusal queueing a reasonless denial, then the reason as a second one.
+    from .ccfixture import REJECTION
+
+    root = tmp_path / "projects"
+    cc = session(["Use past tense."], "a").assistant(use("p", "Bash", command="git push --force")).result("p", REJECTION, is_error=True)
+    path = write(root, "a.jsonl", cc)
+    first = run(store, root)
+    assert first.sessions[0].held == 1
+    assert [t.value for t in (p.intervention.trigger for p in first.sessions[0].fresh)] == ["followup"]
+    cc.user([text("[Request interrupted by user for tool use]")]).user("Never force-push.")
+    path.write_bytes(cc.bytes())
+    second = run(store, root)
+    (plan,) = second.sessions
+    assert [(p.intervention.trigger.value, p.intervention.text) for p in plan.fresh] == [("denial", "Never force-push.")]
+    assert plan.held == 0
+
+
+def test_an_old_session_that_ended_on_a_silent_refusal_queues_it(store, tmp_path):
+    # Pins: a refusal held back forever because its session is over.
+    from .ccfixture import REJECTION
+
+    root = tmp_path / "projects"
+    cc = Claude(session="a").user("Ship.").assistant(use("p", "Bash", command="git push")).result("p", REJECTION, is_error=True)
+    path = write(root, "a.jsonl", cc)
+    os.utime(path, (1, 1))
+    (plan,) = run(store, root).sessions
+    assert [p.intervention.trigger.value for p in plan.fresh] == ["denial"] and plan.held == 0
