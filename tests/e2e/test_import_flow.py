@@ -159,3 +159,22 @@ def test_reflect_sessions_skips_non_session_json_and_never_queues_a_waiting_sess
     second = cli("reflect", "--sessions", str(sessions))
     assert "0 session(s) queued" in second.stdout and "2 already mined" in second.stdout
     assert sorted(p.name for p in (store_dir / "inbox").glob("*.json")) == waiting
+
+
+def test_an_export_target_that_cannot_be_written_never_fails_the_accept(tmp_path, monkeypatch):
+    # Pins: a damaged AGENTS.md turning an accept that already happened into an error.
+    from mecha.sidecar.context import Context, InitializationOptions
+    from mecha.sidecar.handlers import reexport
+
+    good, bad = tmp_path / "good.md", tmp_path / "bad.md"
+    bad.write_text("<!-- mecha:rules:end -->\nmine\n")
+    config = tmp_path / "sidecar.toml"
+    config.write_text(f'[export]\nagents = ["{bad}", "{good}"]\n')
+    monkeypatch.setenv("MECHA_SIDECAR_CONFIG", str(config))
+    (tmp_path / "store" / "rules").mkdir(parents=True)
+    (tmp_path / "store" / "rules" / "behavior.user.toml").write_text('[[rules]]\nid = "u1"\ntext = "Answer in English."\n')
+    ctx = Context.from_options(InitializationOptions(learning_dir=str(tmp_path / "store")))
+    failures = reexport(ctx)
+    assert len(failures) == 1 and "bad.md" in failures[0] and "markers are damaged" in failures[0]
+    assert bad.read_text() == "<!-- mecha:rules:end -->\nmine\n"
+    assert "Answer in English." in good.read_text()
