@@ -176,11 +176,51 @@ def enqueue(store: LearningStore, entry: InboxEntry) -> Path:
     ignore = directory / ".gitignore"
     if not ignore.exists():
         write_atomic(ignore, b"*\n")
-    key = entry.session_id if isinstance(entry, SessionEntry) else f"draft-{entry.item.id}"
-    name = f"{now().replace(':', '').replace('-', '')}-{_SAFE.sub('_', key)[:80]}.json"
-    path = directory / name
+    path = directory / inbox_name(entry)
     write_atomic(path, msgspec.json.encode(entry))
     return path
+
+
+def inbox_name(entry: InboxEntry) -> str:
+    """The file name an entry is queued under: when, then whose (sorted by
+    name, the inbox is oldest first)."""
+    key = entry.session_id if isinstance(entry, SessionEntry) else f"draft-{entry.item.id}"
+    return f"{now().replace(':', '').replace('-', '')}-{_SAFE.sub('_', key)[:80]}.json"
+
+
+#: An entry's session id, from the head of its file: the encoder writes the
+#: tag and then `session_id` first, so the id sits in the first bytes and a
+#: whole transcript never has to be read to learn whose it is.
+_QUEUED_ID = re.compile(rb'^\{"kind":"session","session_id":("(?:[^"\\]|\\.)*")')
+
+
+def queued_session_ids(store: LearningStore) -> set[str]:
+    """Sessions waiting in the inbox (claimed or not) or set aside there:
+    handed over, not yet mined. A caller about to queue a session checks here
+    as well as in `mined.jsonl`, or a session whose pass failed is queued
+    twice."""
+    out: set[str] = set()
+    for directory in (inbox_dir(store), set_aside_dir(store)):
+        if directory.is_dir():
+            out |= _session_ids_in(directory)
+    return out
+
+
+def _session_ids_in(directory: Path) -> set[str]:
+    out = set()
+    for path in directory.iterdir():
+        name = path.name
+        if not (name.endswith(".json") or _CLAIM in name) or name.endswith(_REASON_SUFFIX) or not path.is_file():
+            continue
+        try:
+            with path.open("rb") as f:
+                head = f.read(4096)
+        except OSError:
+            continue
+        found = _QUEUED_ID.match(head)
+        if found is not None:
+            out.add(msgspec.json.decode(found.group(1)))
+    return out
 
 
 def _claim_owner(path: Path) -> int | None:

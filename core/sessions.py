@@ -36,12 +36,18 @@ def load_transcript(path: Path) -> SessionFile:
         data = path.read_bytes()
     except OSError as exc:
         raise InvalidInput(f"{path}: {exc.strerror or exc}") from None
+    return parse_transcript(path, data)
+
+
+def parse_transcript(path: Path, data: bytes) -> SessionFile:
+    """`load_transcript` on bytes already read (`path` names the file in
+    errors and gives a JSONL file its session id)."""
     stripped = data.lstrip()
     if path.suffix == ".json" or (stripped.startswith(b"{") and b'"messages"' in stripped[:4096] and path.suffix != ".jsonl"):
         try:
             return _session.decode(data)
         except msgspec.DecodeError as exc:
-            raise InvalidInput(f"{path}: not a session object: {exc}") from None
+            raise InvalidInput(f"{path}: reading as a mecha transcript: not a session object: {exc}") from None
     messages = []
     for number, line in enumerate(data.splitlines(), 1):
         if not line.strip():
@@ -49,7 +55,7 @@ def load_transcript(path: Path) -> SessionFile:
         try:
             messages.append(_message.decode(line))
         except msgspec.DecodeError as exc:
-            raise InvalidInput(f"{path}:{number}: not a message: {exc}") from None
+            raise InvalidInput(f"{path}:{number}: reading as a mecha transcript: not a message: {exc}") from None
     return SessionFile(session_id=path.stem, messages=messages)
 
 

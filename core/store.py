@@ -12,6 +12,7 @@ mined_outbox.jsonl           outbox item ids already mined, one per line
 distilled.jsonl              session ids already distilled, one per line
 runs.jsonl                   one LeapRun per consolidation pass
 validations.jsonl            one ValidationRecord per probe
+imported.jsonl               one ImportRecord per session file imported from another agent
 proposals/<id>.json          rule changes waiting for a person
 rules/<domain>.user.toml     the person's own rules — never written by code
 rules/<domain>.learned.toml  written only when a person accepts a proposal
@@ -97,6 +98,10 @@ MINED_OUTBOX_FILE = "mined_outbox.jsonl"
 DISTILLED_FILE = "distilled.jsonl"
 RUNS_FILE = "runs.jsonl"
 VALIDATIONS_FILE = "validations.jsonl"
+#: What `import claude` / `import codex` queued, per session file: the keys
+#: of the interventions queued (so a grown session queues only its new
+#: ones) and the file's size and mtime (so an unchanged one is not read).
+IMPORTED_FILE = "imported.jsonl"
 RULES_DIR = "rules"
 PROPOSALS_DIR = "proposals"
 JOBS_DIR = "jobs"
@@ -1255,3 +1260,15 @@ class LearningStore:
 
     def validations(self) -> list[ValidationRecord]:
         return self._read_jsonl(VALIDATIONS_FILE, _decoder(ValidationRecord), "validation record")
+
+    # ── sessions imported from other agents ──
+
+    def append_imports(self, records: Iterable[Any]) -> None:
+        """Record what an import queued. Caller holds the lock."""
+        self._append_records(IMPORTED_FILE, records)
+
+    def imports(self) -> list[Any]:
+        """Every import record, oldest first (see `importing.ImportRecord`)."""
+        from .importing import ImportRecord
+
+        return self._read_jsonl(IMPORTED_FILE, _decoder(ImportRecord), "import record")

@@ -23,7 +23,11 @@ verbs:
   lsp                 the editor endpoint: a language server over the rules files (--stdio accepted)
   demo                drive a real sidecar through a bundled sample session
   block [--domain D]  print the rules block a run would get
-  mine FILE           print the interventions in a transcript file
+  mine FILE           print the interventions in a transcript file (mecha, Claude Code or Codex)
+  import claude|codex [DIR]
+                      queue the new interventions in Claude Code / Codex CLI sessions, start a reflect pass
+  export claude|agents [FILE]
+                      write the rules block into CLAUDE.md / AGENTS.md (a managed section)
   proposals [list|show ID|accept ID|reject ID]
   learn DOMAIN        start a consolidation pass (proposes, never applies)
   reflect --sessions DIR
@@ -71,6 +75,8 @@ def _parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("mine", help="print the interventions in a transcript file")
     s.add_argument("file", nargs="?", help="a transcript file (default: the bundled sample session)")
+    s.add_argument("--format", choices=["mecha", "claude", "codex"], help="the file's format (default: detected)")
+    _mining_options(s)
 
     s = sub.add_parser("proposals", help="list, show, accept or reject proposals")
     s.add_argument("action", nargs="?", default="list", choices=["list", "show", "accept", "reject"])
@@ -87,6 +93,21 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("reflect", help="reflect every transcript file in a directory")
     s.add_argument("--sessions", required=True, type=Path)
     s.add_argument("--no-wait", action="store_true")
+    _mining_options(s)
+
+    s = sub.add_parser("import", help="queue the new interventions in Claude Code or Codex CLI sessions")
+    s.add_argument("source", choices=["claude", "codex"])
+    s.add_argument("dir", nargs="?", type=Path, help="where the sessions are (default: ~/.claude/projects, ~/.codex/sessions)")
+    s.add_argument("--dry-run", action="store_true", help="print what would be queued, per session; queue nothing")
+    s.add_argument("--since", help="only session files changed on or after this date (YYYY-MM-DD or ISO date-time)")
+    s.add_argument("--project", help="only sessions whose working directory (or project folder) contains NAME")
+    s.add_argument("--no-wait", action="store_true", help="return once the reflect pass has started")
+    _mining_options(s)
+
+    s = sub.add_parser("export", help="write the rules block into an agent's instructions file")
+    s.add_argument("target", choices=["claude", "agents"])
+    s.add_argument("file", nargs="?", type=Path, help="the file (default: ~/.claude/CLAUDE.md, ./AGENTS.md)")
+    s.add_argument("--check", action="store_true", help="write nothing; exit 1 when the file is out of date")
 
     s = sub.add_parser("retire", help="propose retiring a learned rule")
     s.add_argument("domain")
@@ -99,6 +120,19 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("doctor", help="health checks")
     sub.add_parser("schema", help="print the JSON Schema")
     return p
+
+
+def _mining_options(s: argparse.ArgumentParser) -> None:
+    s.add_argument(
+        "--voices",
+        action="append",
+        default=[],
+        metavar="PREFIX",
+        help="a user turn starting with PREFIX is not a person (repeatable; `claude` or `codex` names a built-in "
+        "profile); added to $MECHA_HARNESS_VOICES",
+    )
+    s.add_argument("--trust-tool", action="append", default=[], metavar="NAME", help="read this tool's results as the person's own (not untrusted)")
+    s.add_argument("--distrust-tool", action="append", default=[], metavar="NAME", help="read this tool's results as untrusted")
 
 
 #: Command lines that mean "the harness endpoint", recognised without
@@ -178,15 +212,11 @@ def _run_verb(verb: str, args: argparse.Namespace) -> int:
         _emit(args, result, humane.block)
         return 0
     if verb == "mine":
-        import msgspec
-
-        from mecha.core.sessions import load_transcript, sample_session_path
-
-        path = Path(args.file) if args.file else sample_session_path()
-        session = load_transcript(path)
-        result = call(ctx, "mecha/extractInterventions", {"messages": msgspec.to_builtins(session.messages)})
-        _emit(args, result, humane.interventions)
-        return 0
+        return _mine(ctx, args)
+    if verb == "import":
+        return _import(ctx, args)
+    if verb == "export":
+        return _export(ctx, args)
     if verb == "proposals":
         return _proposals(ctx, args)
     if verb == "learn":
@@ -242,31 +272,147 @@ def _proposals(ctx: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def _reflect(ctx: Any, args: argparse.Namespace) -> int:
-    from mecha.core.passes import SessionEntry, enqueue, survey_session
+def _mining_context(ctx: Any, args: argparse.Namespace, *profiles: str) -> Any:
+    """The context with the voices the command line adds: the profiles of
+    the formats being read, `$MECHA_HARNESS_VOICES`, then `--voices`. A pass
+    started from it is handed the same (`Context.pass_environment`)."""
+    import os
+
+    import msgspec
+
+    from mecha.core.foreign import expand_voices, voices_from_env_value
+
+    extra = expand_voices([*ctx.voices.harness_prefixes, *expand_voices(profiles), *voices_from_env_value(os.environ.get("MECHA_HARNESS_VOICES")), *args.voices])
+    voices = msgspec.structs.replace(ctx.voices, harness_prefixes=extra)
+    return msgspec.structs.replace(ctx, voices=voices)
+
+
+def _policy(args: argparse.Namespace, source: str) -> Any:
+    from mecha.core.claude_code import CLAUDE_POLICY
+    from mecha.core.codex_cli import CODEX_POLICY
+
+    base = CODEX_POLICY if source == "codex" else CLAUDE_POLICY
+    if not args.trust_tool and not args.distrust_tool:
+        return None
+    return base.with_overrides(trust=args.trust_tool, distrust=args.distrust_tool)
+
+
+def _mine(ctx: Any, args: argparse.Namespace) -> int:
+    import msgspec
+
+    from mecha.core.foreign import read_session
+    from mecha.core.sessions import sample_session_path
+
+    from . import humane
+    from .handlers import call
+
+    path = Path(args.file) if args.file else sample_session_path()
+    fmt = args.format
+    if fmt is None:
+        from mecha.core.foreign import detect_format
+
+        try:
+            fmt = detect_format(path.read_bytes()) or "mecha"
+        except OSError:
+            fmt = "mecha"  # read_session names the error
+    session = read_session(path, args.format, policy=_policy(args, fmt))
+    for warning in session.warnings:
+        print(f"mecha-sidecar: warning: {warning}", file=sys.stderr)
+    ctx = _mining_context(ctx, args, *((fmt,) if fmt in ("claude", "codex") else ()))
+    result = call(ctx, "mecha/extractInterventions", {"messages": msgspec.to_builtins(session.messages)})
+    _emit(args, result, humane.interventions)
+    return 0
+
+
+def _import(ctx: Any, args: argparse.Namespace) -> int:
+    from mecha.core.importing import DEFAULT_DIRS, find_session_files, import_sessions, parse_since
 
     from . import humane
     from .handlers import start_job
-    from mecha.core.sessions import load_transcript
+
+    ctx = _mining_context(ctx, args, args.source)
+    root = args.dir if args.dir is not None else DEFAULT_DIRS[args.source].expanduser()
+    since = parse_since(args.since) if args.since else None
+    if not root.exists():
+        find_session_files(root, args.source)  # says so, before a store is made
+    report = import_sessions(
+        ctx.store(),
+        args.source,
+        root,
+        voices=ctx.voices,
+        policy=_policy(args, args.source),
+        since=since,
+        project=args.project,
+        dry_run=args.dry_run,
+    )
+    for line in report.skipped:
+        print(f"mecha-sidecar: warning: skipped {line}", file=sys.stderr)
+    for line in report.warnings:
+        print(f"mecha-sidecar: warning: {line}", file=sys.stderr)
+    summary = humane.import_builtins(report)
+    if args.dry_run or not report.queued:
+        _emit(args, summary, humane.import_summary)
+        return 0
+    job = start_job(ctx, "reflect")
+    summary["job"] = humane.builtins(job)
+    if not args.json:
+        sys.stdout.write(humane.import_summary(summary) + "\n")
+    return _finish_job(ctx, args, summary["job"], args.no_wait, quiet_start=True, extra=summary)
+
+
+def _export(ctx: Any, args: argparse.Namespace) -> int:
+    from mecha.core.export import DEFAULT_TARGETS, export_block
+
+    from .handlers import call
+
+    path = args.file if args.file is not None else DEFAULT_TARGETS[args.target].expanduser()
+    block = call(ctx, "mecha/rulesPromptBlock", {})["block"]
+    outcome = export_block(path, block, check=args.check)
+    result = {"path": str(path), "changed": outcome.changed, "up_to_date": not outcome.changed, "check": args.check}
+    if args.check:
+        _emit(args, result, lambda r: f"{r['path']}: {'up to date' if r['up_to_date'] else 'out of date (run export without --check)'}")
+        return 1 if outcome.changed else 0
+    _emit(args, result, lambda r: f"{r['path']}: {'rules section written' if r['changed'] else 'already up to date'}")
+    return 0
+
+
+def _reflect(ctx: Any, args: argparse.Namespace) -> int:
+    """Every transcript file in the folder is read before any is queued; a
+    file that is not a session is skipped with a warning naming it, and a
+    session already mined — or already waiting in the inbox from a pass that
+    failed — is not queued again."""
+    from mecha.core.errors import InvalidInput
+    from mecha.core.foreign import read_session
+    from mecha.core.passes import SessionEntry, enqueue, queued_session_ids, survey_session
+
+    from . import humane
+    from .handlers import start_job
 
     directory: Path = args.sessions
     if not directory.is_dir():
         raise ValueError(f"--sessions {directory}: not a directory")
+    ctx = _mining_context(ctx, args)
     store = ctx.store()
-    mined = store.mined_sessions()
-    queued, skipped, empty = [], [], []
+    mined = store.mined_sessions() | queued_session_ids(store)
+    queued, skipped, empty, ready = [], [], [], []
     for path in sorted(directory.iterdir()):
         if path.suffix not in (".json", ".jsonl") or not path.is_file():
             continue
-        session = load_transcript(path)
-        if session.session_id in mined:
+        try:
+            session = read_session(path)
+        except InvalidInput as exc:
+            print(f"mecha-sidecar: warning: skipped {exc}", file=sys.stderr)
+            continue
+        if session.session_id in mined or session.session_id in (e.session_id for e in ready):
             skipped.append(session.session_id)
             continue
         if not survey_session(session.messages, session.taint_timeline, interactive=session.interactive, voices=ctx.voices):
             empty.append(session.session_id)
             continue
-        enqueue(store, SessionEntry(session.session_id, session.messages, session.taint_timeline, session.interactive))
-        queued.append(session.session_id)
+        ready.append(SessionEntry(session.session_id, session.messages, session.taint_timeline, session.interactive))
+    for entry in ready:
+        enqueue(store, entry)
+        queued.append(entry.session_id)
     summary = {"queued": queued, "already_mined": skipped, "no_interventions": empty, "job": None}
     if not queued:
         _emit(args, summary, humane.reflect_summary)

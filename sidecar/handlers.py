@@ -259,7 +259,38 @@ def proposal(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.ProposalWithDiffR
 def accept(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.ProposalResult:
     from mecha.core.proposals import accept_proposal
 
-    return m.ProposalResult(proposal=accept_proposal(ctx.store(), p.id))
+    result = m.ProposalResult(proposal=accept_proposal(ctx.store(), p.id))
+    reexport(ctx)
+    return result
+
+
+def reexport(ctx: Context) -> list[str]:
+    """Rewrite every `[export]` target of `sidecar.toml` with the block a run
+    now gets, so an accept reaches the other agents too. The accept has
+    already happened: a target that cannot be written is logged and
+    reported, never an error of the accept."""
+    import logging
+
+    from mecha.core.export import configured_targets, export_block
+    from mecha.core.providers.config import default_config_path
+
+    log = logging.getLogger(__name__)
+    try:
+        targets = configured_targets(default_config_path())
+    except InvalidInput as exc:
+        log.warning("export targets not read: %s", exc)
+        return [str(exc)]
+    if not targets:
+        return []
+    block = HANDLERS["mecha/rulesPromptBlock"](ctx, m.RulesPromptBlockParams(), Cancel()).block
+    failures = []
+    for target in targets:
+        try:
+            export_block(target, block)
+        except (InvalidInput, OSError) as exc:
+            log.warning("export to %s failed: %s", target, exc)
+            failures.append(f"{target}: {exc}")
+    return failures
 
 
 @handles("mecha/rejectProposal")

@@ -108,3 +108,55 @@ def reflect_summary(s: dict[str, Any]) -> str:
     if s["no_interventions"]:
         parts.append(f"{len(s['no_interventions'])} with no interventions")
     return "; ".join(parts)
+
+
+def import_builtins(report: Any) -> dict[str, Any]:
+    """An import report as plain builtins: per session, what was found and
+    what is (or would be) queued, counted per `trigger/origin`."""
+    sessions = [
+        {
+            "path": plan.path,
+            "session_id": plan.session_id,
+            "project": plan.project,
+            "found": plan.found,
+            "new": len(plan.fresh),
+            "counts": plan.counts(),
+            "held": plan.held,
+        }
+        for plan in report.sessions
+    ]
+    return {
+        "source": report.source,
+        "root": report.root,
+        "sessions": sessions,
+        "unchanged": report.unchanged,
+        "filtered": report.filtered,
+        "skipped": list(report.skipped),
+        "queued": list(report.queued),
+        "dry_run": report.dry_run,
+        "job": None,
+    }
+
+
+def import_summary(s: dict[str, Any]) -> str:
+    lines = []
+    for session in s["sessions"]:
+        counts = ", ".join(f"{k} {v}" for k, v in session["counts"].items()) or "nothing new"
+        held = "; a last refusal waits for the person's reason" if session.get("held") else ""
+        lines.append(f"  {session['session_id']}: {session['new']} new of {session['found']} ({counts}){held}")
+    head = f"{s['source']}: {len(s['sessions'])} session(s) read from {s['root']}"
+    extras = []
+    if s["unchanged"]:
+        extras.append(f"{s['unchanged']} unchanged since the last import")
+    if s["filtered"]:
+        extras.append(f"{s['filtered']} left out by --since/--project")
+    if s["skipped"]:
+        extras.append(f"{len(s['skipped'])} skipped (not sessions)")
+    if extras:
+        head += "; " + "; ".join(extras)
+    if s.get("dry_run"):
+        would = sum(1 for session in s["sessions"] if session["new"])
+        tail = f"dry run: {would} session(s) would be queued, nothing was"
+    else:
+        tail = f"{len(s['queued'])} queued for reflection" if s["queued"] else "nothing new to queue"
+    return "\n".join([head, *lines, tail])

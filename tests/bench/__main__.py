@@ -31,6 +31,7 @@ FIGURES: dict[int, tuple[str, int, int]] = {
     5: ("extract", 9, 3),
     6: ("store_scale", 5, 2),
     7: ("editor", 200, 60),
+    9: ("claude_import", 3, 1),
 }
 #: Figures that come along with another's run.
 RIDES_WITH = {2: 1, 8: 1}
@@ -46,6 +47,9 @@ NUMBER = {
     "mark_1k": 6,
     "editor_diagnostics": 7,
     "cold_peak_rss": 8,
+    "claude_read_mbps": 9,
+    "claude_reimport": 9,
+    "claude_import_rss": 9,
 }
 ORDER = list(NUMBER)
 
@@ -109,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="fewer repetitions: a rough table in about a minute")
     p.add_argument("--write", action="store_true", help="rewrite the README's table and tests/bench/results.json")
-    p.add_argument("--only", help="comma-separated figure numbers (1-8) to run")
+    p.add_argument("--only", help="comma-separated figure numbers (1-9) to run")
     args = p.parse_args(argv)
 
     wanted = set(FIGURES)

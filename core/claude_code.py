@@ -1,0 +1,480 @@
+"""Claude Code session files (`~/.claude/projects/<project>/<session-id>.jsonl`)
+read into a wire transcript.
+
+Pure: bytes in, `ReadSession` out. One JSON event per line; a line's `type`
+says what it is (`user`, `assistant`, `attachment`, and bookkeeping kinds —
+`summary`, `system`, `queue-operation`, `file-history-snapshot`, … — that say
+nothing a person said and are skipped). The quirks handled, each because
+mining the file naively taught the wrong lesson or missed the right one:
+
+- **One assistant message over several lines.** Each content block is written
+  as its own line sharing `message.id`; lines with the id of the last
+  assistant message are merged into it, so `tools_before` sees every call.
+  Thinking blocks are dropped; a `<synthetic>` assistant line (Claude Code's
+  own "No response requested.") is not the model.
+- **Tool results** arrive one per user line (parallel calls give several);
+  consecutive result lines become one wire message. A result's `content` is
+  a string or a list of blocks (text and images).
+- **`isMeta` lines** (caveats, skill loads, hook output) and **`isSidechain`
+  lines** in a main file are not the person and are skipped. A file under a
+  session's `subagents/` folder (or an `agent-*.jsonl` file, or one whose
+  first line is a sidechain) is a subagent's: read whole, `interactive:
+  false`, so its reflections classify `derived`.
+- **Compaction**: the summary a new context opens with (`isCompactSummary`,
+  "This session is being continued from a previous conversation…") is the
+  harness's, never a person's turn.
+- **Wrappers in the person's voice**: `<command-name>` blocks become the
+  slash command the person typed (`/model sonnet`), which the miner never
+  mines; `<local-command-stdout>`, `<bash-input>`/`<bash-stdout>`,
+  `<task-notification>`, `<user-prompt-submit-hook>`, "Caveat: …" and
+  "Stop hook feedback:" text is dropped; `<system-reminder>` blocks are cut
+  out of whatever text they ride in.
+- **Interrupt markers** (`[Request interrupted by user]`, `… for tool use]`,
+  also at the start of a tool result) are events, never the person's text:
+  the person's next words after an interrupt that cut a call short ride beside
+  that call's result — a steer whose context is what was cut off.
+- **Denials folded.** Claude Code's stock rejection ("The user doesn't want to
+  proceed with this tool use…"), the interrupt marker after it and the
+  person's next words are one denial: the result becomes the wire's
+  `Denied by the user: <their words>`, so its context is the refused call. A
+  reason typed into the rejection itself ("…the user said:") is used as is.
+  Only the first rejection in a batch carries it; the rest keep the stock
+  text and are not mined twice.
+- **Queued messages** — typed while the agent worked, recorded as an
+  `attachment` of type `queued_command` — are steers riding beside the
+  results they were delivered with (a queued task notification is not).
+- **AskUserQuestion answers** are the person's words: they ride beside the
+  question's result as a steer whose context is the question.
+- **Images** become an `[image]` placeholder beside the words they came with.
+- A last line cut off mid-write (the agent is still running) is skipped with
+  a warning; any other line that is not JSON is an error naming the line.
+
+Taint is rebuilt from the tools called (see `foreign.TaintPolicy`): the
+Claude Code policy below lists its built-in tools.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from .foreign import ReadSession, TaintPolicy, TaintTimeline, line_error, numbered_lines
+from .mining import DENIAL_PREFIX
+from .transcript import Block, Message, Taint
+
+#: Claude Code's built-in tools, by what their results bring in.
+CLAUDE_POLICY = TaintPolicy(
+    local=frozenset(
+        {
+            "Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "NotebookRead", "Glob", "Grep", "LS",
+            "TodoWrite", "TodoRead", "ExitPlanMode", "EnterPlanMode", "KillShell", "KillBash", "Skill",
+            "SlashCommand", "ListMcpResourcesTool",
+        }
+    ),
+    shell=frozenset({"Bash", "BashOutput"}),
+    # `Task` runs a subagent that may itself have fetched the web; what it
+    # reports back is not known to be the person's.
+    untrusted=frozenset({"WebFetch", "WebSearch", "Task", "Agent", "ReadMcpResourceTool"}),
+    personal=frozenset({"AskUserQuestion"}),
+)
+
+STOCK_REJECTIONS = (
+    "The user doesn't want to proceed with this tool use.",
+    "The user doesn't want to take this action right now.",
+)
+#: What follows when the person typed a reason into the rejection itself.
+_INLINE_REASON = re.compile(r"the user said:\s*", re.IGNORECASE)
+INTERRUPT_MARKER = "[Request interrupted by user"
+COMPACTION_PREFIX = "This session is being continued from a previous conversation"
+_DROPPED_PREFIXES = (
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "<task-notification>",
+    "<user-prompt-submit-hook>",
+    "Caveat: The messages below were generated by the user",
+    "Stop hook feedback:",
+    COMPACTION_PREFIX,
+)
+_SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+_COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
+_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
+_ANSWER = re.compile(r'"((?:[^"\\]|\\.)*)"="((?:[^"\\]|\\.)*)"', re.DOTALL)
+IMAGE_PLACEHOLDER = "[image]"
+
+
+class _Inner(msgspec.Struct):
+    type: str = ""
+    text: str | None = None
+
+
+class _Block(msgspec.Struct):
+    type: str = ""
+    text: str | None = None
+    id: str | None = None
+    name: str | None = None
+    input: Any = None
+    tool_use_id: str | None = None
+    content: str | list[_Inner] | None = None
+    is_error: bool | None = None
+
+
+class _Message(msgspec.Struct):
+    id: str | None = None
+    model: str | None = None
+    content: str | list[_Block] | None = None
+
+
+class _Origin(msgspec.Struct):
+    kind: str | None = None
+
+
+class _Attachment(msgspec.Struct):
+    type: str | None = None
+    commandMode: str | None = None
+    prompt: str | list[_Inner] | None = None
+    origin: _Origin | None = None
+    isMeta: bool = False
+
+
+class _Line(msgspec.Struct):
+    type: str = ""
+    message: _Message | None = None
+    isMeta: bool = False
+    isSidechain: bool = False
+    isCompactSummary: bool = False
+    sessionId: str | None = None
+    cwd: str | None = None
+    attachment: _Attachment | None = None
+    #: Decoded only for an AskUserQuestion result (it holds whole files for
+    #: an edit, so it is never decoded otherwise).
+    toolUseResult: msgspec.Raw = msgspec.Raw()
+
+
+class _Answers(msgspec.Struct):
+    answers: dict[str, str] | None = None
+
+
+_line = msgspec.json.Decoder(_Line)
+
+
+def is_subagent_path(path: Path | None) -> bool:
+    """A subagent's transcript, by where Claude Code files it."""
+    if path is None:
+        return False
+    return path.parent.name == "subagents" or path.name.startswith("agent-")
+
+
+def flatten_result(content: str | list[_Inner] | None) -> str:
+    """A tool result's content as text: a string as is, a list of blocks as
+    their texts, an image as a placeholder."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for inner in content:
+        if inner.type == "text" and inner.text:
+            parts.append(inner.text)
+        elif inner.type == "image":
+            parts.append(IMAGE_PLACEHOLDER)
+    return "\n".join(parts)
+
+
+def person_text(text: str) -> str | None:
+    """What the person typed, from one text block of a user line; `None` when
+    the block is the harness's (a wrapper, a marker, a summary)."""
+    if "<system-reminder>" in text:
+        text = _SYSTEM_REMINDER.sub("", text)
+    stripped = text.strip()
+    if not stripped:
+        return None
+    if stripped.startswith(INTERRUPT_MARKER):
+        return None
+    if stripped.startswith("<command-name>") or stripped.startswith("<command-message>"):
+        name = _COMMAND_NAME.search(stripped)
+        if name is None:
+            return None
+        args = _COMMAND_ARGS.search(stripped)
+        command = name.group(1).strip()
+        if not command.startswith("/"):
+            command = "/" + command
+        extra = args.group(1).strip() if args else ""
+        return f"{command} {extra}".strip()
+    if stripped.startswith(_DROPPED_PREFIXES):
+        return None
+    return stripped
+
+
+def rejection_reason(content: str) -> str | None:
+    """For Claude Code's stock rejection, the reason typed into it (`""` when
+    there is none); `None` when `content` is not a rejection."""
+    text = content.strip()
+    if not text.startswith(STOCK_REJECTIONS):
+        return None
+    found = _INLINE_REASON.search(text)
+    return text[found.end() :].strip() if found else ""
+
+
+def answers_text(result: str, raw: msgspec.Raw) -> str:
+    """The person's answers to an AskUserQuestion call: from the structured
+    record when the line has one, else from the result text
+    (`"question"="answer"` pairs). One answer alone; several as
+    `question → answer` lines."""
+    pairs: list[tuple[str, str]] = []
+    if raw:
+        try:
+            decoded = msgspec.json.decode(raw, type=_Answers)
+            if decoded.answers:
+                pairs = list(decoded.answers.items())
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            pairs = []
+    if not pairs:
+        pairs = [(q.replace('\\"', '"'), a.replace('\\"', '"')) for q, a in _ANSWER.findall(result)]
+    if not pairs:
+        return ""
+    if len(pairs) == 1:
+        return pairs[0][1].strip()
+    return "\n".join(f"{q.strip()} → {a.strip()}" for q, a in pairs)
+
+
+class _Reader:
+    def __init__(self, name: str, policy: TaintPolicy, sidechain_file: bool):
+        self.name = name
+        self.policy = policy
+        self.sidechain_file = sidechain_file
+        self.decided_sidechain = sidechain_file
+        self.out: list[Message] = []
+        self.taint = TaintTimeline()
+        self.calls: dict[str, Block] = {}
+        self.last_assistant_id: str | None = None
+        self.last_assistant_at = -1
+        self.pending_denial: Block | None = None
+        self.interrupted = False
+        self.queued: list[str] = []
+        self.session_id: str | None = None
+        self.project: str | None = None
+        self.warnings: list[str] = []
+
+    # ── wire helpers ──
+
+    def _results_message(self) -> Message | None:
+        if self.out and self.out[-1].role == "user" and self.out[-1].has_tool_results():
+            return self.out[-1]
+        return None
+
+    def _say_beside_results(self, message: Message, words: str) -> None:
+        assert isinstance(message.content, list)
+        message.content.append(Block.text_block(words))
+
+    def _flush_queued(self) -> None:
+        for words in self.queued:
+            self.out.append(Message.user(words))
+        self.queued = []
+
+    # ── lines ──
+
+    def line(self, number: int, raw: bytes, torn: bool) -> None:
+        try:
+            line = _line.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            if torn:
+                self.warnings.append(f"{self.name}:{number}: skipped a last line cut off mid-write")
+                return
+            raise line_error(self.name, "claude", number, str(exc)) from None
+        if line.sessionId and self.session_id is None:
+            self.session_id = line.sessionId
+        if line.cwd and self.project is None:
+            self.project = line.cwd
+        kind = line.type
+        if kind not in ("user", "assistant", "attachment"):
+            return
+        if not self.decided_sidechain and kind in ("user", "assistant"):
+            # The first conversational line says whose file this is.
+            self.decided_sidechain = True
+            self.sidechain_file = line.isSidechain
+        if line.isSidechain and not self.sidechain_file:
+            return
+        if kind == "attachment":
+            self._attachment(line.attachment)
+        elif line.isMeta or line.isCompactSummary or line.message is None:
+            return
+        elif kind == "assistant":
+            self._assistant(line.message)
+        else:
+            self._user(line)
+
+    def _attachment(self, a: _Attachment | None) -> None:
+        if a is None or a.type != "queued_command" or a.isMeta:
+            return
+        if a.commandMode not in (None, "prompt"):
+            return
+        if a.origin is not None and a.origin.kind not in (None, "human"):
+            return
+        prompt = a.prompt
+        text = prompt if isinstance(prompt, str) else "\n".join(i.text or "" for i in (prompt or []) if i.type == "text")
+        words = person_text(text)
+        if not words:
+            return
+        results = self._results_message()
+        if results is not None:
+            self._say_beside_results(results, words)
+        else:
+            self.queued.append(words)
+
+    def _assistant(self, message: _Message) -> None:
+        if message.model == "<synthetic>":
+            return
+        content = message.content
+        blocks: list[Block] = []
+        if isinstance(content, str):
+            if content.strip():
+                blocks.append(Block.text_block(content))
+        else:
+            for b in content or []:
+                if b.type == "text" and b.text:
+                    blocks.append(Block.text_block(b.text))
+                elif b.type == "tool_use" and b.id:
+                    use = Block.tool_use(b.id, b.name or "", b.input)
+                    self.calls[b.id] = use
+                    blocks.append(use)
+        if not blocks:
+            return
+        # The model moved on: a denial with no words after it stays reasonless,
+        # an interrupt with none is only an interrupt.
+        self.pending_denial = None
+        self.interrupted = False
+        if message.id is not None and message.id == self.last_assistant_id and self.last_assistant_at >= 0:
+            target = self.out[self.last_assistant_at]
+            assert isinstance(target.content, list)
+            target.content.extend(blocks)
+            return
+        self._flush_queued()
+        self.out.append(Message(role="assistant", content=blocks))
+        self.last_assistant_id = message.id
+        self.last_assistant_at = len(self.out) - 1
+
+    def _user(self, line: _Line) -> None:
+        assert line.message is not None
+        content = line.message.content
+        if isinstance(content, str):
+            content = [_Block(type="text", text=content)]
+        results: list[Block] = []
+        brought: list[Taint] = []
+        words: list[str] = []
+        for b in content or []:
+            if b.type == "tool_result":
+                results.append(self._result(b, line, brought, words, results))
+            elif b.type == "text" and b.text is not None:
+                if b.text.strip().startswith(INTERRUPT_MARKER):
+                    self.interrupted = True
+                    continue
+                said = person_text(b.text)
+                if said:
+                    words.append(said)
+            elif b.type == "image":
+                words.append(IMAGE_PLACEHOLDER)
+            elif b.type == "document":
+                words.append("[document]")
+        said = " ".join(words).strip()
+        if results:
+            message = self._results_message()
+            if message is None:
+                self.out.append(Message.tool_results(results))
+                message = self.out[-1]
+                self._flush_queued_into(message)
+            else:
+                assert isinstance(message.content, list)
+                message.content.extend(results)
+            at = len(self.out) - 1
+            for taint in brought:
+                self.taint.bring(at, taint)
+            if said:
+                self._say_beside_results(message, said)
+            return
+        if not said:
+            return
+        if self.pending_denial is not None:
+            self.pending_denial.content = f"{DENIAL_PREFIX} {said}"
+            self.pending_denial = None
+            self.interrupted = False
+            return
+        if self.interrupted:
+            self.interrupted = False
+            message = self._results_message()
+            if message is not None:
+                self._say_beside_results(message, said)
+                return
+        self._flush_queued()
+        self.out.append(Message.user(said))
+
+    def _flush_queued_into(self, message: Message) -> None:
+        for words in self.queued:
+            self._say_beside_results(message, words)
+        self.queued = []
+
+    def _result(self, b: _Block, line: _Line, brought: list[Taint], words: list[str], batch: list[Block]) -> Block:
+        text = flatten_result(b.content)
+        call = self.calls.get(b.tool_use_id or "")
+        name = call.name if call is not None else None
+        is_error = bool(b.is_error)
+        if text.lstrip().startswith(INTERRUPT_MARKER):
+            self.interrupted = True
+            return Block.tool_result(b.tool_use_id or "", "(interrupted by the person)", True)
+        reason = rejection_reason(text)
+        if reason is not None:
+            if self.pending_denial is None and not self._denied_in_batch(batch):
+                block = Block.tool_result(b.tool_use_id or "", f"{DENIAL_PREFIX} {reason}".rstrip(), True)
+                if not reason:
+                    self.pending_denial = block
+                return block
+            return Block.tool_result(b.tool_use_id or "", text, True)
+        command = None
+        if call is not None and isinstance(call.input, dict):
+            value = call.input.get("command")
+            command = value if isinstance(value, str) else None
+        brought.append(self.policy.taint_of(name, command))
+        if name == "AskUserQuestion" and not is_error:
+            answer = answers_text(text, line.toolUseResult)
+            if answer:
+                words.append(answer)
+        return Block.tool_result(b.tool_use_id or "", text, is_error)
+
+    def _denied_in_batch(self, batch: list[Block]) -> bool:
+        """Whether the results of this batch of calls already hold a denial."""
+        message = self._results_message()
+        earlier = message.blocks() if message is not None else []
+        return any(blk.type == "tool_result" and (blk.content or "").startswith(DENIAL_PREFIX) for blk in [*earlier, *batch])
+
+
+def read_claude_code(
+    data: bytes,
+    *,
+    name: str = "<claude code session>",
+    path: Path | None = None,
+    policy: TaintPolicy | None = None,
+) -> ReadSession:
+    """One Claude Code session file as a wire transcript (see the module's
+    docstring for every quirk handled)."""
+    reader = _Reader(name, policy or CLAUDE_POLICY, is_subagent_path(path))
+    for number, raw, torn in numbered_lines(data):
+        reader.line(number, raw, torn)
+    reader._flush_queued()
+    base = reader.session_id or (path.stem if path is not None else "session")
+    session_id = f"claude:{base}"
+    if reader.sidechain_file and path is not None and path.stem != base:
+        session_id = f"{session_id}/{path.stem}"
+    return ReadSession(
+        source="claude",
+        session_id=session_id,
+        messages=reader.out,
+        taint_timeline=reader.taint.checkpoints,
+        interactive=not reader.sidechain_file,
+        project=reader.project,
+        warnings=reader.warnings,
+    )

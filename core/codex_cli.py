@@ -1,0 +1,377 @@
+"""Codex CLI rollout files (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`) read
+into a wire transcript.
+
+Pure: bytes in, `ReadSession` out. Each line is `{"timestamp", "type",
+"payload"}`; the kinds and the quirks handled:
+
+- **`session_meta`** gives the session id and working directory. Its
+  `source` says who drove the session: a subagent (an object) or another
+  program (`exec`, `mcp`) is not a person at a terminal, so the session is
+  `interactive: false` and classifies `derived`.
+- **`turn_context`** (per-turn settings) and `compacted` records say nothing a
+  person said; skipped.
+- **`response_item`**: a `message` (role `user` or `assistant`; `developer`
+  and `system` are the harness's), `function_call` / `custom_tool_call` /
+  `local_shell_call` (tool calls, joined to the assistant message they follow
+  so `tools_before` sees them all), `function_call_output` /
+  `custom_tool_call_output` (results, consecutive ones in one wire message;
+  the output is a string, `{content, success}`, or a list of content items),
+  `web_search_call` (a call whose results went straight to the model),
+  `reasoning` (dropped).
+- **Wrappers in the person's voice**: `<environment_context>`,
+  `<user_instructions>`, `# AGENTS.md instructions …`, `<user_shell_command>`
+  and `<turn_aborted>` texts ride in user messages and are the harness's.
+- **`event_msg`**: `user_message` repeats what the person typed (a newer
+  file has both it and the user `message` item; the pair is read once),
+  `agent_message` repeats the assistant's text (skipped),
+  `turn_aborted` is an interrupt: calls left without a result get one saying
+  so, and the person's next words ride beside them — a steer. Approval
+  requests are not persisted by Codex; a person's refusal shows as a call's
+  output (`exec command rejected by user`, `patch rejected by user`), and
+  that, with the person's next words as its reason, is one `denial` whose
+  context is the refused call.
+- **The older rollout shape** (a bare meta line, then bare response items,
+  `record_type` state lines) reads the same way.
+- A last line cut off mid-write is skipped with a warning; any other line
+  that is not JSON is an error naming the line.
+
+Taint is rebuilt from the calls (see `foreign.TaintPolicy`): web search,
+every MCP tool (Codex names them `server__tool`), unknown tools and
+network-fetching shell commands are untrusted.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from .foreign import ReadSession, TaintPolicy, TaintTimeline, line_error, numbered_lines
+from .mining import DENIAL_PREFIX
+from .transcript import Block, Message, Taint
+
+CODEX_POLICY = TaintPolicy(
+    local=frozenset({"apply_patch", "update_plan", "view_image", "read_file", "list_dir", "grep_files", "write_stdin"}),
+    shell=frozenset({"shell", "shell_command", "exec_command", "local_shell", "container.exec", "unified_exec"}),
+    untrusted=frozenset({"web_search", "web_fetch"}),
+)
+
+#: What Codex writes as a call's output when the person refused it.
+REJECTIONS = ("exec command rejected by user", "patch rejected by user")
+_HARNESS_PREFIXES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<user_shell_command>",
+    "<INSTRUCTIONS>",
+    "<turn_aborted>",
+)
+IMAGE_PLACEHOLDER = "[image]"
+INTERRUPTED_RESULT = "(interrupted by the person)"
+
+
+class _Content(msgspec.Struct):
+    type: str = ""
+    text: str | None = None
+
+
+class _Payload(msgspec.Struct):
+    type: str = ""
+    # session_meta
+    id: str | None = None
+    cwd: str | None = None
+    source: Any = None
+    # message
+    role: str | None = None
+    content: list[_Content] | str | None = None
+    # calls
+    name: str | None = None
+    arguments: str | None = None
+    input: Any = None
+    call_id: str | None = None
+    action: Any = None
+    output: Any = None
+    # event_msg
+    message: str | None = None
+    images: list[Any] | None = None
+    reason: str | None = None
+
+
+class _Line(msgspec.Struct):
+    type: str | None = None
+    payload: _Payload | None = None
+    # the older shape: a bare meta line / bare items
+    id: str | None = None
+    record_type: str | None = None
+
+
+_line = msgspec.json.Decoder(_Line)
+_payload = msgspec.json.Decoder(_Payload)
+
+
+def output_text(output: Any) -> str:
+    """A call's output as text, whichever shape the version wrote."""
+    if output is None:
+        return ""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, dict):
+        inner = output.get("content", output.get("output"))
+        return output_text(inner) if inner is not None else json.dumps(output, ensure_ascii=False)
+    if isinstance(output, list):
+        parts = []
+        for item in output:
+            if isinstance(item, dict):
+                if isinstance(item.get("text"), str):
+                    parts.append(item["text"])
+                elif str(item.get("type", "")).endswith("image"):
+                    parts.append(IMAGE_PLACEHOLDER)
+            elif isinstance(item, str):
+                parts.append(item)
+        return "\n".join(parts)
+    return str(output)
+
+
+def person_text(text: str) -> str | None:
+    """The person's words in one user text item; `None` for a harness wrapper."""
+    stripped = text.strip()
+    if not stripped or stripped.startswith(_HARNESS_PREFIXES):
+        return None
+    return stripped
+
+
+def shell_command(name: str | None, args: Any) -> str | None:
+    """The command line a shell call ran, for the network check."""
+    if not isinstance(args, dict):
+        return args if isinstance(args, str) else None
+    for key in ("command", "cmd"):
+        value = args.get(key)
+        if isinstance(value, list):
+            argv = [str(v) for v in value]
+            # `["bash", "-lc", "<script>"]`: the script is the command line.
+            if len(argv) >= 3 and argv[-2] in ("-c", "-lc", "-ic"):
+                return argv[-1]
+            return " ".join(argv)
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def interactive_source(source: Any) -> bool:
+    """Whether a person drove the session: the CLI, the IDE extension, or no
+    record of who (the older files) — never a subagent or another program."""
+    if isinstance(source, dict):
+        return False
+    return source not in ("exec", "mcp")
+
+
+class _Reader:
+    def __init__(self, name: str, policy: TaintPolicy):
+        self.name = name
+        self.policy = policy
+        self.out: list[Message] = []
+        self.taint = TaintTimeline()
+        self.calls: dict[str, Block] = {}
+        self.session_id: str | None = None
+        self.project: str | None = None
+        self.interactive = True
+        self.pending_denial: Block | None = None
+        self.aborted = False
+        #: The person's words already read this turn (the item/event pair).
+        self.said_this_turn: list[str] = []
+        self.warnings: list[str] = []
+        self.searches = 0
+
+    def _results_message(self) -> Message | None:
+        if self.out and self.out[-1].role == "user" and self.out[-1].has_tool_results():
+            return self.out[-1]
+        return None
+
+    def _assistant_blocks(self, blocks: list[Block]) -> None:
+        self.pending_denial = None
+        self.aborted = False
+        self.said_this_turn = []
+        if self.out and self.out[-1].role == "assistant":
+            content = self.out[-1].content
+            assert isinstance(content, list)
+            content.extend(blocks)
+        else:
+            self.out.append(Message(role="assistant", content=blocks))
+
+    def _results(self, blocks: list[Block], brought: Taint) -> None:
+        message = self._results_message()
+        if message is None:
+            self.out.append(Message.tool_results(blocks))
+        else:
+            assert isinstance(message.content, list)
+            message.content.extend(blocks)
+        self.taint.bring(len(self.out) - 1, brought)
+
+    def person(self, words: str) -> None:
+        if words in self.said_this_turn:
+            return
+        self.said_this_turn.append(words)
+        if self.pending_denial is not None:
+            self.pending_denial.content = f"{DENIAL_PREFIX} {words}"
+            self.pending_denial = None
+            self.aborted = False
+            return
+        if self.aborted:
+            self.aborted = False
+            message = self._results_message()
+            if message is not None:
+                assert isinstance(message.content, list)
+                message.content.append(Block.text_block(words))
+                return
+        self.out.append(Message.user(words))
+
+    def line(self, number: int, raw: bytes, torn: bool) -> None:
+        try:
+            line = _line.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            if torn:
+                self.warnings.append(f"{self.name}:{number}: skipped a last line cut off mid-write")
+                return
+            raise line_error(self.name, "codex", number, str(exc)) from None
+        kind, payload = line.type, line.payload
+        if payload is None:
+            if line.record_type is not None:
+                return
+            if kind is None:
+                # The older shape's first line: bare session metadata.
+                if line.id and self.session_id is None:
+                    self.session_id = line.id
+                return
+            try:
+                payload = _payload.decode(raw)
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                raise line_error(self.name, "codex", number, str(exc)) from None
+            kind = "response_item"
+        if kind == "session_meta":
+            if payload.id and self.session_id is None:
+                self.session_id = payload.id
+                self.project = payload.cwd
+                self.interactive = interactive_source(payload.source)
+        elif kind == "response_item":
+            self._item(payload)
+        elif kind == "event_msg":
+            self._event(payload)
+
+    def _item(self, p: _Payload) -> None:
+        kind = p.type
+        if kind == "message":
+            texts = p.content if isinstance(p.content, list) else [_Content(type="input_text", text=p.content or "")]
+            if p.role == "assistant":
+                parts = [c.text for c in texts if c.text and c.type in ("output_text", "text")]
+                if parts:
+                    self._assistant_blocks([Block.text_block("".join(parts))])
+            elif p.role == "user":
+                words: list[str] = []
+                for c in texts:
+                    if c.type in ("input_image", "image"):
+                        words.append(IMAGE_PLACEHOLDER)
+                    elif c.text:
+                        if c.text.strip().startswith("<turn_aborted>"):
+                            self._abort()
+                        said = person_text(c.text)
+                        if said:
+                            words.append(said)
+                said = " ".join(words).strip()
+                if said:
+                    self.person(said)
+        elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
+            call_id = p.call_id or p.id or f"call-{len(self.calls)}"
+            if kind == "function_call":
+                try:
+                    args: Any = json.loads(p.arguments) if p.arguments else {}
+                except ValueError:
+                    args = p.arguments
+                name = p.name or ""
+            elif kind == "custom_tool_call":
+                args, name = p.input, p.name or ""
+            else:
+                args, name = p.action, "local_shell"
+            use = Block.tool_use(call_id, name, args)
+            self.calls[call_id] = use
+            self._assistant_blocks([use])
+        elif kind == "web_search_call":
+            self.searches += 1
+            query = p.action.get("query") if isinstance(p.action, dict) else None
+            use = Block.tool_use(p.id or f"web-search-{self.searches}", "web_search", {"query": query} if query else {})
+            self._assistant_blocks([use])
+            # Its results went straight into the model's context.
+            self.taint.bring(len(self.out) - 1, self.policy.taint_of("web_search"))
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            self._output(p)
+
+    def _output(self, p: _Payload) -> None:
+        call_id = p.call_id or ""
+        text = output_text(p.output)
+        call = self.calls.get(call_id)
+        if text.strip().startswith(REJECTIONS):
+            first = self.pending_denial is None and not self._denied_in_batch()
+            if first:
+                block = Block.tool_result(call_id, DENIAL_PREFIX, True)
+                self.pending_denial = block
+            else:
+                block = Block.tool_result(call_id, text, True)
+            self._results([block], Taint())
+            return
+        name = call.name if call is not None else None
+        brought = self.policy.taint_of(name, shell_command(name, call.input if call else None))
+        failed = isinstance(p.output, dict) and p.output.get("success") is False
+        self._results([Block.tool_result(call_id, text, failed)], brought)
+
+    def _denied_in_batch(self) -> bool:
+        message = self._results_message()
+        return message is not None and any(
+            b.type == "tool_result" and (b.content or "").startswith(DENIAL_PREFIX) for b in message.blocks()
+        )
+
+    def _abort(self) -> None:
+        """The person interrupted the turn: every call still without a result
+        gets one saying so, and their next words ride beside it."""
+        if self.aborted:
+            return
+        answered = {b.tool_use_id for m in self.out[-2:] if m.role == "user" for b in m.blocks()}
+        last = next((m for m in reversed(self.out) if m.role == "assistant"), None)
+        open_calls = [u for u in (last.tool_uses() if last else []) if u.id not in answered and u.name != "web_search"]
+        if open_calls and self.out[-1].role == "assistant":
+            self._results([Block.tool_result(u.id or "", INTERRUPTED_RESULT, True) for u in open_calls], Taint())
+        self.aborted = True
+
+    def _event(self, p: _Payload) -> None:
+        if p.type == "user_message":
+            words = person_text(p.message or "")
+            extra = [IMAGE_PLACEHOLDER] * len(p.images or [])
+            said = " ".join([*([words] if words else []), *extra]).strip()
+            if said:
+                self.person(said)
+        elif p.type == "turn_aborted":
+            self._abort()
+
+
+def read_codex(
+    data: bytes,
+    *,
+    name: str = "<codex rollout>",
+    path: Path | None = None,
+    policy: TaintPolicy | None = None,
+) -> ReadSession:
+    """One Codex CLI rollout file as a wire transcript (see the module's
+    docstring for every quirk handled)."""
+    reader = _Reader(name, policy or CODEX_POLICY)
+    for number, raw, torn in numbered_lines(data):
+        reader.line(number, raw, torn)
+    base = reader.session_id or (path.stem if path is not None else "session")
+    return ReadSession(
+        source="codex",
+        session_id=f"codex:{base}",
+        messages=reader.out,
+        taint_timeline=reader.taint.checkpoints,
+        interactive=reader.interactive,
+        project=reader.project,
+        warnings=reader.warnings,
+    )

@@ -1,0 +1,462 @@
+"""Importing other agents' sessions: find them, read them, queue what is new.
+
+`import claude` and `import codex` hand sessions to the same inbox and the
+same reflect pass `mecha/sessionEnded` uses; what this module adds is
+deciding *what is new*, so that importing a folder every day costs almost
+nothing and teaches each lesson once.
+
+- **Once per intervention, not once per file.** A session grows while the
+  person keeps working in it, and Claude Code copies a session's history into
+  the new file when it is resumed. Each intervention queued is recorded by a
+  key over what the transcript fixes (source, trigger, the person's words,
+  the context), counted, in `imported.jsonl`; a later read queues only the
+  interventions beyond those counts.
+- **Only the new part is handed over.** The reflect pass mines every
+  intervention in the transcript it is given, so a grown session is handed
+  over as its tail: the conversation from the assistant turn the first new
+  intervention answers, after a one-line stand-in for the part already
+  imported (the stand-in is the tail's task, which is never mined). Its id
+  is the session's with `@<message index>` appended, so `mined.jsonl` keeps
+  telling the pieces apart. Files are append-only in practice; an older
+  intervention that reappears *after* a new one (a rewritten file) is handed
+  over again rather than losing the new one.
+- **An unchanged file is not read.** Its size and mtime are recorded; a
+  re-import that finds both equal skips it on a `stat`.
+- **Check first, then queue.** Every file is read and planned before
+  anything is queued; a file that is not a session (or cannot be read) is
+  skipped with a warning naming it and the line. The entries are written to a
+  staging folder inside the inbox that passes do not look at, and renamed
+  into the inbox together under the writer lock, with the import records: a
+  folder is never half queued.
+- **Memory follows the largest file**, not the folder: each file is read,
+  planned and staged, then dropped before the next.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import os
+import shutil
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+import msgspec
+
+from ._files import ensure_private_dir, write_atomic
+from .errors import InvalidInput
+from .foreign import FORMAT_NAMES, ReadSession, TaintPolicy, detect_format, read_session
+from .identity import now
+from .mining import Intervention, Trigger, Voices
+from .passes import Planned, SessionEntry, inbox_dir, inbox_name, queued_session_ids, survey_session
+from .store import LearningStore
+from .transcript import Message, TaintCheckpoint, covering_taint
+
+#: Where each agent keeps its sessions, under the person's home.
+DEFAULT_DIRS = {"claude": Path("~/.claude/projects"), "codex": Path("~/.codex/sessions")}
+
+#: The stand-in for the part of a grown session already imported: the
+#: tail's first user turn, which mining reads as the task and never mines.
+ALREADY_IMPORTED = "(The earlier part of this session was imported before; only what follows is new.)"
+
+_STAGING_PREFIX = ".import-"
+
+
+class ImportRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One session file, as one import read it."""
+
+    source: str
+    path: str
+    size: int
+    mtime_ns: int
+    session_id: str
+    #: Keys of the interventions this import queued (see `intervention_key`).
+    keys: list[str] = msgspec.field(default_factory=list)
+    #: The inbox session id the new part was queued under, if any.
+    queued_as: str | None = None
+    imported_at: str = ""
+
+
+def intervention_key(source: str, i: Intervention) -> str:
+    """What makes two readings of an intervention the same one: the source,
+    the trigger, the person's words and the context — what the transcript
+    fixes, not where in a file it sits (a resumed copy moves it)."""
+    digest = hashlib.blake2b(digest_size=12)
+    digest.update(msgspec.json.encode([source, i.trigger.value, i.text, i.context]))
+    return digest.hexdigest()
+
+
+class SessionPlan(msgspec.Struct, kw_only=True):
+    """What importing one session file would queue."""
+
+    path: str
+    source: str
+    session_id: str
+    project: str | None
+    size: int
+    mtime_ns: int
+    found: int
+    #: The interventions not imported before, classified.
+    fresh: list[Planned]
+    fresh_keys: list[str]
+    #: The inbox entry that carries them (`None` when nothing is new).
+    entry: SessionEntry | None = None
+    #: A last refusal held back until the person gives their reason.
+    held: int = 0
+
+    def counts(self) -> dict[str, int]:
+        """New interventions per `trigger/origin`, for a dry run."""
+        out: Counter[str] = Counter(f"{p.intervention.trigger.value}/{p.origin.value}" for p in self.fresh)
+        return dict(sorted(out.items()))
+
+
+#: How recently a session file must have changed for the agent that writes
+#: it to count as still running (see `awaiting_reason`).
+LIVE_WINDOW_S = 3600.0
+
+
+def awaiting_reason(messages: Sequence[Message], i: Intervention) -> bool:
+    """A refusal with no words yet and nothing after it: the agent is waiting
+    for the person to say why. Queued now, it would be a reasonless denial,
+    and the reason typed a minute later a second one — so in a session still
+    being written it waits for the next import (the file is recorded as not
+    fully read). A session that ended on a silent refusal is older than
+    `LIVE_WINDOW_S` by the next import, and its refusal is queued then."""
+    return (
+        i.trigger is Trigger.DENIAL
+        and not i.text
+        and all(m.role != "assistant" for m in messages[i.at + 1 :])
+    )
+
+
+def tail_start(messages: Sequence[Message], at: int) -> int:
+    """Where the tail carrying an intervention at `at` must start for it to
+    mine the same: the last assistant turn with text before it (a followup's
+    context), else the last assistant turn, else the beginning."""
+    last_any = None
+    for j in range(at - 1, -1, -1):
+        if messages[j].role != "assistant":
+            continue
+        if last_any is None:
+            last_any = j
+        if messages[j].text().strip():
+            return j
+    return last_any if last_any is not None else 0
+
+
+def tail_transcript(
+    messages: Sequence[Message], timeline: Sequence[TaintCheckpoint] | None, start: int
+) -> tuple[list[Message], list[TaintCheckpoint] | None]:
+    """`messages[start:]` after the stand-in task, with the taint timeline
+    shifted to match (the stand-in and the first message keep the taint that
+    covered `start`; an uncovered start stays uncovered, fail closed)."""
+    tail = [Message.user(ALREADY_IMPORTED), *messages[start:]]
+    if timeline is None:
+        return tail, None
+    shifted: list[TaintCheckpoint] = []
+    covering = covering_taint(list(timeline), start)
+    if covering is not None:
+        shifted.append(TaintCheckpoint(at=0, taint=covering))
+    for cp in sorted(timeline, key=lambda c: c.at):
+        if cp.at > start:
+            shifted.append(TaintCheckpoint(at=cp.at - start + 1, taint=cp.taint))
+    return tail, shifted
+
+
+def plan_session(
+    read: ReadSession,
+    *,
+    path: str,
+    size: int,
+    mtime_ns: int,
+    voices: Voices,
+    on_file: Counter[str],
+    imported_before: bool,
+    live: bool = False,
+) -> SessionPlan:
+    """Which of a session's interventions are new, and the entry that queues
+    them. `on_file` counts the keys already queued and is consumed (so a
+    second copy of a session in the same import is not new either). In a
+    `live` session, a last refusal still waiting for the person's reason is
+    held back (see `awaiting_reason`)."""
+    planned = survey_session(read.messages, read.taint_timeline, interactive=read.interactive, voices=voices)
+    fresh: list[Planned] = []
+    keys: list[str] = []
+    old_before_first_fresh = False
+    for plan in planned:
+        key = intervention_key(read.source, plan.intervention)
+        if on_file[key] > 0:
+            on_file[key] -= 1
+            if not fresh:
+                old_before_first_fresh = True
+            continue
+        fresh.append(plan)
+        keys.append(key)
+    held = 0
+    if live and fresh and awaiting_reason(read.messages, fresh[-1].intervention):
+        fresh.pop()
+        keys.pop()
+        held = 1
+    plan = SessionPlan(
+        path=path,
+        source=read.source,
+        session_id=read.session_id,
+        project=read.project,
+        size=size,
+        mtime_ns=mtime_ns,
+        found=len(planned),
+        fresh=fresh,
+        fresh_keys=keys,
+        held=held,
+    )
+    if not fresh:
+        return plan
+    if not old_before_first_fresh and not imported_before:
+        plan.entry = SessionEntry(read.session_id, read.messages, read.taint_timeline, read.interactive)
+        return plan
+    start = tail_start(read.messages, fresh[0].intervention.at)
+    messages, timeline = tail_transcript(read.messages, read.taint_timeline, start)
+    plan.entry = SessionEntry(f"{read.session_id}@{start}", messages, timeline, read.interactive)
+    return plan
+
+
+# ─── finding sessions ───────────────────────────────────────────────────────
+
+
+def find_session_files(root: Path, source: str | None = None) -> list[Path]:
+    """Every `.jsonl` file under `root` (or `root` itself, a file), sorted.
+    Which of them are sessions is for the reader to say: a file that is not
+    is skipped with a warning, not guessed at by name."""
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        what = f"no {FORMAT_NAMES[source].split(' ', 1)[1]} folder" if source in FORMAT_NAMES else "no such folder"
+        raise InvalidInput(f"{root}: {what} here; give the folder the sessions are in (import {source or '…'} DIR)")
+    return sorted(p for p in root.rglob("*.jsonl") if p.is_file())
+
+
+def parse_since(value: str) -> float:
+    """`--since` as a POSIX time: a date (`2026-11-20`, midnight UTC) or an
+    ISO date-time."""
+    try:
+        if len(value) == 10:
+            day = datetime.date.fromisoformat(value)
+            moment = datetime.datetime(day.year, day.month, day.day, tzinfo=datetime.timezone.utc)
+        else:
+            moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=datetime.timezone.utc)
+    except ValueError:
+        raise InvalidInput(f"--since {value!r}: not a date (YYYY-MM-DD) or an ISO date-time") from None
+    return moment.timestamp()
+
+
+def matches_project(project: str | None, path: Path, root: Path, wanted: str) -> bool:
+    """`--project NAME`: the session ran in a directory whose path contains
+    `NAME`, or sits in a project folder whose name does (Claude Code names
+    its folders after the directory, `/` spelled `-`)."""
+    if project and wanted in project:
+        return True
+    try:
+        relative = path.relative_to(root)
+    except ValueError:
+        relative = path
+    return bool(relative.parts) and wanted in relative.parts[0]
+
+
+# ─── the import ─────────────────────────────────────────────────────────────
+
+
+class ImportReport(msgspec.Struct, kw_only=True):
+    source: str
+    root: str
+    sessions: list[SessionPlan] = msgspec.field(default_factory=list)
+    #: Files skipped with the reason (not a session, unreadable line).
+    skipped: list[str] = msgspec.field(default_factory=list)
+    #: Files whose size and mtime matched the last import: not read.
+    unchanged: int = 0
+    #: Files left out by `--since` or `--project`.
+    filtered: int = 0
+    #: Session ids handed to the inbox.
+    queued: list[str] = msgspec.field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
+    dry_run: bool = False
+
+
+def _latest_by_path(records: Iterable[ImportRecord]) -> dict[str, ImportRecord]:
+    out: dict[str, ImportRecord] = {}
+    for r in records:
+        out[r.path] = r
+    return out
+
+
+def import_sessions(
+    store: LearningStore,
+    source: str,
+    root: Path,
+    *,
+    voices: Voices,
+    policy: TaintPolicy | None = None,
+    since: float | None = None,
+    project: str | None = None,
+    dry_run: bool = False,
+    warn: Callable[[str], None] | None = None,
+) -> ImportReport:
+    """Find, read and plan every session under `root`; unless `dry_run`,
+    queue the new interventions in one step. Starts no pass: the caller
+    does, once, when `queued` is not empty."""
+    root = root.expanduser()
+    report = ImportReport(source=source, root=str(root), dry_run=dry_run)
+    files = find_session_files(root, source)
+    records = store.imports()
+    latest = _latest_by_path(records)
+    on_file: Counter[str] = Counter(k for r in records if r.source == source for k in r.keys)
+    seen_sessions = {r.session_id for r in records if r.source == source}
+    staging: Path | None = None
+    staged: list[tuple[SessionPlan, Path | None]] = []
+    try:
+        for path in files:
+            try:
+                st = path.stat()
+            except OSError as exc:
+                report.skipped.append(f"{path}: {exc.strerror or exc}")
+                continue
+            if since is not None and st.st_mtime < since:
+                report.filtered += 1
+                continue
+            key = str(path.resolve())
+            last = latest.get(key)
+            if last is not None and last.size == st.st_size and last.mtime_ns == st.st_mtime_ns:
+                report.unchanged += 1
+                continue
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                report.skipped.append(f"{path}: {exc.strerror or exc}")
+                continue
+            found = detect_format(data)
+            if found != source:
+                report.skipped.append(f"{path}: not {FORMAT_NAMES[source]} ({_what_it_is(found)})")
+                continue
+            try:
+                read = read_session(path, source, policy=policy, data=data)
+            except InvalidInput as exc:
+                report.skipped.append(str(exc))
+                continue
+            del data
+            report.warnings.extend(read.warnings)
+            if project is not None and not matches_project(read.project, path, root, project):
+                report.filtered += 1
+                continue
+            plan = plan_session(
+                read,
+                live=time.time() - st.st_mtime < LIVE_WINDOW_S,
+                path=key,
+                size=st.st_size,
+                mtime_ns=st.st_mtime_ns,
+                voices=voices,
+                on_file=on_file,
+                imported_before=read.session_id in seen_sessions,
+            )
+            seen_sessions.add(read.session_id)
+            report.sessions.append(plan)
+            staged_path = None
+            if plan.entry is not None and not dry_run:
+                if staging is None:
+                    staging = _staging_dir(store)
+                staged_path = staging / inbox_name(plan.entry)
+                write_atomic(staged_path, msgspec.json.encode(plan.entry))
+                plan.entry = None  # the transcript is on disk now; let it go
+            staged.append((plan, staged_path))
+            del read
+        if warn is not None:
+            for line in report.skipped:
+                warn(f"skipped {line}")
+        if dry_run:
+            return report
+        if staged:
+            _commit(store, report, staged)
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+    return report
+
+
+def _what_it_is(found: str | None) -> str:
+    return f"it reads as {FORMAT_NAMES[found]}" if found else "not a session file of any known format"
+
+
+def _staging_dir(store: LearningStore) -> Path:
+    inbox = inbox_dir(store)
+    ensure_private_dir(inbox, root=store.root)
+    ignore = inbox / ".gitignore"
+    if not ignore.exists():
+        write_atomic(ignore, b"*\n")
+    _sweep_stale_staging(inbox)
+    path = inbox / f"{_STAGING_PREFIX}{os.getpid()}-{os.urandom(3).hex()}"
+    ensure_private_dir(path, root=store.root)
+    return path
+
+
+def _sweep_stale_staging(inbox: Path) -> None:
+    """Staging folders left by an import that died before its commit."""
+    from .jobs import _pid_alive
+
+    for child in inbox.iterdir():
+        if not child.name.startswith(_STAGING_PREFIX) or not child.is_dir():
+            continue
+        try:
+            pid = int(child.name[len(_STAGING_PREFIX) :].split("-", 1)[0])
+        except ValueError:
+            continue
+        if pid != os.getpid() and not _pid_alive(pid):
+            shutil.rmtree(child, ignore_errors=True)
+
+
+def _commit(store: LearningStore, report: ImportReport, staged: list[tuple[SessionPlan, Path | None]]) -> None:
+    """Under the writer lock: drop what another import queued meanwhile,
+    move the staged entries into the inbox, record what was read."""
+    stamp = now()
+    with store.lock():
+        records = store.imports()
+        on_file: Counter[str] = Counter(k for r in records if r.source == report.source for k in r.keys)
+        mined = store.mined_sessions()
+        waiting = queued_session_ids(store)
+        out: list[ImportRecord] = []
+        for plan, staged_path in staged:
+            queued_as = None
+            keys = plan.fresh_keys
+            if staged_path is not None:
+                entry_id = _entry_id(staged_path)
+                raced = any(on_file[k] > 0 for k in keys)
+                if raced or entry_id in mined or entry_id in waiting:
+                    keys = []
+                else:
+                    os.replace(staged_path, inbox_dir(store) / staged_path.name)
+                    queued_as = entry_id
+                    report.queued.append(entry_id)
+            out.append(
+                ImportRecord(
+                    source=plan.source,
+                    path=plan.path,
+                    # -1: a held refusal makes the next import read the file again.
+                    size=-1 if plan.held else plan.size,
+                    mtime_ns=plan.mtime_ns,
+                    session_id=plan.session_id,
+                    keys=keys if queued_as else [],
+                    queued_as=queued_as,
+                    imported_at=stamp,
+                )
+            )
+        if out:
+            store.append_imports(out)
+
+
+class _EntryHead(msgspec.Struct):
+    session_id: str
+
+
+def _entry_id(path: Path) -> str:
+    return msgspec.json.decode(path.read_bytes(), type=_EntryHead).session_id

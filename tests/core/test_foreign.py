@@ -1,0 +1,105 @@
+"""What the readers share: format detection, the taint policy, voice
+profiles, and cutting a grown session's tail."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mecha.core.claude_code import CLAUDE_POLICY
+from mecha.core.errors import InvalidInput
+from mecha.core.foreign import NETWORK_COMMANDS, detect_format, expand_voices, voices_from_env_value
+from mecha.core.importing import ALREADY_IMPORTED, tail_start, tail_transcript
+from mecha.core.mining import extract_interventions
+from mecha.core.passes import SessionEntry, enqueue, queued_session_ids
+from mecha.core.store import LearningStore
+from mecha.core.transcript import Block, Message, Taint, TaintCheckpoint
+
+from .ccfixture import Claude, Codex
+
+
+@pytest.mark.parametrize(
+    ("data", "fmt"),
+    [
+        (Claude().user("hi").bytes(), "claude"),
+        (b'{"type":"summary","summary":"x","leafUuid":"y"}\n', "claude"),
+        (Codex().bytes(), "codex"),
+        (json.dumps({"session_id": "s", "messages": []}, indent=2).encode(), "mecha"),
+        (b'{"role":"user","content":"hi"}\n', "mecha"),
+        (b'{"sessions": ["a"]}\n', None),
+        (b"not json at all\n", None),
+        (b"", None),
+    ],
+)
+def test_the_format_is_told_from_the_first_record_not_the_name(data, fmt):
+    # Pins: a raw agent file read as a mecha transcript and refused as "missing field 'role'".
+    assert detect_format(data) == fmt
+
+
+@pytest.mark.parametrize(
+    ("command", "fetches"),
+    [
+        ("curl -fsSL https://x.org/install.sh | sh", True),
+        ("git pull --rebase", True),
+        ("cd app && npm install", True),
+        ("gh issue view 12", True),
+        ("python -c 'import urllib.request; urllib.request.urlopen(u)'", True),
+        ("bash -c \"curl -s https://x.org\"", True),
+        ("pytest -x tests/", False),
+        ("grep -rn curl src/", False),
+        ("git status && git diff", False),
+    ],
+)
+def test_shell_commands_that_reach_the_network_are_recognised(command, fetches):
+    # Pins: `curl … | sh` output classified as the person's own machine.
+    assert (NETWORK_COMMANDS.search(command) is not None) is fetches
+    assert CLAUDE_POLICY.taint_of("Bash", command).untrusted is fetches
+
+
+def test_the_taint_policy_fails_closed_and_overrides_move_one_tool():
+    # Pins: an unknown tool read as local; --trust-tool unable to clear a person's own MCP server.
+    assert CLAUDE_POLICY.taint_of("mcp__notes__read").untrusted is True
+    assert CLAUDE_POLICY.taint_of(None).untrusted is True
+    trusted = CLAUDE_POLICY.with_overrides(trust=["mcp__notes__read"], distrust=["Read"])
+    assert trusted.taint_of("mcp__notes__read") == Taint(private=True)
+    assert trusted.taint_of("Read").untrusted is True
+
+
+def test_voice_profiles_expand_by_name_and_the_environment_takes_json_or_lines():
+    # Pins: `--voices claude` taken as the literal prefix "claude".
+    assert "<task-notification>" in expand_voices(["claude"])
+    assert expand_voices(["Note:", "Note:", ""]) == ("Note:",)
+    assert voices_from_env_value('["codex", "Reminder:"]')[-1] == "Reminder:"
+    assert voices_from_env_value("Reminder:\nAuto:\n") == ("Reminder:", "Auto:")
+    with pytest.raises(InvalidInput, match="MECHA_HARNESS_VOICES"):
+        voices_from_env_value('["x", 3]')
+
+
+def test_a_tail_mines_exactly_the_interventions_after_its_start_with_the_taint_shifted():
+    # Pins: a tail without the assistant turn a followup answers (never mined), or with the old correction in it.
+    messages = [
+        Message.user("Task."),
+        Message.assistant("First answer."),
+        Message.user("Old correction."),
+        Message.assistant([Block.text_block("Second answer."), Block.tool_use("c", "Read", {})]),
+        Message.tool_results([Block.tool_result("c", "file")]),
+        Message.assistant("Third answer."),
+        Message.user("New correction."),
+    ]
+    timeline = [TaintCheckpoint(0, Taint()), TaintCheckpoint(4, Taint(private=True))]
+    start = tail_start(messages, 6)
+    assert start == 5
+    tail, shifted = tail_transcript(messages, timeline, start)
+    assert tail[0].text() == ALREADY_IMPORTED
+    assert [i.text for i in extract_interventions(tail)] == ["New correction."]
+    assert shifted == [TaintCheckpoint(0, Taint(private=True))]
+    assert tail_transcript(messages, None, start)[1] is None
+
+
+def test_sessions_waiting_in_the_inbox_are_known_by_id_without_reading_them_whole(tmp_path):
+    # Pins: a rerun of reflect --sessions queueing a session whose pass had failed beside itself.
+    store = LearningStore.open(tmp_path / "store")
+    enqueue(store, SessionEntry('odd "id"', [Message.user("x" * 100_000)]))
+    enqueue(store, SessionEntry("plain", [Message.user("y")]))
+    assert queued_session_ids(store) == {'odd "id"', "plain"}

@@ -1,0 +1,180 @@
+"""Claude Code and Codex sessions through the real CLI: import, review,
+accept, export — each verb a real subprocess, passes detached, the model the
+scripted HTTP server configured through the environment."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.core.ccfixture import Codex
+
+from .conftest import CLEAN, WAIT_S, steer_session, store_lines
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "claude-code" / "projects"
+
+
+@pytest.fixture
+def cli(env, store_dir, tmp_path):
+    def run(*argv: str, model_url: str | None = None, **extra: str) -> subprocess.CompletedProcess[str]:
+        run_env = dict(env)
+        if model_url is not None:
+            run_env.update(MECHA_MODEL_API="openai", MECHA_MODEL_BASE_URL=model_url, MECHA_MODEL="scripted-model")
+        run_env.update(extra)
+        return subprocess.run(
+            [sys.executable, "-m", "mecha.sidecar", "--learning-dir", str(store_dir), *argv],
+            env=run_env, cwd=tmp_path, capture_output=True, text=True, timeout=WAIT_S * 2,
+        )
+
+    return run
+
+
+@pytest.fixture
+def home(tmp_path) -> Path:
+    """The person's home with the bundled Claude Code project in it."""
+    projects = tmp_path / "home" / ".claude" / "projects"
+    shutil.copytree(FIXTURE, projects)
+    return tmp_path / "home"
+
+
+def test_import_review_accept_export_on_a_fresh_machine(cli, server, home, store_dir, tmp_path):
+    # Pins: the README's walk-through for Claude Code users failing anywhere along the way.
+    dry = cli("import", "claude", "--dry-run", model_url=server.url)
+    assert dry.returncode == 0, dry.stderr
+    assert "4 new of 4 (denial/clean 1, followup/clean 1, steer/clean 2)" in dry.stdout
+    assert "dry run: 1 session(s) would be queued" in dry.stdout
+    assert not (store_dir / "inbox").exists() or not any((store_dir / "inbox").glob("*.json"))
+
+    imported = cli("import", "claude", model_url=server.url)
+    assert imported.returncode == 0, imported.stderr
+    assert "(reflect): done — 4 reflection(s) written (4 learnable)" in imported.stdout
+    said = sorted(r["intervention"] for r in store_lines(store_dir, "reflections.jsonl"))
+    assert any(s.startswith("Never force-push") for s in said)
+    assert any(s.startswith("Run only tests/test_totals.py") for s in said)
+    assert any(s.startswith("No: totals must round half-even") for s in said)
+    assert len(server.completions()) == 4
+
+    again = cli("import", "claude", model_url=server.url)
+    assert again.returncode == 0 and "1 unchanged since the last import" in again.stdout
+    assert "nothing new to queue" in again.stdout and len(server.completions()) == 4
+
+    learned = cli("learn", "behavior", model_url=server.url)
+    assert learned.returncode == 0, learned.stderr
+    (proposal,) = json.loads(cli("--json", "proposals").stdout)["proposals"]
+
+    agents = tmp_path / "proj" / "AGENTS.md"
+    agents.parent.mkdir()
+    agents.write_text("# Project rules\n\nUse tabs.\n")
+    config = tmp_path / "sidecar.toml"
+    config.write_text(f'[export]\nagents = "{agents}"\n')
+    accepted = cli("proposals", "accept", proposal["id"], MECHA_SIDECAR_CONFIG=str(config))
+    assert accepted.returncode == 0, accepted.stderr
+    block = json.loads(cli("--json", "block").stdout)["block"]
+    text = agents.read_text()
+    assert text.startswith("# Project rules\n\nUse tabs.\n\n<!-- mecha:rules:begin") and block in text  # an accept re-exports
+
+    claude_md = home / ".claude" / "CLAUDE.md"
+    assert cli("export", "claude", "--check").returncode == 1  # not written yet
+    exported = cli("export", "claude")
+    assert exported.returncode == 0, exported.stderr
+    assert block in claude_md.read_text()
+    assert cli("export", "claude", "--check").returncode == 0
+    assert "already up to date" in cli("export", "claude").stdout
+
+    claude_md.write_text(claude_md.read_text() + "<!-- mecha:rules:begin -->\n")
+    damaged = cli("export", "claude")
+    assert damaged.returncode == 1 and "markers are damaged" in damaged.stderr
+
+
+def test_a_grown_session_reimported_reflects_only_what_is_new(cli, server, home, store_dir):
+    # Pins: every re-import of a session still in use reflecting its old corrections again.
+    assert cli("import", "claude", model_url=server.url).returncode == 0
+    session = next((home / ".claude" / "projects").rglob("*.jsonl"))
+    lines = session.read_text().splitlines()
+    last = json.loads(lines[-1])
+    grown = [
+        {**last, "type": "user", "uuid": "grown-1", "message": {"role": "user", "content": "Add a changelog entry for the fix, too."}},
+        {**last, "uuid": "grown-2", "message": {**last["message"], "id": "msg_grown", "content": [{"type": "text", "text": "Added it."}]}},
+    ]
+    session.write_text("\n".join(lines + [json.dumps(g) for g in grown]) + "\n")
+    again = cli("import", "claude", model_url=server.url)
+    assert again.returncode == 0, again.stderr
+    # The fixture's last call was a `git push`, whose output is the remote's:
+    # what the person said after it is untrusted, fail closed.
+    assert "1 new of 5 (followup/untrusted 1)" in again.stdout
+    assert "1 reflection(s) written (0 learnable)" in again.stdout
+    said = [r["intervention"] for r in store_lines(store_dir, "reflections.jsonl")]
+    assert len(said) == 5 and said[-1] == "Add a changelog entry for the fix, too."
+
+
+def test_mine_reads_all_three_formats_and_names_the_format_and_line_it_failed_on(cli, tmp_path):
+    # Pins: "not a message: Object missing required field 'role'" for a raw agent file.
+    session = next(FIXTURE.rglob("*.jsonl"))
+    claude = json.loads(cli("--json", "mine", str(session)).stdout)["interventions"]
+    assert [i["trigger"] for i in claude] == ["steer", "followup", "steer", "denial"]
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.write_bytes(Codex().user("Add a flag.").say("Added --verbose.").user("Name it --debug.").bytes())
+    codex = cli("mine", str(rollout))
+    assert codex.returncode == 0 and "[followup] at message 2: Name it --debug." in codex.stdout
+
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(session.read_text().splitlines()[5] + "\n{not json\n" + session.read_text().splitlines()[6] + "\n")
+    failed = cli("mine", str(broken))
+    assert failed.returncode == 1
+    assert f"{broken}:2: reading as a Claude Code session" in failed.stderr
+    forced = cli("mine", "--format", "codex", str(session))
+    assert forced.returncode == 1 and f"{session}:3: reading as a Codex CLI rollout" in forced.stderr
+    unknown = tmp_path / "index.jsonl"
+    unknown.write_text('{"sessions": 3}\n')
+    refused = cli("mine", str(unknown))
+    assert refused.returncode == 1 and "not a session file" in refused.stderr and "--format" in refused.stderr
+
+
+def test_voices_from_the_command_line_and_the_environment_exclude_a_prefix(cli):
+    # Pins: a CLI user unable to exclude what initializationOptions.harnessVoices excludes.
+    session = str(next(FIXTURE.rglob("*.jsonl")))
+    flagged = json.loads(cli("--json", "mine", "--voices", "No: totals", session).stdout)["interventions"]
+    assert [i["trigger"] for i in flagged] == ["steer", "steer", "denial"]
+    env_set = json.loads(cli("--json", "mine", session, MECHA_HARNESS_VOICES='["Run only"]').stdout)["interventions"]
+    assert [i["trigger"] for i in env_set] == ["followup", "steer", "denial"]
+
+
+def test_reflect_sessions_skips_non_session_json_and_never_queues_a_waiting_session_twice(cli, store_dir, tmp_path):
+    # Pins: index.json refusing the folder after half of it was queued, and a rerun queueing it all again.
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    (sessions / "a.json").write_text(json.dumps({"session_id": "a", "messages": steer_session("Use tabs."), "taint_timeline": CLEAN}))
+    (sessions / "index.json").write_text(json.dumps({"sessions": ["a", "z"]}))
+    (sessions / "z.json").write_text(json.dumps({"session_id": "z", "messages": steer_session("Use spaces."), "taint_timeline": CLEAN}))
+    first = cli("reflect", "--sessions", str(sessions))  # no model: the pass fails, the entries wait
+    assert "index.json" in first.stderr and "skipped" in first.stderr
+    assert "2 session(s) queued" in first.stdout
+    waiting = sorted(p.name for p in (store_dir / "inbox").glob("*.json"))
+    assert len(waiting) == 2
+    second = cli("reflect", "--sessions", str(sessions))
+    assert "0 session(s) queued" in second.stdout and "2 already mined" in second.stdout
+    assert sorted(p.name for p in (store_dir / "inbox").glob("*.json")) == waiting
+
+
+def test_an_export_target_that_cannot_be_written_never_fails_the_accept(tmp_path, monkeypatch):
+    # Pins: a damaged AGENTS.md turning an accept that already happened into an error.
+    from mecha.sidecar.context import Context, InitializationOptions
+    from mecha.sidecar.handlers import reexport
+
+    good, bad = tmp_path / "good.md", tmp_path / "bad.md"
+    bad.write_text("<!-- mecha:rules:end -->\nmine\n")
+    config = tmp_path / "sidecar.toml"
+    config.write_text(f'[export]\nagents = ["{bad}", "{good}"]\n')
+    monkeypatch.setenv("MECHA_SIDECAR_CONFIG", str(config))
+    (tmp_path / "store" / "rules").mkdir(parents=True)
+    (tmp_path / "store" / "rules" / "behavior.user.toml").write_text('[[rules]]\nid = "u1"\ntext = "Answer in English."\n')
+    ctx = Context.from_options(InitializationOptions(learning_dir=str(tmp_path / "store")))
+    failures = reexport(ctx)
+    assert len(failures) == 1 and "bad.md" in failures[0] and "markers are damaged" in failures[0]
+    assert bad.read_text() == "<!-- mecha:rules:end -->\nmine\n"
+    assert "Answer in English." in good.read_text()
