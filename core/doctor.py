@@ -130,28 +130,82 @@ def run_checks(root: Path, model_options: Mapping[str, Any] | None = None, *, en
         if died:
             detail += f"; latest failure {died[0].id}: {died[0].outcome}"
         checks.append(Check("jobs", True, detail))
-    checks.append(_model_check(model_options, env))
+        checks.append(_inbox_check(store))
+    checks.extend(_model_checks(model_options, env, root if store is not None else None))
     return checks
 
 
-def _model_check(model_options: Mapping[str, Any] | None, env: Mapping[str, str]) -> Check:
+def _inbox_check(store: Any) -> Check:
+    """What waits for a reflect pass, and what a pass set aside — named, with
+    how to retry or drop it. Not a failure: set-aside work is kept, and held
+    out of the way on purpose."""
+    from .passes import count_waiting, list_set_aside
+
+    waiting, aside = count_waiting(store), list_set_aside(store)
+    detail = f"{waiting} waiting for a reflect pass"
+    if aside:
+        shown = "; ".join(f"{e.id} ({e.label or 'unreadable'}): {e.reason}" for e in aside[:5])
+        detail += (
+            f"; {len(aside)} set aside: {shown}" + (" …" if len(aside) > 5 else "")
+            + " — retry with `mecha-sidecar inbox retry ID`, drop with `mecha-sidecar inbox drop ID`"
+        )
+    return Check("inbox", True, detail)
+
+
+def _model_checks(model_options: Mapping[str, Any] | None, env: Mapping[str, str], root: Path | None) -> list[Check]:
     from .providers import check_reachable, default_config_path, resolve_model_config
 
     try:
         cfg = resolve_model_config(model_options, env, default_config_path(env))
     except ValueError as exc:
-        return Check("model", False, f"misconfigured: {exc}")
+        return [Check("model", False, f"misconfigured: {exc}")]
     if cfg is None:
-        return Check(
+        return [Check(
             "model",
             False,
             "no model configured: reflect and learn passes will fail with NoModel "
             "(set initializationOptions.model, MECHA_MODEL_* variables, or [model] in ~/.mecha/sidecar.toml)",
-        )
+        )]
     import asyncio
 
     try:
         reachable, detail = asyncio.run(check_reachable(cfg))
     except Exception as exc:  # never let the doctor crash on its own check
         reachable, detail = False, f"{type(exc).__name__}: {exc}"
-    return Check("model", reachable, f"{cfg.api} {cfg.model} at {cfg.base_url} ({cfg.source}): {detail}")
+    checks = [Check("model", reachable, f"{cfg.api} {cfg.model} at {cfg.base_url} ({cfg.source}): {detail}")]
+    if reachable:
+        checks.append(_structured_check(cfg, env, root))
+    return checks
+
+
+def _structured_check(cfg: Any, env: Mapping[str, str], root: Path | None) -> Check:
+    """Which structured mode the server accepts: what an earlier pass found
+    (remembered in the store), else one short constrained call now — a few
+    tokens, and then remembered for the passes too."""
+    import asyncio
+
+    from .provider import CompletionRequest
+    from .providers import provider_from_config
+    from .providers.structured import ModeMemory
+    from .reflection import BEHAVIOR_CONTRACT
+    from .store import STRUCTURED_MODES_FILE
+
+    memory = ModeMemory(root / STRUCTURED_MODES_FILE, root=root) if root is not None else None
+    key = ModeMemory.key(cfg.api, cfg.base_url, cfg.model)
+    if cfg.structured != "auto":
+        return Check("structured", True, f"replies constrained as {cfg.structured} (set in the configuration)")
+    known = memory.get(key) if memory is not None else None
+    if known is not None:
+        return Check("structured", known != "off", f"the server accepted {known} replies (found by an earlier pass)")
+    probe = CompletionRequest(
+        system="Answer with the JSON object only.", user="Is there a lesson here? There is none.",
+        max_tokens=24, reply_schema=BEHAVIOR_CONTRACT.reply_schema(),
+    )
+    try:
+        response = asyncio.run(provider_from_config(cfg, env=env, memory=memory).complete(probe))
+    except Exception as exc:
+        return Check("structured", False, f"a constrained probe failed: {exc}")
+    mode = response.structured
+    if mode == "off":
+        return Check("structured", False, "the server took no reply schema: replies are read unconstrained, and small models then rarely write usable JSON")
+    return Check("structured", True, f"the server accepts {mode} replies")

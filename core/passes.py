@@ -57,6 +57,7 @@ from .store import (
     REFLECTIONS_FILE,
     SET_ASIDE_DIR,
     Attempt,
+    SetAside,
     AttemptState,
     LearningStore,
     Proposal,
@@ -281,19 +282,6 @@ def _release(path: Path) -> None:
 # or drops it (deleted; its session stays as mined as it was).
 
 _REASON_SUFFIX = ".why.json"
-
-
-class SetAside(msgspec.Struct, kw_only=True):
-    """Why an inbox entry was set aside, kept beside it."""
-
-    id: str
-    reason: str
-    set_aside_at: str
-    #: The interventions set aside (attempts-ledger keys); empty when the
-    #: whole entry was (unreadable, an id that can never be recorded).
-    interventions: list[str] = msgspec.field(default_factory=list)
-    #: `session <id>` / `draft <id>`, when the entry could be read.
-    label: str | None = None
 
 
 def set_aside_dir(store: LearningStore) -> Path:

@@ -669,6 +669,19 @@ class AttemptState(msgspec.Struct):
         return self.answered or self.set_aside is not None
 
 
+class SetAside(msgspec.Struct, kw_only=True):
+    """Why an inbox entry was set aside, kept beside it."""
+
+    id: str
+    reason: str
+    set_aside_at: str
+    #: The interventions set aside (attempts-ledger keys); empty when the
+    #: whole entry was (unreadable, an id that can never be recorded).
+    interventions: list[str] = msgspec.field(default_factory=list)
+    #: `session <id>` / `draft <id>`, when the entry could be read.
+    label: str | None = None
+
+
 # ─── The lock ───────────────────────────────────────────────────────────────
 
 

@@ -24,7 +24,7 @@ from mecha.core.ledger import RuleTally, ValidationRecord
 from mecha.core.mining import Intervention
 from mecha.core.outbox import OutboxItem
 from mecha.core.run import RunStats
-from mecha.core.store import Proposal
+from mecha.core.store import Proposal, SetAside
 from mecha.core.transcript import Message, TaintCheckpoint
 
 from .errors import INVALID_PARAMS, RpcError
@@ -145,6 +145,24 @@ class LearnResult(msgspec.Struct, omit_defaults=True):
 
 class JobsResult(msgspec.Struct):
     jobs: list[Job]
+    #: Entries waiting in the inbox for a reflect pass.
+    waiting: int = 0
+    #: Entries set aside until a person retries or drops them (`mecha/inbox`).
+    set_aside: int = 0
+
+
+class InboxResult(msgspec.Struct):
+    waiting: int
+    set_aside: list[SetAside]
+
+
+class InboxRetryResult(msgspec.Struct):
+    entry: SetAside
+    job: Job | None
+
+
+class InboxDropResult(msgspec.Struct):
+    entry: SetAside
 
 
 class ProposalsParams(msgspec.Struct):
@@ -283,7 +301,12 @@ METHODS: dict[str, Method] = {
            "Index of the user turn carrying a follow-up's text."),
         _m("mecha/learn", LearnParams, LearnResult,
            "Start a background consolidation pass that proposes, never applies."),
-        _m("mecha/jobs", Empty, JobsResult, "Recent background jobs, newest first."),
+        _m("mecha/jobs", Empty, JobsResult, "Recent background jobs, newest first, and the inbox's counts."),
+        _m("mecha/inbox", Empty, InboxResult,
+           "What waits in the inbox, and every entry set aside with its reason."),
+        _m("mecha/inboxRetry", IdParams, InboxRetryResult,
+           "Put a set-aside entry back in the inbox and start a reflect pass over it."),
+        _m("mecha/inboxDrop", IdParams, InboxDropResult, "Delete a set-aside entry for good."),
         _m("mecha/proposals", ProposalsParams, ProposalsResult, "Proposals, oldest first."),
         _m("mecha/proposal", IdParams, ProposalWithDiffResult,
            "One proposal by id or unique prefix, with the diff of the rendered block."),

