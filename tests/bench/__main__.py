@@ -32,6 +32,7 @@ FIGURES: dict[int, tuple[str, int, int]] = {
     6: ("store_scale", 5, 2),
     7: ("editor", 200, 60),
     9: ("claude_import", 3, 1),
+    10: ("reflect_throughput", 3, 1),
 }
 #: Figures that come along with another's run.
 RIDES_WITH = {2: 1, 8: 1}
@@ -50,6 +51,8 @@ NUMBER = {
     "claude_read_mbps": 9,
     "claude_reimport": 9,
     "claude_import_rss": 9,
+    "reflect_c1": 10,
+    "reflect_c4": 10,
 }
 ORDER = list(NUMBER)
 
