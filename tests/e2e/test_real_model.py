@@ -52,7 +52,7 @@ def _sent_contract(body: dict) -> str | None:
 def _wait_jobs_done(store: Path, kind: str, timeout: float = PASS_TIMEOUT_S) -> list[dict]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        jobs = [json.loads(p.read_text()) for p in (store / "jobs").glob(f"{kind}-*.json")]
+        jobs = [j for j in (json.loads(p.read_text()) for p in (store / "jobs").glob("*.json")) if j["kind"] == kind]
         if jobs and all(j["state"] != "running" for j in jobs):
             return jobs
         time.sleep(1)
