@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import msgspec
@@ -539,17 +539,27 @@ async def reflect_inbox(
             model.append(_model(reflector, require_model))
         return model[0]
 
-    async def one(path: Path) -> None:
+    # Calls overlap across entries; records are written in the entries' own
+    # order (oldest first), so the history reads as the sessions happened.
+    turns = [asyncio.Event() for _ in claimed]
+
+    async def one(i: int, path: Path) -> None:
+        async def my_turn() -> None:
+            if i:
+                await turns[i - 1].wait()
+
         try:
-            await _reflect_entry(store, path, get_model, voices, gate, progress, outcome)
+            await _reflect_entry(store, path, get_model, voices, gate, progress, outcome, my_turn)
         except Exception as exc:
             _release(path)
             outcome.failed += 1
             outcome.errors.append(str(exc) or type(exc).__name__)
             if gate.stopped is None:
                 gate.stopped = exc
+        finally:
+            turns[i].set()
 
-    await asyncio.gather(*(one(path) for path in claimed))
+    await asyncio.gather(*(one(i, path) for i, path in enumerate(claimed)))
     if gate.stopped is not None:
         progress(f"stopped: {gate.stopped}; so far: {outcome.summary()}")
         raise gate.stopped
@@ -640,6 +650,7 @@ async def _reflect_entry(
     gate: _Gate,
     progress: Progress,
     outcome: ReflectOutcome,
+    my_turn: Callable[[], Awaitable[None]],
 ) -> None:
     import asyncio
 
@@ -649,6 +660,7 @@ async def _reflect_entry(
         entry = _entry_decoder.decode(path.read_bytes())
     except (OSError, msgspec.DecodeError) as exc:
         log.warning("unreadable inbox entry %s: %s", path.name, exc)
+        await my_turn()
         with store.lock():
             set_aside(store, path, f"unreadable: {exc}")
         outcome.set_aside += 1
@@ -656,6 +668,7 @@ async def _reflect_entry(
     work = _Work.of(entry, voices)
     retry = entry.retry
     if work.mined(store) and not retry:
+        await my_turn()
         progress(f"{work.label} is already mined; skipped")
         outcome.skipped_already_mined += 1
         path.unlink(missing_ok=True)
@@ -670,6 +683,7 @@ async def _reflect_entry(
         answers = list(await asyncio.gather(*(_ask(gate, reflector, p, k, work.session_id, progress) for p, k in todo)))
     got = [a for a in answers if isinstance(a, _Answer)]
     interrupted = len(got) < len(answers)
+    await my_turn()
     if interrupted and not got:
         _release(path)
         outcome.failed += 1

@@ -143,3 +143,34 @@ def test_the_whole_loop_runs_on_a_real_local_model(spawn, store_dir: Path, env: 
         else:
             assert job["outcome"].startswith("nothing to change: the model kept the 1 behavior rule(s) as they are"), job
         assert s.shutdown() == 0
+
+
+def test_the_demo_runs_the_whole_loop_on_the_local_model_it_starts_itself(env: dict, tmp_path: Path):
+    # Pins: `mecha-sidecar demo` on a fresh machine with no API key ending in
+    # a traceback (`TimeoutError: no mecha/jobFinished notification`) or in
+    # NoModel although the local model is installed.
+    manifest("llama")
+    run = subprocess.run(
+        [sys.executable, "-m", "mecha.sidecar", "demo", "--timeout", str(PASS_TIMEOUT_S)],
+        env=env, capture_output=True, text=True, timeout=PASS_TIMEOUT_S + 120,
+    )
+    out = run.stdout
+    assert run.returncode == 0, out[-3000:] + run.stderr[-3000:]
+    assert "Traceback" not in out + run.stderr
+    assert "Starting a local model server" in out and "not the quality" in out
+    assert "lesson (clean)" in out or "nothing to learn" in out, "each answer is shown as it lands"
+    assert "← mecha/jobFinished: done" in out
+    if "pending review" in out:
+        assert "→ mecha/acceptProposal" in out and "accepted" in out
+    else:
+        assert "nothing to change" in out or "nothing started" in out, out[-2000:]
+    assert "← the sidecar exited with 0" in out
+    assert not any(p for p in Path("/proc").glob("[0-9]*") if _is_demo_llama(p)), "the local server was stopped"
+
+
+def _is_demo_llama(proc: Path) -> bool:
+    try:
+        cmd = (proc / "cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"llama_cpp.server" in cmd and MODEL_ID.encode() in cmd

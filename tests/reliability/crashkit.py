@@ -257,7 +257,7 @@ def _run_op(op: str, root: Path, args: dict[str, Any]) -> Any:
     if op in ("reflect", "learn"):
         # The real pass body, with the model answered in-process.
         os.environ["MECHA_LEARNING_DIR"] = str(root)
-        passrun._provider = lambda: (LessonsProvider(), None)  # type: ignore[assignment]
+        passrun._provider = lambda *_: (LessonsProvider(), None)  # type: ignore[assignment]
         code = passrun.run_pass(op, args["job"], args.get("domain"), args.get("min"))
         return {"code": code, "job": msgspec.to_builtins(jobs_mod.read_job(root, args["job"]))}
     store = LearningStore(root)
