@@ -419,3 +419,26 @@ def test_a_bad_request_is_answered_and_the_sidecar_keeps_serving(spawn, store_di
     assert missing.value.code == -31001
     assert sc.request("mecha/rulesPromptBlock", {})["block"] is None
     assert sc.shutdown() == 0
+
+
+def test_a_broken_sidecar_toml_does_not_fail_a_pass_whose_harness_names_the_model(spawn, server, store_dir, env, tmp_path):
+    # Pins: every pass failing on a broken ~/.mecha/sidecar.toml although the
+    # harness sent initializationOptions.model ("the first source present
+    # wins"), and, with no other source, a job that reported `done`.
+    broken = tmp_path / "broken-sidecar.toml"
+    broken.write_text("[model\napi = ", encoding="utf-8")
+    with_broken = dict(env, MECHA_SIDECAR_CONFIG=str(broken))
+
+    sc = spawn(with_broken)
+    sc.initialize(store_dir, model_options(server))
+    ended = _session_ended(sc, "with-init", STEERS[0])
+    assert sc.job_finished(ended["job"]["id"])["state"] == "done"
+    assert sc.shutdown() == 0
+
+    alone = spawn(with_broken)
+    alone.initialize(store_dir)
+    ended = _session_ended(alone, "file-only", STEERS[1])
+    final = alone.job_finished(ended["job"]["id"])
+    assert final["state"] == "failed" and str(broken) in final["outcome"] and "not valid TOML" in final["outcome"]
+    assert "file-only" not in store_ids(store_dir, "mined.jsonl")
+    assert alone.shutdown() == 0
