@@ -206,3 +206,34 @@ def test_a_broken_config_file_is_not_read_when_an_earlier_source_wins(tmp_path: 
     assert cfg.source == "initializationOptions"
     with pytest.raises(InvalidModelConfig, match="not valid TOML"):
         resolve_model_config(None, {}, broken)
+
+
+# ─── doctor ─────────────────────────────────────────────────────────────────
+
+
+def _doctor(root: Path, server: ModelServer) -> dict[str, str]:
+    from mecha.core.doctor import run_checks
+    from mecha.core.store import LearningStore
+
+    LearningStore.open(root)
+    options = {"api": "openai", "baseUrl": server.url, "model": "scripted-model", "timeoutS": 5, "maxRetries": 0}
+    return {c.name: (c.ok, c.detail) for c in run_checks(root, options, env={"MECHA_SIDECAR_CONFIG": str(root / "none.toml")})}
+
+
+def test_doctor_says_which_structured_mode_the_server_accepts_and_remembers_it(tmp_path: Path):
+    # Pins: a person unable to tell whether their server constrains replies
+    # (a small model unconstrained writes no usable JSON).
+    with ModelServer(rejects=frozenset({"json_schema"}), reject_status=400) as server:
+        server.script(reply('{"reflexion": "", "skip": true}'))
+        checks = _doctor(tmp_path / "learning", server)
+        assert checks["structured"] == (True, "the server accepts json_object replies")
+        again = _doctor(tmp_path / "learning", server)
+        assert again["structured"] == (True, "the server accepted json_object replies (found by an earlier pass)")
+        assert len(server.completions()) == 2, "the second doctor asked nothing"
+
+
+def test_doctor_warns_when_the_server_takes_no_schema_at_all(tmp_path: Path):
+    with ModelServer(rejects=frozenset({"json_schema", "json_object"}), reject_status=400) as server:
+        server.script(reply("hello"))
+        ok, detail = _doctor(tmp_path / "learning", server)["structured"]
+        assert not ok and "no reply schema" in detail
