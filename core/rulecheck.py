@@ -61,7 +61,7 @@ from .rules import (
     routed_domains,
     validate_domain,
 )
-from .store import LEARNED_KIND, RULES_DIR, USER_KIND
+from .store import LEARNED_KIND, RULES_DIR, USER_KIND, Proposal, ProposalStatus
 
 # ─── Codes and severities (the contract in editors/README.md) ───────────────
 
@@ -81,6 +81,7 @@ OVER_CHAR_BUDGET = "over-char-budget"
 RETIRED_ENABLED = "retired-enabled"
 ATTRIBUTED_REGRESSIONS = "attributed-regressions"
 UNROUTED_DOMAIN = "unrouted-domain"
+PENDING_PROPOSAL = "pending-proposal"
 
 #: Each code's severity, spelled once. The editors' README is the contract;
 #: a finding takes its severity from here and nowhere else.
@@ -96,11 +97,23 @@ SEVERITIES: dict[str, str] = {
     RETIRED_ENABLED: INFORMATION,
     ATTRIBUTED_REGRESSIONS: WARNING,
     UNROUTED_DOMAIN: WARNING,
+    PENDING_PROPOSAL: INFORMATION,
 }
 
 #: The editor commands a lens runs (the contract's command table).
 SHOW_RULES_BLOCK_COMMAND = "mecha.showRulesBlock"
 LIST_PROPOSALS_COMMAND = "mecha.listProposals"
+#: The commands a code action runs.
+ACCEPT_PROPOSAL_COMMAND = "mecha.acceptProposal"
+REJECT_PROPOSAL_COMMAND = "mecha.rejectProposal"
+SHOW_PROPOSAL_DIFF_COMMAND = "mecha.showProposalDiff"
+PROPOSE_RETIREMENT_COMMAND = "mecha.proposeRetirement"
+LEARN_NOW_COMMAND = "mecha.learnNow"
+
+#: Code action kinds (LSP's spelling). A `quickfix` is what Ctrl+. and the
+#: lightbulb list; a `source` action only the Source Action menu does.
+QUICKFIX = "quickfix"
+SOURCE = "source"
 
 #: The keys a `[[rules]]` table may hold, with the type each must convert to —
 #: read off `Rule` itself so a new field is known here the day it exists.
@@ -186,6 +199,33 @@ class Lens(msgspec.Struct, frozen=True):
     title: str
     command: str | None = None
     arguments: list[Any] = msgspec.field(default_factory=list)
+
+
+class PendingProposal(msgspec.Struct, frozen=True):
+    """What the editor needs to know of one pending proposal for the
+    document's domain: its id and how many active rules it takes the
+    domain from and to (the accept action's title says so)."""
+
+    id: str
+    active_before: int
+    active_after: int
+
+
+class CodeAction(msgspec.Struct, frozen=True):
+    """One code action, without LSP types: a title, a kind (`QUICKFIX` or
+    `SOURCE`), and what choosing it does — `edits` on this document, a
+    `command` with `arguments`, or both (edits first). `fixes` is the
+    finding it resolves, when it resolves one: the editor lists the action
+    under that diagnostic's lightbulb. `preferred` marks the fix a person
+    most likely wants (VS Code's "auto fix" applies it)."""
+
+    title: str
+    kind: str
+    edits: list[TextEdit] = msgspec.field(default_factory=list)
+    command: str | None = None
+    arguments: list[Any] = msgspec.field(default_factory=list)
+    fixes: Finding | None = None
+    preferred: bool = False
 
 
 # ─── Which files are rules documents ────────────────────────────────────────
@@ -635,6 +675,7 @@ def check_document(
     *,
     other_rules: Sequence[Rule],
     tallies: Mapping[str, RuleTally],
+    pending: Sequence[PendingProposal] = (),
 ) -> list[Finding]:
     """Every finding on one rules document, sorted by position.
 
@@ -643,11 +684,13 @@ def check_document(
     when checking a user file), so domain-wide checks — the character
     budget, restating a user rule — see the document as it is being typed
     against the sibling as it is on disk. `tallies` are the ledger's, by
-    rule id.
+    rule id. `pending` are the domain's pending proposals: a learned file
+    gets one `pending-proposal` finding for each, on line 0, whose `data`
+    carries what accepting, rejecting and showing it need.
 
     A document that does not parse gets only `toml-syntax` (and
-    `unrouted-domain`): every other check needs the rules, and guessing at
-    them would flicker as a person types.
+    `unrouted-domain` and `pending-proposal`): every other check needs the
+    rules, and guessing at them would flicker as a person types.
     """
     domain = validate_domain(domain)
     if kind not in (USER_KIND, LEARNED_KIND):
@@ -665,6 +708,8 @@ def check_document(
                 dict(top),
             )
         )
+    if kind == LEARNED_KIND:
+        out.extend(pending_findings(domain, pending, _line_range(lines, 0)))
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -924,6 +969,38 @@ def _sorted(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: (f.start_line, f.start_col, f.end_line, f.end_col, f.code))
 
 
+def pending_of(domain: str, proposals: Sequence[Proposal]) -> list[PendingProposal]:
+    """The pending proposals for `domain` among `proposals`, as the editor
+    needs them: the ones a person still has to decide on, with the active
+    rule counts before and after."""
+    return [
+        PendingProposal(p.id, active_count(p.rules_before), active_count(p.rules))
+        for p in proposals
+        if p.domain == domain and p.status == ProposalStatus.PENDING
+    ]
+
+
+def pending_findings(domain: str, pending: Sequence[PendingProposal], where: Range) -> list[Finding]:
+    """One `pending-proposal` finding per pending proposal, at `where`
+    (line 0 of the learned file). Its `data` is the round trip its actions
+    need — the proposal's id and its before/after counts — so choosing an
+    action never has to look the proposal up again."""
+    return [
+        _finding(
+            PENDING_PROPOSAL,
+            f"proposal {p.id} for {domain} is pending: accept, reject or show its diff",
+            where,
+            {
+                "domain": domain,
+                "proposal_id": p.id,
+                "active_before": p.active_before,
+                "active_after": p.active_after,
+            },
+        )
+        for p in pending
+    ]
+
+
 # ─── The disable/enable quick fix ───────────────────────────────────────────
 
 
@@ -1011,6 +1088,212 @@ def _same(a: object, b: object) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     return type(a) is type(b) and a == b
+
+
+# ─── Code actions ───────────────────────────────────────────────────────────
+
+
+def kind_wanted(kind: str, only: Sequence[str] | None) -> bool:
+    """LSP's `context.only` filter: no filter admits every kind; a filter
+    admits a kind equal to one of its entries or below one (`source`
+    admits `source.fixAll`)."""
+    if only is None:
+        return True
+    return any(kind == o or kind.startswith(o + ".") or o == "" for o in only)
+
+
+def _overlaps(a: Range, start_line: int, end_line: int) -> bool:
+    return a.start_line <= end_line and a.end_line >= start_line
+
+
+def code_actions_for(
+    text: str,
+    findings: Sequence[Finding],
+    start_line: int,
+    end_line: int,
+    only: Sequence[str] | None = None,
+) -> list[CodeAction]:
+    """The code actions for lines `start_line`..`end_line` of a rules
+    document whose findings are `findings` (as `check_document` gave them).
+
+    Each finding on those lines brings its fixes (`fixes_for`, decided from
+    the finding's own `data`); each rule on those lines brings the
+    disable/enable toggle. Pending proposals are also reviewable from
+    anywhere in the file through `source` actions (VS Code's Source Action
+    menu), except where the same review is already offered as a quick fix:
+    a client that asks without a filter (Ctrl+., Neovim's
+    `vim.lsp.buf.code_action()`) would otherwise list each action twice.
+    `only` is the request's `context.only`."""
+    out: list[CodeAction] = []
+    here = [f for f in findings if _overlaps(f.range, start_line, end_line)]
+    for f in here:
+        out.extend(fixes_for(f, text))
+    quick_reviewed = {a.fixes.data.get("proposal_id") for a in out if a.fixes and a.fixes.code == PENDING_PROPOSAL}
+    for f in findings:
+        if f.code != PENDING_PROPOSAL:
+            continue
+        if only is None and f.data.get("proposal_id") in quick_reviewed:
+            continue
+        out.extend(_review(f, SOURCE))
+    out.extend(_toggles(text, start_line, end_line))
+    return [a for a in out if kind_wanted(a.kind, only)]
+
+
+def fixes_for(finding: Finding, text: str) -> list[CodeAction]:
+    """The quick fixes a person expects on one finding, chosen from its
+    code and its `data` alone:
+
+    - `pending-proposal`: accept, reject, show the diff;
+    - `duplicate-rule`: remove this (the later) copy;
+    - `restates-user-rule`: remove the learned copy, the person's own rule
+      already says it;
+    - `retired-enabled`: set `enabled = false`, which is what the rule
+      already behaves as;
+    - `over-cap`, `over-char-budget`: learn now, a pass whose consolidation
+      merges rules (a proposal to review, never a silent rewrite);
+    - `attributed-regressions`: propose retiring the rule (also a proposal).
+
+    An edit that cannot be made safely (see `remove_rule_edit` and
+    `toggle_edit`) is not offered."""
+    data = finding.data
+    domain = data.get("domain")
+    index = data.get("rule_index")
+    rule_id = data.get("rule_id")
+    named = f" {rule_id}" if rule_id else ""
+    code = finding.code
+    if code == PENDING_PROPOSAL:
+        return _review(finding, QUICKFIX)
+    if code in (DUPLICATE_RULE, RESTATES_USER_RULE) and isinstance(index, int):
+        edit = remove_rule_edit(text, index)
+        if edit is None:
+            return []
+        title = (
+            f"Remove duplicate rule{named}" if code == DUPLICATE_RULE else f"Remove learned copy{named} of your rule"
+        )
+        return [CodeAction(title, QUICKFIX, edits=[edit], fixes=finding, preferred=True)]
+    if code == RETIRED_ENABLED and isinstance(index, int):
+        edit = toggle_edit(text, index, False)
+        if edit is None:
+            return []
+        return [CodeAction(f"Set enabled = false on retired rule{named}", QUICKFIX, edits=[edit], fixes=finding, preferred=True)]
+    if code in (OVER_CAP, OVER_CHAR_BUDGET) and isinstance(domain, str):
+        return [
+            CodeAction(
+                f"Learn now for {domain} (propose a consolidation)",
+                QUICKFIX,
+                command=LEARN_NOW_COMMAND,
+                arguments=[domain],
+                fixes=finding,
+            )
+        ]
+    if code == ATTRIBUTED_REGRESSIONS and isinstance(domain, str) and isinstance(rule_id, str):
+        count = data.get("count", 0)
+        reason = f"{count} attributed regression(s) in the validation ledger"
+        return [
+            CodeAction(
+                f"Propose retiring rule {rule_id}",
+                QUICKFIX,
+                command=PROPOSE_RETIREMENT_COMMAND,
+                arguments=[domain, rule_id, reason],
+                fixes=finding,
+            )
+        ]
+    return []
+
+
+def _review(finding: Finding, kind: str) -> list[CodeAction]:
+    """Accept, reject and show the diff of the pending proposal `finding`
+    is about, as actions of `kind`."""
+    data = finding.data
+    pid, domain = data.get("proposal_id"), data.get("domain")
+    if not isinstance(pid, str):
+        return []
+    before, after = data.get("active_before"), data.get("active_after")
+    fixes = finding if kind == QUICKFIX else None
+    return [
+        CodeAction(
+            f"Accept proposal {pid} ({before} → {after} active {domain} rules)",
+            kind,
+            command=ACCEPT_PROPOSAL_COMMAND,
+            arguments=[pid],
+            fixes=fixes,
+        ),
+        CodeAction(f"Reject proposal {pid}", kind, command=REJECT_PROPOSAL_COMMAND, arguments=[pid], fixes=fixes),
+        CodeAction(
+            f"Show diff of proposal {pid}", kind, command=SHOW_PROPOSAL_DIFF_COMMAND, arguments=[pid], fixes=fixes
+        ),
+    ]
+
+
+def _toggles(text: str, start_line: int, end_line: int) -> list[CodeAction]:
+    """Disable (or enable) each rule on the lines: always at hand, whatever
+    the rule's findings."""
+    out = []
+    for span in rule_spans(text):
+        if span.end_line < start_line or span.start_line > end_line or span.rule is None:
+            continue
+        want = not span.rule.enabled
+        edit = toggle_edit(text, span.index, want)
+        if edit is None:
+            continue
+        name = f" {span.rule.id}" if span.rule.id else ""
+        out.append(CodeAction(("Enable rule" if want else "Disable rule") + name, QUICKFIX, edits=[edit]))
+    return out
+
+
+def remove_rule_edit(text: str, rule_index: int) -> TextEdit | None:
+    """The edit that deletes rule `rule_index`'s table — with the comment
+    lines directly above its header (they are about it) and the blank lines
+    after it — and nothing else; `None` when it cannot be done safely.
+
+    A comment separated from the table by a blank line is not the table's
+    and stays. When the table is the file's last, the blank lines before it
+    go instead, so the file does not end in a gap. Like `toggle_edit`, the
+    result is checked, not trusted: it must parse (tomllib and tomlkit), and
+    its rules must be exactly the others, in order."""
+    import tomlkit  # only the quick fixes pay for it
+
+    spans = rule_spans(text)
+    if not 0 <= rule_index < len(spans):
+        return None
+    try:
+        before = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return None
+    rules_before = before.get("rules")
+    if not isinstance(rules_before, list) or len(rules_before) != len(spans):
+        return None
+    span = spans[rule_index]
+    lines = document_lines(text)
+    end = span.end_line + 1
+    while end < len(lines) and not lines[end].strip():
+        end += 1
+    start = span.start_line
+    if end < len(lines):
+        edit = TextEdit(start, 0, end, 0, "")
+    else:
+        # the last table: take the gap before it too, keep a final newline
+        while start > 0 and not lines[start - 1].strip():
+            start -= 1
+        last = len(lines) - 1
+        if start == 0:
+            edit = TextEdit(0, 0, last, len(lines[last]), "")
+        else:
+            newline = ("\r\n" if text.endswith("\r\n") else "\n") if text.endswith("\n") else ""
+            edit = TextEdit(start - 1, len(lines[start - 1]), last, len(lines[last]), newline)
+    after_text = apply_edit(text, edit)
+    try:
+        after = tomllib.loads(after_text)
+        tomlkit.parse(after_text)
+    except Exception:  # tomllib or any tomlkit complaint: not safe
+        return None
+    wanted = [r for i, r in enumerate(rules_before) if i != rule_index]
+    rules_after = after.get("rules", [])
+    if not _same(rules_after, wanted):
+        return None
+    if not _same({k: v for k, v in before.items() if k != "rules"}, {k: v for k, v in after.items() if k != "rules"}):
+        return None
+    return edit
 
 
 # ─── Hover ──────────────────────────────────────────────────────────────────

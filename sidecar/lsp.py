@@ -216,47 +216,34 @@ class MechaLanguageServer(LanguageServer):
             return []
         return []
 
-    def pending_for(self, domain: str) -> list[Any]:
+    def pending_for(self, domain: str) -> list[rulecheck.PendingProposal]:
         store = self.ctx.existing_store() if self.ctx else None
-        if store is None:
-            return []
-        return [p for p in store.proposals() if p.domain == domain and getattr(p.status, "value", p.status) == "pending"]
+        return rulecheck.pending_of(domain, store.proposals()) if store is not None else []
 
-    def diagnostics_for(self, uri: str) -> list[lsp.Diagnostic]:
+    def findings_for(self, uri: str) -> tuple[str, list[str], list[rulecheck.Finding]] | None:
+        """The open document's text, its lines and rulecheck's findings on
+        it; `None` for a document that is not a rules file."""
         kind = self.doc_kind(uri)
         if kind is None:
-            return []
+            return None
         domain, which = kind
-        doc = self.workspace.get_text_document(uri)
-        text = doc.source
-        lines = rulecheck.document_lines(text) or [""]
+        text = self.workspace.get_text_document(uri).source
         findings = rulecheck.check_document(
-            domain, which, text, other_rules=self._sibling_rules(domain, which), tallies=self._tallies()
+            domain,
+            which,
+            text,
+            other_rules=self._sibling_rules(domain, which),
+            tallies=self._tallies(),
+            pending=self.pending_for(domain) if which == rulecheck.LEARNED_KIND else (),
         )
-        out = [
-            lsp.Diagnostic(
-                range=_range(lines, f.start_line, f.start_col, f.end_line, f.end_col),
-                message=f.message,
-                severity=_SEVERITY.get(f.severity, lsp.DiagnosticSeverity.Warning),
-                code=f.code,
-                source=SOURCE,
-                data=dict(f.data),
-            )
-            for f in findings
-        ]
-        if which == "learned":
-            for p in self.pending_for(domain):
-                out.append(
-                    lsp.Diagnostic(
-                        range=_range(lines, 0, 0, 0, len(lines[0]) if lines else 0),
-                        message=f"proposal {p.id} for {domain} is pending: accept, reject or show its diff",
-                        severity=lsp.DiagnosticSeverity.Information,
-                        code="pending-proposal",
-                        source=SOURCE,
-                        data={"domain": domain, "proposal_id": p.id},
-                    )
-                )
-        return out
+        return text, rulecheck.document_lines(text) or [""], findings
+
+    def diagnostics_for(self, uri: str) -> list[lsp.Diagnostic]:
+        found = self.findings_for(uri)
+        if found is None:
+            return []
+        _, lines, findings = found
+        return [_diagnostic(f, lines) for f in findings]
 
     def publish(self, uri: str) -> None:
         doc = self.workspace.text_documents.get(uri)
@@ -426,12 +413,13 @@ def build_server() -> MechaLanguageServer:
     )
     def code_action(ls: MechaLanguageServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction] | None:
         uri = params.text_document.uri
-        kind = ls.doc_kind(uri)
-        if kind is None:
+        found = ls.findings_for(uri)
+        if found is None:
             return None
-        domain, which = kind
-        doc = ls.workspace.get_text_document(uri)
-        return code_actions(ls, uri, doc.source, domain, which, params.range)
+        text, lines, findings = found
+        only = [str(k) for k in params.context.only] if params.context.only is not None else None
+        actions = rulecheck.code_actions_for(text, findings, params.range.start.line, params.range.end.line, only)
+        return [_code_action(a, uri, lines) for a in actions]
 
     @ls.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
     def code_lens(ls: MechaLanguageServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens] | None:
@@ -476,74 +464,36 @@ def _pygls_command(ls: MechaLanguageServer, name: str) -> Callable[..., Any]:
     return run
 
 
-def code_actions(
-    ls: MechaLanguageServer, uri: str, text: str, domain: str, which: str, rng: lsp.Range
-) -> list[lsp.CodeAction]:
-    actions: list[lsp.CodeAction] = []
-    if which == "learned":
-        for p in ls.pending_for(domain):
-            before = sum(1 for r in p.rules_before if r.active())
-            after = sum(1 for r in p.rules if r.active())
-            actions += [
-                lsp.CodeAction(
-                    title=f"Accept proposal {p.id} ({before} → {after} active {domain} rules)",
-                    kind=lsp.CodeActionKind.Source,
-                    command=lsp.Command(title="Accept proposal", command="mecha.acceptProposal", arguments=[p.id]),
-                ),
-                lsp.CodeAction(
-                    title=f"Reject proposal {p.id}",
-                    kind=lsp.CodeActionKind.Source,
-                    command=lsp.Command(title="Reject proposal", command="mecha.rejectProposal", arguments=[p.id]),
-                ),
-                lsp.CodeAction(
-                    title=f"Show diff of proposal {p.id}",
-                    kind=lsp.CodeActionKind.Source,
-                    command=lsp.Command(title="Show diff", command="mecha.showProposalDiff", arguments=[p.id]),
-                ),
-            ]
-    spans = rulecheck.rule_spans(text)
-    lines = rulecheck.document_lines(text) or [""]
-    tallies = ls._tallies() if which == "learned" else {}
-    for span in spans:
-        if span.end_line < rng.start.line or span.start_line > rng.end.line or span.rule is None:
-            continue
-        rule = span.rule
-        if which == "learned" and rule.id and rule.retired_at is None:
-            tally = tallies.get(rule.id)
-            if tally is not None and tally.attributed_regressions > 0:
-                reason = f"{tally.attributed_regressions} attributed regression(s) in the validation ledger"
-                actions.append(
-                    lsp.CodeAction(
-                        title=f"Propose retiring rule {rule.id}",
-                        kind=lsp.CodeActionKind.QuickFix,
-                        command=lsp.Command(
-                            title="Propose retirement",
-                            command="mecha.proposeRetirement",
-                            arguments=[domain, rule.id, reason],
-                        ),
-                    )
-                )
-        want = not rule.enabled
-        edit = rulecheck.toggle_edit(text, span.index, want)
-        if edit is None:
-            continue
-        actions.append(
-            lsp.CodeAction(
-                title=("Enable rule" if want else "Disable rule") + (f" {rule.id}" if rule.id else ""),
-                kind=lsp.CodeActionKind.QuickFix,
-                edit=lsp.WorkspaceEdit(
-                    changes={
-                        uri: [
-                            lsp.TextEdit(
-                                range=_range(lines, edit.start_line, edit.start_col, edit.end_line, edit.end_col),
-                                new_text=edit.new_text,
-                            )
-                        ]
-                    }
-                ),
-            )
-        )
-    return actions
+def _diagnostic(f: rulecheck.Finding, lines: list[str]) -> lsp.Diagnostic:
+    return lsp.Diagnostic(
+        range=_range(lines, f.start_line, f.start_col, f.end_line, f.end_col),
+        message=f.message,
+        severity=_SEVERITY.get(f.severity, lsp.DiagnosticSeverity.Warning),
+        code=f.code,
+        source=SOURCE,
+        data=dict(f.data),
+    )
+
+
+def _code_action(a: rulecheck.CodeAction, uri: str, lines: list[str]) -> lsp.CodeAction:
+    edit = None
+    if a.edits:
+        edits = [
+            lsp.TextEdit(range=_range(lines, e.start_line, e.start_col, e.end_line, e.end_col), new_text=e.new_text)
+            for e in a.edits
+        ]
+        edit = lsp.WorkspaceEdit(changes={uri: edits})
+    command = None
+    if a.command is not None:
+        command = lsp.Command(title=a.title, command=a.command, arguments=list(a.arguments))
+    return lsp.CodeAction(
+        title=a.title,
+        kind=lsp.CodeActionKind(a.kind),
+        edit=edit,
+        command=command,
+        diagnostics=[_diagnostic(a.fixes, lines)] if a.fixes is not None else None,
+        is_preferred=a.preferred or None,
+    )
 
 
 # ─── the wire ───────────────────────────────────────────────────────────────

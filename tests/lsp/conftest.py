@@ -268,16 +268,32 @@ class MechaClient(LanguageClient):
         params = {} if domain is None else {"domain": domain}
         return (await self.request("mecha/rulesPromptBlock", params))["block"]
 
-    async def code_actions(self, uri: str, line: int, end_line: int | None = None) -> list[lsp.CodeAction]:
-        rng = lsp.Range(
-            start=lsp.Position(line=line, character=0), end=lsp.Position(line=end_line or line, character=0)
-        )
+    async def code_actions(
+        self,
+        uri: str,
+        line: int,
+        end_line: int | None = None,
+        *,
+        only: Sequence[str] | None = None,
+        trigger: lsp.CodeActionTriggerKind = lsp.CodeActionTriggerKind.Invoked,
+    ) -> list[lsp.CodeAction]:
+        """Ask as an editor does: the range, the diagnostics last published
+        on it, the trigger, and `only` exactly as given (`None` sends no
+        filter, which is what Ctrl+., the lightbulb and Neovim's
+        `vim.lsp.buf.code_action()` send; see `EDITOR_ASKS`)."""
+        last = end_line if end_line is not None else line
+        rng = lsp.Range(start=lsp.Position(line=line, character=0), end=lsp.Position(line=last, character=0))
+        on_lines = [d for d in self.diagnostics_of(uri) if d.range.start.line <= last and d.range.end.line >= line]
         got = await asyncio.wait_for(
             self.text_document_code_action_async(
                 lsp.CodeActionParams(
                     text_document=lsp.TextDocumentIdentifier(uri=uri),
                     range=rng,
-                    context=lsp.CodeActionContext(diagnostics=[]),
+                    context=lsp.CodeActionContext(
+                        diagnostics=on_lines,
+                        only=[lsp.CodeActionKind(k) for k in only] if only is not None else None,
+                        trigger_kind=trigger,
+                    ),
                 )
             ),
             WAIT_S,
@@ -286,6 +302,13 @@ class MechaClient(LanguageClient):
         for action in got:
             assert isinstance(action, lsp.CodeAction), f"a bare Command where a CodeAction was due: {action}"
         return list(got)  # type: ignore[arg-type]
+
+    def diagnostics_of(self, uri: str) -> list[lsp.Diagnostic]:
+        """The last diagnostics published for `uri` (none yet: empty)."""
+        for p in reversed(self.published):
+            if p.uri == uri:
+                return list(p.diagnostics)
+        return []
 
     async def hover(self, uri: str, line: int, character: int = 0) -> lsp.Hover | None:
         return await asyncio.wait_for(

@@ -14,7 +14,41 @@ from .conftest import MechaClient, Store, has_code, rule
 
 
 def by_title(actions: Sequence[lsp.CodeAction]) -> dict[str, lsp.CodeAction]:
+    titles = [a.title for a in actions]
+    assert len(set(titles)) == len(titles), f"an action listed twice: {titles}"
     return {a.title: a for a in actions}
+
+
+class Ask:
+    """One way an editor asks for code actions, as its source spells it:
+    the `context.only` it sends, its trigger, and whether it then hides
+    `source` actions itself."""
+
+    def __init__(self, name: str, only: list[str] | None, trigger: lsp.CodeActionTriggerKind, hides_source: bool):
+        self.name, self.only, self.trigger, self.hides_source = name, only, trigger, hides_source
+
+    async def shown(self, client: MechaClient, uri: str, line: int, end_line: int | None = None) -> list[lsp.CodeAction]:
+        got = await client.code_actions(uri, line, end_line, only=self.only, trigger=self.trigger)
+        if self.hides_source:
+            got = [a for a in got if not str(a.kind or "").startswith("source")]
+        return got
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+INVOKED, AUTOMATIC = lsp.CodeActionTriggerKind.Invoked, lsp.CodeActionTriggerKind.Automatic
+#: How each editor asks. VS Code (`editor.action.quickFix`, Ctrl+.) and its
+#: lightbulb send no filter and drop `source` kinds from what they list; the
+#: "Quick Fix…" link in a diagnostic's hover sends `only: ["quickfix"]`; the
+#: Source Action… menu `only: ["source"]`. Neovim's
+#: `vim.lsp.buf.code_action()` sends `only` only when its caller passes one.
+CTRL_DOT = Ask("VS Code Ctrl+.", None, INVOKED, hides_source=True)
+LIGHTBULB = Ask("VS Code lightbulb", None, AUTOMATIC, hides_source=True)
+HOVER_QUICK_FIX = Ask("VS Code hover Quick Fix", ["quickfix"], INVOKED, hides_source=True)
+SOURCE_ACTION = Ask("VS Code Source Action", ["source"], INVOKED, hides_source=False)
+NEOVIM = Ask("Neovim code_action()", None, INVOKED, hides_source=False)
+EDITOR_ASKS = [CTRL_DOT, LIGHTBULB, HOVER_QUICK_FIX, SOURCE_ACTION, NEOVIM]
 
 
 async def run(client: MechaClient, action: lsp.CodeAction) -> dict:
@@ -66,12 +100,16 @@ async def test_accept_writes_the_proposals_rules_and_the_block_carries_them(
     assert [d.code for d in diags] == ["pending-proposal"]
     assert "Keep replies short" not in (await client.block("behavior") or "")
 
-    actions = by_title(await client.code_actions(uri, 0))
+    (pending,) = diags
+    actions = by_title(await CTRL_DOT.shown(client, uri, 0))
     accept = actions["Accept proposal p-acc (1 → 2 active behavior rules)"]
-    assert accept.kind == lsp.CodeActionKind.Source
-    assert actions["Reject proposal p-acc"].kind == lsp.CodeActionKind.Source
-    assert actions["Show diff of proposal p-acc"].kind == lsp.CodeActionKind.Source
+    for title in ("Accept proposal p-acc (1 → 2 active behavior rules)", "Reject proposal p-acc", "Show diff of proposal p-acc"):
+        assert actions[title].kind == lsp.CodeActionKind.QuickFix
+        # attached to the diagnostic, so its lightbulb and hover list it
+        assert list(actions[title].diagnostics or []) == [pending]
     assert accept.command is not None and accept.command.command == "mecha.acceptProposal"
+    source = by_title(await SOURCE_ACTION.shown(client, uri, 0))
+    assert source["Accept proposal p-acc (1 → 2 active behavior rules)"].kind == lsp.CodeActionKind.Source
 
     events, since = client.event_mark(), client.mark()
     result = await run(client, accept)
@@ -99,7 +137,7 @@ async def test_reject_leaves_the_learned_file_alone(client: MechaClient, store: 
     store.proposal("p-rej", [rule("Ask before deleting files", "r-1"), rule("Keep replies short", "r-2")])
     uri, _ = await client.open(learned)
 
-    reject = by_title(await client.code_actions(uri, 0))["Reject proposal p-rej"]
+    reject = by_title(await NEOVIM.shown(client, uri, 0))["Reject proposal p-rej"]
     assert reject.command is not None and reject.command.command == "mecha.rejectProposal"
     since = client.mark()
     result = await run(client, reject)
@@ -122,7 +160,7 @@ async def test_show_diff_returns_the_virtual_document(client: MechaClient, store
     store.proposal("p-diff", [rule("Ask before deleting files", "r-1"), rule("Keep replies short", "r-2")])
     uri, _ = await client.open(learned)
 
-    show = by_title(await client.code_actions(uri, 0))["Show diff of proposal p-diff"]
+    show = by_title(await HOVER_QUICK_FIX.shown(client, uri, 0))["Show diff of proposal p-diff"]
     result = await run(client, show)
     assert result["uri"] == "mecha-proposal:/p-diff.diff"
     assert result["id"] == "p-diff"
@@ -148,7 +186,9 @@ async def test_one_set_of_actions_per_pending_proposal_only_on_the_learned_file(
     luri, _ = await client.open(learned)
     uuri, _ = await client.open(user)
 
-    titles = sorted(a.title for a in await client.code_actions(luri, 0) if a.kind == lsp.CodeActionKind.Source)
+    # Pins: a proposal reviewable only from line 0, or listed once per line.
+    lines = learned.read_text().count("\n")
+    titles = sorted(a.title for a in await SOURCE_ACTION.shown(client, luri, lines - 1))
     assert titles == [
         "Accept proposal p-1 (1 → 2 active behavior rules)",
         "Accept proposal p-2 (1 → 1 active behavior rules)",
@@ -157,7 +197,10 @@ async def test_one_set_of_actions_per_pending_proposal_only_on_the_learned_file(
         "Show diff of proposal p-1",
         "Show diff of proposal p-2",
     ]
-    assert not [a for a in await client.code_actions(uuri, 0, 1) if a.kind == lsp.CodeActionKind.Source]
+    assert not [a for a in await SOURCE_ACTION.shown(client, uuri, 0, 1)]
+    # Ctrl+. on line 0 lists each pending proposal's review once, as quick fixes.
+    quick = sorted(a.title for a in await CTRL_DOT.shown(client, luri, 0) if "proposal" in a.title)
+    assert quick == titles
 
 
 # ─── propose retirement ─────────────────────────────────────────────────────
@@ -198,7 +241,7 @@ async def test_propose_retirement_on_a_rule_with_attributed_regressions(client: 
     await client.event("mecha/proposalsChanged", since=events, where=lambda p: p["pending"] == 1)
     diags = await client.wait_diagnostics(uri, since=since, where=has_code("pending-proposal"))
     assert [d.data["proposal_id"] for d in diags if d.code == "pending-proposal"] == [p.id]
-    assert f"Reject proposal {p.id}" in by_title(await client.code_actions(uri, 0))
+    assert f"Reject proposal {p.id}" in by_title(await CTRL_DOT.shown(client, uri, 0))
 
 
 # ─── disable / enable quick fixes ───────────────────────────────────────────
@@ -302,3 +345,150 @@ async def test_no_quick_fix_on_a_document_that_does_not_parse(client: MechaClien
     uri, _ = await client.open(path)
     await client.change(uri, '[[rules]]\ntext = "Answer in English"\n[[rules\n')
     assert await client.code_actions(uri, 0, 2) == []
+
+
+# ─── proposal review under the lightbulb, however the editor asks ──────────
+
+
+async def test_every_way_an_editor_asks_lists_a_pending_proposals_review_once(
+    client: MechaClient, store: Store
+) -> None:
+    # Pins: accept/reject/diff reachable only through the Source Action menu
+    # (Ctrl+. hides `source` kinds), or listed twice to a client asking unfiltered.
+    learned = store.learned("behavior", [rule("Ask first", "r-1")])
+    store.proposal("p-1", [rule("Ask first", "r-1"), rule("Two", "r-2")])
+    uri, _ = await client.open(learned)
+    review = {"Accept proposal p-1 (1 → 2 active behavior rules)", "Reject proposal p-1", "Show diff of proposal p-1"}
+    for ask in EDITOR_ASKS:
+        shown = by_title(await ask.shown(client, uri, 0))
+        assert review <= set(shown), (ask, sorted(shown))
+        want = lsp.CodeActionKind.Source if ask is SOURCE_ACTION else lsp.CodeActionKind.QuickFix
+        assert {shown[t].kind for t in review} == {want}, ask
+    # Off line 0 only the Source Action menu (and an unfiltered Neovim) reach it.
+    assert review <= {a.title for a in await SOURCE_ACTION.shown(client, uri, 2)}
+    assert review <= {a.title for a in await NEOVIM.shown(client, uri, 2)}
+    assert not review & {a.title for a in await CTRL_DOT.shown(client, uri, 2)}
+
+
+# ─── quick fixes on the other diagnostics ──────────────────────────────────
+
+DUPLICATED = '''\
+# My learned rules.
+
+# the original
+[[rules]]
+text = "Never edit reports/."
+id = "r-1"
+
+# a copy a pass left behind
+[[rules]]
+text = "never edit  reports/"
+id = "r-2"
+
+# keep this note: it is about nothing above
+[[rules]]
+text = "Sign with the first name"  # mine
+id = "r-3"
+'''
+
+
+async def fix(client: MechaClient, uri: str, code: str, ask: Ask = CTRL_DOT) -> tuple[lsp.Diagnostic, list[lsp.CodeAction]]:
+    """The diagnostic `code` now published on `uri`, and the actions
+    attached to it that `ask` lists on its lines."""
+    (d,) = [d for d in client.diagnostics_of(uri) if d.code == code]
+    actions = await ask.shown(client, uri, d.range.start.line, d.range.end.line)
+    return d, [a for a in actions if list(a.diagnostics or []) == [d]]
+
+
+async def apply(client: MechaClient, uri: str, path, action: lsp.CodeAction) -> str:
+    before = client.texts[uri]
+    after = apply_workspace_edit(before, uri, action.edit)
+    since = client.mark()
+    await client.change(uri, after)
+    await client.save(uri, path)
+    await client.wait_diagnostics(uri, since=since, version=client.versions[uri])
+    return after
+
+
+async def test_remove_duplicate_rule_deletes_the_copy_and_its_comment_only(client: MechaClient, store: Store) -> None:
+    # Pins: a duplicate that can only be fixed by hand, or a fix that takes
+    # the original, a neighbour's comment or the file's layout with it.
+    path = store.write("behavior", "learned", DUPLICATED)
+    uri, diags = await client.open(path)
+    assert [d.code for d in diags] == ["duplicate-rule"]
+    for ask in (HOVER_QUICK_FIX, NEOVIM):
+        _, attached = await fix(client, uri, "duplicate-rule", ask)
+        assert [a.title for a in attached] == ["Remove duplicate rule r-2"], ask
+    _, (remove,) = await fix(client, uri, "duplicate-rule")
+    assert remove.kind == lsp.CodeActionKind.QuickFix and remove.is_preferred and remove.command is None
+    after = await apply(client, uri, path, remove)
+    assert after == DUPLICATED.replace('# a copy a pass left behind\n[[rules]]\ntext = "never edit  reports/"\nid = "r-2"\n\n', "")
+    assert client.diagnostics_of(uri) == []
+    assert [r.id for r in store.store.learned_rules("behavior")] == ["r-1", "r-3"]
+    block = await client.block("behavior")
+    assert block is not None and block.count("ever edit") == 1 and "- Sign with the first name" in block
+
+
+async def test_remove_the_learned_copy_of_a_persons_own_rule(client: MechaClient, store: Store) -> None:
+    # Pins: the prompt carrying a person's rule twice with no one-step way out.
+    store.write("behavior", "user", '[[rules]]\ntext = "Answer in English"\n')
+    text = '[[rules]]\ntext = "Keep replies short"\nid = "r-0"\n\n[[rules]]\ntext = "answer in english."\nid = "r-1"\n'
+    path = store.write("behavior", "learned", text)
+    uri, diags = await client.open(path)
+    assert [d.code for d in diags] == ["restates-user-rule"]
+    _, (remove,) = await fix(client, uri, "restates-user-rule")
+    assert remove.title == "Remove learned copy r-1 of your rule"
+    after = await apply(client, uri, path, remove)
+    assert after == '[[rules]]\ntext = "Keep replies short"\nid = "r-0"\n'
+    assert client.diagnostics_of(uri) == []
+    block = await client.block("behavior")
+    assert block is not None and block.lower().count("answer in english") == 1
+
+
+async def test_a_retired_rule_left_enabled_gets_enabled_false(client: MechaClient, store: Store) -> None:
+    # Pins: `retired-enabled` with no fix, or a fix that un-retires the rule.
+    text = (
+        '[[rules]]\ntext = "Ask first"\nid = "r-1"\n\n'
+        '[[rules]]\ntext = "Run every test"\nid = "r-2"\nenabled = true  # was on\n'
+        'retired_at = "2026-01-10T00:00:00Z"\n'
+    )
+    path = store.write("behavior", "learned", text)
+    uri, diags = await client.open(path)
+    assert [d.code for d in diags] == ["retired-enabled"]
+    _, (off,) = await fix(client, uri, "retired-enabled")
+    assert off.title == "Set enabled = false on retired rule r-2"
+    after = await apply(client, uri, path, off)
+    assert after == text.replace("enabled = true  # was on", "enabled = false  # was on")
+    assert client.diagnostics_of(uri) == []
+    (r2,) = [r for r in store.store.learned_rules("behavior") if r.id == "r-2"]
+    assert r2.enabled is False and r2.retired_at is not None
+
+
+async def test_over_the_cap_or_the_budget_offers_learn_now_for_the_domain(client: MechaClient, store: Store) -> None:
+    # Pins: a domain over its limits with nothing to do about it but hand-edit;
+    # the fix starts a pass, whose consolidation is a proposal to review.
+    from mecha.core.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET
+
+    many = [rule(f"Rule number {i} about topic {i}", f"r-{i}") for i in range(MAX_ACTIVE_RULES_PER_DOMAIN + 1)]
+    learned = store.learned("behavior", many)
+    uri, diags = await client.open(learned)
+    assert "over-cap" in {d.code for d in diags}
+    _, (learn,) = await fix(client, uri, "over-cap")
+    assert learn.title == "Learn now for behavior (propose a consolidation)"
+    assert learn.command is not None and learn.command.command == "mecha.learnNow"
+    assert list(learn.command.arguments or []) == ["behavior"]
+
+    words = " ".join(f"word{i}" for i in range(RULES_CHAR_BUDGET // 6 + 20))
+    user = store.write("writing", "user", f'[[rules]]\ntext = "{words}"\n')
+    wuri, wdiags = await client.open(user)
+    assert "over-char-budget" in {d.code for d in wdiags}
+    _, (wlearn,) = await fix(client, wuri, "over-char-budget")
+    assert wlearn.command is not None and list(wlearn.command.arguments or []) == ["writing"]
+
+    for i, lesson in enumerate(["Ask before deleting files.", "Keep status lines short.", "Wait when narrowed."]):
+        store.reflexion(f"refl-{i}", lesson)
+    events = client.event_mark()
+    result = await run(client, learn)
+    job = result["job"]
+    assert job["kind"] == "learn" and job["domain"] == "behavior", result
+    await client.event("mecha/jobFinished", since=events, where=lambda p: p["job"]["id"] == job["id"])
