@@ -143,10 +143,16 @@ def install() -> dict[str, Any]:
     folder = _packages(root, node_prefix)
     node = node_prefix / "bin" / "node"
     code_server = folder / "node_modules" / ".bin" / "code-server"
-    version = subprocess.run(
-        [str(node), str(code_server), "--version"], capture_output=True, text=True, timeout=120
+    # code-server writes a default config under XDG_CONFIG_HOME on any run:
+    # keep it in the cache, not in the home folder.
+    env = dict(os.environ, XDG_CONFIG_HOME=str(root / "xdg-config"), XDG_DATA_HOME=str(root / "xdg-data"))
+    out = subprocess.run(
+        [str(node), str(code_server), "--version"], capture_output=True, text=True, timeout=120, env=env
     ).stdout.strip()
-    _say(f"code-server --version: {version.splitlines()[0] if version else '?'}")
+    version = out.splitlines()[-1] if out else ""
+    if not version.startswith(CODE_SERVER_VERSION):
+        raise SystemExit(f"realparts: vscode: `code-server --version` said {out!r}, expected {CODE_SERVER_VERSION}")
+    _say(f"code-server --version: {version}")
     return {
         "node": str(node),
         "node_version": NODE_VERSION,
