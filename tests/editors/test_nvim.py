@@ -385,7 +385,11 @@ local function main()
     fail("no '" .. prefix .. " " .. params.accept_id .. "' code action")
   end
   for _, action in ipairs(response.result or {}) do
-    table.insert(out.actions, { title = action.title, kind = action.kind })
+    table.insert(out.actions, {
+      title = action.title,
+      kind = action.kind,
+      fixes = vim.tbl_map(function(d) return d.code end, action.diagnostics or {}),
+    })
   end
 
   -- Runs a code action the way Neovim runs a picked one.
@@ -617,9 +621,12 @@ def test_a_proposal_is_accepted_from_a_code_action_in_headless_neovim(tmp_path: 
     assert pending_lens.get("diff") or [i.split()[0] for i in pending_lens["picker"]] == [accept.id], report
 
     titles = [a["title"] for a in seen["actions"]]
-    assert any(t.startswith(f"Accept proposal {accept.id}") for t in titles), report
-    assert any(t.startswith(f"Reject proposal {accept.id}") for t in titles), report
-    assert any(t.startswith(f"Show diff of proposal {accept.id}") for t in titles), report
+    assert len(titles) == len(set(titles)), report
+    # Pins: the review only under Source Action (which Neovim lists, VS Code's
+    # Ctrl+. does not): they are quick fixes on the pending-proposal diagnostic.
+    for prefix in ("Accept proposal", "Reject proposal", "Show diff of proposal"):
+        (action,) = [a for a in seen["actions"] if a["title"].startswith(f"{prefix} {accept.id}")]
+        assert (action["kind"], action["fixes"]) == ("quickfix", ["pending-proposal"]), (action, report)
     assert seen["accept_action"]["command"] == "mecha.acceptProposal", report
 
     assert seen["pending_after_reject"] == 1 and seen["pending_after_accept"] == 0, report
