@@ -16,78 +16,26 @@ a skipped editor test is an editor nobody is testing.
 from __future__ import annotations
 
 import json
-import os
-import re
 import shutil
-import subprocess
-import sys
-import time
 import zipfile
-from pathlib import Path
 
-import pytest
-
-REPO = Path(__file__).resolve().parents[2]
-EXTENSION = REPO / "editors" / "vscode"
-MIN_NODE = 20
-
-
-def _sidecar_executable() -> Path:
-    """The `mecha-sidecar` script of the Python running this test."""
-    bindir = Path(sys.executable).parent
-    for name in ("mecha-sidecar", "mecha-sidecar.exe"):
-        if (bindir / name).is_file():
-            return bindir / name
-    pytest.fail(f"no mecha-sidecar script next to {sys.executable}: install the project (`pip install -e .`)")
-
-
-def _require_node() -> str:
-    npm = shutil.which("npm")
-    node = shutil.which("node")
-    if npm is None or node is None:
-        pytest.fail(
-            f"`node` and `npm` must be on PATH to build and test editors/vscode (Node.js >= {MIN_NODE}); "
-            f"found node={node}, npm={npm}"
-        )
-    version = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=60).stdout.strip()
-    m = re.match(r"v(\d+)\.", version)
-    if not m or int(m.group(1)) < MIN_NODE:
-        pytest.fail(f"editors/vscode needs Node.js >= {MIN_NODE}; `node --version` says {version!r}")
-    return npm
-
-
-def _run(step: list[str], env: dict[str, str], timeout: float) -> float:
-    """Run one npm step in editors/vscode; fail with its output unless it exits 0."""
-    started = time.monotonic()
-    try:
-        done = subprocess.run(step, cwd=EXTENSION, env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-        pytest.fail(f"`npm {' '.join(step[1:])}` did not finish within {timeout:.0f} s:\n{out[-6000:]}")
-    if done.returncode != 0:
-        pytest.fail(
-            f"`npm {' '.join(step[1:])}` exited {done.returncode}\n"
-            f"--- stdout (tail) ---\n{done.stdout[-8000:]}\n--- stderr (tail) ---\n{done.stderr[-4000:]}"
-        )
-    return time.monotonic() - started
+from .vscode_build import EXTENSION, built, npm_env, require_node, run_npm, vsix_path
 
 
 def test_the_vscode_extension_installs_builds_passes_its_tests_and_packages():
-    npm = _require_node()
-    env = dict(os.environ)
-    env["MECHA_SIDECAR"] = str(_sidecar_executable())
-    env.pop("NODE_OPTIONS", None)
+    npm = require_node()
+    env = npm_env()
 
     manifest = json.loads((EXTENSION / "package.json").read_text())
-    vsix = EXTENSION / f"{manifest['name']}-{manifest['version']}.vsix"
+    vsix = vsix_path()
     vsix.unlink(missing_ok=True)
     shutil.rmtree(EXTENSION / "out", ignore_errors=True)
 
-    _run([npm, "ci", "--no-audit", "--no-fund", "--prefer-offline"], env, timeout=900)
-    _run([npm, "run", "build"], env, timeout=300)
+    run_npm([npm, "ci", "--no-audit", "--no-fund", "--prefer-offline"], env, timeout=900)
+    run_npm([npm, "run", "build"], env, timeout=300)
     assert (EXTENSION / manifest["main"]).is_file(), f"the build made no {manifest['main']}"
-    _run([npm, "test"], env, timeout=300)
-    _run([npm, "run", "package"], env, timeout=300)
+    run_npm([npm, "test"], env, timeout=300)
+    run_npm([npm, "run", "package"], env, timeout=300)
 
     assert vsix.is_file(), f"`npm run package` made no {vsix.name}"
     with zipfile.ZipFile(vsix) as z:
@@ -98,3 +46,6 @@ def test_the_vscode_extension_installs_builds_passes_its_tests_and_packages():
     main = "extension/" + packaged["main"].removeprefix("./")
     assert main in names, f"{vsix.name} lacks its entry point {main}: {sorted(names)}"
     assert not any(n.startswith("extension/node_modules/") for n in names), "the bundle, not node_modules, is packaged"
+    # The README's screenshot ships with it (its link is relative).
+    assert "extension/images/quick-fix.png" in names, sorted(names)
+    built(vsix)

@@ -258,7 +258,8 @@ test("mecha-sidecar lsp: diagnostics, the accept code action and its command, ov
     assert.ok(titles.some((t) => /active rules/.test(t)), `a lens counts active rules: ${JSON.stringify(titles)}`);
     assert.ok(titles.some((t) => /1 pending proposal/.test(t)), `a lens counts the pending proposal: ${JSON.stringify(titles)}`);
 
-    // ── code actions over the whole document offer to accept the proposal ──
+    // ── code actions over the whole document, asked as Ctrl+. asks (no `only`),
+    // offer the review as quick fixes on the pending-proposal diagnostic ──
     const lineCount = LEARNED_TOML.split("\n").length;
     const actions =
       (await rpc<(Command | CodeAction)[] | null>("textDocument/codeAction", {
@@ -272,7 +273,12 @@ test("mecha-sidecar lsp: diagnostics, the accept code action and its command, ov
     });
     assert.ok(accept, `an accept action for ${PROPOSAL.id} among: ${JSON.stringify(actions.map((a) => a.title))}`);
     assert.match(accept.title, new RegExp(`^Accept proposal ${PROPOSAL.id}`));
-    assert.equal((accept as CodeAction).kind, "source");
+    assert.equal((accept as CodeAction).kind, "quickfix");
+    assert.deepEqual(
+      ((accept as CodeAction).diagnostics ?? []).map((d) => d.code),
+      ["pending-proposal"],
+      "the accept is attached to the pending-proposal diagnostic, so the lightbulb lists it",
+    );
     for (const verb of ["Reject proposal", "Show diff of proposal"]) {
       assert.ok(
         actions.some((a) => a.title.startsWith(`${verb} ${PROPOSAL.id}`)),
