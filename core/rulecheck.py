@@ -1,11 +1,14 @@
 """Everything an editor shows about one rules document, decided here and pure.
 
 The editor endpoint (`mecha-sidecar lsp`) publishes diagnostics, hovers, code
-lenses and a disable/enable quick fix on `rules/<domain>.{user,learned}.toml`.
-Every one of those is a decision about the domain — is this rule over the cap,
-does it restate the person's own rule, what did the ledger pin on it — so the
-decisions live here, in `core`, and the server only converts positions and
-wraps results in LSP types. Nothing here imports pygls or lsprotocol.
+lenses and code actions on `rules/<domain>.{user,learned}.toml`. Every one of
+those is a decision about the domain — is this rule over the cap, does it
+restate the person's own rule, what did the ledger pin on it, which fix does
+a finding call for, is a proposal waiting — so the decisions live here, in
+`core`, and the server only converts positions and wraps results in LSP
+types. Nothing here imports pygls or lsprotocol. A finding's `data` carries
+what its fix needs (the round trip ruff-lsp makes), so the code actions for a
+diagnostic are decided from the diagnostic alone.
 
 Positions are 0-based lines and 0-based *character* columns (Python `str`
 indices). Lines are separated by `"\\n"`; a `"\\r"` before it is not part of
@@ -1001,7 +1004,7 @@ def pending_findings(domain: str, pending: Sequence[PendingProposal], where: Ran
     ]
 
 
-# ─── The disable/enable quick fix ───────────────────────────────────────────
+# ─── The disable/enable edit ───────────────────────────────────────────
 
 
 def toggle_edit(text: str, rule_index: int, enabled: bool) -> TextEdit | None:

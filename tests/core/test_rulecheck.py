@@ -126,6 +126,7 @@ def test_the_severities_are_the_contracts():
         "retired-enabled": "information",
         "attributed-regressions": "warning",
         "unrouted-domain": "warning",
+        "pending-proposal": "information",
     }
 
 
@@ -905,3 +906,182 @@ def test_nothing_a_person_can_type_makes_the_checks_raise(text: str):
         edit = toggle_edit(text, index, False)
         if edit is not None:
             assert tomllib.loads(apply_edit(text, edit))["rules"][index]["enabled"] is False
+
+
+# ─── code actions: chosen from a finding's data ─────────────────────────────
+
+from mecha.core.rulecheck import (  # noqa: E402 - grouped with the tests that use them
+    PENDING_PROPOSAL,
+    QUICKFIX,
+    SOURCE,
+    PendingProposal,
+    code_actions_for,
+    fixes_for,
+    kind_wanted,
+    pending_of,
+    remove_rule_edit,
+)
+
+WITH_COPY = doc(
+    '''
+    # Learned rules.
+
+    # the original
+    [[rules]]
+    text = "Never edit reports/."
+    id = "r-1"
+
+    # a copy
+    [[rules]]
+    text = "never edit reports/"
+    id = "r-2"
+
+    # a note about nothing below
+
+    [[rules]]
+    text = "Sign with the first name."  # mine
+    id = "r-3"
+    '''
+)
+
+
+def _texts(text: str) -> list[str]:
+    return [r["text"] for r in _rules(text)]
+
+
+def test_removing_a_rule_takes_its_comment_and_gap_and_keeps_every_other_line():
+    # Pins: a removal that leaves the copy's comment orphaned, eats the
+    # neighbour's comment, or leaves a double blank line behind.
+    edit = remove_rule_edit(WITH_COPY, 1)
+    assert edit is not None
+    after = apply_edit(WITH_COPY, edit)
+    assert after == WITH_COPY.replace('# a copy\n[[rules]]\ntext = "never edit reports/"\nid = "r-2"\n\n', "")
+    assert _texts(after) == ["Never edit reports/.", "Sign with the first name."]
+
+
+def test_removing_the_last_rule_takes_the_gap_before_it_and_keeps_the_final_newline():
+    edit = remove_rule_edit(WITH_COPY, 2)
+    assert edit is not None
+    after = apply_edit(WITH_COPY, edit)
+    # the unattached note stays: it is nobody's comment
+    assert after.endswith('id = "r-2"\n\n# a note about nothing below\n')
+    assert _texts(after) == ["Never edit reports/.", "never edit reports/"]
+
+
+def test_removing_the_only_rule_leaves_an_empty_file_that_still_parses():
+    text = '[[rules]]\ntext = "Only."\n'
+    edit = remove_rule_edit(text, 0)
+    assert edit is not None and apply_edit(text, edit) == ""
+
+
+def test_removing_a_rule_keeps_crlf_line_endings():
+    # Pins: a removal that mixes `\n` into a CRLF file, or leaves a lone `\r`.
+    text = WITH_COPY.replace("\n", "\r\n")
+    for index in (1, 2):
+        edit = remove_rule_edit(text, index)
+        assert edit is not None
+        after = apply_edit(text, edit)
+        assert "\n" not in after.replace("\r\n", "") and "\r" not in after.replace("\r\n", ""), repr(after)
+        assert after == apply_edit(WITH_COPY, remove_rule_edit(WITH_COPY, index)).replace("\n", "\r\n")
+
+
+def test_no_removal_is_offered_on_a_document_that_does_not_parse_or_a_rule_that_is_not_there():
+    assert remove_rule_edit(WITH_COPY + "[[rules\n", 0) is None
+    assert remove_rule_edit(WITH_COPY, 3) is None
+    assert remove_rule_edit(WITH_COPY, -1) is None
+
+
+def _findings(text: str, kind: str = "learned", **kw) -> list[Finding]:
+    return check_document("behavior", kind, text, other_rules=kw.pop("other", []), tallies=kw.pop("tallies", {}), **kw)
+
+
+def test_each_diagnostic_brings_its_own_fix_attached_to_it():
+    # Pins: a fix for the wrong rule (chosen by position rather than the
+    # finding's data), or one not attached to its diagnostic.
+    (dup,) = [f for f in _findings(WITH_COPY) if f.code == DUPLICATE_RULE]
+    (fix,) = fixes_for(dup, WITH_COPY)
+    assert (fix.title, fix.kind, fix.fixes, fix.preferred) == ("Remove duplicate rule r-2", QUICKFIX, dup, True)
+    assert _texts(apply_edit(WITH_COPY, fix.edits[0])) == ["Never edit reports/.", "Sign with the first name."]
+
+    user = [Rule(text="Sign with the first name")]
+    (restate,) = [f for f in _findings(WITH_COPY, other=user) if f.code == RESTATES_USER_RULE]
+    (fix,) = fixes_for(restate, WITH_COPY)
+    assert fix.title == "Remove learned copy r-3 of your rule"
+    assert _texts(apply_edit(WITH_COPY, fix.edits[0])) == ["Never edit reports/.", "never edit reports/"]
+
+    retired = '[[rules]]\ntext = "Old."\nid = "r-9"\nenabled = true # still\nretired_at = "2026-01-01T00:00:00Z"\n'
+    (f,) = [f for f in _findings(retired) if f.code == RETIRED_ENABLED]
+    (fix,) = fixes_for(f, retired)
+    assert apply_edit(retired, fix.edits[0]) == retired.replace("enabled = true # still", "enabled = false # still")
+
+    many = "".join(f'[[rules]]\ntext = "Rule {i} says something."\nid = "r-{i}"\n\n' for i in range(MAX_ACTIVE_RULES_PER_DOMAIN + 1))
+    over = [f for f in _findings(many) if f.code == OVER_CAP]
+    assert over
+    (fix,) = fixes_for(over[0], many)
+    assert (fix.command, fix.arguments, fix.edits) == ("mecha.learnNow", ["behavior"], [])
+
+    long = f'[[rules]]\ntext = "{"word " * (RULES_CHAR_BUDGET // 5 + 10)}"\n'
+    (budget,) = [f for f in _findings(long, kind="user") if f.code == OVER_CHAR_BUDGET]
+    (fix,) = fixes_for(budget, long)
+    assert (fix.command, fix.arguments) == ("mecha.learnNow", ["behavior"])
+
+    tallies = {"r-1": RuleTally(observations=3, regressed=2, attributed_regressions=2)}
+    (blamed,) = [f for f in _findings(WITH_COPY, tallies=tallies) if f.code == ATTRIBUTED_REGRESSIONS]
+    (fix,) = fixes_for(blamed, WITH_COPY)
+    assert fix.command == "mecha.proposeRetirement" and fix.arguments[:2] == ["behavior", "r-1"]
+
+
+def test_a_pending_proposal_is_reviewed_from_its_diagnostic_and_from_the_source_menu_never_twice():
+    # Pins: the review only under Source Action… (which Ctrl+. does not
+    # list), or listed twice to a client that sends no `only`.
+    pending = [PendingProposal("p-1", 3, 4)]
+    findings = _findings(WITH_COPY, pending=pending)
+    (p,) = [f for f in findings if f.code == PENDING_PROPOSAL]
+    assert (p.start_line, p.data) == (0, {"domain": "behavior", "proposal_id": "p-1", "active_before": 3, "active_after": 4})
+    review = ["Accept proposal p-1 (3 → 4 active behavior rules)", "Reject proposal p-1", "Show diff of proposal p-1"]
+
+    unfiltered = code_actions_for(WITH_COPY, findings, 0, 0)
+    assert [(a.title, a.kind) for a in unfiltered if "p-1" in a.title] == [(t, QUICKFIX) for t in review]
+    assert all(a.fixes == p for a in unfiltered if "p-1" in a.title)
+    assert [a.title for a in code_actions_for(WITH_COPY, findings, 0, 0, ["quickfix"]) if "p-1" in a.title] == review
+    source = code_actions_for(WITH_COPY, findings, 0, 0, ["source"])
+    assert [(a.title, a.kind, a.fixes) for a in source] == [(t, SOURCE, None) for t in review]
+    # Elsewhere in the file: the source actions, and the rule's own fixes.
+    elsewhere = code_actions_for(WITH_COPY, findings, 10, 10)
+    assert [a.title for a in elsewhere if a.kind == SOURCE] == review
+    assert "Remove duplicate rule r-2" in [a.title for a in elsewhere]
+    # A user file has no pending-proposal finding.
+    assert not [f for f in _findings(WITH_COPY, kind="user", pending=pending) if f.code == PENDING_PROPOSAL]
+
+
+def test_a_pending_proposal_is_diagnosed_even_while_the_file_does_not_parse():
+    findings = _findings("[[rules\n", pending=[PendingProposal("p-1", 0, 1)])
+    assert sorted(f.code for f in findings) == [PENDING_PROPOSAL, TOML_SYNTAX]
+
+
+def test_kind_filters_follow_lsp_hierarchy():
+    assert kind_wanted("quickfix", None) and kind_wanted("source", None)
+    assert kind_wanted("source.fixAll", ["source"]) and not kind_wanted("source", ["source.fixAll"])
+    assert not kind_wanted("quickfix", ["source"]) and not kind_wanted("sourcery", ["source"])
+    assert kind_wanted("refactor", [""])
+
+
+def test_only_the_domains_pending_proposals_count_with_active_rules_before_and_after():
+    from mecha.core.store import Proposal, ProposalStatus
+
+    def proposal(pid: str, domain: str, status: ProposalStatus) -> Proposal:
+        return Proposal(
+            id=pid, domain=domain, status=status, reflexion_ids=[], evidence="", created_at="2026-01-01T00:00:00Z",
+            rules_before=[Rule(text="a"), Rule(text="b", enabled=False)],
+            rules=[Rule(text="a"), Rule(text="b"), Rule(text="c")],
+        )
+
+    found = pending_of(
+        "behavior",
+        [
+            proposal("p-1", "behavior", ProposalStatus.PENDING),
+            proposal("p-2", "behavior", ProposalStatus.ACCEPTED),
+            proposal("p-3", "writing", ProposalStatus.PENDING),
+        ],
+    )
+    assert found == [PendingProposal("p-1", 1, 3)]
