@@ -417,7 +417,7 @@ def build_server() -> MechaLanguageServer:
         if found is None:
             return None
         text, lines, findings = found
-        only = [str(k) for k in params.context.only] if params.context.only is not None else None
+        only = [getattr(k, "value", k) for k in params.context.only] if params.context.only is not None else None
         actions = rulecheck.code_actions_for(text, findings, params.range.start.line, params.range.end.line, only)
         return [_code_action(a, uri, lines) for a in actions]
 
