@@ -673,7 +673,17 @@ class _LspLoop:
         # than at the next poll. The key first: a change landing while this
         # runs must still differ from it at the next poll, or it is lost.
         self.ls.store_key = self.ls.store_identity()
-        self.ls.on_store_changed()
+        self._announce()
+
+    def _announce(self) -> None:
+        """Tell the client the store changed. If telling fails part-way, the
+        key is forgotten so the next poll tries again: a change must never be
+        swallowed because the key was saved before it was announced."""
+        try:
+            self.ls.on_store_changed()
+        except Exception:
+            self.ls.store_key = None
+            raise
 
     def setup(self, params: InitializeParams) -> None:
         ctx = Context.from_options(params.initialization_options)
@@ -734,7 +744,7 @@ class _LspLoop:
         key = self.ls.store_identity()
         if key != self.ls.store_key:
             self.ls.store_key = key
-            self.ls.on_store_changed()
+            self._announce()
 
     async def poll(self) -> None:
         while True:
