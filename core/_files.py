@@ -92,9 +92,12 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def write_atomic(path: Path, data: bytes | Sequence[bytes | memoryview]) -> None:
+def write_atomic(path: Path, data: bytes | Sequence[bytes | memoryview], *, durable: bool = True) -> None:
     """Replace `path` with `data` (bytes, or chunks written in order): temp
     sibling, fsync, rename, mode 0600.
+
+    `durable=False` skips both fsyncs, for a file whose loss in a crash
+    costs nothing (a cache): the rename still makes the change whole.
 
     The temp name is unique per call so two writers can never interleave
     bytes in one temp file (writers hold the store lock; this is the belt to
@@ -107,7 +110,8 @@ def write_atomic(path: Path, data: bytes | Sequence[bytes | memoryview]) -> None
             os.fchmod(fd, FILE_MODE)
             for chunk in (data,) if isinstance(data, (bytes, bytearray, memoryview)) else data:
                 _write_all(fd, chunk)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
@@ -117,7 +121,8 @@ def write_atomic(path: Path, data: bytes | Sequence[bytes | memoryview]) -> None
         except FileNotFoundError:
             pass
         raise
-    _fsync_dir(path.parent)
+    if durable:
+        _fsync_dir(path.parent)
 
 
 def _fsync_dir(path: Path) -> None:
