@@ -90,6 +90,9 @@ class FirstStage:
         self.shutdown = False
         self.root = ""
         self.cache: dict | None = None
+        #: Answers already looked up (and checked) under `fingerprint`.
+        self.fingerprint: list | None = None
+        self.answers: dict[str | None, bytes] = {}
 
     def pending(self) -> bytes:
         """What was read and not served: the full server's input starts here."""
@@ -192,10 +195,16 @@ class FirstStage:
         domain = pw.rules_block_domain(msg.params)
         if domain is pw.REFUSED:
             return _HAND_OVER
-        answer = blockcache.lookup(self.cache, rules_fingerprint(self.root), domain)  # type: ignore[arg-type]
+        fingerprint = rules_fingerprint(self.root)
+        if fingerprint != self.fingerprint:
+            self.fingerprint, self.answers = fingerprint, {}
+        answer = self.answers.get(domain)  # type: ignore[arg-type]
         if answer is None:
-            return _HAND_OVER
-        self._send(pw.result_frame(msg.id, answer.encode("utf-8")))
+            found = blockcache.lookup(self.cache, fingerprint, domain)  # type: ignore[arg-type]
+            if found is None:
+                return _HAND_OVER
+            answer = self.answers[domain] = found.encode("utf-8")  # type: ignore[index]
+        self._send(pw.result_frame(msg.id, answer))
         return _SERVED
 
 
