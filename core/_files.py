@@ -92,12 +92,9 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def write_atomic(path: Path, data: bytes | Sequence[bytes | memoryview], *, durable: bool = True) -> None:
+def write_atomic(path: Path, data: bytes | Sequence[bytes | memoryview]) -> None:
     """Replace `path` with `data` (bytes, or chunks written in order): temp
     sibling, fsync, rename, mode 0600.
-
-    `durable=False` skips both fsyncs, for a file whose loss in a crash
-    costs nothing (a cache): the rename still makes the change whole.
 
     The temp name is unique per call so two writers can never interleave
     bytes in one temp file (writers hold the store lock; this is the belt to
@@ -110,8 +107,7 @@ def write_atomic(path: Path, data: bytes | Sequence[bytes | memoryview], *, dura
             os.fchmod(fd, FILE_MODE)
             for chunk in (data,) if isinstance(data, (bytes, bytearray, memoryview)) else data:
                 _write_all(fd, chunk)
-            if durable:
-                os.fsync(fd)
+            os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
@@ -121,8 +117,7 @@ def write_atomic(path: Path, data: bytes | Sequence[bytes | memoryview], *, dura
         except FileNotFoundError:
             pass
         raise
-    if durable:
-        _fsync_dir(path.parent)
+    _fsync_dir(path.parent)
 
 
 def _fsync_dir(path: Path) -> None:

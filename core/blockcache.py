@@ -4,7 +4,7 @@ reading (or parsing) a rules file.
 A harness starts the sidecar once per agent run and waits on the rules block
 before the run's first model call; the rules change only when a person
 accepts a proposal or edits a file. So the answer the last full read gave is
-kept in `cache/rules-block.json`, keyed by
+kept in `cache/rules-block`, keyed by
 
 - the *code* that produced it: an opaque identity the caller supplies (the
   server's own files), so an upgrade never serves a reply an older version
@@ -12,23 +12,35 @@ kept in `cache/rules-block.json`, keyed by
 - the store's rules fingerprint (`layout.rules_fingerprint`): nothing is
   served from a file that changed since it was read.
 
-What is kept is opaque text (the caller's encoded answers, one per `domain`
+What is kept is opaque bytes (the caller's encoded answers, one per `domain`
 asked for, and the `initialize` answer that goes with them); this module only
-files it. The file is derived and disposable: git-ignored, owner-only like
-the rest of the store, replaced whole (temp file and rename), never written
-through a link, and never written into a store that does not exist yet or
-whose git would sweep it into history (a store made by an older version,
-before its `.gitignore` named `cache/`: the next writer adds that line).
-It skips the fsync the store's data gets: a cache torn by a crash reads as a
-miss, and a miss costs one full read.
+files them. The file is derived and disposable: git-ignored, owner-only like
+the rest of the store, replaced whole and durably (temp file, fsync, rename:
+a crash leaves the old file or the new one), never written through a link,
+and never written into a store that does not exist yet or whose git would
+sweep it into history (a store made by an older version, before its
+`.gitignore` named `cache/`: the next writer adds that line).
 
-Reading imports the standard library only (`json`, `os`); writing happens on
-the full path, where `_files` is at hand.
+The file is lines, so that reading it takes no parser at all — the first
+stage compares its key lines with the `repr` of its own key and copies an
+answer line to the wire:
+
+```text
+mecha-sidecar rules block cache 1
+repr(code)
+repr(rules fingerprint)
+the initialize answer (JSON, one line)
+repr(domain)          ┐ once per domain asked for
+its answer (JSON)     ┘
+```
+
+`repr` of lists of ints, strings and `None` is exact and one line; encoded
+JSON has no raw newline. Any other shape, or a file that does not end where
+its last answer does, reads as a miss.
 """
 
 from __future__ import annotations
 
-import json
 import os
 
 from .layout import CACHE_DIR, is_racy
@@ -39,18 +51,34 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 #: The cache file, under `CACHE_DIR`.
-CACHE_FILE = "rules-block.json"
-#: Bumped when the file's shape changes: an older shape reads as a miss.
-FORMAT = 1
+CACHE_FILE = "rules-block"
+#: The first line; bumped when the file's shape changes (an older one is a miss).
+HEADER = b"mecha-sidecar rules block cache 1"
 #: The `.gitignore` line that keeps the cache out of the store's history.
 GITIGNORE_ENTRY = CACHE_DIR + "/"
+
+
+class Kept:
+    """A cache file as read: its key lines and its answers by domain."""
+
+    __slots__ = ("rules", "initialize", "answers")
+
+    def __init__(self, rules: bytes, initialize: bytes, answers: dict[bytes, bytes]):
+        self.rules = rules
+        self.initialize = initialize
+        #: `repr(domain)` → answer.
+        self.answers = answers
 
 
 def cache_path(root: str | os.PathLike[str]) -> str:
     return os.path.join(root, CACHE_DIR, CACHE_FILE)
 
 
-def read(root: str | os.PathLike[str], code: Sequence[object]) -> dict | None:
+def _key(value: object) -> bytes:
+    return repr(value).encode("utf-8", "backslashreplace")
+
+
+def read(root: str | os.PathLike[str], code: Sequence[object]) -> Kept | None:
     """The cache under `root` if it was written by this `code`, else `None`
     (absent, unreadable, a link, another shape, another version)."""
     try:
@@ -60,36 +88,26 @@ def read(root: str | os.PathLike[str], code: Sequence[object]) -> dict | None:
     try:
         with os.fdopen(fd, "rb") as f:
             data = f.read()
-        cache = json.loads(data)
-    except (OSError, ValueError, RecursionError):
+    except OSError:
         return None
-    if not isinstance(cache, dict) or cache.get("format") != FORMAT or cache.get("code") != list(code):
+    lines = data.split(b"\n")
+    # Header, code, rules, initialize, pairs of domain and answer, and the
+    # empty string after the last newline.
+    if len(lines) < 5 or len(lines) % 2 == 0 or lines[-1] != b"" or lines[0] != HEADER:
         return None
-    if not isinstance(cache.get("initialize"), str) or not isinstance(cache.get("blocks"), list):
+    if lines[1] != _key(list(code)) or not lines[3]:
         return None
-    if not _is_json(cache["initialize"]):
+    answers = dict(zip(lines[4:-1:2], lines[5:-1:2]))
+    if not all(answers.values()):
         return None
-    return cache
+    return Kept(lines[2], lines[3], answers)
 
 
-def _is_json(text: str) -> bool:
-    """A kept answer goes on the wire as it is: one that is not JSON (a
-    hand-edited cache) is a miss, not a broken reply."""
-    try:
-        json.loads(text)
-    except (ValueError, RecursionError):
-        return False
-    return True
-
-
-def lookup(cache: dict, fingerprint: list | None, domain: str | None) -> str | None:
+def lookup(kept: Kept, fingerprint: list | None, domain: str | None) -> bytes | None:
     """The answer kept for `domain` under exactly this rules fingerprint."""
-    if fingerprint is None or cache.get("rules") != fingerprint:
+    if fingerprint is None or kept.rules != _key(fingerprint):
         return None
-    for entry in cache["blocks"]:
-        if isinstance(entry, list) and len(entry) == 2 and entry[0] == domain and isinstance(entry[1], str):
-            return entry[1] if _is_json(entry[1]) else None
-    return None
+    return kept.answers.get(_key(domain))
 
 
 def may_write(root: str | os.PathLike[str], gitignore: bytes | None, has_git: bool) -> bool:
@@ -110,16 +128,17 @@ def write(
     code: Sequence[object],
     fingerprint: list | None,
     domain: str | None,
-    answer: str,
-    initialize: str,
+    answer: bytes,
+    initialize: bytes,
     now_ns: int,
 ) -> bool:
-    """Keep `answer` for `domain` under `fingerprint` (merged with the answers
-    kept for other domains under the same one); `True` if written.
+    """Keep `answer` for `domain` under `fingerprint` (beside the answers kept
+    for other domains under the same one); `True` if written.
 
     Refuses a fingerprint that `is_racy` at `now_ns`, a store `may_write`
-    refuses, and any link in the way (`_files.refuse_links`); an I/O failure
-    is not an error — a cache that cannot be written is a cache miss later.
+    refuses, an answer that is not one line, and any link in the way
+    (`_files.refuse_links`); an I/O failure is not an error — a cache that
+    cannot be written is a cache miss later.
     """
     from pathlib import Path
 
@@ -127,6 +146,8 @@ def write(
     from .errors import InvalidStore
 
     if fingerprint is None or is_racy(fingerprint, now_ns):
+        return False
+    if not answer or not initialize or b"\n" in answer or b"\n" in initialize:
         return False
     base = Path(root)
     try:
@@ -136,20 +157,16 @@ def write(
         folder = base / CACHE_DIR
         _files.ensure_private_dir(folder, root=base)
         path = _files.refuse_links(base, folder / CACHE_FILE)
+        rules = _key(fingerprint)
+        answers: dict[bytes, bytes] = {}
         kept = read(base, code)
-        blocks: list[list] = []
-        if kept is not None and kept.get("rules") == fingerprint and kept.get("initialize") == initialize:
-            blocks = [e for e in kept["blocks"] if isinstance(e, list) and len(e) == 2 and e[0] != domain]
-        blocks.append([domain, answer])
-        record = {
-            "format": FORMAT,
-            "code": list(code),
-            "rules": fingerprint,
-            "initialize": initialize,
-            "blocks": blocks,
-        }
-        data = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        _files.write_atomic(path, data, durable=False)
-    except (OSError, InvalidStore, UnicodeEncodeError):
+        if kept is not None and kept.rules == rules and kept.initialize == initialize:
+            answers.update(kept.answers)
+        answers[_key(domain)] = answer
+        lines = [HEADER, _key(list(code)), rules, initialize]
+        for key, value in answers.items():
+            lines += [key, value]
+        _files.write_atomic(path, b"\n".join(lines) + b"\n")
+    except (OSError, InvalidStore):
         return False
     return True

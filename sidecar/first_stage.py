@@ -25,14 +25,18 @@ Its answers are the full server's bytes, kept by it: the cache holds the
 result JSON msgspec wrote, and the envelope around it is the one
 `jsonrpc.encode_result` writes.
 
-It imports `json`, `os`, `re` and `select` from the standard library and
-four small modules of this project; `tests/test_import_budget.py` pins that.
+It imports `os`, `select` and the `json` package's C scanner (`_json`) from
+the standard library, and four small modules of this project;
+`tests/test_import_budget.py` pins that. Once it has served a whole
+conversation, the process ends without the interpreter's teardown
+(`teardown_is_needless`).
 """
 
 from __future__ import annotations
 
 import os
 import select
+import sys
 
 import mecha.core
 import mecha.protocol
@@ -89,8 +93,8 @@ class FirstStage:
         self.initialize: bytes | None = None
         self.shutdown = False
         self.root = ""
-        self.cache: dict | None = None
-        #: Answers already looked up (and checked) under `fingerprint`.
+        self.cache: blockcache.Kept | None = None
+        #: Answers already looked up under `fingerprint`.
         self.fingerprint: list | None = None
         self.answers: dict[str | None, bytes] = {}
 
@@ -184,7 +188,7 @@ class FirstStage:
         cache = blockcache.read(root, code_identity())
         if cache is None:
             return _HAND_OVER
-        self._send(pw.result_frame(msg.id, cache["initialize"].encode("utf-8")))
+        self._send(pw.result_frame(msg.id, cache.initialize))
         self.initialize = body
         self.root = root
         self.cache = cache
@@ -200,12 +204,27 @@ class FirstStage:
             self.fingerprint, self.answers = fingerprint, {}
         answer = self.answers.get(domain)  # type: ignore[arg-type]
         if answer is None:
-            found = blockcache.lookup(self.cache, fingerprint, domain)  # type: ignore[arg-type]
-            if found is None:
+            answer = blockcache.lookup(self.cache, fingerprint, domain)  # type: ignore[arg-type]
+            if answer is None:
                 return _HAND_OVER
-            answer = self.answers[domain] = found.encode("utf-8")  # type: ignore[index]
+            self.answers[domain] = answer  # type: ignore[index]
         self._send(pw.result_frame(msg.id, answer))
         return _SERVED
+
+
+def teardown_is_needless() -> bool:
+    """Whether this process may end without the interpreter's teardown once
+    the first stage has served the whole conversation.
+
+    Tearing down even this few modules is a tenth of a bare interpreter's
+    start, and nothing here needs it: every frame went out with `os.write`,
+    unbuffered; the first stage starts no thread and registers nothing to
+    run at exit. Something else might have — coverage measurement started
+    from a `.pth` file, a `sitecustomize` — and then the teardown is kept,
+    so its exit handlers run as they always do."""
+    import atexit
+
+    return atexit._ncallbacks() == 0
 
 
 def serve() -> int:
@@ -214,6 +233,10 @@ def serve() -> int:
     stage = FirstStage(0, 1)
     code = stage.run()
     if code is not None:
+        if teardown_is_needless():
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+            os._exit(code)
         return code
     from .serve import serve_stdio
 

@@ -61,8 +61,8 @@ def block_keeper(root: Path) -> Callable[[str | None, Any, Any], None]:
 
     def keep(domain: str | None, result: Any, fingerprint: Any) -> None:
         try:
-            answer = msgspec.json.encode(result).decode("utf-8")
-            initialize = msgspec.json.encode(capabilities()).decode("utf-8")
+            answer = msgspec.json.encode(result)
+            initialize = msgspec.json.encode(capabilities())
             blockcache.write(root, code_identity(), fingerprint, domain, answer, initialize, time.time_ns())
         except Exception as exc:  # nothing about a cache may fail the request
             log.debug("rules block not cached: %s", exc)

@@ -178,8 +178,9 @@ def _bare_peak_rss(python: str, code: str, env: dict[str, str]) -> int:
 def _first_stage_modules(install: RegularInstall, root: Path, env: dict[str, str]) -> tuple[int, int]:
     """How many modules a cache-hit run and a bare interpreter have loaded."""
     record = (
-        "import sys\nfrom mecha.sidecar.cli import main\ntry:\n    code = main([])\nfinally:\n"
-        "    sys.stderr.write('modules=%d\\n' % len(sys.modules))\nraise SystemExit(code)\n"
+        "import os, sys\nend = os._exit\n"
+        "def counted(code):\n    sys.stderr.write('modules=%d\\n' % len(sys.modules)); sys.stderr.flush(); end(code)\n"
+        "os._exit = counted\nfrom mecha.sidecar.cli import main\nraise SystemExit(main([]))\n"
     )
     from mecha.protocol.framing import encode_frame
 

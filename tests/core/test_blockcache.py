@@ -28,9 +28,9 @@ def _store(tmp_path: Path) -> Path:
     return root
 
 
-def _write(root: Path, fp: list | None = None, domain: str | None = None, answer: str = '{"block":"x"}') -> bool:
+def _write(root: Path, fp: list | None = None, domain: str | None = None, answer: bytes = b'{"block":"x"}') -> bool:
     fp = rules_fingerprint(root) if fp is None else fp
-    return blockcache.write(root, CODE, fp, domain, answer, '{"capabilities":{}}', LATER)
+    return blockcache.write(root, CODE, fp, domain, answer, b'{"capabilities":{}}', LATER)
 
 
 # ─── the fingerprint ────────────────────────────────────────────────────────
@@ -109,12 +109,12 @@ def test_an_answer_is_found_only_under_its_code_fingerprint_and_domain(tmp_path:
     # Pins: an answer served for another domain, version or rules state.
     root = _store(tmp_path)
     fp = rules_fingerprint(root)
-    assert _write(root, fp, None, '{"plain":1}')
-    assert _write(root, fp, "triage", '{"triage":1}')
+    assert _write(root, fp, None, b'{"plain":1}')
+    assert _write(root, fp, "triage", b'{"triage":1}')
     cache = blockcache.read(root, CODE)
     assert cache is not None
-    assert blockcache.lookup(cache, fp, None) == '{"plain":1}'
-    assert blockcache.lookup(cache, fp, "triage") == '{"triage":1}', "domains are merged, not replaced"
+    assert blockcache.lookup(cache, fp, None) == b'{"plain":1}'
+    assert blockcache.lookup(cache, fp, "triage") == b'{"triage":1}', "domains are merged, not replaced"
     assert blockcache.lookup(cache, fp, "writing") is None
     assert blockcache.read(root, ["0.2.0"]) is None, "other code"
     (root / "rules" / "triage.learned.toml").write_text("")
@@ -125,19 +125,19 @@ def test_a_new_fingerprint_replaces_every_answer_kept_under_the_old_one(tmp_path
     # Pins: an old domain's answer surviving into a cache keyed by new rules.
     root = _store(tmp_path)
     old = rules_fingerprint(root)
-    _write(root, old, "triage", '{"old":1}')
+    _write(root, old, "triage", b'{"old":1}')
     (root / "rules" / "writing.user.toml").write_text("")
     new = rules_fingerprint(root)
-    _write(root, new, None, '{"new":1}')
+    _write(root, new, None, b'{"new":1}')
     cache = blockcache.read(root, CODE)
-    assert cache is not None and cache["blocks"] == [[None, '{"new":1}']]
+    assert cache is not None and cache.answers == {b"None": b'{"new":1}'}
 
 
 def test_a_racy_fingerprint_is_not_written(tmp_path: Path) -> None:
     # Pins: the cache keyed by a fingerprint taken in the same tick as a change.
     root = _store(tmp_path)
     fp = rules_fingerprint(root)
-    assert not blockcache.write(root, CODE, fp, None, "{}", "{}", time.time_ns())
+    assert not blockcache.write(root, CODE, fp, None, b"{}", b"{}", time.time_ns())
     assert not os.path.exists(blockcache.cache_path(root))
 
 
@@ -152,7 +152,7 @@ def test_the_cache_is_owner_only_and_ignored_by_the_stores_git(tmp_path: Path) -
     LearningStore(root).commit("rules")
     tracked = subprocess.run(["git", "-C", str(root), "ls-files"], capture_output=True, text=True, check=True).stdout
     assert "cache/" not in tracked and "rules/behavior.user.toml" in tracked
-    assert [p.name for p in path.parent.iterdir()] == ["rules-block.json"], "no temp file left"
+    assert [p.name for p in path.parent.iterdir()] == ["rules-block"], "no temp file left"
 
 
 def test_no_cache_is_written_where_git_would_commit_it_or_no_store_exists(tmp_path: Path) -> None:
@@ -179,28 +179,39 @@ def test_the_cache_is_never_written_or_read_through_a_link(tmp_path: Path) -> No
     assert list(outside.iterdir()) == []
     (root / "cache").unlink()
     (root / "cache").mkdir()
-    (outside / "rules-block.json").write_text("{}")
-    Path(blockcache.cache_path(root)).symlink_to(outside / "rules-block.json")
+    (outside / "rules-block").write_text("{}")
+    Path(blockcache.cache_path(root)).symlink_to(outside / "rules-block")
     assert blockcache.read(root, CODE) is None
     assert not _write(root)
-    assert (outside / "rules-block.json").read_text() == "{}"
+    assert (outside / "rules-block").read_text() == "{}"
 
 
 @pytest.mark.parametrize(
-    "content",
-    [b"", b"{not json", b"[]", b'{"format": 99}', b'{"format": 1, "code": "x"}'],
+    "damage",
+    [
+        lambda data: b"",
+        lambda data: data[: len(data) // 2],
+        lambda data: data[:-1],
+        lambda data: data + b"'extra'\n",
+        lambda data: data.replace(blockcache.HEADER, b"mecha-sidecar rules block cache 0"),
+        lambda data: b"\0" * len(data),
+        lambda data: data.replace(b"\n", b"\n\n", 1),
+    ],
+    ids=["empty", "torn in half", "no final newline", "an odd line", "another format", "zeros", "a blank line"],
 )
-def test_a_damaged_cache_reads_as_a_miss(tmp_path: Path, content: bytes) -> None:
-    # Pins: a torn or hand-edited cache file failing the run, or serving garbage.
+def test_a_damaged_cache_reads_as_a_miss(tmp_path: Path, damage) -> None:
+    # Pins: a torn or hand-edited cache file failing the run, or serving a piece of itself.
     root = _store(tmp_path)
     _write(root)
-    Path(blockcache.cache_path(root)).write_bytes(content)
-    assert blockcache.read(root, CODE) is None
+    path = Path(blockcache.cache_path(root))
+    assert blockcache.read(root, CODE) is not None
+    path.write_bytes(damage(path.read_bytes()))
+    kept = blockcache.read(root, CODE)
+    assert kept is None or blockcache.lookup(kept, rules_fingerprint(root), None) is None
 
 
-def test_a_kept_answer_that_is_not_json_is_a_miss(tmp_path: Path) -> None:
-    # Pins: a hand-edited answer going on the wire as a broken reply.
+def test_an_answer_that_is_not_one_line_is_not_kept(tmp_path: Path) -> None:
+    # Pins: an answer whose newline would shift every line after it into the wrong place.
     root = _store(tmp_path)
-    _write(root, answer='{"block": ')
-    cache = blockcache.read(root, CODE)
-    assert cache is not None and blockcache.lookup(cache, rules_fingerprint(root), None) is None
+    assert not _write(root, answer=b'{"block":\n"x"}')
+    assert not _write(root, answer=b"")

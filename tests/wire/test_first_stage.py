@@ -35,12 +35,19 @@ from .helpers import open_store, rule, write_user_rules
 #: what it imported.
 PROBE = """\
 import os, sys
+def record():
+    with open(os.environ["FIRST_STAGE_PROBE_OUT"], "w") as out:
+        out.write("\\n".join(sorted(sys.modules)))
+end = os._exit
+def record_and_end(code):  # the first stage ends without the teardown
+    record()
+    end(code)
+os._exit = record_and_end
 from mecha.sidecar.cli import main
 try:
     code = main([])
 finally:
-    with open(os.environ["FIRST_STAGE_PROBE_OUT"], "w") as out:
-        out.write("\\n".join(sorted(sys.modules)))
+    record()
 raise SystemExit(code)
 """
 #: The full server alone, as it was before there was a first stage.
