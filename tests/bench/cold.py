@@ -53,8 +53,8 @@ PYGLS_IMPORT = "import pygls.lsp.server"
 #: floor under the full server, measured alongside it.
 FLOOR_IMPORT = "import msgspec, msgspec.json, tomllib, fcntl, threading, queue, logging"
 #: The floor under the first stage: what pip's console-script launcher
-#: imports (`re`) and what framing JSON over a pipe needs.
-STAGE_FLOOR_IMPORT = "import re, json, select"
+#: imports (`re`) and what reading JSON frames from a pipe needs.
+STAGE_FLOOR_IMPORT = "import re, _json, select"
 
 
 class RegularInstall:
