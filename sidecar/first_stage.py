@@ -231,7 +231,12 @@ def serve() -> int:
     """The harness endpoint on stdio: the first stage, then, if it hands
     over, the full server from where it stopped."""
     stage = FirstStage(0, 1)
-    code = stage.run()
+    try:
+        code = stage.run()
+    except Exception as exc:  # a fault here must cost the speed, never the run
+        # Nothing is lost: what was read and not served is still pending.
+        sys.stderr.write(f"mecha-sidecar: first stage: {type(exc).__name__}: {exc}; the full server takes over\n")
+        code = None
     if code is not None:
         if teardown_is_needless():
             for stream in (sys.stdout, sys.stderr):

@@ -48,6 +48,9 @@ CHECKOUT = Path(__file__).resolve().parent.parent.parent
 _NOT_SHIPPED = (".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis",
                 "editors", "tests", "node_modules")
 
+#: Bounds every wait on a sidecar in these figures.
+CLIENT_TIMEOUT = 60.0
+
 PYGLS_IMPORT = "import pygls.lsp.server"
 #: What any msgspec JSON-RPC endpoint that reads TOML rules must import: the
 #: floor under the full server, measured alongside it.
@@ -105,7 +108,7 @@ def _harness_cold_path(argv: list[str], root: Path, env: dict[str, str], *, hit:
     if not hit and before is not None:
         os.unlink(blockcache.cache_path(root))
     t = time.perf_counter()
-    client = SidecarClient(argv, env=env, timeout=60)
+    client = SidecarClient(argv, env=env, timeout=CLIENT_TIMEOUT)
     try:
         client.request("initialize", initialize_params(root))
         client.notify("initialized", {})
@@ -142,7 +145,7 @@ def _harness_peak_rss(argv: list[str], root: Path, env: dict[str, str], *, hit: 
     if not hit:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(blockcache.cache_path(root))
-    client = SidecarClient(argv, env=env, timeout=60)
+    client = SidecarClient(argv, env=env, timeout=CLIENT_TIMEOUT)
     try:
         client.request("initialize", initialize_params(root))
         client.notify("initialized", {})
