@@ -61,6 +61,7 @@ import msgspec
 
 from . import _files
 from .errors import Ambiguous, InvalidDomain, InvalidInput, InvalidStore, NotFound
+from .layout import CACHE_DIR, DEFAULT_HOME_SUBDIR, LEARNING_DIR_ENV, RULES_DIR, default_root, rules_fingerprint  # noqa: F401 (re-exported)
 from .ledger import LeapRun, ValidationRecord
 from .rules import (
     MAX_ACTIVE_RULES_PER_DOMAIN,
@@ -87,10 +88,8 @@ T = TypeVar("T")
 
 # ─── Layout ─────────────────────────────────────────────────────────────────
 
-#: Where the store lives when nothing says otherwise, under the home directory.
-DEFAULT_HOME_SUBDIR = (".mecha", "learning")
-#: The environment variable that overrides the default location.
-LEARNING_DIR_ENV = "MECHA_LEARNING_DIR"
+# `DEFAULT_HOME_SUBDIR`, `LEARNING_DIR_ENV`, `RULES_DIR` and `CACHE_DIR` are
+# `layout`'s, which the harness endpoint's first stage reads without msgspec.
 
 REFLECTIONS_FILE = "reflections.jsonl"
 MINED_FILE = "mined.jsonl"
@@ -102,7 +101,6 @@ VALIDATIONS_FILE = "validations.jsonl"
 #: of the interventions queued (so a grown session queues only its new
 #: ones) and the file's size and mtime (so an unchanged one is not read).
 IMPORTED_FILE = "imported.jsonl"
-RULES_DIR = "rules"
 PROPOSALS_DIR = "proposals"
 JOBS_DIR = "jobs"
 LOGS_DIR = "logs"
@@ -120,8 +118,8 @@ SET_ASIDE_DIR = "inbox/set-aside"
 #: for ever.
 ATTEMPTS_FILE = "reflect_attempts.jsonl"
 #: Machine-local memory that is not learning history (which structured mode a
-#: model server accepted): git-ignored, safe to delete.
-CACHE_DIR = "cache"
+#: model server accepted, the last rules block read): `layout.CACHE_DIR`,
+#: git-ignored, safe to delete.
 STRUCTURED_MODES_FILE = "cache/structured-modes.json"
 
 #: What git must never sweep into history: the lock is process state, and a
@@ -743,11 +741,8 @@ class LearningStore:
 
     @staticmethod
     def default_root() -> Path:
-        """`$MECHA_LEARNING_DIR`, else `~/.mecha/learning`."""
-        env = os.environ.get(LEARNING_DIR_ENV)
-        if env:
-            return Path(env).expanduser()
-        return Path.home().joinpath(*DEFAULT_HOME_SUBDIR)
+        """`$MECHA_LEARNING_DIR`, else `~/.mecha/learning` (`layout.default_root`)."""
+        return Path(default_root())
 
     @classmethod
     def open(cls, root: str | os.PathLike[str] | None = None) -> LearningStore:
@@ -1151,6 +1146,12 @@ class LearningStore:
                     except InvalidDomain:
                         pass
         return sorted(found)
+
+    def rules_fingerprint(self) -> list[list] | None:
+        """The identity of every rules file, `None` without a rules directory
+        (`layout.rules_fingerprint`): what a cached rules block is keyed by,
+        in this process and across runs."""
+        return rules_fingerprint(self._root)
 
     # ── the rules block ──
 

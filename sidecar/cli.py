@@ -10,12 +10,16 @@ operation, 2 for a bad command line.
 from __future__ import annotations
 
 import sys
-import time
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+# Only `sys` at the top: `mecha-sidecar` with no verb is the harness
+# endpoint, and everything imported here is paid on every run before the
+# first stage (`first_stage`) can answer; `typing` and `pathlib` alone cost
+# a third of a bare interpreter's start. Other verbs import what they use.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from pathlib import Path
+    from typing import Any
 
 VERBS_HELP = """\
 verbs:
@@ -45,6 +49,7 @@ verbs:
 
 def _parser() -> argparse.ArgumentParser:
     import argparse
+    from pathlib import Path
 
     p = argparse.ArgumentParser(
         prog="mecha-sidecar",
@@ -157,9 +162,9 @@ _SERVE_ARGVS = frozenset({(), ("serve",), ("--stdio",), ("serve", "--stdio"), ("
 
 def main(argv: list[str] | None = None) -> int:
     if tuple(sys.argv[1:] if argv is None else argv) in _SERVE_ARGVS:
-        from .serve import serve_stdio
+        from .first_stage import serve
 
-        return serve_stdio()
+        return serve()
     args = _parser().parse_args(argv)
     verb = args.verb or "serve"
     if verb == "serve":
@@ -329,6 +334,8 @@ def _policy(args: argparse.Namespace, source: str) -> Any:
 
 
 def _mine(ctx: Any, args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     import msgspec
 
     from mecha.core.foreign import read_session
@@ -463,6 +470,8 @@ def _finish_job(
     quiet_start: bool = False,
     extra: dict[str, Any] | None = None,
 ) -> int:
+    import time
+
     from mecha.core.jobs import read_job
 
     from . import humane

@@ -39,6 +39,10 @@ class Context(msgspec.Struct):
     notify: Callable[[str, Any], None] | None = None
     #: Called with each job a handler starts, so the server can watch it.
     on_job_started: Callable[[Any, Any], None] | None = None
+    #: Called with `(domain, result, rules fingerprint)` for each rules block
+    #: read afresh from files that did not change while it was read, so the
+    #: harness endpoint can keep it for the next run (`blockcache`).
+    on_block_rendered: Callable[[str | None, Any, Any], None] | None = None
     _store: LearningStore | None = None
 
     @classmethod

@@ -8,7 +8,6 @@ that `if` belongs there.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from mecha.core._files import gc_paused
 from mecha.core.errors import InvalidInput
 from mecha.core.mining import extract_interventions, locate_followup
 from mecha.core.rules import run_domains_including, validate_domain
+from mecha.core.store import LearningStore
 from mecha.protocol import methods as m
 
 from .context import Context
@@ -40,29 +40,19 @@ def handles(method: str) -> Callable[[Handler], Handler]:
 
 
 class _BlockCache:
-    """`rulesPromptBlock` answers keyed by the identity of every file they
-    were read from: `(name, inode, mtime_ns, size)` of the rules directory's
-    entries. A pass's rename gives a new inode, so it is seen on the next
-    call; nothing is served from a file that changed."""
+    """`rulesPromptBlock` answers keyed by the store root and its rules
+    fingerprint (`LearningStore.rules_fingerprint`: name, inode, size, mtime
+    and ctime of every rules file, a link's target included). A pass's
+    rename gives a new inode, so it is seen on the next call; nothing is
+    served from a file that changed."""
 
     def __init__(self) -> None:
         self.key: tuple[Any, ...] | None = None
         self.value: dict[str | None, m.RulesPromptBlockResult] = {}
 
     def identity(self, root: Path) -> tuple[Any, ...] | None:
-        rules = root / "rules"
-        try:
-            entries = os.scandir(rules)
-        except FileNotFoundError:
-            return None
-        ident = []
-        with entries:
-            for e in entries:
-                if e.name.endswith(".toml"):
-                    st = e.stat(follow_symlinks=False)
-                    ident.append((e.name, st.st_ino, st.st_mtime_ns, st.st_size))
-        ident.sort()
-        return (str(root), *ident)
+        fingerprint = LearningStore(root).rules_fingerprint()
+        return None if fingerprint is None else (str(root), fingerprint)
 
 
 _block_cache = _BlockCache()
@@ -100,6 +90,8 @@ def rules_prompt_block(ctx: Context, p: m.RulesPromptBlockParams, cancel: Cancel
     # across an accept must not be filed under the identity from before it.
     if _block_cache.identity(ctx.root) == key:
         _block_cache.value[p.domain] = result
+        if ctx.on_block_rendered is not None:
+            ctx.on_block_rendered(p.domain, result, key[1])
     return result
 
 

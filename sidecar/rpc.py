@@ -104,6 +104,22 @@ class RpcServer:
         self.shutdown_requested = False
         self.exit_code: int | None = None
 
+    def resume(self, pending: bytes, initialized_by: bytes | None, shutdown: bool) -> None:
+        """Carry on a conversation the first stage began (`first_stage`):
+        `pending` is what it read and did not serve, so this server reads it
+        first; `initialized_by` the body of the `initialize` it answered,
+        run again here without a reply so this server has the same context;
+        `shutdown` whether it was told to shut down."""
+        self.reader.buf[:0] = pending
+        if initialized_by is not None:
+            try:
+                self.on_initialize(_raw(decode_envelope(initialized_by)))
+            except Exception:  # the first stage only answers what this accepts
+                log.exception("the first stage's initialize does not initialize this server")
+            else:
+                self.initialized = True
+        self.shutdown_requested = shutdown
+
     # ── output ──
     def send(self, body: bytes) -> None:
         try:

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -17,6 +21,8 @@ from .handlers import make_dispatch
 from .rpc import Cancel, RpcServer
 
 SERVER_NAME = "mecha-sidecar"
+
+log = logging.getLogger("mecha.sidecar.serve")
 
 
 def server_version() -> str:
@@ -44,7 +50,29 @@ def capabilities() -> dict[str, Any]:
     }
 
 
-def serve_stdio() -> int:
+def block_keeper(root: Path) -> Callable[[str | None, Any, Any], None]:
+    """What the full server does with a rules block it read afresh: keep it
+    in the store's block cache, encoded as it goes on the wire, for the next
+    run's first stage (`first_stage`, `mecha.core.blockcache`). A cache that
+    cannot be written costs a later miss, never this request."""
+    from mecha.core import blockcache
+
+    from .first_stage import code_identity
+
+    def keep(domain: str | None, result: Any, fingerprint: Any) -> None:
+        try:
+            answer = msgspec.json.encode(result)
+            initialize = msgspec.json.encode(capabilities())
+            blockcache.write(root, code_identity(), fingerprint, domain, answer, initialize, time.time_ns())
+        except Exception as exc:  # nothing about a cache may fail the request
+            log.debug("rules block not cached: %s", exc)
+
+    return keep
+
+
+def serve_stdio(pending: bytes = b"", initialized_by: bytes | None = None, shutdown: bool = False) -> int:
+    """Serve the harness endpoint on stdio until `exit` or the end of input.
+    The arguments carry on from the first stage (`RpcServer.resume`)."""
     # The protocol owns the real stdout; anything else that prints (a library,
     # a stray debug line) goes to stderr instead of corrupting a frame.
     proto_out = os.dup(1)
@@ -68,6 +96,7 @@ def serve_stdio() -> int:
             watch(proc, job, ctx.root, lambda final: server.notify("mecha/jobFinished", m.JobFinishedParams(job=final)))
 
         ctx.on_job_started = started
+        ctx.on_block_rendered = block_keeper(ctx.root)
         state["dispatch"] = make_dispatch(ctx)
         return capabilities()
 
@@ -79,6 +108,7 @@ def serve_stdio() -> int:
         return spec is not None and not spec.notification
 
     server = RpcServer(0, proto_out, dispatch, on_initialize=on_initialize, is_request_method=is_request_method)
+    server.resume(pending, initialized_by, shutdown)
     # Everything imported so far lives as long as the process: move it out of
     # the cyclic collector's sight, so a full collection while serving walks
     # only what requests allocate (a latency spike otherwise) ...

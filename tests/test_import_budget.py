@@ -2,10 +2,11 @@
 
 A harness starts one sidecar per agent run and waits on it for the rules
 block before its first model call, so every import on that path is paid on
-every run. Times are for the benchmarks (`python -m tests.bench`); this test
-pins the *module set* of a real first exchange — initialize, rulesPromptBlock,
+every run. Times are for the benchmarks (`python -m tests.bench`); these tests
+pin the *module set* of a real first exchange — initialize, rulesPromptBlock,
 shutdown, exit — in a fresh interpreter, so the cold path cannot silently
-grow. (`tests/wire/test_lifecycle.py` checks that a longer exchange stays off
+grow: served by the first stage from the block cache (the standard library
+and four small modules of this project), and served by the full server. (`tests/wire/test_lifecycle.py` checks that a longer exchange stays off
 the editor server and the model client; this one is about the first request.)
 """
 
@@ -14,22 +15,31 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import msgspec
 
+from mecha.core.layout import is_racy, rules_fingerprint
 from mecha.protocol.framing import FrameReader, encode_frame
 
 #: Serve the harness endpoint in this interpreter and record `sys.modules`
 #: however serving ends.
 _RECORD = """\
 import os, sys
+def record():
+    with open(os.environ["MECHA_IMPORT_BUDGET_OUT"], "w") as out:
+        out.write("\\n".join(sorted(sys.modules)))
+end = os._exit
+def record_and_end(code):  # the first stage ends without the teardown
+    record()
+    end(code)
+os._exit = record_and_end
 try:
     from mecha.sidecar.cli import main
     code = main(["serve"])
 finally:
-    with open(os.environ["MECHA_IMPORT_BUDGET_OUT"], "w") as out:
-        out.write("\\n".join(sorted(sys.modules)))
+    record()
 raise SystemExit(code)
 """
 
@@ -66,11 +76,16 @@ def _rules(domain: str, n: int) -> str:
     return "".join(f'[[rules]]\nid = "r-{domain}-{i}"\ntext = "{domain} rule {i}"\n\n' for i in range(n))
 
 
-def _serve_first_exchange(tmp_path: Path) -> tuple[set[str], list[dict], int]:
+def _store(tmp_path: Path) -> Path:
     root = tmp_path / "learning"
     (root / "rules").mkdir(parents=True)
     for domain in ("behavior", "writing", "coding"):
         (root / "rules" / f"{domain}.learned.toml").write_text(_rules(domain, 15))
+    return root
+
+
+def _serve_first_exchange(tmp_path: Path, root: Path | None = None) -> tuple[set[str], list[dict], int]:
+    root = _store(tmp_path) if root is None else root
     record = tmp_path / "modules.txt"
     env = {k: v for k, v in os.environ.items() if not k.startswith("MECHA_")}
     env["MECHA_IMPORT_BUDGET_OUT"] = str(record)
@@ -115,3 +130,107 @@ def test_the_first_request_loads_only_what_it_needs(tmp_path: Path) -> None:
     assert own == [], f"the first request does not need {own}"
     stdlib = sorted(m for m in modules if any(m == s or m.startswith(s + ".") for s in FORBIDDEN_STDLIB))
     assert stdlib == [], f"the cold path imported {stdlib}"
+
+
+#: The project's modules the first stage may load: the entry point, itself,
+#: and the standard-library-only readers of the wire, the store's layout and
+#: the block cache.
+FIRST_STAGE_PROJECT = {
+    "mecha",
+    "mecha.core",
+    "mecha.core.blockcache",
+    "mecha.core.layout",
+    "mecha.protocol",
+    "mecha.protocol.plainwire",
+    "mecha.sidecar",
+    "mecha.sidecar._version",
+    "mecha.sidecar.cli",
+    "mecha.sidecar.first_stage",
+}
+
+#: Standard-library modules the first stage does without, each a measurable
+#: share of a bare interpreter's start: it frames JSON and reads one file.
+FIRST_STAGE_FORBIDDEN_STDLIB = (
+    "typing",
+    "pathlib",
+    "logging",
+    "threading",
+    "queue",
+    "tomllib",
+    "fcntl",
+    "datetime",
+    "urllib",
+    "json",
+    "re",
+    *FORBIDDEN_STDLIB,
+)
+
+
+def _bare_modules() -> set[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MECHA_")}
+    out = subprocess.run(
+        [sys.executable, "-c", "import sys; print('\\n'.join(sys.modules))"], capture_output=True, text=True, env=env
+    )
+    return set(out.stdout.split())
+
+
+def test_the_first_stage_serves_the_cold_path_with_the_standard_library_alone(tmp_path: Path) -> None:
+    # Pins: msgspec (or any third-party or heavy module) back on the path every run pays for.
+    root = _store(tmp_path)
+    while is_racy(rules_fingerprint(root), time.time_ns()):
+        time.sleep(0.02)
+    _, _, code = _serve_first_exchange(tmp_path, root)  # the full server, which writes the cache
+    assert code == 0 and (root / "cache" / "rules-block").exists()
+    modules, replies, code = _serve_first_exchange(tmp_path, root)
+
+    assert code == 0
+    by_id = {r["id"]: r for r in replies}
+    assert sorted(by_id) == [1, 2, 3]
+    assert len(by_id[2]["result"]["rule_ids"]) == 45
+    assert "mecha.sidecar.first_stage" in modules
+    loaded = modules - _bare_modules()
+    third_party = sorted(m for m in loaded if m.split(".")[0] not in sys.stdlib_module_names and not m.startswith("mecha"))
+    assert third_party == [], f"the first stage imported {third_party}"
+    own = sorted(m for m in loaded if m.startswith("mecha") and m not in FIRST_STAGE_PROJECT)
+    assert own == [], f"the first stage imported {own}"
+    heavy = sorted(m for m in loaded if any(m == s or m.startswith(s + ".") for s in FIRST_STAGE_FORBIDDEN_STDLIB))
+    assert heavy == [], f"the first stage imported {heavy}"
+
+
+#: All the standard library the first stage's modules import when loaded.
+FIRST_STAGE_STDLIB = {"__future__", "_json", "os", "select", "sys"}
+
+
+def _module_level_imports(module: str) -> set[str]:
+    """What `module` imports when it is loaded: its body's import statements,
+    not those inside functions or under `if TYPE_CHECKING:`."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec(module)
+    assert spec is not None and spec.origin is not None
+    tree = ast.parse(Path(spec.origin).read_text())
+    found: set[str] = set()
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                found.add("." if node.level else node.module or "")
+            elif isinstance(node, ast.If) and not (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
+                visit(node.body)
+                visit(node.orelse)
+            elif isinstance(node, ast.Try):
+                visit(node.body)  # a fallback under `except ImportError` is not what loads
+
+    visit(tree.body)
+    return found
+
+
+def test_the_first_stages_modules_import_only_what_framing_json_and_reading_a_file_need() -> None:
+    # Pins: a heavy standard-library module (typing, pathlib, logging) that an
+    # editable install's interpreter loads anyway, so the run above cannot see it.
+    for module in sorted(FIRST_STAGE_PROJECT - {"mecha", "mecha.core", "mecha.protocol", "mecha.sidecar"}):
+        imports = {name for name in _module_level_imports(module) if name != "." and not name.startswith("mecha")}
+        assert imports <= FIRST_STAGE_STDLIB, f"{module} imports {sorted(imports - FIRST_STAGE_STDLIB)} when loaded"

@@ -39,6 +39,7 @@ RIDES_WITH = {2: 1, 8: 1}
 #: Row key → the issue's figure number; rows print in this order.
 NUMBER = {
     "cold_vs_python": 1,
+    "cold_miss_vs_python": 1,
     "cold_vs_pygls": 2,
     "warm_median": 3,
     "warm_p99": 3,

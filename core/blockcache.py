@@ -1,0 +1,172 @@
+"""The rules block, kept on disk for the next run to be served without
+reading (or parsing) a rules file.
+
+A harness starts the sidecar once per agent run and waits on the rules block
+before the run's first model call; the rules change only when a person
+accepts a proposal or edits a file. So the answer the last full read gave is
+kept in `cache/rules-block`, keyed by
+
+- the *code* that produced it: an opaque identity the caller supplies (the
+  server's own files), so an upgrade never serves a reply an older version
+  rendered; and
+- the store's rules fingerprint (`layout.rules_fingerprint`): nothing is
+  served from a file that changed since it was read.
+
+What is kept is opaque bytes (the caller's encoded answers, one per `domain`
+asked for, and the `initialize` answer that goes with them); this module only
+files them. The file is derived and disposable: git-ignored, owner-only like
+the rest of the store, replaced whole and durably (temp file, fsync, rename:
+a crash leaves the old file or the new one), never written through a link,
+and never written into a store that does not exist yet or whose git would
+sweep it into history (a store made by an older version, before its
+`.gitignore` named `cache/`: the next writer adds that line).
+
+The file is lines, so that reading it takes no parser at all — the first
+stage compares its key lines with the `repr` of its own key and copies an
+answer line to the wire:
+
+```text
+mecha-sidecar rules block cache 1
+repr(code)
+repr(rules fingerprint)
+the initialize answer (JSON, one line)
+repr(domain)          ┐ once per domain asked for
+its answer (JSON)     ┘
+```
+
+`repr` of lists of ints, strings and `None` is exact and one line; encoded
+JSON has no raw newline. Any other shape, or a file that does not end where
+its last answer does, reads as a miss.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .layout import CACHE_DIR, is_racy
+
+#: `typing` is not imported: it costs the first stage more than this module.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+#: The cache file, under `CACHE_DIR`.
+CACHE_FILE = "rules-block"
+#: The first line; bumped when the file's shape changes (an older one is a miss).
+HEADER = b"mecha-sidecar rules block cache 1"
+#: The `.gitignore` line that keeps the cache out of the store's history.
+GITIGNORE_ENTRY = CACHE_DIR + "/"
+
+
+class Kept:
+    """A cache file as read: its key lines and its answers by domain."""
+
+    __slots__ = ("rules", "initialize", "answers")
+
+    def __init__(self, rules: bytes, initialize: bytes, answers: dict[bytes, bytes]):
+        self.rules = rules
+        self.initialize = initialize
+        #: `repr(domain)` → answer.
+        self.answers = answers
+
+
+def cache_path(root: str | os.PathLike[str]) -> str:
+    return os.path.join(root, CACHE_DIR, CACHE_FILE)
+
+
+def _key(value: object) -> bytes:
+    return repr(value).encode("utf-8", "backslashreplace")
+
+
+def read(root: str | os.PathLike[str], code: Sequence[object]) -> Kept | None:
+    """The cache under `root` if it was written by this `code`, else `None`
+    (absent, unreadable, a link, another shape, another version)."""
+    try:
+        fd = os.open(cache_path(root), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    lines = data.split(b"\n")
+    # Header, code, rules, initialize, pairs of domain and answer, and the
+    # empty string after the last newline.
+    if len(lines) < 5 or len(lines) % 2 == 0 or lines[-1] != b"" or lines[0] != HEADER:
+        return None
+    if lines[1] != _key(list(code)) or not lines[3]:
+        return None
+    answers = dict(zip(lines[4:-1:2], lines[5:-1:2]))
+    if not all(answers.values()):
+        return None
+    return Kept(lines[2], lines[3], answers)
+
+
+def lookup(kept: Kept, fingerprint: list | None, domain: str | None) -> bytes | None:
+    """The answer kept for `domain` under exactly this rules fingerprint."""
+    if fingerprint is None or kept.rules != _key(fingerprint):
+        return None
+    return kept.answers.get(_key(domain))
+
+
+def may_write(root: str | os.PathLike[str], gitignore: bytes | None, has_git: bool) -> bool:
+    """Whether the cache may be written into the store at `root`: only a
+    store that exists (a read path creates none), and only where git will
+    not commit it — no repository, or a `.gitignore` naming `cache/`."""
+    if not os.path.isdir(root):
+        return False
+    if not has_git:
+        return True
+    if gitignore is None:
+        return False
+    return GITIGNORE_ENTRY in {line.strip() for line in gitignore.decode("utf-8", "replace").splitlines()}
+
+
+def write(
+    root: str | os.PathLike[str],
+    code: Sequence[object],
+    fingerprint: list | None,
+    domain: str | None,
+    answer: bytes,
+    initialize: bytes,
+    now_ns: int,
+) -> bool:
+    """Keep `answer` for `domain` under `fingerprint` (beside the answers kept
+    for other domains under the same one); `True` if written.
+
+    Refuses a fingerprint that `is_racy` at `now_ns`, a store `may_write`
+    refuses, an answer that is not one line, and any link in the way
+    (`_files.refuse_links`); an I/O failure is not an error — a cache that
+    cannot be written is a cache miss later.
+    """
+    from pathlib import Path
+
+    from . import _files
+    from .errors import InvalidStore
+
+    if fingerprint is None or is_racy(fingerprint, now_ns):
+        return False
+    if not answer or not initialize or b"\n" in answer or b"\n" in initialize:
+        return False
+    base = Path(root)
+    try:
+        gitignore = _files.read_bytes(base / ".gitignore")
+        if not may_write(base, gitignore, (base / ".git").exists()):
+            return False
+        folder = base / CACHE_DIR
+        _files.ensure_private_dir(folder, root=base)
+        path = _files.refuse_links(base, folder / CACHE_FILE)
+        rules = _key(fingerprint)
+        answers: dict[bytes, bytes] = {}
+        kept = read(base, code)
+        if kept is not None and kept.rules == rules and kept.initialize == initialize:
+            answers.update(kept.answers)
+        answers[_key(domain)] = answer
+        lines = [HEADER, _key(list(code)), rules, initialize]
+        for key, value in answers.items():
+            lines += [key, value]
+        _files.write_atomic(path, b"\n".join(lines) + b"\n")
+    except (OSError, InvalidStore):
+        return False
+    return True

@@ -1,0 +1,248 @@
+"""The harness endpoint's first stage: a run's first requests, answered with
+the standard library alone.
+
+A harness starts one sidecar per agent run and waits for its rules block
+before the run's first model call. The full server's imports (msgspec, the
+method table, the store) cost several times a bare interpreter's start, and
+what that run asks first — `initialize`, `initialized`,
+`mecha/rulesPromptBlock`, `shutdown`, `exit` — is almost always what the
+previous run was told. So the first stage reads stdin itself and answers
+those from the block cache (`mecha.core.blockcache`) that the full server
+writes whenever it reads a rules block afresh, keyed by the server's own code
+(`code_identity`) and the store's rules fingerprint, so nothing is served
+from a file (or a version) that changed.
+
+Everything else is the full server's, and the first stage hands over at the
+first message it does not serve itself, without losing or reordering one:
+the bytes it read and did not serve, whether it answered `initialize` (the
+full server runs that `initialize` again, without replying, to have the same
+context) and whether it was told `shutdown` (`RpcServer.resume`). It hands
+over on a cache miss, on any other method, on anything it was not sent in
+the plain case (`mecha.protocol.plainwire`: a frame, a body or params it
+cannot be sure the full server reads the same way), and on any request whose
+answer would be an error, so every error keeps the full server's wording.
+Its answers are the full server's bytes, kept by it: the cache holds the
+result JSON msgspec wrote, and the envelope around it is the one
+`jsonrpc.encode_result` writes.
+
+It imports `os`, `select` and the `json` package's C scanner (`_json`) from
+the standard library, and four small modules of this project;
+`tests/test_import_budget.py` pins that. Once it has served a whole
+conversation, the process ends without the interpreter's teardown
+(`teardown_is_needless`).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import sys
+
+import mecha.core
+import mecha.protocol
+import mecha.sidecar
+from mecha.core import blockcache
+from mecha.core.layout import default_root, rules_fingerprint
+from mecha.protocol import plainwire as pw
+
+from ._version import __version__
+
+#: How long a frame whose rest has not arrived yet is waited for here before
+#: the full server takes over: its framing has the stall timeout and the
+#: rules for a frame that never completes; this stage only spares a client
+#: that writes a header and its body separately a hand-over.
+MID_FRAME_WAIT_S = 0.05
+
+_CHUNK = 1 << 16
+
+#: What `_serve` decided about a message.
+_SERVED, _EXIT, _HAND_OVER = "served", "exit", "hand over"
+
+
+def code_identity() -> list[object]:
+    """The identity of the code that renders every answer the cache keeps:
+    the version, and name, inode, size and mtime of each module of the three
+    packages. An upgrade, a reinstall or an edited checkout all change it,
+    so no answer rendered by other code is ever served."""
+    out: list[object] = [__version__]
+    files: list[list[object]] = []
+    for package in (mecha.core, mecha.protocol, mecha.sidecar):
+        for folder in package.__path__:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.name.endswith(".py"):
+                        st = entry.stat()
+                        files.append([package.__name__, entry.name, st.st_ino, st.st_size, st.st_mtime_ns])
+    files.sort()
+    out.extend(files)
+    return out
+
+
+class FirstStage:
+    """Serve the plain start of one conversation over a pair of descriptors,
+    until `exit`, the end of input, or the first message to hand over."""
+
+    def __init__(self, in_fd: int, out_fd: int):
+        self.in_fd = in_fd
+        self.out_fd = out_fd
+        self.buf = bytearray()
+        #: Where the first byte not yet served is.
+        self.pos = 0
+        self.eof = False
+        #: The body of the `initialize` this stage answered, if it did.
+        self.initialize: bytes | None = None
+        self.shutdown = False
+        self.root = ""
+        self.cache: blockcache.Kept | None = None
+        #: Answers already looked up under `fingerprint`.
+        self.fingerprint: list | None = None
+        self.answers: dict[str | None, bytes] = {}
+
+    def pending(self) -> bytes:
+        """What was read and not served: the full server's input starts here."""
+        return bytes(self.buf[self.pos :])
+
+    def exit_code(self) -> int:
+        """The full server's: 0 after `shutdown`, else 1."""
+        return 0 if self.shutdown else 1
+
+    def run(self) -> int | None:
+        """The exit code if the conversation ended here; `None` to hand over."""
+        while True:
+            if self.pos == len(self.buf):
+                if not self._fill(None):
+                    return self.exit_code()  # the input ended between frames
+                continue
+            found = pw.plain_frame(self.buf, self.pos)
+            if found == pw.INCOMPLETE:
+                if not self._fill(MID_FRAME_WAIT_S):
+                    return None
+                continue
+            if found is None:
+                return None
+            start, end = found
+            body = bytes(self.buf[start:end])
+            msg = pw.decode_plain(body)
+            if msg is None:
+                return None
+            decision = self._serve(msg, body)
+            if decision == _HAND_OVER:
+                return None
+            self.pos = end
+            if decision == _EXIT:
+                return self.exit_code()
+
+    def _fill(self, timeout: float | None) -> bool:
+        """Read more input; False at its end, or after `timeout` with none."""
+        if self.eof:
+            return False
+        if timeout is not None:
+            ready, _, _ = select.select([self.in_fd], [], [], timeout)
+            if not ready:
+                return False
+        data = os.read(self.in_fd, _CHUNK)
+        if not data:
+            self.eof = True
+            return False
+        if self.pos:
+            del self.buf[: self.pos]
+            self.pos = 0
+        self.buf += data
+        return True
+
+    def _send(self, frame: bytes) -> None:
+        view = memoryview(frame)
+        try:
+            while view:
+                view = view[os.write(self.out_fd, view) :]
+        except OSError:
+            pass  # the peer went away; as the full server, read on to the end
+
+    def _serve(self, msg: pw.Plain, body: bytes) -> str:
+        method = msg.method
+        request = msg.id is not None
+        live = self.initialize is not None and not self.shutdown
+        if method == "initialize" and request and self.initialize is None and not self.shutdown:
+            return self._initialize(msg, body)
+        if method == "mecha/rulesPromptBlock" and request and live:
+            return self._rules_block(msg)
+        if method == "shutdown" and request and live and pw.ignored_params(msg.params):
+            self._send(pw.result_frame(msg.id, b"null"))
+            self.shutdown = True
+            return _SERVED
+        if method == "initialized" and not request and pw.ignored_params(msg.params):
+            return _SERVED  # the full server ignores it, before and after initialize
+        if method == "exit" and not request and pw.ignored_params(msg.params):
+            return _EXIT
+        return _HAND_OVER
+
+    def _initialize(self, msg: pw.Plain, body: bytes) -> str:
+        assert msg.id is not None
+        learning_dir = pw.initialize_learning_dir(msg.params)
+        if learning_dir is pw.REFUSED:
+            return _HAND_OVER
+        # `Context.from_options`: `learningDir` when given and not empty.
+        root = os.path.expanduser(learning_dir) if learning_dir else default_root()
+        if root.startswith("~"):
+            return _HAND_OVER  # no home to expand it against: the full server says so
+        cache = blockcache.read(root, code_identity())
+        if cache is None:
+            return _HAND_OVER
+        self._send(pw.result_frame(msg.id, cache.initialize))
+        self.initialize = body
+        self.root = root
+        self.cache = cache
+        return _SERVED
+
+    def _rules_block(self, msg: pw.Plain) -> str:
+        assert msg.id is not None and self.cache is not None
+        domain = pw.rules_block_domain(msg.params)
+        if domain is pw.REFUSED:
+            return _HAND_OVER
+        fingerprint = rules_fingerprint(self.root)
+        if fingerprint != self.fingerprint:
+            self.fingerprint, self.answers = fingerprint, {}
+        answer = self.answers.get(domain)  # type: ignore[arg-type]
+        if answer is None:
+            answer = blockcache.lookup(self.cache, fingerprint, domain)  # type: ignore[arg-type]
+            if answer is None:
+                return _HAND_OVER
+            self.answers[domain] = answer  # type: ignore[index]
+        self._send(pw.result_frame(msg.id, answer))
+        return _SERVED
+
+
+def teardown_is_needless() -> bool:
+    """Whether this process may end without the interpreter's teardown once
+    the first stage has served the whole conversation.
+
+    Tearing down even this few modules is a tenth of a bare interpreter's
+    start, and nothing here needs it: every frame went out with `os.write`,
+    unbuffered; the first stage starts no thread and registers nothing to
+    run at exit. Something else might have — coverage measurement started
+    from a `.pth` file, a `sitecustomize` — and then the teardown is kept,
+    so its exit handlers run as they always do."""
+    import atexit
+
+    return atexit._ncallbacks() == 0
+
+
+def serve() -> int:
+    """The harness endpoint on stdio: the first stage, then, if it hands
+    over, the full server from where it stopped."""
+    stage = FirstStage(0, 1)
+    try:
+        code = stage.run()
+    except Exception as exc:  # a fault here must cost the speed, never the run
+        # Nothing is lost: what was read and not served is still pending.
+        sys.stderr.write(f"mecha-sidecar: first stage: {type(exc).__name__}: {exc}; the full server takes over\n")
+        code = None
+    if code is not None:
+        if teardown_is_needless():
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+            os._exit(code)
+        return code
+    from .serve import serve_stdio
+
+    return serve_stdio(pending=stage.pending(), initialized_by=stage.initialize, shutdown=stage.shutdown)
