@@ -47,11 +47,29 @@ CACHE_DIR = "cache"
 
 
 def default_root() -> str:
-    """`$MECHA_LEARNING_DIR`, else `~/.mecha/learning`."""
-    env = os.environ.get(LEARNING_DIR_ENV)
-    if env:
-        return os.path.expanduser(env)
-    return os.path.join(os.path.expanduser("~"), *DEFAULT_HOME_SUBDIR)
+    """`$MECHA_LEARNING_DIR`, else `~/.mecha/learning`, as an absolute path."""
+    return resolve_root(None)
+
+
+def resolve_root(given: str | os.PathLike[str] | None) -> str:
+    """The store root a person named — `given` (a flag, an option), else
+    `$MECHA_LEARNING_DIR`, else `~/.mecha/learning` — `~` expanded and made
+    absolute against the current directory, once, where it enters.
+
+    Why absolute at once: a background pass runs in another process whose
+    working directory is the store itself, so a relative root resolved
+    again there names a different directory (`store` becomes `store/store`;
+    `../x/store` a second store beside the first). A relative root is
+    resolved physically (as the kernel would from here, links included);
+    an absolute one is kept as written, since where the store lives, link
+    or not, is the person's choice.
+    """
+    if given is None or str(given) == "":
+        given = os.environ.get(LEARNING_DIR_ENV) or None
+    if given is None:
+        return os.path.join(os.path.expanduser("~"), *DEFAULT_HOME_SUBDIR)
+    path = os.path.expanduser(os.fspath(given))
+    return path if os.path.isabs(path) else os.path.realpath(path)
 
 
 def _stat_fields(st: os.stat_result) -> list[int]:

@@ -61,7 +61,7 @@ import msgspec
 
 from . import _files
 from .errors import Ambiguous, InvalidDomain, InvalidInput, InvalidStore, NotFound
-from .layout import CACHE_DIR, DEFAULT_HOME_SUBDIR, LEARNING_DIR_ENV, RULES_DIR, default_root, rules_fingerprint  # noqa: F401 (re-exported)
+from .layout import CACHE_DIR, DEFAULT_HOME_SUBDIR, LEARNING_DIR_ENV, RULES_DIR, default_root, resolve_root, rules_fingerprint  # noqa: F401 (re-exported)
 from .ledger import LeapRun, ValidationRecord
 from .rules import (
     MAX_ACTIVE_RULES_PER_DOMAIN,
@@ -741,8 +741,15 @@ class LearningStore:
 
     @staticmethod
     def default_root() -> Path:
-        """`$MECHA_LEARNING_DIR`, else `~/.mecha/learning` (`layout.default_root`)."""
+        """`$MECHA_LEARNING_DIR`, else `~/.mecha/learning`, as an absolute
+        path (`layout.default_root`)."""
         return Path(default_root())
+
+    @staticmethod
+    def resolve_root(given: str | os.PathLike[str] | None) -> Path:
+        """The store root `given` names, else the default, made absolute
+        once where it enters (`layout.resolve_root` says why)."""
+        return Path(resolve_root(given))
 
     @classmethod
     def open(cls, root: str | os.PathLike[str] | None = None) -> LearningStore:

@@ -4,7 +4,8 @@ person's, how to reach a model, and how to tell its peer things.
 Resolved once, from `initialize`'s `initializationOptions` (or the CLI's
 flags), then trusted by every handler. Precedence for the store root
 (DESIGN §8.3): `learningDir`, then `$MECHA_LEARNING_DIR`, then
-`~/.mecha/learning`.
+`~/.mecha/learning` — made absolute here (`LearningStore.resolve_root`), so
+a detached pass, which runs inside the store, is handed the same directory.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class Context(msgspec.Struct):
     @classmethod
     def from_options(cls, options: InitializationOptions | None) -> Context:
         options = options or InitializationOptions()
-        root = Path(options.learning_dir).expanduser() if options.learning_dir else default_root()
+        root = LearningStore.resolve_root(options.learning_dir)
         voices = Voices(
             final_answer_nudge=options.final_answer_nudge or DEFAULT_FINAL_ANSWER_NUDGE,
             harness_prefixes=tuple(v for v in options.harness_voices if v),

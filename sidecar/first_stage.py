@@ -42,7 +42,7 @@ import mecha.core
 import mecha.protocol
 import mecha.sidecar
 from mecha.core import blockcache
-from mecha.core.layout import default_root, rules_fingerprint
+from mecha.core.layout import resolve_root, rules_fingerprint
 from mecha.protocol import plainwire as pw
 
 from ._version import __version__
@@ -182,7 +182,7 @@ class FirstStage:
         if learning_dir is pw.REFUSED:
             return _HAND_OVER
         # `Context.from_options`: `learningDir` when given and not empty.
-        root = os.path.expanduser(learning_dir) if learning_dir else default_root()
+        root = resolve_root(learning_dir)
         if root.startswith("~"):
             return _HAND_OVER  # no home to expand it against: the full server says so
         cache = blockcache.read(root, code_identity())

@@ -12,7 +12,6 @@ import asyncio
 import logging
 import os
 import sys
-from pathlib import Path
 
 import msgspec
 
@@ -44,7 +43,7 @@ def run_pass(
 ) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     log = logging.getLogger("mecha.pass")
-    root = Path(learning_dir or os.environ.get("MECHA_LEARNING_DIR") or LearningStore.default_root())
+    root = LearningStore.resolve_root(learning_dir)
     try:
         jobs_mod.validate_job_id(job_id)
         store = LearningStore.open(root)

@@ -789,6 +789,29 @@ def test_the_default_root_follows_the_environment(monkeypatch: pytest.MonkeyPatc
     assert LearningStore.default_root() == tmp_path / "home" / ".mecha" / "learning"
 
 
+def test_a_relative_root_is_made_absolute_once_from_the_current_directory(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Pins: a relative root kept relative, so a process started elsewhere
+    # (a pass runs inside the store) resolves it to another directory.
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    monkeypatch.delenv("MECHA_LEARNING_DIR", raising=False)
+    real = tmp_path.resolve()
+    assert LearningStore.resolve_root("store") == real / "here" / "store"
+    assert LearningStore.resolve_root("../x/store") == real / "x" / "store"
+    monkeypatch.setenv("MECHA_LEARNING_DIR", "env-store")
+    assert LearningStore.resolve_root(None) == real / "here" / "env-store"
+    assert LearningStore.default_root() == real / "here" / "env-store"
+    assert LearningStore.resolve_root("") == real / "here" / "env-store"
+    # An absolute root is kept as written: a link there is the person's choice.
+    (tmp_path / "target").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "target")
+    assert LearningStore.resolve_root(tmp_path / "link") == tmp_path / "link"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert LearningStore.resolve_root("~/s") == tmp_path / "home" / "s"
+
+
 def test_opening_creates_the_layout_and_ignores_process_state(store: LearningStore) -> None:
     # Pins: `git add -A` sweeping the lock file or a temp file into history.
     for sub in ["rules", "proposals", "jobs", "logs"]:

@@ -515,3 +515,87 @@ def test_the_api_key_never_reaches_the_store_its_history_or_a_client(spawn_sidec
     assert key[:12] not in json.dumps(seen) + s.stderr + history
     assert (root / "logs").is_dir() and list((root / "logs").iterdir()), "the passes left no logs to search"
 
+
+
+# ─── a relative learning dir ────────────────────────────────────────────────
+#
+# A detached pass runs with the store root as its working directory. A root
+# given relative to the sidecar's directory must reach it as the same
+# directory, not be resolved a second time from inside the store (a nested
+# store, or with `../` a second store beside the first).
+
+RELATIVE_ROOTS = ["store", "../elsewhere/store"]
+
+
+def _stores_under(base: Path) -> list[Path]:
+    """Every directory under `base` that a store was created in."""
+    return sorted(p.parent for p in base.rglob("jobs") if p.is_dir() and (p.parent / "rules").is_dir())
+
+
+def _relative_setup(tmp_path: Path, relative: str) -> tuple[Path, Path]:
+    """(the directory the sidecar runs in, the store it must use)."""
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    return cwd, (cwd / relative).resolve()
+
+
+@pytest.mark.parametrize("source", ["initializationOptions", "environment"])
+@pytest.mark.parametrize("relative", RELATIVE_ROOTS)
+def test_a_relative_learning_dir_reaches_the_detached_pass_as_the_same_store(
+    tmp_path: Path, source: str, relative: str
+) -> None:
+    # Pins: a pass started with cwd = store root resolving a relative
+    # learningDir / $MECHA_LEARNING_DIR again — a nested or second store, a
+    # session never reflected, jobFinished with state "running".
+    from tests.wire.client import Sidecar
+    from tests.wire.helpers import steered
+
+    cwd, expected = _relative_setup(tmp_path, relative)
+    with ModelServer(responder=lessons_responder) as server:
+        model = {"api": "openai", "baseUrl": server.url, "model": "scripted-model"}
+        extra = {"MECHA_LEARNING_DIR": relative} if source == "environment" else {}
+        sc = Sidecar(SIDECAR_ARGV, env=clean_env(tmp_path / "env", extra), cwd=cwd)
+        try:
+            options: dict[str, Any] = {"model": model}
+            if source == "initializationOptions":
+                options["learningDir"] = relative
+            sc.call("initialize", {"processId": os.getpid(), "initializationOptions": options})
+            sc.notify("initialized", {})
+            ended = sc.call("mecha/sessionEnded", {"session_id": "rel-1", "messages": steered(), "taint_timeline": TIMELINE_CLEAN})
+            assert ended["job"] is not None, ended
+            final = sc.notification("mecha/jobFinished", lambda p: p["job"]["id"] == ended["job"]["id"], timeout=60)["job"]
+        finally:
+            sc.close()
+        assert final["state"] == "done", final
+        assert final.get("outcome") and "1 reflection(s) written" in final["outcome"], final
+        assert len(server.completions()) == 1
+    assert _stores_under(tmp_path) == [expected]
+    assert (expected / "mined.jsonl").read_text().split() == ["rel-1"]
+    assert [json.loads(line)["session_id"] for line in (expected / "reflections.jsonl").read_text().splitlines()] == ["rel-1"]
+
+
+@pytest.mark.parametrize("relative", RELATIVE_ROOTS)
+def test_a_relative_learning_dir_flag_reaches_the_detached_learn_pass(tmp_path: Path, relative: str) -> None:
+    # Pins: `--learning-dir ../x` handed to the detached pass unresolved, so
+    # the CLI waits on a job record the pass never finishes.
+    cwd, expected = _relative_setup(tmp_path, relative)
+    store = LearningStore.open(expected)
+    store.append_reflexions([_reflexion("20260101T000000-aaaa0001", "behavior")])
+    with ModelServer(responder=lessons_responder) as server:
+        env = clean_env(
+            tmp_path / "env",
+            {"MECHA_MODEL_API": "openai", "MECHA_MODEL_BASE_URL": server.url, "MECHA_MODEL": "scripted-model"},
+        )
+        done = subprocess.run(
+            [*SIDECAR_ARGV, "--learning-dir", relative, "--json", "learn", "behavior", "--min", "1"],
+            env=env, cwd=cwd, capture_output=True, text=True, timeout=90,
+        )
+        assert done.returncode == 0, (done.stdout, done.stderr[-2000:])
+        job = json.loads(done.stdout)["job"]
+        assert job["state"] == "done" and "pending review" in job["outcome"], job
+        assert len(server.completions()) == 1
+    assert _stores_under(tmp_path) == [expected]
+    assert [p.status for p in LearningStore(expected).proposals()] == ["pending"]
+
+
+TIMELINE_CLEAN = [{"at": 0, "taint": {"private": False, "untrusted": False}}]
