@@ -14,8 +14,12 @@ between frames) must cost exactly the broken frame:
 - a declared length over the frame limit is reported and its bytes are
   skipped without being held in memory (if they stop arriving first, reading
   resumes at a header among them, as for a body that is too long);
+- a declared length that runs into the next frame (already in the pipe) is
+  cut where that frame's `Content-Length: N` line starts: the broken frame
+  is reported at once and the next one is read from its header (see
+  `next_header_at` for why that can never cut a frame that was good);
 - a body that stops arriving before its declared length (a length that was
-  too long, swallowing the next frame) is reported after a stall timeout,
+  too long, and nothing behind it yet) is reported after a stall timeout,
   and reading resumes at the next header inside what was received.
 - a header that stops arriving before its blank line is reported after the
   same stall timeout and discarded, so a frame sent later starts clean.
@@ -45,6 +49,48 @@ DEFAULT_STALL_TIMEOUT = float(os.environ.get("MECHA_SIDECAR_FRAME_STALL_S", "2.0
 
 _CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
 _TERMINATOR = re.compile(rb"\r\n\r\n|\n\n")
+#: A whole `Content-Length: N` header line, up to its raw line break.
+_HEADER_LINE = re.compile(rb"content-length[ \t]*:[ \t]*[0-9]+[ \t]*\r?\n", re.IGNORECASE)
+#: Longest header line `_HEADER_LINE` needs to see to decide (a length of
+#: any plausible number of digits, some spaces): how far a scan for one
+#: looks past the point it must start before.
+_HEADER_LINE_REACH = 64
+
+
+def _partial_header_line() -> re.Pattern[bytes]:
+    """A header line cut short by the end of the bytes so far: any prefix of
+    `Content-Length: N` up to (not including) its line feed, at the end."""
+    name = b"content-length"
+    tail = rb"(?:[ \t]*(?::[ \t]*[0-9]*[ \t]*\r?)?)?"
+    pattern = tail
+    for ch in reversed(name[1:]):
+        pattern = b"(?:" + re.escape(bytes([ch])) + pattern + b")?"
+    return re.compile(b"c" + pattern + rb"\Z", re.IGNORECASE)
+
+
+_PARTIAL_HEADER_LINE = _partial_header_line()
+
+
+def next_header_at(buf: bytes | bytearray, start: int, end: int) -> int | None:
+    """Where a `Content-Length: N` header line starts in `buf[start:end]`
+    (its line may run past `end`), or `None`.
+
+    Why finding one inside a body means the frame's declared length was a
+    lie: a JSON-RPC body is JSON, and JSON can hold neither the bare word
+    `Content-Length` outside a string nor a raw line break inside one — so
+    a body that really holds such a line is not JSON, and its length ran
+    into the frame behind it. Cutting there never cuts a good body, and
+    keeps the frame behind: a bad frame costs exactly that frame.
+
+    Cheap on the hot path: the line needs a raw line feed, and a compact
+    JSON body has none, so a `find` (memchr) settles most bodies at once.
+    """
+    if buf.find(b"\n", start, end + _HEADER_LINE_REACH) == -1:
+        return None
+    found = _HEADER_LINE.search(buf, start, end + _HEADER_LINE_REACH)
+    if found is None or found.start() >= end:
+        return None
+    return found.start()
 
 
 class Frame(msgspec.Struct):
@@ -137,7 +183,21 @@ class FrameReader:
             return self._read_body(length)
 
     def _read_body(self, length: int) -> Frame:
-        while len(self.buf) < length:
+        scanned = 0
+        while True:
+            # A header line inside the declared body: the length ran into
+            # the next frame. Only the new bytes are scanned each time (less
+            # the reach of a line that straddled the last chunk).
+            have = min(len(self.buf), length)
+            cut = next_header_at(self.buf, max(0, scanned - _HEADER_LINE_REACH), have)
+            if cut is not None:
+                del self.buf[:cut]
+                return Frame(error=f"frame declared {length} bytes but the next frame's header began after {cut}")
+            scanned = have
+            if len(self.buf) >= length:
+                if not self._header_line_cut_short(length):
+                    break
+                continue
             if not self._fill(self.stall_timeout):
                 got = len(self.buf)
                 partial = bytes(self.buf)
@@ -151,6 +211,16 @@ class FrameReader:
         del self.buf[:length]
         return Frame(body=body)
 
+    def _header_line_cut_short(self, length: int) -> bool:
+        """Whether the bytes end in what may be a header line begun inside
+        the declared body, and more bytes, already sent, were just read to
+        decide it. Never waits: a good frame is not held up by the guess."""
+        start = max(0, length - _HEADER_LINE_REACH)
+        partial = _PARTIAL_HEADER_LINE.search(self.buf, start)
+        if partial is None or partial.start() >= length or len(self.buf) - partial.start() > _HEADER_LINE_REACH:
+            return False
+        return self._fill(0)
+
     def _skip(self, length: int) -> None:
         """Discard `length` body bytes without holding them.
 
@@ -162,6 +232,16 @@ class FrameReader:
         tail = bytearray()
         while True:
             take = min(remaining, len(self.buf))
+            cut = next_header_at(self.buf, 0, take)
+            if cut is not None:
+                # The next frame is already here: the declared length was a
+                # lie (as in `_read_body`), and that frame is not skipped.
+                del self.buf[:cut]
+                return
+            # While more is to come, the last few bytes stay unread: they may
+            # start a header line whose end has not arrived yet.
+            if take < remaining:
+                take = max(0, take - _HEADER_LINE_REACH)
             if tail:
                 tail += self.buf[:take]
             else:

@@ -12,7 +12,9 @@ checks after every case that:
   file's and directory's identity: inode, size, mtime);
 - nothing appeared next to the store (nothing was written outside it);
 - in a framed stream of broken frames, the valid frame sent after a pause
-  was recovered whole.
+  was recovered whole, and so was every well-framed frame sent in the same
+  write right behind a broken one (an overlong length, a bad or missing
+  length, a short one): a bad frame costs exactly that frame.
 
 Background passes are not spawned: `start_job` is replaced by one that
 writes the job record a real start would, so a request that would start a
@@ -52,7 +54,7 @@ from mecha.core.rules import Rule
 from mecha.core.store import LearningStore, Proposal, ProposalStatus
 from mecha.protocol import errors as codes
 from mecha.protocol.errors import RpcError, rpc_error_from
-from mecha.protocol.framing import encode_frame
+from mecha.protocol.framing import MAX_FRAME_BYTES, encode_frame, next_header_at
 from mecha.protocol.jsonrpc import decode_envelope, request_id_of
 from mecha.sidecar import handlers
 from mecha.sidecar.context import Context
@@ -390,17 +392,34 @@ def make_body(rng: random.Random) -> tuple[str, bytes]:
     return kind, data
 
 
-def make_stream(rng: random.Random) -> tuple[list[bytes], bytes]:
-    """Bytes of one to four frames, each possibly broken at the framing
-    level, and the sentinel body sent after a pause."""
+#: Stream faults after which the frame right behind, sent in the same write,
+#: may be lost with it: a header cut off before its blank line merges with
+#: the next frame's header (two lengths that disagree), and a frame mutated
+#: byte by byte can be anything, that included.
+MAY_COST_THE_NEXT = frozenset({5, 6})
+#: A well-framed frame.
+INTACT = 7
+
+
+def make_stream(rng: random.Random) -> tuple[list[bytes], bytes, list[bytes]]:
+    """Bytes of one to six frames, each possibly broken at the framing
+    level; the sentinel body sent after a pause; and the bodies of the
+    well-framed frames that must be recovered (see `MAY_COST_THE_NEXT`)."""
     parts = []
-    for _ in range(rng.randrange(1, 5)):
+    must = []
+    previous = None
+    for _ in range(rng.randrange(1, 7)):
         _, body = make_body(rng)
-        fault = rng.randrange(10)
+        fault = rng.randrange(12)
         if fault == 0:
             parts.append(b"Content-Length: %d\r\n\r\n" % max(0, len(body) - rng.randrange(1, 20)) + body)
         elif fault == 1:
-            parts.append(b"Content-Length: %d\r\n\r\n" % (len(body) + rng.randrange(1, 200)) + body)
+            # Overlong, and most often into the frames pipelined behind it.
+            over = rng.choice([rng.randrange(1, 30), rng.randrange(1, 200), rng.randrange(1, 5000)])
+            parts.append(b"Content-Length: %d\r\n\r\n" % (len(body) + over) + body)
+        elif fault == 8:
+            # Over the frame limit: skipped, except for what is pipelined behind it.
+            parts.append(b"Content-Length: %d\r\n\r\n" % (MAX_FRAME_BYTES + rng.randrange(1, 1 << 20)) + body[: rng.randrange(64)])
         elif fault == 2:
             parts.append(rng.choice([b"content-length:", b"Content-Length :", b"CONTENT-LENGTH: "]) + b"%d\n\n" % len(body) + body)
         elif fault == 3:
@@ -412,9 +431,27 @@ def make_stream(rng: random.Random) -> tuple[list[bytes], bytes]:
         elif fault == 6:
             parts.append(b"Content-Length: %d\r\n" % len(body))
         else:
+            fault = INTACT
             parts.append(encode_frame(body))
+            # A body that itself holds a header line is not JSON: the reader
+            # may rightly read a frame from it (see `next_header_at`).
+            if previous not in MAY_COST_THE_NEXT and next_header_at(body, 0, len(body)) is None:
+                must.append(body)
+        previous = fault
     sentinel = json.dumps({"jsonrpc": "2.0", "id": f"sentinel-{rng.randrange(1 << 30)}", "method": "mecha/jobs"}).encode()
-    return parts, sentinel
+    return parts, sentinel, must
+
+
+def _missing_in_order(wanted: list[bytes], got: list[bytes]) -> list[bytes]:
+    """The bodies of `wanted` not found in `got` in that order."""
+    missing = []
+    at = 0
+    for body in wanted:
+        try:
+            at = got.index(body, at) + 1
+        except ValueError:
+            missing.append(body)
+    return missing
 
 
 # ─── running cases ──────────────────────────────────────────────────────────
@@ -498,7 +535,7 @@ class Fuzzer:
                 self.reset()
 
     def run_stream(self, case: int, rng: random.Random) -> None:
-        parts, sentinel = make_stream(rng)
+        parts, sentinel, must = make_stream(rng)
         data = b"".join(parts)
         r, w = os.pipe()
         reader = StallingReader(r, w, encode_frame(sentinel), chunk=rng.choice([1, 7, 64, 4096, 1 << 16]), stall_timeout=5)
@@ -526,6 +563,9 @@ class Fuzzer:
                 os.close(w)
         if not bodies or bodies[-1] != sentinel:
             self.fail(case, "stream", f"the frame sent after a pause was lost (last bodies {bodies[-2:]!r})", data)
+        lost = _missing_in_order(must, bodies)
+        if lost:
+            self.fail(case, "stream", f"{len(lost)} well-framed frame(s) sent behind a broken one were lost: {lost[0][:120]!r}", data)
         for body in bodies:
             self.run_body(case, "stream", body)
 

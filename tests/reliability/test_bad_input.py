@@ -174,8 +174,74 @@ def test_a_length_too_short_costs_that_frame_only() -> None:
 
 def test_a_length_too_long_swallowing_the_next_frame_gives_it_back_at_the_end_of_input() -> None:
     frames = read_all(b"Content-Length: 500\r\n\r\n" + b'{"a":' + encode_frame(VALID))
-    assert "declared 500 bytes but input ended" in (frames[0].error or "")
+    assert "declared 500 bytes but the next frame's header began after 5" in (frames[0].error or "")
     assert frames[-1].body == VALID
+    # With no frame behind it, the input's end is what gives the lie away.
+    frames = read_all(b"Content-Length: 500\r\n\r\n" + b'{"a":')
+    assert [f.error for f in frames] == ["frame declared 500 bytes but input ended after 5"]
+
+
+class NeverWaits(FrameReader):
+    """A reader over a pipe kept open, for which any wait for more bytes
+    with nothing in the pipe fails the test: whatever it returns, it
+    returned from what had already arrived."""
+
+    def _fill(self, timeout: float | None = None) -> bool:
+        if not select.select([self.fd], [], [], 0)[0]:
+            raise AssertionError(f"the reader waited for more input (timeout {timeout}) with {bytes(self.buf)[:80]!r} buffered")
+        return super()._fill(timeout)
+
+
+def read_pipelined(data: bytes, frames: int, *, chunk: int = 1 << 16, max_frame: int = MAX_FRAME_BYTES) -> list[Frame]:
+    """The first `frames` frames of `data`, written in one go to a pipe that
+    stays open (nothing more is coming, but the writer has not gone)."""
+    assert len(data) < 60_000, "must fit in the pipe buffer"
+    r, w = os.pipe()
+    try:
+        os.write(w, data)
+        reader = NeverWaits(r, chunk=chunk, max_frame=max_frame, stall_timeout=30)
+        return [reader.read_frame() for _ in range(frames)]
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def _request(n: int) -> bytes:
+    return b'{"jsonrpc":"2.0","id":%d,"method":"mecha/jobs"}' % n
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 4096, 1 << 16])
+@pytest.mark.parametrize("over", [1, 5, 19, 20, 21, 40, 60, 61, 150, 400])
+def test_a_length_too_long_does_not_swallow_frames_already_in_the_pipe(over: int, chunk: int) -> None:
+    # Pins: the declared length of a broken frame read on into the next
+    # frames (already pipelined), losing them with it (README: "a bad frame
+    # costs exactly that frame"). `over` runs the lie into the next frame's
+    # header line, its body, and past it into the one after.
+    bad = b'{"jsonrpc":"2.0","id":1,"method":"mecha/jobs"}'
+    good = [_request(n) for n in (2, 3, 4)]
+    data = b"Content-Length: %d\r\n\r\n" % (len(bad) + over) + bad + b"".join(encode_frame(g) for g in good)
+    frames = read_pipelined(data, 4, chunk=chunk)
+    assert frames[0].body is None and "the next frame's header began after" in (frames[0].error or ""), frames[0]
+    assert [f.body for f in frames[1:]] == good
+
+
+@pytest.mark.parametrize("chunk", [7, 4096])
+def test_a_length_over_the_limit_does_not_swallow_frames_already_in_the_pipe(chunk: int) -> None:
+    # Pins: an oversized declared length skipping (in the background of a
+    # stall) the frame right behind it.
+    data = b"Content-Length: 900000\r\n\r\n{}" + encode_frame(_request(2)) + encode_frame(_request(3))
+    frames = read_pipelined(data, 3, chunk=chunk, max_frame=4096)
+    assert frames[0].error == "frame of 900000 bytes exceeds the limit of 4096 bytes"
+    assert [f.body for f in frames[1:]] == [_request(2), _request(3)]
+
+
+def test_a_body_that_quotes_a_header_in_a_string_is_read_whole() -> None:
+    # Pins: resynchronising on text that only looks like a header: inside a
+    # JSON string a line break is `\n` (two bytes), never a raw one.
+    quoted = b'{"jsonrpc":"2.0","id":5,"method":"mecha/locateFollowup","params":{"messages":[],"text":"Content-Length: 12\\r\\n\\r\\n{}"}}'
+    pretty = json.dumps({"jsonrpc": "2.0", "id": 6, "method": "mecha/jobs", "params": {"note": "Content-Length: 3"}}, indent=2).encode()
+    frames = read_pipelined(encode_frame(quoted) + encode_frame(pretty), 2, chunk=5)
+    assert [f.body for f in frames] == [quoted, pretty]
 
 
 def test_a_header_that_stops_arriving_is_dropped_not_glued_to_the_next_one() -> None:
@@ -432,6 +498,22 @@ def test_lengths_that_lie_cost_only_their_own_frame(endpoint: Sidecar) -> None:
     assert "header stopped arriving" in endpoint.null_id_reply()["error"]["message"]
     endpoint.send_raw(_locate(3))
     _served(endpoint, 3)
+
+
+def test_a_length_too_long_costs_only_its_frame_when_the_next_ones_are_already_sent(endpoint: Sidecar) -> None:
+    # Pins: 30 of 35 pipelined cases losing the frame behind an overlong one
+    # (its declared length read the next frame in as its own body).
+    for n, over in enumerate((1, 12, 30, 90, 250, 5000)):
+        first, second = 800 + 2 * n, 801 + 2 * n
+        behind = _locate(first) + _locate(second)
+        bad = b'{"jsonrpc":"2.0","id":"lost","method":"mecha/jobs"}'
+        endpoint.send_raw(b"Content-Length: %d\r\n\r\n" % (len(bad) + over) + bad + behind)
+        reply = endpoint.null_id_reply()
+        assert reply["error"]["code"] == codes.PARSE_ERROR, reply
+        assert "the next frame's header began" in reply["error"]["message"], (over, reply)
+        _served(endpoint, first)
+        _served(endpoint, second)
+    assert_served(endpoint)
 
 
 def test_a_request_nested_too_deeply_is_answered_at_its_id(endpoint: Sidecar) -> None:
