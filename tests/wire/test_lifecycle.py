@@ -151,20 +151,26 @@ def test_a_content_length_too_short_costs_only_that_frame(sidecar) -> None:
     assert_served(sidecar)
 
 
-def test_a_content_length_too_long_is_reported_after_the_stall_and_the_swallowed_frame_is_served(
+def test_a_content_length_too_long_is_reported_and_the_frame_it_ran_into_is_served(
     spawn_sidecar: SpawnSidecar,
 ) -> None:
     s = spawn_sidecar(env={"MECHA_SIDECAR_FRAME_STALL_S": "0.3"})
     body = _locate(701)
     swallowed = frame(_locate(702))
     declared = len(body) + len(swallowed) + 1000
-    started = time.monotonic()
     s.send_raw(b"Content-Length: %d\r\n\r\n" % declared + body + swallowed)
     err = s.null_id_reply()["error"]
-    assert time.monotonic() - started >= 0.3, "reported only once the body stopped arriving"
     assert err["code"] == codes.PARSE_ERROR
+    assert f"declared {declared} bytes but the next frame's header began after {len(body)}" in err["message"]
+    assert s.response(702)["result"] == {"index": 2}, "reading resumes at the header inside the declared body"
+    # With nothing behind it, only the stall gives the lie away.
+    started = time.monotonic()
+    s.send_raw(b"Content-Length: %d\r\n\r\n" % declared + body)
+    err = s.null_id_reply()["error"]
+    assert time.monotonic() - started >= 0.3, "reported only once the body stopped arriving"
     assert f"declared {declared} bytes" in err["message"] and "no data for 0.3s" in err["message"]
-    assert s.response(702)["result"] == {"index": 2}, "reading resumes at the next header inside the stalled body"
+    s.send_raw(frame(_locate(703)))
+    assert s.response(703)["result"] == {"index": 2}
     assert_served(s)
 
 
