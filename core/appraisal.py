@@ -99,7 +99,7 @@ from .provider import CompletionRequest, CompletionResponse, Provider, StopReaso
 from .reflection import Origin, classify_origin
 from .replies import extract_json
 from .run import Homeostat, RunStats, StopCause
-from .transcript import Message, Taint, TaintCheckpoint, covering_taint
+from .transcript import Message, Taint, TaintCheckpoint, taint_at
 
 # ─── Magnitudes ─────────────────────────────────────────────────────────────
 
@@ -757,9 +757,10 @@ class SessionAppraisal(msgspec.Struct, frozen=True):
 def end_taint_of(
     messages: Sequence[Message], timeline: Sequence[TaintCheckpoint] | None
 ) -> Taint | None:
-    """The taint covering the last message (DESIGN §8.4); `None` — untrusted —
-    when there is no timeline or nothing covers it."""
-    return covering_taint(list(timeline) if timeline else None, max(len(messages) - 1, 0))
+    """The taint in context at the last message (DESIGN §8.4, read with
+    `taint_at`: a later checkpoint takes nothing back short of a reset);
+    `None` — untrusted — when there is no timeline or nothing covers it."""
+    return taint_at(list(timeline) if timeline else None, max(len(messages) - 1, 0))
 
 
 def for_transcript(

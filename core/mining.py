@@ -263,6 +263,25 @@ def _fill_aftermath(found: list[Intervention], messages: Sequence[Message]) -> N
                 break
 
 
+def context_source(messages: Sequence[Message], intervention: Intervention) -> int | None:
+    """Index of the assistant message an intervention's `context` was read
+    from, or `None` when it has none (the start of the task).
+
+    The same rule `extract_interventions` applies: a follow-up cites the
+    last assistant message with text; a steer or a denial, the last one
+    with text or tool calls. Provenance needs the index — when those words
+    were written decides whether a reflector may see them.
+    """
+    followup = intervention.trigger is Trigger.FOLLOWUP
+    for j in range(min(intervention.at, len(messages)) - 1, -1, -1):
+        message = messages[j]
+        if message.role != "assistant":
+            continue
+        if message.text().strip() or (not followup and message.tool_uses()):
+            return j
+    return None
+
+
 def locate_followup(messages: Sequence[Message], text: str) -> int | None:
     """Index of the user turn carrying exactly `text` (trimmed), or `None`.
 

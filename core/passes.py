@@ -62,7 +62,8 @@ from .store import (
     LearningStore,
     Proposal,
 )
-from .transcript import Message, TaintCheckpoint, covering_taint
+from .provenance import WITHHELD_AFTERMATH, WITHHELD_CONTEXT, withheld_assistant_text
+from .transcript import Message, TaintCheckpoint, taint_at
 
 log = logging.getLogger(__name__)
 
@@ -91,39 +92,26 @@ def survey_session(
     interactive: bool = True,
     voices: Voices = DEFAULT_VOICES,
 ) -> list[Planned]:
-    """Every intervention in a transcript, classified by the taint covering
-    the message it rides in (no coverage → untrusted; a non-interactive
-    session → derived)."""
+    """Every intervention in a transcript, classified by the taint in
+    context at the message it rides in (`taint_at`: no coverage →
+    untrusted; a non-interactive session → derived), with the assistant's
+    text withheld where it was written under untrusted taint
+    (`withheld_assistant_text`)."""
     timeline = list(taint_timeline) if taint_timeline else None
     planned = []
     for i in extract_interventions(messages, voices):
         # The person's words are bounded on the learning path (the harness's
         # `extractInterventions` still sees them whole).
         i.text = bound_text(i.text)
-        evidence, origin = evidence_for(covering_taint(timeline, i.at), interactive=interactive)
-        if evidence is Evidence.FULL and i.aftermath and not _clean_until_aftermath(messages, timeline, i.at):
-            i.aftermath = WITHHELD_AFTERMATH
+        evidence, origin = evidence_for(taint_at(timeline, i.at), interactive=interactive)
+        if evidence is Evidence.FULL:
+            hide_context, hide_aftermath = withheld_assistant_text(messages, timeline, i)
+            if hide_context and i.context:
+                i.context = WITHHELD_CONTEXT
+            if hide_aftermath and i.aftermath:
+                i.aftermath = WITHHELD_AFTERMATH
         planned.append(Planned(i, evidence, origin))
     return planned
-
-
-#: Shown in place of an aftermath written after third-party content arrived.
-WITHHELD_AFTERMATH = "(withheld: third-party content entered the conversation before the assistant's next reply)"
-
-
-def _clean_until_aftermath(messages: Sequence[Message], timeline: list[TaintCheckpoint] | None, at: int) -> bool:
-    """Whether every message from a clean intervention up to the assistant
-    reply its aftermath is read from is still covered by clean taint. The
-    aftermath is the first assistant *text* after the intervention, which may
-    come after tool calls whose results brought a stranger's text in — and a
-    reply written after that may quote it."""
-    for j in range(at + 1, len(messages)):
-        taint = covering_taint(timeline, j)
-        if taint is None or taint.untrusted:
-            return False
-        if messages[j].role == "assistant" and messages[j].text().strip():
-            return True
-    return True
 
 
 def survey_draft(item: OutboxItem) -> Planned | None:

@@ -15,6 +15,13 @@ are still checked, so `"is_error": "yes"` is an error that names the field.
 Taint is recorded by the harness as a timeline of checkpoints; the taint
 *covering* message `i` is the last checkpoint at or before `i`. No covering
 checkpoint is `None`, which every reader treats as untrusted (fail closed).
+
+Taint says what *had entered* the model's context, so it only grows: a later
+checkpoint that says less does not take back what an earlier one said, unless
+it is marked `reset` — the harness rebuilt the context at that message (a
+fresh context, a compaction that dropped the earlier turns), and from there
+its own taint is the whole story. `taint_at` is that reading; it is the one
+every decision about provenance uses.
 """
 
 from __future__ import annotations
@@ -105,11 +112,17 @@ class Taint(msgspec.Struct, frozen=True):
     untrusted: bool = False
 
 
-class TaintCheckpoint(msgspec.Struct, frozen=True):
-    """From message index `at` on (until the next checkpoint), `taint` holds."""
+class TaintCheckpoint(msgspec.Struct, frozen=True, omit_defaults=True):
+    """From message index `at` on (until the next checkpoint), `taint` holds.
+
+    `reset`: the model's context was rebuilt at `at`, without what came
+    before, so earlier checkpoints no longer count (see `taint_at`). Absent
+    means false, so a timeline recorded before the field existed decodes
+    as it did."""
 
     at: int
     taint: Taint
+    reset: bool = False
 
 
 def covering_taint(timeline: list[TaintCheckpoint] | None, index: int) -> Taint | None:
@@ -128,3 +141,32 @@ def covering_taint(timeline: list[TaintCheckpoint] | None, index: int) -> Taint 
         if cp.at <= index and (best is None or cp.at >= best.at):
             best = cp
     return best.taint if best is not None else None
+
+
+def taint_at(timeline: list[TaintCheckpoint] | None, index: int) -> Taint | None:
+    """What had entered the model's context by message `index`: every
+    checkpoint at or before it, since the last one marked `reset`, folded
+    together — `untrusted` (and `private`) if any of them says so.
+
+    Why not the covering checkpoint alone: a timeline that goes untrusted at
+    4 and clean at 7 describes a context that still holds what arrived at 4
+    (nothing took it out), so the assistant's text at 8 may quote it. Only
+    the harness knows when a context was rebuilt, and it says so with
+    `reset`; short of that, the reading fails closed. `None` exactly when
+    `covering_taint` is `None` (nothing covers the index), which callers
+    read as untrusted. Ties at one `at` keep their timeline order.
+    """
+    if not timeline:
+        return None
+    upto = sorted((cp for cp in timeline if cp.at <= index), key=lambda cp: cp.at)
+    if not upto:
+        return None
+    start = 0
+    for k, cp in enumerate(upto):
+        if cp.reset:
+            start = k
+    since = upto[start:]
+    return Taint(
+        private=any(cp.taint.private for cp in since),
+        untrusted=any(cp.taint.untrusted for cp in since),
+    )
