@@ -42,6 +42,37 @@ FILE_MODE = 0o600
 TMP_SUFFIX = ".tmp"
 
 
+#: What an `OSError` says when the store, not the request, is the problem:
+#: a read-only mount, a file or directory its owner took write access from.
+_NOT_WRITABLE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+
+
+def not_writable(path: Path | str, exc: OSError) -> InvalidStore:
+    """The `InvalidStore` for a write the store's files refused, naming the
+    path. Why a named store error and not an internal one: nothing is wrong
+    with the request or the code — the person's store cannot be written
+    (a read-only window, a permission taken away), and the same request
+    succeeds once it can."""
+    why = exc.strerror or type(exc).__name__
+    return InvalidStore(
+        f"{path} is not writable ({why}); the learning store must be writable by its owner, "
+        "and nothing was changed",
+        path=str(path),
+    )
+
+
+@contextmanager
+def writing(path: Path | str) -> Iterator[None]:
+    """Turn a refused write inside the block into `not_writable(path)`;
+    any other failure passes through unchanged."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno in _NOT_WRITABLE:
+            raise not_writable(path, exc) from None
+        raise
+
+
 def refuse_links(root: Path, path: Path) -> Path:
     """`path`, unless it or a directory between `root` and it is a symbolic
     link: then `InvalidStore` naming the link.
@@ -77,7 +108,9 @@ def ensure_private_dir(path: Path, *, root: Path | None = None) -> None:
     """
     if root is not None:
         refuse_links(root, path)
-    path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    if not path.is_dir():
+        with writing(path.parent):
+            path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
     try:
         if (os.stat(path).st_mode & 0o777) != DIR_MODE:
             os.chmod(path, DIR_MODE)
@@ -101,7 +134,8 @@ def write_atomic(path: Path, data: bytes | Sequence[bytes | memoryview]) -> None
     that pair of braces).
     """
     tmp = path.with_name(f"{path.name}.{os.urandom(4).hex()}{TMP_SUFFIX}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+    with writing(path.parent):
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
     try:
         try:
             os.fchmod(fd, FILE_MODE)
@@ -110,7 +144,8 @@ def write_atomic(path: Path, data: bytes | Sequence[bytes | memoryview]) -> None
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
+        with writing(path):
+            os.replace(tmp, path)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -150,6 +185,8 @@ def append_lines(path: Path, lines: Sequence[bytes]) -> None:
         # O_APPEND follows a symbolic link; O_NOFOLLOW refuses one.
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, FILE_MODE)
     except OSError as e:
+        if e.errno in _NOT_WRITABLE:
+            raise not_writable(path if path.exists() else path.parent, e) from None
         if e.errno != errno.ELOOP:
             raise
         raise InvalidStore(

@@ -910,7 +910,8 @@ class LearningStore:
 
     def _flock(self, *, blocking: bool) -> StoreLock | None:
         path = _files.refuse_links(self._root, self._root / LOCK_FILE)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, _files.FILE_MODE)
+        with _files.writing(path if path.exists() else self._root):
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, _files.FILE_MODE)
         try:
             os.fchmod(fd, _files.FILE_MODE)
             fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)

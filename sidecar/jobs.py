@@ -50,9 +50,12 @@ def start_pass(
         argv += ["--min", str(minimum)]
     import os
 
-    log_fd = os.open(
-        store.root / log_rel, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600
-    )
+    from mecha.core._files import writing
+
+    with writing(store.root / "logs"):
+        log_fd = os.open(
+            store.root / log_rel, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600
+        )
     try:
         proc = subprocess.Popen(
             argv,
