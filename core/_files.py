@@ -96,7 +96,31 @@ def refuse_links(root: Path, path: Path) -> Path:
                 "(replace it with a regular file or directory)",
                 path=str(here),
             )
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return path
+    refuse_hard_link(path, st)
     return path
+
+
+def refuse_hard_link(path: Path, st: os.stat_result) -> None:
+    """`InvalidStore` naming `path` when it is a regular file with another
+    name somewhere (`st`: its `stat`, from the path or an open descriptor).
+
+    Why: the other name may be outside the store, and an append or a chmod
+    through this one changes that file too, exactly as a symbolic link
+    would. A rename over it would not, but a store file with two names is
+    not one the store made, so every writer refuses it alike and leaves the
+    person to decide what the second name was for."""
+    import stat as stat_mod
+
+    if stat_mod.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        raise InvalidStore(
+            f"{path} is a hard link ({st.st_nlink} names for one file); the learning store does not "
+            "write through links (replace it with a copy: `cp` it aside and move the copy back)",
+            path=str(path),
+        )
 
 
 def ensure_private_dir(path: Path, *, root: Path | None = None) -> None:
@@ -133,6 +157,10 @@ def write_atomic(path: Path, data: bytes | Sequence[bytes | memoryview]) -> None
     bytes in one temp file (writers hold the store lock; this is the belt to
     that pair of braces).
     """
+    try:
+        refuse_hard_link(path, os.lstat(path))
+    except FileNotFoundError:
+        pass
     tmp = path.with_name(f"{path.name}.{os.urandom(4).hex()}{TMP_SUFFIX}")
     with writing(path.parent):
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
@@ -195,8 +223,10 @@ def append_lines(path: Path, lines: Sequence[bytes]) -> None:
             path=str(path),
         ) from None
     try:
+        st = os.fstat(fd)
+        refuse_hard_link(path, st)  # checked on the open file: no window between check and write
         os.fchmod(fd, FILE_MODE)
-        size = os.fstat(fd).st_size
+        size = st.st_size
         lead = b""
         if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
             lead = b"\n"

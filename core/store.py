@@ -913,6 +913,7 @@ class LearningStore:
         with _files.writing(path if path.exists() else self._root):
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, _files.FILE_MODE)
         try:
+            _files.refuse_hard_link(path, os.fstat(fd))
             os.fchmod(fd, _files.FILE_MODE)
             fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -8,7 +8,9 @@ client chose.
 - Symbolic links planted inside the store (a rules file, `proposals/`,
   `reflections.jsonl`, `inbox`, `.lock`, …) are never written through: the
   write is refused with `InvalidStore` naming the link, and the target
-  outside is left exactly as it was. Reads follow a link the person made
+  outside is left exactly as it was. Hard links likewise: a file of the
+  store with a second name elsewhere is not appended to, rewritten or
+  chmod-ed. Reads follow a link the person made
   (the store is their files; see the README's trust model).
 - Every directory of the store is 0700 and every file 0600 whatever the
   umask, through the CLI and a real background pass.
@@ -388,6 +390,61 @@ def test_jobs_and_logs_dirs_that_are_links_are_not_written_through(world: World)
     store.append_reflexions([_reflexion(f"refl-l{i}") for i in range(3)])
     _refused(world.error("mecha/learn", {"domain": "writing", "min": 1}), link)
     assert world.untouched()
+
+
+# ─── hard links planted inside the store ────────────────────────────────────
+
+
+def _hard_link(world: World, name: str) -> Path:
+    """Replace store file `name` with a hard link to the outside target,
+    which first takes the file's content (so the store still reads well)."""
+    path = world.root / name
+    world.target.write_bytes(path.read_bytes() if path.exists() else b"")
+    world.target.chmod(0o644)
+    world._before = world._outside_state()
+    path.unlink(missing_ok=True)
+    os.link(world.target, path)
+    return path
+
+
+def _validation() -> dict[str, Any]:
+    return {
+        "reflexion_id": "refl-1", "trigger": "steer", "domain": "behavior", "rules_hash": "0",
+        "rule_ids": [], "outcome": "improved", "model": "m", "created_at": WHEN,
+    }
+
+
+#: A store file, and a write that touches it.
+HARD_LINKED: dict[str, Any] = {
+    "reflections.jsonl": lambda w: LearningStore(w.root).append_reflexions([_reflexion("refl-x")]),
+    "mined.jsonl": lambda w: LearningStore(w.root).mark_mined("run-x"),
+    "runs.jsonl": lambda w: LearningStore(w.root).append_run(
+        LeapRun(id="run-1", domain="behavior", reflexions_processed=0, rules_before=0, rules_after=0, created_at=WHEN)
+    ),
+    "validations.jsonl": lambda w: w.call("mecha/recordValidation", _validation()),
+    ".lock": lambda w: w.call("mecha/acceptProposal", {"id": PENDING_ID}),
+    "rules/behavior.learned.toml": lambda w: w.call("mecha/acceptProposal", {"id": PENDING_ID}),
+    f"proposals/{PENDING_ID}.json": lambda w: w.call("mecha/rejectProposal", {"id": PENDING_ID, "reason": "no"}),
+    ".gitignore": lambda w: LearningStore.open(w.root),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HARD_LINKED))
+def test_a_file_that_is_a_hard_link_is_never_written_through(world: World, name: str) -> None:
+    # Pins: ledgers and `.lock` hard-linked to files elsewhere getting lines
+    # appended and their mode changed to 0600, as a symbolic link once did.
+    if name == ".gitignore":
+        (world.root / ".gitignore").write_text(".lock\n")  # an entry missing: opening appends
+    path = _hard_link(world, name)
+    with pytest.raises((InvalidStore, RpcError, LearningError)) as caught:
+        HARD_LINKED[name](world)
+    err = rpc_error_from(caught.value)
+    assert err.code == codes.INVALID_STORE, err.message
+    assert str(path) in err.message and "hard link" in err.message, err.message
+    assert err.data and err.data.get("path") == str(path)
+    assert world.untouched(), "the file outside changed"
+    assert os.stat(path).st_nlink == 2
+    assert LearningStore(world.root).proposal(PENDING_ID).status == "pending"
 
 
 def test_a_git_dir_that_is_a_link_is_not_committed_into(world: World) -> None:
