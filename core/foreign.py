@@ -287,8 +287,23 @@ def read_session(
     """Read one session file in any known format (`fmt` forces one).
 
     Errors are `InvalidInput` naming the file, the format tried and, where
-    there is one, the line.
+    there is one, the line — a session id the store could never record
+    (`identity.record_id_problem`) included.
     """
+    session = _read_session(path, fmt, policy=policy, data=data)
+    from .identity import validate_record_id
+
+    validate_record_id(session.session_id, f"{path}: session_id")
+    return session
+
+
+def _read_session(
+    path: Path,
+    fmt: str | None,
+    *,
+    policy: TaintPolicy | None,
+    data: bytes | None,
+) -> ReadSession:
     if fmt is not None and fmt not in FORMATS:
         raise InvalidInput(f"--format {fmt!r}: must be one of {', '.join(FORMATS)}")
     if data is None:

@@ -9,6 +9,13 @@ from __future__ import annotations
 import os
 from datetime import datetime, timezone
 
+from .errors import InvalidInput
+
+#: Longest session or draft id a client may send. Ids are recorded one per
+#: line in the store's ledgers and named in commit messages; real ones
+#: (UUIDs, timestamps) are a few dozen characters.
+MAX_RECORD_ID = 256
+
 
 def now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -44,3 +51,38 @@ def mint_run_id() -> str:
 
 def mint_job_id(kind: str) -> str:
     return f"{_stamp()}-{kind}-{_hex(6)}-{os.getpid()}"
+
+
+def record_id_problem(value: str) -> str | None:
+    """Why `value` cannot be a session or draft id, or `None` if it can.
+
+    An id is a non-empty string of at most `MAX_RECORD_ID` printable
+    characters (`str.isprintable`: no control, format or line-separator
+    character; a plain space is printable) with no whitespace at either end.
+
+    Why this rule: an id is written as one line of `mined.jsonl` and read
+    back by splitting lines and stripping them. An id with a newline (or any
+    character a line split breaks on), surrounding spaces or no characters
+    at all is never read back as itself, so the session could never be
+    recorded mined, and every later pass would call the model for it again.
+    """
+    if not isinstance(value, str):
+        return "must be a string"
+    if not value:
+        return "must not be empty"
+    if len(value) > MAX_RECORD_ID:
+        return f"is {len(value)} characters long; an id is at most {MAX_RECORD_ID}"
+    if value != value.strip():
+        return f"{value[:40]!r} has whitespace at an end; send the id without it"
+    if not value.isprintable():
+        bad = next(ch for ch in value if not ch.isprintable())
+        return f"{value[:40]!r} holds {bad!r} (U+{ord(bad):04X}); an id is one line of printable characters"
+    return None
+
+
+def validate_record_id(value: str, field: str) -> str:
+    """`value`, or `InvalidInput` naming `field` (see `record_id_problem`)."""
+    problem = record_id_problem(value)
+    if problem is not None:
+        raise InvalidInput(f"{field}: {problem}")
+    return value

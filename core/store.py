@@ -952,14 +952,9 @@ class LearningStore:
         return {line.strip() for line in data.decode("utf-8", "replace").splitlines() if line.strip()}
 
     def _append_id(self, name: str, record_id: str) -> None:
-        if (
-            not isinstance(record_id, str)
-            or not record_id
-            or record_id != record_id.strip()
-            or "\n" in record_id
-            or "\r" in record_id
-        ):
-            raise InvalidInput(f"invalid id {record_id!r}: an id is one non-empty line without surrounding spaces")
+        from .identity import validate_record_id
+
+        validate_record_id(record_id, "id")
         _files.append_lines(_files.refuse_links(self._root, self._root / name), [record_id.encode("utf-8")])
 
     # ── reflections ──

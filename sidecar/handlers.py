@@ -168,9 +168,11 @@ def appraise(ctx: Context, p: m.AppraiseSessionParams, cancel: Cancel) -> Any:
 
 @handles("mecha/sessionEnded")
 def session_ended(ctx: Context, p: m.SessionEndedParams, cancel: Cancel) -> m.SessionEndedResult:
+    from mecha.core.identity import validate_record_id
     from mecha.core.passes import SessionEntry, enqueue, survey_session
     from mecha.core.reflection import Origin
 
+    validate_record_id(p.session_id, "session_id")
     plans = survey_session(p.messages, p.taint_timeline, interactive=p.interactive, voices=ctx.voices)
     learnable = sum(1 for plan in plans if plan.origin is Origin.CLEAN)
     store = ctx.store()
@@ -191,8 +193,12 @@ def session_ended(ctx: Context, p: m.SessionEndedParams, cancel: Cancel) -> m.Se
 
 @handles("mecha/draftResolved")
 def draft_resolved(ctx: Context, p: m.DraftResolvedParams, cancel: Cancel) -> m.DraftResolvedResult:
+    from mecha.core.identity import validate_record_id
     from mecha.core.passes import DraftEntry, enqueue, survey_draft
 
+    validate_record_id(p.item.id, "item.id")
+    if p.item.session_id is not None:
+        validate_record_id(p.item.session_id, "item.session_id")
     plan = survey_draft(p.item)
     store = ctx.store()
     intervention = plan.intervention if plan else None

@@ -4,9 +4,12 @@ and what the store holds afterwards."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -15,7 +18,7 @@ from mecha.core.reflection import Origin
 from mecha.core.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_BLOCK_HEADING, RULES_BLOCK_PREAMBLE, rules_hash
 from mecha.core.store import ProposalStatus
 
-from .client import Sidecar, SpawnSidecar
+from .client import SIDECAR_ARGV, Sidecar, SpawnSidecar, clean_env
 from .helpers import (
     assistant_text,
     assistant_tool,
@@ -838,3 +841,52 @@ def test_a_broken_file_in_a_domain_the_run_does_not_load_does_not_cost_it_its_bl
     assert err["code"] == -31004 and "triage.learned.toml:1" in err["message"]
     doctor = checks(sidecar)["rules files"]
     assert doctor["ok"] is False and "triage.learned.toml" in doctor["detail"]
+
+
+# ─── session and draft ids ──────────────────────────────────────────────────
+
+#: Ids that could never be read back from the ledger as themselves.
+BAD_IDS = ["", " s-1", "s-1 ", "\ts-1", "s\n1", "s\r1", "s\x001", "s\x1e1", "s\x851", "s\u20281", "x" * 257]
+
+
+def test_a_session_id_that_could_never_be_recorded_is_refused_naming_the_field(sidecar: Sidecar) -> None:
+    # Pins: sessionEnded taking "", " s" or "a\nb": the pass appended
+    # reflections, could not mark the session mined, and every later pass
+    # called the model for it again.
+    for bad in BAD_IDS:
+        err = sidecar.error("mecha/sessionEnded", {"session_id": bad, "messages": steered(), "taint_timeline": CLEAN_TIMELINE})
+        assert err["code"] == -32602 and err["message"].startswith("session_id: "), (bad, err)
+        assert err["data"]["name"] == "InvalidInput"
+    assert not (sidecar.learning_dir / "inbox").exists(), "a refused session was queued"
+    ok = sidecar.call("mecha/sessionEnded", {"session_id": "run 42 · ok", "messages": steered(), "taint_timeline": CLEAN_TIMELINE})
+    assert ok["job"] is not None
+
+
+def test_a_draft_whose_id_or_session_id_could_never_be_recorded_is_refused(sidecar: Sidecar) -> None:
+    # Pins: the same wedge through mecha/draftResolved's outbox ledger.
+    for bad in BAD_IDS:
+        for field, item in (("item.id", {**draft_item(bad, edited=True)}), ("item.session_id", {**draft_item("o-9", edited=True), "session_id": bad})):
+            err = sidecar.error("mecha/draftResolved", {"item": item})
+            assert err["code"] == -32602 and err["message"].startswith(f"{field}: "), (field, bad, err)
+    assert not (sidecar.learning_dir / "inbox").exists()
+    assert sidecar.call("mecha/draftResolved", {"item": {**draft_item("o-10", edited=True), "session_id": None}})["job"]
+
+
+def test_the_command_line_skips_a_transcript_whose_session_id_could_never_be_recorded(tmp_path: Path) -> None:
+    # Pins: `reflect --sessions DIR` queueing a file whose own session_id
+    # has a newline in it.
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    good = {"session_id": "a-good-one", "messages": steered(), "taint_timeline": CLEAN_TIMELINE}
+    (sessions / "a.json").write_text(json.dumps(good))
+    (sessions / "b.json").write_text(json.dumps({**good, "session_id": "two\nlines"}))
+    root = tmp_path / "learning"
+    done = subprocess.run(
+        [*SIDECAR_ARGV, "--learning-dir", str(root), "--json", "reflect", "--sessions", str(sessions), "--no-wait"],
+        env=clean_env(tmp_path), capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert "b.json: session_id: " in done.stderr and "U+000A" in done.stderr, done.stderr
+    assert json.loads(done.stdout)["queued"] == ["a-good-one"]
+    entries = [p.name for p in (root / "inbox").iterdir() if p.suffix == ".json"]
+    assert len(entries) == 1 and "a-good-one" in entries[0], entries
