@@ -76,6 +76,8 @@ def decode_envelope(body: bytes) -> Incoming:
             raise RpcError(PARSE_ERROR, f"invalid JSON: {not_json}") from None
         raise RpcError(INVALID_REQUEST, f"not a JSON-RPC message: {exc}") from None
     except msgspec.DecodeError as exc:
+        if _LONE_SURROGATE.search(body) is not None and _lenient_decode(body) is not None:
+            raise RpcError(PARSE_ERROR, LONE_SURROGATE) from None
         raise RpcError(PARSE_ERROR, f"invalid JSON: {exc}") from None
     except UnicodeDecodeError as exc:  # pragma: no cover - msgspec reports it as DecodeError
         raise RpcError(PARSE_ERROR, f"invalid UTF-8: {exc}") from None
@@ -95,13 +97,38 @@ def request_id_of(body: bytes) -> Id:
         # Too deep to parse, but its client still waits on its id.
         return _shallow_id(body)
     except (msgspec.DecodeError, UnicodeDecodeError):
-        return None
+        # JSON that strict decoding refuses only for a lone surrogate escape
+        # (`"\ud800"`, half a UTF-16 pair: no character) still has a
+        # readable id, and its client waits on it.
+        if _LONE_SURROGATE.search(body) is None:
+            return None
+        obj = _lenient_decode(body)
     if isinstance(obj, dict):
         return _usable_id(obj.get("id"))
     return None
 
 
 NESTED_TOO_DEEPLY = "invalid JSON: nested too deeply (the limit is about 1000 levels of arrays and objects)"
+
+LONE_SURROGATE = (
+    "invalid JSON: a \\uD800-\\uDFFF escape that is not half of a surrogate pair "
+    "(a lone surrogate, such as \"\\ud800\") is not a character"
+)
+
+#: A `\uD800`–`\uDFFF` escape: half of a UTF-16 surrogate pair.
+_LONE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _lenient_decode(body: bytes) -> Any:
+    """`body` parsed by the standard library, which takes lone surrogates
+    (and nothing else strict JSON refuses that matters here), or `None`.
+    Only on an error path, so its import costs a good request nothing."""
+    import json
+
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        return None
 
 _WS = re.compile(rb"[ \t\r\n]*")
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)

@@ -13,6 +13,21 @@ from typing import Any
 
 import msgspec
 
+from .errors import INVALID_REQUEST, RpcError
+
+#: The lifecycle's notifications (LSP defines them so): a client that sends
+#: one with an id is answered rather than left waiting.
+LIFECYCLE_NOTIFICATIONS = frozenset({"initialized", "exit", "$/cancelRequest", "$/setTrace", "$/logTrace"})
+
+
+def notification_sent_as_request(method: str) -> RpcError:
+    """The answer to a notification sent with an id (`initialized` as a
+    request): -32600, since JSON-RPC has every request answered and this one
+    is not a request the protocol has. Not a null result: that would read
+    as success, and the client's mistake would go unseen. The message is
+    acted on no further."""
+    return RpcError(INVALID_REQUEST, f"{method} is a notification: send it without an id")
+
 
 class InitializationOptions(msgspec.Struct, rename="camel"):
     #: The store root; default `$MECHA_LEARNING_DIR`, else `~/.mecha/learning`.

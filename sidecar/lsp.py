@@ -52,6 +52,8 @@ from mecha.protocol.jsonrpc import (
     request_id_of,
 )
 
+from mecha.protocol.lifecycle import LIFECYCLE_NOTIFICATIONS, notification_sent_as_request
+
 from .context import Context, InitializeParams
 from .handlers import HANDLERS, call, make_dispatch
 from .rpc import Cancel, Cancelled
@@ -560,6 +562,28 @@ class _RawWriter:
         pass
 
 
+def _is_notification_method(method: str) -> bool:
+    """Whether LSP (or the lifecycle) defines `method` as a notification,
+    so that one sent with an id is a client's mistake to answer."""
+    if method in LIFECYCLE_NOTIFICATIONS:
+        return True
+    types = lsp.METHOD_TO_TYPES.get(method)
+    return types is not None and types[1] is None and types[0].__name__.endswith("Notification")
+
+
+def _execute_command_problem(params: Any) -> str | None:
+    """What is wrong with `workspace/executeCommand` params, naming the
+    field by its JSON path as every -32602 does, or `None`. Checked before
+    pygls sees them: it would log a traceback for a non-string command."""
+    if not isinstance(params, dict):
+        return f"expected an object, got {type(params).__name__} - at `$`"
+    name = params.get("command")
+    if not isinstance(name, str):
+        got = "nothing" if name is None else type(name).__name__
+        return f"`command` must be a string, got {got} - at `$.command`"
+    return None
+
+
 class _LspLoop:
     def __init__(self, ls: MechaLanguageServer, writer: _RawWriter):
         self.ls = ls
@@ -642,6 +666,10 @@ class _LspLoop:
         if not self.initialized:
             self.reply_error(msg.id, RpcError(codes.SERVER_NOT_INITIALIZED, f"{method}: initialize has not been received"))
             return
+        if _is_notification_method(method):
+            # pygls would run it as the notification and answer nothing.
+            self.reply_error(msg.id, notification_sent_as_request(method))
+            return
         if method == "shutdown":
             self.shutdown = True
             self.to_pygls(body)
@@ -655,17 +683,20 @@ class _LspLoop:
             except msgspec.DecodeError as exc:
                 self.reply_error(msg.id, RpcError(codes.INVALID_PARAMS, f"invalid params: {exc}"))
                 return
-            name = params.get("command") if isinstance(params, dict) else None
-            if isinstance(name, str) and name in COMMANDS:
+            problem = _execute_command_problem(params)
+            if problem is not None:
+                self.reply_error(msg.id, RpcError(codes.INVALID_PARAMS, f"invalid params: {problem}"))
+                return
+            name = params["command"]
+            if name in COMMANDS:
                 args = params.get("arguments") or []
                 if not isinstance(args, list):
                     self.reply_error(msg.id, RpcError(codes.INVALID_PARAMS, "invalid params: `arguments` must be an array"))
                     return
                 self.run_in_thread(msg.id, lambda cancel: COMMANDS[name](self.ls.ctx, args), after=self.after_command)
                 return
-            if isinstance(name, str):
-                self.reply_error(msg.id, RpcError(codes.METHOD_NOT_FOUND, f"unknown command {name!r}"))
-                return
+            self.reply_error(msg.id, RpcError(codes.METHOD_NOT_FOUND, f"unknown command {name!r}"))
+            return
         self.to_pygls(body)
 
     def after_command(self) -> None:

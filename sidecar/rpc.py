@@ -29,6 +29,7 @@ import msgspec
 from mecha.protocol import errors as codes
 from mecha.protocol.errors import RpcError, rpc_error_from
 from mecha.protocol.framing import FrameReader, FrameWriter
+from mecha.protocol.lifecycle import LIFECYCLE_NOTIFICATIONS, notification_sent_as_request
 from mecha.protocol.jsonrpc import (
     Incoming,
     decode_envelope,
@@ -238,6 +239,8 @@ class RpcServer:
             elif method == "shutdown":
                 self.shutdown_requested = True
                 result = None
+            elif method in LIFECYCLE_NOTIFICATIONS:
+                raise notification_sent_as_request(method)
             else:
                 result = self.dispatch(method, _raw(msg), cancel)
             body = _encode_result(id, result)

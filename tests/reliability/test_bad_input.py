@@ -516,6 +516,32 @@ def test_a_length_too_long_costs_only_its_frame_when_the_next_ones_are_already_s
     assert_served(endpoint)
 
 
+def test_initialized_sent_as_a_request_is_answered(endpoint: Sidecar) -> None:
+    # Pins: the editor endpoint leaving `initialized` with an id unanswered
+    # (pygls ran it as the notification), the client waiting for ever.
+    for id in (900, "init-as-request"):
+        endpoint.send({"jsonrpc": "2.0", "id": id, "method": "initialized", "params": {}})
+        reply = endpoint.response(id)
+        assert reply["error"]["code"] == codes.INVALID_REQUEST, reply
+        assert reply["error"]["message"] == "initialized is a notification: send it without an id"
+    assert_served(endpoint)
+
+
+def test_a_lone_surrogate_escape_is_answered_at_the_requests_id(endpoint: Sidecar) -> None:
+    # Pins: `"\ud800"` answered -32700 with id null (and "input data was
+    # truncated"), though the id was there to read.
+    body = b'{"jsonrpc":"2.0","id":901,"method":"mecha/locateFollowup","params":{"messages":[],"text":"\\ud800"}}'
+    endpoint.send_raw(frame(body))
+    reply = endpoint.response(901)
+    assert reply["error"]["code"] == codes.PARSE_ERROR, reply
+    assert "lone surrogate" in reply["error"]["message"], reply
+    # A pair is a character, and is served.
+    pair = b'{"jsonrpc":"2.0","id":902,"method":"mecha/locateFollowup","params":{"messages":[],"text":"\\ud83d\\ude00"}}'
+    endpoint.send_raw(frame(pair))
+    _served(endpoint, 902)
+    assert_served(endpoint)
+
+
 def test_a_request_nested_too_deeply_is_answered_at_its_id(endpoint: Sidecar) -> None:
     for depth in (990, 10_000):
         body = b'{"jsonrpc":"2.0","id":%d,"method":"mecha/extractInterventions","params":{"messages":%s}}' % (
@@ -692,3 +718,22 @@ def test_initialize_with_wrong_types_is_refused_and_a_good_one_still_works(spawn
     assert err["code"] == codes.INVALID_PARAMS, err
     assert "capabilities" in s.initialize()
     assert_served(s)
+
+
+@pytest.mark.parametrize("command", [5, None, ["mecha.accept"], {"x": 1}, True])
+def test_execute_command_with_a_command_that_is_not_a_string_is_invalid_params(
+    spawn_sidecar: SpawnSidecar, command: Any  # noqa: F811
+) -> None:
+    # Pins: a non-string `command` reaching pygls, which logged a traceback
+    # to stderr.
+    s = spawn_sidecar(argv=ENDPOINTS["lsp"])
+    params: dict[str, Any] = {"arguments": []}
+    if command is not None:
+        params["command"] = command
+    err = s.error("workspace/executeCommand", params)
+    assert err["code"] == codes.INVALID_PARAMS and "`$.command`" in err["message"], err
+    err = s.error("workspace/executeCommand", [1, 2])
+    assert err["code"] == codes.INVALID_PARAMS and "expected an object" in err["message"], err
+    assert_served(s)
+    assert s.shutdown_and_exit() == 0
+    assert "Traceback" not in s.stderr, s.stderr[-2000:]
