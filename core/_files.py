@@ -24,7 +24,9 @@ import errno
 import gc
 import logging
 import os
-from collections.abc import Iterator, Sequence
+import re
+import stat
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -38,8 +40,80 @@ DIR_MODE = 0o700
 FILE_MODE = 0o600
 
 #: Suffix of in-flight temp files. Ignored by git (the store's `.gitignore`)
-#: and never read as data: a crash can leave one behind, harmlessly.
+#: and never read as data: a crash can leave one behind, and the next write
+#: in the same directory sweeps it (`is_stale_temp`).
 TMP_SUFFIX = ".tmp"
+
+#: A temp name `write_atomic` makes: `<file>.<pid>-<8 hex>.tmp`, or, from
+#: before names carried the writer's pid, `<file>.<8 hex>.tmp`.
+_TEMP_NAME = re.compile(r"^.+\.(?:(\d+)-)?[0-9a-f]{8}\.tmp$")
+
+#: A temp younger than this is never swept, whatever its name says: its
+#: writer may be in another pid namespace (a container sharing the store),
+#: where its pid means nothing here.
+STALE_TEMP_S = 60.0
+
+
+def process_alive(pid: int) -> bool:
+    """Whether `pid` is a running process (a zombie is not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OverflowError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+        return state != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+def is_stale_temp(name: str, age_s: float, alive: Callable[[int], bool] = process_alive) -> bool:
+    """Whether a file called `name`, last written `age_s` seconds ago, is a
+    temp of `write_atomic`'s whose writer is gone, so it can be removed.
+
+    Why these conditions: a temp whose writer lives may be mid-write and is
+    never touched; a name the store does not make is not the store's; one
+    from a dead writer is litter (a whole transcript, perhaps) that nothing
+    will ever rename. Below `STALE_TEMP_S` nothing is judged, and a name
+    without a pid (older temps) is judged by age alone.
+    """
+    found = _TEMP_NAME.match(name)
+    if found is None or age_s < STALE_TEMP_S:
+        return False
+    pid = found.group(1)
+    return pid is None or not alive(int(pid))
+
+
+def sweep_stale_temps(directory: Path) -> int:
+    """Remove the stale temps (`is_stale_temp`) in `directory`; how many.
+    Best effort: the write that calls it has already succeeded."""
+    import time
+
+    swept = 0
+    try:
+        entries = os.scandir(directory)
+    except OSError:
+        return 0
+    now = time.time()
+    with entries:
+        for entry in entries:
+            if not entry.name.endswith(TMP_SUFFIX):
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode) and is_stale_temp(entry.name, now - st.st_mtime):
+                    os.unlink(entry.path)
+                    swept += 1
+            except OSError:
+                continue
+    if swept:
+        log.info("removed %d temp file(s) left in %s by a writer that did not finish", swept, directory)
+    return swept
 
 
 #: What an `OSError` says when the store, not the request, is the problem:
@@ -113,9 +187,7 @@ def refuse_hard_link(path: Path, st: os.stat_result) -> None:
     would. A rename over it would not, but a store file with two names is
     not one the store made, so every writer refuses it alike and leaves the
     person to decide what the second name was for."""
-    import stat as stat_mod
-
-    if stat_mod.S_ISREG(st.st_mode) and st.st_nlink > 1:
+    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
         raise InvalidStore(
             f"{path} is a hard link ({st.st_nlink} names for one file); the learning store does not "
             "write through links (replace it with a copy: `cp` it aside and move the copy back)",
@@ -161,7 +233,7 @@ def write_atomic(path: Path, data: bytes | Sequence[bytes | memoryview]) -> None
         refuse_hard_link(path, os.lstat(path))
     except FileNotFoundError:
         pass
-    tmp = path.with_name(f"{path.name}.{os.urandom(4).hex()}{TMP_SUFFIX}")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}-{os.urandom(4).hex()}{TMP_SUFFIX}")
     with writing(path.parent):
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
     try:
@@ -181,6 +253,8 @@ def write_atomic(path: Path, data: bytes | Sequence[bytes | memoryview]) -> None
             pass
         raise
     _fsync_dir(path.parent)
+    # This directory's writer is here: what a killed one left, it clears.
+    sweep_stale_temps(path.parent)
 
 
 def _fsync_dir(path: Path) -> None:

@@ -17,7 +17,7 @@ from typing import Literal
 
 import msgspec
 
-from ._files import refuse_links, write_atomic
+from ._files import process_alive, refuse_links, write_atomic
 from .errors import InvalidInput, NotFound
 from .identity import now
 
@@ -73,19 +73,7 @@ def write_job(root: Path, job: Job) -> None:
 
 
 def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie is dead for our purposes.
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            state = f.read().rsplit(b")", 1)[1].split()[0]
-        return state != b"Z"
-    except (OSError, IndexError):
-        return True
+    return process_alive(pid)
 
 
 def _seconds_since(stamp: str) -> float:

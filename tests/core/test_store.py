@@ -912,3 +912,19 @@ def test_the_store_module_does_not_import_tomlkit() -> None:
         "assert 'tomlkit' not in sys.modules, 'tomlkit imported at module top'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_temp_is_stale_only_when_its_writer_is_gone_and_it_is_old_enough() -> None:
+    # Pins: sweeping a temp a live writer is still writing, or a file the
+    # store did not make, or never sweeping a dead writer's.
+    from mecha.core._files import STALE_TEMP_S, is_stale_temp
+
+    old = STALE_TEMP_S + 1
+    alive = {111}.__contains__
+    assert is_stale_temp("a.json.222-0123abcd.tmp", old, alive)
+    assert not is_stale_temp("a.json.111-0123abcd.tmp", old, alive), "its writer lives"
+    assert not is_stale_temp("a.json.222-0123abcd.tmp", STALE_TEMP_S - 1, alive), "too young to judge"
+    assert is_stale_temp("a.json.0123abcd.tmp", old, alive), "an older name, judged by age"
+    assert not is_stale_temp("a.json.0123abcd.tmp", 1, alive)
+    for foreign in ("notes.tmp", "a.json.tmp", "a.json.222-xyz.tmp", "a.json.222-0123abcd.tmp.bak"):
+        assert not is_stale_temp(foreign, old, alive), foreign

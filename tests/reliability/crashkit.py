@@ -75,7 +75,7 @@ _real_open = os.open
 _real_close = os.close
 _real_run = subprocess.run
 
-_TMP = re.compile(r"\.[0-9a-f]{8}\.tmp$")
+_TMP = re.compile(r"\.(?:\d+-)?[0-9a-f]{8}\.tmp$")
 _CLAIM = re.compile(r"\.claim-\d+$")
 _PROPOSAL = re.compile(r"^proposals/[^/]+\.json")
 _INBOX = re.compile(r"^inbox/\d{8}T\d{6}\.\d{6}Z-")

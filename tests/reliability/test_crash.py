@@ -665,3 +665,59 @@ def test_a_young_git_index_lock_is_left_alone_and_an_old_one_is_cleared(tmp_path
     assert not index_lock.exists()
     assert _git(store.root, "status", "--porcelain") == ""
     assert "old-9" in _git(store.root, "show", "HEAD:reflections.jsonl")
+
+
+# ─── temp files left by a writer that died ──────────────────────────────────
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has exited and been reaped."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def _plant_temp(directory: Path, name: str, *, age_s: float, data: bytes = b'{"partial": tr') -> Path:
+    import time
+
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_bytes(data)
+    then = time.time() - age_s
+    os.utime(path, (then, then))
+    return path
+
+
+def test_the_next_writer_sweeps_the_temp_files_a_dead_writer_left_and_keeps_a_live_ones(tmp_path: Path) -> None:
+    # Pins: `*.tmp` files (whole transcripts) left in inbox/ and jobs/ by a
+    # killed pass or a read-only window, which nothing ever removed.
+    from tests.wire.client import SIDECAR_ARGV, Sidecar, clean_env
+    from tests.wire.helpers import steered
+
+    root = tmp_path / "learning"
+    LearningStore.open(root)
+    dead, live = _dead_pid(), os.getpid()
+    stale = [
+        _plant_temp(root / "inbox", f"20260101T000000-s1.json.{dead}-0badc0de.tmp", age_s=3600),
+        _plant_temp(root / "jobs", f"20260101T000000-reflect-aaaaaa-{dead}.json.{dead}-0badc0df.tmp", age_s=3600),
+        # Written before temp names carried their writer's pid: age decides.
+        _plant_temp(root / "inbox", "20260101T000000-s0.json.deadbeef.tmp", age_s=3600),
+    ]
+    kept = [
+        _plant_temp(root / "inbox", f"20260101T000000-s2.json.{live}-0badc0e0.tmp", age_s=3600),  # its writer lives
+        _plant_temp(root / "jobs", f"x.json.{dead}-0badc0e1.tmp", age_s=1),  # too young to judge
+        _plant_temp(root / "inbox", "notes.tmp", age_s=3600),  # not a name the store makes
+    ]
+    sc = Sidecar(SIDECAR_ARGV, env=clean_env(tmp_path), cwd=tmp_path, learning_dir=root)
+    try:
+        sc.initialize()
+        ended = sc.call("mecha/sessionEnded", {"session_id": "sweep-1", "messages": steered(), "taint_timeline": [{"at": 0, "taint": {}}]})
+        assert ended["job"] is not None
+        sc.notification("mecha/jobFinished", lambda p: p["job"]["id"] == ended["job"]["id"], timeout=30)
+    finally:
+        sc.close()
+    assert [p for p in stale if p.exists()] == []
+    assert [p for p in kept if not p.exists()] == []
