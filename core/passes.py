@@ -408,6 +408,14 @@ class ReflectOutcome(msgspec.Struct):
         return ", ".join(parts)
 
 
+def _entry_id_problem(entry: InboxEntry) -> str | None:
+    from .identity import record_id_problem
+
+    if isinstance(entry, SessionEntry):
+        return record_id_problem(entry.session_id)
+    return record_id_problem(entry.item.id)
+
+
 def intervention_key(entry: InboxEntry, plan: Planned) -> str:
     """The attempts ledger's name for one intervention: stable across passes
     over the same (or a grown) transcript, since a message's index does not
@@ -655,6 +663,15 @@ async def _reflect_entry(
         return
     work = _Work.of(entry, voices)
     retry = entry.retry
+    bad_id = _entry_id_problem(entry)
+    if bad_id is not None:
+        # Queued before ids were checked where they enter: it could never be
+        # recorded mined, so every pass would ask the model for it again.
+        await my_turn()
+        with store.lock():
+            set_aside(store, path, f"{work.label}: the id {bad_id}; it can never be recorded mined")
+        outcome.set_aside += 1
+        return
     if work.mined(store) and not retry:
         await my_turn()
         progress(f"{work.label} is already mined; skipped")

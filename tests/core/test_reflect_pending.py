@@ -262,3 +262,21 @@ async def test_a_learn_batch_is_bounded_oldest_first_and_the_rest_wait(store: Le
     from mecha.core.consolidation import learner_user_prompt
 
     assert len(learner_user_prompt("behavior", [], [], huge)) < 10_000
+
+
+async def test_an_inbox_entry_whose_id_can_never_be_recorded_is_set_aside_and_the_rest_go_on(store: LearningStore):
+    # Pins: an entry queued with a session id holding a newline (before ids
+    # were checked where they enter) failing every later pass, which asked
+    # the model for it again each time.
+    bad = passes.SessionEntry("s1\nforged", three_interventions(), CLEAN)
+    path = passes.inbox_dir(store)
+    passes.enqueue(store, passes.SessionEntry("ok", three_interventions(), CLEAN))
+    import msgspec
+
+    (path / "00000000T000000Z-bad.json").write_bytes(msgspec.json.encode(bad))
+    model = ByIntervention({w: '{"skip": true}' for w in ("only the docs folder", "never delete files", "changelog")})
+    outcome = await passes.reflect_inbox(store, Reflector(model))
+    assert "ok" in store.mined_sessions() and outcome.set_aside == 1
+    [aside] = passes.list_set_aside(store)
+    assert "can never be recorded mined" in aside.reason
+    assert len(model.requests) == 3, "the bad entry cost no model call"
