@@ -225,3 +225,58 @@ def test_the_pass_verb_honours_learning_dir_and_refuses_a_bad_job_id(tmp_path: P
     ok = subprocess.run([*base, "--job", "j1"], capture_output=True, text=True, timeout=30)
     assert ok.returncode == 0, ok.stderr
     assert '"state":"done"' in (store / "jobs" / "j1.json").read_text()
+
+
+def test_a_set_aside_session_is_named_by_jobs_doctor_and_inbox_and_retried_or_dropped_from_the_cli(cli, store_dir, tmp_path):
+    # Pins: a session the model server refuses outright (a paste longer than
+    # its context) blocking every later pass, with no way out but editing
+    # files by hand.
+    from tests.model_server import ModelServer, lessons_responder, request_prompts, status
+
+    refused = {"on": True}
+
+    def responder(request, dialect):
+        if refused["on"] and "PASTED-LOG" in request_prompts(request, dialect)[1]:
+            return status(400, body=json.dumps({"error": {"message": "context length exceeded"}}))
+        return lessons_responder(request, dialect)
+
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    for sid, steer in (("huge", "PASTED-LOG: never deploy on fridays"), ("after", "Run the linter before committing.")):
+        (sessions / f"{sid}.json").write_text(
+            json.dumps({"session_id": sid, "messages": steer_session(steer), "taint_timeline": CLEAN})
+        )
+    with ModelServer(responder=responder) as server:
+        reflected = cli("reflect", "--sessions", str(sessions), model_url=server.url)
+        assert reflected.returncode == 0, reflected.stdout + reflected.stderr
+        assert "1 set aside" in reflected.stdout
+        assert set(store_ids(store_dir, "mined.jsonl")) == {"huge", "after"}, "the session behind it was not blocked"
+
+        listed = cli("--json", "inbox")
+        [entry] = json.loads(listed.stdout)["set_aside"]
+        assert entry["label"] == "session huge" and "HTTP 400" in entry["reason"]
+        assert "1 set aside" in cli("jobs").stdout
+        doctor = cli("doctor", model_url=server.url).stdout
+        assert entry["id"] in doctor and "mecha-sidecar inbox retry ID" in doctor
+
+        refused["on"] = False
+        retried = cli("inbox", "retry", entry["id"][:20], model_url=server.url)
+        assert retried.returncode == 0, retried.stdout + retried.stderr
+        assert json.loads(cli("--json", "inbox").stdout) == {"waiting": 0, "set_aside": []}
+        lessons = [r["reflexion_text"] for r in store_lines(store_dir, "reflections.jsonl")]
+        assert any("never deploy on fridays" in text for text in lessons)
+
+    # Dropping: set aside once more, then gone for good.
+    (sessions / "huge.json").unlink()
+    (sessions / "other.json").write_text(
+        json.dumps({"session_id": "other", "messages": steer_session("PASTED-LOG again"), "taint_timeline": CLEAN})
+    )
+    refused["on"] = True
+    with ModelServer(responder=responder) as server:
+        cli("reflect", "--sessions", str(sessions), model_url=server.url)
+    [entry] = json.loads(cli("--json", "inbox").stdout)["set_aside"]
+    dropped = cli("inbox", "drop", entry["id"])
+    assert dropped.returncode == 0 and "dropped" in dropped.stdout
+    assert json.loads(cli("--json", "inbox").stdout)["set_aside"] == []
+    missing = cli("inbox", "retry", "no-such-entry")
+    assert missing.returncode == 1 and "NotFound" in missing.stderr
