@@ -61,7 +61,15 @@ from typing import Any
 
 import msgspec
 
-from .foreign import ReadSession, TaintPolicy, TaintTimeline, line_error, numbered_lines
+from .foreign import (
+    IMAGE_PLACEHOLDER,
+    INTERRUPTED_RESULT,
+    ReadSession,
+    TaintPolicy,
+    TaintTimeline,
+    line_error,
+    numbered_lines,
+)
 from .mining import DENIAL_PREFIX
 from .transcript import Block, Message, Taint
 
@@ -105,7 +113,6 @@ _SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTA
 _COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
 _ANSWER = re.compile(r'"((?:[^"\\]|\\.)*)"="((?:[^"\\]|\\.)*)"', re.DOTALL)
-IMAGE_PLACEHOLDER = "[image]"
 
 
 class _Inner(msgspec.Struct):
@@ -425,7 +432,7 @@ class _Reader:
         is_error = bool(b.is_error)
         if text.lstrip().startswith(INTERRUPT_MARKER):
             self.interrupted = True
-            return Block.tool_result(b.tool_use_id or "", "(interrupted by the person)", True)
+            return Block.tool_result(b.tool_use_id or "", INTERRUPTED_RESULT, True)
         reason = rejection_reason(text)
         if reason is not None:
             if self.pending_denial is None and not self._denied_in_batch(batch):

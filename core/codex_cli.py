@@ -48,7 +48,15 @@ from typing import Any
 
 import msgspec
 
-from .foreign import ReadSession, TaintPolicy, TaintTimeline, line_error, numbered_lines
+from .foreign import (
+    IMAGE_PLACEHOLDER,
+    INTERRUPTED_RESULT,
+    ReadSession,
+    TaintPolicy,
+    TaintTimeline,
+    line_error,
+    numbered_lines,
+)
 from .mining import DENIAL_PREFIX
 from .transcript import Block, Message, Taint
 
@@ -68,8 +76,6 @@ _HARNESS_PREFIXES = (
     "<INSTRUCTIONS>",
     "<turn_aborted>",
 )
-IMAGE_PLACEHOLDER = "[image]"
-INTERRUPTED_RESULT = "(interrupted by the person)"
 
 
 class _Content(msgspec.Struct):

@@ -38,6 +38,12 @@ from .transcript import Message, Taint, TaintCheckpoint
 FORMATS = ("mecha", "claude", "codex")
 FORMAT_NAMES = {"mecha": "a mecha transcript", "claude": "a Claude Code session", "codex": "a Codex CLI rollout"}
 
+#: What a picture in a person's message becomes in the wire transcript, in
+#: every reader: the words beside it are kept, the image is marked.
+IMAGE_PLACEHOLDER = "[image]"
+#: The result a reader gives a call the person interrupted before it ended.
+INTERRUPTED_RESULT = "(interrupted by the person)"
+
 
 class ReadSession(msgspec.Struct, kw_only=True):
     """One session file, read: the wire transcript and what the file said
