@@ -27,7 +27,7 @@ from mecha.core.rules import Rule
 from mecha.core.store import LearningStore
 from mecha.sidecar.localmodel import MODEL_ID, LocalServer
 from tests.e2e.conftest import REPO, store_lines
-from tests.realparts import manifest
+from tests.realparts import MissingPart, manifest
 from tests.recording_proxy import RecordingProxy
 
 #: A CPU-only 135M model on a shared 2-core machine: each call takes seconds
@@ -36,6 +36,23 @@ PASS_TIMEOUT_S = 1500.0
 SAMPLE = REPO / "core" / "samples" / "session.json"
 CLAUDE_FIXTURE = REPO / "tests" / "fixtures" / "claude-code" / "projects"
 CONTRACTS = {c.name: c for c in (BEHAVIOR_CONTRACT, WRITING_CONTRACT, LEARNER_CONTRACT)}
+
+
+def local_model() -> Path:
+    """The model file of the `local` extra installed in *this* interpreter
+    (the manifest says the machine has the built wheel; each venv installs
+    it), or a failure naming the command that installs it."""
+    import importlib.util
+
+    from mecha.sidecar.localmodel import LocalModelUnavailable, find_local_model
+
+    manifest("llama")
+    try:
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise LocalModelUnavailable("llama-cpp-python is not installed in this interpreter")
+        return find_local_model()
+    except LocalModelUnavailable as exc:
+        raise MissingPart(f"{exc}; run `python -m tests.realparts llama` with this interpreter") from None
 
 
 def _sent_contract(body: dict) -> str | None:
@@ -60,7 +77,7 @@ def _wait_jobs_done(store: Path, kind: str, timeout: float = PASS_TIMEOUT_S) -> 
 
 
 def test_the_whole_loop_runs_on_a_real_local_model(spawn, store_dir: Path, env: dict, tmp_path: Path):
-    part = manifest("llama")
+    model_file = local_model()
     # Earlier sessions' lessons and one accepted rule, so the learn pass has
     # a set to rewrite whatever the tiny model draws from today's sessions.
     seeded = LearningStore.open(store_dir)
@@ -72,7 +89,7 @@ def test_the_whole_loop_runs_on_a_real_local_model(spawn, store_dir: Path, env: 
     seeded.write_learned_rules("behavior", [Rule(text="Confirm destructive shell commands first.")])
     seeded.commit("seed")
 
-    with LocalServer(Path(part["model"]), python=part["python"], log=tmp_path / "llama.log") as llama, \
+    with LocalServer(model_file, log=tmp_path / "llama.log") as llama, \
             RecordingProxy(llama.base_url) as proxy:
         model = {"api": "openai", "baseUrl": proxy.url, "model": MODEL_ID, "timeoutS": 600, "concurrency": 1}
         s = spawn()
@@ -149,7 +166,7 @@ def test_the_demo_runs_the_whole_loop_on_the_local_model_it_starts_itself(env: d
     # Pins: `mecha-sidecar demo` on a fresh machine with no API key ending in
     # a traceback (`TimeoutError: no mecha/jobFinished notification`) or in
     # NoModel although the local model is installed.
-    manifest("llama")
+    local_model()
     run = subprocess.run(
         [sys.executable, "-m", "mecha.sidecar", "demo", "--timeout", str(PASS_TIMEOUT_S)],
         env=env, capture_output=True, text=True, timeout=PASS_TIMEOUT_S + 120,

