@@ -300,12 +300,17 @@ class MechaLanguageServer(LanguageServer):
         ident.sort()
         return tuple(ident)
 
-    def on_store_changed(self) -> None:
+    def on_store_changed(self, *, announce: bool = False) -> None:
+        """Republish, and tell the client when the pending proposals changed.
+        `announce` tells it whatever they are: after a command that resolved
+        one, the client must hear the new count even when no poll saw the
+        proposal appear (it was written and resolved between two polls, and
+        the client learnt of it from its diagnostics and its own request)."""
         self.publish_all()
         self.report_jobs()
         store = self.ctx.existing_store() if self.ctx else None
         pending = tuple(sorted(p.id for p in store.proposals() if getattr(p.status, "value", p.status) == "pending")) if store else ()
-        if pending != self.pending_seen:
+        if announce or pending != self.pending_seen:
             self.pending_seen = pending
             by_domain: dict[str, int] = {}
             for p in store.proposals() if store else []:
@@ -704,14 +709,14 @@ class _LspLoop:
         # than at the next poll. The key first: a change landing while this
         # runs must still differ from it at the next poll, or it is lost.
         self.ls.store_key = self.ls.store_identity()
-        self._announce()
+        self._announce(after_command=True)
 
-    def _announce(self) -> None:
+    def _announce(self, *, after_command: bool = False) -> None:
         """Tell the client the store changed. If telling fails part-way, the
         key is forgotten so the next poll tries again: a change must never be
         swallowed because the key was saved before it was announced."""
         try:
-            self.ls.on_store_changed()
+            self.ls.on_store_changed(announce=after_command)
         except Exception:
             self.ls.store_key = None
             raise
