@@ -57,10 +57,15 @@ def _parser() -> argparse.ArgumentParser:
         epilog=VERBS_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--learning-dir", help="the store root (default: $MECHA_LEARNING_DIR, else ~/.mecha/learning)")
-    p.add_argument("--json", action="store_true", help="print results as JSON")
+    _global_options(p, default=None)
     p.add_argument("--stdio", action="store_true", help=argparse.SUPPRESS)
-    sub = p.add_subparsers(dest="verb", metavar="VERB")
+    # The same options after the verb: the README says every verb takes them.
+    # Defaults suppressed there, so a value given before the verb is not
+    # overwritten by the verb's own (absent) default.
+    common = argparse.ArgumentParser(add_help=False)
+    _global_options(common, default=argparse.SUPPRESS)
+    real_sub = p.add_subparsers(dest="verb", metavar="VERB")
+    sub = _WithParents(real_sub, common)
 
     s = sub.add_parser("serve", help="the harness endpoint on stdio")
     s.add_argument("--stdio", action="store_true", help=argparse.SUPPRESS)
@@ -138,6 +143,25 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("doctor", help="health checks")
     sub.add_parser("schema", help="print the JSON Schema")
     return p
+
+
+def _global_options(p: argparse.ArgumentParser, default: Any) -> None:
+    """`--learning-dir` and `--json`, which every verb takes before or after
+    its name; `default` is None on the top-level parser and SUPPRESS on a
+    verb's, so either position sets the one value."""
+    p.add_argument("--learning-dir", default=default, help="the store root (default: $MECHA_LEARNING_DIR, else ~/.mecha/learning)")
+    p.add_argument("--json", action="store_true", default=False if default is None else default, help="print results as JSON")
+
+
+class _WithParents:
+    """`add_subparsers()` with the global options added to every verb."""
+
+    def __init__(self, sub: Any, common: argparse.ArgumentParser) -> None:
+        self._sub = sub
+        self._common = common
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        return self._sub.add_parser(name, parents=[self._common], **kwargs)  # type: ignore[no-any-return]
 
 
 def _mining_options(s: argparse.ArgumentParser) -> None:

@@ -280,3 +280,31 @@ def test_a_set_aside_session_is_named_by_jobs_doctor_and_inbox_and_retried_or_dr
     assert json.loads(cli("--json", "inbox").stdout)["set_aside"] == []
     missing = cli("inbox", "retry", "no-such-entry")
     assert missing.returncode == 1 and "NotFound" in missing.stderr
+
+
+def test_the_global_options_work_after_the_verb_as_before_it(env, server, tmp_path: Path) -> None:
+    # Pins: `reflect --sessions DIR --learning-dir X` refused with
+    # "unrecognized arguments" although the README says every verb takes them.
+    (tmp_path / "sessions").mkdir()
+    (tmp_path / "sessions" / "s.json").write_text(
+        json.dumps({"session_id": "after", "messages": steer_session("Use tabs."), "taint_timeline": CLEAN})
+    )
+    store = tmp_path / "after-store"
+    run_env = {**env, "MECHA_MODEL_API": "openai", "MECHA_MODEL_BASE_URL": server.url, "MECHA_MODEL": "scripted-model"}
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "mecha.sidecar", *argv],
+            env=run_env, cwd=tmp_path, capture_output=True, text=True, timeout=WAIT_S,
+        )
+
+    reflected = run("reflect", "--sessions", str(tmp_path / "sessions"), "--learning-dir", str(store), "--json")
+    assert reflected.returncode == 0, reflected.stderr
+    summary = json.loads(reflected.stdout)
+    assert summary["queued"] == ["after"] and summary["job"]["state"] == "done"
+    assert [r["session_id"] for r in store_lines(store, "reflections.jsonl")] == ["after"]
+    # Before the verb still works, and names the same store.
+    listed = run("--learning-dir", str(store), "jobs", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [j["id"] for j in json.loads(listed.stdout)["jobs"]] == [summary["job"]["id"]]
+    assert not (tmp_path / "home" / ".mecha").exists()  # never the default store
