@@ -56,6 +56,7 @@ def _permissions(root: Path) -> Check:
 
 
 def run_checks(root: Path, model_options: Mapping[str, Any] | None = None, *, env: Mapping[str, str] | None = None) -> list[Check]:
+    from .proposals import pending_for
     from .store import LearningStore
 
     env = os.environ if env is None else env
@@ -115,7 +116,7 @@ def run_checks(root: Path, model_options: Mapping[str, Any] | None = None, *, en
             if len(pool) >= LEARN_MIN_REFLECTIONS and len(learnable) < LEARN_MIN_REFLECTIONS:
                 starved.append(f"{domain}: {len(pool)} unprocessed, {len(learnable)} learnable (needs {LEARN_MIN_REFLECTIONS})")
         checks.append(Check("learner", not starved, "; ".join(starved) or "no domain is starved of learnable reflections"))
-        pending = [p for p in store.proposals() if p.status == "pending"]
+        pending = pending_for(store)
         checks.append(
             Check(
                 "proposals",

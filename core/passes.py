@@ -41,6 +41,7 @@ from .identity import mint_proposal_id, mint_run_id, now
 from .ledger import LeapRun
 from .mining import DEFAULT_VOICES, Intervention, Voices, bound_text, edit_intervention, extract_interventions
 from .outbox import OutboxItem
+from .proposals import pending_for
 from .reflection import Evidence, Origin, Reflector, Reflexion, evidence_for
 from .rules import (
     LEARN_MIN_REFLECTIONS,
@@ -61,6 +62,7 @@ from .store import (
     AttemptState,
     LearningStore,
     Proposal,
+    ProposalStatus,
 )
 from .provenance import WITHHELD_AFTERMATH, WITHHELD_CONTEXT, withheld_assistant_text
 from .transcript import Message, TaintCheckpoint, taint_at
@@ -844,7 +846,7 @@ def learn_refusal(store: LearningStore, domain: str, minimum: int | None = None)
     floor = LEARN_MIN_REFLECTIONS if minimum is None else minimum
     if floor < 1:
         raise InvalidInput("min: must be at least 1")
-    pending = [p.id for p in store.proposals() if p.domain == domain and p.status == "pending"]
+    pending = [p.id for p in pending_for(store, domain)]
     if pending:
         return f"proposal {pending[0]} for {domain} is still pending; accept or reject it first"
     pool = learnable_pool(store, domain)
@@ -892,7 +894,7 @@ async def learn_domain(
     rules = finalize_rules(new, before, batch_ids, stamp)
     active_before, active_after = active_count(before), active_count(rules)
     with store.lock():
-        if any(p.domain == domain and p.status == "pending" for p in store.proposals()):
+        if pending_for(store, domain):
             return LearnOutcome(outcome="another pass proposed for this domain meanwhile; this result was dropped")
         if store.learned_rules(domain) != before:
             return LearnOutcome(outcome="the live rules changed during the pass; this result was dropped, run learn again")
@@ -911,7 +913,7 @@ async def learn_domain(
                 status="unchanged",
             )
         refused = budget_refuses(active_before, active_after)
-        status = "rejected_by_gate" if refused else "pending"
+        status = ProposalStatus.REJECTED_BY_GATE if refused else ProposalStatus.PENDING
         reason = (
             f"the budget gate refused it: {active_after} active rules is over the cap of "
             f"{MAX_ACTIVE_RULES_PER_DOMAIN} and grows the set from {active_before}; "
@@ -951,5 +953,5 @@ async def learn_domain(
     return LearnOutcome(
         outcome=f"proposal {proposal.id} {verb}: {active_before} -> {active_after} active {domain} rules",
         proposal_id=proposal.id,
-        status=status,
+        status=status.value,
     )

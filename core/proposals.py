@@ -21,22 +21,18 @@ import msgspec
 from .errors import InvalidInput, NotFound, NotPending, Stale
 from .identity import mint_proposal_id, mint_run_id, now
 from .rules import active_count, validate_domain
-from .store import LearningStore, Proposal
-
-PENDING = "pending"
-ACCEPTED = "accepted"
-REJECTED = "rejected"
-REJECTED_BY_GATE = "rejected_by_gate"
+from .store import LearningStore, Proposal, ProposalStatus
 
 
-def _status(p: Proposal) -> str:
-    return getattr(p.status, "value", p.status)
+def is_pending(p: Proposal) -> bool:
+    """Whether `p` still waits for a person's accept or reject."""
+    return p.status == ProposalStatus.PENDING
 
 
 def _require_pending(p: Proposal) -> None:
-    if _status(p) != PENDING:
+    if not is_pending(p):
         raise NotPending(
-            f"proposal {p.id} is already {_status(p)}" + (f" (resolved {p.resolved_at})" if p.resolved_at else "")
+            f"proposal {p.id} is already {p.status.value}" + (f" (resolved {p.resolved_at})" if p.resolved_at else "")
         )
 
 
@@ -69,7 +65,7 @@ def accept_proposal(store: LearningStore, proposal_id: str) -> Proposal:
             store.write_learned_rules(p.domain, p.rules)
         run_id = mint_run_id()
         store.mark_reflexions_processed(p.reflexion_ids, run_id)
-        p = msgspec.structs.replace(p, status=ACCEPTED, resolved_at=now())
+        p = msgspec.structs.replace(p, status=ProposalStatus.ACCEPTED, resolved_at=now())
         store.write_proposal(p)
         before, after = active_count(p.rules_before), active_count(p.rules)
         store.commit(
@@ -88,7 +84,7 @@ def reject_proposal(store: LearningStore, proposal_id: str, reason: str | None =
         _require_pending(p)
         store.refuse_links(store.root / "reflections.jsonl", store.proposal_path(p.id))
         store.mark_reflexions_processed(p.reflexion_ids, mint_run_id())
-        p = msgspec.structs.replace(p, status=REJECTED, resolved_at=now(), reason=reason)
+        p = msgspec.structs.replace(p, status=ProposalStatus.REJECTED, resolved_at=now(), reason=reason)
         store.write_proposal(p)
         store.commit(
             f"reject proposal {p.id} ({p.domain})\n\n"
@@ -122,7 +118,7 @@ def propose_retirement(store: LearningStore, domain: str, rule_id: str, reason: 
         p = Proposal(
             id=mint_proposal_id(),
             domain=domain,
-            status=PENDING,
+            status=ProposalStatus.PENDING,
             reflexion_ids=[],
             rules_before=before,
             rules=after,
@@ -155,7 +151,9 @@ def proposal_diff(store: LearningStore, p: Proposal) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def list_proposals(store: LearningStore, status: str | None = None, domain: str | None = None) -> list[Proposal]:
+def list_proposals(
+    store: LearningStore, status: ProposalStatus | None = None, domain: str | None = None
+) -> list[Proposal]:
     if domain is not None:
         validate_domain(domain)
     return [
@@ -165,6 +163,8 @@ def list_proposals(store: LearningStore, status: str | None = None, domain: str 
     ]
 
 
-def pending_for(store: LearningStore, domain: str) -> list[Proposal]:
-    return list_proposals(store, PENDING, domain)
-
+def pending_for(store: LearningStore, domain: str | None = None) -> list[Proposal]:
+    """The proposals still waiting for a person — for `domain`, or for every
+    domain. The one answer to "is anything pending?": a learn pass refuses
+    while one waits, doctor counts them and the editor shows them."""
+    return [p for p in list_proposals(store, None, domain) if is_pending(p)]

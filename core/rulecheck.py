@@ -64,7 +64,8 @@ from .rules import (
     routed_domains,
     validate_domain,
 )
-from .store import LEARNED_KIND, RULES_DIR, USER_KIND, Proposal, ProposalStatus
+from .proposals import is_pending
+from .store import LEARNED_KIND, RULES_DIR, USER_KIND, Proposal
 
 # ─── Codes and severities (the contract in editors/README.md) ───────────────
 
@@ -979,7 +980,7 @@ def pending_of(domain: str, proposals: Sequence[Proposal]) -> list[PendingPropos
     return [
         PendingProposal(p.id, active_count(p.rules_before), active_count(p.rules))
         for p in proposals
-        if p.domain == domain and p.status == ProposalStatus.PENDING
+        if p.domain == domain and is_pending(p)
     ]
 
 

@@ -24,7 +24,7 @@ from mecha.core.ledger import RuleTally, ValidationRecord
 from mecha.core.mining import Intervention
 from mecha.core.outbox import OutboxItem
 from mecha.core.run import RunStats
-from mecha.core.store import Proposal, SetAside
+from mecha.core.store import Proposal, ProposalStatus, SetAside
 from mecha.core.transcript import Message, TaintCheckpoint
 
 from .errors import INVALID_PARAMS, RpcError
@@ -166,7 +166,7 @@ class InboxDropResult(msgspec.Struct):
 
 
 class ProposalsParams(msgspec.Struct):
-    status: Literal["pending", "accepted", "rejected", "rejected_by_gate"] | None = None
+    status: ProposalStatus | None = None
     domain: str | None = None
 
 

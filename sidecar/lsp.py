@@ -219,8 +219,10 @@ class MechaLanguageServer(LanguageServer):
         return []
 
     def pending_for(self, domain: str) -> list[rulecheck.PendingProposal]:
+        from mecha.core.proposals import pending_for
+
         store = self.ctx.existing_store() if self.ctx else None
-        return rulecheck.pending_of(domain, store.proposals()) if store is not None else []
+        return rulecheck.pending_of(domain, pending_for(store, domain)) if store is not None else []
 
     def findings_for(self, uri: str) -> tuple[str, list[str], list[rulecheck.Finding]] | None:
         """The open document's text, its lines and rulecheck's findings on
@@ -308,14 +310,16 @@ class MechaLanguageServer(LanguageServer):
         the client learnt of it from its diagnostics and its own request)."""
         self.publish_all()
         self.report_jobs()
+        from mecha.core.proposals import pending_for
+
         store = self.ctx.existing_store() if self.ctx else None
-        pending = tuple(sorted(p.id for p in store.proposals() if getattr(p.status, "value", p.status) == "pending")) if store else ()
+        waiting = pending_for(store) if store is not None else []
+        pending = tuple(sorted(p.id for p in waiting))
         if announce or pending != self.pending_seen:
             self.pending_seen = pending
             by_domain: dict[str, int] = {}
-            for p in store.proposals() if store else []:
-                if getattr(p.status, "value", p.status) == "pending":
-                    by_domain[p.domain] = by_domain.get(p.domain, 0) + 1
+            for p in waiting:
+                by_domain[p.domain] = by_domain.get(p.domain, 0) + 1
             self.protocol.notify(
                 "mecha/proposalsChanged",
                 m.to_builtins(m.ProposalsChangedParams(pending=len(pending), by_domain=by_domain)),

@@ -17,13 +17,14 @@ from mecha.core.errors import InvalidInput, ModelFailure, NoModel, NotFound, Not
 from mecha.core.outbox import OutboxItem
 from mecha.core.proposals import (
     accept_proposal,
+    pending_for,
     proposal_diff,
     propose_retirement,
     reject_proposal,
 )
 from mecha.core.reflection import Evidence, Origin, Reflector, Reflexion
 from mecha.core.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule
-from mecha.core.store import LearningStore
+from mecha.core.store import LearningStore, Proposal, ProposalStatus
 from mecha.core.transcript import Block, Message, Taint, TaintCheckpoint
 from tests.fakes import ScriptedProvider
 
@@ -208,6 +209,22 @@ async def test_a_learn_pass_proposes_and_never_writes_the_learned_file(store: Le
     assert (run.reflexions_processed, run.rules_before, run.rules_after) == (3, 0, 2)
     assert all(not r.is_processed for r in store.reflexions()), "only resolution marks them"
     assert git_log(store)[0].startswith("learn behavior: propose 0 -> 2 active rules")
+
+
+async def test_a_learn_pass_writes_its_proposal_with_the_status_enum_not_a_string(store: LearningStore, monkeypatch):
+    # Pins: the pass built its Proposal with status "pending" (a str in a
+    # field typed ProposalStatus), which is why readers carried getattr shims.
+    written: list[Proposal] = []
+    real = store.write_proposal
+    monkeypatch.setattr(store, "write_proposal", lambda p: (written.append(p), real(p))[1])
+    store.append_reflexions([reflexion(i) for i in "abc"])
+    await passes.learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply("Ask first."))))
+    [p] = written
+    assert type(p.status) is ProposalStatus and p.status is ProposalStatus.PENDING
+    assert [q.id for q in pending_for(store, "behavior")] == [p.id] == [q.id for q in pending_for(store)]
+    assert pending_for(store, "other") == []
+    reject_proposal(store, p.id)
+    assert pending_for(store) == []
 
 
 async def test_growth_past_the_cap_is_rejected_by_the_gate_and_the_reflections_return_to_the_pool(store: LearningStore):

@@ -402,3 +402,16 @@ def test_every_real_error_is_in_the_table(doc: dict[str, Any], wire: Any) -> Non
 
 def test_generated_schema_is_the_document_schema_returns() -> None:
     assert json.loads(schema_json()) == schema()
+
+
+def test_the_proposals_status_filter_is_the_stores_status_enum():
+    # Pins: the wire spelled the statuses again as a Literal, free to drift
+    # from the store's enum.
+    from mecha.core.store import ProposalStatus
+    from mecha.protocol import methods as m
+
+    doc = schema()
+    assert json.dumps(doc).count('"rejected_by_gate"') == 1, "one spelling of the statuses, the enum's"
+    assert sorted(doc["$defs"]["ProposalStatus"]["enum"]) == sorted(s.value for s in ProposalStatus)
+    params = msgspec.json.decode(b'{"status": "rejected_by_gate"}', type=m.ProposalsParams)
+    assert params.status is ProposalStatus.REJECTED_BY_GATE
