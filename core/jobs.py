@@ -57,7 +57,9 @@ def validate_job_id(job_id: object) -> str:
 
 
 def jobs_dir(root: Path) -> Path:
-    return root / "jobs"
+    from .store import JOBS_DIR
+
+    return root / JOBS_DIR
 
 
 def job_path(root: Path, job_id: str) -> Path:

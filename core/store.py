@@ -61,7 +61,16 @@ import msgspec
 
 from . import _files
 from .errors import Ambiguous, InvalidDomain, InvalidInput, InvalidStore, NotFound
-from .layout import CACHE_DIR, DEFAULT_HOME_SUBDIR, LEARNING_DIR_ENV, RULES_DIR, default_root, resolve_root, rules_fingerprint  # noqa: F401 (re-exported)
+from .layout import (  # noqa: F401 (re-exported)
+    CACHE_DIR,
+    DEFAULT_HOME_SUBDIR,
+    LEARNING_DIR_ENV,
+    RULES_DIR,
+    RULES_SUFFIX,
+    default_root,
+    resolve_root,
+    rules_fingerprint,
+)
 from .ledger import LeapRun, ValidationRecord
 from .rules import (
     MAX_ACTIVE_RULES_PER_DOMAIN,
@@ -133,6 +142,30 @@ GITIGNORE_ENTRIES: tuple[str, ...] = (
 
 USER_KIND = "user"
 LEARNED_KIND = "learned"
+
+
+def rules_file_name(domain: str, kind: str) -> str:
+    """`<domain>.<kind>.toml`: the one spelling of a rules file's name."""
+    if kind not in (USER_KIND, LEARNED_KIND):
+        raise ValueError(f"unknown rules kind {kind!r}")
+    return f"{domain}.{kind}{RULES_SUFFIX}"
+
+
+def sibling_kind(kind: str) -> str:
+    """The other file of a domain's pair: a person's rules are checked
+    against the learned ones and the other way round."""
+    return USER_KIND if kind == LEARNED_KIND else LEARNED_KIND
+
+
+def rules_file_path(root: Path, domain: str, kind: str) -> Path:
+    """`<root>/rules/<domain>.<kind>.toml`, after the domain is validated."""
+    return root / RULES_DIR / rules_file_name(validate_domain(domain), kind)
+
+
+def job_log_name(job_id: str) -> str:
+    """A job's log, relative to the store root (`logs/<id>.log`), as the job
+    record names it."""
+    return f"{LOGS_DIR}/{job_id}.log"
 
 #: A proposal id becomes a file name, so it is checked before any path is
 #: built: no separators, no leading dot, a length a filesystem accepts.
@@ -1093,9 +1126,7 @@ class LearningStore:
 
     def rules_path(self, domain: str, kind: str) -> Path:
         """`rules/<domain>.<kind>.toml`, after the domain is validated."""
-        if kind not in (USER_KIND, LEARNED_KIND):
-            raise ValueError(f"unknown rules kind {kind!r}")
-        return self._root / RULES_DIR / f"{validate_domain(domain)}.{kind}.toml"
+        return rules_file_path(self._root, domain, kind)
 
     def _load_rules(self, path: Path) -> list[Rule]:
         data = _files.read_bytes(path)

@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from mecha.core.mining import DEFAULT_FINAL_ANSWER_NUDGE, Voices
-from mecha.core.store import LearningStore
+from mecha.core.store import LEARNING_DIR_ENV, LearningStore
 from mecha.protocol.lifecycle import InitializationOptions, InitializeParams
 
 __all__ = ["Context", "InitializationOptions", "InitializeParams"]
@@ -73,7 +73,7 @@ class Context(msgspec.Struct):
         the model options the harness gave (never a key: the key stays in the
         variable `apiKeyEnv` names)."""
         env = dict(os.environ)
-        env["MECHA_LEARNING_DIR"] = str(self.root)
+        env[LEARNING_DIR_ENV] = str(self.root)
         if self.voices.final_answer_nudge != DEFAULT_FINAL_ANSWER_NUDGE:
             env["MECHA_FINAL_ANSWER_NUDGE"] = self.voices.final_answer_nudge
         if self.voices.harness_prefixes:

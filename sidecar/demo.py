@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from mecha.core.sessions import load_transcript, sample_session_path, samples_dir
+from mecha.core.store import RULES_DIR, RULES_SUFFIX, job_log_name
 
 from .client import ServerError, SidecarClient
 
@@ -135,7 +136,7 @@ def _wait_for_job(c: SidecarClient, root: Path, job_id: str, timeout: float) -> 
     """Wait for `mecha/jobFinished` for `job_id`, showing what the pass
     logs as it goes (each reflection as it lands) and the time waited.
     `_DemoStopped` after `timeout` seconds."""
-    log = root / "logs" / f"{job_id}.log"
+    log = root / job_log_name(job_id)
     seen = 0
     started = time.monotonic()
     last_note = started
@@ -181,9 +182,9 @@ def _show_progress(log: Path, offset: int) -> int:
 
 
 def _demo(root: Path, *, model: dict[str, Any] | None, timeout: float, local: bool) -> int:
-    (root / "rules").mkdir(parents=True)
-    for path in sorted((samples_dir() / "rules").glob("*.toml")):
-        shutil.copyfile(path, root / "rules" / path.name)
+    (root / RULES_DIR).mkdir(parents=True)
+    for path in sorted((samples_dir() / RULES_DIR).glob("*" + RULES_SUFFIX)):
+        shutil.copyfile(path, root / RULES_DIR / path.name)
     session = load_transcript(sample_session_path())
     import msgspec
 

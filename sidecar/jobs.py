@@ -17,6 +17,7 @@ from typing import Any
 from mecha.core import jobs as jobs_mod
 from mecha.core._files import ensure_private_dir
 from mecha.core.identity import mint_job_id, now
+from mecha.core.store import LOGS_DIR, job_log_name
 
 from .context import Context
 
@@ -31,7 +32,7 @@ def start_pass(
 ) -> jobs_mod.Job:
     store = ctx.store()
     job_id = mint_job_id(kind)
-    log_rel = f"logs/{job_id}.log"
+    log_rel = job_log_name(job_id)
     job = jobs_mod.Job(
         id=job_id,
         kind=kind,  # type: ignore[arg-type]
@@ -42,7 +43,7 @@ def start_pass(
         log=log_rel,
     )
     jobs_mod.write_job(store.root, job)
-    ensure_private_dir(store.root / "logs", root=store.root)
+    ensure_private_dir(store.root / LOGS_DIR, root=store.root)
     argv = [sys.executable, "-m", "mecha.sidecar", "pass", kind, "--job", job_id]
     if domain is not None:
         argv += ["--domain", domain]

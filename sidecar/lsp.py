@@ -39,6 +39,19 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from mecha.core import rulecheck
 from mecha.core import jobs as jobs_mod
+from mecha.core._files import TMP_SUFFIX
+from mecha.core.store import (
+    JOBS_DIR,
+    PROPOSALS_DIR,
+    REFLECTIONS_FILE,
+    RULES_DIR,
+    USER_KIND,
+    VALIDATIONS_FILE,
+    rules_file_name,
+    rules_fingerprint,
+    rules_file_path,
+    sibling_kind,
+)
 from mecha.protocol import errors as codes
 from mecha.protocol import methods as m
 from mecha.protocol.errors import RpcError, rpc_error_from
@@ -191,7 +204,7 @@ class MechaLanguageServer(LanguageServer):
         store = self.ctx.existing_store() if self.ctx else None
         if store is None:
             return {}
-        path = store.root / "reflections.jsonl"
+        path = store.root / REFLECTIONS_FILE
         try:
             st = path.stat()
             key = (st.st_ino, st.st_mtime_ns, st.st_size)
@@ -203,8 +216,7 @@ class MechaLanguageServer(LanguageServer):
         return self.reflections_by_id
 
     def _sibling_rules(self, domain: str, kind: str) -> list[Any]:
-        other = "user" if kind == "learned" else "learned"
-        path = self.root() / "rules" / f"{domain}.{other}.toml"
+        path = rules_file_path(self.root(), domain, sibling_kind(kind))
         uri = from_fs_path(str(path))
         doc = self.workspace.text_documents.get(uri) if uri else None
         try:
@@ -274,26 +286,28 @@ class MechaLanguageServer(LanguageServer):
         kind = self.doc_kind(uri)
         if kind is None:
             return
-        other = "user" if kind[1] == "learned" else "learned"
-        sibling = from_fs_path(str(self.root() / "rules" / f"{kind[0]}.{other}.toml"))
+        sibling = from_fs_path(str(rules_file_path(self.root(), kind[0], sibling_kind(kind[1]))))
         if sibling and sibling != uri and sibling in self.workspace.text_documents:
             self.publish(sibling)
 
     # ── watching the store ──
     def store_identity(self) -> Any:
+        """What changes when anything the editor shows could: the rules
+        files (the store's own fingerprint of them), proposals, jobs,
+        validations and reflections."""
         root = self.root()
-        ident = []
-        for sub in ("rules", "proposals", "jobs"):
+        ident: list[Any] = [(RULES_DIR, repr(rules_fingerprint(root)))]
+        for sub in (PROPOSALS_DIR, JOBS_DIR):
             try:
                 with os.scandir(root / sub) as it:
                     for e in it:
-                        if e.name.endswith(".tmp"):
+                        if e.name.endswith(TMP_SUFFIX):
                             continue
                         st = e.stat(follow_symlinks=False)
                         ident.append((sub, e.name, st.st_ino, st.st_mtime_ns, st.st_size))
             except FileNotFoundError:
                 continue
-        for name in ("validations.jsonl", "reflections.jsonl"):
+        for name in (VALIDATIONS_FILE, REFLECTIONS_FILE):
             try:
                 st = (root / name).stat()
                 ident.append((name, st.st_ino, st.st_mtime_ns, st.st_size))
@@ -442,11 +456,11 @@ def build_server() -> MechaLanguageServer:
         from mecha.core.store import parse_rules_file
 
         try:
-            mine = parse_rules_file(doc.source, f"{domain}.{which}.toml")
+            mine = parse_rules_file(doc.source, rules_file_name(domain, which))
         except Exception:
             return []
         other = ls._sibling_rules(domain, which)
-        user, learned = (mine, other) if which == "user" else (other, mine)
+        user, learned = (mine, other) if which == USER_KIND else (other, mine)
         pending = ls.pending_for(domain)
         top = lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=0, character=0))
         lenses = []

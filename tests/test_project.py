@@ -58,3 +58,22 @@ def test_no_tracked_text_names_the_folder_the_checkout_sits_in():
         except (UnicodeDecodeError, OSError):
             continue
         assert here not in text, name
+
+
+def test_the_stores_layout_is_spelled_only_by_the_store():
+    # Pins: file and folder names of the store typed again in the passes,
+    # the handlers and the editor endpoint, free to drift from store.py.
+    spelled = re.compile(
+        r"""["'](?:reflections\.jsonl|validations\.jsonl|mined\.jsonl|MECHA_LEARNING_DIR)["']|["'](?:logs|inbox)/"""
+    )
+    owners = {Path("core/store.py"), Path("core/layout.py")}
+    found = []
+    for layer in ("core", "protocol", "sidecar"):
+        for path in sorted((ROOT / layer).rglob("*.py")):
+            rel = path.relative_to(ROOT)
+            if rel in owners:
+                continue
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if spelled.search(line) and not line.lstrip().startswith("#"):
+                    found.append(f"{rel}:{n}: {line.strip()}")
+    assert not found, "use the constants in core/store.py:\n" + "\n".join(found)
