@@ -214,11 +214,11 @@ def plan_session(
     if not fresh:
         return plan
     if not old_before_first_fresh and not imported_before:
-        plan.entry = SessionEntry(read.session_id, read.messages, read.taint_timeline, read.interactive)
+        plan.entry = SessionEntry(read.session_id, read.messages, read.taint_timeline, read.interactive, voices=voices)
         return plan
     start = tail_start(read.messages, fresh[0].intervention.at)
     messages, timeline = tail_transcript(read.messages, read.taint_timeline, start)
-    plan.entry = SessionEntry(f"{read.session_id}@{start}", messages, timeline, read.interactive)
+    plan.entry = SessionEntry(f"{read.session_id}@{start}", messages, timeline, read.interactive, voices=voices)
     return plan
 
 

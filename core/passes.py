@@ -137,6 +137,11 @@ class SessionEntry(msgspec.Struct, tag="session", tag_field="kind"):
     #: Put back by a person (`inbox retry`) after it was set aside: asked
     #: again although its session is already marked mined.
     retry: bool = False
+    #: The voices the session was surveyed with when it was handed over
+    #: (the harness's, the command line's), so the pass finds the same
+    #: interventions in it. `None` (an entry queued without them): the
+    #: pass's own.
+    voices: Voices | None = None
 
 
 class DraftEntry(msgspec.Struct, tag="draft", tag_field="kind"):
@@ -617,7 +622,8 @@ class _Work(msgspec.Struct):
     @classmethod
     def of(cls, entry: InboxEntry, voices: Voices) -> _Work:
         if isinstance(entry, SessionEntry):
-            plans = survey_session(entry.messages, entry.taint_timeline, interactive=entry.interactive, voices=voices)
+            heard = entry.voices if entry.voices is not None else voices
+            plans = survey_session(entry.messages, entry.taint_timeline, interactive=entry.interactive, voices=heard)
             return cls(entry, entry.session_id, f"session {entry.session_id}", plans, edits=False)
         plan = survey_draft(entry.item)
         return cls(entry, entry.item.session_id or "", f"draft {entry.item.id}", [plan] if plan else [], edits=True)

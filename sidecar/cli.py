@@ -445,17 +445,19 @@ def _reflect(ctx: Any, args: argparse.Namespace) -> int:
     failed — is not queued again."""
     from mecha.core.errors import InvalidInput
     from mecha.core.foreign import read_session
-    from mecha.core.passes import SessionEntry, enqueue, queued_session_ids, survey_session
+    from mecha.core.passes import queued_session_ids
+    from mecha.protocol import methods as m
 
     from . import humane
-    from .handlers import start_job
+    from .handlers import session_ended, start_job
+    from .rpc import Cancel
 
     directory: Path = args.sessions
     if not directory.is_dir():
         raise ValueError(f"--sessions {directory}: not a directory")
     ctx = _mining_context(ctx, args)
     store = ctx.store()
-    mined = store.mined_sessions() | queued_session_ids(store)
+    waiting = store.mined_sessions() | queued_session_ids(store)
     queued, skipped, empty, ready = [], [], [], []
     for path in sorted(directory.iterdir()):
         if path.suffix not in (".json", ".jsonl") or not path.is_file():
@@ -465,16 +467,22 @@ def _reflect(ctx: Any, args: argparse.Namespace) -> int:
         except InvalidInput as exc:
             print(f"mecha-sidecar: warning: skipped {exc}", file=sys.stderr)
             continue
-        if session.session_id in mined or session.session_id in (e.session_id for e in ready):
+        if session.session_id in waiting or session.session_id in (s.session_id for s in ready):
             skipped.append(session.session_id)
             continue
-        if not survey_session(session.messages, session.taint_timeline, interactive=session.interactive, voices=ctx.voices):
-            empty.append(session.session_id)
-            continue
-        ready.append(SessionEntry(session.session_id, session.messages, session.taint_timeline, session.interactive))
-    for entry in ready:
-        enqueue(store, entry)
-        queued.append(entry.session_id)
+        ready.append(
+            m.SessionEndedParams(session.session_id, session.messages, session.taint_timeline, session.interactive)
+        )
+    # Every file is read before any is handed over; each goes the way a
+    # harness run's transcript does, and one pass is started after the last.
+    for params in ready:
+        ended = session_ended(ctx, params, Cancel(), start_pass=False)
+        if ended.already_mined:
+            skipped.append(params.session_id)
+        elif not ended.interventions:
+            empty.append(params.session_id)
+        else:
+            queued.append(params.session_id)
     summary = {"queued": queued, "already_mined": skipped, "no_interventions": empty, "job": None}
     if not queued:
         _emit(args, summary, humane.reflect_summary)

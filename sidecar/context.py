@@ -71,29 +71,13 @@ class Context(msgspec.Struct):
     def pass_environment(self) -> dict[str, str]:
         """Environment for a detached pass: this one, plus the store root and
         the model options the harness gave (never a key: the key stays in the
-        variable `apiKeyEnv` names)."""
+        variable `apiKeyEnv` names). The voices are not here: each inbox
+        entry carries the ones it was surveyed with."""
         env = dict(os.environ)
         env[LEARNING_DIR_ENV] = str(self.root)
-        if self.voices.final_answer_nudge != DEFAULT_FINAL_ANSWER_NUDGE:
-            env["MECHA_FINAL_ANSWER_NUDGE"] = self.voices.final_answer_nudge
-        if self.voices.harness_prefixes:
-            env["MECHA_HARNESS_VOICES"] = msgspec.json.encode(list(self.voices.harness_prefixes)).decode()
         if self.model_options:
             env["MECHA_MODEL_OPTIONS"] = msgspec.json.encode(self.model_options).decode()
         return env
-
-
-def voices_from_environment() -> Voices:
-    """The voices a detached pass was started with."""
-    nudge = os.environ.get("MECHA_FINAL_ANSWER_NUDGE") or DEFAULT_FINAL_ANSWER_NUDGE
-    raw = os.environ.get("MECHA_HARNESS_VOICES")
-    prefixes: tuple[str, ...] = ()
-    if raw:
-        try:
-            prefixes = tuple(str(v) for v in msgspec.json.decode(raw) if v)
-        except (msgspec.DecodeError, TypeError):
-            prefixes = ()
-    return Voices(final_answer_nudge=nudge, harness_prefixes=prefixes)
 
 
 def model_options_from_environment() -> dict[str, Any] | None:

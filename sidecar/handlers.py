@@ -167,7 +167,13 @@ def appraise(ctx: Context, p: m.AppraiseSessionParams, cancel: Cancel) -> Any:
 
 
 @handles("mecha/sessionEnded")
-def session_ended(ctx: Context, p: m.SessionEndedParams, cancel: Cancel) -> m.SessionEndedResult:
+def session_ended(
+    ctx: Context, p: m.SessionEndedParams, cancel: Cancel, *, start_pass: bool = True
+) -> m.SessionEndedResult:
+    """Survey a finished run's transcript and, when it holds interventions
+    and is not mined yet, queue it with the voices it was surveyed with and
+    start a reflect pass. `start_pass=False` (the CLI handing over a folder
+    of sessions, which starts one pass after the last) only queues."""
     from mecha.core.identity import validate_record_id
     from mecha.core.passes import SessionEntry, enqueue, survey_session
     from mecha.core.reflection import Origin
@@ -184,10 +190,10 @@ def session_ended(ctx: Context, p: m.SessionEndedParams, cancel: Cancel) -> m.Se
         # that has interventions of its own.
         from mecha.core.passes import count_waiting
 
-        job = start_job(ctx, "reflect") if count_waiting(store) else None
+        job = start_job(ctx, "reflect") if start_pass and count_waiting(store) else None
         return m.SessionEndedResult(interventions=0, learnable=0, already_mined=False, job=job)
-    enqueue(store, SessionEntry(p.session_id, p.messages, p.taint_timeline, p.interactive))
-    job = start_job(ctx, "reflect", session_id=p.session_id)
+    enqueue(store, SessionEntry(p.session_id, p.messages, p.taint_timeline, p.interactive, voices=ctx.voices))
+    job = start_job(ctx, "reflect", session_id=p.session_id) if start_pass else None
     return m.SessionEndedResult(interventions=len(plans), learnable=learnable, already_mined=False, job=job)
 
 

@@ -1,7 +1,7 @@
 """`mecha-sidecar pass reflect|learn`: the body of a detached background pass.
 
-Runs with the store root, the harness's voices and model options in its
-environment (see `Context.pass_environment`), logs to its job's log file, and
+Runs with the store root and the harness's model options in its environment
+(see `Context.pass_environment`; the voices travel in each inbox entry), logs to its job's log file, and
 writes the job's final record whatever happens — including `failed` with the
 reason when there is no model, the model misbehaves, or the pass crashes.
 """
@@ -19,7 +19,7 @@ from mecha.core import jobs as jobs_mod
 from mecha.core.identity import now
 from mecha.core.store import LearningStore
 
-from .context import model_options_from_environment, voices_from_environment
+from .context import model_options_from_environment
 
 
 def _config():
@@ -76,7 +76,7 @@ def run_pass(
                 cfg = None
             outcome = asyncio.run(
                 reflect_inbox(
-                    store, None, voices=voices_from_environment(), progress=progress, require_model=require,
+                    store, None, progress=progress, require_model=require,
                     concurrency=cfg.concurrency if cfg is not None else 1,
                 )
             )

@@ -14,6 +14,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from tests.model_server import ModelServer, request_prompts
@@ -442,3 +443,45 @@ def test_a_broken_sidecar_toml_does_not_fail_a_pass_whose_harness_names_the_mode
     assert final["state"] == "failed" and str(broken) in final["outcome"] and "not valid TOML" in final["outcome"]
     assert "file-only" not in store_ids(store_dir, "mined.jsonl")
     assert alone.shutdown() == 0
+
+
+def test_the_pass_reflects_on_what_the_sidecar_surveyed_with_the_harness_voices(spawn, server, store_dir):
+    # Pins: the harness's voices reached the detached pass only through
+    # environment variables, so a pass started any other way (a later run's
+    # end, `inbox retry`) surveyed the transcript again without them and took
+    # the harness's own turn for a person's steer.
+    from tests.e2e.conftest import multi_steer_session
+
+    sc = spawn()
+    sc.initialize(store_dir, model_options(server), harnessVoices=["[compacted]"])
+    notice = "[compacted] The conversation so far: the docs were tidied."
+    ended = sc.request(
+        "mecha/sessionEnded",
+        {"session_id": "voiced", "messages": multi_steer_session([notice, "Keep the diff small."]), "taint_timeline": CLEAN},
+    )
+    assert ended["interventions"] == 1
+    assert sc.job_finished(ended["job"]["id"])["state"] == "done"
+    assert [r["intervention"] for r in _reflections_for(store_dir, "voiced")] == ["Keep the diff small."]
+    assert len(server.completions()) == 1
+
+
+def test_a_handed_over_session_carries_its_voices_in_the_inbox_not_the_environment(tmp_path):
+    # Pins: MECHA_HARNESS_VOICES / MECHA_FINAL_ANSWER_NUDGE set for the pass,
+    # a second channel beside the inbox entry that could disagree with it.
+    from mecha.core.passes import queued_session_ids
+    from mecha.protocol import methods as m
+    from mecha.sidecar.context import Context, InitializationOptions
+    from mecha.sidecar.handlers import session_ended
+    from mecha.sidecar.rpc import Cancel
+
+    ctx = Context.from_options(
+        InitializationOptions(learning_dir=str(tmp_path / "store"), harness_voices=["[x]"], final_answer_nudge="Answer now.")
+    )
+    env = ctx.pass_environment()
+    assert "MECHA_HARNESS_VOICES" not in env and "MECHA_FINAL_ANSWER_NUDGE" not in env
+    params = msgspec.convert({"session_id": "s", "messages": steer_session("Use tabs."), "taint_timeline": CLEAN}, m.SessionEndedParams)
+    ended = session_ended(ctx, params, Cancel(), start_pass=False)
+    assert ended.job is None and ended.interventions == 1
+    assert queued_session_ids(ctx.store()) == {"s"}
+    [entry] = [json.loads(p.read_text()) for p in (tmp_path / "store" / "inbox").glob("*.json")]
+    assert entry["voices"] == {"final_answer_nudge": "Answer now.", "harness_prefixes": ["[x]"]}
