@@ -384,6 +384,12 @@ def schema() -> dict[str, Any]:
         result = _result_type(spec.result)
         if result is not None:
             written_types.append(result)
+    from .commands import COMMANDS, NOTIFICATIONS
+
+    for command in COMMANDS.values():
+        written_types.append(command.result)
+        param_types.extend(a.type for a in command.arguments if a.type is not str)
+    written_types.extend(NOTIFICATIONS.values())
     defs, read_names, written_names = _components(param_types, written_types, [RulesFile, Rule])
 
     def ref(name: str) -> dict[str, str]:
@@ -400,6 +406,23 @@ def schema() -> dict[str, Any]:
             "summary": spec.summary,
         }
 
+    def argument(a: Any) -> dict[str, Any]:
+        shape = {"type": "string"} if a.type is str else ref(read_names[a.type.__name__])
+        return {"name": a.name, "schema": shape, "required": a.required}
+
+    editor = {
+        "commands": {
+            cid: {
+                "method": c.method,
+                "arguments": [argument(a) for a in c.arguments],
+                "result": ref(written_names[c.result.__name__]),
+                "summary": c.summary,
+            }
+            for cid, c in COMMANDS.items()
+        },
+        "notifications": {name: {"params": ref(written_names[t.__name__])} for name, t in NOTIFICATIONS.items()},
+    }
+
     error_codes = [
         codes.PARSE_ERROR,
         codes.INVALID_REQUEST,
@@ -415,6 +438,7 @@ def schema() -> dict[str, Any]:
         "title": TITLE,
         "description": DESCRIPTION,
         "methods": methods,
+        "editor": editor,
         "initializationOptions": ref(read_names[InitializationOptions.__name__]),
         "rulesFile": ref(written_names[RulesFile.__name__]),
         "errors": {codes.code_name(code): code for code in error_codes},

@@ -52,6 +52,7 @@ from mecha.core.store import (
     rules_file_path,
     sibling_kind,
 )
+from mecha.protocol import commands as wire_commands
 from mecha.protocol import errors as codes
 from mecha.protocol import methods as m
 from mecha.protocol.errors import RpcError, rpc_error_from
@@ -134,14 +135,16 @@ def _cmd_block(ctx: Context, args: list[Any]) -> Any:
 
 
 COMMANDS: dict[str, Callable[[Context, list[Any]], Any]] = {
-    "mecha.acceptProposal": _cmd_accept,
-    "mecha.rejectProposal": _cmd_reject,
-    "mecha.showProposalDiff": _cmd_diff,
-    "mecha.listProposals": _cmd_list,
-    "mecha.learnNow": _cmd_learn,
-    "mecha.proposeRetirement": _cmd_retire,
-    "mecha.showRulesBlock": _cmd_block,
+    rulecheck.ACCEPT_PROPOSAL_COMMAND: _cmd_accept,
+    rulecheck.REJECT_PROPOSAL_COMMAND: _cmd_reject,
+    rulecheck.SHOW_PROPOSAL_DIFF_COMMAND: _cmd_diff,
+    rulecheck.LIST_PROPOSALS_COMMAND: _cmd_list,
+    rulecheck.LEARN_NOW_COMMAND: _cmd_learn,
+    rulecheck.PROPOSE_RETIREMENT_COMMAND: _cmd_retire,
+    rulecheck.SHOW_RULES_BLOCK_COMMAND: _cmd_block,
 }
+# The contract's table (protocol/commands.py) and this one name the same commands.
+assert COMMANDS.keys() == wire_commands.COMMANDS.keys(), sorted(COMMANDS.keys() ^ wire_commands.COMMANDS.keys())
 
 
 # ─── positions ──────────────────────────────────────────────────────────────
@@ -335,7 +338,7 @@ class MechaLanguageServer(LanguageServer):
             for p in waiting:
                 by_domain[p.domain] = by_domain.get(p.domain, 0) + 1
             self.protocol.notify(
-                "mecha/proposalsChanged",
+                wire_commands.PROPOSALS_CHANGED,
                 m.to_builtins(m.ProposalsChangedParams(pending=len(pending), by_domain=by_domain)),
             )
         self.refresh_lenses()

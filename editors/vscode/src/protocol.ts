@@ -1,7 +1,10 @@
 /**
  * What the extension and `mecha-sidecar lsp` agree on: command ids, custom
  * methods, the proposal document scheme, and the shapes on the wire
- * (see editors/README.md and protocol/README.md in the repository).
+ * (see editors/README.md and protocol/README.md in the repository). The
+ * ids and shapes are generated from protocol/'s JSON Schema into `wire.ts`
+ * (editors/vscode/scripts/generate_wire.py); this module adds what is the
+ * client's own.
  *
  * Nothing here imports `vscode`, so it loads in plain Node.
  */
@@ -14,15 +17,22 @@
  * commands therefore use other ids (`CLIENT_COMMANDS`): registering
  * `mecha.acceptProposal` twice would fail activation.
  */
-export const SERVER_COMMANDS = {
-  acceptProposal: "mecha.acceptProposal",
-  rejectProposal: "mecha.rejectProposal",
-  showProposalDiff: "mecha.showProposalDiff",
-  listProposals: "mecha.listProposals",
-  learnNow: "mecha.learnNow",
-  proposeRetirement: "mecha.proposeRetirement",
-  showRulesBlock: "mecha.showRulesBlock",
-} as const;
+export { SERVER_COMMANDS } from "./wire";
+export type {
+  Job,
+  LearnResult,
+  Proposal,
+  ProposalResult,
+  ProposalsResult,
+  ProposalStatus,
+  Rule,
+  RulesPromptBlockResult as RulesBlockResult,
+  ProposalWithDiffResult as ProposalWithDiff,
+  ShowProposalDiffResult as ShowDiffResult,
+  ProposalsChangedParams as ProposalsChanged,
+  JobFinishedParams as JobFinished,
+} from "./wire";
+import { MECHA_METHODS, type Rule } from "./wire";
 
 /** The extension's palette commands, contributed in package.json. */
 export const CLIENT_COMMANDS = {
@@ -36,94 +46,11 @@ export const CLIENT_COMMANDS = {
 
 export const METHODS = {
   executeCommand: "workspace/executeCommand",
-  proposals: "mecha/proposals",
-  proposal: "mecha/proposal",
-  proposalsChanged: "mecha/proposalsChanged",
-  jobFinished: "mecha/jobFinished",
+  ...MECHA_METHODS,
 } as const;
 
 /** Read-only documents showing a proposal's diff: `mecha-proposal:/<id>.diff`. */
 export const PROPOSAL_SCHEME = "mecha-proposal";
-
-export type ProposalStatus = "pending" | "accepted" | "rejected" | "rejected_by_gate";
-
-export interface Rule {
-  text: string;
-  enabled?: boolean;
-  confidence?: number;
-  based_on_count?: number;
-  id?: string;
-  sources?: string[];
-  created_at?: string;
-  retired_at?: string;
-  retired_reason?: string;
-}
-
-export interface Proposal {
-  id: string;
-  domain: string;
-  status: ProposalStatus;
-  reflexion_ids: string[];
-  rules_before: Rule[];
-  rules: Rule[];
-  evidence: string;
-  created_at: string;
-  resolved_at?: string | null;
-  reason?: string | null;
-}
-
-export interface Job {
-  id: string;
-  kind: string;
-  domain?: string;
-  state: string;
-  started_at: string;
-  finished_at?: string;
-  outcome?: string;
-  proposal_id?: string;
-}
-
-export interface ProposalsResult {
-  proposals: Proposal[];
-}
-
-export interface ProposalResult {
-  proposal: Proposal;
-}
-
-export interface ProposalWithDiff {
-  proposal: Proposal;
-  diff: string;
-}
-
-export interface ShowDiffResult {
-  uri: string;
-  id: string;
-  diff: string;
-}
-
-export interface LearnResult {
-  job: Job | null;
-  reason?: string;
-}
-
-export interface RulesBlockResult {
-  block: string | null;
-  rules_hash: string | null;
-  rule_ids: string[];
-  domains: string[];
-}
-
-/** `mecha/proposalsChanged` params. */
-export interface ProposalsChanged {
-  pending: number;
-  by_domain: Record<string, number>;
-}
-
-/** `mecha/jobFinished` params. */
-export interface JobFinished {
-  job: Job;
-}
 
 /** Whether a rule rides in prompts; retirement wins over `enabled = true`. */
 export function isActive(rule: Rule): boolean {

@@ -15,6 +15,8 @@ export function proposal(id: string, domain: string, before: Rule[], after: Rule
     rules: after,
     evidence: "paired gate: 12 episodes, 9 improved, 0 regressed",
     created_at: "2025-01-02T03:04:05.000000Z",
+    resolved_at: null,
+    reason: null,
     ...extra,
   };
 }
