@@ -214,7 +214,7 @@ def ensure_private_dir(path: Path, *, root: Path | None = None) -> None:
         log.warning("cannot make %s owner-only: %s", path, e)
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
     view = memoryview(data)
     while view:
         n = os.write(fd, view)

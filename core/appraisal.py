@@ -184,7 +184,7 @@ class Affect(str, Enum):
 
     def wire(self) -> str:
         """The serde spelling, for a caller that needs a bare string."""
-        return self.value
+        return str(self.value)
 
 
 Affect.ALL = tuple(Affect)
@@ -307,7 +307,8 @@ class Cite(msgspec.Struct, frozen=True, omit_defaults=True):
         return cls(CiteKind.APPRAISER)
 
     def to_wire(self) -> dict[str, Any]:
-        return msgspec.to_builtins(self)
+        wire: dict[str, Any] = msgspec.to_builtins(self)
+        return wire
 
     @classmethod
     def from_wire(cls, obj: Any) -> Cite:
@@ -365,7 +366,8 @@ class Appraisal(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=True):
 def appraisal_to_builtins(a: Appraisal) -> dict[str, Any]:
     """The appraisal as serde would write it: plain dicts, lists and scalars,
     goals as ``"<kind>:<id>"`` strings."""
-    return msgspec.to_builtins(a, enc_hook=goal_enc_hook)
+    out: dict[str, Any] = msgspec.to_builtins(a, enc_hook=goal_enc_hook)
+    return out
 
 
 def appraisal_from_builtins(obj: Any) -> Appraisal:

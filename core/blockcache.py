@@ -42,6 +42,7 @@ its last answer does, reads as a miss.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from .layout import CACHE_DIR, is_racy
 
@@ -103,7 +104,7 @@ def read(root: str | os.PathLike[str], code: Sequence[object]) -> Kept | None:
     return Kept(lines[2], lines[3], answers)
 
 
-def lookup(kept: Kept, fingerprint: list | None, domain: str | None) -> bytes | None:
+def lookup(kept: Kept, fingerprint: list[Any] | None, domain: str | None) -> bytes | None:
     """The answer kept for `domain` under exactly this rules fingerprint."""
     if fingerprint is None or kept.rules != _key(fingerprint):
         return None
@@ -126,7 +127,7 @@ def may_write(root: str | os.PathLike[str], gitignore: bytes | None, has_git: bo
 def write(
     root: str | os.PathLike[str],
     code: Sequence[object],
-    fingerprint: list | None,
+    fingerprint: list[Any] | None,
     domain: str | None,
     answer: bytes,
     initialize: bytes,

@@ -134,7 +134,7 @@ class Metric(str, Enum):
 
     def as_str(self) -> str:
         """The name the proposal block uses — the serde spelling."""
-        return self.value
+        return str(self.value)
 
     def of(self, stats: RunStats) -> float:
         """This metric's value for one run; lower is better."""

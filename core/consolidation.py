@@ -21,10 +21,10 @@ from typing import Annotated
 
 import msgspec
 
-from .provider import CompletionRequest, Provider
-from .mining import CONTEXT_BUDGET, bound_text
-from .reflection import Reflexion
 from .errors import UnusableReply
+from .mining import CONTEXT_BUDGET, bound_text
+from .provider import CompletionRequest, Provider
+from .reflection import Reflexion
 from .replies import ReplyContract, confidence_or_none, no_lesson_reason, refuse_unusable
 from .rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule
 
@@ -169,9 +169,9 @@ def learner_user_prompt(
     parts = [f"Domain: {domain}", "", "## The person's rules (IMMUTABLE, context only)", _render_rules(user_rules), ""]
     if retired:
         parts.append("## Retired rules (IMMUTABLE, measured harmful: never restate or re-derive)")
-        for r in retired:
-            why = f" (retired: {r.retired_reason})" if r.retired_reason else ""
-            parts.append(f"- {r.text}{why}")
+        for rule in retired:
+            why = f" (retired: {rule.retired_reason})" if rule.retired_reason else ""
+            parts.append(f"- {rule.text}{why}")
         parts.append("")
     parts += ["## Current learned rules (yours to rewrite)", _render_rules(active), ""]
     parts.append(f"## New reflections ({len(reflexions)})")

@@ -7,7 +7,7 @@ strings (the ledger's `last_validated` and proposal ordering rely on that).
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from .errors import InvalidInput
 
@@ -18,11 +18,11 @@ MAX_RECORD_ID = 256
 
 
 def now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _stamp() -> str:
-    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
 
 
 def _hex(n: int) -> str:
@@ -33,7 +33,7 @@ def _hex(n: int) -> str:
 
 def mint_rule_id() -> str:
     """`r-YYYYMMDD-xxxxxxxx`, the seed's rule id shape."""
-    return f"r-{datetime.now(timezone.utc).strftime('%Y%m%d')}-{_hex(8)}"
+    return f"r-{datetime.now(UTC).strftime('%Y%m%d')}-{_hex(8)}"
 
 
 def mint_reflexion_id() -> str:

@@ -199,7 +199,7 @@ def plan_session(
         fresh.pop()
         keys.pop()
         held = 1
-    plan = SessionPlan(
+    session = SessionPlan(
         path=path,
         source=read.source,
         session_id=read.session_id,
@@ -212,14 +212,14 @@ def plan_session(
         held=held,
     )
     if not fresh:
-        return plan
+        return session
     if not old_before_first_fresh and not imported_before:
-        plan.entry = SessionEntry(read.session_id, read.messages, read.taint_timeline, read.interactive, voices=voices)
-        return plan
+        session.entry = SessionEntry(read.session_id, read.messages, read.taint_timeline, read.interactive, voices=voices)
+        return session
     start = tail_start(read.messages, fresh[0].intervention.at)
     messages, timeline = tail_transcript(read.messages, read.taint_timeline, start)
-    plan.entry = SessionEntry(f"{read.session_id}@{start}", messages, timeline, read.interactive, voices=voices)
-    return plan
+    session.entry = SessionEntry(f"{read.session_id}@{start}", messages, timeline, read.interactive, voices=voices)
+    return session
 
 
 # ─── finding sessions ───────────────────────────────────────────────────────
@@ -243,11 +243,11 @@ def parse_since(value: str) -> float:
     try:
         if len(value) == 10:
             day = datetime.date.fromisoformat(value)
-            moment = datetime.datetime(day.year, day.month, day.day, tzinfo=datetime.timezone.utc)
+            moment = datetime.datetime(day.year, day.month, day.day, tzinfo=datetime.UTC)
         else:
             moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
             if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=datetime.timezone.utc)
+                moment = moment.replace(tzinfo=datetime.UTC)
     except ValueError:
         raise InvalidInput(f"--since {value!r}: not a date (YYYY-MM-DD) or an ISO date-time") from None
     return moment.timestamp()

@@ -10,8 +10,8 @@ SIGKILL, an OOM — and is reported as `failed`, never as running forever.
 
 from __future__ import annotations
 
-import os
 import re
+from datetime import UTC
 from pathlib import Path
 from typing import Literal
 
@@ -79,13 +79,13 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _seconds_since(stamp: str) -> float:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     try:
-        then = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+        then = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
     except ValueError:
         return 0.0
-    return (datetime.now(timezone.utc) - then).total_seconds()
+    return (datetime.now(UTC) - then).total_seconds()
 
 
 def settle(job: Job) -> Job:

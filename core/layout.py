@@ -31,6 +31,7 @@ read it (git's "racily clean" entries are the same idea).
 from __future__ import annotations
 
 import os
+from typing import Any
 
 #: Where the store lives when nothing says otherwise, under the home directory.
 DEFAULT_HOME_SUBDIR = (".mecha", "learning")
@@ -76,7 +77,7 @@ def _stat_fields(st: os.stat_result) -> list[int]:
     return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
-def rules_fingerprint(root: str | os.PathLike[str]) -> list[list] | None:
+def rules_fingerprint(root: str | os.PathLike[str]) -> list[list[Any]] | None:
     """The identity of every rules file under `root`, sorted by name, as
     plain lists (it is written to and compared with JSON); `None` when there
     is no rules directory at all.
@@ -87,7 +88,7 @@ def rules_fingerprint(root: str | os.PathLike[str]) -> list[list] | None:
         entries = os.scandir(os.path.join(root, RULES_DIR))
     except (FileNotFoundError, NotADirectoryError):
         return None
-    out: list[list] = []
+    out: list[list[Any]] = []
     with entries:
         for entry in entries:
             name = entry.name
@@ -98,7 +99,7 @@ def rules_fingerprint(root: str | os.PathLike[str]) -> list[list] | None:
             except FileNotFoundError:
                 out.append([name])
                 continue
-            ident: list = [name, *_stat_fields(st), None]
+            ident: list[Any] = [name, *_stat_fields(st), None]
             if entry.is_symlink():
                 try:
                     ident[-1] = _stat_fields(os.stat(entry.path))
@@ -118,7 +119,7 @@ RACY_FINE_NS = 100_000_000
 RACY_COARSE_NS = 3_000_000_000
 
 
-def is_racy(fingerprint: list[list] | None, now_ns: int) -> bool:
+def is_racy(fingerprint: list[list[Any]] | None, now_ns: int) -> bool:
     """Whether a fingerprint is too fresh to key a cache that outlives the
     process: some file changed so recently (or is stamped in the future, by
     a clock set back) that a second change within the same timestamp tick

@@ -173,7 +173,8 @@ def extract_interventions(
     # What the assistant last did, kept as its parts and rendered only when
     # an intervention cites it: rendering means JSON-encoding every tool
     # call's input, and most assistant turns are never cited.
-    doing_text, doing_uses = "", ()
+    doing_text = ""
+    doing_uses: Sequence[Block] = ()
     doing: str | None = ""
     # The tool calls of the last assistant message (`tools_before`).
     last_uses: Sequence[Block] = ()

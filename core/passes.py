@@ -42,6 +42,7 @@ from .ledger import LeapRun
 from .mining import DEFAULT_VOICES, Intervention, Voices, bound_text, edit_intervention, extract_interventions
 from .outbox import OutboxItem
 from .proposals import pending_for
+from .provenance import WITHHELD_AFTERMATH, WITHHELD_CONTEXT, withheld_assistant_text
 from .reflection import Evidence, Origin, Reflector, Reflexion, evidence_for
 from .rules import (
     LEARN_MIN_REFLECTIONS,
@@ -58,13 +59,12 @@ from .store import (
     REFLECTIONS_FILE,
     SET_ASIDE_DIR,
     Attempt,
-    SetAside,
     AttemptState,
     LearningStore,
     Proposal,
     ProposalStatus,
+    SetAside,
 )
-from .provenance import WITHHELD_AFTERMATH, WITHHELD_CONTEXT, withheld_assistant_text
 from .transcript import Message, TaintCheckpoint, taint_at
 
 log = logging.getLogger(__name__)
@@ -766,10 +766,10 @@ async def _reflect_entry(
     # Work left: back to the inbox for a later pass (answers so far recorded).
     _release(path)
     outcome.failed += 1
-    pending = len([k for k in keys if not states.get(k, _UNSETTLED).settled])
+    left = len([k for k in keys if not states.get(k, _UNSETTLED).settled])
     faults = sorted({a.unusable for a in got if a.unusable})
     why = "the pass was interrupted" if interrupted else "unusable answer: " + "; ".join(faults)
-    outcome.errors.append(f"{work.label}: {pending} intervention(s) pending ({why})")
+    outcome.errors.append(f"{work.label}: {left} intervention(s) pending ({why})")
 
 
 _UNSETTLED = AttemptState()

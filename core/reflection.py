@@ -23,10 +23,10 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from .errors import UnusableReply
 from .identity import mint_reflexion_id, now
 from .mining import Intervention, Trigger
 from .provider import CompletionRequest, Provider
-from .errors import UnusableReply
 from .replies import ReplyContract, confidence_or_none, no_lesson_reason, refuse_unusable
 from .transcript import Taint
 

@@ -52,7 +52,9 @@ from typing import Any
 import msgspec
 
 from .errors import InvalidDomain
+from .layout import RULES_DIR
 from .ledger import RuleTally
+from .proposals import is_pending
 from .reflection import Reflexion
 from .rules import (
     MAX_ACTIVE_RULES_PER_DOMAIN,
@@ -64,8 +66,7 @@ from .rules import (
     routed_domains,
     validate_domain,
 )
-from .proposals import is_pending
-from .store import LEARNED_KIND, RULES_DIR, USER_KIND, Proposal
+from .store import LEARNED_KIND, USER_KIND, Proposal
 
 # ─── Codes and severities (the contract in editors/README.md) ───────────────
 

@@ -124,9 +124,9 @@ def finalize_rules(
     carried over untouched: a consolidation can neither resurrect nor erase
     what retirement recorded.
     """
-    by_text = {}
-    for prev in previous:
-        by_text.setdefault(prev.text, prev)
+    by_text: dict[str, Rule] = {}
+    for earlier in previous:
+        by_text.setdefault(earlier.text, earlier)
     out: list[Rule] = []
     for rule in new_rules:
         r = msgspec.structs.replace(rule, sources=list(rule.sources))

@@ -488,11 +488,11 @@ def _merge_learned_toml(existing: str, rules: Sequence[Rule]) -> str | None:
                 for item in lead:
                     if isinstance(item, Comment):
                         moved.add(item)
-                for key, item in table.value.body:
-                    if key is None:
-                        moved.add(item)
+                for body_key, item in table.value.body:
+                    if body_key is None:
+                        moved.add(item)  # type: ignore[call-overload]  # keyless: a comment or a blank line
                     else:
-                        moved.add(key, item)
+                        moved.add(body_key, item)
                 table = moved
         out.append(table)
         prev_old = i
@@ -1182,7 +1182,7 @@ class LearningStore:
                         pass
         return sorted(found)
 
-    def rules_fingerprint(self) -> list[list] | None:
+    def rules_fingerprint(self) -> list[list[Any]] | None:
         """The identity of every rules file, `None` without a rules directory
         (`layout.rules_fingerprint`): what a cached rules block is keyed by,
         in this process and across runs."""

@@ -6,6 +6,8 @@ the range JSON-RPC reserves (-32768…-32000) and LSP also draws from.
 
 from __future__ import annotations
 
+from typing import Any
+
 from mecha.core import errors as core_errors
 
 PARSE_ERROR = -32700
@@ -69,7 +71,7 @@ def rpc_error_from(exc: BaseException) -> RpcError:
     for cls in type(exc).__mro__:
         code = _BY_CLASS.get(cls)
         if code is not None:
-            data = {"name": cls.__name__}
+            data: dict[str, Any] = {"name": cls.__name__}
             if isinstance(exc, core_errors.Ambiguous):
                 data["matches"] = list(exc.matches)
             # An InvalidStore names the file and line, so an editor can place it.

@@ -262,9 +262,8 @@ class FrameReader:
         data = bytes(self.buf[:n])
         del self.buf[:n]
         # Keep anything from the last header onwards: it may be a good frame.
-        last = None
-        for last in _CONTENT_LENGTH.finditer(data):
-            pass
+        headers = list(_CONTENT_LENGTH.finditer(data))
+        last = headers[-1] if headers else None
         if last is not None and last.start() > 0:
             self.buf[:0] = data[last.start() :]
         return Frame(error=why)

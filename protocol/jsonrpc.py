@@ -135,6 +135,13 @@ _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _PLAIN = re.compile(rb'[^"\[\]{},]+')
 
 
+
+def _end(pattern: re.Pattern[bytes], body: bytes, i: int) -> int:
+    """Where `pattern`, which matches the empty string too, stops at `i`."""
+    found = pattern.match(body, i)
+    assert found is not None
+    return found.end()
+
 def _usable_id(value: Any) -> Id:
     return value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
 
@@ -143,15 +150,15 @@ def _shallow_id(body: bytes) -> Id:
     """The top-level `"id"` of an object too deeply nested to parse: its
     members are walked at the top level only, nested values skipped by
     counting brackets (outside strings), without recursion."""
-    i = _WS.match(body).end()
+    i = _end(_WS, body, 0)
     if body[i : i + 1] != b"{":
         return None
     i += 1
     while True:
-        key = _STRING.match(body, _WS.match(body, i).end())
+        key = _STRING.match(body, _end(_WS, body, i))
         if key is None:
             return None
-        i = _WS.match(body, key.end()).end()
+        i = _end(_WS, body, key.end())
         if body[i : i + 1] != b":":
             return None
         start = i = i + 1
@@ -174,7 +181,7 @@ def _shallow_id(body: bytes) -> Id:
                     break
                 i += 1
             else:
-                i = _PLAIN.match(body, i).end()
+                i = _end(_PLAIN, body, i)
         else:
             return None
         if key.group() == b'"id"':

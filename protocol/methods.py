@@ -328,7 +328,7 @@ METHODS: dict[str, Method] = {
 
 # ─── encoding and decoding ──────────────────────────────────────────────────
 
-_decoders: dict[type, msgspec.json.Decoder] = {}
+_decoders: dict[type, msgspec.json.Decoder[Any]] = {}
 
 
 def _dec_hook(type_: type, obj: Any) -> Any:
@@ -346,7 +346,7 @@ def enc_hook(obj: Any) -> Any:
     raise NotImplementedError(f"cannot encode {type(obj).__name__}")
 
 
-def decode_params(params_type: type, raw: msgspec.Raw | bytes | None) -> Any:
+def decode_params(params_type: type, raw: msgspec.Raw | bytes | msgspec.UnsetType | None) -> Any:
     """Typed params from the request's raw bytes; absent params read as `{}`.
 
     Errors are -32602 naming the field: msgspec's message carries the JSON

@@ -173,7 +173,7 @@ class _Strict:
     memo: dict[str, str] = {}
 
 
-_scan = _make_scanner(_Strict())
+_scan = _make_scanner(_Strict())  # type: ignore[arg-type]  # the scanner reads only these attributes
 
 #: What JSON counts as whitespace around a value.
 _JSON_SPACE = " \t\n\r"

@@ -144,7 +144,7 @@ def live_affect(ctx: Context, p: m.LiveAffectParams, cancel: Cancel) -> m.LiveAf
 
 @handles("mecha/appraiseSession")
 def appraise(ctx: Context, p: m.AppraiseSessionParams, cancel: Cancel) -> Any:
-    from mecha.core.appraisal import ProbeAt, Probe, appraisal_to_builtins, appraise_session
+    from mecha.core.appraisal import Probe, ProbeAt, appraisal_to_builtins, appraise_session
     from mecha.core.goal import parse_goal
     from mecha.core.identity import now
 

@@ -37,8 +37,8 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
-from mecha.core import rulecheck
 from mecha.core import jobs as jobs_mod
+from mecha.core import rulecheck
 from mecha.core._files import TMP_SUFFIX
 from mecha.core.store import (
     JOBS_DIR,
@@ -48,8 +48,8 @@ from mecha.core.store import (
     USER_KIND,
     VALIDATIONS_FILE,
     rules_file_name,
-    rules_fingerprint,
     rules_file_path,
+    rules_fingerprint,
     sibling_kind,
 )
 from mecha.protocol import commands as wire_commands
@@ -65,7 +65,6 @@ from mecha.protocol.jsonrpc import (
     encode_result,
     request_id_of,
 )
-
 from mecha.protocol.lifecycle import LIFECYCLE_NOTIFICATIONS, notification_sent_as_request
 
 from .context import Context, InitializeParams

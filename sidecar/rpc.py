@@ -29,7 +29,6 @@ import msgspec
 from mecha.protocol import errors as codes
 from mecha.protocol.errors import RpcError, rpc_error_from
 from mecha.protocol.framing import FrameReader, FrameWriter
-from mecha.protocol.lifecycle import LIFECYCLE_NOTIFICATIONS, notification_sent_as_request
 from mecha.protocol.jsonrpc import (
     Incoming,
     decode_envelope,
@@ -38,6 +37,7 @@ from mecha.protocol.jsonrpc import (
     encode_result,
     request_id_of,
 )
+from mecha.protocol.lifecycle import LIFECYCLE_NOTIFICATIONS, notification_sent_as_request
 
 log = logging.getLogger("mecha.sidecar.rpc")
 

@@ -14,9 +14,9 @@ from ..errors import NoModel
 from .config import NO_MODEL_HELP, ModelConfig
 
 if TYPE_CHECKING:
-    from .structured import ModeMemory
     from .anthropic import AnthropicProvider
     from .openai import OpenAIProvider
+    from .structured import ModeMemory
 
 
 def provider_from_config(

@@ -31,9 +31,9 @@ from __future__ import annotations
 import email.utils
 import functools
 import logging
-import ssl
 import math
 import random
+import ssl
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -94,7 +94,7 @@ def backoff_delay(attempt: int, base_s: float, cap_s: float, rand: float) -> flo
     """The wait after failed attempt `attempt` (1-based): `base * 2^(attempt-1)`,
     capped, then jittered into its upper half with `rand` in [0, 1) so that
     many clients backing off together do not return together."""
-    step = min(cap_s, base_s * (2 ** (attempt - 1)))
+    step = min(cap_s, base_s * (2.0 ** (attempt - 1)))
     return step * (0.5 + rand / 2)
 
 

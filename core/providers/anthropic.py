@@ -112,7 +112,8 @@ class AnthropicProvider:
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
         """One completion; a reply schema is asked for as a forced tool
         call when the server takes one (`structured.complete_structured`)."""
-        return await complete_structured(self.cfg, self.memory, request, self._send)
+        response: CompletionResponse = await complete_structured(self.cfg, self.memory, request, self._send)
+        return response
 
     async def _send(self, request: CompletionRequest, mode: Mode, once: bool = False) -> CompletionResponse:
         key = api_key(self.cfg, self._env)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -207,7 +207,11 @@ def resolve_model_config(
     # Lazily, source by source: a source after the winning one is never read,
     # so a broken `sidecar.toml` cannot fail a sidecar whose harness sent
     # `initializationOptions.model`.
-    sources = (lambda: _from_init(init_model), lambda: _from_env(env), lambda: _from_file(config_path))
+    sources: tuple[Callable[[], tuple[dict[str, Any], dict[str, str], str] | None], ...] = (
+        lambda: _from_init(init_model),
+        lambda: _from_env(env),
+        lambda: _from_file(config_path),
+    )
     for read in sources:
         found = read()
         if found is not None:

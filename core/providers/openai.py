@@ -104,7 +104,8 @@ class OpenAIProvider:
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
         """One completion; constrained to `request.reply_schema` as the
         server allows (`structured.complete_structured`)."""
-        return await complete_structured(self.cfg, self.memory, request, self._send)
+        response: CompletionResponse = await complete_structured(self.cfg, self.memory, request, self._send)
+        return response
 
     async def _send(self, request: CompletionRequest, mode: Mode, once: bool = False) -> CompletionResponse:
         key = api_key(self.cfg, self._env)

@@ -66,7 +66,7 @@ def modes_to_try(api: str, setting: str, remembered: str | None) -> tuple[Mode, 
     if setting != "auto":
         return (setting,)  # type: ignore[return-value]
     if remembered in chain:
-        return chain[chain.index(remembered) :]  # type: ignore[arg-type]
+        return chain[chain.index(remembered) :]
     return chain
 
 
@@ -152,8 +152,8 @@ class ModeMemory:
         if data.get(key) == mode:
             return
         data[key] = mode
-        from ..errors import LearningError
         from .._files import ensure_private_dir, refuse_links, write_atomic
+        from ..errors import LearningError
 
         try:
             ensure_private_dir(self.path.parent, root=self.root)

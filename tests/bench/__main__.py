@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.write:
         command = _command(args)
-        date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+        date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
         section = (
             f"{text}\n\n"
             f"Produced by `{command}` on {date}: {machine['cores']} cores, {machine['system']}, "

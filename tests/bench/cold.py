@@ -185,9 +185,9 @@ def _first_stage_modules(install: RegularInstall, root: Path, env: dict[str, str
         "def counted(code):\n    sys.stderr.write('modules=%d\\n' % len(sys.modules)); sys.stderr.flush(); end(code)\n"
         "os._exit = counted\nfrom mecha.sidecar.cli import main\nraise SystemExit(main([]))\n"
     )
-    from mecha.protocol.framing import encode_frame
-
     import msgspec
+
+    from mecha.protocol.framing import encode_frame
 
     messages = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize_params(root)},

@@ -16,7 +16,17 @@ from typing import Any
 
 import msgspec
 
-from .common import Figure, RawClient, child_env, console_script, initialize_params, make_rules_store, median, percentile, rules_toml
+from .common import (
+    Figure,
+    RawClient,
+    child_env,
+    console_script,
+    initialize_params,
+    make_rules_store,
+    median,
+    percentile,
+    rules_toml,
+)
 
 
 def _wait_diagnostics(client: RawClient, uri: str, version: int, limit_s: float = 30.0) -> dict[str, Any]:

@@ -87,10 +87,10 @@ def transcript(n: int = MESSAGES, seed: int = 6) -> list[dict[str, Any]]:
 def _in_process(body: bytes, reps: int, root: Path) -> tuple[float, int]:
     """The server's own handling, without the pipes: envelope, typed params
     straight from the raw bytes, mining, the encoded reply."""
+    from mecha.protocol.jsonrpc import decode_envelope
     from mecha.sidecar.context import Context, InitializationOptions
     from mecha.sidecar.handlers import make_dispatch
     from mecha.sidecar.rpc import Cancel, _encode_result
-    from mecha.protocol.jsonrpc import decode_envelope
 
     dispatch = make_dispatch(Context.from_options(InitializationOptions(learning_dir=str(root))))
     times = []

@@ -8,7 +8,6 @@ import inspect
 import pytest
 
 import mecha.core.consolidation as consolidation
-from mecha.core.errors import UnusableReply
 from mecha.core.consolidation import (
     LEARNER_CONTRACT,
     LEARNER_SYSTEM,
@@ -18,6 +17,7 @@ from mecha.core.consolidation import (
     learner_user_prompt,
     parse_learner_reply,
 )
+from mecha.core.errors import UnusableReply
 from mecha.core.reflection import Origin, Reflexion
 from mecha.core.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule, finalize_rules
 from tests.fakes import ScriptedProvider
@@ -95,14 +95,14 @@ def test_a_reply_claiming_an_impossible_support_count_is_unusable(count):
     # Pins: a count no rules file reader accepts (the harness reads it as an
     # unsigned 32-bit number) being written into learned rules, where it
     # would fail every run's startup.
-    reply = '{"rules": [{"rule": "Ask.", "based_on_count": %d}]}' % count
+    reply = f'{{"rules": [{{"rule": "Ask.", "based_on_count": {count}}}]}}'
     assert parse_learner_reply(reply) is None
 
 
 def test_the_largest_support_count_the_harness_reads_is_accepted():
     # Pins: the range check refusing counts the harness itself would accept.
     for count in (0, 2**32 - 1):
-        rules = parse_learner_reply('{"rules": [{"rule": "Ask.", "based_on_count": %d}]}' % count)
+        rules = parse_learner_reply(f'{{"rules": [{{"rule": "Ask.", "based_on_count": {count}}}]}}')
         assert rules is not None and rules[0].based_on_count == count
 
 

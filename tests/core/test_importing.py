@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import msgspec
 import pytest
 
 from mecha.core.foreign import HARNESS_VOICE_PROFILES

@@ -8,7 +8,6 @@ import os
 import subprocess
 from pathlib import Path
 
-import msgspec
 import pytest
 
 from mecha.core import passes

@@ -6,13 +6,13 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from mecha.core.errors import UnusableReply
 from mecha.core.mining import Intervention, Trigger
 from mecha.core.provider import CompletionResponse, StopReason
-from mecha.core.errors import UnusableReply
 from mecha.core.reflection import (
     BEHAVIOR_CONTRACT,
-    WRITING_CONTRACT,
     REFLECTOR_SYSTEM,
+    WRITING_CONTRACT,
     WRITING_REFLECTOR_SYSTEM,
     Evidence,
     Origin,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mecha.core.errors import ModelFailure
-from mecha.core.provider import CompletionRequest, ReplySchema
+from mecha.core.provider import CompletionRequest
 from mecha.core.providers import AnthropicProvider, InvalidModelConfig, OpenAIProvider, resolve_model_config
 from mecha.core.providers.structured import ModeMemory, modes_to_try, steps_down_after
 from mecha.core.reflection import BEHAVIOR_CONTRACT

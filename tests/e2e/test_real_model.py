@@ -22,7 +22,7 @@ from pathlib import Path
 
 from mecha.core.consolidation import LEARNER_CONTRACT
 from mecha.core.identity import now
-from mecha.core.reflection import BEHAVIOR_CONTRACT, Origin, Reflexion, WRITING_CONTRACT
+from mecha.core.reflection import BEHAVIOR_CONTRACT, WRITING_CONTRACT, Origin, Reflexion
 from mecha.core.rules import Rule
 from mecha.core.store import LearningStore
 from mecha.sidecar.localmodel import MODEL_ID, LocalServer

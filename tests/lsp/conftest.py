@@ -15,8 +15,6 @@ test with what was seen, it never hangs the suite.
 
 from __future__ import annotations
 
-from tests.processes import wait_for_passes
-
 import asyncio
 import atexit
 import os
@@ -45,6 +43,7 @@ from mecha.core.reflection import Origin, Reflexion
 from mecha.core.rules import Rule
 from mecha.core.store import LearningStore, Proposal, ProposalStatus
 from tests.model_server import ModelServer, lessons_responder
+from tests.processes import wait_for_passes
 
 #: The two editors every test runs under.
 PROFILES = ["visual-studio-code", "neovim"]
@@ -355,7 +354,7 @@ def _fix_code_action_union(converter: Any) -> None:
             return converter.structure(obj, lsp.Command)
         return converter.structure(obj, lsp.CodeAction)
 
-    converter.register_structure_hook(Union[lsp.Command, lsp.CodeAction], structure)
+    converter.register_structure_hook(Union[lsp.Command, lsp.CodeAction], structure)  # noqa: UP007 - cattrs keys on typing.Union
 
 
 def _keep_custom_payloads_raw(converter: Any) -> None:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from mecha.protocol import jsonrpc, plainwire as pw
+from mecha.protocol import jsonrpc
+from mecha.protocol import plainwire as pw
 from mecha.protocol.framing import encode_frame
 from mecha.protocol.lifecycle import ClientInfo, InitializationOptions, InitializeParams
 from mecha.protocol.methods import RulesPromptBlockParams

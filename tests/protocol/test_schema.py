@@ -205,9 +205,9 @@ def test_appraisal_as_appraisal_to_builtins_writes_it(doc: dict[str, Any]) -> No
 
 
 def test_appraisal_from_the_real_derivation(doc: dict[str, Any]) -> None:
-    from tests.protocol.wire_examples import MESSAGES, STATS, TIMELINE
     from mecha.core.appraisal import Probe, ProbeAt
     from mecha.core.transcript import Message, TaintCheckpoint
+    from tests.protocol.wire_examples import MESSAGES, STATS, TIMELINE
 
     appraisal = appraise_session(
         "run-0142",

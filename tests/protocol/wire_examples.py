@@ -15,8 +15,6 @@ by the placeholders a reader would expect (`~/.mecha/learning`,
 
 from __future__ import annotations
 
-from tests.processes import wait_for_passes
-
 import json
 import os
 import shutil
@@ -32,6 +30,7 @@ from typing import Any
 from mecha.core.sessions import samples_dir
 from mecha.protocol.framing import FrameReader, encode_frame
 from tests.model_server import ModelServer, _lessons_from_learner_prompt, reply, request_prompts, status
+from tests.processes import wait_for_passes
 
 TIMEOUT = 30.0
 

@@ -30,8 +30,8 @@ from mecha.protocol.framing import MAX_FRAME_BYTES, Frame, FrameReader, encode_f
 from mecha.protocol.jsonrpc import decode_envelope, request_id_of
 from mecha.protocol.methods import METHODS, decode_params
 from tests.reliability.cases import (
-    StallingReader,
     REQUEST_METHODS,
+    StallingReader,
     WrongType,
     typed_fields,
     valid_params,

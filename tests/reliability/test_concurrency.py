@@ -51,7 +51,6 @@ from tests.e2e.conftest import (
     spawn,  # noqa: F401
     store_dir,  # noqa: F401
     store_ids,
-    store_lines,
     wait_until,
 )
 from tests.model_server import ModelServer, lessons_responder
@@ -124,7 +123,7 @@ def test_three_reflect_passes_over_one_session_at_once_mine_it_once(tmp_path: Pa
             # sessionEnded); each pass claims one copy and reaches the model.
             passes.enqueue(store, passes.SessionEntry("same", _steered("Leave the tests alone."), CLEAN))
             procs[f"reflect-{n}"] = start_pass(env, root, "reflect", f"reflect-{n}")
-            wait_until(lambda: len(server.completions()) >= n + 1, f"pass {n} to be inside its model call")
+            wait_until(lambda: len(server.completions()) >= n + 1, f"pass {n} to be inside its model call")  # noqa: B023 - waited for here
         gated.gate.set()  # all three come back at once and race for the lock
         jobs = {job_id: finish(proc, root, job_id) for job_id, proc in procs.items()}
 
@@ -347,7 +346,7 @@ def test_two_accepts_racing_over_proposals_made_against_the_same_rules_land_exac
         # they contend at the same instant.
         held = store.lock()
         procs = [_cli(root, env, "proposals", "accept", p.id) for p in pair]
-        wait_until(lambda: _waiting_on_lock(root) >= 2 or any(proc.poll() is not None for proc in procs),
+        wait_until(lambda: _waiting_on_lock(root) >= 2 or any(proc.poll() is not None for proc in procs),  # noqa: B023
                    "both accepts to be waiting on the writer lock")
         assert all(proc.poll() is None for proc in procs), "an accept ran without the writer lock"
         held.release()

@@ -33,7 +33,6 @@ from mecha.sidecar.passrun import run_pass
 from tests.e2e.conftest import (
     _no_pass_left_running,  # noqa: F401 - autouse: no pass outlives its test
     env,  # noqa: F401
-    model_options,
     spawn,  # noqa: F401
     steer_session,
     store_dir,  # noqa: F401

@@ -4,13 +4,13 @@ model and no store of its own."""
 
 from __future__ import annotations
 
-from tests.processes import wait_for_passes
-
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.processes import wait_for_passes
 
 from .client import SIDECAR_ARGV, Sidecar, SpawnSidecar, clean_env
 

@@ -16,8 +16,8 @@ from mecha.protocol.framing import MAX_FRAME_BYTES
 from .client import SIDECAR_ARGV, SpawnSidecar, encode, frame
 from .helpers import (
     assert_served,
-    big_transcript,
     assistant_text,
+    big_transcript,
     open_store,
     rule,
     steered,

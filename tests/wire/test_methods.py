@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-
 from mecha.core.candidate import MIN_HOLDOUT_PAIRS, MIN_SELECTION_PAIRS, is_holdout
 from mecha.core.reflection import Origin
 from mecha.core.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_BLOCK_HEADING, RULES_BLOCK_PREAMBLE, rules_hash
