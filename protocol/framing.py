@@ -294,18 +294,33 @@ def _parse_header(header: bytes) -> tuple[int | None, str | None]:
 
 
 class FrameWriter:
-    """Writes whole frames; safe to share between threads."""
+    """Writes whole frames; safe to share between threads (one lock, so
+    frames from a loop and from worker threads never interleave).
 
-    def __init__(self, fd: int):
+    `quiet_when_gone`: a peer that closed its end loses the frame silently
+    instead of raising (the editor endpoint: its reader sees the end).
+    """
+
+    def __init__(self, fd: int, *, quiet_when_gone: bool = False):
         self.fd = fd
         self.lock = threading.Lock()
+        self.quiet_when_gone = quiet_when_gone
 
     def write(self, body: bytes) -> None:
-        data = b"Content-Length: %d\r\n\r\n" % len(body) + body
+        """Frame `body` and write it."""
+        self.write_framed(encode_frame(body))
+
+    def write_framed(self, data: bytes) -> None:
+        """Write bytes that are already whole frames (a library's own)."""
         with self.lock:
             view = memoryview(data)
             while view:
-                written = os.write(self.fd, view)
+                try:
+                    written = os.write(self.fd, view)
+                except OSError:
+                    if self.quiet_when_gone:
+                        return
+                    raise
                 view = view[written:]
 
 

@@ -56,7 +56,7 @@ from mecha.protocol import commands as wire_commands
 from mecha.protocol import errors as codes
 from mecha.protocol import methods as m
 from mecha.protocol.errors import RpcError, rpc_error_from
-from mecha.protocol.framing import FrameReader
+from mecha.protocol.framing import FrameReader, FrameWriter
 from mecha.protocol.jsonrpc import (
     NESTED_TOO_DEEPLY,
     decode_envelope,
@@ -562,26 +562,15 @@ class _QuietStructureErrors(logging.Filter):
         return not str(record.msg).startswith("Unable to deserialize message")
 
 
-class _RawWriter:
-    """pygls hands over fully framed bytes; our own replies are framed here.
-    One lock, so frames from the loop and from worker threads never interleave."""
+class _PyglsWriter:
+    """The writer pygls is given: its frames go through the endpoint's one
+    `FrameWriter`, whose lock our own replies share."""
 
-    def __init__(self, fd: int):
-        self.fd = fd
-        self.lock = threading.Lock()
+    def __init__(self, frames: FrameWriter):
+        self.frames = frames
 
     def write(self, data: bytes) -> None:
-        with self.lock:
-            view = memoryview(data)
-            while view:
-                try:
-                    n = os.write(self.fd, view)
-                except (BrokenPipeError, OSError):
-                    return
-                view = view[n:]
-
-    def write_body(self, body: bytes) -> None:
-        self.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.frames.write_framed(data)
 
     def close(self) -> None:
         pass
@@ -610,7 +599,7 @@ def _execute_command_problem(params: Any) -> str | None:
 
 
 class _LspLoop:
-    def __init__(self, ls: MechaLanguageServer, writer: _RawWriter):
+    def __init__(self, ls: MechaLanguageServer, writer: FrameWriter):
         self.ls = ls
         self.writer = writer
         self.initialized = False
@@ -621,7 +610,7 @@ class _LspLoop:
         self.done: asyncio.Future[int] | None = None
 
     def reply_error(self, id: Any, err: RpcError) -> None:
-        self.writer.write_body(encode_error(id, err))
+        self.writer.write(encode_error(id, err))
 
     def to_pygls(self, body: bytes) -> None:
         try:
@@ -749,7 +738,7 @@ class _LspLoop:
 
         def notify(method: str, payload: Any) -> None:
             body = encode_notification(method, m.to_builtins(payload))
-            self.writer.write_body(body)
+            self.writer.write(body)
 
         def started(job: Any, proc: Any) -> None:
             from .jobs import watch
@@ -787,7 +776,7 @@ class _LspLoop:
 
         def done(fut: asyncio.Future[bytes]) -> None:
             self.cancels.pop(id, None)
-            self.writer.write_body(fut.result())
+            self.writer.write(fut.result())
             if after is not None:
                 after()
 
@@ -852,8 +841,8 @@ def serve_lsp() -> int:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     ls = build_server()
-    writer = _RawWriter(proto_out)
-    ls.protocol.set_writer(writer)
+    writer = FrameWriter(proto_out, quiet_when_gone=True)
+    ls.protocol.set_writer(_PyglsWriter(writer))
     code = asyncio.run(_LspLoop(ls, writer).run())
     ls.shutdown()
     return code
