@@ -42,7 +42,6 @@ its last answer does, reads as a miss.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from .layout import CACHE_DIR, is_racy
 
@@ -50,6 +49,7 @@ from .layout import CACHE_DIR, is_racy
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import Any
 
 #: The cache file, under `CACHE_DIR`.
 CACHE_FILE = "rules-block"
