@@ -1009,6 +1009,24 @@ def pending_findings(domain: str, pending: Sequence[PendingProposal], where: Ran
 # ─── The disable/enable edit ───────────────────────────────────────────
 
 
+def _checked_rule(text: str, rule_index: int) -> tuple[RuleSpan, dict[str, Any], list[Any]] | None:
+    """What an edit of rule `rule_index` is checked against: its span, the
+    document as parsed, and its rules table — or `None` when the document
+    does not parse or its tables do not line up with the spans found in the
+    text, and then no edit is offered. Shared by every quick-fix edit."""
+    spans = rule_spans(text)
+    if not 0 <= rule_index < len(spans):
+        return None
+    try:
+        before = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return None
+    rules_before = before.get("rules")
+    if not isinstance(rules_before, list) or len(rules_before) != len(spans):
+        return None
+    return spans[rule_index], before, rules_before
+
+
 def toggle_edit(text: str, rule_index: int, enabled: bool) -> TextEdit | None:
     """The smallest edit that sets rule `rule_index`'s `enabled`, touching
     only that rule's lines; `None` when it cannot be done safely.
@@ -1023,17 +1041,10 @@ def toggle_edit(text: str, rule_index: int, enabled: bool) -> TextEdit | None:
     """
     import tomlkit  # only this quick fix pays for it
 
-    spans = rule_spans(text)
-    if not 0 <= rule_index < len(spans):
+    checked = _checked_rule(text, rule_index)
+    if checked is None:
         return None
-    try:
-        before = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
-        return None
-    rules_before = before.get("rules")
-    if not isinstance(rules_before, list) or len(rules_before) != len(spans):
-        return None
-    span = spans[rule_index]
+    span, before, rules_before = checked
     literal = "true" if enabled else "false"
     lines = text.split("\n")
     if "enabled" in span.value_ranges:
@@ -1258,17 +1269,10 @@ def remove_rule_edit(text: str, rule_index: int) -> TextEdit | None:
     its rules must be exactly the others, in order."""
     import tomlkit  # only the quick fixes pay for it
 
-    spans = rule_spans(text)
-    if not 0 <= rule_index < len(spans):
+    checked = _checked_rule(text, rule_index)
+    if checked is None:
         return None
-    try:
-        before = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
-        return None
-    rules_before = before.get("rules")
-    if not isinstance(rules_before, list) or len(rules_before) != len(spans):
-        return None
-    span = spans[rule_index]
+    span, before, rules_before = checked
     lines = document_lines(text)
     end = span.end_line + 1
     while end < len(lines) and not lines[end].strip():
