@@ -19,8 +19,7 @@ from . import methods as m
 
 #: Sent by the editor endpoint when the set of pending proposals changes.
 PROPOSALS_CHANGED = "mecha/proposalsChanged"
-#: Sent by either endpoint when a pass it started ends.
-JOB_FINISHED = "mecha/jobFinished"
+JOB_FINISHED = m.JOB_FINISHED
 
 #: The editor endpoint's notifications and their params.
 NOTIFICATIONS: dict[str, type] = {

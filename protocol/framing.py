@@ -37,6 +37,8 @@ import threading
 
 import msgspec
 
+from .plainwire import CONTENT_LENGTH, encode_frame
+
 #: Largest body accepted, so one message cannot exhaust memory. A 10k-message
 #: transcript is a few MB; this leaves an order of magnitude of headroom.
 MAX_FRAME_BYTES = 64 * 1024 * 1024
@@ -47,10 +49,11 @@ MAX_HEADER_BYTES = 8 * 1024
 #: Seconds without a byte, mid-body, before the frame is declared broken.
 DEFAULT_STALL_TIMEOUT = float(os.environ.get("MECHA_SIDECAR_FRAME_STALL_S", "2.0"))
 
-_CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
+_NAME = re.escape(CONTENT_LENGTH.lower())
+_CONTENT_LENGTH = re.compile(_NAME + rb"[ \t]*:", re.IGNORECASE)
 _TERMINATOR = re.compile(rb"\r\n\r\n|\n\n")
 #: A whole `Content-Length: N` header line, up to its raw line break.
-_HEADER_LINE = re.compile(rb"content-length[ \t]*:[ \t]*[0-9]+[ \t]*\r?\n", re.IGNORECASE)
+_HEADER_LINE = re.compile(_NAME + rb"[ \t]*:[ \t]*[0-9]+[ \t]*\r?\n", re.IGNORECASE)
 #: Longest header line `_HEADER_LINE` needs to see to decide (a length of
 #: any plausible number of digits, some spaces): how far a scan for one
 #: looks past the point it must start before.
@@ -60,12 +63,12 @@ _HEADER_LINE_REACH = 64
 def _partial_header_line() -> re.Pattern[bytes]:
     """A header line cut short by the end of the bytes so far: any prefix of
     `Content-Length: N` up to (not including) its line feed, at the end."""
-    name = b"content-length"
+    name = CONTENT_LENGTH.lower()
     tail = rb"(?:[ \t]*(?::[ \t]*[0-9]*[ \t]*\r?)?)?"
     pattern = tail
     for ch in reversed(name[1:]):
         pattern = b"(?:" + re.escape(bytes([ch])) + pattern + b")?"
-    return re.compile(b"c" + pattern + rb"\Z", re.IGNORECASE)
+    return re.compile(re.escape(name[:1]) + pattern + rb"\Z", re.IGNORECASE)
 
 
 _PARTIAL_HEADER_LINE = _partial_header_line()
@@ -279,7 +282,7 @@ def _parse_header(header: bytes) -> tuple[int | None, str | None]:
         name, sep, value = line.partition(b":")
         if not sep:
             return None, f"malformed header line {raw[:80]!r}"
-        if name.strip().lower() != b"content-length":
+        if name.strip().lower() != CONTENT_LENGTH.lower():
             continue  # Content-Type and anything else: ignored
         value = value.strip()
         if not value.isdigit():
@@ -324,5 +327,3 @@ class FrameWriter:
                 view = view[written:]
 
 
-def encode_frame(body: bytes) -> bytes:
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body

@@ -280,6 +280,9 @@ def _m(name: str, params: type, result: Any, summary: str, notification: bool = 
 #: Every `mecha/*` method either endpoint serves, and the notifications the
 #: sidecar sends. A result named by a string (`"Appraisal"`) is a core type kept
 #: out of this module's imports; `mecha.protocol.schema.RESULT_TYPES` resolves it.
+#: Sent by either endpoint when a pass it started ends.
+JOB_FINISHED = "mecha/jobFinished"
+
 METHODS: dict[str, Method] = {
     m.name: m
     for m in (
@@ -320,10 +323,17 @@ METHODS: dict[str, Method] = {
         _m("mecha/judge", JudgeParams, Judgement, "The paired A/B gate over measured arms."),
         _m("mecha/judgeDrawn", JudgeDrawnParams, Judgement, "The gate over already drawn slices."),
         _m("mecha/doctor", Empty, DoctorResult, "Health checks of the store, the loop and the model."),
-        _m("mecha/jobFinished", JobFinishedParams, None,
+        _m(JOB_FINISHED, JobFinishedParams, None,
            "Sent by the sidecar when a pass it started ends.", notification=True),
     )
 }
+
+
+def is_request_method(name: str) -> bool:
+    """Whether the contract has `name` as a request (one sent without an id
+    is dropped: there is nobody to answer)."""
+    spec = METHODS.get(name)
+    return spec is not None and not spec.notification
 
 
 # ─── encoding and decoding ──────────────────────────────────────────────────

@@ -4,7 +4,7 @@ The harness endpoint's first stage (`mecha.sidecar.first_stage`) answers a
 run's first requests before msgspec is imported, and hands everything else to
 the full server. This module is what it knows of the wire, and it knows only
 the *plain* case: whatever it does not recognise, it refuses (returns `None`
-or `REFUSED`), and the full server — `framing`, `jsonrpc`, `lifecycle` and
+or `REFUSED`), and the full server — `framing`, `jsonrpc`, `initialize` and
 `methods`, which stay the wire's definition — reads the same bytes as if the
 first stage had never looked at them.
 
@@ -20,7 +20,7 @@ sure the full server reads the same way:
 - an envelope has `"jsonrpc": "2.0"`, a string `method`, at most `id` and
   `params` besides, and an `id` (if any) that is an integer or a short
   printable-ASCII string, so it is written back exactly as msgspec would;
-- params are spelled exactly as `lifecycle.InitializeParams` and
+- params are spelled exactly as `initialize.InitializeParams` and
   `methods.RulesPromptBlockParams` read them (a test holds the key lists
   here to those Structs).
 
@@ -39,10 +39,21 @@ try:
 except ImportError:  # pragma: no cover - an interpreter without the accelerator
     from json.scanner import make_scanner as _make_scanner
 
+#: The one header of the base protocol, as every endpoint writes it (and
+#: `framing` reads it, in any case).
+CONTENT_LENGTH = b"Content-Length"
+_FRAME_HEAD = CONTENT_LENGTH + b": %d\r\n\r\n"
+
+
+def encode_frame(body: bytes) -> bytes:
+    """`body` as one frame: the only way this project writes one."""
+    return _FRAME_HEAD % len(body) + body
+
+
 #: A plain frame header: this, 1–7 digits, `\r\n\r\n`. Matched by hand
 #: rather than by a regular expression, whose compilation alone costs the
 #: first stage a measurable share of its start.
-_HEADER_NAME = b"Content-Length: "
+_HEADER_NAME = CONTENT_LENGTH + b": "
 _HEADER_END = b"\r\n\r\n"
 _MAX_DIGITS = 7
 #: Largest plain body: the requests the first stage serves are tens of bytes.
@@ -60,11 +71,11 @@ _MAX_DEPTH = 32
 _INT_RANGE = range(-(1 << 63), 1 << 63)
 _MAX_ID_CHARS = 128
 
-#: The keys `lifecycle.InitializeParams` and its parts read (others are
+#: The keys `initialize.InitializeParams` and its parts read (others are
 #: ignored there, as here).
 INITIALIZE_PARAMS_KEYS = ("initializationOptions", "processId", "clientInfo")
 CLIENT_INFO_KEYS = ("name", "version")
-#: Every key of `lifecycle.InitializationOptions`; any other key there is
+#: Every key of `initialize.InitializationOptions`; any other key there is
 #: refused rather than guessed at.
 INITIALIZATION_OPTIONS_KEYS = ("learningDir", "finalAnswerNudge", "harnessVoices", "model")
 #: The keys `methods.RulesPromptBlockParams` reads.
@@ -227,7 +238,7 @@ def _optional_str(value: object) -> bool:
 
 def initialize_learning_dir(params: object) -> object:
     """`initializationOptions.learningDir` (`None` when not given) from
-    `initialize` params that `lifecycle.InitializeParams` reads without
+    `initialize` params that `initialize.InitializeParams` reads without
     complaint, else `REFUSED`."""
     if params is ABSENT:
         return None
@@ -274,5 +285,4 @@ def rules_block_domain(params: object) -> object:
 
 def result_frame(id: bytes, result: bytes) -> bytes:
     """The frame the full server writes for a result whose JSON is `result`."""
-    body = b'{"jsonrpc":"2.0","id":' + id + b',"result":' + result + b"}"
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+    return encode_frame(b'{"jsonrpc":"2.0","id":' + id + b',"result":' + result + b"}")

@@ -143,7 +143,7 @@ def _initialization_options() -> type:
     """The `initializationOptions` Struct. It lives with the sidecar that
     resolves it, so it is imported here, only when a schema is generated,
     against the usual sidecar → protocol direction."""
-    from mecha.protocol.lifecycle import InitializationOptions
+    from mecha.protocol.initialize import InitializationOptions
 
     return InitializationOptions
 

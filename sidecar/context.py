@@ -19,7 +19,7 @@ import msgspec
 
 from mecha.core.mining import DEFAULT_FINAL_ANSWER_NUDGE, Voices
 from mecha.core.store import LEARNING_DIR_ENV, LearningStore
-from mecha.protocol.lifecycle import InitializationOptions, InitializeParams
+from mecha.protocol.initialize import InitializationOptions, InitializeParams
 
 __all__ = ["Context", "InitializationOptions", "InitializeParams"]
 
@@ -45,6 +45,45 @@ class Context(msgspec.Struct):
     #: harness endpoint can keep it for the next run (`blockcache`).
     on_block_rendered: Callable[[str | None, Any, Any], None] | None = None
     _store: LearningStore | None = None
+
+    @classmethod
+    def from_initialize(
+        cls,
+        raw: bytes | None,
+        notify: Callable[[str, Any], None],
+        *,
+        on_job_event: Callable[[], None] | None = None,
+    ) -> Context:
+        """The context an endpoint's `initialize` sets up, the same on both:
+        the params decoded (-32602 naming what is wrong), the store root and
+        voices resolved, `notify` to reach the peer, and every pass a handler
+        starts watched until it ends, when the peer is sent
+        `mecha/jobFinished`. `on_job_event` is called when a pass starts and
+        when it ends (the editor endpoint refreshes what it shows)."""
+        from mecha.protocol.errors import INVALID_PARAMS, RpcError
+        from mecha.protocol.methods import JOB_FINISHED, JobFinishedParams
+
+        try:
+            params = msgspec.json.decode(raw or b"{}", type=InitializeParams)
+        except msgspec.ValidationError as exc:
+            raise RpcError(INVALID_PARAMS, f"invalid params: {exc}") from None
+        ctx = cls.from_options(params.initialization_options)
+        ctx.notify = notify
+
+        def started(job: Any, proc: Any) -> None:
+            from .jobs import watch
+
+            def finished(final: Any) -> None:
+                notify(JOB_FINISHED, JobFinishedParams(job=final))
+                if on_job_event is not None:
+                    on_job_event()
+
+            watch(proc, job, ctx.root, finished)
+            if on_job_event is not None:
+                on_job_event()
+
+        ctx.on_job_started = started
+        return ctx
 
     @classmethod
     def from_options(cls, options: InitializationOptions | None) -> Context:

@@ -26,7 +26,7 @@ result JSON msgspec wrote, and the envelope around it is the one
 `jsonrpc.encode_result` writes.
 
 It imports `os`, `select` and the `json` package's C scanner (`_json`) from
-the standard library, and four small modules of this project;
+the standard library, and five small modules of this project;
 `tests/test_import_budget.py` pins that. Once it has served a whole
 conversation, the process ends without the interpreter's teardown
 (`teardown_is_needless`).
@@ -43,6 +43,7 @@ import mecha.protocol
 import mecha.sidecar
 from mecha.core import blockcache
 from mecha.core.layout import resolve_root, rules_fingerprint
+from mecha.protocol import lifecycle as lc
 from mecha.protocol import plainwire as pw
 
 from ._version import __version__
@@ -91,7 +92,9 @@ class FirstStage:
         self.eof = False
         #: The body of the `initialize` this stage answered, if it did.
         self.initialize: bytes | None = None
-        self.shutdown = False
+        #: The lifecycle gate every endpoint asks (`mecha.protocol.lifecycle`);
+        #: its state goes with a hand-over.
+        self.lifecycle = lc.Lifecycle()
         self.root = ""
         self.cache: blockcache.Kept | None = None
         #: Answers already looked up under `fingerprint`.
@@ -104,7 +107,7 @@ class FirstStage:
 
     def exit_code(self) -> int:
         """The full server's: 0 after `shutdown`, else 1."""
-        return 0 if self.shutdown else 1
+        return self.lifecycle.exit_code
 
     def run(self) -> int | None:
         """The exit code if the conversation ended here; `None` to hand over."""
@@ -159,20 +162,23 @@ class FirstStage:
             pass  # the peer went away; as the full server, read on to the end
 
     def _serve(self, msg: pw.Plain, body: bytes) -> str:
-        method = msg.method
+        """Serve what the lifecycle lets through and the cache can answer
+        exactly as the full server would; hand over the rest (and every
+        refusal, so its error keeps the full server's wording)."""
         request = msg.id is not None
-        live = self.initialize is not None and not self.shutdown
-        if method == "initialize" and request and self.initialize is None and not self.shutdown:
+        verdict = self.lifecycle.admit(msg.method, request).verdict
+        if verdict == lc.INITIALIZE:
             return self._initialize(msg, body)
-        if method == "mecha/rulesPromptBlock" and request and live:
+        if verdict == lc.SERVE and request and msg.method == "mecha/rulesPromptBlock":
             return self._rules_block(msg)
-        if method == "shutdown" and request and live and pw.ignored_params(msg.params):
+        if verdict == lc.SHUTDOWN and pw.ignored_params(msg.params):
+            assert msg.id is not None
             self._send(pw.result_frame(msg.id, b"null"))
-            self.shutdown = True
+            self.lifecycle.shutdown_received()
             return _SERVED
-        if method == "initialized" and not request and pw.ignored_params(msg.params):
-            return _SERVED  # the full server ignores it, before and after initialize
-        if method == "exit" and not request and pw.ignored_params(msg.params):
+        if verdict in (lc.DROP, lc.PROTOCOL):
+            return _SERVED  # the full server drops it too, whatever it carries
+        if verdict == lc.EXIT and not request and pw.ignored_params(msg.params):
             return _EXIT
         return _HAND_OVER
 
@@ -190,6 +196,7 @@ class FirstStage:
             return _HAND_OVER
         self._send(pw.result_frame(msg.id, cache.initialize))
         self.initialize = body
+        self.lifecycle.initialize_succeeded()
         self.root = root
         self.cache = cache
         return _SERVED
@@ -245,4 +252,4 @@ def serve() -> int:
         return code
     from .serve import serve_stdio
 
-    return serve_stdio(pending=stage.pending(), initialized_by=stage.initialize, shutdown=stage.shutdown)
+    return serve_stdio(pending=stage.pending(), initialized_by=stage.initialize, shutdown=stage.lifecycle.shutdown)

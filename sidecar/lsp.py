@@ -5,8 +5,9 @@ registration, progress); this module owns the wire. Frames are read by the
 same reader as the harness endpoint, so a bad header, a lying
 Content-Length, invalid JSON or a non-object body are answered and survived
 exactly as they are there, and the lifecycle rules are the contract's rather
-than pygls's: -32002 before `initialize`, -32600 after `shutdown`, exit code 1
-for an `exit` without `shutdown`. Every `mecha/*` request and every `mecha.*`
+than pygls's — decided by the same gate as there (`mecha.protocol.lifecycle`):
+-32002 before `initialize`, -32600 after `shutdown`, exit code 1 for an
+`exit` without `shutdown`. Every `mecha/*` request and every `mecha.*`
 command goes through the same handler table as the harness endpoint and the
 CLI, with raw params decoded by msgspec; only LSP's own methods reach pygls,
 and invalid params there are answered -32602 instead of dropped.
@@ -54,6 +55,7 @@ from mecha.core.store import (
 )
 from mecha.protocol import commands as wire_commands
 from mecha.protocol import errors as codes
+from mecha.protocol import lifecycle as lc
 from mecha.protocol import methods as m
 from mecha.protocol.errors import RpcError, rpc_error_from
 from mecha.protocol.framing import FrameReader, FrameWriter
@@ -65,9 +67,8 @@ from mecha.protocol.jsonrpc import (
     encode_result,
     request_id_of,
 )
-from mecha.protocol.lifecycle import LIFECYCLE_NOTIFICATIONS, notification_sent_as_request
 
-from .context import Context, InitializeParams
+from .context import Context
 from .handlers import HANDLERS, call, make_dispatch
 from .rpc import Cancel, Cancelled
 from .serve import server_version
@@ -577,12 +578,24 @@ class _PyglsWriter:
 
 
 def _is_notification_method(method: str) -> bool:
-    """Whether LSP (or the lifecycle) defines `method` as a notification,
-    so that one sent with an id is a client's mistake to answer."""
-    if method in LIFECYCLE_NOTIFICATIONS:
-        return True
+    """Whether LSP defines `method` as a notification a client sends, so
+    that one sent with an id is a client's mistake to answer. (The
+    contract's own notification, `mecha/jobFinished`, is the server's to
+    send: a client requesting it asks for a method nobody serves.)"""
     types = lsp.METHOD_TO_TYPES.get(method)
     return types is not None and types[1] is None and types[0].__name__.endswith("Notification")
+
+
+def _is_request_method(method: str) -> bool:
+    """Whether LSP or the contract defines `method` as a request, so that
+    one sent without an id is dropped: there is nobody to answer, and
+    pygls would run it for nothing."""
+    if method in m.METHODS:
+        return m.is_request_method(method)
+    if method == lsp.WORKSPACE_EXECUTE_COMMAND:
+        return True
+    types = lsp.METHOD_TO_TYPES.get(method)
+    return types is not None and types[0].__name__.endswith("Request")
 
 
 def _execute_command_problem(params: Any) -> str | None:
@@ -602,8 +615,7 @@ class _LspLoop:
     def __init__(self, ls: MechaLanguageServer, writer: FrameWriter):
         self.ls = ls
         self.writer = writer
-        self.initialized = False
-        self.shutdown = False
+        self.lifecycle = lc.Lifecycle(is_notification_method=_is_notification_method, is_request_method=_is_request_method)
         self.dispatch: Callable[[str, Any, Cancel], Any] | None = None
         self.cancels: dict[Any, Cancel] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -612,21 +624,27 @@ class _LspLoop:
     def reply_error(self, id: Any, err: RpcError) -> None:
         self.writer.write(encode_error(id, err))
 
-    def to_pygls(self, body: bytes) -> None:
+    def structure(self, body: bytes) -> Any:
+        """The message pygls makes of `body`, or `None` once the client has
+        been answered why it could not (pygls itself would drop it)."""
         try:
             data = json.loads(body)
         except RecursionError:
             # msgspec took it, but the stdlib parser pygls needs runs out of
             # stack a few levels sooner here: answer, or the client waits.
             self.reply_error(request_id_of(body), RpcError(codes.PARSE_ERROR, NESTED_TOO_DEEPLY))
-            return
+            return None
         try:
-            message = self.ls.protocol.structure_message(data)
+            return self.ls.protocol.structure_message(data)
         except JsonRpcException as exc:
             if isinstance(data, dict) and "id" in data and "method" in data:
                 self.reply_error(data["id"], RpcError(codes.INVALID_PARAMS, f"invalid params: {_structure_error(exc)}"))
-            return
-        self.ls.protocol.handle_message(message)
+            return None
+
+    def to_pygls(self, body: bytes) -> None:
+        message = self.structure(body)
+        if message is not None:
+            self.ls.protocol.handle_message(message)
 
     def on_frame(self, frame: Any) -> None:
         if frame.error is not None:
@@ -639,79 +657,99 @@ class _LspLoop:
             self.reply_error(request_id_of(body), err)
             return
         if msg.is_response:
+            self.to_pygls(body)  # to a request pygls sent (a lens refresh, progress)
+            return
+        admission = self.lifecycle.admit(msg.method, msg.is_request)
+        verdict = admission.verdict
+        if verdict == lc.EXIT:
+            self.finish(self.lifecycle.exit_code)
+        elif verdict == lc.CANCEL:
+            if self.cancel(msg.params):
+                self.to_pygls(body)  # pygls cancels what it runs itself
+        elif verdict == lc.REFUSE:
+            self.reply_error(msg.id, admission.error())
+        elif verdict == lc.INITIALIZE:
+            self.initialize(msg.id, msg.params or None, body)
+        elif verdict == lc.SHUTDOWN:
+            self.lifecycle.shutdown_received()
             self.to_pygls(body)
-            return
-        method = msg.method
-        if method == "exit":
-            self.finish(0 if self.shutdown else 1)
-            return
-        if method == "$/cancelRequest":
-            try:
-                target = msgspec.json.decode(msg.params or b"{}").get("id")
-            except (msgspec.DecodeError, AttributeError):
-                return
-            if not isinstance(target, (int, str)) or isinstance(target, bool):
-                return  # no request has such an id (and pygls would choke on a list)
-            if target in self.cancels:
-                self.cancels[target].set()
+        elif verdict == lc.PROTOCOL or (verdict == lc.SERVE and msg.is_notification):
             self.to_pygls(body)
+        elif verdict == lc.SERVE:
+            self.serve_request(msg.id, msg.method, msg.params or None, body)
+        # lc.DROP: nobody to answer
+
+    def cancel(self, params: Any) -> bool:
+        """Cancel the request the params name, if this loop runs it; whether
+        they name one a request could have (pygls chokes on any other)."""
+        try:
+            target = lc.cancel_target(msgspec.json.decode(params or b"{}"))
+        except (msgspec.DecodeError, RecursionError):
+            return False
+        if target is None:
+            return False
+        if target in self.cancels:
+            self.cancels[target].set()
+        return True
+
+    def initialize(self, id: Any, params: Any, body: bytes) -> None:
+        """Set up the context and let pygls answer with the capabilities its
+        features declare. Params either reader refuses leave the server as
+        it was, so the client can send a good `initialize` next."""
+        assert self.loop is not None
+        loop = self.loop
+        try:
+            ctx = Context.from_initialize(
+                params, self.notify, on_job_event=lambda: loop.call_soon_threadsafe(self.poll_now)
+            )
+        except RpcError as err:
+            self.reply_error(id, err)
             return
-        if msg.is_notification:
-            if self.initialized and not self.shutdown:
-                self.to_pygls(body)
+        message = self.structure(body)
+        if message is None:
             return
-        # a request
-        if self.shutdown:
-            self.reply_error(msg.id, RpcError(codes.INVALID_REQUEST, f"{method}: the server is shutting down"))
-            return
-        if method == "initialize":
-            if self.initialized:
-                self.reply_error(msg.id, RpcError(codes.INVALID_REQUEST, "initialize was already received"))
-                return
-            try:
-                params = msgspec.json.decode(msg.params or b"{}", type=InitializeParams)
-            except msgspec.ValidationError as exc:
-                self.reply_error(msg.id, RpcError(codes.INVALID_PARAMS, f"invalid params: {exc}"))
-                return
-            self.setup(params)
-            self.initialized = True
-            self.to_pygls(body)
-            return
-        if not self.initialized:
-            self.reply_error(msg.id, RpcError(codes.SERVER_NOT_INITIALIZED, f"{method}: initialize has not been received"))
-            return
-        if _is_notification_method(method):
-            # pygls would run it as the notification and answer nothing.
-            self.reply_error(msg.id, notification_sent_as_request(method))
-            return
-        if method == "shutdown":
-            self.shutdown = True
-            self.to_pygls(body)
-            return
+        self.ls.ctx = ctx
+        self.ls.loop = loop
+        self.dispatch = make_dispatch(ctx)
+        self.lifecycle.initialize_succeeded()
+        self.ls.protocol.handle_message(message)
+
+    def notify(self, method: str, payload: Any) -> None:
+        self.writer.write(encode_notification(method, m.to_builtins(payload)))
+
+    def serve_request(self, id: Any, method: str, params: Any, body: bytes) -> None:
+        """A live request: `mecha/*` and the `mecha.*` commands through the
+        shared handlers, in a worker thread; LSP's own through pygls."""
         if method.startswith("mecha/"):
-            self.run_in_thread(msg.id, lambda cancel: self.dispatch(method, msg.params or None, cancel))
+            dispatch = self.dispatch
+            assert dispatch is not None
+            self.run_in_thread(id, lambda cancel: dispatch(method, params, cancel))
+        elif method == lsp.WORKSPACE_EXECUTE_COMMAND:
+            self.execute_command(id, params)
+        else:
+            self.to_pygls(body)
+
+    def execute_command(self, id: Any, raw: Any) -> None:
+        try:
+            params = msgspec.json.decode(raw or b"{}")
+        except msgspec.DecodeError as exc:
+            self.reply_error(id, RpcError(codes.INVALID_PARAMS, f"invalid params: {exc}"))
             return
-        if method == lsp.WORKSPACE_EXECUTE_COMMAND:
-            try:
-                params = msgspec.json.decode(msg.params or b"{}")
-            except msgspec.DecodeError as exc:
-                self.reply_error(msg.id, RpcError(codes.INVALID_PARAMS, f"invalid params: {exc}"))
-                return
-            problem = _execute_command_problem(params)
-            if problem is not None:
-                self.reply_error(msg.id, RpcError(codes.INVALID_PARAMS, f"invalid params: {problem}"))
-                return
-            name = params["command"]
-            if name in COMMANDS:
-                args = params.get("arguments") or []
-                if not isinstance(args, list):
-                    self.reply_error(msg.id, RpcError(codes.INVALID_PARAMS, "invalid params: `arguments` must be an array"))
-                    return
-                self.run_in_thread(msg.id, lambda cancel: COMMANDS[name](self.ls.ctx, args), after=self.after_command)
-                return
-            self.reply_error(msg.id, RpcError(codes.METHOD_NOT_FOUND, f"unknown command {name!r}"))
+        problem = _execute_command_problem(params)
+        if problem is not None:
+            self.reply_error(id, RpcError(codes.INVALID_PARAMS, f"invalid params: {problem}"))
             return
-        self.to_pygls(body)
+        name = params["command"]
+        if name not in COMMANDS:
+            self.reply_error(id, RpcError(codes.METHOD_NOT_FOUND, f"unknown command {name!r}"))
+            return
+        args = params.get("arguments") or []
+        if not isinstance(args, list):
+            self.reply_error(id, RpcError(codes.INVALID_PARAMS, "invalid params: `arguments` must be an array"))
+            return
+        ctx = self.ls.ctx
+        assert ctx is not None
+        self.run_in_thread(id, lambda cancel: COMMANDS[name](ctx, args), after=self.after_command)
 
     def after_command(self) -> None:
         # An accept/reject/learn changes the store: show it at once rather
@@ -729,32 +767,6 @@ class _LspLoop:
         except Exception:
             self.ls.store_key = None
             raise
-
-    def setup(self, params: InitializeParams) -> None:
-        ctx = Context.from_options(params.initialization_options)
-        ls = self.ls
-        loop = self.loop
-        assert loop is not None
-
-        def notify(method: str, payload: Any) -> None:
-            body = encode_notification(method, m.to_builtins(payload))
-            self.writer.write(body)
-
-        def started(job: Any, proc: Any) -> None:
-            from .jobs import watch
-
-            def finished(final: Any) -> None:
-                notify("mecha/jobFinished", m.JobFinishedParams(job=final))
-                loop.call_soon_threadsafe(self.poll_now)
-
-            watch(proc, job, ctx.root, finished)
-            loop.call_soon_threadsafe(self.poll_now)
-
-        ctx.notify = notify
-        ctx.on_job_started = started
-        ls.ctx = ctx
-        ls.loop = loop
-        self.dispatch = make_dispatch(ctx)
 
     def run_in_thread(self, id: Any, work: Callable[[Cancel], Any], after: Callable[[], None] | None = None) -> None:
         cancel = self.cancels.setdefault(id, Cancel())
@@ -794,7 +806,7 @@ class _LspLoop:
     async def poll(self) -> None:
         while True:
             await asyncio.sleep(POLL_S)
-            if self.initialized and not self.shutdown:
+            if self.lifecycle.live:
                 try:
                     self.poll_now()
                 except Exception:
@@ -814,7 +826,7 @@ class _LspLoop:
             while True:
                 frame = reader.read_frame()
                 if frame is None:
-                    loop.call_soon_threadsafe(self.finish, 0 if self.shutdown else 1)
+                    loop.call_soon_threadsafe(self.finish, self.lifecycle.exit_code)
                     return
                 loop.call_soon_threadsafe(self.safe_on_frame, frame)
 

@@ -27,6 +27,7 @@ from typing import Any
 import msgspec
 
 from mecha.protocol import errors as codes
+from mecha.protocol import lifecycle as lc
 from mecha.protocol.errors import RpcError, rpc_error_from
 from mecha.protocol.framing import FrameReader, FrameWriter
 from mecha.protocol.jsonrpc import (
@@ -37,7 +38,6 @@ from mecha.protocol.jsonrpc import (
     encode_result,
     request_id_of,
 )
-from mecha.protocol.lifecycle import LIFECYCLE_NOTIFICATIONS, notification_sent_as_request
 
 log = logging.getLogger("mecha.sidecar.rpc")
 
@@ -94,16 +94,15 @@ class RpcServer:
         self.writer = FrameWriter(out_fd)
         self.dispatch = dispatch
         self.on_initialize = on_initialize
-        self.is_request_method = is_request_method
         self.queue: queue.Queue[Incoming | None] = queue.Queue()
         self.cancels: dict[int | str, Cancel] = {}
         self.cancels_lock = threading.Lock()
         #: Messages queued or being served by the dispatcher.
         self.outstanding = 0
         self.outstanding_lock = threading.Lock()
-        self.initialized = False
-        self.shutdown_requested = False
-        self.exit_code: int | None = None
+        #: The one lifecycle gate (`mecha.protocol.lifecycle`), asked about
+        #: every message this endpoint serves.
+        self.lifecycle = lc.Lifecycle(is_request_method=is_request_method)
 
     def resume(self, pending: bytes, initialized_by: bytes | None, shutdown: bool) -> None:
         """Carry on a conversation the first stage began (`first_stage`):
@@ -118,8 +117,9 @@ class RpcServer:
             except Exception:  # the first stage only answers what this accepts
                 log.exception("the first stage's initialize does not initialize this server")
             else:
-                self.initialized = True
-        self.shutdown_requested = shutdown
+                self.lifecycle.initialize_succeeded()
+        if shutdown:
+            self.lifecycle.shutdown_received()
 
     # ── output ──
     def send(self, body: bytes) -> None:
@@ -151,33 +151,36 @@ class RpcServer:
             except Exception as exc:  # this thread must outlive any one frame
                 self._reply_error(request_id_of(frame.body), rpc_error_from(exc))
                 continue
-            if msg.method == "$/cancelRequest":
+            if not (msg.is_request or msg.is_notification):
+                continue  # a response to a request this server never sends
+            # What cannot wait for the queue: a cancel applies now, and
+            # nothing after an `exit` is read.
+            verdict = self.lifecycle.admit(msg.method, msg.is_request).verdict
+            if verdict == lc.CANCEL:
                 self._cancel(msg)
                 continue
-            if msg.is_request or msg.is_notification:
-                if msg.is_request and msg.id is not None:
-                    with self.cancels_lock:
-                        self.cancels.setdefault(msg.id, Cancel())
-                with self.outstanding_lock:
-                    inline = msg.is_request and msg.method in INLINE_METHODS and self.outstanding == 0
-                    if not inline:
-                        self.outstanding += 1
-                        self.queue.put(msg)
-                if inline:
-                    # Nothing is queued or running, so serving it here keeps
-                    # the order and saves the hand-off to the dispatcher.
-                    self._serve_request(msg)
-                if msg.method == "exit":
-                    return
-            # Responses to requests we never send are ignored.
+            if msg.is_request and msg.id is not None:
+                with self.cancels_lock:
+                    self.cancels.setdefault(msg.id, Cancel())
+            with self.outstanding_lock:
+                inline = msg.is_request and msg.method in INLINE_METHODS and self.outstanding == 0
+                if not inline:
+                    self.outstanding += 1
+                    self.queue.put(msg)
+            if inline:
+                # Nothing is queued or running, so serving it here keeps
+                # the order and saves the hand-off to the dispatcher.
+                self._serve_request(msg)
+            if verdict == lc.EXIT:
+                return
         self.queue.put(None)
 
     def _cancel(self, msg: Incoming) -> None:
         try:
-            target = msgspec.json.decode(msg.params or b"{}").get("id")
-        except (msgspec.DecodeError, AttributeError, RecursionError):
+            target = lc.cancel_target(msgspec.json.decode(msg.params or b"{}"))
+        except (msgspec.DecodeError, RecursionError):
             return
-        if isinstance(target, (int, str)) and not isinstance(target, bool):
+        if target is not None:
             with self.cancels_lock:
                 # Only a request that is queued or running can be cancelled; a
                 # cancel for an unknown or finished id is ignored rather than
@@ -193,10 +196,8 @@ class RpcServer:
         reader.start()
         while True:
             msg = self.queue.get()
-            if msg is None:
-                return 0 if self.shutdown_requested else 1
-            if msg.method == "exit":
-                return 0 if self.shutdown_requested else 1
+            if msg is None or self.lifecycle.admit(msg.method, msg.is_request).verdict == lc.EXIT:
+                return self.lifecycle.exit_code
             try:
                 if msg.is_notification:
                     self._serve_notification(msg)
@@ -208,12 +209,10 @@ class RpcServer:
 
     def _serve_notification(self, msg: Incoming) -> None:
         method = msg.method
-        if method == "initialized" or method.startswith("$/"):
+        # Dropped before `initialize` and after `shutdown`, and LSP's own
+        # (`initialized`, `$/setTrace`): this endpoint has nothing to do with them.
+        if self.lifecycle.admit(method, False).verdict != lc.SERVE:
             return
-        if not self.initialized or self.shutdown_requested:
-            return
-        if self.is_request_method(method):
-            return  # a request sent as a notification has nobody to answer
         try:
             self.dispatch(method, _raw(msg), Cancel())
         except Exception as exc:  # a notification has no reply; log and go on
@@ -227,20 +226,15 @@ class RpcServer:
         try:
             if cancel.cancelled:
                 raise RpcError(codes.REQUEST_CANCELLED, f"request {id!r} was cancelled")
-            if self.shutdown_requested:
-                raise RpcError(codes.INVALID_REQUEST, f"{method}: the server is shutting down")
-            if method == "initialize":
-                if self.initialized:
-                    raise RpcError(codes.INVALID_REQUEST, "initialize was already received")
+            admission = self.lifecycle.admit(method, True)
+            if admission.verdict == lc.REFUSE:
+                raise admission.error()
+            if admission.verdict == lc.INITIALIZE:
                 result = self.on_initialize(_raw(msg))
-                self.initialized = True
-            elif not self.initialized:
-                raise RpcError(codes.SERVER_NOT_INITIALIZED, f"{method}: initialize has not been received")
-            elif method == "shutdown":
-                self.shutdown_requested = True
+                self.lifecycle.initialize_succeeded()
+            elif admission.verdict == lc.SHUTDOWN:
+                self.lifecycle.shutdown_received()
                 result = None
-            elif method in LIFECYCLE_NOTIFICATIONS:
-                raise notification_sent_as_request(method)
             else:
                 result = self.dispatch(method, _raw(msg), cancel)
             body = _encode_result(id, result)

@@ -14,9 +14,8 @@ from typing import Any
 import msgspec
 
 from mecha.protocol import methods as m
-from mecha.protocol.errors import INVALID_PARAMS, RpcError
 
-from .context import Context, InitializeParams
+from .context import Context
 from .handlers import make_dispatch
 from .rpc import Cancel, RpcServer
 
@@ -83,19 +82,7 @@ def serve_stdio(pending: bytes = b"", initialized_by: bytes | None = None, shutd
     server: RpcServer
 
     def on_initialize(raw: Any) -> Any:
-        try:
-            params = msgspec.json.decode(raw or b"{}", type=InitializeParams)
-        except msgspec.ValidationError as exc:
-            raise RpcError(INVALID_PARAMS, f"invalid params: {exc}") from None
-        ctx = Context.from_options(params.initialization_options)
-        ctx.notify = server.notify
-
-        def started(job: Any, proc: Any) -> None:
-            from .jobs import watch
-
-            watch(proc, job, ctx.root, lambda final: server.notify("mecha/jobFinished", m.JobFinishedParams(job=final)))
-
-        ctx.on_job_started = started
+        ctx = Context.from_initialize(raw, server.notify)
         ctx.on_block_rendered = block_keeper(ctx.root)
         state["dispatch"] = make_dispatch(ctx)
         return capabilities()
@@ -103,11 +90,7 @@ def serve_stdio(pending: bytes = b"", initialized_by: bytes | None = None, shutd
     def dispatch(method: str, raw: Any, cancel: Cancel) -> Any:
         return state["dispatch"](method, raw, cancel)
 
-    def is_request_method(method: str) -> bool:
-        spec = m.METHODS.get(method)
-        return spec is not None and not spec.notification
-
-    server = RpcServer(0, proto_out, dispatch, on_initialize=on_initialize, is_request_method=is_request_method)
+    server = RpcServer(0, proto_out, dispatch, on_initialize=on_initialize, is_request_method=m.is_request_method)
     server.resume(pending, initialized_by, shutdown)
     # Everything imported so far lives as long as the process: move it out of
     # the cyclic collector's sight, so a full collection while serving walks

@@ -6,7 +6,7 @@ every run. Times are for the benchmarks (`python -m tests.bench`); these tests
 pin the *module set* of a real first exchange — initialize, rulesPromptBlock,
 shutdown, exit — in a fresh interpreter, so the cold path cannot silently
 grow: served by the first stage from the block cache (the standard library
-and four small modules of this project), and served by the full server. (`tests/wire/test_lifecycle.py` checks that a longer exchange stays off
+and five small modules of this project), and served by the full server. (`tests/wire/test_lifecycle.py` checks that a longer exchange stays off
 the editor server and the model client; this one is about the first request.)
 """
 
@@ -141,6 +141,7 @@ FIRST_STAGE_PROJECT = {
     "mecha.core.blockcache",
     "mecha.core.layout",
     "mecha.protocol",
+    "mecha.protocol.lifecycle",
     "mecha.protocol.plainwire",
     "mecha.sidecar",
     "mecha.sidecar._version",

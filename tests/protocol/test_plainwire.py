@@ -10,7 +10,7 @@ import pytest
 from mecha.protocol import jsonrpc
 from mecha.protocol import plainwire as pw
 from mecha.protocol.framing import encode_frame
-from mecha.protocol.lifecycle import ClientInfo, InitializationOptions, InitializeParams
+from mecha.protocol.initialize import ClientInfo, InitializationOptions, InitializeParams
 from mecha.protocol.methods import RulesPromptBlockParams
 
 
