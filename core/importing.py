@@ -52,14 +52,10 @@ from .identity import now
 from .mining import Intervention, Trigger, Voices
 from .passes import Planned, SessionEntry, inbox_dir, inbox_name, queued_session_ids, survey_session
 from .store import LearningStore
-from .transcript import Message, TaintCheckpoint, covering_taint
+from .transcript import Message
 
 #: Where each agent keeps its sessions, under the person's home.
 DEFAULT_DIRS = {"claude": Path("~/.claude/projects"), "codex": Path("~/.codex/sessions")}
-
-#: The stand-in for the part of a grown session already imported: the
-#: tail's first user turn, which mining reads as the task and never mines.
-ALREADY_IMPORTED = "(The earlier part of this session was imported before; only what follows is new.)"
 
 _STAGING_PREFIX = ".import-"
 
@@ -132,9 +128,10 @@ def awaiting_reason(messages: Sequence[Message], i: Intervention) -> bool:
 
 
 def tail_start(messages: Sequence[Message], at: int) -> int:
-    """Where the tail carrying an intervention at `at` must start for it to
-    mine the same: the last assistant turn with text before it (a followup's
-    context), else the last assistant turn, else the beginning."""
+    """Where the new part of a grown session starts, for the intervention at
+    `at` and what it answers: the last assistant turn with text before it (a
+    followup's context), else the last assistant turn, else the beginning.
+    It names the entry that queues the new part (`<session>@<start>`)."""
     last_any = None
     for j in range(at - 1, -1, -1):
         if messages[j].role != "assistant":
@@ -144,25 +141,6 @@ def tail_start(messages: Sequence[Message], at: int) -> int:
         if messages[j].text().strip():
             return j
     return last_any if last_any is not None else 0
-
-
-def tail_transcript(
-    messages: Sequence[Message], timeline: Sequence[TaintCheckpoint] | None, start: int
-) -> tuple[list[Message], list[TaintCheckpoint] | None]:
-    """`messages[start:]` after the stand-in task, with the taint timeline
-    shifted to match (the stand-in and the first message keep the taint that
-    covered `start`; an uncovered start stays uncovered, fail closed)."""
-    tail = [Message.user(ALREADY_IMPORTED), *messages[start:]]
-    if timeline is None:
-        return tail, None
-    shifted: list[TaintCheckpoint] = []
-    covering = covering_taint(list(timeline), start)
-    if covering is not None:
-        shifted.append(TaintCheckpoint(at=0, taint=covering))
-    for cp in sorted(timeline, key=lambda c: c.at):
-        if cp.at > start:
-            shifted.append(TaintCheckpoint(at=cp.at - start + 1, taint=cp.taint))
-    return tail, shifted
 
 
 def plan_session(
@@ -213,12 +191,14 @@ def plan_session(
     )
     if not fresh:
         return session
-    if not old_before_first_fresh and not imported_before:
-        session.entry = SessionEntry(read.session_id, read.messages, read.taint_timeline, read.interactive, voices=voices)
-        return session
-    start = tail_start(read.messages, fresh[0].intervention.at)
-    messages, timeline = tail_transcript(read.messages, read.taint_timeline, start)
-    session.entry = SessionEntry(f"{read.session_id}@{start}", messages, timeline, read.interactive, voices=voices)
+    # The entry carries the new interventions as surveyed here, so the pass
+    # asks about exactly these. A session seen before is queued under a new
+    # id, named for where its new part starts: the old id is mined already.
+    if old_before_first_fresh or imported_before:
+        session_id = f"{read.session_id}@{tail_start(read.messages, fresh[0].intervention.at)}"
+    else:
+        session_id = read.session_id
+    session.entry = SessionEntry(session_id, plans=fresh)
     return session
 
 

@@ -129,24 +129,65 @@ def survey_draft(item: OutboxItem) -> Planned | None:
 # ─── the inbox ──────────────────────────────────────────────────────────────
 
 
-class SessionEntry(msgspec.Struct, tag="session", tag_field="kind"):
+class SessionEntry(msgspec.Struct, tag="session", tag_field="kind", omit_defaults=True):
+    """A finished session handed over for reflection, as it was surveyed.
+
+    `plans` is what the sidecar found when the session ended (or was
+    imported): each intervention with the evidence and origin it was
+    classified with, the person's words already bounded and the assistant's
+    withheld where taint says so. The pass reflects on exactly these and
+    never reads the transcript again, so the voices, the nudge and the taint
+    policy it was surveyed under are the ones that count, and the inbox holds
+    the interventions rather than a copy of the whole transcript."""
+
+    #: First (after the tag), so a file's head names its session
+    #: (`_QUEUED_ID`).
     session_id: str
-    messages: list[Message]
-    taint_timeline: list[TaintCheckpoint] | None = None
-    interactive: bool = True
+    plans: list[Planned] | None = None
     #: Put back by a person (`inbox retry`) after it was set aside: asked
     #: again although its session is already marked mined.
     retry: bool = False
-    #: The voices the session was surveyed with when it was handed over
-    #: (the harness's, the command line's), so the pass finds the same
-    #: interventions in it. `None` (an entry queued without them): the
-    #: pass's own.
+    # An entry queued by a version that kept the transcript instead of its
+    # survey: read (surveyed at the pass with the voices it carries, else
+    # the pass's own), never written.
+    messages: list[Message] | None = None
+    taint_timeline: list[TaintCheckpoint] | None = None
+    interactive: bool = True
     voices: Voices | None = None
 
+    def surveyed(self, voices: Voices) -> list[Planned]:
+        """The interventions to reflect on."""
+        if self.plans is not None:
+            return self.plans
+        heard = self.voices if self.voices is not None else voices
+        return survey_session(self.messages or [], self.taint_timeline, interactive=self.interactive, voices=heard)
 
-class DraftEntry(msgspec.Struct, tag="draft", tag_field="kind"):
+
+class DraftEntry(msgspec.Struct, tag="draft", tag_field="kind", omit_defaults=True):
+    """A sent-and-edited draft handed over for reflection, with the `edit`
+    intervention surveyed from it (`None` in an entry queued before the
+    survey was kept: surveyed at the pass)."""
+
     item: OutboxItem
+    plan: Planned | None = None
     retry: bool = False
+
+    def surveyed(self, voices: Voices) -> list[Planned]:
+        plan = self.plan if self.plan is not None else survey_draft(self.item)
+        return [plan] if plan is not None else []
+
+
+def session_entry(
+    session_id: str,
+    messages: Sequence[Message],
+    taint_timeline: Sequence[TaintCheckpoint] | None = None,
+    *,
+    interactive: bool = True,
+    voices: Voices = DEFAULT_VOICES,
+) -> SessionEntry:
+    """Survey a session, once, into the inbox entry that carries what was
+    found."""
+    return SessionEntry(session_id, plans=survey_session(messages, taint_timeline, interactive=interactive, voices=voices))
 
 
 InboxEntry = SessionEntry | DraftEntry
@@ -166,8 +207,8 @@ def enqueue(store: LearningStore, entry: InboxEntry) -> Path:
 
     directory = inbox_dir(store)
     ensure_private_dir(directory, root=store.root)
-    # Inbox entries are whole transcripts, third-party text included, and
-    # transient: a pass's commit (`git add -A`) must never carry them into
+    # Inbox entries carry what people and assistants said, third-party text
+    # included, and are transient: a pass's commit (`git add -A`) must never carry them into
     # the store's permanent history.
     ignore = directory / ".gitignore"
     if not ignore.exists():
@@ -621,12 +662,10 @@ class _Work(msgspec.Struct):
 
     @classmethod
     def of(cls, entry: InboxEntry, voices: Voices) -> _Work:
+        plans = entry.surveyed(voices)
         if isinstance(entry, SessionEntry):
-            heard = entry.voices if entry.voices is not None else voices
-            plans = survey_session(entry.messages, entry.taint_timeline, interactive=entry.interactive, voices=heard)
             return cls(entry, entry.session_id, f"session {entry.session_id}", plans, edits=False)
-        plan = survey_draft(entry.item)
-        return cls(entry, entry.item.session_id or "", f"draft {entry.item.id}", [plan] if plan else [], edits=True)
+        return cls(entry, entry.item.session_id or "", f"draft {entry.item.id}", plans, edits=True)
 
     def mined(self, store: LearningStore) -> bool:
         if isinstance(self.entry, SessionEntry):

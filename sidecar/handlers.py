@@ -171,15 +171,16 @@ def session_ended(
     ctx: Context, p: m.SessionEndedParams, cancel: Cancel, *, start_pass: bool = True
 ) -> m.SessionEndedResult:
     """Survey a finished run's transcript and, when it holds interventions
-    and is not mined yet, queue it with the voices it was surveyed with and
-    start a reflect pass. `start_pass=False` (the CLI handing over a folder
+    and is not mined yet, queue what the survey found (the pass reflects on
+    exactly that) and start a reflect pass. `start_pass=False` (the CLI handing over a folder
     of sessions, which starts one pass after the last) only queues."""
     from mecha.core.identity import validate_record_id
-    from mecha.core.passes import SessionEntry, enqueue, survey_session
+    from mecha.core.passes import enqueue, session_entry
     from mecha.core.reflection import Origin
 
     validate_record_id(p.session_id, "session_id")
-    plans = survey_session(p.messages, p.taint_timeline, interactive=p.interactive, voices=ctx.voices)
+    entry = session_entry(p.session_id, p.messages, p.taint_timeline, interactive=p.interactive, voices=ctx.voices)
+    plans = entry.plans or []
     learnable = sum(1 for plan in plans if plan.origin is Origin.CLEAN)
     store = ctx.store()
     if p.session_id in store.mined_sessions():
@@ -192,7 +193,7 @@ def session_ended(
 
         job = start_job(ctx, "reflect") if start_pass and count_waiting(store) else None
         return m.SessionEndedResult(interventions=0, learnable=0, already_mined=False, job=job)
-    enqueue(store, SessionEntry(p.session_id, p.messages, p.taint_timeline, p.interactive, voices=ctx.voices))
+    enqueue(store, entry)
     job = start_job(ctx, "reflect", session_id=p.session_id) if start_pass else None
     return m.SessionEndedResult(interventions=len(plans), learnable=learnable, already_mined=False, job=job)
 
@@ -212,7 +213,7 @@ def draft_resolved(ctx: Context, p: m.DraftResolvedParams, cancel: Cancel) -> m.
         return m.DraftResolvedResult(intervention=intervention, already_mined=True, job=None)
     if plan is None:
         return m.DraftResolvedResult(intervention=None, already_mined=False, job=None)
-    enqueue(store, DraftEntry(p.item))
+    enqueue(store, DraftEntry(p.item, plan))
     job = start_job(ctx, "reflect", session_id=p.item.session_id)
     return m.DraftResolvedResult(intervention=intervention, already_mined=False, job=job)
 

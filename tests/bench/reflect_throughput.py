@@ -45,7 +45,7 @@ def _one(server, concurrency: int, tmp: Path, n: int) -> float:
     from mecha.core.transcript import Taint, TaintCheckpoint
 
     store = LearningStore.open(tmp / f"store-{concurrency}-{n}")
-    passes.enqueue(store, passes.SessionEntry("bench", _session(), [TaintCheckpoint(at=0, taint=Taint())]))
+    passes.enqueue(store, passes.session_entry("bench", _session(), [TaintCheckpoint(at=0, taint=Taint())]))
     reflector = Reflector(OpenAIProvider(server.config("openai", timeout_s=30.0, structured="off")))
     start = time.perf_counter()
     outcome = asyncio.run(passes.reflect_inbox(store, reflector, concurrency=concurrency))

@@ -1,5 +1,5 @@
 """What the readers share: format detection, the taint policy, voice
-profiles, and cutting a grown session's tail."""
+profiles, and where a grown session's new part starts."""
 
 from __future__ import annotations
 
@@ -10,11 +10,10 @@ import pytest
 from mecha.core.claude_code import CLAUDE_POLICY
 from mecha.core.errors import InvalidInput
 from mecha.core.foreign import NETWORK_COMMANDS, detect_format, expand_voices, voices_from_env_value
-from mecha.core.importing import ALREADY_IMPORTED, tail_start, tail_transcript
-from mecha.core.mining import extract_interventions
-from mecha.core.passes import SessionEntry, enqueue, queued_session_ids
+from mecha.core.importing import tail_start
+from mecha.core.passes import enqueue, queued_session_ids, session_entry
 from mecha.core.store import LearningStore
-from mecha.core.transcript import Block, Message, Taint, TaintCheckpoint
+from mecha.core.transcript import Block, Message, Taint
 
 from .ccfixture import Claude, Codex
 
@@ -76,8 +75,9 @@ def test_voice_profiles_expand_by_name_and_the_environment_takes_json_or_lines()
         voices_from_env_value('["x", 3]')
 
 
-def test_a_tail_mines_exactly_the_interventions_after_its_start_with_the_taint_shifted():
-    # Pins: a tail without the assistant turn a followup answers (never mined), or with the old correction in it.
+def test_a_grown_sessions_new_part_starts_at_the_answer_its_first_new_correction_answers():
+    # Pins: the name of a grown session's entry moving (it is the id that
+    # keeps its new part apart from the part already mined).
     messages = [
         Message.user("Task."),
         Message.assistant("First answer."),
@@ -87,19 +87,14 @@ def test_a_tail_mines_exactly_the_interventions_after_its_start_with_the_taint_s
         Message.assistant("Third answer."),
         Message.user("New correction."),
     ]
-    timeline = [TaintCheckpoint(0, Taint()), TaintCheckpoint(4, Taint(private=True))]
-    start = tail_start(messages, 6)
-    assert start == 5
-    tail, shifted = tail_transcript(messages, timeline, start)
-    assert tail[0].text() == ALREADY_IMPORTED
-    assert [i.text for i in extract_interventions(tail)] == ["New correction."]
-    assert shifted == [TaintCheckpoint(0, Taint(private=True))]
-    assert tail_transcript(messages, None, start)[1] is None
+    assert tail_start(messages, 6) == 5
+    assert tail_start(messages, 4) == 3  # a turn with text, though it also called a tool
+    assert tail_start(messages[:1] + messages[2:3], 1) == 0  # no assistant turn before it
 
 
 def test_sessions_waiting_in_the_inbox_are_known_by_id_without_reading_them_whole(tmp_path):
     # Pins: a rerun of reflect --sessions queueing a session whose pass had failed beside itself.
     store = LearningStore.open(tmp_path / "store")
-    enqueue(store, SessionEntry('odd "id"', [Message.user("x" * 100_000)]))
-    enqueue(store, SessionEntry("plain", [Message.user("y")]))
+    enqueue(store, session_entry('odd "id"', [Message.user("x" * 100_000)]))
+    enqueue(store, session_entry("plain", [Message.user("y")]))
     assert queued_session_ids(store) == {'odd "id"', "plain"}

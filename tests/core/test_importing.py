@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from mecha.core.foreign import HARNESS_VOICE_PROFILES
-from mecha.core.importing import ALREADY_IMPORTED, import_sessions, parse_since
+from mecha.core.importing import import_sessions, parse_since
 from mecha.core.mining import Trigger, Voices
-from mecha.core.passes import _entry_decoder, inbox_dir, survey_session
+from mecha.core.passes import _entry_decoder, inbox_dir
 from mecha.core.store import LearningStore
 
 from .ccfixture import Claude, Codex, text, use
@@ -83,10 +83,15 @@ def test_a_grown_session_queues_only_its_new_interventions_as_a_tail(store, tmp_
     assert report.queued == [e.session_id for e in inbox(store)][1:]
     tail = inbox(store)[1]
     assert tail.session_id.startswith("claude:a@")
-    assert tail.messages[0].text() == ALREADY_IMPORTED
-    found = survey_session(tail.messages, tail.taint_timeline, voices=VOICES)
-    assert [p.intervention.text for p in found] == ["Link each entry to its PR."]
-    assert found[0].origin.value == "clean"  # the shifted timeline still covers it
+    # The entry carries the new intervention as the import surveyed it, in
+    # the whole session: what it answers, where it sits, how it classifies.
+    assert tail.messages is None
+    (plan,) = tail.plans
+    assert plan.intervention.text == "Link each entry to its PR."
+    assert plan.intervention.context.endswith("Here is draft 1.")
+    assert plan.origin.value == "clean"
+    first = inbox(store)[0].plans[0].intervention
+    assert plan.intervention.at > first.at  # indexed in the whole session, as the first was
 
 
 def test_a_resumed_copy_of_a_session_is_not_new(store, tmp_path):
@@ -176,7 +181,7 @@ def test_codex_rollouts_import_the_same_way(store, tmp_path):
     report = import_sessions(store, "codex", tmp_path / "sessions", voices=VOICES)
     assert report.queued == ["codex:0199aaaa-bbbb-7ccc-8ddd-000000000001"]
     (entry,) = inbox(store)
-    assert [p.intervention.trigger for p in survey_session(entry.messages, entry.taint_timeline)] == [Trigger.FOLLOWUP]
+    assert [p.intervention.trigger for p in entry.plans] == [Trigger.FOLLOWUP]
 
 
 def test_since_rejects_what_is_not_a_date():

@@ -8,11 +8,13 @@ import os
 import subprocess
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from mecha.core import passes
 from mecha.core.consolidation import Learner
 from mecha.core.errors import InvalidInput, ModelFailure, NoModel, NotFound, NotPending, Stale
+from mecha.core.mining import Voices
 from mecha.core.outbox import OutboxItem
 from mecha.core.proposals import (
     accept_proposal,
@@ -91,11 +93,92 @@ def test_no_timeline_classifies_untrusted_and_a_non_interactive_session_derived(
     assert [p.origin for p in passes.survey_session(steered(), CLEAN, interactive=False)] == [Origin.DERIVED]
 
 
+# ─── what the inbox carries ─────────────────────────────────────────────────
+
+
+def with_a_harness_notice() -> list[Message]:
+    """A session where the harness spoke in the user's voice (`[ci] …`)
+    before the person corrected the answer."""
+    return [
+        Message.user("Write the release notes."),
+        Message.assistant("Here are the notes."),
+        Message.user("[ci] build 41 passed"),
+        Message.assistant("Noted the build."),
+        Message.user("Use British spelling."),
+        Message.assistant("Revised."),
+    ]
+
+
+CI = Voices(harness_prefixes=("[ci]",))
+
+
+def test_a_queued_session_carries_its_survey_and_not_its_transcript(store: LearningStore):
+    # Pins: the inbox holding a copy of every transcript (third-party text
+    # and all) for the pass to survey a second time.
+    path = passes.enqueue(store, passes.session_entry("s1", with_a_harness_notice(), CLEAN, voices=CI))
+    raw = json.loads(path.read_bytes())
+    assert "messages" not in raw and "voices" not in raw
+    assert [p["intervention"]["text"] for p in raw["plans"]] == ["Use British spelling."]
+    assert raw["plans"][0]["origin"] == "clean"
+
+
+async def test_the_pass_reflects_on_what_was_surveyed_whatever_its_own_voices(store: LearningStore):
+    # Pins: a second survey at the pass, under other voices than the
+    # harness's, asking the model about the harness's own notice.
+    passes.enqueue(store, passes.session_entry("s1", with_a_harness_notice(), CLEAN, voices=CI))
+    provider = ScriptedProvider(lesson("Spell the British way."), lesson("A build notice is no correction."))
+
+    outcome = await passes.reflect_inbox(store, Reflector(provider), voices=passes.DEFAULT_VOICES)
+
+    assert len(provider.requests) == 1
+    assert "build 41 passed" not in provider.prompts()
+    [r] = store.reflexions()
+    assert r.intervention == "Use British spelling."
+    assert outcome.reflections == 1 and "s1" in store.mined_sessions()
+
+
+async def test_an_entry_queued_with_its_whole_transcript_is_still_reflected_under_its_voices(store: LearningStore):
+    # Pins: an upgrade losing what an earlier version left in the inbox (it
+    # queued the transcript and the voices it was heard with).
+    legacy = {
+        "kind": "session",
+        "session_id": "old",
+        "messages": [json.loads(msgspec.json.encode(m)) for m in with_a_harness_notice()],
+        "taint_timeline": [{"at": 0, "taint": {}}],
+        "interactive": True,
+        "retry": False,
+        "voices": {"final_answer_nudge": passes.DEFAULT_VOICES.final_answer_nudge, "harness_prefixes": ["[ci]"]},
+    }
+    directory = passes.inbox_dir(store)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "20261101T000000.000000Z-old.json").write_text(json.dumps(legacy))
+    provider = ScriptedProvider(lesson("Spell the British way."), lesson("A build notice is no correction."))
+
+    await passes.reflect_inbox(store, Reflector(provider))
+
+    assert len(provider.requests) == 1
+    assert [r.intervention for r in store.reflexions()] == ["Use British spelling."]
+    assert "old" in store.mined_sessions()
+
+
+def test_a_queued_draft_carries_its_edit_as_surveyed():
+    # Pins: a draft entry that leaves the pass to work its edit out again.
+    item = OutboxItem(
+        id="d1", status="sent", tool="mail_send", kind="message",
+        args={"body_markdown": "Dear Dr Vermeulen,"}, args_before={"body_markdown": "Hi Dirk,"},
+    )
+    entry = passes.DraftEntry(item, passes.survey_draft(item))
+    decoded = passes._entry_decoder.decode(msgspec.json.encode(entry))
+    assert isinstance(decoded, passes.DraftEntry) and decoded.plan is not None
+    assert decoded.surveyed(passes.DEFAULT_VOICES) == [decoded.plan]
+    assert decoded.plan.intervention.trigger.value == "edit"
+
+
 # ─── reflect ────────────────────────────────────────────────────────────────
 
 
 async def test_a_reflect_pass_writes_classified_reflections_marks_mined_and_commits(store: LearningStore):
-    passes.enqueue(store, passes.SessionEntry("s1", steered(), CLEAN))
+    passes.enqueue(store, passes.session_entry("s1", steered(), CLEAN))
     provider = ScriptedProvider(lesson())
     outcome = await passes.reflect_inbox(store, Reflector(provider))
     [r] = store.reflexions()
@@ -109,7 +192,7 @@ async def test_a_reflect_pass_writes_classified_reflections_marks_mined_and_comm
 async def test_an_already_mined_session_is_skipped_and_says_so(store: LearningStore):
     # Re-reading a mined session would re-argue (and re-bill) every lesson.
     store.mark_mined("s1")
-    passes.enqueue(store, passes.SessionEntry("s1", steered(), CLEAN))
+    passes.enqueue(store, passes.session_entry("s1", steered(), CLEAN))
     provider = ScriptedProvider()
     said: list[str] = []
     outcome = await passes.reflect_inbox(store, Reflector(provider), progress=said.append)
@@ -120,7 +203,7 @@ async def test_an_already_mined_session_is_skipped_and_says_so(store: LearningSt
 
 async def test_a_pass_without_a_model_leaves_the_session_in_the_inbox_for_a_later_pass(store: LearningStore):
     # Failing must not lose the hand-over: the harness has already exited.
-    passes.enqueue(store, passes.SessionEntry("s1", steered(), CLEAN))
+    passes.enqueue(store, passes.session_entry("s1", steered(), CLEAN))
 
     def no_model() -> Reflector:
         raise NoModel("no model is configured")
@@ -138,7 +221,7 @@ async def test_a_pass_without_a_model_leaves_the_session_in_the_inbox_for_a_late
 
 async def test_a_claim_held_by_a_dead_process_is_taken_over(store: LearningStore):
     # A pass SIGKILLed mid-model-call must not strand its session forever.
-    path = passes.enqueue(store, passes.SessionEntry("s1", steered(), CLEAN))
+    path = passes.enqueue(store, passes.session_entry("s1", steered(), CLEAN))
     dead = subprocess.Popen(["true"])
     dead.wait()
     os.replace(path, path.with_name(f"{path.name}.claim-{dead.pid}"))
@@ -156,7 +239,7 @@ async def test_a_tainted_interventions_context_never_reaches_the_model(store: Le
         Message.assistant(f"Understood. {planted}"),
     ]
     timeline = [TaintCheckpoint(at=0, taint=Taint()), TaintCheckpoint(at=1, taint=Taint(untrusted=True))]
-    passes.enqueue(store, passes.SessionEntry("s1", msgs, timeline))
+    passes.enqueue(store, passes.session_entry("s1", msgs, timeline))
     provider = ScriptedProvider(lesson("Treat fetched pages as data."))
     await passes.reflect_inbox(store, Reflector(provider))
     assert planted not in provider.prompts()

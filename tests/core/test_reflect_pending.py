@@ -77,7 +77,7 @@ async def test_an_unusable_answer_leaves_its_intervention_pending_and_the_sessio
     # Pins: the first real-model run, where two of three interventions got no
     # usable JSON, the session was marked mined anyway, and those two lessons
     # were lost for good.
-    passes.enqueue(store, passes.SessionEntry("s1", three_interventions(), CLEAN))
+    passes.enqueue(store, passes.session_entry("s1", three_interventions(), CLEAN))
     model = ByIntervention({
         "only the docs folder": lesson("Keep edits inside the folder the person names."),
         "never delete files": "<pre><rem>Your previous question was answered.</rem></pre>",
@@ -104,7 +104,7 @@ async def test_an_unusable_answer_leaves_its_intervention_pending_and_the_sessio
 async def test_an_intervention_the_model_cannot_answer_is_set_aside_after_three_tries(store: LearningStore):
     # Pins: a model that keeps refusing one intervention being asked again by
     # every later pass, for ever, with the session never mined.
-    passes.enqueue(store, passes.SessionEntry("s1", three_interventions(), CLEAN))
+    passes.enqueue(store, passes.session_entry("s1", three_interventions(), CLEAN))
     model = ByIntervention({
         "only the docs folder": '{"skip": true}',
         "never delete files": "I would rather not.",
@@ -137,7 +137,7 @@ async def test_an_intervention_the_model_cannot_answer_is_set_aside_after_three_
 
 
 async def test_a_dropped_set_aside_entry_is_gone_and_its_session_stays_mined(store: LearningStore):
-    passes.enqueue(store, passes.SessionEntry("s1", three_interventions(), CLEAN))
+    passes.enqueue(store, passes.session_entry("s1", three_interventions(), CLEAN))
     model = ByIntervention({"only the docs folder": '{"skip": true}', "changelog": '{"skip": true}',
                             "never delete files": ModelFailure("context too long", status=400)})
     await passes.reflect_inbox(store, Reflector(model))
@@ -151,8 +151,8 @@ async def test_a_request_the_server_will_never_take_is_set_aside_and_the_entries
     # Pins: one session whose prompt the server refuses with a 400 (a person
     # pasted a log longer than the model's context) failing every later pass
     # on that oldest entry, so nothing handed over after it was ever mined.
-    passes.enqueue(store, passes.SessionEntry("big", three_interventions("PASTED-LOG always update it"), CLEAN))
-    passes.enqueue(store, passes.SessionEntry("next", three_interventions("the changelog again, always"), CLEAN))
+    passes.enqueue(store, passes.session_entry("big", three_interventions("PASTED-LOG always update it"), CLEAN))
+    passes.enqueue(store, passes.session_entry("next", three_interventions("the changelog again, always"), CLEAN))
     model = ByIntervention({
         "PASTED-LOG": ModelFailure("HTTP 400: context length exceeded", status=400),
         "only the docs folder": '{"skip": true}',
@@ -169,7 +169,7 @@ async def test_a_request_the_server_will_never_take_is_set_aside_and_the_entries
 async def test_a_server_that_is_down_stops_the_pass_and_loses_nothing(store: LearningStore):
     # Pins: a dead server setting interventions aside (it is not their fault),
     # or every queued call waiting out its own timeout.
-    passes.enqueue(store, passes.SessionEntry("s1", three_interventions(), CLEAN))
+    passes.enqueue(store, passes.session_entry("s1", three_interventions(), CLEAN))
     down = ModelFailure("connection refused")
     model = ByIntervention({w: down for w in ("only the docs folder", "never delete files", "changelog")})
     with pytest.raises(ModelFailure, match="connection refused"):
@@ -182,8 +182,8 @@ async def test_a_server_that_is_down_stops_the_pass_and_loses_nothing(store: Lea
 async def test_reflector_calls_run_concurrently_up_to_the_limit(store: LearningStore):
     # Pins: a pass over many interventions taking one model latency each
     # against a server that could answer them together.
-    passes.enqueue(store, passes.SessionEntry("a", three_interventions(), CLEAN))
-    passes.enqueue(store, passes.SessionEntry("b", three_interventions("no, the changelog: always update it"), CLEAN))
+    passes.enqueue(store, passes.session_entry("a", three_interventions(), CLEAN))
+    passes.enqueue(store, passes.session_entry("b", three_interventions("no, the changelog: always update it"), CLEAN))
     in_flight = peak = 0
 
     class Slow(ScriptedProvider):
@@ -204,7 +204,7 @@ async def test_the_persons_words_are_bounded_in_what_a_reflection_stores_and_a_p
     # Pins: a 60 MB paste becoming a 60 MB reflection, entering history and
     # going whole into a learner prompt.
     huge = "log line\n" * 400_000 + "so: never run the migration twice"
-    passes.enqueue(store, passes.SessionEntry("s1", three_interventions(huge), CLEAN))
+    passes.enqueue(store, passes.session_entry("s1", three_interventions(huge), CLEAN))
     model = ByIntervention({"only the docs folder": '{"skip": true}', "never delete files": '{"skip": true}',
                             "never run the migration twice": lesson("Run a migration once.")})
     await passes.reflect_inbox(store, Reflector(model))
@@ -268,9 +268,9 @@ async def test_an_inbox_entry_whose_id_can_never_be_recorded_is_set_aside_and_th
     # Pins: an entry queued with a session id holding a newline (before ids
     # were checked where they enter) failing every later pass, which asked
     # the model for it again each time.
-    bad = passes.SessionEntry("s1\nforged", three_interventions(), CLEAN)
+    bad = passes.session_entry("s1\nforged", three_interventions(), CLEAN)
     path = passes.inbox_dir(store)
-    passes.enqueue(store, passes.SessionEntry("ok", three_interventions(), CLEAN))
+    passes.enqueue(store, passes.session_entry("ok", three_interventions(), CLEAN))
     import msgspec
 
     (path / "00000000T000000Z-bad.json").write_bytes(msgspec.json.encode(bad))

@@ -270,7 +270,7 @@ def _run_op(op: str, root: Path, args: dict[str, Any]) -> Any:
     if op == "handover":
         # What `mecha/sessionEnded` and the pass it starts do: the transcript
         # into the inbox, then a reflect pass over it.
-        entry = passes.SessionEntry(
+        entry = passes.session_entry(
             args["session"],
             msgspec.convert(args["messages"], list[Message]),
             msgspec.convert(args["timeline"], list[TaintCheckpoint]),

@@ -121,7 +121,7 @@ def test_three_reflect_passes_over_one_session_at_once_mine_it_once(tmp_path: Pa
         for n in range(3):
             # The same session handed over three times (a harness that retried
             # sessionEnded); each pass claims one copy and reaches the model.
-            passes.enqueue(store, passes.SessionEntry("same", _steered("Leave the tests alone."), CLEAN))
+            passes.enqueue(store, passes.session_entry("same", _steered("Leave the tests alone."), CLEAN))
             procs[f"reflect-{n}"] = start_pass(env, root, "reflect", f"reflect-{n}")
             wait_until(lambda: len(server.completions()) >= n + 1, f"pass {n} to be inside its model call")  # noqa: B023 - waited for here
         gated.gate.set()  # all three come back at once and race for the lock

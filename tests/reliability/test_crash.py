@@ -216,7 +216,7 @@ def template_handover(root: Path) -> dict[str, Any]:
 
 def template_reflect(root: Path) -> dict[str, Any]:
     store = _base_store(root)
-    passes.enqueue(store, passes.SessionEntry(SESSION, _session_messages(), CLEAN))
+    passes.enqueue(store, passes.session_entry(SESSION, _session_messages(), CLEAN))
     passes.enqueue(store, passes.DraftEntry(_draft()))
     _job(root, "reflect-job", "reflect")
     return {"job": "reflect-job"}

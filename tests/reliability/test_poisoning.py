@@ -268,7 +268,7 @@ def test_a_planted_instruction_never_reaches_a_model_a_reflection_a_proposal_or_
     for p in plans:
         assert (p.evidence is Evidence.FULL) == (p.origin is Origin.CLEAN)
 
-    passes.enqueue(store, passes.SessionEntry(f"poison-{n}", messages, timeline))
+    passes.enqueue(store, passes.session_entry(f"poison-{n}", messages, timeline))
     if v.draft is not None:
         passes.enqueue(store, passes.DraftEntry(v.draft))
     accepted = asyncio.run(_loop(store, model))
@@ -333,7 +333,7 @@ def test_the_persons_own_words_become_a_reflection_only_through_the_reflector_an
     ]
     model.clear()
     store = LearningStore.open(tmp_path / "learning")
-    passes.enqueue(store, passes.SessionEntry("own-words", messages, [TaintCheckpoint(at=0, taint=Taint())]))
+    passes.enqueue(store, passes.session_entry("own-words", messages, [TaintCheckpoint(at=0, taint=Taint())]))
     provider = provider_from_config(model.config("openai"))
     asyncio.run(passes.reflect_inbox(store, Reflector(provider)))
     [r] = store.reflexions()

@@ -177,7 +177,7 @@ def test_a_reflect_pass_facing_a_faulty_model_fails_keeps_everything_and_a_later
 ) -> None:
     root = pass_env
     store = _seed(root)
-    passes.enqueue(store, passes.SessionEntry("faulted", _steered("Only touch the docs folder."), CLEAN))
+    passes.enqueue(store, passes.session_entry("faulted", _steered("Only touch the docs folder."), CLEAN))
     reflections_before = _bytes(root / "reflections.jsonl")
     [entry] = [p.name for p in passes.inbox_dir(store).glob("*.json")]
     server.script(*fault.actions)
@@ -210,8 +210,8 @@ def test_one_entry_the_model_will_not_answer_does_not_hold_up_the_others(server:
     # there would leave every later session queued behind it for good.
     root = pass_env
     store = _seed(root)
-    passes.enqueue(store, passes.SessionEntry("a-refused", _steered("Stop quoting the incident report."), CLEAN))
-    passes.enqueue(store, passes.SessionEntry("b-fine", _steered("Use British spelling."), CLEAN))
+    passes.enqueue(store, passes.session_entry("a-refused", _steered("Stop quoting the incident report."), CLEAN))
+    passes.enqueue(store, passes.session_entry("b-fine", _steered("Use British spelling."), CLEAN))
 
     def answer(request: Any, dialect: Any) -> Any:
         user = json.dumps(request)
