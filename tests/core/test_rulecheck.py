@@ -24,17 +24,16 @@ from mecha.core.rulecheck import (
     ATTRIBUTED_REGRESSIONS,
     DUPLICATE_RULE,
     INVALID_VALUE,
-    LIST_PROPOSALS_COMMAND,
     MISSING_TEXT,
     OVER_CAP,
     OVER_CHAR_BUDGET,
     RESTATES_USER_RULE,
     RETIRED_ENABLED,
     SEVERITIES,
-    SHOW_RULES_BLOCK_COMMAND,
     TOML_SYNTAX,
     UNKNOWN_KEY,
     UNROUTED_DOMAIN,
+    Act,
     Finding,
     Range,
     TextEdit,
@@ -750,8 +749,8 @@ def test_the_lenses_count_active_rules_chars_and_pending_proposals():
         f"{chars}/{RULES_CHAR_BUDGET} chars",
         "2 pending proposals",
     ]
-    assert lenses[0].command == SHOW_RULES_BLOCK_COMMAND and lenses[0].arguments == ["behavior"]
-    assert lenses[2].command == LIST_PROPOSALS_COMMAND
+    assert lenses[0].act == Act.SHOW_RULES_BLOCK and lenses[0].arguments == ["behavior"]
+    assert lenses[2].act == Act.LIST_PROPOSALS
     assert lenses[2].arguments == [{"status": "pending", "domain": "behavior"}]
     assert [lens.title for lens in lens_for("behavior", [], [], pending=1)] == [
         f"0/{MAX_ACTIVE_RULES_PER_DOMAIN} active rules",
@@ -1018,17 +1017,17 @@ def test_each_diagnostic_brings_its_own_fix_attached_to_it():
     over = [f for f in _findings(many) if f.code == OVER_CAP]
     assert over
     (fix,) = fixes_for(over[0], many)
-    assert (fix.command, fix.arguments, fix.edits) == ("mecha.learnNow", ["behavior"], [])
+    assert (fix.act, fix.arguments, fix.edits) == (Act.LEARN_NOW, ["behavior"], [])
 
     long = f'[[rules]]\ntext = "{"word " * (RULES_CHAR_BUDGET // 5 + 10)}"\n'
     (budget,) = [f for f in _findings(long, kind="user") if f.code == OVER_CHAR_BUDGET]
     (fix,) = fixes_for(budget, long)
-    assert (fix.command, fix.arguments) == ("mecha.learnNow", ["behavior"])
+    assert (fix.act, fix.arguments) == (Act.LEARN_NOW, ["behavior"])
 
     tallies = {"r-1": RuleTally(observations=3, regressed=2, attributed_regressions=2)}
     (blamed,) = [f for f in _findings(WITH_COPY, tallies=tallies) if f.code == ATTRIBUTED_REGRESSIONS]
     (fix,) = fixes_for(blamed, WITH_COPY)
-    assert fix.command == "mecha.proposeRetirement" and fix.arguments[:2] == ["behavior", "r-1"]
+    assert fix.act == Act.PROPOSE_RETIREMENT and fix.arguments[:2] == ["behavior", "r-1"]
 
 
 def test_a_pending_proposal_is_reviewed_from_its_diagnostic_and_from_the_source_menu_never_twice():
