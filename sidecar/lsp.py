@@ -172,7 +172,7 @@ class MechaLanguageServer(LanguageServer):
         super().__init__("mecha-sidecar", server_version(), text_document_sync_kind=lsp.TextDocumentSyncKind.Full)
         self.ctx: Context | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.known_jobs: dict[str, str] = {}
+        self.known_jobs: dict[str, jobs_mod.JobState] = {}
         self.progress_tokens: dict[str, str] = {}
         self.pending_seen: PendingSummary | None = None
         self.store_key: Any = None
@@ -282,18 +282,18 @@ class MechaLanguageServer(LanguageServer):
             self.protocol.send_request(lsp.WORKSPACE_CODE_LENS_REFRESH, None)
 
     def report_jobs(self) -> None:
-        """Work-done progress for every pass: begun when a running job is first
-        seen (whoever started it), ended when its record leaves `running`."""
+        """Work-done progress for every pass (`jobs.progress_moves` says
+        which to begin and end)."""
         caps = self.client_capabilities.window
         if not (caps and caps.work_done_progress):
             return
-        for job in jobs_mod.list_jobs(self.root(), limit=20):
-            previous = self.known_jobs.get(job.id)
-            self.known_jobs[job.id] = job.state
-            if job.state == "running" and previous is None:
-                self.begin_progress(job)
-            elif job.state != "running" and previous == "running":
-                self.end_progress(job)
+        jobs = jobs_mod.list_jobs(self.root(), limit=20)
+        begin, end = jobs_mod.progress_moves(self.known_jobs, jobs)
+        self.known_jobs.update((job.id, job.state) for job in jobs)
+        for job in begin:
+            self.begin_progress(job)
+        for job in end:
+            self.end_progress(job)
 
     def begin_progress(self, job: jobs_mod.Job) -> None:
         token = f"mecha-job-{job.id}"
