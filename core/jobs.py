@@ -11,6 +11,7 @@ SIGKILL, an OOM — and is reported as `failed`, never as running forever.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from datetime import UTC
 from pathlib import Path
 from typing import Literal
@@ -131,3 +132,24 @@ def list_jobs(root: Path, limit: int = 50) -> list[Job]:
             continue
     jobs.sort(key=lambda j: (j.started_at, j.id), reverse=True)
     return jobs[:limit]
+
+
+def progress_moves(seen: Mapping[str, JobState], jobs: Iterable[Job]) -> tuple[list[Job], list[Job]]:
+    """The passes whose progress an editor should begin, and those whose
+    progress it should end, given the state it last saw each job in.
+
+    Begun when a job is first seen `running`, whoever started it (a
+    harness, the CLI, another editor): the progress follows the record, not
+    the request. Ended when a job seen running has left `running`. A job
+    first seen already ended gets none: nothing of it is in progress, and
+    an editor opened after a day of passes would otherwise flash one
+    progress bar for each."""
+    begin: list[Job] = []
+    end: list[Job] = []
+    for job in jobs:
+        before = seen.get(job.id)
+        if job.state == "running" and before is None:
+            begin.append(job)
+        elif job.state != "running" and before == "running":
+            end.append(job)
+    return begin, end

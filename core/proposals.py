@@ -168,3 +168,40 @@ def pending_for(store: LearningStore, domain: str | None = None) -> list[Proposa
     domain. The one answer to "is anything pending?": a learn pass refuses
     while one waits, doctor counts them and the editor shows them."""
     return [p for p in list_proposals(store, None, domain) if is_pending(p)]
+
+
+class PendingSummary(msgspec.Struct, frozen=True):
+    """What a client is told of the pending proposals as a whole: their ids
+    (sorted, so two summaries of the same proposals are equal) and how many
+    wait in each domain."""
+
+    ids: tuple[str, ...] = ()
+    by_domain: dict[str, int] = msgspec.field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        return len(self.ids)
+
+
+def pending_summary(store: LearningStore | None) -> PendingSummary:
+    """The pending proposals of `store` summed up (`pending_for`); nothing is
+    pending in a store that does not exist yet."""
+    waiting = pending_for(store) if store is not None else []
+    by_domain: dict[str, int] = {}
+    for p in waiting:
+        by_domain[p.domain] = by_domain.get(p.domain, 0) + 1
+    return PendingSummary(tuple(sorted(p.id for p in waiting)), by_domain)
+
+
+def should_announce(previous: PendingSummary | None, now: PendingSummary, *, after_command: bool) -> bool:
+    """Whether a client must be told the pending proposals now.
+
+    When the set of pending ids moved since it was last told (`previous`,
+    `None` before the first telling), and always after a command that could
+    resolve one: a proposal can be written and resolved between two looks
+    at the store, so the set seen before and after the command is the same,
+    yet the client saw it appear (in its diagnostics, by its own request)
+    and must hear the new count. Comparing ids, not counts: one proposal
+    accepted while another arrives leaves the count as it was and changes
+    what is pending."""
+    return after_command or previous is None or previous.ids != now.ids

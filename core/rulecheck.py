@@ -41,11 +41,12 @@ key), a problem with the domain on line 0.
 from __future__ import annotations
 
 import bisect
+import enum
 import math
 import os
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +54,8 @@ import msgspec
 
 from .errors import InvalidDomain
 from .layout import RULES_DIR
-from .ledger import RuleTally
-from .proposals import is_pending
+from .ledger import RuleTally, rule_tallies
+from .proposals import is_pending, pending_for
 from .reflection import Reflexion
 from .rules import (
     MAX_ACTIVE_RULES_PER_DOMAIN,
@@ -66,7 +67,16 @@ from .rules import (
     routed_domains,
     validate_domain,
 )
-from .store import LEARNED_KIND, USER_KIND, Proposal
+from .store import (
+    LEARNED_KIND,
+    USER_KIND,
+    LearningStore,
+    Proposal,
+    parse_rules_file,
+    rules_file_name,
+    rules_file_path,
+    sibling_kind,
+)
 
 # ─── Codes and severities (the contract in editors/README.md) ───────────────
 
@@ -105,15 +115,24 @@ SEVERITIES: dict[str, str] = {
     PENDING_PROPOSAL: INFORMATION,
 }
 
-#: The editor commands a lens runs (the contract's command table).
-SHOW_RULES_BLOCK_COMMAND = "mecha.showRulesBlock"
-LIST_PROPOSALS_COMMAND = "mecha.listProposals"
-#: The commands a code action runs.
-ACCEPT_PROPOSAL_COMMAND = "mecha.acceptProposal"
-REJECT_PROPOSAL_COMMAND = "mecha.rejectProposal"
-SHOW_PROPOSAL_DIFF_COMMAND = "mecha.showProposalDiff"
-PROPOSE_RETIREMENT_COMMAND = "mecha.proposeRetirement"
-LEARN_NOW_COMMAND = "mecha.learnNow"
+
+class Act(enum.Enum):
+    """What a lens or a code action asks the server to do when chosen.
+
+    Core decides which intention fixes which finding; the command id an
+    editor runs it by is wire, spelled in `mecha.protocol.commands` (which
+    maps every member to one id), so no wire string lives here."""
+
+    #: Lenses: show the rules block a run would get; list the proposals.
+    SHOW_RULES_BLOCK = enum.auto()
+    LIST_PROPOSALS = enum.auto()
+    #: Code actions: review a pending proposal, or ask for a new one.
+    ACCEPT_PROPOSAL = enum.auto()
+    REJECT_PROPOSAL = enum.auto()
+    SHOW_PROPOSAL_DIFF = enum.auto()
+    PROPOSE_RETIREMENT = enum.auto()
+    LEARN_NOW = enum.auto()
+
 
 #: Code action kinds (LSP's spelling). A `quickfix` is what Ctrl+. and the
 #: lightbulb list; a `source` action only the Source Action menu does.
@@ -198,11 +217,11 @@ class RuleSpan(msgspec.Struct):
 
 
 class Lens(msgspec.Struct, frozen=True):
-    """One code lens at the top of a rules file: its title and the command
-    (with arguments) clicking it runs."""
+    """One code lens at the top of a rules file: its title and what
+    clicking it does (`act`, with `arguments`)."""
 
     title: str
-    command: str | None = None
+    act: Act
     arguments: list[Any] = msgspec.field(default_factory=list)
 
 
@@ -218,8 +237,8 @@ class PendingProposal(msgspec.Struct, frozen=True):
 
 class CodeAction(msgspec.Struct, frozen=True):
     """One code action, without LSP types: a title, a kind (`QUICKFIX` or
-    `SOURCE`), and what choosing it does — `edits` on this document, a
-    `command` with `arguments`, or both (edits first). `fixes` is the
+    `SOURCE`), and what choosing it does — `edits` on this document, an
+    `act` with `arguments`, or both (edits first). `fixes` is the
     finding it resolves, when it resolves one: the editor lists the action
     under that diagnostic's lightbulb. `preferred` marks the fix a person
     most likely wants (VS Code's "auto fix" applies it)."""
@@ -227,7 +246,7 @@ class CodeAction(msgspec.Struct, frozen=True):
     title: str
     kind: str
     edits: list[TextEdit] = msgspec.field(default_factory=list)
-    command: str | None = None
+    act: Act | None = None
     arguments: list[Any] = msgspec.field(default_factory=list)
     fixes: Finding | None = None
     preferred: bool = False
@@ -253,6 +272,34 @@ def rules_document_of(path: Path, root: Path) -> tuple[str, str] | None:
             except InvalidDomain:
                 return None
     return None
+
+
+def sibling_path(root: Path, domain: str, kind: str) -> Path:
+    """The domain's other rules file: a document is checked against it
+    (restating a person's rule, the shared budget), so an editor rechecks
+    it when this one changes."""
+    return rules_file_path(Path(root), domain, sibling_kind(kind))
+
+
+def sibling_rules(root: Path, domain: str, kind: str, open_text: Callable[[Path], str | None]) -> list[Rule]:
+    """The rules of the document's sibling (`sibling_path`), as the person
+    sees them: the editor's open buffer when there is one (`open_text`
+    gives its text, or `None` when the file is not open), else the file
+    on disk, else none.
+
+    A sibling that does not parse counts as no rules: its breakage is that
+    file's own `toml-syntax` diagnostic, and guessing at its rules here would
+    put a second, misplaced complaint on this one."""
+    path = sibling_path(root, domain, kind)
+    try:
+        text = open_text(path)
+        if text is not None:
+            return parse_rules_file(text, path.name)
+        if path.exists():
+            return parse_rules_file(path.read_bytes(), path.name)
+    except Exception:  # unreadable, not TOML, not rules, nested past the parser's depth: no rules
+        return []
+    return []
 
 
 def _same_dir(a: Path, b: Path) -> bool:
@@ -985,6 +1032,18 @@ def pending_of(domain: str, proposals: Sequence[Proposal]) -> list[PendingPropos
     ]
 
 
+def pending_in(store: LearningStore | None, domain: str) -> list[PendingProposal]:
+    """`domain`'s pending proposals in `store` (`pending_for`), as the editor
+    needs them; none in a store that does not exist yet."""
+    return pending_of(domain, pending_for(store, domain)) if store is not None else []
+
+
+def tallies_in(store: LearningStore | None) -> dict[str, RuleTally]:
+    """What the validation ledger of `store` measured of each rule, by id;
+    nothing in a store that does not exist yet."""
+    return rule_tallies(store.validations()) if store is not None else {}
+
+
 def pending_findings(domain: str, pending: Sequence[PendingProposal], where: Range) -> list[Finding]:
     """One `pending-proposal` finding per pending proposal, at `where`
     (line 0 of the learned file). Its `data` is the round trip its actions
@@ -1197,7 +1256,7 @@ def fixes_for(finding: Finding, text: str) -> list[CodeAction]:
             CodeAction(
                 f"Learn now for {domain} (propose a consolidation)",
                 QUICKFIX,
-                command=LEARN_NOW_COMMAND,
+                act=Act.LEARN_NOW,
                 arguments=[domain],
                 fixes=finding,
             )
@@ -1209,7 +1268,7 @@ def fixes_for(finding: Finding, text: str) -> list[CodeAction]:
             CodeAction(
                 f"Propose retiring rule {rule_id}",
                 QUICKFIX,
-                command=PROPOSE_RETIREMENT_COMMAND,
+                act=Act.PROPOSE_RETIREMENT,
                 arguments=[domain, rule_id, reason],
                 fixes=finding,
             )
@@ -1230,13 +1289,13 @@ def _review(finding: Finding, kind: str) -> list[CodeAction]:
         CodeAction(
             f"Accept proposal {pid} ({before} → {after} active {domain} rules)",
             kind,
-            command=ACCEPT_PROPOSAL_COMMAND,
+            act=Act.ACCEPT_PROPOSAL,
             arguments=[pid],
             fixes=fixes,
         ),
-        CodeAction(f"Reject proposal {pid}", kind, command=REJECT_PROPOSAL_COMMAND, arguments=[pid], fixes=fixes),
+        CodeAction(f"Reject proposal {pid}", kind, act=Act.REJECT_PROPOSAL, arguments=[pid], fixes=fixes),
         CodeAction(
-            f"Show diff of proposal {pid}", kind, command=SHOW_PROPOSAL_DIFF_COMMAND, arguments=[pid], fixes=fixes
+            f"Show diff of proposal {pid}", kind, act=Act.SHOW_PROPOSAL_DIFF, arguments=[pid], fixes=fixes
         ),
     ]
 
@@ -1387,15 +1446,31 @@ def lens_for(domain: str, user_rules: Sequence[Rule], learned_rules: Sequence[Ru
     chars = _section_chars(domain, user_rules, learned_rules)
     show = [domain]
     out = [
-        Lens(f"{active}/{MAX_ACTIVE_RULES_PER_DOMAIN} active rules", SHOW_RULES_BLOCK_COMMAND, show),
-        Lens(f"{chars}/{RULES_CHAR_BUDGET} chars", SHOW_RULES_BLOCK_COMMAND, list(show)),
+        Lens(f"{active}/{MAX_ACTIVE_RULES_PER_DOMAIN} active rules", Act.SHOW_RULES_BLOCK, show),
+        Lens(f"{chars}/{RULES_CHAR_BUDGET} chars", Act.SHOW_RULES_BLOCK, list(show)),
     ]
     if pending > 0:
         out.append(
             Lens(
                 f"{pending} pending proposal{'s' if pending != 1 else ''}",
-                LIST_PROPOSALS_COMMAND,
+                Act.LIST_PROPOSALS,
                 [{"status": "pending", "domain": domain}],
             )
         )
     return out
+
+
+def document_lenses(domain: str, kind: str, text: str, sibling: Sequence[Rule], pending: int) -> list[Lens]:
+    """The lenses of one rules document as typed (`lens_for`): its rules
+    on its own side of the pair, the sibling's (`sibling_rules`) on the
+    other, and the domain's `pending` proposal count.
+
+    A document that does not parse gets no lenses at all: counts over
+    rules that cannot be read would be guesses that flicker as a person
+    types, and its `toml-syntax` diagnostic already says what is wrong."""
+    try:
+        mine = parse_rules_file(text, rules_file_name(domain, kind))
+    except Exception:  # not TOML, not rules, nested past the parser's depth
+        return []
+    user, learned = (mine, sibling) if kind == USER_KIND else (sibling, mine)
+    return lens_for(domain, user, learned, pending)

@@ -2,9 +2,10 @@
 (`workspace/executeCommand`), the arguments each takes, what each returns,
 and the notifications it sends.
 
-The ids are the ones `core.rulecheck`'s code actions and lenses carry (core
-decides which command fixes what and cannot import this layer); this table is
-where their argument shapes and results are spelled, and `schema.py` puts it
+Core decides which intention fixes what (`core.rulecheck.Act`, which its
+code actions and lenses carry) and spells no wire string; `COMMAND_IDS` is
+where each intention gets the id an editor runs it by, and `COMMANDS` where
+each id's argument shapes and result are spelled. `schema.py` puts the table
 in the checked-in JSON Schema the VS Code extension's wire types are
 generated from.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import msgspec
 
-from mecha.core import rulecheck
+from mecha.core.rulecheck import Act
 
 from . import methods as m
 
@@ -37,7 +38,21 @@ class Argument(msgspec.Struct, frozen=True):
     required: bool = True
 
 
+#: The command id each of core's intentions is run by. Every `Act` has one,
+#: and no two share one (a test holds both).
+COMMAND_IDS: dict[Act, str] = {
+    Act.ACCEPT_PROPOSAL: "mecha.acceptProposal",
+    Act.REJECT_PROPOSAL: "mecha.rejectProposal",
+    Act.SHOW_PROPOSAL_DIFF: "mecha.showProposalDiff",
+    Act.LIST_PROPOSALS: "mecha.listProposals",
+    Act.LEARN_NOW: "mecha.learnNow",
+    Act.PROPOSE_RETIREMENT: "mecha.proposeRetirement",
+    Act.SHOW_RULES_BLOCK: "mecha.showRulesBlock",
+}
+
+
 class Command(msgspec.Struct, frozen=True):
+    act: Act
     id: str
     #: The `mecha/*` method it calls: one implementation per behaviour.
     method: str
@@ -46,8 +61,8 @@ class Command(msgspec.Struct, frozen=True):
     summary: str
 
 
-def _c(id: str, method: str, arguments: tuple[Argument, ...], result: type, summary: str) -> Command:
-    return Command(id, method, arguments, result, summary)
+def _c(act: Act, method: str, arguments: tuple[Argument, ...], result: type, summary: str) -> Command:
+    return Command(act, COMMAND_IDS[act], method, arguments, result, summary)
 
 
 _ID = Argument("id", str)
@@ -56,20 +71,20 @@ _ID = Argument("id", str)
 COMMANDS: dict[str, Command] = {
     c.id: c
     for c in (
-        _c(rulecheck.ACCEPT_PROPOSAL_COMMAND, "mecha/acceptProposal", (_ID,), m.ProposalResult,
+        _c(Act.ACCEPT_PROPOSAL, "mecha/acceptProposal", (_ID,), m.ProposalResult,
            "Accept a pending proposal (id or unique prefix)."),
-        _c(rulecheck.REJECT_PROPOSAL_COMMAND, "mecha/rejectProposal", (_ID, Argument("reason", str, required=False)),
+        _c(Act.REJECT_PROPOSAL, "mecha/rejectProposal", (_ID, Argument("reason", str, required=False)),
            m.ProposalResult, "Reject a pending proposal, with an optional reason."),
-        _c(rulecheck.SHOW_PROPOSAL_DIFF_COMMAND, "mecha/proposal", (_ID,), m.ShowProposalDiffResult,
+        _c(Act.SHOW_PROPOSAL_DIFF, "mecha/proposal", (_ID,), m.ShowProposalDiffResult,
            "A proposal's diff, and the URI a client shows it under."),
-        _c(rulecheck.LIST_PROPOSALS_COMMAND, "mecha/proposals", (Argument("filters", m.ProposalsParams, required=False),),
+        _c(Act.LIST_PROPOSALS, "mecha/proposals", (Argument("filters", m.ProposalsParams, required=False),),
            m.ProposalsResult, "Proposals, filtered by status and domain."),
-        _c(rulecheck.LEARN_NOW_COMMAND, "mecha/learn", (Argument("domain", str),), m.LearnResult,
+        _c(Act.LEARN_NOW, "mecha/learn", (Argument("domain", str),), m.LearnResult,
            "Start a learn pass for a domain."),
-        _c(rulecheck.PROPOSE_RETIREMENT_COMMAND, "mecha/proposeRetirement",
+        _c(Act.PROPOSE_RETIREMENT, "mecha/proposeRetirement",
            (Argument("domain", str), Argument("rule_id", str), Argument("reason", str)), m.ProposalResult,
            "Propose retiring a learned rule."),
-        _c(rulecheck.SHOW_RULES_BLOCK_COMMAND, "mecha/rulesPromptBlock", (Argument("domain", str, required=False),),
+        _c(Act.SHOW_RULES_BLOCK, "mecha/rulesPromptBlock", (Argument("domain", str, required=False),),
            m.RulesPromptBlockResult, "The rules block a run would get."),
     )
 }

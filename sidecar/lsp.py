@@ -40,19 +40,9 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from mecha.core import jobs as jobs_mod
 from mecha.core import rulecheck
-from mecha.core._files import TMP_SUFFIX
-from mecha.core.store import (
-    JOBS_DIR,
-    PROPOSALS_DIR,
-    REFLECTIONS_FILE,
-    RULES_DIR,
-    USER_KIND,
-    VALIDATIONS_FILE,
-    rules_file_name,
-    rules_file_path,
-    rules_fingerprint,
-    sibling_kind,
-)
+from mecha.core.proposals import PendingSummary, pending_summary, should_announce
+from mecha.core.rulecheck import Act
+from mecha.core.store import LearningStore, ReflectionsById, store_identity
 from mecha.protocol import commands as wire_commands
 from mecha.protocol import errors as codes
 from mecha.protocol import lifecycle as lc
@@ -134,17 +124,20 @@ def _cmd_block(ctx: Context, args: list[Any]) -> Any:
     return call(ctx, "mecha/rulesPromptBlock", {"domain": _arg(args, 0, "domain", required=False)})
 
 
-COMMANDS: dict[str, Callable[[Context, list[Any]], Any]] = {
-    rulecheck.ACCEPT_PROPOSAL_COMMAND: _cmd_accept,
-    rulecheck.REJECT_PROPOSAL_COMMAND: _cmd_reject,
-    rulecheck.SHOW_PROPOSAL_DIFF_COMMAND: _cmd_diff,
-    rulecheck.LIST_PROPOSALS_COMMAND: _cmd_list,
-    rulecheck.LEARN_NOW_COMMAND: _cmd_learn,
-    rulecheck.PROPOSE_RETIREMENT_COMMAND: _cmd_retire,
-    rulecheck.SHOW_RULES_BLOCK_COMMAND: _cmd_block,
+_RUN: dict[Act, Callable[[Context, list[Any]], Any]] = {
+    Act.ACCEPT_PROPOSAL: _cmd_accept,
+    Act.REJECT_PROPOSAL: _cmd_reject,
+    Act.SHOW_PROPOSAL_DIFF: _cmd_diff,
+    Act.LIST_PROPOSALS: _cmd_list,
+    Act.LEARN_NOW: _cmd_learn,
+    Act.PROPOSE_RETIREMENT: _cmd_retire,
+    Act.SHOW_RULES_BLOCK: _cmd_block,
 }
-# The contract's table (protocol/commands.py) and this one name the same commands.
-assert COMMANDS.keys() == wire_commands.COMMANDS.keys(), sorted(COMMANDS.keys() ^ wire_commands.COMMANDS.keys())
+#: Every command of the contract's table (protocol/commands.py), by its id:
+#: one missing here fails at import.
+COMMANDS: dict[str, Callable[[Context, list[Any]], Any]] = {
+    cid: _RUN[c.act] for cid, c in wire_commands.COMMANDS.items()
+}
 
 
 # ─── positions ──────────────────────────────────────────────────────────────
@@ -179,12 +172,11 @@ class MechaLanguageServer(LanguageServer):
         super().__init__("mecha-sidecar", server_version(), text_document_sync_kind=lsp.TextDocumentSyncKind.Full)
         self.ctx: Context | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.known_jobs: dict[str, str] = {}
+        self.known_jobs: dict[str, jobs_mod.JobState] = {}
         self.progress_tokens: dict[str, str] = {}
-        self.pending_seen: tuple[str, ...] | None = None
+        self.pending_seen: PendingSummary | None = None
         self.store_key: Any = None
-        self.reflections_key: Any = None
-        self.reflections_by_id: dict[str, Any] = {}
+        self.reflections = ReflectionsById()
 
     # The store's state that documents are checked against.
     def root(self) -> Path:
@@ -197,47 +189,17 @@ class MechaLanguageServer(LanguageServer):
             return None
         return rulecheck.rules_document_of(Path(path), self.root())
 
-    def _tallies(self) -> dict[str, Any]:
-        from mecha.core.ledger import rule_tallies
+    def store(self) -> LearningStore | None:
+        return self.ctx.existing_store() if self.ctx else None
 
-        store = self.ctx.existing_store() if self.ctx else None
-        return rule_tallies(store.validations()) if store else {}
-
-    def _reflections(self) -> dict[str, Any]:
-        store = self.ctx.existing_store() if self.ctx else None
-        if store is None:
-            return {}
-        path = store.root / REFLECTIONS_FILE
-        try:
-            st = path.stat()
-            key = (st.st_ino, st.st_mtime_ns, st.st_size)
-        except FileNotFoundError:
-            return {}
-        if key != self.reflections_key:
-            self.reflections_by_id = {r.id: r for r in store.reflexions()}
-            self.reflections_key = key
-        return self.reflections_by_id
-
-    def _sibling_rules(self, domain: str, kind: str) -> list[Any]:
-        path = rules_file_path(self.root(), domain, sibling_kind(kind))
+    def open_text(self, path: Path) -> str | None:
+        """The open buffer's text for `path`, or `None` when it is not open."""
         uri = from_fs_path(str(path))
         doc = self.workspace.text_documents.get(uri) if uri else None
-        try:
-            from mecha.core.store import parse_rules_file
+        return doc.source if doc is not None else None
 
-            if doc is not None:
-                return parse_rules_file(doc.source, path.name)
-            if path.exists():
-                return parse_rules_file(path.read_bytes(), path.name)
-        except Exception:  # a broken sibling is that file's own diagnostic
-            return []
-        return []
-
-    def pending_for(self, domain: str) -> list[rulecheck.PendingProposal]:
-        from mecha.core.proposals import pending_for
-
-        store = self.ctx.existing_store() if self.ctx else None
-        return rulecheck.pending_of(domain, pending_for(store, domain)) if store is not None else []
+    def sibling_rules(self, domain: str, kind: str) -> list[Any]:
+        return rulecheck.sibling_rules(self.root(), domain, kind, self.open_text)
 
     def findings_for(self, uri: str) -> tuple[str, list[str], list[rulecheck.Finding]] | None:
         """The open document's text, its lines and rulecheck's findings on
@@ -251,9 +213,9 @@ class MechaLanguageServer(LanguageServer):
             domain,
             which,
             text,
-            other_rules=self._sibling_rules(domain, which),
-            tallies=self._tallies(),
-            pending=self.pending_for(domain) if which == rulecheck.LEARNED_KIND else (),
+            other_rules=self.sibling_rules(domain, which),
+            tallies=rulecheck.tallies_in(self.store()),
+            pending=rulecheck.pending_in(self.store(), domain),
         )
         return text, rulecheck.document_lines(text) or [""], findings
 
@@ -289,35 +251,13 @@ class MechaLanguageServer(LanguageServer):
         kind = self.doc_kind(uri)
         if kind is None:
             return
-        sibling = from_fs_path(str(rules_file_path(self.root(), kind[0], sibling_kind(kind[1]))))
+        sibling = from_fs_path(str(rulecheck.sibling_path(self.root(), *kind)))
         if sibling and sibling != uri and sibling in self.workspace.text_documents:
             self.publish(sibling)
 
     # ── watching the store ──
     def store_identity(self) -> Any:
-        """What changes when anything the editor shows could: the rules
-        files (the store's own fingerprint of them), proposals, jobs,
-        validations and reflections."""
-        root = self.root()
-        ident: list[Any] = [(RULES_DIR, repr(rules_fingerprint(root)))]
-        for sub in (PROPOSALS_DIR, JOBS_DIR):
-            try:
-                with os.scandir(root / sub) as it:
-                    for e in it:
-                        if e.name.endswith(TMP_SUFFIX):
-                            continue
-                        st = e.stat(follow_symlinks=False)
-                        ident.append((sub, e.name, st.st_ino, st.st_mtime_ns, st.st_size))
-            except FileNotFoundError:
-                continue
-        for name in (VALIDATIONS_FILE, REFLECTIONS_FILE):
-            try:
-                st = (root / name).stat()
-                ident.append((name, st.st_ino, st.st_mtime_ns, st.st_size))
-            except FileNotFoundError:
-                pass
-        ident.sort()
-        return tuple(ident)
+        return store_identity(self.root())
 
     def on_store_changed(self, *, announce: bool = False) -> None:
         """Republish, and tell the client when the pending proposals changed.
@@ -327,19 +267,12 @@ class MechaLanguageServer(LanguageServer):
         the client learnt of it from its diagnostics and its own request)."""
         self.publish_all()
         self.report_jobs()
-        from mecha.core.proposals import pending_for
-
-        store = self.ctx.existing_store() if self.ctx else None
-        waiting = pending_for(store) if store is not None else []
-        pending = tuple(sorted(p.id for p in waiting))
-        if announce or pending != self.pending_seen:
-            self.pending_seen = pending
-            by_domain: dict[str, int] = {}
-            for p in waiting:
-                by_domain[p.domain] = by_domain.get(p.domain, 0) + 1
+        now = pending_summary(self.store())
+        if should_announce(self.pending_seen, now, after_command=announce):
+            self.pending_seen = now
             self.protocol.notify(
                 wire_commands.PROPOSALS_CHANGED,
-                m.to_builtins(m.ProposalsChangedParams(pending=len(pending), by_domain=by_domain)),
+                m.to_builtins(m.ProposalsChangedParams(pending=now.count, by_domain=now.by_domain)),
             )
         self.refresh_lenses()
 
@@ -349,18 +282,18 @@ class MechaLanguageServer(LanguageServer):
             self.protocol.send_request(lsp.WORKSPACE_CODE_LENS_REFRESH, None)
 
     def report_jobs(self) -> None:
-        """Work-done progress for every pass: begun when a running job is first
-        seen (whoever started it), ended when its record leaves `running`."""
+        """Work-done progress for every pass (`jobs.progress_moves` says
+        which to begin and end)."""
         caps = self.client_capabilities.window
         if not (caps and caps.work_done_progress):
             return
-        for job in jobs_mod.list_jobs(self.root(), limit=20):
-            previous = self.known_jobs.get(job.id)
-            self.known_jobs[job.id] = job.state
-            if job.state == "running" and previous is None:
-                self.begin_progress(job)
-            elif job.state != "running" and previous == "running":
-                self.end_progress(job)
+        jobs = jobs_mod.list_jobs(self.root(), limit=20)
+        begin, end = jobs_mod.progress_moves(self.known_jobs, jobs)
+        self.known_jobs.update((job.id, job.state) for job in jobs)
+        for job in begin:
+            self.begin_progress(job)
+        for job in end:
+            self.end_progress(job)
 
     def begin_progress(self, job: jobs_mod.Job) -> None:
         token = f"mecha-job-{job.id}"
@@ -429,7 +362,7 @@ def build_server() -> MechaLanguageServer:
         col = _from_utf16(lines[line], params.position.character) if line < len(lines) else 0
         text = rulecheck.hover_for(
             doc.source, line, col, domain=kind[0], kind=kind[1],
-            reflections_by_id=ls._reflections(), tallies=ls._tallies(),
+            reflections_by_id=ls.reflections.of(ls.store()), tallies=rulecheck.tallies_in(ls.store()),
         )
         if text is None:
             return None
@@ -455,22 +388,11 @@ def build_server() -> MechaLanguageServer:
         if kind is None:
             return None
         domain, which = kind
-        doc = ls.workspace.get_text_document(params.text_document.uri)
-        from mecha.core.store import parse_rules_file
-
-        try:
-            mine = parse_rules_file(doc.source, rules_file_name(domain, which))
-        except Exception:
-            return []
-        other = ls._sibling_rules(domain, which)
-        user, learned = (mine, other) if which == USER_KIND else (other, mine)
-        pending = ls.pending_for(domain)
+        text = ls.workspace.get_text_document(params.text_document.uri).source
+        pending = len(rulecheck.pending_in(ls.store(), domain))
+        lenses = rulecheck.document_lenses(domain, which, text, ls.sibling_rules(domain, which), pending)
         top = lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=0, character=0))
-        lenses = []
-        for lens in rulecheck.lens_for(domain, user, learned, len(pending)):
-            cmd = lsp.Command(title=lens.title, command=lens.command or "", arguments=list(lens.arguments))
-            lenses.append(lsp.CodeLens(range=top, command=cmd))
-        return lenses
+        return [lsp.CodeLens(range=top, command=_command(lens.title, lens.act, lens.arguments)) for lens in lenses]
 
     for name in COMMANDS:
         # Registered so `executeCommandProvider` lists them; execution is
@@ -503,6 +425,10 @@ def _diagnostic(f: rulecheck.Finding, lines: list[str]) -> lsp.Diagnostic:
     )
 
 
+def _command(title: str, act: Act, arguments: list[Any]) -> lsp.Command:
+    return lsp.Command(title=title, command=wire_commands.COMMAND_IDS[act], arguments=list(arguments))
+
+
 def _code_action(a: rulecheck.CodeAction, uri: str, lines: list[str]) -> lsp.CodeAction:
     edit = None
     if a.edits:
@@ -511,9 +437,7 @@ def _code_action(a: rulecheck.CodeAction, uri: str, lines: list[str]) -> lsp.Cod
             for e in a.edits
         ]
         edit = lsp.WorkspaceEdit(changes={uri: edits})
-    command = None
-    if a.command is not None:
-        command = lsp.Command(title=a.title, command=a.command, arguments=list(a.arguments))
+    command = _command(a.title, a.act, a.arguments) if a.act is not None else None
     return lsp.CodeAction(
         title=a.title,
         kind=lsp.CodeActionKind(a.kind),

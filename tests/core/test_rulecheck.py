@@ -24,17 +24,16 @@ from mecha.core.rulecheck import (
     ATTRIBUTED_REGRESSIONS,
     DUPLICATE_RULE,
     INVALID_VALUE,
-    LIST_PROPOSALS_COMMAND,
     MISSING_TEXT,
     OVER_CAP,
     OVER_CHAR_BUDGET,
     RESTATES_USER_RULE,
     RETIRED_ENABLED,
     SEVERITIES,
-    SHOW_RULES_BLOCK_COMMAND,
     TOML_SYNTAX,
     UNKNOWN_KEY,
     UNROUTED_DOMAIN,
+    Act,
     Finding,
     Range,
     TextEdit,
@@ -750,8 +749,8 @@ def test_the_lenses_count_active_rules_chars_and_pending_proposals():
         f"{chars}/{RULES_CHAR_BUDGET} chars",
         "2 pending proposals",
     ]
-    assert lenses[0].command == SHOW_RULES_BLOCK_COMMAND and lenses[0].arguments == ["behavior"]
-    assert lenses[2].command == LIST_PROPOSALS_COMMAND
+    assert lenses[0].act == Act.SHOW_RULES_BLOCK and lenses[0].arguments == ["behavior"]
+    assert lenses[2].act == Act.LIST_PROPOSALS
     assert lenses[2].arguments == [{"status": "pending", "domain": "behavior"}]
     assert [lens.title for lens in lens_for("behavior", [], [], pending=1)] == [
         f"0/{MAX_ACTIVE_RULES_PER_DOMAIN} active rules",
@@ -1018,17 +1017,17 @@ def test_each_diagnostic_brings_its_own_fix_attached_to_it():
     over = [f for f in _findings(many) if f.code == OVER_CAP]
     assert over
     (fix,) = fixes_for(over[0], many)
-    assert (fix.command, fix.arguments, fix.edits) == ("mecha.learnNow", ["behavior"], [])
+    assert (fix.act, fix.arguments, fix.edits) == (Act.LEARN_NOW, ["behavior"], [])
 
     long = f'[[rules]]\ntext = "{"word " * (RULES_CHAR_BUDGET // 5 + 10)}"\n'
     (budget,) = [f for f in _findings(long, kind="user") if f.code == OVER_CHAR_BUDGET]
     (fix,) = fixes_for(budget, long)
-    assert (fix.command, fix.arguments) == ("mecha.learnNow", ["behavior"])
+    assert (fix.act, fix.arguments) == (Act.LEARN_NOW, ["behavior"])
 
     tallies = {"r-1": RuleTally(observations=3, regressed=2, attributed_regressions=2)}
     (blamed,) = [f for f in _findings(WITH_COPY, tallies=tallies) if f.code == ATTRIBUTED_REGRESSIONS]
     (fix,) = fixes_for(blamed, WITH_COPY)
-    assert fix.command == "mecha.proposeRetirement" and fix.arguments[:2] == ["behavior", "r-1"]
+    assert fix.act == Act.PROPOSE_RETIREMENT and fix.arguments[:2] == ["behavior", "r-1"]
 
 
 def test_a_pending_proposal_is_reviewed_from_its_diagnostic_and_from_the_source_menu_never_twice():
@@ -1085,3 +1084,118 @@ def test_only_the_domains_pending_proposals_count_with_active_rules_before_and_a
         ],
     )
     assert found == [PendingProposal("p-1", 1, 3)]
+
+
+# ─── what a document is checked against: its sibling, the store ─────────────
+
+from mecha.core.rulecheck import (  # noqa: E402 - grouped with the tests that use them
+    document_lenses,
+    pending_in,
+    sibling_path,
+    sibling_rules,
+    tallies_in,
+)
+
+
+def _nothing_open(path: Path) -> str | None:
+    return None
+
+
+def test_a_rules_files_sibling_is_the_same_domains_other_kind(tmp_path: Path):
+    # Pins: a learned file checked against itself, or against another
+    # domain's rules, so a restated rule or the shared budget goes unseen.
+    root = tmp_path / "learning"
+    assert sibling_path(root, "behavior", "learned") == root / "rules" / "behavior.user.toml"
+    assert sibling_path(root, "behavior", "user") == root / "rules" / "behavior.learned.toml"
+
+
+def test_the_sibling_is_read_from_its_open_buffer_before_the_disk(tmp_path: Path):
+    # Pins: a document checked against the sibling as last saved while the
+    # person is editing it in the next tab, and the other way round a closed
+    # sibling ignored because it is not open.
+    root = tmp_path / "learning"
+    (root / "rules").mkdir(parents=True)
+    user = root / "rules" / "behavior.user.toml"
+    user.write_text('[[rules]]\ntext = "On disk."\n')
+    buffers = {user: '[[rules]]\ntext = "Typed."\n\n[[rules]]\ntext = "Unsaved."\n'}
+    assert [r.text for r in sibling_rules(root, "behavior", "learned", buffers.get)] == ["Typed.", "Unsaved."]
+    assert [r.text for r in sibling_rules(root, "behavior", "learned", _nothing_open)] == ["On disk."]
+    assert sibling_rules(root, "behavior", "user", _nothing_open) == [], "no learned file yet: no rules"
+
+
+@pytest.mark.parametrize(
+    ("buffer", "disk"),
+    [
+        ('[[rules]\ntext = "half-typed', None),
+        ('[[rules]]\ntext = 5\n', None),
+        ("rules = " + "[" * 5000, None),
+        (None, b'[[rules]]\ntext = "\xff"\n'),
+    ],
+    ids=["not toml", "not rules", "nested past the parser", "not utf-8 on disk"],
+)
+def test_a_broken_sibling_counts_as_no_rules(tmp_path: Path, buffer: str | None, disk: bytes | None):
+    # Pins: a half-typed sibling putting its own breakage on this document,
+    # or failing this document's diagnostics altogether.
+    root = tmp_path / "learning"
+    (root / "rules").mkdir(parents=True)
+    user = root / "rules" / "behavior.user.toml"
+    user.write_bytes(disk if disk is not None else b'[[rules]]\ntext = "Fine on disk."\n')
+    assert sibling_rules(root, "behavior", "learned", {user: buffer}.get) == []
+
+
+def test_without_a_store_nothing_is_pending_and_nothing_measured(tmp_path: Path):
+    # Pins: an editor opened on a rules folder before any run made a store
+    # failing every diagnostic instead of showing the file's own findings.
+    assert pending_in(None, "behavior") == []
+    assert tallies_in(None) == {}
+
+
+def test_pending_proposals_and_tallies_are_read_from_the_store(tmp_path: Path):
+    # Pins: the editor showing another domain's proposal, a resolved one,
+    # or a ledger other than the store's.
+    from mecha.core.ledger import ValidationRecord
+    from mecha.core.store import LearningStore, Proposal, ProposalStatus
+
+    store = LearningStore.open(tmp_path / "learning")
+    for pid, domain, status in (
+        ("p-1", "behavior", ProposalStatus.PENDING),
+        ("p-2", "behavior", ProposalStatus.REJECTED),
+        ("p-3", "writing", ProposalStatus.PENDING),
+    ):
+        store.write_proposal(
+            Proposal(
+                id=pid, domain=domain, status=status, reflexion_ids=[], evidence="", created_at="t",
+                rules_before=[], rules=[Rule(text="a", id="r-1")],
+            )
+        )
+    assert pending_in(store, "behavior") == [PendingProposal("p-1", 0, 1)]
+    assert tallies_in(store) == {}
+    store.append_validation(
+        ValidationRecord(
+            reflexion_id="x", trigger="steer", domain="behavior", rules_hash="0",
+            rule_ids=["r-1"], outcome="regressed", model="m", created_at="t",
+        )
+    )
+    tally = tallies_in(store)["r-1"]
+    assert (tally.observations, tally.regressed) == (1, 1)
+
+
+def test_a_documents_lenses_put_its_rules_on_its_own_side_of_the_pair():
+    # Pins: a user file's rules counted as learned (the active count would
+    # be the person's rules against the learned cap).
+    mine = '[[rules]]\ntext = "Mine."\n\n[[rules]]\ntext = "Also mine."\n'
+    sibling = [Rule(text="Theirs.")]
+    as_user = document_lenses("behavior", "user", mine, sibling, 0)
+    as_learned = document_lenses("behavior", "learned", mine, sibling, 0)
+    assert as_user == lens_for("behavior", parse_rules_file(mine, "u"), sibling, 0)
+    assert as_learned == lens_for("behavior", sibling, parse_rules_file(mine, "l"), 0)
+    assert as_user[0].title == f"1/{MAX_ACTIVE_RULES_PER_DOMAIN} active rules"
+    assert as_learned[0].title == f"2/{MAX_ACTIVE_RULES_PER_DOMAIN} active rules"
+    assert [lens.title for lens in document_lenses("behavior", "learned", mine, sibling, 2)][2] == "2 pending proposals"
+
+
+def test_a_document_that_does_not_parse_has_no_lenses():
+    # Pins: counts over guessed rules flickering above a half-typed buffer,
+    # or the lens request failing.
+    for broken in ('[[rules]\ntext = "half', '[[rules]]\ntext = 5\n', "rules = " + "[" * 5000):
+        assert document_lenses("behavior", "learned", broken, [], 3) == [], broken[:20]

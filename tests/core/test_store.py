@@ -928,3 +928,91 @@ def test_a_temp_is_stale_only_when_its_writer_is_gone_and_it_is_old_enough() -> 
     assert not is_stale_temp("a.json.0123abcd.tmp", 1, alive)
     for foreign in ("notes.tmp", "a.json.tmp", "a.json.222-xyz.tmp", "a.json.222-0123abcd.tmp.bak"):
         assert not is_stale_temp(foreign, old, alive), foreign
+
+
+# ─── what an editor watches ─────────────────────────────────────────────────
+
+
+def test_the_store_identity_moves_with_every_part_an_editor_shows_and_not_with_a_write_in_progress(
+    store: LearningStore,
+):
+    # Pins: an editor left showing an old proposal, job, tally or lesson
+    # because its poll watched fewer files than it shows; and a half-written
+    # temporary file announced as a change of its own.
+    from mecha.core.jobs import Job, write_job
+    from mecha.core.store import PROPOSALS_DIR, store_identity
+
+    root = store.root
+    seen = [store_identity(root)]
+    assert store_identity(root) == seen[-1], "nothing changed, nothing moves"
+
+    def moved() -> None:
+        now = store_identity(root)
+        assert now not in seen
+        seen.append(now)
+
+    write_user_rules(store, "behavior", '[[rules]]\ntext = "Ask first."\n')
+    moved()
+    store.write_proposal(proposal("p-1"))
+    moved()
+    write_job(root, Job(id="j-1", kind="learn", state="running", started_at="t"))
+    moved()
+    store.append_validation(
+        ValidationRecord(
+            reflexion_id="r1", trigger="steer", domain="behavior", rules_hash="0",
+            rule_ids=[], outcome="improved", model="m", created_at="t",
+        )
+    )
+    moved()
+    store.append_reflexion(reflexion("r1"))
+    moved()
+    (root / PROPOSALS_DIR / "p-2.json.123-ab.tmp").write_text("{")
+    assert store_identity(root) == seen[-1], "a write still in progress is not a change"
+    (root / PROPOSALS_DIR / "p-2.json.123-ab.tmp").unlink()
+    (root / "notes.txt").write_text("a file no editor shows")
+    assert store_identity(root) == seen[-1]
+
+
+def test_a_store_that_does_not_exist_yet_has_an_identity_that_moves_when_it_appears(tmp_path: Path):
+    # Pins: an editor opened before the first run erroring on every poll, or
+    # never noticing the store once a run creates it.
+    from mecha.core.store import store_identity
+
+    root = tmp_path / "later"
+    before = store_identity(root)
+    assert before == store_identity(root)
+    store = LearningStore.open(root)
+    store.write_proposal(proposal("p-1"))
+    assert store_identity(root) != before
+
+
+def test_reflections_by_id_are_read_again_only_when_the_file_changed(store: LearningStore, monkeypatch):
+    # Pins: every hover re-reading and decoding the whole reflections file;
+    # and, the other way, a hover naming a lesson as "not in the store"
+    # after it was appended.
+    from mecha.core.store import ReflectionsById
+
+    reads: list[Path] = []
+    real = LearningStore.reflexions
+
+    def counted(self: LearningStore) -> list[Reflexion]:
+        reads.append(self.root)
+        return real(self)
+
+    monkeypatch.setattr(LearningStore, "reflexions", counted)
+    cache = ReflectionsById()
+    assert cache.of(None) == {}
+    assert cache.of(store) == {} and reads == [], "no file yet: nothing to read"
+
+    store.append_reflexion(reflexion("r1"))
+    assert list(cache.of(store)) == ["r1"]
+    assert list(cache.of(store)) == ["r1"]
+    assert len(reads) == 1
+
+    store.append_reflexion(reflexion("r2", trigger="correction"))
+    assert sorted(cache.of(store)) == ["r1", "r2"] and cache.of(store)["r2"].trigger == "correction"
+    assert len(reads) == 2
+
+    other = LearningStore.open(store.root.parent / "other")
+    other.append_reflexion(reflexion("r9"))
+    assert list(cache.of(other)) == ["r9"], "another store's reflections, never the first's"
