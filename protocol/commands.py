@@ -88,3 +88,29 @@ COMMANDS: dict[str, Command] = {
            m.RulesPromptBlockResult, "The rules block a run would get."),
     )
 }
+
+
+def command_params(command: Command, args: list[object]) -> dict[str, object]:
+    """The params of the method a command calls, from its positional
+    `arguments` as the table spells them: a string argument is the field of
+    its name; an object argument (a params Struct) is the params whole.
+    A missing optional argument (or `null`) is left out; a missing required
+    one, or one of the wrong JSON type, is -32602 naming it by position."""
+    from .errors import INVALID_PARAMS, RpcError
+
+    params: dict[str, object] = {}
+    for i, arg in enumerate(command.arguments):
+        value = args[i] if i < len(args) else None
+        if value is None:
+            if arg.required:
+                raise RpcError(INVALID_PARAMS, f"invalid params: argument {i} ({arg.name}) is required")
+            continue
+        whole = arg.type is not str
+        kind: type = dict if whole else str
+        if not isinstance(value, kind):
+            raise RpcError(INVALID_PARAMS, f"invalid params: argument {i} ({arg.name}) must be a {kind.__name__}")
+        if whole:
+            params.update(value)  # type: ignore[call-overload]
+        else:
+            params[arg.name] = value
+    return params

@@ -79,64 +79,31 @@ _SEVERITY = {
 # ─── commands: one table, the same handlers as the methods ──────────────────
 
 
-def _arg(args: list[Any], i: int, name: str, kind: type = str, required: bool = True) -> Any:
-    if i >= len(args) or args[i] is None:
-        if required:
-            raise RpcError(codes.INVALID_PARAMS, f"invalid params: argument {i} ({name}) is required")
-        return None
-    if not isinstance(args[i], kind):
-        raise RpcError(codes.INVALID_PARAMS, f"invalid params: argument {i} ({name}) must be a {kind.__name__}")
-    return args[i]
+def _run_command(command: wire_commands.Command) -> Callable[[Context, list[Any]], Any]:
+    """A command runs the method its table row names, with the params its
+    arguments spell (`protocol.commands.command_params`)."""
+    shape = _RESULT_SHAPES.get(command.act)
+
+    def run(ctx: Context, args: list[Any]) -> Any:
+        result = call(ctx, command.method, wire_commands.command_params(command, args))
+        return shape(result) if shape is not None else result
+
+    return run
 
 
-def _cmd_accept(ctx: Context, args: list[Any]) -> Any:
-    return call(ctx, "mecha/acceptProposal", {"id": _arg(args, 0, "id")})
-
-
-def _cmd_reject(ctx: Context, args: list[Any]) -> Any:
-    return call(ctx, "mecha/rejectProposal", {"id": _arg(args, 0, "id"), "reason": _arg(args, 1, "reason", required=False)})
-
-
-def _cmd_diff(ctx: Context, args: list[Any]) -> Any:
-    shown = call(ctx, "mecha/proposal", {"id": _arg(args, 0, "id")})
+def _diff_shown(shown: Any) -> m.ShowProposalDiffResult:
+    """`mecha/proposal`'s answer as `mecha.showProposalDiff` returns it: the
+    diff, and the URI a client shows it under."""
     pid = shown["proposal"]["id"]
     return m.ShowProposalDiffResult(uri=m.proposal_diff_uri(pid), id=pid, diff=shown["diff"])
 
 
-def _cmd_list(ctx: Context, args: list[Any]) -> Any:
-    filters = _arg(args, 0, "filters", dict, required=False) or {}
-    return call(ctx, "mecha/proposals", filters)
+#: The commands whose result is not their method's as it is.
+_RESULT_SHAPES: dict[Act, Callable[[Any], Any]] = {Act.SHOW_PROPOSAL_DIFF: _diff_shown}
 
-
-def _cmd_learn(ctx: Context, args: list[Any]) -> Any:
-    return call(ctx, "mecha/learn", {"domain": _arg(args, 0, "domain")})
-
-
-def _cmd_retire(ctx: Context, args: list[Any]) -> Any:
-    return call(
-        ctx,
-        "mecha/proposeRetirement",
-        {"domain": _arg(args, 0, "domain"), "rule_id": _arg(args, 1, "rule_id"), "reason": _arg(args, 2, "reason")},
-    )
-
-
-def _cmd_block(ctx: Context, args: list[Any]) -> Any:
-    return call(ctx, "mecha/rulesPromptBlock", {"domain": _arg(args, 0, "domain", required=False)})
-
-
-_RUN: dict[Act, Callable[[Context, list[Any]], Any]] = {
-    Act.ACCEPT_PROPOSAL: _cmd_accept,
-    Act.REJECT_PROPOSAL: _cmd_reject,
-    Act.SHOW_PROPOSAL_DIFF: _cmd_diff,
-    Act.LIST_PROPOSALS: _cmd_list,
-    Act.LEARN_NOW: _cmd_learn,
-    Act.PROPOSE_RETIREMENT: _cmd_retire,
-    Act.SHOW_RULES_BLOCK: _cmd_block,
-}
-#: Every command of the contract's table (protocol/commands.py), by its id:
-#: one missing here fails at import.
+#: Every command of the contract's table (protocol/commands.py), by its id.
 COMMANDS: dict[str, Callable[[Context, list[Any]], Any]] = {
-    cid: _RUN[c.act] for cid, c in wire_commands.COMMANDS.items()
+    cid: _run_command(c) for cid, c in wire_commands.COMMANDS.items()
 }
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from mecha.core.rulecheck import Act
-from mecha.protocol.commands import COMMAND_IDS, COMMANDS
+from mecha.protocol.commands import COMMAND_IDS, COMMANDS, command_params
 
 
 def test_every_act_has_a_command_id_and_no_two_share_one():
@@ -37,3 +39,36 @@ def test_the_command_ids_are_the_contracts():
         "PROPOSE_RETIREMENT": "mecha.proposeRetirement",
         "LEARN_NOW": "mecha.learnNow",
     }
+
+
+def test_a_commands_params_are_spelled_by_its_arguments_in_the_table() -> None:
+    # Pins: a command's runner naming its params by hand, and drifting from
+    # the argument names the contract (and the generated wire types) say.
+
+    retire = COMMANDS[COMMAND_IDS[Act.PROPOSE_RETIREMENT]]
+    assert command_params(retire, ["coding", "r-1", "stale"]) == {"domain": "coding", "rule_id": "r-1", "reason": "stale"}
+    reject = COMMANDS[COMMAND_IDS[Act.REJECT_PROPOSAL]]
+    assert command_params(reject, ["p-1"]) == {"id": "p-1"}
+    assert command_params(reject, ["p-1", None]) == {"id": "p-1"}
+    listing = COMMANDS[COMMAND_IDS[Act.LIST_PROPOSALS]]
+    assert command_params(listing, [{"status": "pending"}]) == {"status": "pending"}
+    assert command_params(listing, []) == {}
+
+
+@pytest.mark.parametrize(
+    ("act", "args", "message"),
+    [
+        (Act.ACCEPT_PROPOSAL, [], "argument 0 (id) is required"),
+        (Act.ACCEPT_PROPOSAL, [7], "argument 0 (id) must be a str"),
+        (Act.PROPOSE_RETIREMENT, ["coding", "r-1"], "argument 2 (reason) is required"),
+        (Act.LIST_PROPOSALS, ["pending"], "argument 0 (filters) must be a dict"),
+    ],
+)
+def test_a_missing_or_mistyped_argument_is_invalid_params_naming_it(act: Act, args: list[object], message: str) -> None:
+    # Pins: a bad argument reaching the handler as a wrong params shape (or
+    # a KeyError), instead of -32602 saying which argument.
+    from mecha.protocol.errors import INVALID_PARAMS, RpcError
+
+    with pytest.raises(RpcError) as caught:
+        command_params(COMMANDS[COMMAND_IDS[act]], args)
+    assert caught.value.code == INVALID_PARAMS and message in caught.value.message
