@@ -465,9 +465,10 @@ def test_the_pass_reflects_on_what_the_sidecar_surveyed_with_the_harness_voices(
     assert len(server.completions()) == 1
 
 
-def test_a_handed_over_session_carries_its_voices_in_the_inbox_not_the_environment(tmp_path):
+def test_a_handed_over_session_carries_its_survey_in_the_inbox_and_no_voices_in_the_environment(tmp_path):
     # Pins: MECHA_HARNESS_VOICES / MECHA_FINAL_ANSWER_NUDGE set for the pass,
-    # a second channel beside the inbox entry that could disagree with it.
+    # a second channel beside the inbox entry that could disagree with it;
+    # or the pass surveying the transcript again under voices of its own.
     from mecha.core.passes import queued_session_ids
     from mecha.protocol import methods as m
     from mecha.sidecar.context import Context, InitializationOptions
@@ -484,4 +485,5 @@ def test_a_handed_over_session_carries_its_voices_in_the_inbox_not_the_environme
     assert ended.job is None and ended.interventions == 1
     assert queued_session_ids(ctx.store()) == {"s"}
     [entry] = [json.loads(p.read_text()) for p in (tmp_path / "store" / "inbox").glob("*.json")]
-    assert entry["voices"] == {"final_answer_nudge": "Answer now.", "harness_prefixes": ["[x]"]}
+    assert "voices" not in entry and "messages" not in entry
+    assert [plan["intervention"]["text"] for plan in entry["plans"]] == ["Use tabs."]
