@@ -24,3 +24,27 @@ def wait_for_passes(learning_dir: Path, timeout: float = 10.0) -> None:
             except ProcessLookupError:
                 break
             time.sleep(0.05)
+
+
+def recording_modules(argv: list[str], out_env: str) -> str:
+    """A program that runs `mecha-sidecar <argv>` in a fresh interpreter and
+    writes `sys.modules` to the file `$<out_env>` names however serving ends
+    (the first stage ends with `os._exit`, skipping the teardown, so that
+    exit records too)."""
+    return f"""\
+import os, sys
+def record():
+    with open(os.environ[{out_env!r}], "w") as out:
+        out.write("\\n".join(sorted(sys.modules)))
+end = os._exit
+def record_and_end(code):
+    record()
+    end(code)
+os._exit = record_and_end
+try:
+    from mecha.sidecar.cli import main
+    code = main({argv!r})
+finally:
+    record()
+raise SystemExit(code)
+"""

@@ -22,26 +22,11 @@ import msgspec
 
 from mecha.core.layout import is_racy, rules_fingerprint
 from mecha.protocol.framing import FrameReader, encode_frame
+from tests.processes import recording_modules
 
 #: Serve the harness endpoint in this interpreter and record `sys.modules`
 #: however serving ends.
-_RECORD = """\
-import os, sys
-def record():
-    with open(os.environ["MECHA_IMPORT_BUDGET_OUT"], "w") as out:
-        out.write("\\n".join(sorted(sys.modules)))
-end = os._exit
-def record_and_end(code):  # the first stage ends without the teardown
-    record()
-    end(code)
-os._exit = record_and_end
-try:
-    from mecha.sidecar.cli import main
-    code = main(["serve"])
-finally:
-    record()
-raise SystemExit(code)
-"""
+_RECORD = recording_modules(["serve"], "MECHA_IMPORT_BUDGET_OUT")
 
 #: Third-party packages the cold path must never load: the editor server and
 #: its runtime, the model client and its runtime, the TOML *writer*.

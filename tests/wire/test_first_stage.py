@@ -27,29 +27,14 @@ from mecha.core import blockcache
 from mecha.core.layout import is_racy, rules_fingerprint
 from mecha.core.rules import MAX_ACTIVE_RULES_PER_DOMAIN
 from mecha.core.sessions import samples_dir
+from tests.processes import recording_modules
 
 from .client import clean_env, encode, frame
 from .helpers import open_store, rule, write_user_rules
 
 #: The harness endpoint as the console script reaches it, recording at exit
 #: what it imported.
-PROBE = """\
-import os, sys
-def record():
-    with open(os.environ["FIRST_STAGE_PROBE_OUT"], "w") as out:
-        out.write("\\n".join(sorted(sys.modules)))
-end = os._exit
-def record_and_end(code):  # the first stage ends without the teardown
-    record()
-    end(code)
-os._exit = record_and_end
-from mecha.sidecar.cli import main
-try:
-    code = main([])
-finally:
-    record()
-raise SystemExit(code)
-"""
+PROBE = recording_modules([], "FIRST_STAGE_PROBE_OUT")
 #: The full server alone, as it was before there was a first stage.
 FULL = "from mecha.sidecar.serve import serve_stdio\nraise SystemExit(serve_stdio())\n"
 
