@@ -7,7 +7,9 @@ strings (the ledger's `last_validated` and proposal ordering rely on that).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from .errors import InvalidInput
 
@@ -86,3 +88,17 @@ def validate_record_id(value: str, field: str) -> str:
     if problem is not None:
         raise InvalidInput(f"{field}: {problem}")
     return value
+
+
+_T = TypeVar("_T")
+
+
+def by_id_or_prefix(records: Sequence[_T], ident: str, id_of: Callable[[_T], str]) -> list[_T]:
+    """The records a person's `ident` names: the one whose id it is, else
+    every one whose id starts with it (none for an empty `ident`). An exact
+    id wins even when it is also a prefix of another, so a full id always
+    names one record. The caller says what none or several mean."""
+    exact = [r for r in records if id_of(r) == ident]
+    if exact:
+        return exact[:1]
+    return [r for r in records if id_of(r).startswith(ident)] if ident else []

@@ -372,12 +372,9 @@ def count_waiting(store: LearningStore) -> int:
 
 def _find_set_aside(store: LearningStore, ident: str) -> SetAside:
     from .errors import Ambiguous, NotFound
+    from .identity import by_id_or_prefix
 
-    found = list_set_aside(store)
-    exact = [r for r in found if r.id == ident]
-    if exact:
-        return exact[0]
-    matches = [r for r in found if r.id.startswith(ident)] if ident else []
+    matches = by_id_or_prefix(list_set_aside(store), ident, lambda r: r.id)
     if not matches:
         raise NotFound(f"no set-aside inbox entry {ident!r} (see `mecha-sidecar inbox list`)")
     if len(matches) > 1:

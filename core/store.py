@@ -1324,11 +1324,9 @@ class LearningStore:
         """
         if not id_or_prefix:
             raise NotFound("no proposal id given")
-        everything = self.proposals()
-        for p in everything:
-            if p.id == id_or_prefix:
-                return p
-        matches = [p for p in everything if p.id.startswith(id_or_prefix)]
+        from .identity import by_id_or_prefix
+
+        matches = by_id_or_prefix(self.proposals(), id_or_prefix, lambda p: p.id)
         if not matches:
             raise NotFound(f"no proposal matching `{id_or_prefix}`")
         if len(matches) > 1:

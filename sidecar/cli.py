@@ -18,6 +18,7 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable
     from pathlib import Path
     from typing import Any
 
@@ -390,7 +391,6 @@ def _import(ctx: Any, args: argparse.Namespace) -> int:
     from mecha.core.importing import DEFAULT_DIRS, find_session_files, import_sessions, parse_since
 
     from . import humane
-    from .handlers import start_job
 
     ctx = _mining_context(ctx, args, args.source)
     root = args.dir if args.dir is not None else DEFAULT_DIRS[args.source].expanduser()
@@ -412,14 +412,7 @@ def _import(ctx: Any, args: argparse.Namespace) -> int:
     for line in report.warnings:
         print(f"mecha-sidecar: warning: {line}", file=sys.stderr)
     summary = humane.import_builtins(report)
-    if args.dry_run or not report.queued:
-        _emit(args, summary, humane.import_summary)
-        return 0
-    job = start_job(ctx, "reflect")
-    summary["job"] = humane.builtins(job)
-    if not args.json:
-        sys.stdout.write(humane.import_summary(summary) + "\n")
-    return _finish_job(ctx, args, summary["job"], args.no_wait, quiet_start=True, extra=summary)
+    return _reflect_what_was_queued(ctx, args, summary, humane.import_summary, bool(report.queued) and not args.dry_run)
 
 
 def _export(ctx: Any, args: argparse.Namespace) -> int:
@@ -449,7 +442,7 @@ def _reflect(ctx: Any, args: argparse.Namespace) -> int:
     from mecha.protocol import methods as m
 
     from . import humane
-    from .handlers import session_ended, start_job
+    from .handlers import session_ended
     from .rpc import Cancel
 
     directory: Path = args.sessions
@@ -484,13 +477,24 @@ def _reflect(ctx: Any, args: argparse.Namespace) -> int:
         else:
             queued.append(params.session_id)
     summary = {"queued": queued, "already_mined": skipped, "no_interventions": empty, "job": None}
-    if not queued:
-        _emit(args, summary, humane.reflect_summary)
+    return _reflect_what_was_queued(ctx, args, summary, humane.reflect_summary, bool(queued))
+
+
+def _reflect_what_was_queued(
+    ctx: Any, args: argparse.Namespace, summary: dict[str, Any], render: Callable[[dict[str, Any]], str], start: bool
+) -> int:
+    """After a verb queued sessions (`import`, `reflect --sessions`): when
+    it queued any, one reflect pass over the inbox, reported as the verb's
+    summary plus the job (waited on unless `--no-wait`); else the summary."""
+    from . import humane
+    from .handlers import start_job
+
+    if not start:
+        _emit(args, summary, render)
         return 0
-    job = start_job(ctx, "reflect")
-    summary["job"] = humane.builtins(job)
+    summary["job"] = humane.builtins(start_job(ctx, "reflect"))
     if not args.json:
-        sys.stdout.write(humane.reflect_summary(summary) + "\n")
+        sys.stdout.write(render(summary) + "\n")
     return _finish_job(ctx, args, summary["job"], args.no_wait, quiet_start=True, extra=summary)
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from mecha.core._files import process_alive
 from tests.model_server import ModelServer, lessons_responder
 
 #: The longest any single wait may take.
@@ -287,25 +288,11 @@ def _no_pass_left_running(store_dir: Path) -> Iterator[None]:
             except (OSError, ValueError):
                 continue
             pid = record.get("pid")
-            if record.get("state") == "running" and pid and _alive(pid):
+            if record.get("state") == "running" and pid and process_alive(pid):
                 return False
         return True
 
     wait_until(all_settled, "every background pass to finish")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return True
 
 
 # ─── transcripts ────────────────────────────────────────────────────────────
