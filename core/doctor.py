@@ -18,9 +18,9 @@ from typing import Any
 
 import msgspec
 
-from . import jobs as jobs_mod
-from .errors import InvalidStore
-from .rules import LEARN_MIN_REFLECTIONS, MAX_ACTIVE_RULES_PER_DOMAIN, routed_domains
+from mecha.core.errors import InvalidStore
+from mecha.core.learning.rules import LEARN_MIN_REFLECTIONS, MAX_ACTIVE_RULES_PER_DOMAIN, routed_domains
+from mecha.core.store import jobs as jobs_mod
 
 
 class Check(msgspec.Struct):
@@ -56,8 +56,8 @@ def _permissions(root: Path) -> Check:
 
 
 def run_checks(root: Path, model_options: Mapping[str, Any] | None = None, *, env: Mapping[str, str] | None = None) -> list[Check]:
-    from .proposals import pending_for
-    from .store import LearningStore
+    from mecha.core.learning.proposals import pending_for
+    from mecha.core.store.learning_store import LearningStore
 
     env = os.environ if env is None else env
     checks: list[Check] = []
@@ -140,7 +140,7 @@ def _inbox_check(store: Any) -> Check:
     """What waits for a reflect pass, and what a pass set aside — named, with
     how to retry or drop it. Not a failure: set-aside work is kept, and held
     out of the way on purpose."""
-    from .passes import count_waiting, list_set_aside
+    from mecha.core.learning.passes import count_waiting, list_set_aside
 
     waiting, aside = count_waiting(store), list_set_aside(store)
     detail = f"{waiting} waiting for a reflect pass"
@@ -154,7 +154,7 @@ def _inbox_check(store: Any) -> Check:
 
 
 def _model_checks(model_options: Mapping[str, Any] | None, env: Mapping[str, str], root: Path | None) -> list[Check]:
-    from .providers import check_reachable, default_config_path, resolve_model_config
+    from mecha.core.providers import check_reachable, default_config_path, resolve_model_config
 
     try:
         cfg = resolve_model_config(model_options, env, default_config_path(env))
@@ -185,11 +185,11 @@ def _structured_check(cfg: Any, env: Mapping[str, str], root: Path | None) -> Ch
     tokens, and then remembered for the passes too."""
     import asyncio
 
-    from .provider import CompletionRequest
-    from .providers import provider_from_config
-    from .providers.structured import ModeMemory
-    from .reflection import BEHAVIOR_CONTRACT
-    from .store import STRUCTURED_MODES_FILE
+    from mecha.core.learning.reflection import BEHAVIOR_CONTRACT
+    from mecha.core.providers import provider_from_config
+    from mecha.core.providers.base import CompletionRequest
+    from mecha.core.providers.structured import ModeMemory
+    from mecha.core.store.learning_store import STRUCTURED_MODES_FILE
 
     memory = ModeMemory(root / STRUCTURED_MODES_FILE, root=root) if root is not None else None
     key = ModeMemory.key(cfg.api, cfg.base_url, cfg.model)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from .errors import InvalidInput
+from mecha.core.errors import InvalidInput
 
 #: Longest session or draft id a client may send. Ids are recorded one per
 #: line in the store's ledgers and named in commit messages; real ones

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import msgspec
 
-from mecha.core.rulecheck import Act
+from mecha.core.editor.features import Act
 
 from . import methods as m
 

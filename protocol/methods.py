@@ -18,14 +18,14 @@ from typing import Any, Literal
 
 import msgspec
 
-from mecha.core.candidate import ChangeClass, Judgement, Pair, Prediction
-from mecha.core.jobs import Job
-from mecha.core.ledger import RuleTally, ValidationRecord
-from mecha.core.mining import Intervention
-from mecha.core.outbox import OutboxItem
-from mecha.core.run import RunStats
-from mecha.core.store import Proposal, ProposalStatus, SetAside
-from mecha.core.transcript import Message, TaintCheckpoint
+from mecha.core.gate.candidate import ChangeClass, Judgement, Pair, Prediction
+from mecha.core.gate.run import RunStats
+from mecha.core.sessions.mining import Intervention
+from mecha.core.sessions.outbox import OutboxItem
+from mecha.core.sessions.transcript import Message, TaintCheckpoint
+from mecha.core.store.jobs import Job
+from mecha.core.store.learning_store import Proposal, ProposalStatus, SetAside
+from mecha.core.store.ledger import RuleTally, ValidationRecord
 
 from .errors import INVALID_PARAMS, RpcError
 
@@ -342,7 +342,7 @@ _decoders: dict[type, msgspec.json.Decoder[Any]] = {}
 
 
 def _dec_hook(type_: type, obj: Any) -> Any:
-    from mecha.core import candidate
+    from mecha.core.gate import candidate
 
     return candidate.dec_hook(type_, obj)
 

@@ -341,7 +341,7 @@ def _mining_context(ctx: Any, args: argparse.Namespace, *profiles: str) -> Any:
 
     import msgspec
 
-    from mecha.core.foreign import expand_voices, voices_from_env_value
+    from mecha.core.sessions.foreign import expand_voices, voices_from_env_value
 
     extra = expand_voices([*ctx.voices.harness_prefixes, *expand_voices(profiles), *voices_from_env_value(os.environ.get("MECHA_HARNESS_VOICES")), *args.voices])
     voices = msgspec.structs.replace(ctx.voices, harness_prefixes=extra)
@@ -349,8 +349,8 @@ def _mining_context(ctx: Any, args: argparse.Namespace, *profiles: str) -> Any:
 
 
 def _policy(args: argparse.Namespace, source: str) -> Any:
-    from mecha.core.claude_code import CLAUDE_POLICY
-    from mecha.core.codex_cli import CODEX_POLICY
+    from mecha.core.sessions.claude_code import CLAUDE_POLICY
+    from mecha.core.sessions.codex_cli import CODEX_POLICY
 
     base = CODEX_POLICY if source == "codex" else CLAUDE_POLICY
     if not args.trust_tool and not args.distrust_tool:
@@ -363,8 +363,8 @@ def _mine(ctx: Any, args: argparse.Namespace) -> int:
 
     import msgspec
 
-    from mecha.core.foreign import read_session
-    from mecha.core.sessions import sample_session_path
+    from mecha.core.sessions.files import sample_session_path
+    from mecha.core.sessions.foreign import read_session
 
     from . import humane
     from .handlers import call
@@ -372,7 +372,7 @@ def _mine(ctx: Any, args: argparse.Namespace) -> int:
     path = Path(args.file) if args.file else sample_session_path()
     fmt = args.format
     if fmt is None:
-        from mecha.core.foreign import detect_format
+        from mecha.core.sessions.foreign import detect_format
 
         try:
             fmt = detect_format(path.read_bytes()) or "mecha"
@@ -388,7 +388,7 @@ def _mine(ctx: Any, args: argparse.Namespace) -> int:
 
 
 def _import(ctx: Any, args: argparse.Namespace) -> int:
-    from mecha.core.importing import DEFAULT_DIRS, find_session_files, import_sessions, parse_since
+    from mecha.core.agents.importing import DEFAULT_DIRS, find_session_files, import_sessions, parse_since
 
     from . import humane
 
@@ -416,7 +416,7 @@ def _import(ctx: Any, args: argparse.Namespace) -> int:
 
 
 def _export(ctx: Any, args: argparse.Namespace) -> int:
-    from mecha.core.export import DEFAULT_TARGETS, export_block
+    from mecha.core.agents.export import DEFAULT_TARGETS, export_block
 
     from .handlers import call
 
@@ -437,8 +437,8 @@ def _reflect(ctx: Any, args: argparse.Namespace) -> int:
     session already mined — or already waiting in the inbox from a pass that
     failed — is not queued again."""
     from mecha.core.errors import InvalidInput
-    from mecha.core.foreign import read_session
-    from mecha.core.passes import queued_session_ids
+    from mecha.core.learning.passes import queued_session_ids
+    from mecha.core.sessions.foreign import read_session
     from mecha.protocol import methods as m
 
     from . import humane
@@ -508,7 +508,7 @@ def _finish_job(
 ) -> int:
     import time
 
-    from mecha.core.jobs import read_job
+    from mecha.core.store.jobs import read_job
 
     from . import humane
 

@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mecha.core.sessions import load_transcript, sample_session_path, samples_dir
-from mecha.core.store import RULES_DIR, RULES_SUFFIX, job_log_name
+from mecha.core.sessions.files import load_transcript, sample_session_path, samples_dir
+from mecha.core.store.learning_store import RULES_DIR, RULES_SUFFIX, job_log_name
 
 from .client import ServerError, SidecarClient
 

@@ -7,7 +7,7 @@ method table, the store) cost several times a bare interpreter's start, and
 what that run asks first — `initialize`, `initialized`,
 `mecha/rulesPromptBlock`, `shutdown`, `exit` — is almost always what the
 previous run was told. So the first stage reads stdin itself and answers
-those from the block cache (`mecha.core.blockcache`) that the full server
+those from the block cache (`mecha.core.store.blockcache`) that the full server
 writes whenever it reads a rules block afresh, keyed by the server's own code
 (`code_identity`) and the store's rules fingerprint, so nothing is served
 from a file (or a version) that changed.
@@ -41,8 +41,8 @@ import sys
 import mecha.core
 import mecha.protocol
 import mecha.sidecar
-from mecha.core import blockcache
-from mecha.core.layout import resolve_root, rules_fingerprint
+from mecha.core.store import blockcache
+from mecha.core.store.layout import resolve_root, rules_fingerprint
 from mecha.protocol import lifecycle as lc
 from mecha.protocol import plainwire as pw
 

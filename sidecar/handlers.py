@@ -12,12 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mecha.core import jobs as jobs_mod
-from mecha.core._files import gc_paused
 from mecha.core.errors import InvalidInput
-from mecha.core.mining import extract_interventions, locate_followup
-from mecha.core.rules import run_domains_including, validate_domain
-from mecha.core.store import LearningStore
+from mecha.core.learning.rules import run_domains_including, validate_domain
+from mecha.core.sessions.mining import extract_interventions, locate_followup
+from mecha.core.store import jobs as jobs_mod
+from mecha.core.store.files import gc_paused
+from mecha.core.store.learning_store import LearningStore
 from mecha.protocol import methods as m
 
 from .context import Context
@@ -101,7 +101,7 @@ def _over_budget(store: Any) -> list[m.OverBudget]:
     rendering above already refused any file the run *does* load, and the
     doctor reports the rest by file and line."""
     from mecha.core.errors import InvalidStore
-    from mecha.core.rules import MAX_ACTIVE_RULES_PER_DOMAIN, active_count
+    from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, active_count
 
     try:
         return [m.OverBudget(domain=d, active=n) for d, n in store.over_budget_domains()]
@@ -134,7 +134,7 @@ def locate(ctx: Context, p: m.LocateFollowupParams, cancel: Cancel) -> m.LocateF
 
 @handles("mecha/liveAffect")
 def live_affect(ctx: Context, p: m.LiveAffectParams, cancel: Cancel) -> m.LiveAffectResult:
-    from mecha.core.appraisal import live
+    from mecha.core.gate.appraisal import live
 
     if p.run_started_at < 0:
         raise InvalidInput("run_started_at: must be a message index (>= 0)")
@@ -144,8 +144,8 @@ def live_affect(ctx: Context, p: m.LiveAffectParams, cancel: Cancel) -> m.LiveAf
 
 @handles("mecha/appraiseSession")
 def appraise(ctx: Context, p: m.AppraiseSessionParams, cancel: Cancel) -> Any:
-    from mecha.core.appraisal import Probe, ProbeAt, appraisal_to_builtins, appraise_session
-    from mecha.core.goal import parse_goal
+    from mecha.core.gate.appraisal import Probe, ProbeAt, appraisal_to_builtins, appraise_session
+    from mecha.core.gate.goal import parse_goal
     from mecha.core.identity import now
 
     goal = parse_goal(p.goal) if p.goal is not None else None
@@ -175,8 +175,8 @@ def session_ended(
     exactly that) and start a reflect pass. `start_pass=False` (the CLI handing over a folder
     of sessions, which starts one pass after the last) only queues."""
     from mecha.core.identity import validate_record_id
-    from mecha.core.passes import enqueue, session_entry
-    from mecha.core.reflection import Origin
+    from mecha.core.learning.passes import enqueue, session_entry
+    from mecha.core.learning.reflection import Origin
 
     validate_record_id(p.session_id, "session_id")
     entry = session_entry(p.session_id, p.messages, p.taint_timeline, interactive=p.interactive, voices=ctx.voices)
@@ -189,7 +189,7 @@ def session_ended(
         # Nothing to queue from this run; but work a failed pass left waiting
         # is picked up at the next run's end rather than waiting for one
         # that has interventions of its own.
-        from mecha.core.passes import count_waiting
+        from mecha.core.learning.passes import count_waiting
 
         job = start_job(ctx, "reflect") if start_pass and count_waiting(store) else None
         return m.SessionEndedResult(interventions=0, learnable=0, already_mined=False, job=job)
@@ -201,7 +201,7 @@ def session_ended(
 @handles("mecha/draftResolved")
 def draft_resolved(ctx: Context, p: m.DraftResolvedParams, cancel: Cancel) -> m.DraftResolvedResult:
     from mecha.core.identity import validate_record_id
-    from mecha.core.passes import DraftEntry, enqueue, survey_draft
+    from mecha.core.learning.passes import DraftEntry, enqueue, survey_draft
 
     validate_record_id(p.item.id, "item.id")
     if p.item.session_id is not None:
@@ -220,7 +220,7 @@ def draft_resolved(ctx: Context, p: m.DraftResolvedParams, cancel: Cancel) -> m.
 
 @handles("mecha/learn")
 def learn(ctx: Context, p: m.LearnParams, cancel: Cancel) -> m.LearnResult:
-    from mecha.core.passes import learn_refusal
+    from mecha.core.learning.passes import learn_refusal
 
     validate_domain(p.domain)
     if p.min is not None and p.min < 1:
@@ -233,7 +233,7 @@ def learn(ctx: Context, p: m.LearnParams, cancel: Cancel) -> m.LearnResult:
 
 @handles("mecha/jobs")
 def jobs(ctx: Context, p: m.Empty, cancel: Cancel) -> m.JobsResult:
-    from mecha.core.passes import count_waiting, list_set_aside
+    from mecha.core.learning.passes import count_waiting, list_set_aside
 
     store = ctx.existing_store()
     if store is None:
@@ -245,7 +245,7 @@ def jobs(ctx: Context, p: m.Empty, cancel: Cancel) -> m.JobsResult:
 
 @handles("mecha/inbox")
 def inbox(ctx: Context, p: m.Empty, cancel: Cancel) -> m.InboxResult:
-    from mecha.core.passes import count_waiting, list_set_aside
+    from mecha.core.learning.passes import count_waiting, list_set_aside
 
     store = ctx.existing_store()
     if store is None:
@@ -255,7 +255,7 @@ def inbox(ctx: Context, p: m.Empty, cancel: Cancel) -> m.InboxResult:
 
 @handles("mecha/inboxRetry")
 def inbox_retry(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.InboxRetryResult:
-    from mecha.core.passes import retry_set_aside
+    from mecha.core.learning.passes import retry_set_aside
 
     entry = retry_set_aside(ctx.store(), p.id)
     return m.InboxRetryResult(entry=entry, job=start_job(ctx, "reflect"))
@@ -263,7 +263,7 @@ def inbox_retry(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.InboxRetryResu
 
 @handles("mecha/inboxDrop")
 def inbox_drop(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.InboxDropResult:
-    from mecha.core.passes import drop_set_aside
+    from mecha.core.learning.passes import drop_set_aside
 
     return m.InboxDropResult(entry=drop_set_aside(ctx.store(), p.id))
 
@@ -279,7 +279,7 @@ def start_job(ctx: Context, kind: str, **kw: Any) -> jobs_mod.Job:
 
 @handles("mecha/proposals")
 def proposals(ctx: Context, p: m.ProposalsParams, cancel: Cancel) -> m.ProposalsResult:
-    from mecha.core.proposals import list_proposals
+    from mecha.core.learning.proposals import list_proposals
 
     store = ctx.existing_store()
     if store is None:
@@ -291,7 +291,7 @@ def proposals(ctx: Context, p: m.ProposalsParams, cancel: Cancel) -> m.Proposals
 
 @handles("mecha/proposal")
 def proposal(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.ProposalWithDiffResult:
-    from mecha.core.proposals import proposal_diff
+    from mecha.core.learning.proposals import proposal_diff
 
     store = ctx.store()
     found = store.proposal(p.id)
@@ -300,7 +300,7 @@ def proposal(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.ProposalWithDiffR
 
 @handles("mecha/acceptProposal")
 def accept(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.ProposalResult:
-    from mecha.core.proposals import accept_proposal
+    from mecha.core.learning.proposals import accept_proposal
 
     result = m.ProposalResult(proposal=accept_proposal(ctx.store(), p.id))
     reexport(ctx)
@@ -314,7 +314,7 @@ def reexport(ctx: Context) -> list[str]:
     reported, never an error of the accept."""
     import logging
 
-    from mecha.core.export import configured_targets, export_block
+    from mecha.core.agents.export import configured_targets, export_block
     from mecha.core.providers.config import default_config_path
 
     log = logging.getLogger(__name__)
@@ -338,14 +338,14 @@ def reexport(ctx: Context) -> list[str]:
 
 @handles("mecha/rejectProposal")
 def reject(ctx: Context, p: m.RejectProposalParams, cancel: Cancel) -> m.ProposalResult:
-    from mecha.core.proposals import reject_proposal
+    from mecha.core.learning.proposals import reject_proposal
 
     return m.ProposalResult(proposal=reject_proposal(ctx.store(), p.id, p.reason))
 
 
 @handles("mecha/proposeRetirement")
 def propose_retirement(ctx: Context, p: m.ProposeRetirementParams, cancel: Cancel) -> m.ProposalResult:
-    from mecha.core.proposals import propose_retirement as propose
+    from mecha.core.learning.proposals import propose_retirement as propose
 
     return m.ProposalResult(proposal=propose(ctx.store(), p.domain, p.rule_id, p.reason))
 
@@ -372,7 +372,7 @@ def record_validation(ctx: Context, p: Any, cancel: Cancel) -> m.Empty:
 
 @handles("mecha/ruleTallies")
 def rule_tallies(ctx: Context, p: m.RuleTalliesParams, cancel: Cancel) -> m.RuleTalliesResult:
-    from mecha.core.ledger import rule_tallies as fold
+    from mecha.core.store.ledger import rule_tallies as fold
 
     if p.domain is not None:
         validate_domain(p.domain)
@@ -391,7 +391,7 @@ def _holdout_in(value: int) -> int:
 
 @handles("mecha/judge")
 def judge(ctx: Context, p: m.JudgeParams, cancel: Cancel) -> Any:
-    from mecha.core import candidate
+    from mecha.core.gate import candidate
 
     holdout_in = _holdout_in(p.holdout_in)
     if p.pairs is not None:
@@ -407,7 +407,7 @@ def judge(ctx: Context, p: m.JudgeParams, cancel: Cancel) -> Any:
 
 @handles("mecha/judgeDrawn")
 def judge_drawn(ctx: Context, p: m.JudgeDrawnParams, cancel: Cancel) -> Any:
-    from mecha.core import candidate
+    from mecha.core.gate import candidate
 
     return candidate.judge_drawn(p.change_class, p.prediction, p.selection, p.holdout)
 

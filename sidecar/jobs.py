@@ -14,10 +14,10 @@ import sys
 import threading
 from typing import Any
 
-from mecha.core import jobs as jobs_mod
-from mecha.core._files import ensure_private_dir
 from mecha.core.identity import mint_job_id, now
-from mecha.core.store import LOGS_DIR, job_log_name
+from mecha.core.store import jobs as jobs_mod
+from mecha.core.store.files import ensure_private_dir
+from mecha.core.store.learning_store import LOGS_DIR, job_log_name
 
 from .context import Context
 
@@ -51,7 +51,7 @@ def start_pass(
         argv += ["--min", str(minimum)]
     import os
 
-    from mecha.core._files import writing
+    from mecha.core.store.files import writing
 
     with writing(store.root / "logs"):
         log_fd = os.open(

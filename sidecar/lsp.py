@@ -13,7 +13,7 @@ CLI, with raw params decoded by msgspec; only LSP's own methods reach pygls,
 and invalid params there are answered -32602 instead of dropped.
 
 What the editor sees — diagnostics, hovers, lenses, quick fixes — is computed
-by `mecha.core.rulecheck`; this module only converts it to LSP shapes. A poll
+by `mecha.core.editor.features`; this module only converts it to LSP shapes. A poll
 of the store's files (rules, proposals, jobs, the ledger) republishes
 diagnostics, refreshes lenses and reports pass progress when anything changes
 on disk, whoever changed it.
@@ -38,11 +38,11 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
-from mecha.core import jobs as jobs_mod
-from mecha.core import rulecheck
-from mecha.core.proposals import PendingSummary, pending_summary, should_announce
-from mecha.core.rulecheck import Act
-from mecha.core.store import LearningStore, ReflectionsById, store_identity
+from mecha.core.editor import features as rulecheck
+from mecha.core.editor.features import Act
+from mecha.core.learning.proposals import PendingSummary, pending_summary, should_announce
+from mecha.core.store import jobs as jobs_mod
+from mecha.core.store.learning_store import LearningStore, ReflectionsById, store_identity
 from mecha.protocol import commands as wire_commands
 from mecha.protocol import errors as codes
 from mecha.protocol import lifecycle as lc

@@ -15,9 +15,9 @@ import sys
 
 import msgspec
 
-from mecha.core import jobs as jobs_mod
 from mecha.core.identity import now
-from mecha.core.store import LearningStore
+from mecha.core.store import jobs as jobs_mod
+from mecha.core.store.learning_store import LearningStore
 
 from .context import model_options_from_environment
 
@@ -31,7 +31,7 @@ def _config():
 def _provider(store: LearningStore):
     from mecha.core.providers import require_provider
     from mecha.core.providers.structured import ModeMemory
-    from mecha.core.store import STRUCTURED_MODES_FILE
+    from mecha.core.store.learning_store import STRUCTURED_MODES_FILE
 
     cfg = _config()
     memory = ModeMemory(store.root / STRUCTURED_MODES_FILE, root=store.root)
@@ -63,8 +63,8 @@ def run_pass(
 
     try:
         if kind == "reflect":
-            from mecha.core.passes import reflect_inbox
-            from mecha.core.reflection import Reflector
+            from mecha.core.learning.passes import reflect_inbox
+            from mecha.core.learning.reflection import Reflector
 
             def require() -> Reflector:
                 provider, model = _provider(store)
@@ -82,8 +82,8 @@ def run_pass(
             )
             final = msgspec.structs.replace(job, state="done", outcome=outcome.summary())
         elif kind == "learn":
-            from mecha.core.consolidation import Learner
-            from mecha.core.passes import learn_domain, learn_refusal
+            from mecha.core.learning.consolidation import Learner
+            from mecha.core.learning.passes import learn_domain, learn_refusal
 
             assert domain is not None, "learn needs --domain"
             refusal = learn_refusal(store, domain, minimum)

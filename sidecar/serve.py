@@ -52,9 +52,9 @@ def capabilities() -> dict[str, Any]:
 def block_keeper(root: Path) -> Callable[[str | None, Any, Any], None]:
     """What the full server does with a rules block it read afresh: keep it
     in the store's block cache, encoded as it goes on the wire, for the next
-    run's first stage (`first_stage`, `mecha.core.blockcache`). A cache that
+    run's first stage (`first_stage`, `mecha.core.store.blockcache`). A cache that
     cannot be written costs a later miss, never this request."""
-    from mecha.core import blockcache
+    from mecha.core.store import blockcache
 
     from .first_stage import code_identity
 

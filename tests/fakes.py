@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mecha.core.provider import CompletionRequest, CompletionResponse, StopReason
+from mecha.core.providers.base import CompletionRequest, CompletionResponse, StopReason
 
 Reply = str | CompletionResponse | Exception | Callable[[CompletionRequest], "Reply"]
 

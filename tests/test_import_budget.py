@@ -20,7 +20,7 @@ from pathlib import Path
 
 import msgspec
 
-from mecha.core.layout import is_racy, rules_fingerprint
+from mecha.core.store.layout import is_racy, rules_fingerprint
 from mecha.protocol.framing import FrameReader, encode_frame
 from tests.processes import recording_modules
 
@@ -34,14 +34,14 @@ FORBIDDEN_PACKAGES = ("pygls", "lsprotocol", "cattrs", "attrs", "attr", "httpx",
 
 #: The project's own modules the first request does not need.
 FORBIDDEN_PROJECT = (
-    "mecha.core.appraisal",
-    "mecha.core.consolidation",
+    "mecha.core.gate.appraisal",
+    "mecha.core.learning.consolidation",
     "mecha.core.doctor",
-    "mecha.core.passes",
-    "mecha.core.proposals",
+    "mecha.core.learning.passes",
+    "mecha.core.learning.proposals",
     "mecha.core.providers",
-    "mecha.core.reflection",
-    "mecha.core.rulecheck",
+    "mecha.core.learning.reflection",
+    "mecha.core.editor.features",
     "mecha.protocol.schema",
     "mecha.sidecar.demo",
     "mecha.sidecar.jobs",
@@ -107,7 +107,7 @@ def test_the_first_request_loads_only_what_it_needs(tmp_path: Path) -> None:
     assert sorted(by_id) == [1, 2, 3]
     assert len(by_id[2]["result"]["rule_ids"]) == 45
     assert by_id[2]["result"]["domains"] == ["behavior", "writing", "coding"]
-    assert {"msgspec", "tomllib", "mecha.sidecar.serve", "mecha.core.store"} <= modules
+    assert {"msgspec", "tomllib", "mecha.sidecar.serve", "mecha.core.store.learning_store"} <= modules
 
     heavy = sorted(m for m in modules if m.split(".")[0] in FORBIDDEN_PACKAGES)
     assert heavy == [], f"the harness endpoint's cold path imported {heavy}"
@@ -123,8 +123,9 @@ def test_the_first_request_loads_only_what_it_needs(tmp_path: Path) -> None:
 FIRST_STAGE_PROJECT = {
     "mecha",
     "mecha.core",
-    "mecha.core.blockcache",
-    "mecha.core.layout",
+    "mecha.core.store",
+    "mecha.core.store.blockcache",
+    "mecha.core.store.layout",
     "mecha.protocol",
     "mecha.protocol.lifecycle",
     "mecha.protocol.plainwire",
@@ -217,6 +218,6 @@ def _module_level_imports(module: str) -> set[str]:
 def test_the_first_stages_modules_import_only_what_framing_json_and_reading_a_file_need() -> None:
     # Pins: a heavy standard-library module (typing, pathlib, logging) that an
     # editable install's interpreter loads anyway, so the run above cannot see it.
-    for module in sorted(FIRST_STAGE_PROJECT - {"mecha", "mecha.core", "mecha.protocol", "mecha.sidecar"}):
+    for module in sorted(FIRST_STAGE_PROJECT - {"mecha", "mecha.core", "mecha.core.store", "mecha.protocol", "mecha.sidecar"}):
         imports = {name for name in _module_level_imports(module) if name != "." and not name.startswith("mecha")}
         assert imports <= FIRST_STAGE_STDLIB, f"{module} imports {sorted(imports - FIRST_STAGE_STDLIB)} when loaded"

@@ -66,7 +66,7 @@ def test_the_stores_layout_is_spelled_only_by_the_store():
     spelled = re.compile(
         r"""["'](?:reflections\.jsonl|validations\.jsonl|mined\.jsonl|MECHA_LEARNING_DIR)["']|["'](?:logs|inbox)/"""
     )
-    owners = {Path("core/store.py"), Path("core/layout.py")}
+    owners = {Path("core/store/learning_store.py"), Path("core/store/layout.py")}
     found = []
     for layer in ("core", "protocol", "sidecar"):
         for path in sorted((ROOT / layer).rglob("*.py")):
@@ -76,4 +76,4 @@ def test_the_stores_layout_is_spelled_only_by_the_store():
             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                 if spelled.search(line) and not line.lstrip().startswith("#"):
                     found.append(f"{rel}:{n}: {line.strip()}")
-    assert not found, "use the constants in core/store.py:\n" + "\n".join(found)
+    assert not found, "use the constants in core/store/learning_store.py:\n" + "\n".join(found)

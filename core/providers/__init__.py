@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._factory import provider_from_config, require_provider
-from .config import (
+from mecha.core.providers._factory import provider_from_config, require_provider
+from mecha.core.providers.config import (
     NO_MODEL_HELP,
     InvalidModelConfig,
     ModelConfig,
@@ -32,9 +32,9 @@ from .config import (
 )
 
 if TYPE_CHECKING:
-    from ._reach import check_reachable
-    from .anthropic import AnthropicProvider
-    from .openai import OpenAIProvider
+    from mecha.core.providers._reach import check_reachable
+    from mecha.core.providers.anthropic import AnthropicProvider
+    from mecha.core.providers.openai import OpenAIProvider
 
 __all__ = [
     "NO_MODEL_HELP",

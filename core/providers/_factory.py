@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ..errors import NoModel
-from .config import NO_MODEL_HELP, ModelConfig
+from mecha.core.errors import NoModel
+from mecha.core.providers.config import NO_MODEL_HELP, ModelConfig
 
 if TYPE_CHECKING:
-    from .anthropic import AnthropicProvider
-    from .openai import OpenAIProvider
-    from .structured import ModeMemory
+    from mecha.core.providers.anthropic import AnthropicProvider
+    from mecha.core.providers.openai import OpenAIProvider
+    from mecha.core.providers.structured import ModeMemory
 
 
 def provider_from_config(
@@ -26,11 +26,11 @@ def provider_from_config(
     (default: the process environment); `memory` remembers which structured
     mode the server accepted (none: probe on every call)."""
     if cfg.api == "anthropic":
-        from .anthropic import AnthropicProvider
+        from mecha.core.providers.anthropic import AnthropicProvider
 
         return AnthropicProvider(cfg, env=env, memory=memory)
     if cfg.api == "openai":
-        from .openai import OpenAIProvider
+        from mecha.core.providers.openai import OpenAIProvider
 
         return OpenAIProvider(cfg, env=env, memory=memory)
     # `ModelConfig` is validated on the way in; a hand-built one may not be.

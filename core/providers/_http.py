@@ -43,8 +43,8 @@ import anyio
 import httpx
 import msgspec
 
-from ..errors import ModelFailure
-from .config import ModelConfig
+from mecha.core.errors import ModelFailure
+from mecha.core.providers.config import ModelConfig
 
 log = logging.getLogger("mecha.core.providers")
 

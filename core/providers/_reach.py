@@ -21,10 +21,10 @@ import anyio
 import httpx
 import msgspec
 
-from ..errors import ModelFailure
-from ._http import api_key, api_url, excerpt, new_client, safe_url, scrub
-from .anthropic import anthropic_headers
-from .config import ModelConfig
+from mecha.core.errors import ModelFailure
+from mecha.core.providers._http import api_key, api_url, excerpt, new_client, safe_url, scrub
+from mecha.core.providers.anthropic import anthropic_headers
+from mecha.core.providers.config import ModelConfig
 
 #: Long enough for a server on another continent, short enough for a person
 #: at a terminal waiting on `doctor`.

@@ -14,11 +14,11 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ModelFailure
-from ..provider import CompletionRequest, CompletionResponse, StopReason
-from ._http import api_key, api_url, post_json
-from .config import ModelConfig
-from .structured import Mode, ModeMemory, anthropic_tool_fields, complete_structured
+from mecha.core.errors import ModelFailure
+from mecha.core.providers._http import api_key, api_url, post_json
+from mecha.core.providers.base import CompletionRequest, CompletionResponse, StopReason
+from mecha.core.providers.config import ModelConfig
+from mecha.core.providers.structured import Mode, ModeMemory, anthropic_tool_fields, complete_structured
 
 #: The Messages API version this reader was written against.
 ANTHROPIC_VERSION = "2023-06-01"

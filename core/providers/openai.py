@@ -18,11 +18,11 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ModelFailure
-from ..provider import CompletionRequest, CompletionResponse, StopReason
-from ._http import api_key, api_url, post_json
-from .config import ModelConfig
-from .structured import Mode, ModeMemory, complete_structured, openai_response_format
+from mecha.core.errors import ModelFailure
+from mecha.core.providers._http import api_key, api_url, post_json
+from mecha.core.providers.base import CompletionRequest, CompletionResponse, StopReason
+from mecha.core.providers.config import ModelConfig
+from mecha.core.providers.structured import Mode, ModeMemory, complete_structured, openai_response_format
 
 #: `finish_reason` → our stop reason. Anything unlisted (`tool_calls`, a
 #: server's own spelling) is `OTHER`, which no pass mistakes for success.

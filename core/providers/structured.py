@@ -35,8 +35,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import ModelFailure
-from ..provider import ReplySchema
+from mecha.core.errors import ModelFailure
+from mecha.core.providers.base import ReplySchema
 
 log = logging.getLogger("mecha.core.providers")
 
@@ -152,8 +152,8 @@ class ModeMemory:
         if data.get(key) == mode:
             return
         data[key] = mode
-        from .._files import ensure_private_dir, refuse_links, write_atomic
-        from ..errors import LearningError
+        from mecha.core.errors import LearningError
+        from mecha.core.store.files import ensure_private_dir, refuse_links, write_atomic
 
         try:
             ensure_private_dir(self.path.parent, root=self.root)

@@ -39,7 +39,7 @@ op, root, store = sys.argv[1], sys.argv[2], sys.argv[3]
 from pathlib import Path
 files = sorted(Path(root).rglob("*.jsonl"))
 if op == "read":
-    from mecha.core.claude_code import read_claude_code
+    from mecha.core.sessions.claude_code import read_claude_code
     t = time.perf_counter()
     n = 0
     for f in files:
@@ -48,10 +48,10 @@ elif op == "split":
     t = time.perf_counter()
     n = sum(len(f.read_bytes().split(b"\n")) for f in files)
 else:
-    from mecha.core.foreign import HARNESS_VOICE_PROFILES
-    from mecha.core.importing import import_sessions
-    from mecha.core.mining import Voices
-    from mecha.core.store import LearningStore
+    from mecha.core.sessions.foreign import HARNESS_VOICE_PROFILES
+    from mecha.core.agents.importing import import_sessions
+    from mecha.core.sessions.mining import Voices
+    from mecha.core.store.learning_store import LearningStore
     s = LearningStore.open(store)
     t = time.perf_counter()
     report = import_sessions(s, "claude", Path(root), voices=Voices(harness_prefixes=HARNESS_VOICE_PROFILES["claude"]))

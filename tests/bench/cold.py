@@ -26,9 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from mecha.core import blockcache
-from mecha.core.layout import is_racy, rules_fingerprint
-from mecha.core.store import LearningStore
+from mecha.core.store import blockcache
+from mecha.core.store.layout import is_racy, rules_fingerprint
+from mecha.core.store.learning_store import LearningStore
 from mecha.sidecar.client import SidecarClient
 
 from .common import (

@@ -27,7 +27,7 @@ LEVELS = (1, 4)
 
 
 def _session() -> list:
-    from mecha.core.transcript import Block, Message
+    from mecha.core.sessions.transcript import Block, Message
 
     messages = [Message.user("work through the checklist")]
     for i in range(INTERVENTIONS):
@@ -38,11 +38,11 @@ def _session() -> list:
 
 
 def _one(server, concurrency: int, tmp: Path, n: int) -> float:
-    from mecha.core import passes
+    from mecha.core.learning import passes
+    from mecha.core.learning.reflection import Reflector
     from mecha.core.providers import OpenAIProvider
-    from mecha.core.reflection import Reflector
-    from mecha.core.store import LearningStore
-    from mecha.core.transcript import Taint, TaintCheckpoint
+    from mecha.core.sessions.transcript import Taint, TaintCheckpoint
+    from mecha.core.store.learning_store import LearningStore
 
     store = LearningStore.open(tmp / f"store-{concurrency}-{n}")
     passes.enqueue(store, passes.session_entry("bench", _session(), [TaintCheckpoint(at=0, taint=Taint())]))

@@ -5,7 +5,7 @@ peak RSS is its own) against a baseline child doing the unavoidable I/O of
 the same operation:
 
 - list a domain's learnable unprocessed reflections
-  (`mecha.core.passes.learnable_pool`), against reading the file and splitting
+  (`mecha.core.learning.passes.learnable_pool`), against reading the file and splitting
   it into lines;
 - mark 1k of them processed (`LearningStore.mark_reflexions_processed`),
   against reading the file and rewriting it whole, atomically (temp sibling,
@@ -35,20 +35,20 @@ root, op, arg = sys.argv[1], sys.argv[2], sys.argv[3]
 from pathlib import Path
 t = time.perf_counter()
 if op == "pool":
-    from mecha.core.passes import learnable_pool
-    from mecha.core.store import LearningStore
+    from mecha.core.learning.passes import learnable_pool
+    from mecha.core.store.learning_store import LearningStore
     t = time.perf_counter()
     n = len(learnable_pool(LearningStore(root), arg))
 elif op == "read":
     t = time.perf_counter()
     n = len(Path(root, "reflections.jsonl").read_bytes().split(b"\n"))
 elif op == "mark":
-    from mecha.core.store import LearningStore
+    from mecha.core.store.learning_store import LearningStore
     ids = Path(arg).read_text().split()
     t = time.perf_counter()
     n = LearningStore(root).mark_reflexions_processed(ids, "run-bench")
 elif op == "rewrite":
-    from mecha.core._files import write_atomic
+    from mecha.core.store.files import write_atomic
     t = time.perf_counter()
     path = Path(root, "reflections.jsonl")
     write_atomic(path, path.read_bytes())

@@ -16,7 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from msgspec import inspect as mi
 
-from mecha.core.appraisal import (
+from mecha.core.errors import InvalidInput, ModelFailure
+from mecha.core.gate.appraisal import (
     APPRAISER_MAX_TOKENS,
     SAYS_MORE,
     Affect,
@@ -50,14 +51,13 @@ from mecha.core.appraisal import (
     relabel,
     says_more,
 )
-from mecha.core.errors import InvalidInput, ModelFailure
-from mecha.core.goal import GoalRef
-from mecha.core.mining import Intervention, Trigger, extract_interventions
-from mecha.core.outbox import OutboxItem
-from mecha.core.provider import CompletionResponse, StopReason
-from mecha.core.reflection import Origin
-from mecha.core.run import Homeostat, RunStats, StopCause
-from mecha.core.transcript import Block, Message, Taint, TaintCheckpoint
+from mecha.core.gate.goal import GoalRef
+from mecha.core.gate.run import Homeostat, RunStats, StopCause
+from mecha.core.learning.reflection import Origin
+from mecha.core.providers.base import CompletionResponse, StopReason
+from mecha.core.sessions.mining import Intervention, Trigger, extract_interventions
+from mecha.core.sessions.outbox import OutboxItem
+from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
 
 from ..fakes import ScriptedProvider
 
@@ -286,7 +286,7 @@ def test_says_more_orders_every_pair_as_the_tie_break_rules_say():
 
 def test_a_label_missing_from_a_decision_table_refuses_to_import():
     # The Python stand-in for Rust's exhaustive match: a forgotten variant fails loudly.
-    from mecha.core.appraisal import _require_total
+    from mecha.core.gate.appraisal import _require_total
 
     with pytest.raises(RuntimeError, match="shame"):
         _require_total({a: 0 for a in Affect if a is not Affect.SHAME}, Affect, "SAYS_MORE")

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from mecha.core import blockcache
-from mecha.core.layout import RACY_COARSE_NS, RACY_FINE_NS, is_racy, rules_fingerprint
-from mecha.core.store import LearningStore
+from mecha.core.store import blockcache
+from mecha.core.store.layout import RACY_COARSE_NS, RACY_FINE_NS, is_racy, rules_fingerprint
+from mecha.core.store.learning_store import LearningStore
 
 CODE = ["0.1.0", ["mecha.core", "store.py", 1, 2, 3]]
 LATER = 10**20  # a "now" long after any file here was written

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mecha.core.candidate import (
+from mecha.core.gate.candidate import (
     MIN_HOLDOUT_PAIRS,
     MIN_INFORMATIVE_HOLDOUT,
     MIN_MEASURABLE_RUNS,
@@ -45,7 +45,7 @@ from mecha.core.candidate import (
     schema_hook,
     take_uniform,
 )
-from mecha.core.run import RunStats, StopCause
+from mecha.core.gate.run import RunStats, StopCause
 
 # ── fixtures ─────────────────────────────────────────────────────────────────
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from mecha.core.claude_code import read_claude_code
 from mecha.core.errors import InvalidInput
-from mecha.core.foreign import HARNESS_VOICE_PROFILES, detect_format, read_session
-from mecha.core.mining import DENIAL_PREFIX, Trigger, Voices, extract_interventions
-from mecha.core.passes import survey_session
-from mecha.core.reflection import Origin
+from mecha.core.learning.passes import survey_session
+from mecha.core.learning.reflection import Origin
+from mecha.core.sessions.claude_code import read_claude_code
+from mecha.core.sessions.foreign import HARNESS_VOICE_PROFILES, detect_format, read_session
+from mecha.core.sessions.mining import DENIAL_PREFIX, Trigger, Voices, extract_interventions
 
 from .ccfixture import REJECTION, Claude, text, use
 

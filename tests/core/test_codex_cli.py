@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from mecha.core.codex_cli import read_codex
 from mecha.core.errors import InvalidInput
-from mecha.core.foreign import HARNESS_VOICE_PROFILES, detect_format
-from mecha.core.mining import Trigger, Voices
-from mecha.core.passes import survey_session
-from mecha.core.reflection import Origin
+from mecha.core.learning.passes import survey_session
+from mecha.core.learning.reflection import Origin
+from mecha.core.sessions.codex_cli import read_codex
+from mecha.core.sessions.foreign import HARNESS_VOICE_PROFILES, detect_format
+from mecha.core.sessions.mining import Trigger, Voices
 
 from .ccfixture import Codex
 

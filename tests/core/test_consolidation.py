@@ -7,8 +7,9 @@ import inspect
 
 import pytest
 
-import mecha.core.consolidation as consolidation
-from mecha.core.consolidation import (
+import mecha.core.learning.consolidation as consolidation
+from mecha.core.errors import UnusableReply
+from mecha.core.learning.consolidation import (
     LEARNER_CONTRACT,
     LEARNER_SYSTEM,
     WRITING_LEARNER_SYSTEM,
@@ -17,9 +18,8 @@ from mecha.core.consolidation import (
     learner_user_prompt,
     parse_learner_reply,
 )
-from mecha.core.errors import UnusableReply
-from mecha.core.reflection import Origin, Reflexion
-from mecha.core.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule, finalize_rules
+from mecha.core.learning.reflection import Origin, Reflexion
+from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule, finalize_rules
 from tests.fakes import ScriptedProvider
 
 FRAMES = [pytest.param(LEARNER_SYSTEM, id="behavior"), pytest.param(WRITING_LEARNER_SYSTEM, id="writing")]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from mecha.core.agents.export import BEGIN_MARKER, END_MARKER, NO_RULES, configured_targets, export_block, splice
 from mecha.core.errors import InvalidInput
-from mecha.core.export import BEGIN_MARKER, END_MARKER, NO_RULES, configured_targets, export_block, splice
 
 BLOCK = "## Learned rules\n\nFollow these.\n\n### behavior\n- Never force-push."
 MINE = "# My notes\n\nAlways answer in English.\n"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mecha.core.goal import (
+from mecha.core.gate.goal import (
     GoalKind,
     GoalRef,
     de_lenient,

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from mecha.core.foreign import HARNESS_VOICE_PROFILES
-from mecha.core.importing import import_sessions, parse_since
-from mecha.core.mining import Trigger, Voices
-from mecha.core.passes import _entry_decoder, inbox_dir
-from mecha.core.store import LearningStore
+from mecha.core.agents.importing import import_sessions, parse_since
+from mecha.core.learning.passes import _entry_decoder, inbox_dir
+from mecha.core.sessions.foreign import HARNESS_VOICE_PROFILES
+from mecha.core.sessions.mining import Trigger, Voices
+from mecha.core.store.learning_store import LearningStore
 
 from .ccfixture import Claude, Codex, text, use
 
@@ -122,7 +122,7 @@ def test_a_folder_is_never_half_queued_when_the_import_fails_midway(store, tmp_p
     root = tmp_path / "projects"
     write(root, "a.jsonl", session(["Use past tense."], "a"))
     write(root, "b.jsonl", session(["Group by component."], "b"))
-    import mecha.core.importing as importing
+    import mecha.core.agents.importing as importing
 
     real = importing.plan_session
     calls = []

@@ -6,7 +6,7 @@ not shown one that runs.
 
 from __future__ import annotations
 
-from mecha.core.jobs import Job, JobState, progress_moves
+from mecha.core.store.jobs import Job, JobState, progress_moves
 
 
 def job(jid: str, state: JobState) -> Job:

@@ -13,7 +13,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from mecha.core.ledger import (
+from mecha.core.learning.rules import rules_hash
+from mecha.core.store.learning_store import LearningStore
+from mecha.core.store.ledger import (
     IMPROVED,
     INCONCLUSIVE,
     REGRESSED,
@@ -23,8 +25,6 @@ from mecha.core.ledger import (
     ValidationRecord,
     rule_tallies,
 )
-from mecha.core.rules import rules_hash
-from mecha.core.store import LearningStore
 
 
 @pytest.fixture

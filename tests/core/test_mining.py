@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mecha.core.mining import (
+from mecha.core.sessions.mining import (
     DEFAULT_FINAL_ANSWER_NUDGE,
     DENIAL_PREFIX,
     Intervention,
@@ -22,8 +22,8 @@ from mecha.core.mining import (
     extract_interventions,
     locate_followup,
 )
-from mecha.core.outbox import OutboxItem
-from mecha.core.transcript import Block, Message
+from mecha.core.sessions.outbox import OutboxItem
+from mecha.core.sessions.transcript import Block, Message
 
 
 def tool_use(id: str, name: str = "fs_read", input: object = None) -> Block:

@@ -11,22 +11,22 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from mecha.core import passes
-from mecha.core.consolidation import Learner
 from mecha.core.errors import InvalidInput, ModelFailure, NoModel, NotFound, NotPending, Stale
-from mecha.core.mining import Voices
-from mecha.core.outbox import OutboxItem
-from mecha.core.proposals import (
+from mecha.core.learning import passes
+from mecha.core.learning.consolidation import Learner
+from mecha.core.learning.proposals import (
     accept_proposal,
     pending_for,
     proposal_diff,
     propose_retirement,
     reject_proposal,
 )
-from mecha.core.reflection import Evidence, Origin, Reflector, Reflexion
-from mecha.core.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule
-from mecha.core.store import LearningStore, Proposal, ProposalStatus
-from mecha.core.transcript import Block, Message, Taint, TaintCheckpoint
+from mecha.core.learning.reflection import Evidence, Origin, Reflector, Reflexion
+from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule
+from mecha.core.sessions.mining import Voices
+from mecha.core.sessions.outbox import OutboxItem
+from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
+from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 from tests.fakes import ScriptedProvider
 
 CLEAN = [TaintCheckpoint(at=0, taint=Taint())]

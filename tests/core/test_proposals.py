@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from mecha.core.proposals import PendingSummary, pending_summary, should_announce
-from mecha.core.rules import Rule
-from mecha.core.store import LearningStore, Proposal, ProposalStatus
+from mecha.core.learning.proposals import PendingSummary, pending_summary, should_announce
+from mecha.core.learning.rules import Rule
+from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 
 
 @pytest.fixture

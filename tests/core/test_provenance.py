@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import msgspec
 
-from mecha.core.mining import Trigger, context_source, extract_interventions
-from mecha.core.provenance import withheld_assistant_text, written_clean
-from mecha.core.transcript import Message, Taint, TaintCheckpoint, covering_taint, taint_at
+from mecha.core.sessions.mining import Trigger, context_source, extract_interventions
+from mecha.core.sessions.provenance import withheld_assistant_text, written_clean
+from mecha.core.sessions.transcript import Message, Taint, TaintCheckpoint, covering_taint, taint_at
 
 CLEAN = Taint()
 DIRTY = Taint(untrusted=True)

@@ -24,7 +24,6 @@ import msgspec
 import pytest
 
 from mecha.core.errors import ModelFailure, NoModel
-from mecha.core.provider import CompletionRequest, StopReason
 from mecha.core.providers import (
     NO_MODEL_HELP,
     AnthropicProvider,
@@ -46,6 +45,7 @@ from mecha.core.providers._http import (
     scrub,
 )
 from mecha.core.providers.anthropic import parse_messages_response
+from mecha.core.providers.base import CompletionRequest, StopReason
 from mecha.core.providers.openai import parse_chat_response
 from tests.model_server import (
     ModelServer,
@@ -516,7 +516,8 @@ async def test_the_real_reflector_learns_from_the_lessons_responder(
 ) -> None:
     # The end-to-end shape other tests rely on: the reflector's own prompts,
     # real HTTP, a lesson that quotes the person.
-    from mecha.core import mining, reflection
+    from mecha.core.learning import reflection
+    from mecha.core.sessions import mining
 
     model_server.responder = lessons_responder
     reflector = reflection.Reflector(AnthropicProvider(model_server.config("anthropic")))

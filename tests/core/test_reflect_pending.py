@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from mecha.core import passes
-from mecha.core.consolidation import Learner
 from mecha.core.errors import ModelFailure, UnusableReply
-from mecha.core.mining import INTERVENTION_BUDGET
-from mecha.core.provider import CompletionRequest, CompletionResponse
-from mecha.core.reflection import Origin, Reflector, Reflexion
-from mecha.core.store import MAX_UNUSABLE_ANSWERS, LearningStore
-from mecha.core.transcript import Block, Message, Taint, TaintCheckpoint
+from mecha.core.learning import passes
+from mecha.core.learning.consolidation import Learner
+from mecha.core.learning.reflection import Origin, Reflector, Reflexion
+from mecha.core.providers.base import CompletionRequest, CompletionResponse
+from mecha.core.sessions.mining import INTERVENTION_BUDGET
+from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
+from mecha.core.store.learning_store import MAX_UNUSABLE_ANSWERS, LearningStore
 from tests.fakes import ScriptedProvider
 
 CLEAN = [TaintCheckpoint(at=0, taint=Taint())]
@@ -259,7 +259,7 @@ async def test_a_learn_batch_is_bounded_oldest_first_and_the_rest_wait(store: Le
 
     huge = [reflexion(0, intervention="pasted " * 2_000_000)]
     assert [r.id for r in passes.learn_batch(huge)] == ["r000"], "a single large reflection is still consolidated"
-    from mecha.core.consolidation import learner_user_prompt
+    from mecha.core.learning.consolidation import learner_user_prompt
 
     assert len(learner_user_prompt("behavior", [], [], huge)) < 10_000
 

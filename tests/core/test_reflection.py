@@ -7,9 +7,7 @@ import msgspec
 import pytest
 
 from mecha.core.errors import UnusableReply
-from mecha.core.mining import Intervention, Trigger
-from mecha.core.provider import CompletionResponse, StopReason
-from mecha.core.reflection import (
+from mecha.core.learning.reflection import (
     BEHAVIOR_CONTRACT,
     REFLECTOR_SYSTEM,
     WRITING_CONTRACT,
@@ -23,7 +21,9 @@ from mecha.core.reflection import (
     reflector_frames,
     reflector_user_prompt,
 )
-from mecha.core.transcript import Taint
+from mecha.core.providers.base import CompletionResponse, StopReason
+from mecha.core.sessions.mining import Intervention, Trigger
+from mecha.core.sessions.transcript import Taint
 from tests.fakes import ScriptedProvider
 
 LESSON = '{"skip": false, "reflexion": "When the person narrows a task mid-run, drop the remaining steps.", "error_type": "overreach", "confidence": 0.8}'

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from mecha.core.consolidation import LEARNER_CONTRACT
-from mecha.core.reflection import BEHAVIOR_CONTRACT, WRITING_CONTRACT
-from mecha.core.replies import confidence_or_none, no_lesson_reason
+from mecha.core.learning.consolidation import LEARNER_CONTRACT
+from mecha.core.learning.reflection import BEHAVIOR_CONTRACT, WRITING_CONTRACT
+from mecha.core.learning.replies import confidence_or_none, no_lesson_reason
 
 
 @pytest.mark.parametrize("contract", [BEHAVIOR_CONTRACT, WRITING_CONTRACT, LEARNER_CONTRACT])

@@ -17,10 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mecha.core.errors import InvalidStore
-from mecha.core.ledger import RuleTally
-from mecha.core.reflection import Origin, Reflexion
-from mecha.core.rulecheck import (
+from mecha.core.editor.features import (
     ATTRIBUTED_REGRESSIONS,
     DUPLICATE_RULE,
     INVALID_VALUE,
@@ -47,8 +44,11 @@ from mecha.core.rulecheck import (
     span_at,
     toggle_edit,
 )
-from mecha.core.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET, Rule, RulesFile
-from mecha.core.store import parse_rules_file
+from mecha.core.errors import InvalidStore
+from mecha.core.learning.reflection import Origin, Reflexion
+from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET, Rule, RulesFile
+from mecha.core.store.learning_store import parse_rules_file
+from mecha.core.store.ledger import RuleTally
 
 # ─── helpers ────────────────────────────────────────────────────────────────
 
@@ -909,7 +909,7 @@ def test_nothing_a_person_can_type_makes_the_checks_raise(text: str):
 
 # ─── code actions: chosen from a finding's data ─────────────────────────────
 
-from mecha.core.rulecheck import (  # noqa: E402 - grouped with the tests that use them
+from mecha.core.editor.features import (  # noqa: E402 - grouped with the tests that use them
     PENDING_PROPOSAL,
     QUICKFIX,
     SOURCE,
@@ -1066,7 +1066,7 @@ def test_kind_filters_follow_lsp_hierarchy():
 
 
 def test_only_the_domains_pending_proposals_count_with_active_rules_before_and_after():
-    from mecha.core.store import Proposal, ProposalStatus
+    from mecha.core.store.learning_store import Proposal, ProposalStatus
 
     def proposal(pid: str, domain: str, status: ProposalStatus) -> Proposal:
         return Proposal(
@@ -1088,7 +1088,7 @@ def test_only_the_domains_pending_proposals_count_with_active_rules_before_and_a
 
 # ─── what a document is checked against: its sibling, the store ─────────────
 
-from mecha.core.rulecheck import (  # noqa: E402 - grouped with the tests that use them
+from mecha.core.editor.features import (  # noqa: E402 - grouped with the tests that use them
     document_lenses,
     pending_in,
     sibling_path,
@@ -1153,8 +1153,8 @@ def test_without_a_store_nothing_is_pending_and_nothing_measured(tmp_path: Path)
 def test_pending_proposals_and_tallies_are_read_from_the_store(tmp_path: Path):
     # Pins: the editor showing another domain's proposal, a resolved one,
     # or a ledger other than the store's.
-    from mecha.core.ledger import ValidationRecord
-    from mecha.core.store import LearningStore, Proposal, ProposalStatus
+    from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
+    from mecha.core.store.ledger import ValidationRecord
 
     store = LearningStore.open(tmp_path / "learning")
     for pid, domain, status in (

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mecha.core.errors import InvalidDomain
-from mecha.core.rules import (
+from mecha.core.learning.rules import (
     LEARN_MIN_REFLECTIONS,
     MAX_ACTIVE_RULES_PER_DOMAIN,
     PASS_DOMAINS,

@@ -22,9 +22,8 @@ import msgspec
 import pytest
 
 from mecha.core.errors import Ambiguous, InvalidDomain, InvalidInput, InvalidStore, NotFound
-from mecha.core.ledger import LeapRun, ValidationRecord
-from mecha.core.reflection import Origin, Reflexion
-from mecha.core.rules import (
+from mecha.core.learning.reflection import Origin, Reflexion
+from mecha.core.learning.rules import (
     MAX_ACTIVE_RULES_PER_DOMAIN,
     RULES_BLOCK_HEADING,
     RUN_DOMAINS,
@@ -33,7 +32,7 @@ from mecha.core.rules import (
     rules_hash,
     wrap_rules_block,
 )
-from mecha.core.store import (
+from mecha.core.store.learning_store import (
     LearningStore,
     Proposal,
     ProposalStatus,
@@ -41,6 +40,7 @@ from mecha.core.store import (
     parse_rules_file,
     render_learned_toml,
 )
+from mecha.core.store.ledger import LeapRun, ValidationRecord
 
 # ─── helpers ────────────────────────────────────────────────────────────────
 
@@ -161,7 +161,7 @@ def test_a_corrupt_reflection_line_costs_one_record(
     with open(store.root / "reflections.jsonl", "ab") as f:
         f.write(b"this is not json\n\n   \n")
     store.append_reflexion(reflexion("r3"))
-    with caplog.at_level(logging.WARNING, logger="mecha.core.store"):
+    with caplog.at_level(logging.WARNING, logger="mecha.core.store.learning_store"):
         back = store.reflexions()
     assert [r.id for r in back] == ["r1", "r3"]
     warnings = [m for m in caplog.messages if "corrupt reflection" in m]
@@ -602,7 +602,7 @@ def test_proposals_list_oldest_first_and_skip_what_they_cannot_read(
     (pdir / "20260807T000000-d.json.1a2b.tmp").write_bytes(
         msgspec.json.encode(proposal("20260807T000000-d"))
     )
-    with caplog.at_level(logging.WARNING, logger="mecha.core.store"):
+    with caplog.at_level(logging.WARNING, logger="mecha.core.store.learning_store"):
         ids = [p.id for p in store.proposals()]
     assert ids == ["20260804T000000-a", "20260805T000000-b"]
     assert any("20260806T000000-c" in m for m in caplog.messages)
@@ -679,7 +679,7 @@ def test_the_lock_is_released_when_its_holder_is_sigkilled(store: LearningStore)
             sys.executable,
             "-c",
             "import sys, time\n"
-            "from mecha.core.store import LearningStore\n"
+            "from mecha.core.store.learning_store import LearningStore\n"
             "lock = LearningStore(sys.argv[1]).lock()\n"
             "print('locked', flush=True)\n"
             "time.sleep(120)\n",
@@ -853,7 +853,7 @@ def test_commit_records_a_real_git_commit_and_nothing_to_commit_is_quiet(
     assert (store.root / ".git").is_dir()
     held = store.lock()
     store.append_reflexion(reflexion("r1"))
-    with caplog.at_level(logging.WARNING, logger="mecha.core.store"):
+    with caplog.at_level(logging.WARNING, logger="mecha.core.store.learning_store"):
         assert store.commit("reflect: 1 reflection from session s1") is True
         assert store.commit("reflect: nothing new") is False
     held.release()
@@ -873,7 +873,7 @@ def test_a_store_opened_where_git_is_not_on_path_still_works(
     empty_bin = tmp_path / "empty-bin"
     empty_bin.mkdir()
     monkeypatch.setenv("PATH", str(empty_bin))
-    with caplog.at_level(logging.WARNING, logger="mecha.core.store"):
+    with caplog.at_level(logging.WARNING, logger="mecha.core.store.learning_store"):
         store = LearningStore.open(tmp_path / "learning")
         store.append_reflexion(reflexion("r1"))
         store.write_learned_rules("behavior", [Rule(text="Still works.")])
@@ -908,7 +908,7 @@ def test_the_store_module_does_not_import_tomlkit() -> None:
     # library it only needs when a proposal is accepted.
     code = (
         "import sys\n"
-        "import mecha.core.store\n"
+        "import mecha.core.store.learning_store\n"
         "assert 'tomlkit' not in sys.modules, 'tomlkit imported at module top'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -917,7 +917,7 @@ def test_the_store_module_does_not_import_tomlkit() -> None:
 def test_a_temp_is_stale_only_when_its_writer_is_gone_and_it_is_old_enough() -> None:
     # Pins: sweeping a temp a live writer is still writing, or a file the
     # store did not make, or never sweeping a dead writer's.
-    from mecha.core._files import STALE_TEMP_S, is_stale_temp
+    from mecha.core.store.files import STALE_TEMP_S, is_stale_temp
 
     old = STALE_TEMP_S + 1
     alive = {111}.__contains__
@@ -939,8 +939,8 @@ def test_the_store_identity_moves_with_every_part_an_editor_shows_and_not_with_a
     # Pins: an editor left showing an old proposal, job, tally or lesson
     # because its poll watched fewer files than it shows; and a half-written
     # temporary file announced as a change of its own.
-    from mecha.core.jobs import Job, write_job
-    from mecha.core.store import PROPOSALS_DIR, store_identity
+    from mecha.core.store.jobs import Job, write_job
+    from mecha.core.store.learning_store import PROPOSALS_DIR, store_identity
 
     root = store.root
     seen = [store_identity(root)]
@@ -976,7 +976,7 @@ def test_the_store_identity_moves_with_every_part_an_editor_shows_and_not_with_a
 def test_a_store_that_does_not_exist_yet_has_an_identity_that_moves_when_it_appears(tmp_path: Path):
     # Pins: an editor opened before the first run erroring on every poll, or
     # never noticing the store once a run creates it.
-    from mecha.core.store import store_identity
+    from mecha.core.store.learning_store import store_identity
 
     root = tmp_path / "later"
     before = store_identity(root)
@@ -990,7 +990,7 @@ def test_reflections_by_id_are_read_again_only_when_the_file_changed(store: Lear
     # Pins: every hover re-reading and decoding the whole reflections file;
     # and, the other way, a hover naming a lesson as "not in the store"
     # after it was appended.
-    from mecha.core.store import ReflectionsById
+    from mecha.core.store.learning_store import ReflectionsById
 
     reads: list[Path] = []
     real = LearningStore.reflexions

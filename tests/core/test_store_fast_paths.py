@@ -8,8 +8,8 @@ import random
 import msgspec
 import pytest
 
-from mecha.core.passes import learnable_pool
-from mecha.core.store import LearningStore
+from mecha.core.learning.passes import learnable_pool
+from mecha.core.store.learning_store import LearningStore
 
 DOMAINS = ("behavior", "writing", "triage")
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from mecha.core.errors import ModelFailure
-from mecha.core.provider import CompletionRequest
+from mecha.core.learning.reflection import BEHAVIOR_CONTRACT
 from mecha.core.providers import AnthropicProvider, InvalidModelConfig, OpenAIProvider, resolve_model_config
+from mecha.core.providers.base import CompletionRequest
 from mecha.core.providers.structured import ModeMemory, modes_to_try, steps_down_after
-from mecha.core.reflection import BEHAVIOR_CONTRACT
 from tests.model_server import ModelServer, reply, structured_mode
 
 ANSWER = '{"skip": false, "reflexion": "Ask before deleting files.", "error_type": "overreach", "confidence": 0.9}'
@@ -213,7 +213,7 @@ def test_a_broken_config_file_is_not_read_when_an_earlier_source_wins(tmp_path: 
 
 def _doctor(root: Path, server: ModelServer) -> dict[str, str]:
     from mecha.core.doctor import run_checks
-    from mecha.core.store import LearningStore
+    from mecha.core.store.learning_store import LearningStore
 
     LearningStore.open(root)
     options = {"api": "openai", "baseUrl": server.url, "model": "scripted-model", "timeoutS": 5, "maxRetries": 0}

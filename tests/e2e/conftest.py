@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from mecha.core._files import process_alive
+from mecha.core.store.files import process_alive
 from tests.model_server import ModelServer, lessons_responder
 
 #: The longest any single wait may take.

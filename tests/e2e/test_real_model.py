@@ -20,11 +20,11 @@ import sys
 import time
 from pathlib import Path
 
-from mecha.core.consolidation import LEARNER_CONTRACT
 from mecha.core.identity import now
-from mecha.core.reflection import BEHAVIOR_CONTRACT, WRITING_CONTRACT, Origin, Reflexion
-from mecha.core.rules import Rule
-from mecha.core.store import LearningStore
+from mecha.core.learning.consolidation import LEARNER_CONTRACT
+from mecha.core.learning.reflection import BEHAVIOR_CONTRACT, WRITING_CONTRACT, Origin, Reflexion
+from mecha.core.learning.rules import Rule
+from mecha.core.store.learning_store import LearningStore
 from mecha.sidecar.localmodel import MODEL_ID, LocalServer
 from tests.e2e.conftest import REPO, store_lines
 from tests.realparts import MissingPart, manifest

@@ -38,8 +38,8 @@ import msgspec
 import pytest
 
 from mecha.core.identity import mint_proposal_id, now
-from mecha.core.rules import Rule
-from mecha.core.store import LearningStore, Proposal, ProposalStatus
+from mecha.core.learning.rules import Rule
+from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "editors" / "nvim"

@@ -38,10 +38,10 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.checks import LspSpecificationWarning
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
-from mecha.core.ledger import REGRESSED, ValidationRecord
-from mecha.core.reflection import Origin, Reflexion
-from mecha.core.rules import Rule
-from mecha.core.store import LearningStore, Proposal, ProposalStatus
+from mecha.core.learning.reflection import Origin, Reflexion
+from mecha.core.learning.rules import Rule
+from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
+from mecha.core.store.ledger import REGRESSED, ValidationRecord
 from tests.model_server import ModelServer, lessons_responder
 from tests.processes import wait_for_passes
 

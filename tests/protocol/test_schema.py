@@ -14,7 +14,7 @@ import msgspec
 import pytest
 from jsonschema import Draft202012Validator
 
-from mecha.core.appraisal import (
+from mecha.core.gate.appraisal import (
     Affect,
     Agency,
     Appraisal,
@@ -24,13 +24,13 @@ from mecha.core.appraisal import (
     appraisal_to_builtins,
     appraise_session,
 )
-from mecha.core.candidate import Disposition, Judgement, Tally
-from mecha.core.goal import GoalRef
-from mecha.core.jobs import Job
-from mecha.core.reflection import Origin
-from mecha.core.run import Homeostat, RunStats
-from mecha.core.sessions import samples_dir
-from mecha.core.transcript import Taint
+from mecha.core.gate.candidate import Disposition, Judgement, Tally
+from mecha.core.gate.goal import GoalRef
+from mecha.core.gate.run import Homeostat, RunStats
+from mecha.core.learning.reflection import Origin
+from mecha.core.sessions.files import samples_dir
+from mecha.core.sessions.transcript import Taint
+from mecha.core.store.jobs import Job
 from mecha.protocol import errors as codes
 from mecha.protocol import methods as m
 from mecha.protocol.schema import schema, schema_json
@@ -205,8 +205,8 @@ def test_appraisal_as_appraisal_to_builtins_writes_it(doc: dict[str, Any]) -> No
 
 
 def test_appraisal_from_the_real_derivation(doc: dict[str, Any]) -> None:
-    from mecha.core.appraisal import Probe, ProbeAt
-    from mecha.core.transcript import Message, TaintCheckpoint
+    from mecha.core.gate.appraisal import Probe, ProbeAt
+    from mecha.core.sessions.transcript import Message, TaintCheckpoint
     from tests.protocol.wire_examples import MESSAGES, STATS, TIMELINE
 
     appraisal = appraise_session(
@@ -407,7 +407,7 @@ def test_generated_schema_is_the_document_schema_returns() -> None:
 def test_the_proposals_status_filter_is_the_stores_status_enum():
     # Pins: the wire spelled the statuses again as a Literal, free to drift
     # from the store's enum.
-    from mecha.core.store import ProposalStatus
+    from mecha.core.store.learning_store import ProposalStatus
     from mecha.protocol import methods as m
 
     doc = schema()

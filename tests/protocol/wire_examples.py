@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mecha.core.sessions import samples_dir
+from mecha.core.sessions.files import samples_dir
 from mecha.protocol.framing import FrameReader, encode_frame
 from tests.model_server import ModelServer, _lessons_from_learner_prompt, reply, request_prompts, status
 from tests.processes import wait_for_passes

@@ -55,13 +55,13 @@ from typing import Any
 
 import msgspec
 
-from mecha.core import jobs as jobs_mod
-from mecha.core import passes, proposals
-from mecha.core.consolidation import Learner
-from mecha.core.provider import CompletionRequest, CompletionResponse
-from mecha.core.reflection import Reflector
-from mecha.core.store import LearningStore
-from mecha.core.transcript import Message, TaintCheckpoint
+from mecha.core.learning import passes, proposals
+from mecha.core.learning.consolidation import Learner
+from mecha.core.learning.reflection import Reflector
+from mecha.core.providers.base import CompletionRequest, CompletionResponse
+from mecha.core.sessions.transcript import Message, TaintCheckpoint
+from mecha.core.store import jobs as jobs_mod
+from mecha.core.store.learning_store import LearningStore
 from mecha.sidecar import passrun
 from tests.model_server import lessons_responder
 

@@ -48,13 +48,13 @@ from typing import Any
 
 import msgspec
 
-from mecha.core import jobs as jobs_mod
 from mecha.core.errors import LearningError
 from mecha.core.identity import mint_job_id, now
-from mecha.core.ledger import ValidationRecord
-from mecha.core.reflection import Origin, Reflexion
-from mecha.core.rules import Rule
-from mecha.core.store import LearningStore, Proposal, ProposalStatus
+from mecha.core.learning.reflection import Origin, Reflexion
+from mecha.core.learning.rules import Rule
+from mecha.core.store import jobs as jobs_mod
+from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
+from mecha.core.store.ledger import ValidationRecord
 from mecha.protocol import errors as codes
 from mecha.protocol.errors import RpcError, rpc_error_from
 from mecha.protocol.framing import MAX_FRAME_BYTES, encode_frame, next_header_at

@@ -29,14 +29,14 @@ from typing import Any
 
 import pytest
 
-from mecha.core import jobs as jobs_mod
-from mecha.core import passes
 from mecha.core.identity import now
-from mecha.core.proposals import accept_proposal, propose_retirement
-from mecha.core.reflection import Origin, Reflexion
-from mecha.core.rules import Rule
-from mecha.core.store import LearningStore, Proposal
-from mecha.core.transcript import Block, Message, Taint, TaintCheckpoint
+from mecha.core.learning import passes
+from mecha.core.learning.proposals import accept_proposal, propose_retirement
+from mecha.core.learning.reflection import Origin, Reflexion
+from mecha.core.learning.rules import Rule
+from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
+from mecha.core.store import jobs as jobs_mod
+from mecha.core.store.learning_store import LearningStore, Proposal
 from tests.e2e.conftest import (
     REPO,
     WAIT_S,
@@ -151,8 +151,8 @@ USER_TOML = '[[rules]]\ntext = "Answer in British English."\n'
 WRITER = """
 import sys
 from pathlib import Path
-from mecha.core.proposals import accept_proposal
-from mecha.core.store import LearningStore
+from mecha.core.learning.proposals import accept_proposal
+from mecha.core.store.learning_store import LearningStore
 store = LearningStore(Path(sys.argv[1]))
 for proposal_id in sys.argv[2].split(","):
     accept_proposal(store, proposal_id)

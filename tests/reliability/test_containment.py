@@ -34,12 +34,12 @@ from typing import Any
 import msgspec
 import pytest
 
-from mecha.core import jobs as jobs_mod
 from mecha.core.errors import InvalidInput, InvalidStore, LearningError
-from mecha.core.ledger import LeapRun
-from mecha.core.passes import reflect_inbox
-from mecha.core.reflection import Origin, Reflector, Reflexion
-from mecha.core.store import LearningStore
+from mecha.core.learning.passes import reflect_inbox
+from mecha.core.learning.reflection import Origin, Reflector, Reflexion
+from mecha.core.store import jobs as jobs_mod
+from mecha.core.store.learning_store import LearningStore
+from mecha.core.store.ledger import LeapRun
 from mecha.protocol import errors as codes
 from mecha.protocol.errors import RpcError, rpc_error_from
 from mecha.sidecar.context import Context

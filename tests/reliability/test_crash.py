@@ -38,14 +38,14 @@ from typing import Any
 import msgspec
 import pytest
 
-from mecha.core import jobs as jobs_mod
-from mecha.core import passes
 from mecha.core.identity import now
-from mecha.core.outbox import OutboxItem
-from mecha.core.reflection import Origin, Reflexion
-from mecha.core.rules import Rule
-from mecha.core.store import LearningStore, Proposal
-from mecha.core.transcript import Block, Message, Taint, TaintCheckpoint
+from mecha.core.learning import passes
+from mecha.core.learning.reflection import Origin, Reflexion
+from mecha.core.learning.rules import Rule
+from mecha.core.sessions.outbox import OutboxItem
+from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
+from mecha.core.store import jobs as jobs_mod
+from mecha.core.store.learning_store import LearningStore, Proposal
 from tests.e2e.conftest import REPO, WAIT_S, clean_env, wait_until
 
 #: Figures the report quotes; filled as the tests run.

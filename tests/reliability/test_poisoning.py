@@ -31,14 +31,14 @@ from typing import Any
 import msgspec
 import pytest
 
-from mecha.core import passes
-from mecha.core.consolidation import Learner
-from mecha.core.outbox import OutboxItem
-from mecha.core.proposals import accept_proposal
+from mecha.core.learning import passes
+from mecha.core.learning.consolidation import Learner
+from mecha.core.learning.proposals import accept_proposal
+from mecha.core.learning.reflection import Evidence, Origin, Reflector
 from mecha.core.providers import provider_from_config
-from mecha.core.reflection import Evidence, Origin, Reflector
-from mecha.core.store import LearningStore
-from mecha.core.transcript import Message, Taint, TaintCheckpoint
+from mecha.core.sessions.outbox import OutboxItem
+from mecha.core.sessions.transcript import Message, Taint, TaintCheckpoint
+from mecha.core.store.learning_store import LearningStore
 from tests.e2e.conftest import (
     _no_pass_left_running,  # noqa: F401 - autouse: no pass outlives its test
     env,  # noqa: F401

@@ -22,13 +22,13 @@ from typing import Any
 
 import pytest
 
-from mecha.core import jobs as jobs_mod
-from mecha.core import passes
 from mecha.core.identity import now
-from mecha.core.reflection import Origin, Reflexion
-from mecha.core.rules import Rule
-from mecha.core.store import LearningStore
-from mecha.core.transcript import Block, Message, Taint, TaintCheckpoint
+from mecha.core.learning import passes
+from mecha.core.learning.reflection import Origin, Reflexion
+from mecha.core.learning.rules import Rule
+from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
+from mecha.core.store import jobs as jobs_mod
+from mecha.core.store.learning_store import LearningStore
 from mecha.sidecar.passrun import run_pass
 from tests.e2e.conftest import (
     _no_pass_left_running,  # noqa: F401 - autouse: no pass outlives its test

@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mecha.core.reflection import Origin, Reflexion
-from mecha.core.rules import Rule
-from mecha.core.store import LearningStore, Proposal, ProposalStatus
+from mecha.core.learning.reflection import Origin, Reflexion
+from mecha.core.learning.rules import Rule
+from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 
 from .client import Sidecar
 

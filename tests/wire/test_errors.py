@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from mecha.core.ledger import IMPROVED
-from mecha.core.reflection import Origin
-from mecha.core.store import ProposalStatus
+from mecha.core.learning.reflection import Origin
+from mecha.core.store.learning_store import ProposalStatus
+from mecha.core.store.ledger import IMPROVED
 from mecha.protocol import errors as codes
 
 from .client import Sidecar, SpawnSidecar, encode, frame

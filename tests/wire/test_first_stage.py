@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 
-from mecha.core import blockcache
-from mecha.core.layout import is_racy, rules_fingerprint
-from mecha.core.rules import MAX_ACTIVE_RULES_PER_DOMAIN
-from mecha.core.sessions import samples_dir
+from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN
+from mecha.core.sessions.files import samples_dir
+from mecha.core.store import blockcache
+from mecha.core.store.layout import is_racy, rules_fingerprint
 from tests.processes import recording_modules
 
 from .client import clean_env, encode, frame

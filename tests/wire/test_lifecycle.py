@@ -236,7 +236,7 @@ def test_a_full_harness_exchange_imports_nothing_heavy(spawn_sidecar: SpawnSidec
 
     modules = set(out.read_text().splitlines())
     # The record is of the process that served the exchange.
-    assert {"msgspec", "mecha.sidecar.serve", "mecha.core.appraisal", "mecha.core.mining", "tomllib"} <= modules
+    assert {"msgspec", "mecha.sidecar.serve", "mecha.core.gate.appraisal", "mecha.core.sessions.mining", "tomllib"} <= modules
     loaded = sorted(m for m in modules if m.split(".")[0] in HEAVY)
     assert loaded == [], f"the harness endpoint imported {loaded}"
 

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mecha.core.candidate import MIN_HOLDOUT_PAIRS, MIN_SELECTION_PAIRS, is_holdout
-from mecha.core.reflection import Origin
-from mecha.core.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_BLOCK_HEADING, RULES_BLOCK_PREAMBLE, rules_hash
-from mecha.core.store import ProposalStatus
+from mecha.core.gate.candidate import MIN_HOLDOUT_PAIRS, MIN_SELECTION_PAIRS, is_holdout
+from mecha.core.learning.reflection import Origin
+from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_BLOCK_HEADING, RULES_BLOCK_PREAMBLE, rules_hash
+from mecha.core.store.learning_store import ProposalStatus
 
 from .client import SIDECAR_ARGV, Sidecar, SpawnSidecar, clean_env
 from .helpers import (

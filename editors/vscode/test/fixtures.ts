@@ -1,4 +1,4 @@
-/** Proposals and rules shaped like the store's (core/store.py `Proposal`). */
+/** Proposals and rules shaped like the store's (core/store/learning_store.py `Proposal`). */
 import type { Proposal, Rule } from "../src/protocol";
 
 export function rule(text: string, id: string, extra: Partial<Rule> = {}): Rule {

@@ -13,13 +13,13 @@ local M = {}
 local uv = vim.uv or vim.loop
 
 --- The environment variable the sidecar itself reads for the store root
---- (`core/store.py`, `LEARNING_DIR_ENV`): one name, both readers.
+--- (`core/store/learning_store.py`, `LEARNING_DIR_ENV`): one name, both readers.
 M.LEARNING_DIR_ENV = "MECHA_LEARNING_DIR"
 
 --- The rules files' kinds, as they appear in `<domain>.<kind>.toml`.
 M.KINDS = { user = true, learned = true }
 
---- A domain name as `core/rules.py` validates it: 1-64 of `[a-z0-9_-]`,
+--- A domain name as `core/learning/rules.py` validates it: 1-64 of `[a-z0-9_-]`,
 --- starting with a letter or digit.
 local DOMAIN_MAX = 64
 

@@ -55,7 +55,7 @@ from typing import Any, ClassVar, Final, NamedTuple, TypeVar
 
 import msgspec
 
-from .run import RunStats
+from mecha.core.gate.run import RunStats
 
 T = TypeVar("T")
 

@@ -48,7 +48,7 @@ from typing import Any
 
 import msgspec
 
-from .foreign import (
+from mecha.core.sessions.foreign import (
     IMAGE_PLACEHOLDER,
     INTERRUPTED_RESULT,
     ReadSession,
@@ -57,8 +57,8 @@ from .foreign import (
     line_error,
     numbered_lines,
 )
-from .mining import DENIAL_PREFIX
-from .transcript import Block, Message, Taint
+from mecha.core.sessions.mining import DENIAL_PREFIX
+from mecha.core.sessions.transcript import Block, Message, Taint
 
 CODEX_POLICY = TaintPolicy(
     local=frozenset({"apply_patch", "update_plan", "view_image", "read_file", "list_dir", "grep_files", "write_stdin"}),

@@ -33,18 +33,12 @@ from pathlib import Path
 
 import msgspec
 
-from . import jobs as jobs_mod
-from ._files import write_atomic
-from .consolidation import PERSON_BUDGET, Learner
-from .errors import InvalidInput, ModelFailure, NoModel, UnusableReply
-from .identity import mint_proposal_id, mint_run_id, now
-from .ledger import LeapRun
-from .mining import DEFAULT_VOICES, Intervention, Voices, bound_text, edit_intervention, extract_interventions
-from .outbox import OutboxItem
-from .proposals import pending_for
-from .provenance import WITHHELD_AFTERMATH, WITHHELD_CONTEXT, withheld_assistant_text
-from .reflection import Evidence, Origin, Reflector, Reflexion, evidence_for
-from .rules import (
+from mecha.core.errors import InvalidInput, ModelFailure, NoModel, UnusableReply
+from mecha.core.identity import mint_proposal_id, mint_run_id, now
+from mecha.core.learning.consolidation import PERSON_BUDGET, Learner
+from mecha.core.learning.proposals import pending_for
+from mecha.core.learning.reflection import Evidence, Origin, Reflector, Reflexion, evidence_for
+from mecha.core.learning.rules import (
     LEARN_MIN_REFLECTIONS,
     MAX_ACTIVE_RULES_PER_DOMAIN,
     Rule,
@@ -53,7 +47,13 @@ from .rules import (
     finalize_rules,
     validate_domain,
 )
-from .store import (
+from mecha.core.sessions.mining import DEFAULT_VOICES, Intervention, Voices, bound_text, edit_intervention, extract_interventions
+from mecha.core.sessions.outbox import OutboxItem
+from mecha.core.sessions.provenance import WITHHELD_AFTERMATH, WITHHELD_CONTEXT, withheld_assistant_text
+from mecha.core.sessions.transcript import Message, TaintCheckpoint, taint_at
+from mecha.core.store import jobs as jobs_mod
+from mecha.core.store.files import write_atomic
+from mecha.core.store.learning_store import (
     INBOX_DIR,
     MAX_UNUSABLE_ANSWERS,
     REFLECTIONS_FILE,
@@ -65,7 +65,7 @@ from .store import (
     ProposalStatus,
     SetAside,
 )
-from .transcript import Message, TaintCheckpoint, taint_at
+from mecha.core.store.ledger import LeapRun
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +203,7 @@ def inbox_dir(store: LearningStore) -> Path:
 
 def enqueue(store: LearningStore, entry: InboxEntry) -> Path:
     """Write one unit of reflect work where any later pass will find it."""
-    from ._files import ensure_private_dir
+    from mecha.core.store.files import ensure_private_dir
 
     directory = inbox_dir(store)
     ensure_private_dir(directory, root=store.root)
@@ -273,7 +273,7 @@ def _claim_owner(path: Path) -> int | None:
 def _claim_all(store: LearningStore) -> list[Path]:
     """Claim every unclaimed entry (and any whose claimant died). Caller holds
     the lock."""
-    from ._files import refuse_links
+    from mecha.core.store.files import refuse_links
 
     # Claiming renames the inbox's entries and a finished entry is deleted:
     # through a linked inbox, that would be done to files outside the store.
@@ -327,7 +327,7 @@ def set_aside_dir(store: LearningStore) -> Path:
 def set_aside(store: LearningStore, path: Path, reason: str, *, keys: Sequence[str] = ()) -> SetAside:
     """Move a claimed entry out of every pass's way, recording why. Caller
     holds the lock."""
-    from ._files import ensure_private_dir, refuse_links
+    from mecha.core.store.files import ensure_private_dir, refuse_links
 
     directory = set_aside_dir(store)
     ensure_private_dir(directory, root=store.root)
@@ -371,8 +371,8 @@ def count_waiting(store: LearningStore) -> int:
 
 
 def _find_set_aside(store: LearningStore, ident: str) -> SetAside:
-    from .errors import Ambiguous, NotFound
-    from .identity import by_id_or_prefix
+    from mecha.core.errors import Ambiguous, NotFound
+    from mecha.core.identity import by_id_or_prefix
 
     matches = by_id_or_prefix(list_set_aside(store), ident, lambda r: r.id)
     if not matches:
@@ -386,7 +386,7 @@ def _find_set_aside(store: LearningStore, ident: str) -> SetAside:
 def retry_set_aside(store: LearningStore, ident: str) -> SetAside:
     """Put a set-aside entry back in the inbox, its set-aside interventions
     to be asked again by the next pass. Caller starts that pass."""
-    from ._files import refuse_links
+    from mecha.core.store.files import refuse_links
 
     with store.lock():
         record = _find_set_aside(store, ident)
@@ -454,7 +454,7 @@ class ReflectOutcome(msgspec.Struct):
 
 
 def _entry_id_problem(entry: InboxEntry) -> str | None:
-    from .identity import record_id_problem
+    from mecha.core.identity import record_id_problem
 
     if isinstance(entry, SessionEntry):
         return record_id_problem(entry.session_id)
@@ -626,7 +626,7 @@ def _not_on_file(store: LearningStore, reflections: list[Reflexion], session_id:
     intervention is recorded once. Caller holds the lock."""
     from collections import Counter
 
-    from ._files import read_bytes
+    from mecha.core.store.files import read_bytes
 
     data = read_bytes(store.root / REFLECTIONS_FILE)
     if not reflections or not data or msgspec.json.encode(session_id) not in data:
@@ -694,7 +694,7 @@ async def _reflect_entry(
 ) -> None:
     import asyncio
 
-    from .identity import now as stamp
+    from mecha.core.identity import now as stamp
 
     try:
         entry = _entry_decoder.decode(path.read_bytes())

@@ -18,10 +18,10 @@ import difflib
 
 import msgspec
 
-from .errors import InvalidInput, NotFound, NotPending, Stale
-from .identity import mint_proposal_id, mint_run_id, now
-from .rules import active_count, validate_domain
-from .store import LEARNED_KIND, REFLECTIONS_FILE, LearningStore, Proposal, ProposalStatus
+from mecha.core.errors import InvalidInput, NotFound, NotPending, Stale
+from mecha.core.identity import mint_proposal_id, mint_run_id, now
+from mecha.core.learning.rules import active_count, validate_domain
+from mecha.core.store.learning_store import LEARNED_KIND, REFLECTIONS_FILE, LearningStore, Proposal, ProposalStatus
 
 
 def is_pending(p: Proposal) -> bool:

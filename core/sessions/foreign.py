@@ -31,8 +31,8 @@ from pathlib import Path
 
 import msgspec
 
-from .errors import InvalidInput
-from .transcript import Message, Taint, TaintCheckpoint
+from mecha.core.errors import InvalidInput
+from mecha.core.sessions.transcript import Message, Taint, TaintCheckpoint
 
 #: The formats `read_session` knows, in the spelling `--format` takes.
 FORMATS = ("mecha", "claude", "codex")
@@ -297,7 +297,7 @@ def read_session(
     (`identity.record_id_problem`) included.
     """
     session = _read_session(path, fmt, policy=policy, data=data)
-    from .identity import validate_record_id
+    from mecha.core.identity import validate_record_id
 
     validate_record_id(session.session_id, f"{path}: session_id")
     return session
@@ -324,14 +324,14 @@ def _read_session(
             "a Claude Code session line nor a Codex CLI rollout line (use --format to force one)"
         )
     if found == "claude":
-        from .claude_code import read_claude_code
+        from mecha.core.sessions.claude_code import read_claude_code
 
         return read_claude_code(data, name=str(path), path=path, policy=policy)
     if found == "codex":
-        from .codex_cli import read_codex
+        from mecha.core.sessions.codex_cli import read_codex
 
         return read_codex(data, name=str(path), path=path, policy=policy)
-    from .sessions import parse_transcript
+    from mecha.core.sessions.files import parse_transcript
 
     session = parse_transcript(path, data)
     return ReadSession(

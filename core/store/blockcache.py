@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import os
 
-from .layout import CACHE_DIR, is_racy
+from mecha.core.store.layout import CACHE_DIR, is_racy
 
 #: `typing` is not imported: it costs the first stage more than this module.
 TYPE_CHECKING = False
@@ -143,8 +143,8 @@ def write(
     """
     from pathlib import Path
 
-    from . import _files
-    from .errors import InvalidStore
+    from mecha.core.errors import InvalidStore
+    from mecha.core.store import files as _files
 
     if fingerprint is None or is_racy(fingerprint, now_ns):
         return False

@@ -23,12 +23,12 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from .errors import UnusableReply
-from .identity import mint_reflexion_id, now
-from .mining import Intervention, Trigger
-from .provider import CompletionRequest, Provider
-from .replies import ReplyContract, confidence_or_none, no_lesson_reason, refuse_unusable
-from .transcript import Taint
+from mecha.core.errors import UnusableReply
+from mecha.core.identity import mint_reflexion_id, now
+from mecha.core.learning.replies import ReplyContract, confidence_or_none, no_lesson_reason, refuse_unusable
+from mecha.core.providers.base import CompletionRequest, Provider
+from mecha.core.sessions.mining import Intervention, Trigger
+from mecha.core.sessions.transcript import Taint
 
 log = logging.getLogger(__name__)
 

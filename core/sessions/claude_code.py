@@ -61,7 +61,7 @@ from typing import Any
 
 import msgspec
 
-from .foreign import (
+from mecha.core.sessions.foreign import (
     IMAGE_PLACEHOLDER,
     INTERRUPTED_RESULT,
     ReadSession,
@@ -70,8 +70,8 @@ from .foreign import (
     line_error,
     numbered_lines,
 )
-from .mining import DENIAL_PREFIX
-from .transcript import Block, Message, Taint
+from mecha.core.sessions.mining import DENIAL_PREFIX
+from mecha.core.sessions.transcript import Block, Message, Taint
 
 #: Claude Code's built-in tools, by what their results bring in.
 CLAUDE_POLICY = TaintPolicy(

@@ -52,12 +52,10 @@ from typing import Any
 
 import msgspec
 
-from .errors import InvalidDomain
-from .layout import RULES_DIR
-from .ledger import RuleTally, rule_tallies
-from .proposals import is_pending, pending_for
-from .reflection import Reflexion
-from .rules import (
+from mecha.core.errors import InvalidDomain
+from mecha.core.learning.proposals import is_pending, pending_for
+from mecha.core.learning.reflection import Reflexion
+from mecha.core.learning.rules import (
     MAX_ACTIVE_RULES_PER_DOMAIN,
     RULES_CHAR_BUDGET,
     Rule,
@@ -67,7 +65,8 @@ from .rules import (
     routed_domains,
     validate_domain,
 )
-from .store import (
+from mecha.core.store.layout import RULES_DIR
+from mecha.core.store.learning_store import (
     LEARNED_KIND,
     USER_KIND,
     LearningStore,
@@ -77,6 +76,7 @@ from .store import (
     rules_file_path,
     sibling_kind,
 )
+from mecha.core.store.ledger import RuleTally, rule_tallies
 
 # ─── Codes and severities (the contract in editors/README.md) ───────────────
 

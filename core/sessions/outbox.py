@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from .transcript import Taint
+from mecha.core.sessions.transcript import Taint
 
 
 class WritingOutcome(str, Enum):

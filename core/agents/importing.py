@@ -45,14 +45,14 @@ from pathlib import Path
 
 import msgspec
 
-from ._files import ensure_private_dir, write_atomic
-from .errors import InvalidInput
-from .foreign import FORMAT_NAMES, ReadSession, TaintPolicy, detect_format, read_session
-from .identity import now
-from .mining import Intervention, Trigger, Voices
-from .passes import Planned, SessionEntry, inbox_dir, inbox_name, queued_session_ids, survey_session
-from .store import LearningStore
-from .transcript import Message
+from mecha.core.errors import InvalidInput
+from mecha.core.identity import now
+from mecha.core.learning.passes import Planned, SessionEntry, inbox_dir, inbox_name, queued_session_ids, survey_session
+from mecha.core.sessions.foreign import FORMAT_NAMES, ReadSession, TaintPolicy, detect_format, read_session
+from mecha.core.sessions.mining import Intervention, Trigger, Voices
+from mecha.core.sessions.transcript import Message
+from mecha.core.store.files import ensure_private_dir, write_atomic
+from mecha.core.store.learning_store import LearningStore
 
 #: Where each agent keeps its sessions, under the person's home.
 DEFAULT_DIRS = {"claude": Path("~/.claude/projects"), "codex": Path("~/.codex/sessions")}
@@ -382,7 +382,7 @@ def _staging_dir(store: LearningStore) -> Path:
 
 def _sweep_stale_staging(inbox: Path) -> None:
     """Staging folders left by an import that died before its commit."""
-    from .jobs import _pid_alive
+    from mecha.core.store.jobs import _pid_alive
 
     for child in inbox.iterdir():
         if not child.name.startswith(_STAGING_PREFIX) or not child.is_dir():

@@ -13,8 +13,8 @@ from typing import Any
 
 import msgspec
 
-from .errors import UnusableReply
-from .provider import CompletionResponse, ReplySchema, StopReason
+from mecha.core.errors import UnusableReply
+from mecha.core.providers.base import CompletionResponse, ReplySchema, StopReason
 
 
 def extract_json(text: str) -> str | None:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .mining import Intervention, context_source
-from .transcript import Message, TaintCheckpoint, taint_at
+from mecha.core.sessions.mining import Intervention, context_source
+from mecha.core.sessions.transcript import Message, TaintCheckpoint, taint_at
 
 #: Shown in place of a context the assistant wrote under untrusted taint.
 WITHHELD_CONTEXT = "(withheld: the assistant wrote this while third-party content was in its context)"

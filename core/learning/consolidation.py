@@ -21,12 +21,12 @@ from typing import Annotated
 
 import msgspec
 
-from .errors import UnusableReply
-from .mining import CONTEXT_BUDGET, bound_text
-from .provider import CompletionRequest, Provider
-from .reflection import Reflexion
-from .replies import ReplyContract, confidence_or_none, no_lesson_reason, refuse_unusable
-from .rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule
+from mecha.core.errors import UnusableReply
+from mecha.core.learning.reflection import Reflexion
+from mecha.core.learning.replies import ReplyContract, confidence_or_none, no_lesson_reason, refuse_unusable
+from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule
+from mecha.core.providers.base import CompletionRequest, Provider
+from mecha.core.sessions.mining import CONTEXT_BUDGET, bound_text
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Sequence
 
 import msgspec
 
-from .errors import InvalidDomain
-from .identity import mint_rule_id
+from mecha.core.errors import InvalidDomain
+from mecha.core.identity import mint_rule_id
 
 #: The heading the rules block opens with. A validator strips an old block by
 #: it before injecting a candidate one, so a session recorded *with* rules

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import msgspec
 
-from .errors import InvalidInput
-from .transcript import Message, TaintCheckpoint
+from mecha.core.errors import InvalidInput
+from mecha.core.sessions.transcript import Message, TaintCheckpoint
 
 
 class SessionFile(msgspec.Struct):

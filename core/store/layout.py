@@ -1,7 +1,7 @@
 """Where the store is, and what its rules files are right now — with the
 standard library alone.
 
-Two readers need these answers: the store itself (`mecha.core.store`), and the
+Two readers need these answers: the store itself (`mecha.core.store.learning_store`), and the
 harness endpoint's first stage, which answers a run's first requests before
 anything heavier than the standard library is imported (msgspec alone costs
 more than a bare interpreter's start). So the recipes live here, once, in a

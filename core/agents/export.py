@@ -29,7 +29,7 @@ from pathlib import Path
 
 import msgspec
 
-from .errors import InvalidInput
+from mecha.core.errors import InvalidInput
 
 BEGIN_MARKER = "<!-- mecha:rules:begin — written by `mecha-sidecar export`; edits inside are replaced -->"
 END_MARKER = "<!-- mecha:rules:end -->"

@@ -59,20 +59,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import msgspec
 
-from . import _files
-from .errors import Ambiguous, InvalidDomain, InvalidInput, InvalidStore, NotFound
-from .layout import (  # noqa: F401 (re-exported)
-    CACHE_DIR,
-    DEFAULT_HOME_SUBDIR,
-    LEARNING_DIR_ENV,
-    RULES_DIR,
-    RULES_SUFFIX,
-    default_root,
-    resolve_root,
-    rules_fingerprint,
-)
-from .ledger import LeapRun, ValidationRecord
-from .rules import (
+from mecha.core.errors import Ambiguous, InvalidDomain, InvalidInput, InvalidStore, NotFound
+from mecha.core.learning.rules import (
     MAX_ACTIVE_RULES_PER_DOMAIN,
     Rule,
     RulesFile,
@@ -83,13 +71,25 @@ from .rules import (
     validate_domain,
     wrap_rules_block,
 )
+from mecha.core.store import files as _files
+from mecha.core.store.layout import (  # noqa: F401 (re-exported)
+    CACHE_DIR,
+    DEFAULT_HOME_SUBDIR,
+    LEARNING_DIR_ENV,
+    RULES_DIR,
+    RULES_SUFFIX,
+    default_root,
+    resolve_root,
+    rules_fingerprint,
+)
+from mecha.core.store.ledger import LeapRun, ValidationRecord
 
 if TYPE_CHECKING:
     # Imported where used: an agent run reads its rules block at startup and
     # needs neither git (`subprocess`) nor reflections.
     import subprocess
 
-    from .reflection import Reflexion
+    from mecha.core.learning.reflection import Reflexion
 
 log = logging.getLogger(__name__)
 
@@ -635,7 +635,7 @@ def _decoder(type_: type[T]) -> msgspec.json.Decoder[T]:
 
 
 def _reflexion_decoder() -> msgspec.json.Decoder[Reflexion]:
-    from .reflection import Reflexion
+    from mecha.core.learning.reflection import Reflexion
 
     return _decoder(Reflexion)
 
@@ -1026,7 +1026,7 @@ class LearningStore:
         return {line.strip() for line in data.decode("utf-8", "replace").splitlines() if line.strip()}
 
     def _append_id(self, name: str, record_id: str) -> None:
-        from .identity import validate_record_id
+        from mecha.core.identity import validate_record_id
 
         validate_record_id(record_id, "id")
         _files.append_lines(_files.refuse_links(self._root, self._root / name), [record_id.encode("utf-8")])
@@ -1324,7 +1324,7 @@ class LearningStore:
         """
         if not id_or_prefix:
             raise NotFound("no proposal id given")
-        from .identity import by_id_or_prefix
+        from mecha.core.identity import by_id_or_prefix
 
         matches = by_id_or_prefix(self.proposals(), id_or_prefix, lambda p: p.id)
         if not matches:
@@ -1357,7 +1357,7 @@ class LearningStore:
 
     def imports(self) -> list[Any]:
         """Every import record, oldest first (see `importing.ImportRecord`)."""
-        from .importing import ImportRecord
+        from mecha.core.agents.importing import ImportRecord
 
         return self._read_jsonl(IMPORTED_FILE, _decoder(ImportRecord), "import record")
 

@@ -90,16 +90,16 @@ from typing import Any, ClassVar, assert_never
 
 import msgspec
 
-from .errors import InvalidInput, ModelFailure
-from .goal import GoalRef, de_lenient, de_lenient_vec, goal_dec_hook, goal_enc_hook
-from .identity import now
-from .mining import DEFAULT_VOICES, Intervention, Trigger, Voices, extract_interventions
-from .outbox import OutboxItem, WritingOutcome
-from .provider import CompletionRequest, CompletionResponse, Provider, StopReason
-from .reflection import Origin, classify_origin
-from .replies import extract_json
-from .run import Homeostat, RunStats, StopCause
-from .transcript import Message, Taint, TaintCheckpoint, taint_at
+from mecha.core.errors import InvalidInput, ModelFailure
+from mecha.core.gate.goal import GoalRef, de_lenient, de_lenient_vec, goal_dec_hook, goal_enc_hook
+from mecha.core.gate.run import Homeostat, RunStats, StopCause
+from mecha.core.identity import now
+from mecha.core.learning.reflection import Origin, classify_origin
+from mecha.core.learning.replies import extract_json
+from mecha.core.providers.base import CompletionRequest, CompletionResponse, Provider, StopReason
+from mecha.core.sessions.mining import DEFAULT_VOICES, Intervention, Trigger, Voices, extract_interventions
+from mecha.core.sessions.outbox import OutboxItem, WritingOutcome
+from mecha.core.sessions.transcript import Message, Taint, TaintCheckpoint, taint_at
 
 # ─── Magnitudes ─────────────────────────────────────────────────────────────
 

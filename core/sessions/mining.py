@@ -30,8 +30,8 @@ from enum import Enum
 
 import msgspec
 
-from .outbox import OutboxItem, WritingOutcome
-from .transcript import Block, Message
+from mecha.core.sessions.outbox import OutboxItem, WritingOutcome
+from mecha.core.sessions.transcript import Block, Message
 
 #: The prefix the harness writes when a *person* refused a tool call. Hook and
 #: policy refusals use other wording, and that wording is all that keeps them

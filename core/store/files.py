@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import InvalidStore
+from mecha.core.errors import InvalidStore
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ from typing import Literal
 
 import msgspec
 
-from ._files import process_alive, refuse_links, write_atomic
-from .errors import InvalidInput, NotFound
-from .identity import now
+from mecha.core.errors import InvalidInput, NotFound
+from mecha.core.identity import now
+from mecha.core.store.files import process_alive, refuse_links, write_atomic
 
 JobKind = Literal["reflect", "learn"]
 JobState = Literal["running", "done", "failed"]
@@ -58,7 +58,7 @@ def validate_job_id(job_id: object) -> str:
 
 
 def jobs_dir(root: Path) -> Path:
-    from .store import JOBS_DIR
+    from mecha.core.store.learning_store import JOBS_DIR
 
     return root / JOBS_DIR
 

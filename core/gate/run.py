@@ -13,7 +13,7 @@ from enum import Enum
 
 import msgspec
 
-from .transcript import Taint
+from mecha.core.sessions.transcript import Taint
 
 
 class StopCause(str, Enum):
