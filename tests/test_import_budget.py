@@ -37,7 +37,7 @@ FORBIDDEN_PROJECT = (
     "mecha.core.gate.appraisal",
     "mecha.core.learning.consolidation",
     "mecha.core.doctor",
-    "mecha.core.learning.passes",
+    "mecha.core.learning.reflect",
     "mecha.core.learning.proposals",
     "mecha.core.providers",
     "mecha.core.learning.reflection",

@@ -47,7 +47,7 @@ import msgspec
 
 from mecha.core.errors import InvalidInput
 from mecha.core.identity import now
-from mecha.core.learning.passes import Planned, SessionEntry, inbox_dir, inbox_name, queued_session_ids, survey_session
+from mecha.core.learning.reflect import Planned, SessionEntry, inbox_dir, inbox_name, queued_session_ids, survey_session
 from mecha.core.sessions.foreign import FORMAT_NAMES, ReadSession, TaintPolicy, detect_format, read_session
 from mecha.core.sessions.mining import Intervention, Trigger, Voices
 from mecha.core.sessions.transcript import Message

@@ -38,7 +38,7 @@ def _session() -> list:
 
 
 def _one(server, concurrency: int, tmp: Path, n: int) -> float:
-    from mecha.core.learning import passes
+    from mecha.core.learning import reflect as passes
     from mecha.core.learning.reflection import Reflector
     from mecha.core.providers import OpenAIProvider
     from mecha.core.sessions.transcript import Taint, TaintCheckpoint

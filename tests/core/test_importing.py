@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mecha.core.agents.importing import import_sessions, parse_since
-from mecha.core.learning.passes import _entry_decoder, inbox_dir
+from mecha.core.learning.reflect import _entry_decoder, inbox_dir
 from mecha.core.sessions.foreign import HARNESS_VOICE_PROFILES
 from mecha.core.sessions.mining import Trigger, Voices
 from mecha.core.store.learning_store import LearningStore

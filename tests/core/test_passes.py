@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 from mecha.core.errors import InvalidInput, ModelFailure, NoModel, NotFound, NotPending, Stale
-from mecha.core.learning import passes
+from mecha.core.learning import reflect as passes
 from mecha.core.learning.consolidation import Learner
 from mecha.core.learning.proposals import (
     accept_proposal,

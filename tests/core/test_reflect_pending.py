@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mecha.core.errors import ModelFailure, UnusableReply
-from mecha.core.learning import passes
+from mecha.core.learning import reflect as passes
 from mecha.core.learning.consolidation import Learner
 from mecha.core.learning.reflection import Origin, Reflector, Reflexion
 from mecha.core.providers.base import CompletionRequest, CompletionResponse

@@ -55,7 +55,8 @@ from typing import Any
 
 import msgspec
 
-from mecha.core.learning import passes, proposals
+from mecha.core.learning import proposals
+from mecha.core.learning import reflect as passes
 from mecha.core.learning.consolidation import Learner
 from mecha.core.learning.reflection import Reflector
 from mecha.core.providers.base import CompletionRequest, CompletionResponse

@@ -39,7 +39,7 @@ import msgspec
 import pytest
 
 from mecha.core.identity import now
-from mecha.core.learning import passes
+from mecha.core.learning import reflect as passes
 from mecha.core.learning.reflection import Origin, Reflexion
 from mecha.core.learning.rules import Rule
 from mecha.core.sessions.outbox import OutboxItem

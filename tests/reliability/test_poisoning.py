@@ -31,7 +31,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from mecha.core.learning import passes
+from mecha.core.learning import reflect as passes
 from mecha.core.learning.consolidation import Learner
 from mecha.core.learning.proposals import accept_proposal
 from mecha.core.learning.reflection import Evidence, Origin, Reflector

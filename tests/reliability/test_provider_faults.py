@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from mecha.core.identity import now
-from mecha.core.learning import passes
+from mecha.core.learning import reflect as passes
 from mecha.core.learning.reflection import Origin, Reflexion
 from mecha.core.learning.rules import Rule
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
