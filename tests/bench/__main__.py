@@ -52,6 +52,7 @@ NUMBER = {
     "claude_read_mbps": 9,
     "claude_reimport": 9,
     "claude_import_rss": 9,
+    "claude_huge_rss": 9,
     "reflect_c1": 10,
     "reflect_c4": 10,
 }

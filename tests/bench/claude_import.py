@@ -15,6 +15,10 @@ Each measurement runs in a fresh child process (its peak RSS is its own):
 - **import**: `import_sessions` into an empty store (read, plan, stage, queue);
   then **re-import** with nothing changed, against the first import's time.
 - **peak RSS** of the import child against the largest single file.
+- **one huge session**: peak RSS of importing a folder holding a single
+  230 MB session file (goal ≤ 400 MB), against a child that imports the
+  same modules and reads the same file line by line doing nothing else —
+  the floor of any reader that does not hold the file whole.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import random
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from .common import Figure, child_env, interleaved, median, python
@@ -32,6 +37,9 @@ PROJECTS = 24
 SESSIONS_PER_PROJECT = 9
 TARGET_MB = 210
 LARGEST_MB = 24
+#: The one-file figure: a session as large as the largest seen in the wild.
+HUGE_MB = 230
+HUGE_GOAL_MIB = 400
 
 _CHILD = r"""
 import json, sys, time
@@ -47,6 +55,13 @@ if op == "read":
 elif op == "split":
     t = time.perf_counter()
     n = sum(len(f.read_bytes().split(b"\n")) for f in files)
+elif op == "lines":
+    from mecha.core.agents.importing import import_sessions
+    t = time.perf_counter()
+    n = 0
+    for f in files:
+        with f.open("rb") as fh:
+            n += sum(1 for _ in fh)
 else:
     from mecha.core.sessions.foreign import HARNESS_VOICE_PROFILES
     from mecha.core.agents.importing import import_sessions
@@ -73,6 +88,12 @@ def _words(rng: random.Random, n: int) -> str:
 def _session(rng: random.Random, session: str, cwd: str, target_bytes: int) -> str:
     """One session's lines, about `target_bytes` long."""
     out: list[str] = []
+    _write_session(rng, session, cwd, target_bytes, out.append)
+    return "\n".join(out) + "\n"
+
+
+def _write_session(rng: random.Random, session: str, cwd: str, target_bytes: int, write: Callable[[str], object]) -> None:
+    """Hand each line of one session (without its newline) to `write`."""
     size = 0
     n = 0
 
@@ -81,7 +102,7 @@ def _session(rng: random.Random, session: str, cwd: str, target_bytes: int) -> s
         n += 1
         line.setdefault("uuid", f"{session[:8]}-{n:08d}")
         text = json.dumps(line, ensure_ascii=False)
-        out.append(text)
+        write(text)
         size += len(text) + 1
 
     base = {"isSidechain": False, "userType": "external", "cwd": cwd, "sessionId": session, "version": "2.0.30", "gitBranch": "main"}
@@ -115,7 +136,20 @@ def _session(rng: random.Random, session: str, cwd: str, target_bytes: int) -> s
             emit({**base, "type": "user", "message": {"role": "user", "content": "Actually, " + _words(rng, 20)}})
         elif roll < 0.10:
             emit({"type": "file-history-snapshot", "messageId": mid, "snapshot": {"trackedFileBackups": {}}, "isSnapshotUpdate": True})
-    return "\n".join(out) + "\n"
+
+
+def huge_session(root: Path, seed: int = 23) -> float:
+    """A folder holding one session file of about `HUGE_MB`, written line by
+    line; returns its size in MB."""
+    rng = random.Random(seed)
+    cwd = "/home/pat/src/monorepo"
+    folder = root / cwd.replace("/", "-")
+    folder.mkdir(parents=True)
+    session = "0000beef-0000-4000-8000-000000000230"
+    path = folder / f"{session}.jsonl"
+    with path.open("w") as f:
+        _write_session(rng, session, cwd, int(HUGE_MB * 1e6), lambda line: f.write(line + "\n"))
+    return path.stat().st_size / 1e6
 
 
 def projects_folder(root: Path, seed: int = 9) -> tuple[float, float]:
@@ -170,6 +204,20 @@ def run(rounds: int) -> list[Figure]:
             return r["s"]
 
         interleaved(rounds, {"split": lambda: step("split"), "read": lambda: step("read"), "import": imports})
+        shutil.rmtree(root)
+
+        huge_root = Path(tmp) / "huge"
+        huge_mb = huge_session(huge_root)
+        got["huge"], got["huge_floor"] = [], []
+
+        def huge(op: str, key: str) -> float:
+            store = Path(tmp) / "huge-store"
+            shutil.rmtree(store, ignore_errors=True)
+            r = _child(op, huge_root, store, env)
+            got[key].append(r)
+            return r["maxrss_kib"]
+
+        interleaved(rounds, {"lines": lambda: huge("lines", "huge_floor"), "import": lambda: huge("import", "huge")})
 
     def med(op: str, key: str = "s") -> float:
         return median(r[key] for r in got[op])
@@ -180,6 +228,8 @@ def run(rounds: int) -> list[Figure]:
     reimport_rss = med("reimport", "maxrss_kib") / 1024
     queued = int(got["import"][0]["n"])
     bound = 4 * largest_mb * 1e6 / 2**20 + reimport_rss
+    huge_rss = med("huge", "maxrss_kib") / 1024
+    huge_floor = med("huge_floor", "maxrss_kib") / 1024
     return [
         Figure(
             key="claude_read_mbps",
@@ -220,5 +270,18 @@ def run(rounds: int) -> list[Figure]:
             met=rss <= bound,
             notes=[f"the re-import child (reads no file) peaks at {reimport_rss:.0f} MiB; folder {total_mb:.0f} MB"],
             extra={"rounds": rounds, "peak_rss_mib": rss, "reimport_rss_mib": reimport_rss, "largest_mb": largest_mb, "folder_mb": total_mb},
+        ),
+        Figure(
+            key="claude_huge_rss",
+            title=f"peak RSS of importing one {huge_mb:.0f} MB session file (queued: {int(got['huge'][0]['n'])})",
+            subject=huge_rss,
+            baseline=huge_floor,
+            unit="MiB",
+            subject_label="import child",
+            baseline_label="same modules, the file read line by line",
+            ratio=huge_rss / huge_floor,
+            goal=f"≤ {HUGE_GOAL_MIB} MB",
+            met=huge_rss * 2**20 <= HUGE_GOAL_MIB * 1e6,
+            extra={"rounds": rounds, "peak_rss_mib": huge_rss, "floor_rss_mib": huge_floor, "file_mb": huge_mb},
         ),
     ]
