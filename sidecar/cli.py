@@ -487,11 +487,19 @@ def _reflect_what_was_queued(
     ctx: Any, args: argparse.Namespace, summary: dict[str, Any], render: Callable[[dict[str, Any]], str], start: bool
 ) -> int:
     """After a verb queued sessions (`import`, `reflect --sessions`): when
-    it queued any, one reflect pass over the inbox, reported as the verb's
-    summary plus the job (waited on unless `--no-wait`); else the summary."""
+    it queued any — or work an earlier pass left pending waits in the inbox,
+    as `mecha/sessionEnded` does — one reflect pass over the inbox, reported
+    as the verb's summary plus the job (waited on unless `--no-wait`); else
+    the summary. Never for a dry run."""
     from . import humane
     from .handlers import start_job
 
+    if not start and not getattr(args, "dry_run", False):
+        # Nothing new queued, but what an earlier pass left pending (answers
+        # that were unusable) is asked again: the retry a pass's outcome names.
+        from mecha.core.store.inbox import count_waiting
+
+        start = count_waiting(ctx.store()) > 0
     if not start:
         _emit(args, summary, render)
         return 0
@@ -518,13 +526,21 @@ def _finish_job(
     if no_wait:
         _emit(args, {**(extra or {}), "job": job}, lambda r: f"started {humane.job_line(r['job'])}")
         return 0
+    from .progress import ProgressView
+
     if not args.json and not quiet_start:
         sys.stdout.write(f"started {humane.job_line(job)}; waiting for it to finish…\n")
+        sys.stdout.flush()
+    # How far it has got, as the pass writes it: on stdout for a person, on
+    # stderr beside --json (stdout is then the result alone).
+    view = ProgressView(sys.stderr if args.json else sys.stdout)
     while True:
         final = read_job(ctx.root, job["id"])
         if final.state != "running":
             break
+        view.show(final)
         time.sleep(0.1)
+    view.clear()
     result = humane.builtins(final)
     _emit(args, {**(extra or {}), "job": result}, lambda r: humane.job_line(r["job"]))
     return 0 if final.state == "done" else 1

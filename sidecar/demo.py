@@ -13,7 +13,8 @@ the whole loop against it and stops it at the end. With neither it shows the
 pass failing cleanly with `NoModel`.
 
 A pass against a CPU-only local model takes a while: the demo shows each
-reflection as it lands and how long it has waited, gives up after
+reflection as it lands and how far the pass has got (answered of all, time
+waited, what is left: a bar on a terminal, plain lines otherwise), gives up after
 `--timeout` seconds with a message saying so, and never ends in a traceback.
 
 It never touches the person's own store.
@@ -34,6 +35,7 @@ from mecha.core.sessions.files import load_transcript, sample_session_path, samp
 from mecha.core.store.learning_store import RULES_DIR, RULES_SUFFIX, job_log_name
 
 from .client import ServerError, SidecarClient
+from .progress import ProgressView
 
 
 def _say(text: str = "") -> None:
@@ -134,29 +136,39 @@ def _choose_model(local: bool | None, root: Path) -> tuple[dict[str, Any] | None
 
 def _wait_for_job(c: SidecarClient, root: Path, job_id: str, timeout: float) -> dict[str, Any]:
     """Wait for `mecha/jobFinished` for `job_id`, showing what the pass
-    logs as it goes (each reflection as it lands) and the time waited.
-    `_DemoStopped` after `timeout` seconds."""
+    logs as it goes (each reflection as it lands) and how far it has got —
+    answered of all, time waited, what is left — as every verb that waits
+    on a pass does (`progress.ProgressView`). `_DemoStopped` after
+    `timeout` seconds."""
+    from mecha.core.store.jobs import read_job
+
     log = root / job_log_name(job_id)
     seen = 0
     started = time.monotonic()
-    last_note = started
-    while True:
-        waited = time.monotonic() - started
-        if waited > timeout:
-            raise _DemoStopped(
-                f"the background pass {job_id} did not finish within {timeout:.0f} s (it goes on by itself; "
-                "run the demo with a longer --timeout, or a faster model)"
-            )
-        try:
-            finished = c.wait_for("mecha/jobFinished", timeout=1.0)["job"]
-        except TimeoutError:
-            finished = None
-        seen = _show_progress(log, seen)
-        if finished is not None and finished.get("id") == job_id:
-            return finished
-        if time.monotonic() - last_note >= PROGRESS_EVERY_S:
-            last_note = time.monotonic()
-            _say(f"    … still working ({time.monotonic() - started:.0f} s so far)")
+    view = ProgressView(sys.stdout, every_s=PROGRESS_EVERY_S)
+    try:
+        while True:
+            waited = time.monotonic() - started
+            if waited > timeout:
+                raise _DemoStopped(
+                    f"the background pass {job_id} did not finish within {timeout:.0f} s (it goes on by itself; "
+                    "run the demo with a longer --timeout, or a faster model)"
+                )
+            try:
+                finished = c.wait_for("mecha/jobFinished", timeout=1.0)["job"]
+            except TimeoutError:
+                finished = None
+            seen = _show_progress(log, seen, view)
+            if finished is not None and finished.get("id") == job_id:
+                return finished
+            try:
+                job = read_job(root, job_id)
+            except Exception:  # not written yet, or mid-rename: the next poll sees it
+                continue
+            if job.state == "running":
+                view.show(job)
+    finally:
+        view.clear()
 
 
 #: What of a pass's log the demo shows a person: what it found, what it
@@ -165,7 +177,7 @@ _PROGRESS_MARKS = (": lesson (", ": nothing to learn", ": unusable answer", "int
                    "set aside", "turned down")
 
 
-def _show_progress(log: Path, offset: int) -> int:
+def _show_progress(log: Path, offset: int, view: ProgressView) -> int:
     try:
         with log.open("rb") as f:
             f.seek(offset)
@@ -177,7 +189,7 @@ def _show_progress(log: Path, offset: int) -> int:
         text = raw.split(": ", 1)[1] if " INFO " in raw or " WARNING " in raw else raw
         text = text.split("mecha.pass: ", 1)[-1].split("mecha.core.providers: ", 1)[-1]
         if any(mark in text for mark in _PROGRESS_MARKS):
-            _say(f"    {textwrap.shorten(text, 160)}")
+            view.say(f"    {textwrap.shorten(text, 160)}")
     return offset + end
 
 

@@ -141,6 +141,9 @@ class MechaLanguageServer(LanguageServer):
         self.loop: asyncio.AbstractEventLoop | None = None
         self.known_jobs: dict[str, jobs_mod.JobState] = {}
         self.progress_tokens: dict[str, str] = {}
+        #: The last progress report sent for each job, so a report goes out
+        #: only when the pass has moved.
+        self.progress_reported: dict[str, tuple[int, int]] = {}
         self.pending_seen: PendingSummary | None = None
         self.store_key: Any = None
         self.reflections = ReflectionsById()
@@ -261,6 +264,25 @@ class MechaLanguageServer(LanguageServer):
             self.begin_progress(job)
         for job in end:
             self.end_progress(job)
+        for job in jobs:
+            if job.state == "running":
+                self.report_progress(job)
+
+    def report_progress(self, job: jobs_mod.Job) -> None:
+        """`$/progress` report: answered of all, time waited, what is left —
+        the pass's own count from its job record, in the words every
+        watcher uses (`jobs.progress_text`), sent when it has moved."""
+        token = self.progress_tokens.get(job.id)
+        p = job.progress
+        if token is None or p is None or token not in self.work_done_progress.tokens:
+            return
+        if self.progress_reported.get(job.id) == (p.done, p.total):
+            return
+        self.progress_reported[job.id] = (p.done, p.total)
+        percentage = min(100, p.done * 100 // p.total) if p.total > 0 else None
+        self.work_done_progress.report(
+            token, lsp.WorkDoneProgressReport(message=jobs_mod.progress_text(job), percentage=percentage, cancellable=False)
+        )
 
     def begin_progress(self, job: jobs_mod.Job) -> None:
         token = f"mecha-job-{job.id}"
@@ -274,9 +296,14 @@ class MechaLanguageServer(LanguageServer):
                 log.info("progress not created: %s", exc)
                 self.progress_tokens.pop(job.id, None)
                 return
-            self.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(title=title, message=f"job {job.id}", cancellable=False))
+            self.work_done_progress.begin(
+                token, lsp.WorkDoneProgressBegin(title=title, message=f"job {job.id}", cancellable=False, percentage=0)
+            )
+            current = jobs_mod.read_job(self.root(), job.id)
             if self.known_jobs.get(job.id) != "running":
-                self.end_progress(jobs_mod.read_job(self.root(), job.id))
+                self.end_progress(current)
+            else:
+                self.report_progress(current)
 
         _keep(asyncio.ensure_future(run()))
 
@@ -285,6 +312,7 @@ class MechaLanguageServer(LanguageServer):
         if token is None or token not in self.work_done_progress.tokens:
             return
         self.progress_tokens.pop(job.id, None)
+        self.progress_reported.pop(job.id, None)
         self.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message=f"{job.state}: {job.outcome or ''}".strip()))
 
 

@@ -12,6 +12,7 @@ import asyncio
 import logging
 import os
 import sys
+from pathlib import Path
 
 import msgspec
 
@@ -38,6 +39,37 @@ def _provider(store: LearningStore):
     return require_provider(cfg, memory=memory), (cfg.model if cfg else None)
 
 
+#: How often, at most, a pass rewrites its job record with its progress (a
+#: watcher polls it; every answer of a fast model need not be a write).
+PROGRESS_WRITE_S = 0.5
+
+
+class _ProgressWriter:
+    """Writes the pass's progress into its job record, where every watcher
+    (the CLI waiting on it, an editor's `$/progress`, the demo) reads it."""
+
+    def __init__(self, root: Path, job: jobs_mod.Job) -> None:
+        self.root = root
+        self.job = job
+        self.last = 0.0
+
+    def __call__(self, done: int, total: int, unit: jobs_mod.ProgressUnit = "intervention") -> None:
+        import time
+
+        progress = jobs_mod.JobProgress(done=done, total=total, unit=unit)
+        if progress == self.job.progress:
+            return
+        self.job = msgspec.structs.replace(self.job, progress=progress)
+        now_s = time.monotonic()
+        if done < total and done > 0 and now_s - self.last < PROGRESS_WRITE_S:
+            return
+        self.last = now_s
+        try:
+            jobs_mod.write_job(self.root, self.job)
+        except Exception as exc:  # progress is a courtesy: never the reason a pass fails
+            logging.getLogger("mecha.pass").warning("progress not recorded: %s", exc)
+
+
 def run_pass(
     kind: str, job_id: str, domain: str | None, minimum: int | None, learning_dir: str | None = None
 ) -> int:
@@ -61,6 +93,8 @@ def run_pass(
     def progress(line: str) -> None:
         log.info("%s", line)
 
+    counts = _ProgressWriter(root, job)
+
     try:
         if kind == "reflect":
             from mecha.core.learning.reflect import reflect_inbox
@@ -77,10 +111,10 @@ def run_pass(
             outcome = asyncio.run(
                 reflect_inbox(
                     store, None, progress=progress, require_model=require,
-                    concurrency=cfg.concurrency if cfg is not None else 1,
+                    concurrency=cfg.concurrency if cfg is not None else 1, counts=counts,
                 )
             )
-            final = msgspec.structs.replace(job, state="done", outcome=outcome.summary())
+            final = msgspec.structs.replace(counts.job, state="done", outcome=outcome.summary())
         elif kind == "learn":
             from mecha.core.learning.consolidation import Learner
             from mecha.core.learning.learn import learn_domain, learn_refusal
@@ -91,15 +125,17 @@ def run_pass(
                 final = msgspec.structs.replace(job, state="done", outcome=f"nothing to do: {refusal}")
             else:
                 provider, model = _provider(store)
+                counts(0, 1, "call")
                 result = asyncio.run(learn_domain(store, domain, Learner(provider, model), minimum=minimum, progress=progress))
+                counts.job = msgspec.structs.replace(counts.job, progress=jobs_mod.JobProgress(done=1, total=1, unit="call"))
                 final = msgspec.structs.replace(
-                    job, state="done", outcome=result.outcome, proposal_id=result.proposal_id
+                    counts.job, state="done", outcome=result.outcome, proposal_id=result.proposal_id
                 )
         else:
             raise ValueError(f"unknown pass {kind!r}")
     except Exception as exc:  # every failure is recorded, never left "running"
         log.error("pass failed: %s: %s", type(exc).__name__, exc)
-        final = msgspec.structs.replace(job, state="failed", outcome=f"{type(exc).__name__}: {exc}")
+        final = msgspec.structs.replace(counts.job, state="failed", outcome=f"{type(exc).__name__}: {exc}")
     final = msgspec.structs.replace(final, finished_at=now(), pid=None)
     jobs_mod.write_job(root, final)
     log.info("pass %s %s: %s — %s", kind, job_id, final.state, final.outcome)

@@ -32,6 +32,9 @@ from mecha.core.store.learning_store import MAX_UNUSABLE_ANSWERS, REFLECTIONS_FI
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
+#: How far a pass has got: `(answered, to ask)` interventions, called as each
+#: answer comes back (and as each entry adds what it will ask).
+Counts = Callable[[int, int], None]
 
 
 def quiet(_: str) -> None:
@@ -50,6 +53,16 @@ class ReflectOutcome(msgspec.Struct):
     failed: int = 0
     #: Unusable answers this pass (each leaves its intervention pending).
     unusable: int = 0
+    #: Why answers were unusable, each reason once, in the order met.
+    unusable_why: list[str] = msgspec.field(default_factory=list)
+    #: Usable answers this pass (a lesson or an explicit skip).
+    usable: int = 0
+    #: Interventions left pending for a retry after unusable answers.
+    pending: int = 0
+    #: Interventions this pass set out to ask about, and how many it has
+    #: had an answer for (usable or not): its progress.
+    to_ask: int = 0
+    answered: int = 0
     #: Interventions or entries set aside this pass (`mecha-sidecar inbox`).
     set_aside: int = 0
     errors: list[str] = msgspec.field(default_factory=list)
@@ -62,12 +75,42 @@ class ReflectOutcome(msgspec.Struct):
         if self.skipped_already_mined:
             parts.append(f"{self.skipped_already_mined} already mined, skipped")
         if self.unusable:
-            parts.append(f"{self.unusable} unusable answer(s), those interventions still pending")
+            why = "; ".join(self.unusable_why[:3]) + ("; …" if len(self.unusable_why) > 3 else "")
+            parts.append(f"{self.unusable} unusable answer(s)" + (f" ({why})" if why else ""))
         if self.set_aside:
             parts.append(f"{self.set_aside} set aside (see `mecha-sidecar inbox list`)")
         if self.failed:
             parts.append(f"{self.failed} left in the inbox for a later pass: {'; '.join(self.errors)}")
+        if self.pending:
+            parts.append(f"{self.pending} intervention(s) pending: {RETRY_HINT}")
         return ", ".join(parts)
+
+
+#: How a person retries what a pass left pending: every verb and method that
+#: queues work starts a reflect pass when anything waits in the inbox.
+RETRY_HINT = (
+    "the next reflect pass asks them again (run the import or `mecha-sidecar reflect` again, "
+    "or end another run; `mecha-sidecar inbox` shows what waits)"
+)
+
+
+def pass_failure(outcome: ReflectOutcome, stopped: BaseException | None) -> BaseException | None:
+    """How a reflect pass ends — the one place it is decided: `None` for
+    `done`, else the error it fails with.
+
+    `failed` means the pass itself could not do its work: a fault stopped
+    it (no model, the server gone, a stall past the timeout, a storm of
+    errors), or it asked and not one answer was usable — the model, not the
+    work, is what is wrong. A pass that wrote what it could and left some
+    interventions pending after unusable answers is `done`: its outcome
+    counts them and says how they are asked again (`RETRY_HINT`). The
+    first real import over 47 interventions read `failed` with 20
+    reflections written, as if nothing had been."""
+    if stopped is not None:
+        return stopped
+    if outcome.unusable and not outcome.usable:
+        return UnusableReply(f"no usable answer from the model: {outcome.summary()}")
+    return None
 
 
 def _entry_id_problem(entry: InboxEntry) -> str | None:
@@ -168,6 +211,7 @@ async def reflect_inbox(
     progress: Progress = quiet,
     require_model: Callable[[], Reflector] | None = None,
     concurrency: int = 1,
+    counts: Counts | None = None,
 ) -> ReflectOutcome:
     """Reflect every unit of work waiting in the inbox.
 
@@ -182,7 +226,8 @@ async def reflect_inbox(
     `reflector` may be `None` when no model is configured; then an entry that
     needs a model call raises (via `require_model`) and stays in the inbox,
     while entries that need none (already mined, nothing to reflect on) are
-    still settled.
+    still settled. `counts` hears how far the pass has got; how it ends is
+    `pass_failure`'s to say.
     """
     import asyncio
 
@@ -197,6 +242,10 @@ async def reflect_inbox(
             model.append(_model(reflector, require_model))
         return model[0]
 
+    def tick() -> None:
+        if counts is not None:
+            counts(outcome.answered, outcome.to_ask)
+
     # Calls overlap across entries; records are written in the entries' own
     # order (oldest first), so the history reads as the sessions happened.
     turns = [asyncio.Event() for _ in claimed]
@@ -207,7 +256,7 @@ async def reflect_inbox(
                 await turns[i - 1].wait()
 
         try:
-            await _reflect_entry(store, path, get_model, voices, gate, progress, outcome, my_turn)
+            await _reflect_entry(store, path, get_model, voices, gate, progress, outcome, my_turn, tick)
         except Exception as exc:
             release(path)
             outcome.failed += 1
@@ -218,11 +267,10 @@ async def reflect_inbox(
             turns[i].set()
 
     await asyncio.gather(*(one(i, path) for i, path in enumerate(claimed)))
-    if gate.stopped is not None:
-        progress(f"stopped: {gate.stopped}; so far: {outcome.summary()}")
-        raise gate.stopped
-    if outcome.unusable:
-        raise UnusableReply(outcome.summary())
+    failure = pass_failure(outcome, gate.stopped)
+    if failure is not None:
+        progress(f"stopped: {failure}; so far: {outcome.summary()}")
+        raise failure
     return outcome
 
 
@@ -308,6 +356,7 @@ async def _reflect_entry(
     progress: Progress,
     outcome: ReflectOutcome,
     my_turn: Callable[[], Awaitable[None]],
+    tick: Callable[[], None],
 ) -> None:
     import asyncio
 
@@ -346,7 +395,19 @@ async def _reflect_entry(
     answers: list[_Answer | BaseException] = []
     if todo:
         reflector = get_model()
-        answers = list(await asyncio.gather(*(_ask(gate, reflector, p, k, work.session_id, progress) for p, k in todo)))
+        outcome.to_ask += len(todo)
+        # Told once every entry has said what it will ask (they all start
+        # before any answer can come back), so the first count is the whole.
+        asyncio.get_running_loop().call_soon(tick)
+
+        async def counted(plan: Planned, key: str) -> _Answer | BaseException:
+            answer = await _ask(gate, reflector, plan, key, work.session_id, progress)
+            if isinstance(answer, _Answer):
+                outcome.answered += 1
+                tick()
+            return answer
+
+        answers = list(await asyncio.gather(*(counted(p, k) for p, k in todo)))
     got = [a for a in answers if isinstance(a, _Answer)]
     interrupted = len(got) < len(answers)
     await my_turn()
@@ -387,6 +448,10 @@ async def _reflect_entry(
         outcome.learnable += learnable
         outcome.skipped_no_lesson += sum(1 for a in got if a.skipped)
         outcome.unusable += sum(1 for a in got if not a.usable and a.permanent is None)
+        outcome.usable += sum(1 for a in got if a.usable)
+        for a in got:
+            if a.unusable and a.permanent is None and a.unusable not in outcome.unusable_why:
+                outcome.unusable_why.append(a.unusable)
         outcome.set_aside += len(newly_aside)
         complete = all(states.get(k, _UNSETTLED).settled for k in keys)
         if complete and not work.mined(store):
@@ -418,11 +483,13 @@ async def _reflect_entry(
             return
     # Work left: back to the inbox for a later pass (answers so far recorded).
     release(path)
-    outcome.failed += 1
     left = len([k for k in keys if not states.get(k, _UNSETTLED).settled])
-    faults = sorted({a.unusable for a in got if a.unusable})
-    why = "the pass was interrupted" if interrupted else "unusable answer: " + "; ".join(faults)
-    outcome.errors.append(f"{work.label}: {left} intervention(s) pending ({why})")
+    if interrupted:
+        outcome.failed += 1
+        outcome.errors.append(f"{work.label}: {left} intervention(s) pending (the pass was interrupted)")
+    else:
+        outcome.pending += left
+        log.info("%s: %d intervention(s) pending after unusable answers", work.label, left)
 
 
 _UNSETTLED = AttemptState()

@@ -24,11 +24,25 @@ from mecha.core.store.files import process_alive, refuse_links, write_atomic
 
 JobKind = Literal["reflect", "learn"]
 JobState = Literal["running", "done", "failed"]
+ProgressUnit = Literal["intervention", "call"]
 
 #: A record with no pid this long after it started never got its process.
 SPAWN_GRACE_S = 120.0
 
 _JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+class JobProgress(msgspec.Struct, kw_only=True, frozen=True):
+    """How far a running pass has got, as the pass writes it into its own
+    record: `done` of `total` units of work (a reflect pass counts the
+    interventions it asks about — answered, usable or not; a learn pass its
+    one consolidation call). Everything a watcher shows — a terminal's bar,
+    an editor's `$/progress` — is computed from this and the record's
+    `started_at` (`progress_text`), so every watcher says the same."""
+
+    done: int
+    total: int
+    unit: ProgressUnit = "intervention"
 
 
 class Job(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -49,6 +63,8 @@ class Job(msgspec.Struct, kw_only=True, omit_defaults=True):
     pid: int | None = None
     #: The pass's log, relative to the store root.
     log: str | None = None
+    #: How far the pass has got, while it runs (and as it ended).
+    progress: JobProgress | None = None
 
 
 def validate_job_id(job_id: object) -> str:
@@ -132,6 +148,51 @@ def list_jobs(root: Path, limit: int = 50) -> list[Job]:
             continue
     jobs.sort(key=lambda j: (j.started_at, j.id), reverse=True)
     return jobs[:limit]
+
+
+def seconds_running(job: Job) -> float:
+    """How long the pass has run: from its start to its end, or to now."""
+    start = _seconds_since(job.started_at)
+    if job.finished_at is None:
+        return start
+    return max(start - _seconds_since(job.finished_at), 0.0)
+
+
+def time_left(progress: JobProgress, elapsed_s: float) -> float | None:
+    """What is left of a pass, at the rate it has gone so far: `None` until
+    one unit is done (no rate yet), 0 when all are."""
+    if progress.done >= progress.total:
+        return 0.0
+    if progress.done <= 0 or elapsed_s <= 0:
+        return None
+    return elapsed_s / progress.done * (progress.total - progress.done)
+
+
+def duration(seconds: float) -> str:
+    """`42 s`, `3 min 10 s`, `1 h 05 min`: what a person reads at a glance."""
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
+def progress_text(job: Job) -> str:
+    """One line on how far a pass has got: answered of all, time waited,
+    an estimate of what is left — the words every watcher shows."""
+    waited = seconds_running(job)
+    p = job.progress
+    if p is None or p.total <= 0:
+        return f"{duration(waited)} waited"
+    noun = {"intervention": "intervention(s) answered", "call": "model call(s) answered"}[p.unit]
+    parts = [f"{p.done} of {p.total} {noun}", f"{duration(waited)} waited"]
+    left = time_left(p, waited)
+    if left is None:
+        parts.append("no estimate yet")
+    elif left > 0:
+        parts.append(f"about {duration(left)} left")
+    return ", ".join(parts)
 
 
 def progress_moves(seen: Mapping[str, JobState], jobs: Iterable[Job]) -> tuple[list[Job], list[Job]]:

@@ -1,10 +1,13 @@
-"""Which passes an editor shows progress for, from the job records alone.
+"""Which passes an editor shows progress for, and the words every watcher
+shows, from the job records alone.
 
 Each test pins one way a person could be shown a pass running that ended, or
 not shown one that runs.
 """
 
 from __future__ import annotations
+
+import msgspec
 
 from mecha.core.store.jobs import Job, JobState, progress_moves
 
@@ -34,3 +37,22 @@ def test_a_job_seen_before_is_neither_begun_again_nor_ended_twice():
 def test_a_job_first_seen_already_ended_gets_no_progress():
     # Pins: an editor opened after a day of passes flashing a bar for each.
     assert progress_moves({}, [job("j-1", "done"), job("j-2", "failed")]) == ([], [])
+
+
+def test_progress_text_says_answered_of_all_time_waited_and_what_is_left():
+    from mecha.core.store.jobs import JobProgress, progress_text, time_left
+
+    started = "2026-12-01T10:00:00.000000Z"
+    running = Job(id="j", kind="reflect", state="running", started_at=started)
+    # No count yet: only the time waited.
+    assert progress_text(running).endswith("waited")
+    assert time_left(JobProgress(done=0, total=47), 30.0) is None
+    # At the rate so far: 12 done in 190 s leaves 35 × 190/12 s.
+    assert time_left(JobProgress(done=12, total=47), 190.0) == 190.0 / 12 * 35
+    assert time_left(JobProgress(done=47, total=47), 190.0) == 0.0
+    finished = msgspec.structs.replace(
+        running, state="done", finished_at="2026-12-01T10:03:10.000000Z", progress=JobProgress(done=12, total=47)
+    )
+    assert progress_text(finished) == "12 of 47 intervention(s) answered, 3 min 10 s waited, about 9 min 14 s left"
+    call = msgspec.structs.replace(finished, progress=JobProgress(done=0, total=1, unit="call"))
+    assert progress_text(call) == "0 of 1 model call(s) answered, 3 min 10 s waited, no estimate yet"

@@ -13,7 +13,7 @@ import pytest
 from mecha.core.errors import ModelFailure, UnusableReply
 from mecha.core.learning.consolidation import Learner
 from mecha.core.learning.learn import LEARN_BATCH_MAX_REFLECTIONS, learn_batch, learn_domain, learn_refusal
-from mecha.core.learning.reflect import reflect_inbox
+from mecha.core.learning.reflect import ReflectOutcome, pass_failure, reflect_inbox
 from mecha.core.learning.reflection import Origin, Reflector, Reflexion
 from mecha.core.providers.base import CompletionRequest, CompletionResponse
 from mecha.core.sessions.mining import INTERVENTION_BUDGET
@@ -93,8 +93,10 @@ async def test_an_unusable_answer_leaves_its_intervention_pending_and_the_sessio
         "never delete files": "<pre><rem>Your previous question was answered.</rem></pre>",
         "changelog": '{"skip": true}',
     })
-    with pytest.raises(UnusableReply, match="no JSON object that meets the reply contract"):
-        await reflect_inbox(store, Reflector(model))
+    # The pass wrote what it could: it ends done, counting what is pending and saying how it is retried.
+    first = await reflect_inbox(store, Reflector(model))
+    assert (first.reflections, first.usable, first.unusable, first.pending) == (1, 2, 1, 1)
+    assert "1 intervention(s) pending: the next reflect pass asks them again" in first.summary()
     assert "s1" not in store.mined_sessions()
     assert len(inbox(store)) == 1, "the session waits in the inbox"
     [kept] = store.reflexions()
@@ -120,8 +122,12 @@ async def test_an_intervention_the_model_cannot_answer_is_set_aside_after_three_
         "never delete files": "I would rather not.",
         "changelog": '{"skip": true}',
     })
-    for _ in range(MAX_UNUSABLE_ANSWERS - 1):
-        with pytest.raises(UnusableReply):
+    # The first pass has usable answers beside the unusable one: done, one pending. The later
+    # passes ask only the open one and get nothing usable: they fail, naming why.
+    first = await reflect_inbox(store, Reflector(model))
+    assert first.pending == 1 and "s1" not in store.mined_sessions()
+    for _ in range(MAX_UNUSABLE_ANSWERS - 2):
+        with pytest.raises(UnusableReply, match="no usable answer from the model"):
             await reflect_inbox(store, Reflector(model))
         assert "s1" not in store.mined_sessions()
     with pytest.raises(UnusableReply) as caught:
@@ -290,3 +296,23 @@ async def test_an_inbox_entry_whose_id_can_never_be_recorded_is_set_aside_and_th
     [aside] = list_set_aside(store)
     assert "can never be recorded mined" in aside.reason
     assert len(model.requests) == 3, "the bad entry cost no model call"
+
+
+@pytest.mark.parametrize(
+    ("usable", "unusable", "stopped", "ends"),
+    [
+        (20, 6, None, "done"),  # the first real import: 20 written, 6 pending — done, not failed
+        (0, 0, None, "done"),  # nothing to ask
+        (3, 0, None, "done"),
+        (0, 4, None, "UnusableReply"),  # asked, and not one answer usable: the model is what is wrong
+        (5, 1, ModelFailure("HTTP 503 from the server"), "ModelFailure"),  # a fault stopped the pass
+    ],
+)
+def test_a_pass_fails_only_when_it_could_not_do_its_work(usable, unusable, stopped, ends):
+    # Pins: `failed — UnusableReply: 20 reflection(s) written …, 6 unusable answer(s)` for a pass
+    # that wrote what it could and left six answers pending for a retry.
+    outcome = ReflectOutcome(reflections=usable, usable=usable, unusable=unusable, pending=unusable)
+    failure = pass_failure(outcome, stopped)
+    assert (type(failure).__name__ if failure is not None else "done") == ends
+    if ends == "done" and unusable:
+        assert f"{unusable} intervention(s) pending: the next reflect pass asks them again" in outcome.summary()

@@ -153,3 +153,58 @@ async def test_a_pass_started_elsewhere_gets_progress_too(client: MechaClient, s
     assert kinds[0] is lsp.WorkDoneProgressBegin and kinds[-1] is lsp.WorkDoneProgressEnd
     # It was not this server's pass: no `mecha/jobFinished` for it.
     assert client.events_of("mecha/jobFinished", events) == []
+
+
+def _steered(n: int) -> dict:
+    """A clean mecha transcript with one steer in it."""
+    return {
+        "session_id": f"steered-{n}",
+        "messages": [
+            {"role": "user", "content": f"Tidy the release notes, part {n}."},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": "Reading them."},
+                {"type": "tool_use", "id": "t1", "name": "fs_read", "input": {"path": "docs/RELEASE.md"}},
+            ]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "# Release", "is_error": False},
+                {"type": "text", "text": f"Only touch docs/, part {n}."},
+            ]},
+            {"role": "assistant", "content": "Understood."},
+        ],
+        "taint_timeline": [{"at": 0, "taint": {"private": False, "untrusted": False}}],
+    }
+
+
+async def test_a_reflect_pass_reports_answered_of_all_as_it_goes(client: MechaClient, store: Store, model, tmp_path) -> None:
+    # Pins: a pass of many model calls showing one spinner and nothing else until it ended.
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    for n in range(3):
+        (sessions / f"s{n}.json").write_text(json.dumps(_steered(n)))
+    quick = model.responder
+
+    def slow(request, dialect):
+        time.sleep(1.0)  # longer than a store poll: each answer is seen on its own
+        return quick(request, dialect)
+
+    model.responder = slow
+    events = client.event_mark()
+    options = json.dumps({"api": "openai", "baseUrl": model.url, "model": "scripted-model", "concurrency": 1})
+    done = await store.cli("--json", "reflect", "--sessions", str(sessions), MECHA_MODEL_OPTIONS=options)
+    assert done.returncode == 0, done.stderr
+    job = json.loads(done.stdout)["job"]
+    assert job["state"] == "done", job
+    token = f"mecha-job-{job['id']}"
+    await client.until(
+        lambda: any(isinstance(r, lsp.WorkDoneProgressEnd) for r in client.progress_reports.get(token, [])),
+        f"the end of {token}",
+    )
+    reports = [r for r in client.progress_reports[token] if isinstance(r, lsp.WorkDoneProgressReport)]
+    said = [r.message for r in reports]
+    assert any(m and m.startswith("1 of 3 intervention(s) answered") and "left" in m for m in said), said
+    assert any(m and m.startswith("2 of 3 intervention(s) answered") for m in said), said
+    percentages = [r.percentage for r in reports]
+    assert percentages == sorted(percentages) and percentages[-1] >= 66, percentages
+    # The first count is already the whole: the total never grows under the person's eyes.
+    assert {m.split(" intervention")[0].split(" of ")[1] for m in said if m} == {"3"}, said
+    assert client.events_of(lsp.WINDOW_WORK_DONE_PROGRESS_CREATE, events)

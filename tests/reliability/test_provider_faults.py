@@ -222,8 +222,9 @@ def test_one_entry_the_model_will_not_answer_does_not_hold_up_the_others(server:
 
     server.responder = answer
     job = _run(root, "reflect", 1)
-    assert job.state == "failed" and "refused" in (job.outcome or "")
-    assert "from 1 session(s)" in (job.outcome or "") and "1 left in the inbox" in (job.outcome or "")
+    # It wrote what it could: done, with the refused one pending for a retry.
+    assert job.state == "done", job
+    assert "from 1 session(s)" in (job.outcome or "") and "1 intervention(s) pending" in (job.outcome or "")
     assert [r.session_id for r in store.reflexions() if r.session_id in ("a-refused", "b-fine")] == ["b-fine"]
     assert store.mined_sessions() >= {"b-fine"} and "a-refused" not in store.mined_sessions()
     [waiting] = [p.name for p in inbox_dir(store).glob("*.json")]
@@ -310,7 +311,8 @@ def test_a_hostile_reply_is_an_unusable_answer_that_is_set_aside_and_never_wedge
     server.responder = _hostile_to("incident report", hostile)
 
     first = _run(root, "reflect", 1)
-    assert first.state == "failed" and "unusable" in (first.outcome or ""), first
+    assert first.state == "done" and "1 unusable answer(s)" in (first.outcome or ""), first
+    assert "1 intervention(s) pending" in (first.outcome or ""), first.outcome
     assert "from 4 session(s)" in (first.outcome or ""), first.outcome
     assert store.mined_sessions() >= {f"fine-{n}" for n in range(4)}
     assert server.sent < 8 << 20, f"the pass read on past its bound: {server.sent:,} bytes sent"
