@@ -371,41 +371,50 @@ class _Head(msgspec.Struct):
 SNIFF_LINES = 64
 
 
-def _first_head(source: Source) -> _Head | None:
+def _line_head(source: Source, skip: int = 0) -> _Head | None:
+    """The first line of `source` (after `skip` non-blank ones) that decodes
+    as a record head, within `SNIFF_LINES` lines."""
     lines = numbered_lines(source)
-    for _ in range(SNIFF_LINES):
+    for i in range(SNIFF_LINES):
         item = next(lines, None)
         if item is None:
             return None
+        if i < skip:
+            continue
         try:
             return msgspec.json.decode(item[1], type=_Head)
         except LINE_FAULTS:
+            if skip == 0:
+                return None  # the first line alone, first: see `detect_format`
             continue
     return None
 
 
 def detect_format(data: Source) -> str | None:
-    """Which format a file is, from its first readable record; `None` when
-    it is none of them. Decided on structure, not on the file's name: a
-    person renames files, and every format here is `.jsonl`. Given an open
-    file, it reads the head and leaves the file where it found it."""
+    """Which format a file is, from its first record; `None` when it is
+    none of them. Decided on structure, not on the file's name: a person
+    renames files, and every format here is `.jsonl`. The first line is
+    tried, then the whole file as one object (a pretty-printed transcript),
+    then the next lines (a session whose first line is not a record). Given
+    an open file, it reads the head and leaves the file where it found it."""
     if not isinstance(data, bytes | bytearray | memoryview):
         start = data.tell()
         try:
-            head = _first_head(data)
+            head = _line_head(data)
             if head is None:
                 data.seek(start)
                 whole = data.read(_WHOLE_OBJECT_LIMIT + 1)
                 head = _whole_object_head(whole) if len(whole) <= _WHOLE_OBJECT_LIMIT else None
+            if head is None:
+                data.seek(start)
+                head = _line_head(data, skip=1)
         finally:
             data.seek(start)
         return _format_of(head)
     stripped = bytes(data).lstrip()
     if not stripped:
         return None
-    head = _first_head(stripped)
-    if head is None:
-        head = _whole_object_head(stripped)
+    head = _line_head(stripped) or _whole_object_head(stripped) or _line_head(stripped, skip=1)
     return _format_of(head)
 
 

@@ -62,6 +62,7 @@ export interface Job {
   log?: string;
   outcome?: string;
   pid?: number;
+  progress?: JobProgress;
   proposal_id?: string;
   session_id?: string;
   started_at: string;
@@ -70,6 +71,20 @@ export interface Job {
 
 export interface JobFinishedParams {
   job: Job;
+}
+
+/**
+ * How far a running pass has got, as the pass writes it into its own
+ * record: `done` of `total` units of work (a reflect pass counts the
+ * interventions it asks about — answered, usable or not; a learn pass its
+ * one consolidation call). Everything a watcher shows — a terminal's bar,
+ * an editor's `$/progress` — is computed from this and the record's
+ * `started_at` (`progress_text`), so every watcher says the same.
+ */
+export interface JobProgress {
+  done: number;
+  total: number;
+  unit: "call" | "intervention";
 }
 
 export interface LearnResult {
