@@ -23,7 +23,6 @@ from mecha.core.identity import mint_proposal_id, mint_run_id, now
 from mecha.core.learning.rules import active_count, validate_domain
 from mecha.core.store.learning_store import LEARNED_KIND, REFLECTIONS_FILE, LearningStore, Proposal, ProposalStatus
 
-
 #: The longest reason a person may give for a reject or a retirement, in
 #: characters. A reason is a sentence or a paragraph: it is kept in the
 #: proposal, in the learned rules file (a retirement's) and in the commit
