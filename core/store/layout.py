@@ -52,6 +52,23 @@ RULES_SUFFIX = ".toml"
 #: delete at any time (the next full read writes them again).
 CACHE_DIR = "cache"
 
+#: Proposals waiting for a person (and resolved ones), one JSON file each.
+#: Here rather than only in the store because the agents' session-start hook
+#: counts the pending ones with the standard library alone
+#: (`mecha.core.agents.notice`).
+PROPOSALS_DIR = "proposals"
+#: Background passes' logs, and the agents' hooks' log: process state,
+#: git-ignored.
+LOGS_DIR = "logs"
+#: One line per run of an agent hook (Claude Code, Codex) — what it queued,
+#: or why it could not — since a hook must never print to the agent.
+HOOK_LOG_FILE = "hooks.log"
+
+
+def hook_log_path(root: str | os.PathLike[str]) -> str:
+    """`<root>/logs/hooks.log`: where an agent hook's runs are recorded."""
+    return os.path.join(root, LOGS_DIR, HOOK_LOG_FILE)
+
 
 #: The longest name of one file or directory, in bytes (`NAME_MAX` on every
 #: filesystem Linux mounts for a home directory).

@@ -76,6 +76,8 @@ from mecha.core.store.layout import (  # noqa: F401 (re-exported)
     CACHE_DIR,
     DEFAULT_HOME_SUBDIR,
     LEARNING_DIR_ENV,
+    LOGS_DIR,
+    PROPOSALS_DIR,
     RULES_DIR,
     RULES_SUFFIX,
     default_root,
@@ -110,9 +112,7 @@ VALIDATIONS_FILE = "validations.jsonl"
 #: of the interventions queued (so a grown session queues only its new
 #: ones) and the file's size and mtime (so an unchanged one is not read).
 IMPORTED_FILE = "imported.jsonl"
-PROPOSALS_DIR = "proposals"
 JOBS_DIR = "jobs"
-LOGS_DIR = "logs"
 LOCK_FILE = ".lock"
 GITIGNORE_FILE = ".gitignore"
 #: Work handed over and not yet reflected (whole transcripts: never history).
