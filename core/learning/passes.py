@@ -154,6 +154,9 @@ class SessionEntry(msgspec.Struct, tag="session", tag_field="kind", omit_default
     taint_timeline: list[TaintCheckpoint] | None = None
     interactive: bool = True
     voices: Voices | None = None
+    #: The project the session ran in (`layout.project_root` of its working
+    #: directory); its reflections carry it. Absent: none known — global.
+    project: str | None = None
 
     def surveyed(self, voices: Voices) -> list[Planned]:
         """The interventions to reflect on."""
@@ -184,10 +187,12 @@ def session_entry(
     *,
     interactive: bool = True,
     voices: Voices = DEFAULT_VOICES,
+    project: str | None = None,
 ) -> SessionEntry:
     """Survey a session, once, into the inbox entry that carries what was
-    found."""
-    return SessionEntry(session_id, plans=survey_session(messages, taint_timeline, interactive=interactive, voices=voices))
+    found, and the project (a root, already resolved) it ran in."""
+    plans = survey_session(messages, taint_timeline, interactive=interactive, voices=voices)
+    return SessionEntry(session_id, plans=plans, project=project)
 
 
 InboxEntry = SessionEntry | DraftEntry
@@ -518,7 +523,15 @@ class _Gate:
         self.stopped: BaseException | None = None
 
 
-async def _ask(gate: _Gate, reflector: Reflector, plan: Planned, key: str, session_id: str, progress: Progress) -> _Answer | BaseException:
+async def _ask(
+    gate: _Gate,
+    reflector: Reflector,
+    plan: Planned,
+    key: str,
+    session_id: str,
+    progress: Progress,
+    project: str | None = None,
+) -> _Answer | BaseException:
     async with gate.slots:
         if gate.stopped is not None:
             return gate.stopped
@@ -539,6 +552,7 @@ async def _ask(gate: _Gate, reflector: Reflector, plan: Planned, key: str, sessi
         return _Answer(plan, key, skipped=True)
     r.session_id = session_id
     r.origin = plan.origin
+    r.project = project
     progress(f"{key}: lesson ({plan.origin.value}): {r.reflexion_text}")
     return _Answer(plan, key, reflexion=r)
 
@@ -729,7 +743,9 @@ async def _reflect_entry(
     answers: list[_Answer | BaseException] = []
     if todo:
         reflector = get_model()
-        answers = list(await asyncio.gather(*(_ask(gate, reflector, p, k, work.session_id, progress) for p, k in todo)))
+        project = entry.project if isinstance(entry, SessionEntry) else None
+        asks = (_ask(gate, reflector, p, k, work.session_id, progress, project) for p, k in todo)
+        answers = list(await asyncio.gather(*asks))
     got = [a for a in answers if isinstance(a, _Answer)]
     interrupted = len(got) < len(answers)
     await my_turn()
