@@ -442,9 +442,9 @@ def _reflect(ctx: Any, args: argparse.Namespace) -> int:
     session already mined — or already waiting in the inbox from a pass that
     failed — is not queued again."""
     from mecha.core.errors import InvalidInput
-    from mecha.core.learning.passes import queued_session_ids
     from mecha.core.learning.scope import project_of_cwd
     from mecha.core.sessions.foreign import read_session
+    from mecha.core.store.inbox import queued_session_ids
     from mecha.protocol import methods as m
 
     from . import humane

@@ -47,12 +47,13 @@ import msgspec
 
 from mecha.core.errors import InvalidInput
 from mecha.core.identity import now
-from mecha.core.learning.passes import Planned, SessionEntry, inbox_dir, inbox_name, queued_session_ids, survey_session
 from mecha.core.learning.scope import project_of_cwd
+from mecha.core.learning.survey import Planned, survey_session
 from mecha.core.sessions.foreign import FORMAT_NAMES, ReadSession, TaintPolicy, detect_format, read_session
 from mecha.core.sessions.mining import Intervention, Trigger, Voices
 from mecha.core.sessions.transcript import Message
 from mecha.core.store.files import ensure_private_dir, write_atomic
+from mecha.core.store.inbox import SessionEntry, inbox_dir, inbox_name, queued_session_ids
 from mecha.core.store.learning_store import LearningStore
 
 #: Where each agent keeps its sessions, under the person's home.

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from mecha.core.errors import InvalidInput
-from mecha.core.learning.passes import survey_session
 from mecha.core.learning.reflection import Origin
+from mecha.core.learning.survey import survey_session
 from mecha.core.sessions.codex_cli import read_codex
 from mecha.core.sessions.foreign import HARNESS_VOICE_PROFILES, detect_format
 from mecha.core.sessions.mining import Trigger, Voices

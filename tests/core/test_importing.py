@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from mecha.core.agents.importing import import_sessions, parse_since
-from mecha.core.learning.passes import _entry_decoder, inbox_dir
 from mecha.core.sessions.foreign import HARNESS_VOICE_PROFILES
 from mecha.core.sessions.mining import Trigger, Voices
+from mecha.core.store.inbox import entry_decoder, inbox_dir
 from mecha.core.store.learning_store import LearningStore
 
 from .ccfixture import Claude, Codex, text, use
@@ -28,7 +28,7 @@ def inbox(store: LearningStore) -> list:
     directory = inbox_dir(store)
     if not directory.is_dir():
         return []
-    return [_entry_decoder.decode(p.read_bytes()) for p in sorted(directory.iterdir()) if p.name.endswith(".json")]
+    return [entry_decoder.decode(p.read_bytes()) for p in sorted(directory.iterdir()) if p.name.endswith(".json")]
 
 
 def session(corrections: list[str], session: str = "s-1") -> Claude:

@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 
 from mecha.core.errors import InvalidInput
-from mecha.core.learning import passes
+from mecha.core.learning.reflect import reflect_inbox
 from mecha.core.learning.reflection import Reflector, Reflexion
 from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_BLOCK_HEADING, Rule
 from mecha.core.learning.scope import project_of_cwd, resolve_project
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
+from mecha.core.store.inbox import enqueue, session_entry
 from mecha.core.store.layout import (
     fnv1a_64,
     is_project_id,
@@ -251,10 +252,10 @@ async def test_a_reflection_carries_the_project_its_session_ran_in(store: Learni
     # lesson is learned for every repository.
     app = str(git_repo(tmp_path / "app"))
     clean = [TaintCheckpoint(at=0, taint=Taint())]
-    passes.enqueue(store, passes.session_entry("s-app", steered(), clean, project=app))
-    passes.enqueue(store, passes.session_entry("s-none", steered(), clean))
+    enqueue(store, session_entry("s-app", steered(), clean, project=app))
+    enqueue(store, session_entry("s-none", steered(), clean))
     reply = json.dumps({"skip": False, "reflexion": "Indent with two spaces.", "error_type": "style", "confidence": 0.8})
-    await passes.reflect_inbox(store, Reflector(ScriptedProvider(reply, reply)))
+    await reflect_inbox(store, Reflector(ScriptedProvider(reply, reply)))
     by_session = {r.session_id: r for r in store.reflexions()}
     assert by_session["s-app"].project == app
     assert by_session["s-none"].project is None

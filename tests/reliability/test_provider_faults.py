@@ -23,11 +23,12 @@ from typing import Any
 import pytest
 
 from mecha.core.identity import now
-from mecha.core.learning import passes
+from mecha.core.learning.learn import learnable_pool
 from mecha.core.learning.reflection import Origin, Reflexion
 from mecha.core.learning.rules import Rule
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
 from mecha.core.store import jobs as jobs_mod
+from mecha.core.store.inbox import enqueue, inbox_dir, session_entry
 from mecha.core.store.learning_store import LearningStore
 from mecha.sidecar.passrun import run_pass
 from tests.e2e.conftest import (
@@ -177,9 +178,9 @@ def test_a_reflect_pass_facing_a_faulty_model_fails_keeps_everything_and_a_later
 ) -> None:
     root = pass_env
     store = _seed(root)
-    passes.enqueue(store, passes.session_entry("faulted", _steered("Only touch the docs folder."), CLEAN))
+    enqueue(store, session_entry("faulted", _steered("Only touch the docs folder."), CLEAN))
     reflections_before = _bytes(root / "reflections.jsonl")
-    [entry] = [p.name for p in passes.inbox_dir(store).glob("*.json")]
+    [entry] = [p.name for p in inbox_dir(store).glob("*.json")]
     server.script(*fault.actions)
 
     job = _run(root, "reflect", 1)
@@ -190,7 +191,7 @@ def test_a_reflect_pass_facing_a_faulty_model_fails_keeps_everything_and_a_later
     assert _bytes(root / "reflections.jsonl") == reflections_before
     assert "faulted" not in store.mined_sessions()
     # Released, not consumed: the same entry, unclaimed, for the next pass.
-    assert [p.name for p in passes.inbox_dir(store).iterdir() if not p.name.startswith(".")] == [entry]
+    assert [p.name for p in inbox_dir(store).iterdir() if not p.name.startswith(".")] == [entry]
 
     server.clear()
     server.responder = lessons_responder
@@ -202,7 +203,7 @@ def test_a_reflect_pass_facing_a_faulty_model_fails_keeps_everything_and_a_later
     [new] = [r for r in store.reflexions() if r.session_id == "faulted"]
     assert new.intervention == "Only touch the docs folder." and new.learnable()
     assert "faulted" in store.mined_sessions()
-    assert not [p for p in passes.inbox_dir(store).iterdir() if not p.name.startswith(".")]
+    assert not [p for p in inbox_dir(store).iterdir() if not p.name.startswith(".")]
 
 
 def test_one_entry_the_model_will_not_answer_does_not_hold_up_the_others(server: ModelServer, pass_env: Path) -> None:
@@ -210,8 +211,8 @@ def test_one_entry_the_model_will_not_answer_does_not_hold_up_the_others(server:
     # there would leave every later session queued behind it for good.
     root = pass_env
     store = _seed(root)
-    passes.enqueue(store, passes.session_entry("a-refused", _steered("Stop quoting the incident report."), CLEAN))
-    passes.enqueue(store, passes.session_entry("b-fine", _steered("Use British spelling."), CLEAN))
+    enqueue(store, session_entry("a-refused", _steered("Stop quoting the incident report."), CLEAN))
+    enqueue(store, session_entry("b-fine", _steered("Use British spelling."), CLEAN))
 
     def answer(request: Any, dialect: Any) -> Any:
         user = json.dumps(request)
@@ -223,7 +224,7 @@ def test_one_entry_the_model_will_not_answer_does_not_hold_up_the_others(server:
     assert "from 1 session(s)" in (job.outcome or "") and "1 left in the inbox" in (job.outcome or "")
     assert [r.session_id for r in store.reflexions() if r.session_id in ("a-refused", "b-fine")] == ["b-fine"]
     assert store.mined_sessions() >= {"b-fine"} and "a-refused" not in store.mined_sessions()
-    [waiting] = [p.name for p in passes.inbox_dir(store).glob("*.json")]
+    [waiting] = [p.name for p in inbox_dir(store).glob("*.json")]
     assert waiting.endswith("-a-refused.json")
     _lock_is_free(root)
 
@@ -237,7 +238,7 @@ def test_a_learn_pass_facing_a_faulty_model_fails_keeps_the_pool_and_a_later_pas
 ) -> None:
     root = pass_env
     store = _seed(root)
-    pool = [r.id for r in passes.learnable_pool(store, "behavior")]
+    pool = [r.id for r in learnable_pool(store, "behavior")]
     reflections_before = _bytes(root / "reflections.jsonl")
     rules_before = _bytes(store.rules_path("behavior", "learned"))
     # The learner answers after the first action meant for a reflector, if any.
@@ -249,7 +250,7 @@ def test_a_learn_pass_facing_a_faulty_model_fails_keeps_the_pool_and_a_later_pas
     assert job.outcome and all(word in job.outcome for word in fault.named), job.outcome
     assert len(server.completions()) == fault.requests
     _lock_is_free(root)
-    assert [r.id for r in passes.learnable_pool(store, "behavior")] == pool
+    assert [r.id for r in learnable_pool(store, "behavior")] == pool
     assert _bytes(root / "reflections.jsonl") == reflections_before
     assert store.proposals() == [] and store.runs() == []
     assert _bytes(store.rules_path("behavior", "learned")) == rules_before
