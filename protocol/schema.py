@@ -104,7 +104,6 @@ _MODEL_OPTIONS = {
 _PROJECT = {
     "type": "string",
     "pattern": "^/",
-    "maxLength": 4096,
     "description": "An absolute directory path; the project is its git root, or the directory itself outside a repository.",
 }
 

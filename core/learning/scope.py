@@ -27,10 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from mecha.core.errors import InvalidInput
 from mecha.core.learning.rules import Rule, same_lesson_key
-from mecha.core.store.layout import GLOBAL_SCOPE, project_root
-
-#: Longest project path accepted from a client (a path a filesystem accepts).
-MAX_PROJECT_PATH = 4096
+from mecha.core.store.layout import GLOBAL_SCOPE, project_root, root_problem
 
 
 def resolve_project(given: object, field: str = "project") -> str:
@@ -40,8 +37,9 @@ def resolve_project(given: object, field: str = "project") -> str:
     against the sidecar's working directory, which is not the run's."""
     if not isinstance(given, str) or not given:
         raise InvalidInput(f"{field}: must be an absolute directory path")
-    if "\x00" in given or len(given) > MAX_PROJECT_PATH:
-        raise InvalidInput(f"{field}: not a path ({len(given)} characters, or a NUL byte in it)")
+    problem = root_problem(given)
+    if problem is not None:
+        raise InvalidInput(f"{field}: not a directory path: it {problem}")
     if not os.path.isabs(given):
         raise InvalidInput(f"{field}: {given!r} is not an absolute path")
     return project_root(given)
@@ -52,7 +50,7 @@ def project_of_cwd(cwd: str | None) -> str | None:
     recorded none (or one that is not an absolute path: no directory can be
     told from it, so the lesson stays global — as it was before scopes,
     not in some other project)."""
-    if not cwd or "\x00" in cwd or not os.path.isabs(cwd):
+    if not cwd or root_problem(cwd) is not None or not os.path.isabs(cwd):
         return None
     return project_root(cwd)
 
