@@ -186,8 +186,21 @@ def _mining_options(s: argparse.ArgumentParser) -> None:
         help="a user turn starting with PREFIX is not a person (repeatable; `claude` or `codex` names a built-in "
         "profile); added to $MECHA_HARNESS_VOICES",
     )
-    s.add_argument("--trust-tool", action="append", default=[], metavar="NAME", help="read this tool's results as the person's own (not untrusted)")
-    s.add_argument("--distrust-tool", action="append", default=[], metavar="NAME", help="read this tool's results as untrusted")
+    s.add_argument(
+        "--trust-tool",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="read this tool's results as the person's own (not untrusted); `Bash(PROGRAM)` or "
+        "`Bash(PROGRAM SUBCOMMAND)` trusts one shell command's output in every shell tool (repeatable)",
+    )
+    s.add_argument(
+        "--distrust-tool",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="read this tool's results as untrusted; `Bash(PROGRAM)` takes a program off the shell allowlist",
+    )
 
 
 #: Command lines that mean "the harness endpoint", recognised without
