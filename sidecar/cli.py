@@ -375,12 +375,15 @@ def _mine(ctx: Any, args: argparse.Namespace) -> int:
         from mecha.core.sessions.foreign import detect_format
 
         try:
-            fmt = detect_format(path.read_bytes()) or "mecha"
+            with path.open("rb") as f:
+                fmt = detect_format(f) or "mecha"
         except OSError:
             fmt = "mecha"  # read_session names the error
     session = read_session(path, args.format, policy=_policy(args, fmt))
     for warning in session.warnings:
         print(f"mecha-sidecar: warning: {warning}", file=sys.stderr)
+    if session.skipped_lines:
+        print(f"mecha-sidecar: {path}: {session.skipped_lines} line(s) skipped as not records of its format; the rest was read", file=sys.stderr)
     ctx = _mining_context(ctx, args, *((fmt,) if fmt in ("claude", "codex") else ()))
     result = call(ctx, "mecha/extractInterventions", {"messages": msgspec.to_builtins(session.messages)})
     _emit(args, result, humane.interventions)

@@ -135,6 +135,7 @@ def import_builtins(report: Any) -> dict[str, Any]:
             "new": len(plan.fresh),
             "counts": plan.counts(),
             "held": plan.held,
+            "skipped_lines": plan.skipped_lines,
         }
         for plan in report.sessions
     ]
@@ -145,6 +146,7 @@ def import_builtins(report: Any) -> dict[str, Any]:
         "unchanged": report.unchanged,
         "filtered": report.filtered,
         "skipped": list(report.skipped),
+        "skipped_lines": report.skipped_lines,
         "queued": list(report.queued),
         "dry_run": report.dry_run,
         "job": None,
@@ -156,7 +158,8 @@ def import_summary(s: dict[str, Any]) -> str:
     for session in s["sessions"]:
         counts = ", ".join(f"{k} {v}" for k, v in session["counts"].items()) or "nothing new"
         held = "; a last refusal waits for the person's reason" if session.get("held") else ""
-        lines.append(f"  {session['session_id']}: {session['new']} new of {session['found']} ({counts}){held}")
+        bad = f"; {session['skipped_lines']} line(s) skipped" if session.get("skipped_lines") else ""
+        lines.append(f"  {session['session_id']}: {session['new']} new of {session['found']} ({counts}){held}{bad}")
     head = f"{s['source']}: {len(s['sessions'])} session(s) read from {s['root']}"
     extras = []
     if s["unchanged"]:
@@ -165,6 +168,8 @@ def import_summary(s: dict[str, Any]) -> str:
         extras.append(f"{s['filtered']} left out by --since/--project")
     if s["skipped"]:
         extras.append(f"{len(s['skipped'])} skipped (not sessions)")
+    if s.get("skipped_lines"):
+        extras.append(f"{s['skipped_lines']} line(s) skipped as not records (named above)")
     if extras:
         head += "; " + "; ".join(extras)
     if s.get("dry_run"):

@@ -892,7 +892,7 @@ class LearningStore:
 
     # ── git ──
 
-    def _git(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def _git(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         import subprocess
 
         env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_SCRUB}
@@ -902,7 +902,8 @@ class LearningStore:
             ["git", *args],
             cwd=self._root,
             env=env,
-            stdin=subprocess.DEVNULL,
+            input=stdin,
+            stdin=subprocess.DEVNULL if stdin is None else None,
             capture_output=True,
             text=True,
             timeout=_GIT_TIMEOUT_S,
@@ -933,9 +934,10 @@ class LearningStore:
         """
         import subprocess
 
-        # The message goes to git as an argument, and an argument cannot hold
-        # a NUL: a client's text (a reason) must not turn the commit of a
-        # change already written into an exception.
+        # The message goes to git on its standard input (`-F -`), never as an
+        # argument: the kernel caps one argument at 128 KiB, and a long
+        # message (a proposal's evidence) would skip the commit of a change
+        # already written. A NUL would end it early there too.
         message = message.replace("\x00", "\\0")
         git_dir = self._root / GIT_DIR
         if not git_dir.exists():
@@ -953,7 +955,7 @@ class LearningStore:
             if added.returncode != 0:
                 log.warning("learning store commit: git add failed: %s", added.stderr.strip())
                 return False
-            done = self._git(*repo, *config, "commit", "--quiet", "-m", message)
+            done = self._git(*repo, *config, "commit", "--quiet", "-F", "-", stdin=message)
         except (OSError, subprocess.SubprocessError) as e:
             log.warning("learning store commit skipped (%s)", e)
             return False
