@@ -94,6 +94,7 @@ from mecha.core.store.layout import (
     RUNS_FILE,
     SET_ASIDE_DIR,
     STRUCTURED_MODES_FILE,
+    TMP_SUFFIX,
     USER_KIND,
     VALIDATIONS_FILE,
     default_root,
@@ -146,7 +147,7 @@ def store_identity(root: Path) -> tuple[Any, ...]:
         try:
             with os.scandir(root / sub) as it:
                 for e in it:
-                    if e.name.endswith(_files.TMP_SUFFIX):
+                    if e.name.endswith(TMP_SUFFIX):
                         continue
                     ident.append((sub, e.name, *_stat_key(e.stat(follow_symlinks=False))))
         except FileNotFoundError:
