@@ -76,8 +76,9 @@ def _layout_names() -> dict[str, str]:
 
 #: Names that mean something else when they stand alone in a literal —
 #: `rules` is also the rules files' TOML key, `proposals`, `jobs` and
-#: `inbox` are verbs; as a path's first part (`"inbox/…"`) they still count.
-_COMMON_WORDS = {"rules", "cache", "proposals", "jobs", "inbox"}
+#: `inbox` are verbs, `.git` is any project's history too; as a path's first
+#: part (`"inbox/…"`) they still count.
+_COMMON_WORDS = {"rules", "cache", "proposals", "jobs", "inbox", ".git"}
 
 
 def _is_root(node: ast.expr) -> bool:

@@ -286,10 +286,14 @@ def import_sessions(
     project: str | None = None,
     dry_run: bool = False,
     warn: Callable[[str], None] | None = None,
+    ended: bool = False,
 ) -> ImportReport:
     """Find, read and plan every session under `root`; unless `dry_run`,
     queue the new interventions in one step. Starts no pass: the caller
-    does, once, when `queued` is not empty."""
+    does, once, when `queued` is not empty. `ended`: the agent said the
+    session is over (its session-end hook), so however recent the file,
+    nothing in it is still being written and no refusal waits for its
+    reason (`awaiting_reason`)."""
     root = root.expanduser()
     report = ImportReport(source=source, root=str(root), dry_run=dry_run)
     files = find_session_files(root, source)
@@ -326,7 +330,7 @@ def import_sessions(
                 continue
             plan = plan_session(
                 read,
-                live=time.time() - st.st_mtime < LIVE_WINDOW_S,
+                live=not ended and time.time() - st.st_mtime < LIVE_WINDOW_S,
                 path=key,
                 size=st.st_size,
                 mtime_ns=st.st_mtime_ns,

@@ -55,6 +55,30 @@ RULES_SUFFIX = ".toml"
 #: delete at any time (the next full read writes them again).
 CACHE_DIR = "cache"
 
+#: Proposals waiting for a person (and resolved ones), one JSON file each.
+#: Here rather than only in the store because the agents' session-start hook
+#: counts the pending ones with the standard library alone
+#: (`mecha.core.agents.notice`).
+PROPOSALS_DIR = "proposals"
+#: Background passes' logs, and the agents' hooks' log: process state,
+#: git-ignored.
+LOGS_DIR = "logs"
+#: One line per run of an agent hook (Claude Code, Codex) — what it queued,
+#: or why it could not — since a hook must never print to the agent.
+HOOK_LOG_FILE = "hooks.log"
+
+
+def proposals_dir(root: str | os.PathLike[str]) -> str:
+    """`<root>/proposals`, for a reader with the standard library alone (the
+    session-start hook's count of pending proposals)."""
+    return os.path.join(root, PROPOSALS_DIR)
+
+
+def hook_log_path(root: str | os.PathLike[str]) -> str:
+    """`<root>/logs/hooks.log`: where an agent hook's runs are recorded."""
+    return os.path.join(root, LOGS_DIR, HOOK_LOG_FILE)
+
+
 #: The suffix of a write in flight (`files.write_atomic`'s temp files, named
 #: `<target>.<pid>-<random>.tmp` beside their target).
 TMP_SUFFIX = ".tmp"
@@ -69,9 +93,7 @@ VALIDATIONS_FILE = "validations.jsonl"
 #: of the interventions queued (so a grown session queues only its new
 #: ones) and the file's size and mtime (so an unchanged one is not read).
 IMPORTED_FILE = "imported.jsonl"
-PROPOSALS_DIR = "proposals"
 JOBS_DIR = "jobs"
-LOGS_DIR = "logs"
 LOCK_FILE = ".lock"
 GITIGNORE_FILE = ".gitignore"
 #: The store's history (a git repository at the root).
@@ -95,9 +117,10 @@ ATTEMPTS_FILE = "reflect_attempts.jsonl"
 #: git-ignored, safe to delete.
 STRUCTURED_MODES_FILE = "cache/structured-modes.json"
 
-#: What git must never sweep into history. Process state, not learning history: the writer lock, in-flight temp
-#: files, background jobs' records and logs, and transcripts waiting in the
-#: inbox (which may quote third-party content and must never enter history).
+#: What git must never sweep into history. Process state, not learning
+#: history: the writer lock, in-flight temp files, background jobs' records
+#: and logs, and transcripts waiting in the inbox (which may quote
+#: third-party content and must never enter history).
 GITIGNORE_ENTRIES: tuple[str, ...] = (
     LOCK_FILE, "*" + TMP_SUFFIX, JOBS_DIR + "/", LOGS_DIR + "/", INBOX_DIR + "/", CACHE_DIR + "/"
 )
