@@ -228,15 +228,17 @@ def _build(rng: random.Random, remote: bool, depth: int) -> tuple[str, list[str]
     return f"{inner} {target}", parts
 
 
+def generate_line(rng: random.Random, remote: bool) -> Line:
+    """One generated line, with a remote command in it iff `remote`."""
+    text, parts = _build(rng, remote, rng.randint(0, 3))
+    return Line(text, not remote, tuple(parts))
+
+
 def corpus(n: int, seed: int = 20261202) -> list[Line]:
     """`n` generated lines, about half with a remote command in them, and
     every broken line once."""
     rng = random.Random(seed)
-    lines = []
-    for i in range(n):
-        remote = i % 2 == 1
-        text, parts = _build(rng, remote, rng.randint(0, 3))
-        lines.append(Line(text, not remote, tuple(parts)))
+    lines = [generate_line(rng, i % 2 == 1) for i in range(n)]
     for text in BROKEN:
         lines.append(Line(text, False, ("(does not parse)",)))
     return lines
