@@ -47,6 +47,7 @@ import msgspec
 
 from mecha.core.errors import InvalidInput
 from mecha.core.identity import now
+from mecha.core.learning.scope import project_of_cwd
 from mecha.core.learning.survey import Planned, survey_session
 from mecha.core.sessions.foreign import FORMAT_NAMES, ReadSession, TaintPolicy, detect_format, read_session
 from mecha.core.sessions.mining import Intervention, Trigger, Voices
@@ -202,7 +203,9 @@ def plan_session(
         session_id = f"{read.session_id}@{tail_start(read.messages, fresh[0].intervention.at)}"
     else:
         session_id = read.session_id
-    session.entry = SessionEntry(session_id, plans=fresh)
+    # Its lessons are learned for the project the session ran in: its
+    # working directory's git root (none recorded: global).
+    session.entry = SessionEntry(session_id, plans=fresh, project=project_of_cwd(read.project))
     return session
 
 
@@ -289,10 +292,14 @@ def import_sessions(
     project: str | None = None,
     dry_run: bool = False,
     warn: Callable[[str], None] | None = None,
+    ended: bool = False,
 ) -> ImportReport:
     """Find, read and plan every session under `root`; unless `dry_run`,
     queue the new interventions in one step. Starts no pass: the caller
-    does, once, when `queued` is not empty."""
+    does, once, when `queued` is not empty. `ended`: the agent said the
+    session is over (its session-end hook), so however recent the file,
+    nothing in it is still being written and no refusal waits for its
+    reason (`awaiting_reason`)."""
     root = root.expanduser()
     report = ImportReport(source=source, root=str(root), dry_run=dry_run)
     files = find_session_files(root, source)
@@ -329,7 +336,7 @@ def import_sessions(
                 continue
             plan = plan_session(
                 read,
-                live=time.time() - st.st_mtime < LIVE_WINDOW_S,
+                live=not ended and time.time() - st.st_mtime < LIVE_WINDOW_S,
                 path=key,
                 size=st.st_size,
                 mtime_ns=st.st_mtime_ns,

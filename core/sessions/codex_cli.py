@@ -40,8 +40,8 @@ Pure: bytes in, `ReadSession` out. Each line is `{"timestamp", "type",
   readable record is refused (`foreign.LineReader`).
 
 Taint is rebuilt from the calls (see `foreign.TaintPolicy`): web search,
-every MCP tool (Codex names them `server__tool`), unknown tools and
-network-fetching shell commands are untrusted.
+every MCP tool (Codex names them `server__tool`), unknown tools and any
+shell command not known to stay on the machine (`shell.py`) are untrusted.
 """
 
 from __future__ import annotations
@@ -174,18 +174,17 @@ def person_text(text: str) -> str | None:
     return stripped
 
 
-def shell_command(name: str | None, args: Any) -> str | None:
-    """The command line a shell call ran, for the network check."""
+def shell_command(name: str | None, args: Any) -> str | list[str] | None:
+    """What a shell call ran, for the trust decision: the argv array it was
+    given (`["bash", "-lc", "<script>"]`, `["ls", "-la"]`: checked as an
+    argv, so a `-c` script is parsed and no quoting is lost), or its command
+    line. `None` (untrusted) when the call says neither."""
     if not isinstance(args, dict):
         return args if isinstance(args, str) else None
     for key in ("command", "cmd"):
         value = args.get(key)
         if isinstance(value, list):
-            argv = [str(v) for v in value]
-            # `["bash", "-lc", "<script>"]`: the script is the command line.
-            if len(argv) >= 3 and argv[-2] in ("-c", "-lc", "-ic"):
-                return argv[-1]
-            return " ".join(argv)
+            return [str(v) for v in value]
         if isinstance(value, str):
             return value
     return None
