@@ -43,7 +43,8 @@ class Context(msgspec.Struct):
     #: Called with `(domain, result, rules fingerprint)` for each rules block
     #: read afresh from files that did not change while it was read, so the
     #: harness endpoint can keep it for the next run (`blockcache`).
-    on_block_rendered: Callable[[str | None, Any, Any], None] | None = None
+    #: Called with `(domain, project root, result, rules fingerprint)`.
+    on_block_rendered: Callable[[str | None, str | None, Any, Any], None] | None = None
     _store: LearningStore | None = None
 
     @classmethod

@@ -47,6 +47,7 @@ import msgspec
 
 from mecha.core.errors import InvalidInput
 from mecha.core.identity import now
+from mecha.core.learning.scope import project_of_cwd
 from mecha.core.learning.survey import Planned, survey_session
 from mecha.core.sessions.foreign import FORMAT_NAMES, ReadSession, TaintPolicy, detect_format, read_session
 from mecha.core.sessions.mining import Intervention, Trigger, Voices
@@ -202,7 +203,9 @@ def plan_session(
         session_id = f"{read.session_id}@{tail_start(read.messages, fresh[0].intervention.at)}"
     else:
         session_id = read.session_id
-    session.entry = SessionEntry(session_id, plans=fresh)
+    # Its lessons are learned for the project the session ran in: its
+    # working directory's git root (none recorded: global).
+    session.entry = SessionEntry(session_id, plans=fresh, project=project_of_cwd(read.project))
     return session
 
 

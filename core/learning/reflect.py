@@ -135,7 +135,15 @@ class _Gate:
         self.stopped: BaseException | None = None
 
 
-async def _ask(gate: _Gate, reflector: Reflector, plan: Planned, key: str, session_id: str, progress: Progress) -> _Answer | BaseException:
+async def _ask(
+    gate: _Gate,
+    reflector: Reflector,
+    plan: Planned,
+    key: str,
+    session_id: str,
+    progress: Progress,
+    project: str | None = None,
+) -> _Answer | BaseException:
     async with gate.slots:
         if gate.stopped is not None:
             return gate.stopped
@@ -156,6 +164,7 @@ async def _ask(gate: _Gate, reflector: Reflector, plan: Planned, key: str, sessi
         return _Answer(plan, key, skipped=True)
     r.session_id = session_id
     r.origin = plan.origin
+    r.project = project
     progress(f"{key}: lesson ({plan.origin.value}): {r.reflexion_text}")
     return _Answer(plan, key, reflexion=r)
 
@@ -346,7 +355,9 @@ async def _reflect_entry(
     answers: list[_Answer | BaseException] = []
     if todo:
         reflector = get_model()
-        answers = list(await asyncio.gather(*(_ask(gate, reflector, p, k, work.session_id, progress) for p, k in todo)))
+        project = entry.project if isinstance(entry, SessionEntry) else None
+        asks = (_ask(gate, reflector, p, k, work.session_id, progress, project) for p, k in todo)
+        answers = list(await asyncio.gather(*asks))
     got = [a for a in answers if isinstance(a, _Answer)]
     interrupted = len(got) < len(answers)
     await my_turn()

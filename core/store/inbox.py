@@ -62,6 +62,9 @@ class SessionEntry(msgspec.Struct, tag="session", tag_field="kind", omit_default
     taint_timeline: list[TaintCheckpoint] | None = None
     interactive: bool = True
     voices: Voices | None = None
+    #: The project the session ran in (`layout.project_root` of its working
+    #: directory); its reflections carry it. Absent: none known — global.
+    project: str | None = None
 
     def surveyed(self, voices: Voices) -> list[Planned]:
         """The interventions to reflect on."""
@@ -92,10 +95,12 @@ def session_entry(
     *,
     interactive: bool = True,
     voices: Voices = DEFAULT_VOICES,
+    project: str | None = None,
 ) -> SessionEntry:
     """Survey a session, once, into the inbox entry that carries what was
-    found."""
-    return SessionEntry(session_id, plans=survey_session(messages, taint_timeline, interactive=interactive, voices=voices))
+    found, and the project (a root, already resolved) it ran in."""
+    plans = survey_session(messages, taint_timeline, interactive=interactive, voices=voices)
+    return SessionEntry(session_id, plans=plans, project=project)
 
 
 InboxEntry = SessionEntry | DraftEntry

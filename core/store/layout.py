@@ -52,6 +52,130 @@ RULES_SUFFIX = ".toml"
 #: delete at any time (the next full read writes them again).
 CACHE_DIR = "cache"
 
+# ─── Scopes: where a rule applies ───────────────────────────────────────────
+#
+# A rule is global (every run, every repository) or belongs to one project.
+# A project is a directory: the git root of where the session ran, or that
+# directory itself outside any repository (`project_root`). On disk:
+#
+#     rules/<domain>.learned.toml                   global (as before scopes)
+#     rules/<domain>@<project id>.learned.toml      one project's
+#
+# The project id is `<slug>-<hash>`: the root's last path component made
+# safe (lowercase letters, digits, `-`, `_`; at most 40 characters) so a
+# person listing `rules/` recognises the repository, then 16 hex digits of
+# FNV-1a 64 over the root's absolute path, so two checkouts both called
+# `app` never share a file. The id is a function of the path alone, stable
+# across runs and machines that keep the repository in the same place; a
+# moved repository is a new project (its old file still names the old path
+# in its `project` key, where a person can see it and rename the file).
+#
+# Every file written for a project also holds the project's path itself,
+# readable (`project = "/home/…/app"` and a comment naming it), since the id
+# alone cannot be turned back into a directory: that key is how `export`
+# finds the project's CLAUDE.md or AGENTS.md. An older version reads no
+# project file at all: `behavior@….learned.toml` is no domain name to it,
+# and a store written before scopes has global files only, so it reads as
+# global exactly as it always did.
+
+#: What a scope is called where it is named in words and on the wire.
+GLOBAL_SCOPE = "global"
+#: Between a rules file's domain and its project id.
+PROJECT_SEP = "@"
+#: The marker of a repository's root (a directory, or a file in a worktree or
+#: submodule, which is then a project of its own).
+GIT_MARKER = ".git"
+_SLUG_MAX = 40
+_SLUG_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
+_HEX = frozenset("0123456789abcdef")
+
+
+def fnv1a_64(data: bytes) -> str:
+    """FNV-1a 64 over `data`, as 16 hex digits: the rules hash
+    (`rules.rules_hash`) and the project id's hash, one implementation."""
+    h = 0xCBF29CE484222325
+    for byte in data:
+        h ^= byte
+        h = (h * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
+
+
+def project_root(path: str | os.PathLike[str]) -> str:
+    """The project a directory belongs to: the nearest directory at or above
+    `path` (resolved physically, links included) that holds `.git`, else
+    `path` itself. Found by looking, as git looks, with no `git` process:
+    the harness's cold path resolves a run's project on every start.
+
+    A path that does not exist is its own project, normalised: a session
+    recorded in a directory since removed still names where it ran."""
+    start = os.path.realpath(os.fspath(path))
+    here = start
+    while True:
+        if os.path.lexists(os.path.join(here, GIT_MARKER)):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return start
+        here = parent
+
+
+def _slug(root: str) -> str:
+    name = os.path.basename(root.rstrip("/")).lower()
+    out: list[str] = []
+    for ch in name:
+        ch = ch if ch in _SLUG_CHARS else "-"
+        if ch == "-" and out and out[-1] == "-":
+            continue
+        out.append(ch)
+    slug = "".join(out).strip("-_")[:_SLUG_MAX].strip("-_")
+    return slug or "project"
+
+
+def project_id(root: str) -> str:
+    """The stable id of the project at the absolute path `root` (already a
+    `project_root`): `<slug>-<16 hex digits>`, see above."""
+    return f"{_slug(root)}-{fnv1a_64(os.fsencode(root))}"
+
+
+def is_project_id(text: str) -> bool:
+    """Whether `text` is spelled as `project_id` spells one: a name in a
+    rules directory that is not is no project's file."""
+    slug, sep, digest = text.rpartition("-")
+    return (
+        bool(sep)
+        and 0 < len(slug) <= _SLUG_MAX
+        and slug[0] not in "-_"
+        and set(slug) <= _SLUG_CHARS
+        and len(digest) == 16
+        and set(digest) <= _HEX
+    )
+
+
+def scoped_rules_name(domain: str, kind: str, project: str | None = None) -> str:
+    """`<domain>.<kind>.toml` for the global scope, `<domain>@<id>.<kind>.toml`
+    for the project whose id is `project`. Names only; the caller has
+    checked the domain (and the id, when it came from outside)."""
+    scope = "" if project is None else PROJECT_SEP + project
+    return f"{domain}{scope}.{kind}{RULES_SUFFIX}"
+
+
+def split_rules_name(name: str, kinds: tuple[str, ...]) -> tuple[str, str, str | None] | None:
+    """`(domain, kind, project id or None)` from a rules file's name, or
+    `None` when it is not one of `kinds`' names or names a project id that
+    is not one. The domain is the caller's to validate."""
+    for kind in kinds:
+        suffix = f".{kind}{RULES_SUFFIX}"
+        if name.endswith(suffix):
+            stem = name[: -len(suffix)]
+            domain, sep, project = stem.partition(PROJECT_SEP)
+            if not sep:
+                return stem, kind, None
+            if not is_project_id(project):
+                return None
+            return domain, kind, project
+    return None
+
+
 #: Proposals waiting for a person (and resolved ones), one JSON file each.
 #: Here rather than only in the store because the agents' session-start hook
 #: counts the pending ones with the standard library alone

@@ -16,6 +16,7 @@ imported.jsonl               one ImportRecord per session file imported from ano
 proposals/<id>.json          rule changes waiting for a person
 rules/<domain>.user.toml     the person's own rules — never written by code
 rules/<domain>.learned.toml  written only when a person accepts a proposal
+rules/<domain>@<project>.learned.toml   the same for one project's rules (`layout`)
 jobs/<id>.json, logs/        background passes
 ```
 
@@ -81,8 +82,11 @@ from mecha.core.store.layout import (  # noqa: F401 (re-exported)
     RULES_DIR,
     RULES_SUFFIX,
     default_root,
+    project_id,
     resolve_root,
     rules_fingerprint,
+    scoped_rules_name,
+    split_rules_name,
 )
 from mecha.core.store.ledger import LeapRun, ValidationRecord
 
@@ -144,11 +148,26 @@ USER_KIND = "user"
 LEARNED_KIND = "learned"
 
 
-def rules_file_name(domain: str, kind: str) -> str:
-    """`<domain>.<kind>.toml`: the one spelling of a rules file's name."""
+def rules_file_name(domain: str, kind: str, project: str | None = None) -> str:
+    """`<domain>.<kind>.toml`, or `<domain>@<project id>.<kind>.toml` for the
+    project whose root is `project`: the one spelling of a rules file's name
+    (`layout.scoped_rules_name`)."""
     if kind not in (USER_KIND, LEARNED_KIND):
         raise ValueError(f"unknown rules kind {kind!r}")
-    return f"{domain}.{kind}{RULES_SUFFIX}"
+    return scoped_rules_name(domain, kind, None if project is None else project_id(project))
+
+
+def parse_rules_name(name: str) -> tuple[str, str, str | None] | None:
+    """`(domain, kind, project id or None)` for a rules file's name, or
+    `None` when it names no rules file (an invalid domain or project id)."""
+    found = split_rules_name(name, (USER_KIND, LEARNED_KIND))
+    if found is None:
+        return None
+    try:
+        validate_domain(found[0])
+    except InvalidDomain:
+        return None
+    return found
 
 
 def sibling_kind(kind: str) -> str:
@@ -157,9 +176,22 @@ def sibling_kind(kind: str) -> str:
     return USER_KIND if kind == LEARNED_KIND else LEARNED_KIND
 
 
-def rules_file_path(root: Path, domain: str, kind: str) -> Path:
-    """`<root>/rules/<domain>.<kind>.toml`, after the domain is validated."""
-    return root / RULES_DIR / rules_file_name(validate_domain(domain), kind)
+def rules_file_path(root: Path, domain: str, kind: str, project: str | None = None) -> Path:
+    """`<root>/rules/<domain>[@<project id>].<kind>.toml`, after the domain is
+    validated."""
+    return root / RULES_DIR / rules_file_name(validate_domain(domain), kind, project)
+
+
+def rules_file_project(data: bytes | str) -> str | None:
+    """The project path a rules file says it belongs to (its top-level
+    `project` key), or `None` (a global file, or one that does not parse)."""
+    if isinstance(data, bytes):
+        data = data.decode("utf-8", "replace")
+    try:
+        value = tomllib.loads(data).get("project")
+    except tomllib.TOMLDecodeError:
+        return None
+    return value if isinstance(value, str) else None
 
 
 def job_log_name(job_id: str) -> str:
@@ -275,6 +307,17 @@ class Proposal(msgspec.Struct, kw_only=True):
     created_at: str
     resolved_at: str | None = None
     reason: str | None = None
+    #: The scope whose learned rules `rules_before` and `rules` are: a
+    #: project's root, or `None` — global, which is also what a proposal
+    #: written before scopes reads as.
+    project: str | None = None
+    #: Set on a *promotion*: the projects whose live rules each hold the
+    #: lesson this global proposal adds (`learning.proposals`); accepting it
+    #: moves the lesson out of their files into the global one.
+    promoted_from: list[str] = msgspec.field(default_factory=list)
+    #: Set when a person accepted a project's lesson as global (`accept
+    #: --global`): its new rules went to the global file instead.
+    accepted_as_global: bool = False
 
 
 class RenderedBlock(msgspec.Struct, kw_only=True):
@@ -291,30 +334,44 @@ class RenderedBlock(msgspec.Struct, kw_only=True):
     domains: list[str]
 
 
-def render_rules(rule_sets: Sequence[tuple[str, Sequence[Rule], Sequence[Rule]]]) -> RenderedBlock:
-    """Render `(domain, user rules, learned rules)` sets into the block.
+RuleSet = tuple[str, Sequence[Rule], Sequence[Rule]]
+
+
+def render_rules(rule_sets: Sequence[RuleSet], project_sets: Sequence[RuleSet] = ()) -> RenderedBlock:
+    """Render `(domain, user rules, learned rules)` sets into the block: the
+    global ones, then one project's (`project_sets`, each under its
+    `(this project)` heading) — global first, so what holds everywhere
+    reads before what one repository adds.
 
     The one rendering every caller shares — a run's block, a proposal's
     before/after diff, a counterfactual probe's candidate — because a gate's
     measurement of a candidate means something about the deployment that
     follows acceptance only if both render identically.
+
+    Each scope keeps its own cap (`MAX_ACTIVE_RULES_PER_DOMAIN` is enforced
+    per learned file), so a domain's part of the block is at most the
+    global cap plus the project's.
     """
     sections: list[str] = []
     rule_ids: list[str] = []
-    for domain, user, learned in rule_sets:
-        section = domain_rules_section(domain, user, learned)
-        if section is None:
-            continue
-        sections.append(section)
-        for rule in learned:
-            if rule.active() and rule.id is not None and rule.id not in rule_ids:
-                rule_ids.append(rule.id)
+    domains: list[str] = []
+    for sets, in_project in ((rule_sets, False), (project_sets, True)):
+        for domain, user, learned in sets:
+            if domain not in domains:
+                domains.append(domain)
+            section = domain_rules_section(domain, user, learned, project=in_project)
+            if section is None:
+                continue
+            sections.append(section)
+            for rule in learned:
+                if rule.active() and rule.id is not None and rule.id not in rule_ids:
+                    rule_ids.append(rule.id)
     block = wrap_rules_block(sections)
     return RenderedBlock(
         block=block,
         rules_hash=rules_hash(block) if block is not None else None,
         rule_ids=rule_ids,
-        domains=[domain for domain, _, _ in rule_sets],
+        domains=domains,
     )
 
 
@@ -405,9 +462,10 @@ def _validation_error_line(message: str, text: str) -> int:
 # ─── Writing learned rules (tomlkit, imported only here) ────────────────────
 
 
-def _learned_header(domain: str) -> str:
+def _learned_header(domain: str, project: str | None = None) -> str:
+    scope = "" if project is None else f" in the project at {project}"
     return (
-        f"# Learned rules for the `{domain}` domain.\n"
+        f"# Learned rules for the `{domain}` domain{scope}.\n"
         "# Changed only when a person accepts a proposal. You may edit this file:\n"
         "# set `enabled = false` to silence a rule; comments are kept where the\n"
         "# layout allows.\n"
@@ -431,7 +489,7 @@ def _rules_round_trip(text: str, rules: Sequence[Rule]) -> bool:
         return False
 
 
-def render_learned_toml(existing: str | None, rules: Sequence[Rule], domain: str) -> str:
+def render_learned_toml(existing: str | None, rules: Sequence[Rule], domain: str, project: str | None = None) -> str:
     """The text of a learned rules file holding exactly `rules`.
 
     When a file exists, it is edited in place so a person's comments and
@@ -452,16 +510,22 @@ def render_learned_toml(existing: str | None, rules: Sequence[Rule], domain: str
             merged = None
         if merged is not None and _rules_round_trip(merged, rules):
             return merged
-    return _fresh_learned_toml(rules, domain)
+    return _fresh_learned_toml(rules, domain, project)
 
 
-def _fresh_learned_toml(rules: Sequence[Rule], domain: str) -> str:
+def _fresh_learned_toml(rules: Sequence[Rule], domain: str, project: str | None = None) -> str:
+    """A whole learned file; a project's names its project's path (the
+    `project` key, before any table, and the header comment): the file's
+    name holds only an id, which no reader can turn back into a path."""
     import tomlkit
 
     doc = tomlkit.document()
-    for line in _learned_header(domain).splitlines():
+    for line in _learned_header(domain, project).splitlines():
         doc.add(tomlkit.comment(line.removeprefix("# ")))
     doc.add(tomlkit.nl())
+    if project is not None:
+        doc["project"] = project
+        doc.add(tomlkit.nl())
     if rules:
         aot = tomlkit.aot()
         for rule in rules:
@@ -616,6 +680,7 @@ class _ReflexionHead(msgspec.Struct):
     domain: str
     is_processed: bool = False
     origin: str = "untrusted"
+    project: str | None = None
 
 
 class _MarkHead(msgspec.Struct):
@@ -1167,9 +1232,10 @@ class LearningStore:
         """Append reflector answers to the attempts ledger. Caller holds the lock."""
         self._append_records(ATTEMPTS_FILE, records)
 
-    def rules_path(self, domain: str, kind: str) -> Path:
-        """`rules/<domain>.<kind>.toml`, after the domain is validated."""
-        return rules_file_path(self._root, domain, kind)
+    def rules_path(self, domain: str, kind: str, project: str | None = None) -> Path:
+        """`rules/<domain>.<kind>.toml`, or the file of the project whose root
+        is `project` (`layout`), after the domain is validated."""
+        return rules_file_path(self._root, domain, kind, project)
 
     def _load_rules(self, path: Path) -> list[Rule]:
         data = _files.read_bytes(path)
@@ -1177,16 +1243,19 @@ class LearningStore:
             return []
         return parse_rules_file(data, str(path))
 
-    def user_rules(self, domain: str) -> list[Rule]:
-        """The person's own rules. Nothing in this codebase writes that file:
-        the learner is told these are immutable, and this is that made
-        structural rather than left to a model."""
-        return self._load_rules(self.rules_path(domain, USER_KIND))
+    def user_rules(self, domain: str, project: str | None = None) -> list[Rule]:
+        """The person's own rules (globally, or for one project). Nothing in
+        this codebase writes that file: the learner is told these are
+        immutable, and this is that made structural rather than left to a
+        model."""
+        return self._load_rules(self.rules_path(domain, USER_KIND, project))
 
-    def learned_rules(self, domain: str) -> list[Rule]:
-        return self._load_rules(self.rules_path(domain, LEARNED_KIND))
+    def learned_rules(self, domain: str, project: str | None = None) -> list[Rule]:
+        """A domain's learned rules in one scope: global, or the project
+        whose root is `project`."""
+        return self._load_rules(self.rules_path(domain, LEARNED_KIND, project))
 
-    def write_learned_rules(self, domain: str, rules: Sequence[Rule]) -> None:
+    def write_learned_rules(self, domain: str, rules: Sequence[Rule], project: str | None = None) -> None:
         """Replace a domain's learned rules. Only accepting a proposal calls
         this — unattended learning proposes, it never applies.
 
@@ -1195,7 +1264,7 @@ class LearningStore:
         An existing file is edited in place where possible, keeping a
         person's comments (`render_learned_toml`).
         """
-        path = self.rules_path(domain, LEARNED_KIND)
+        path = self.rules_path(domain, LEARNED_KIND, project)
         _files.ensure_private_dir(path.parent, root=self._root)
         _files.refuse_links(self._root, path)
         data = _files.read_bytes(path)
@@ -1205,25 +1274,45 @@ class LearningStore:
                 existing = data.decode("utf-8")
             except UnicodeDecodeError:
                 existing = None
-        text = render_learned_toml(existing, rules, domain)
+        text = render_learned_toml(existing, rules, domain, project)
         _files.write_atomic(path, text.encode("utf-8"))
 
-    def domains(self) -> list[str]:
-        """Every domain with a rules file on disk, sorted. A file whose name
-        is not a valid domain is not a domain (and is never loaded)."""
+    def _rules_names(self) -> list[tuple[str, str, str, str | None]]:
+        """`(file name, domain, kind, project id)` of every rules file."""
         try:
             names = os.listdir(self._root / RULES_DIR)
         except (FileNotFoundError, NotADirectoryError):
             return []
-        found: set[str] = set()
-        for name in names:
-            for suffix in (f".{USER_KIND}.toml", f".{LEARNED_KIND}.toml"):
-                if name.endswith(suffix):
-                    try:
-                        found.add(validate_domain(name[: -len(suffix)]))
-                    except InvalidDomain:
-                        pass
-        return sorted(found)
+        out = []
+        for name in sorted(names):
+            found = parse_rules_name(name)
+            if found is not None:
+                out.append((name, *found))
+        return out
+
+    def domains(self) -> list[str]:
+        """Every domain with a rules file on disk, in any scope, sorted. A
+        file whose name is not a valid domain is not a domain (and is never
+        loaded)."""
+        return sorted({domain for _, domain, _, _ in self._rules_names()})
+
+    def projects(self) -> dict[str, str | None]:
+        """Every project with a rules file on disk: its id → its root as the
+        file names it (`project` key), or `None` where no file of it does
+        (a file a person wrote by hand without the key)."""
+        out: dict[str, str | None] = {}
+        for name, _, _, pid in self._rules_names():
+            if pid is None:
+                continue
+            if out.get(pid) is None:
+                data = _files.read_bytes(self._root / RULES_DIR / name)
+                out[pid] = None if data is None else rules_file_project(data)
+        return out
+
+    def project_domains(self, project: str) -> list[str]:
+        """The domains with a rules file for the project whose root is `project`."""
+        pid = project_id(project)
+        return sorted({d for _, d, _, p in self._rules_names() if p == pid})
 
     def rules_fingerprint(self) -> list[list[Any]] | None:
         """The identity of every rules file, `None` without a rules directory
@@ -1233,36 +1322,67 @@ class LearningStore:
 
     # ── the rules block ──
 
-    def render_block(self, domain: str | None = None) -> RenderedBlock:
+    def render_block(self, domain: str | None = None, project: str | None = None) -> RenderedBlock:
         """The block a run exercising `domain` carries: `RUN_DOMAINS` in
         order, then `domain` if it is not one of them; per domain the user's
-        rules first, then active learned ones."""
-        run_domains = run_domains_including(None if domain is None else validate_domain(domain))
-        return render_rules([(d, self.user_rules(d), self.learned_rules(d)) for d in run_domains])
+        rules first, then active learned ones — the global scope's, then,
+        when the run is in a project (its root, `layout.project_root`), that
+        project's (`render_rules`)."""
+        return self.render_candidate(None if domain is None else validate_domain(domain), None, project)
 
-    def rules_prompt_block(self, domain: str | None = None) -> str | None:
-        """Just the text of `render_block(domain)`."""
-        return self.render_block(domain).block
+    def rules_prompt_block(self, domain: str | None = None, project: str | None = None) -> str | None:
+        """Just the text of `render_block(domain, project)`."""
+        return self.render_block(domain, project).block
 
-    def render_candidate(self, domain: str, learned_rules: Sequence[Rule]) -> RenderedBlock:
-        """The block a run exercising `domain` would carry if that domain's
-        learned rules were `learned_rules`, rendered without writing anything
-        — for a proposal's diff and for a counterfactual probe."""
-        domain = validate_domain(domain)
-        sets: list[tuple[str, Sequence[Rule], Sequence[Rule]]] = []
-        for d in run_domains_including(domain):
-            learned = list(learned_rules) if d == domain else self.learned_rules(d)
-            sets.append((d, self.user_rules(d), learned))
-        return render_rules(sets)
+    def render_candidate(
+        self,
+        domain: str | None,
+        learned_rules: Sequence[Rule] | None,
+        project: str | None = None,
+        *,
+        scope: str | None = None,
+    ) -> RenderedBlock:
+        """The block a run exercising `domain` in `project` (or in no
+        project) would carry if the learned rules of `domain` in `scope` (a
+        project root; `None`: global) were `learned_rules`, rendered without
+        writing anything — for a proposal's diff and for a counterfactual
+        probe. `learned_rules=None` renders the live rules."""
+        if domain is not None:
+            domain = validate_domain(domain)
+        run_domains = run_domains_including(domain)
+
+        def learned(d: str, where: str | None) -> list[Rule]:
+            if learned_rules is not None and d == domain and where == scope:
+                return list(learned_rules)
+            return self.learned_rules(d, where)
+
+        sets: list[RuleSet] = [(d, self.user_rules(d), learned(d, None)) for d in run_domains]
+        in_project: list[RuleSet] = []
+        if project is not None:
+            in_project = [(d, self.user_rules(d, project), learned(d, project)) for d in run_domains]
+        return render_rules(sets, in_project)
 
     def over_budget_domains(self) -> list[tuple[str, int]]:
-        """Domains on disk whose *active learned* rules exceed the cap, with
-        the count. User rules and retired rules cost the budget nothing."""
-        out: list[tuple[str, int]] = []
-        for domain in self.domains():
-            active = active_count(self.learned_rules(domain))
-            if active > MAX_ACTIVE_RULES_PER_DOMAIN:
-                out.append((domain, active))
+        """Domains on disk whose *global* active learned rules exceed the
+        cap, with the count. User rules and retired rules cost the budget
+        nothing."""
+        return [(d, n) for d, p, n in self.over_budget_scopes(None) if p is None]
+
+    def over_budget_scopes(self, project: str | None) -> list[tuple[str, str | None, int]]:
+        """`(domain, scope, active)` for every learned file over the cap, in
+        the global scope and, given a project root, in that project (each
+        scope has its own cap)."""
+        out: list[tuple[str, str | None, int]] = []
+        scopes: list[tuple[str | None, list[str]]] = [(None, self.domains())]
+        if project is not None:
+            scopes.append((project, self.project_domains(project)))
+        for where, domains in scopes:
+            for domain in domains:
+                if where is None and not self.rules_path(domain, LEARNED_KIND).exists():
+                    continue
+                active = active_count(self.learned_rules(domain, where))
+                if active > MAX_ACTIVE_RULES_PER_DOMAIN:
+                    out.append((domain, where, active))
         return out
 
     # ── proposals ──
