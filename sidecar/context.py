@@ -18,7 +18,8 @@ from typing import Any
 import msgspec
 
 from mecha.core.sessions.mining import DEFAULT_FINAL_ANSWER_NUDGE, Voices
-from mecha.core.store.learning_store import LEARNING_DIR_ENV, LearningStore
+from mecha.core.store.layout import LEARNING_DIR_ENV
+from mecha.core.store.learning_store import LearningStore
 from mecha.protocol.initialize import InitializationOptions, InitializeParams
 
 __all__ = ["Context", "InitializationOptions", "InitializeParams"]

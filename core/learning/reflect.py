@@ -27,7 +27,7 @@ from mecha.core.learning.reflection import Reflector, Reflexion
 from mecha.core.learning.survey import Planned
 from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
 from mecha.core.store.inbox import DraftEntry, InboxEntry, SessionEntry, claim_all, entry_decoder, release, set_aside
-from mecha.core.store.learning_store import MAX_UNUSABLE_ANSWERS, REFLECTIONS_FILE, Attempt, AttemptState, LearningStore
+from mecha.core.store.learning_store import MAX_UNUSABLE_ANSWERS, Attempt, AttemptState, LearningStore
 
 log = logging.getLogger(__name__)
 
@@ -254,7 +254,7 @@ def _not_on_file(store: LearningStore, reflections: list[Reflexion], session_id:
 
     from mecha.core.store.files import read_bytes
 
-    data = read_bytes(store.root / REFLECTIONS_FILE)
+    data = read_bytes(store.reflections_path)
     if not reflections or not data or msgspec.json.encode(session_id) not in data:
         return reflections
     on_file = Counter(

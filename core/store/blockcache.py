@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import os
 
-from mecha.core.store.layout import CACHE_DIR, is_racy
+from mecha.core.store.layout import CACHE_DIR, GIT_DIR, GITIGNORE_FILE, is_racy
 
 #: `typing` is not imported: it costs the first stage more than this module.
 TYPE_CHECKING = False
@@ -162,8 +162,8 @@ def write(
         return False
     base = Path(root)
     try:
-        gitignore = _files.read_bytes(base / ".gitignore")
-        if not may_write(base, gitignore, (base / ".git").exists()):
+        gitignore = _files.read_bytes(base / GITIGNORE_FILE)
+        if not may_write(base, gitignore, (base / GIT_DIR).exists()):
             return False
         folder = base / CACHE_DIR
         _files.ensure_private_dir(folder, root=base)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -31,8 +32,9 @@ from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
 from mecha.core.sessions.outbox import OutboxItem
 from mecha.core.sessions.transcript import Message, TaintCheckpoint
 from mecha.core.store import jobs as jobs_mod
-from mecha.core.store.files import write_atomic
-from mecha.core.store.learning_store import INBOX_DIR, SET_ASIDE_DIR, Attempt, LearningStore, SetAside
+from mecha.core.store.files import ensure_private_dir, refuse_links, write_atomic
+from mecha.core.store.layout import GITIGNORE_FILE
+from mecha.core.store.learning_store import Attempt, LearningStore, SetAside
 
 log = logging.getLogger(__name__)
 
@@ -111,24 +113,71 @@ _CLAIM = ".claim-"
 
 
 def inbox_dir(store: LearningStore) -> Path:
-    return store.root / INBOX_DIR
+    return store.inbox_path
 
 
-def enqueue(store: LearningStore, entry: InboxEntry) -> Path:
-    """Write one unit of reflect work where any later pass will find it."""
-    from mecha.core.store.files import ensure_private_dir
-
+def _ready_inbox(store: LearningStore) -> Path:
+    """The inbox folder, created owner-only and kept out of history."""
     directory = inbox_dir(store)
     ensure_private_dir(directory, root=store.root)
     # Inbox entries carry what people and assistants said, third-party text
     # included, and are transient: a pass's commit (`git add -A`) must never carry them into
     # the store's permanent history.
-    ignore = directory / ".gitignore"
+    ignore = directory / GITIGNORE_FILE
     if not ignore.exists():
         write_atomic(ignore, b"*\n")
-    path = directory / inbox_name(entry)
+    return directory
+
+
+def enqueue(store: LearningStore, entry: InboxEntry) -> Path:
+    """Write one unit of reflect work where any later pass will find it."""
+    path = _ready_inbox(store) / inbox_name(entry)
     write_atomic(path, msgspec.json.encode(entry))
     return path
+
+
+# ─── staging (an import's entries, queued in one step) ─────────────────────
+
+#: A folder inside the inbox that passes do not look at: an import writes
+#: its entries here as it reads, and moves them into the inbox at its commit.
+_STAGING_PREFIX = ".import-"
+
+
+def staging_dir(store: LearningStore) -> Path:
+    """A fresh staging folder for this process (and the wrecks of imports
+    that died before their commit swept away)."""
+    inbox = _ready_inbox(store)
+    _sweep_stale_staging(inbox)
+    path = inbox / f"{_STAGING_PREFIX}{os.getpid()}-{os.urandom(3).hex()}"
+    ensure_private_dir(path, root=store.root)
+    return path
+
+
+def _sweep_stale_staging(inbox: Path) -> None:
+    """Staging folders left by an import that died before its commit."""
+    for child in inbox.iterdir():
+        if not child.name.startswith(_STAGING_PREFIX) or not child.is_dir():
+            continue
+        try:
+            pid = int(child.name[len(_STAGING_PREFIX) :].split("-", 1)[0])
+        except ValueError:
+            continue
+        if pid != os.getpid() and not jobs_mod._pid_alive(pid):
+            shutil.rmtree(child, ignore_errors=True)
+
+
+def stage(staging: Path, entry: InboxEntry) -> Path:
+    """Write an entry into a staging folder (`staging_dir`), named as it will
+    be queued."""
+    path = staging / inbox_name(entry)
+    write_atomic(path, msgspec.json.encode(entry))
+    return path
+
+
+def admit_staged(store: LearningStore, staged: Path) -> None:
+    """Move a staged entry into the inbox, where passes find it. Caller
+    holds the lock."""
+    os.replace(staged, inbox_dir(store) / staged.name)
 
 
 def inbox_name(entry: InboxEntry) -> str:
@@ -186,8 +235,6 @@ def _claim_owner(path: Path) -> int | None:
 def claim_all(store: LearningStore) -> list[Path]:
     """Claim every unclaimed entry (and any whose claimant died). Caller holds
     the lock."""
-    from mecha.core.store.files import refuse_links
-
     # Claiming renames the inbox's entries and a finished entry is deleted:
     # through a linked inbox, that would be done to files outside the store.
     directory = refuse_links(store.root, inbox_dir(store))
@@ -234,14 +281,12 @@ _REASON_SUFFIX = ".why.json"
 
 
 def set_aside_dir(store: LearningStore) -> Path:
-    return store.root / SET_ASIDE_DIR
+    return store.set_aside_path
 
 
 def set_aside(store: LearningStore, path: Path, reason: str, *, keys: Sequence[str] = ()) -> SetAside:
     """Move a claimed entry out of every pass's way, recording why. Caller
     holds the lock."""
-    from mecha.core.store.files import ensure_private_dir, refuse_links
-
     directory = set_aside_dir(store)
     ensure_private_dir(directory, root=store.root)
     base = path.name.rsplit(_CLAIM, 1)[0]
@@ -299,8 +344,6 @@ def _find_set_aside(store: LearningStore, ident: str) -> SetAside:
 def retry_set_aside(store: LearningStore, ident: str) -> SetAside:
     """Put a set-aside entry back in the inbox, its set-aside interventions
     to be asked again by the next pass. Caller starts that pass."""
-    from mecha.core.store.files import refuse_links
-
     with store.lock():
         record = _find_set_aside(store, ident)
         directory = set_aside_dir(store)

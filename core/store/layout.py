@@ -1,11 +1,14 @@
-"""Where the store is, and what its rules files are right now — with the
-standard library alone.
+"""The store's layout — every file and folder name under its root, where the
+root is, and what its rules files are right now — with the standard library
+alone.
 
-Two readers need these answers: the store itself (`mecha.core.store.learning_store`), and the
-harness endpoint's first stage, which answers a run's first requests before
-anything heavier than the standard library is imported (msgspec alone costs
-more than a bare interpreter's start). So the recipes live here, once, in a
-module that imports nothing but `os`; `store.py` re-exports them.
+This module spells the layout once; only the store's own modules
+(`mecha.core.store.*`) join these names to a root, and everything else asks
+the store for a path (`LearningStore.reflections_path`, `jobs.log_path`, …),
+which `tests/test_project.py` checks. The harness endpoint's first stage
+reads the root and the rules fingerprint from here too, before anything
+heavier than the standard library is imported (msgspec alone costs more
+than a bare interpreter's start), so this module imports nothing but `os`.
 
 **The rules fingerprint** is the identity of every file a rules block is
 read from: each `rules/*.toml` entry's name, device, inode, size, mtime and
@@ -189,9 +192,86 @@ LOGS_DIR = "logs"
 HOOK_LOG_FILE = "hooks.log"
 
 
+def proposals_dir(root: str | os.PathLike[str]) -> str:
+    """`<root>/proposals`, for a reader with the standard library alone (the
+    session-start hook's count of pending proposals)."""
+    return os.path.join(root, PROPOSALS_DIR)
+
+
 def hook_log_path(root: str | os.PathLike[str]) -> str:
     """`<root>/logs/hooks.log`: where an agent hook's runs are recorded."""
     return os.path.join(root, LOGS_DIR, HOOK_LOG_FILE)
+
+
+#: The suffix of a write in flight (`files.write_atomic`'s temp files, named
+#: `<target>.<pid>-<random>.tmp` beside their target).
+TMP_SUFFIX = ".tmp"
+
+REFLECTIONS_FILE = "reflections.jsonl"
+MINED_FILE = "mined.jsonl"
+MINED_OUTBOX_FILE = "mined_outbox.jsonl"
+DISTILLED_FILE = "distilled.jsonl"
+RUNS_FILE = "runs.jsonl"
+VALIDATIONS_FILE = "validations.jsonl"
+#: What `import claude` / `import codex` queued, per session file: the keys
+#: of the interventions queued (so a grown session queues only its new
+#: ones) and the file's size and mtime (so an unchanged one is not read).
+IMPORTED_FILE = "imported.jsonl"
+JOBS_DIR = "jobs"
+LOCK_FILE = ".lock"
+GITIGNORE_FILE = ".gitignore"
+#: The store's history (a git repository at the root).
+GIT_DIR = ".git"
+#: The local model server's log, when `mecha-sidecar demo` started one for
+#: its throwaway store.
+LOCAL_MODEL_LOG = "local-model.log"
+#: Work handed over and not yet reflected (whole transcripts: never history).
+INBOX_DIR = "inbox"
+#: Inbox entries a pass set aside — a fault that will not change on retry,
+#: or interventions the model never answered usably — until a person retries
+#: or drops them (`mecha-sidecar inbox`).
+SET_ASIDE_DIR = "inbox/set-aside"
+#: One line per reflector answer a pass recorded, usable or not: what lets
+#: a session be mined once per intervention, and an intervention the model
+#: cannot answer be set aside after `MAX_UNUSABLE_ANSWERS` rather than asked
+#: for ever.
+ATTEMPTS_FILE = "reflect_attempts.jsonl"
+#: Machine-local memory that is not learning history (which structured mode a
+#: model server accepted, the last rules block read): `layout.CACHE_DIR`,
+#: git-ignored, safe to delete.
+STRUCTURED_MODES_FILE = "cache/structured-modes.json"
+
+#: What git must never sweep into history. Process state, not learning
+#: history: the writer lock, in-flight temp files, background jobs' records
+#: and logs, and transcripts waiting in the inbox (which may quote
+#: third-party content and must never enter history).
+GITIGNORE_ENTRIES: tuple[str, ...] = (
+    LOCK_FILE, "*" + TMP_SUFFIX, JOBS_DIR + "/", LOGS_DIR + "/", INBOX_DIR + "/", CACHE_DIR + "/"
+)
+
+USER_KIND = "user"
+LEARNED_KIND = "learned"
+
+
+def rules_file_name(domain: str, kind: str, project: str | None = None) -> str:
+    """`<domain>.<kind>.toml`, or `<domain>@<project id>.<kind>.toml` for the
+    project whose root is `project`: the one spelling of a rules file's name
+    (`layout.scoped_rules_name`)."""
+    if kind not in (USER_KIND, LEARNED_KIND):
+        raise ValueError(f"unknown rules kind {kind!r}")
+    return scoped_rules_name(domain, kind, None if project is None else project_id(project))
+
+
+def sibling_kind(kind: str) -> str:
+    """The other file of a domain's pair: a person's rules are checked
+    against the learned ones and the other way round."""
+    return USER_KIND if kind == LEARNED_KIND else LEARNED_KIND
+
+
+def job_log_name(job_id: str) -> str:
+    """A job's log, relative to the store root (`logs/<id>.log`), as the job
+    record names it."""
+    return f"{LOGS_DIR}/{job_id}.log"
 
 
 #: The longest name of one file or directory, in bytes (`NAME_MAX` on every

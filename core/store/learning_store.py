@@ -73,19 +73,36 @@ from mecha.core.learning.rules import (
     wrap_rules_block,
 )
 from mecha.core.store import files as _files
-from mecha.core.store.layout import (  # noqa: F401 (re-exported)
-    CACHE_DIR,
-    DEFAULT_HOME_SUBDIR,
-    LEARNING_DIR_ENV,
+from mecha.core.store.layout import (
+    ATTEMPTS_FILE,
+    DISTILLED_FILE,
+    GIT_DIR,
+    GITIGNORE_ENTRIES,
+    GITIGNORE_FILE,
+    IMPORTED_FILE,
+    INBOX_DIR,
+    JOBS_DIR,
+    LEARNED_KIND,
+    LOCAL_MODEL_LOG,
+    LOCK_FILE,
     LOGS_DIR,
+    MINED_FILE,
+    MINED_OUTBOX_FILE,
     PROPOSALS_DIR,
+    REFLECTIONS_FILE,
     RULES_DIR,
     RULES_SUFFIX,
+    RUNS_FILE,
+    SET_ASIDE_DIR,
+    STRUCTURED_MODES_FILE,
+    TMP_SUFFIX,
+    USER_KIND,
+    VALIDATIONS_FILE,
     default_root,
     project_id,
     resolve_root,
+    rules_file_name,
     rules_fingerprint,
-    scoped_rules_name,
     split_rules_name,
 )
 from mecha.core.store.ledger import LeapRun, ValidationRecord
@@ -101,62 +118,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-# ─── Layout ─────────────────────────────────────────────────────────────────
-
-# `DEFAULT_HOME_SUBDIR`, `LEARNING_DIR_ENV`, `RULES_DIR` and `CACHE_DIR` are
-# `layout`'s, which the harness endpoint's first stage reads without msgspec.
-
-REFLECTIONS_FILE = "reflections.jsonl"
-MINED_FILE = "mined.jsonl"
-MINED_OUTBOX_FILE = "mined_outbox.jsonl"
-DISTILLED_FILE = "distilled.jsonl"
-RUNS_FILE = "runs.jsonl"
-VALIDATIONS_FILE = "validations.jsonl"
-#: What `import claude` / `import codex` queued, per session file: the keys
-#: of the interventions queued (so a grown session queues only its new
-#: ones) and the file's size and mtime (so an unchanged one is not read).
-IMPORTED_FILE = "imported.jsonl"
-JOBS_DIR = "jobs"
-LOCK_FILE = ".lock"
-GITIGNORE_FILE = ".gitignore"
-#: Work handed over and not yet reflected (whole transcripts: never history).
-INBOX_DIR = "inbox"
-#: Inbox entries a pass set aside — a fault that will not change on retry,
-#: or interventions the model never answered usably — until a person retries
-#: or drops them (`mecha-sidecar inbox`).
-SET_ASIDE_DIR = "inbox/set-aside"
-#: One line per reflector answer a pass recorded, usable or not: what lets
-#: a session be mined once per intervention, and an intervention the model
-#: cannot answer be set aside after `MAX_UNUSABLE_ANSWERS` rather than asked
-#: for ever.
-ATTEMPTS_FILE = "reflect_attempts.jsonl"
-#: Machine-local memory that is not learning history (which structured mode a
-#: model server accepted, the last rules block read): `layout.CACHE_DIR`,
-#: git-ignored, safe to delete.
-STRUCTURED_MODES_FILE = "cache/structured-modes.json"
-
-#: What git must never sweep into history: the lock is process state, and a
-#: temp file is a write in flight (or the wreck of a crashed one).
-#: Process state, not learning history: the writer lock, in-flight temp
-#: files, background jobs' records and logs, and transcripts waiting in the
-#: inbox (which may quote third-party content and must never enter history).
-GITIGNORE_ENTRIES: tuple[str, ...] = (
-    LOCK_FILE, "*" + _files.TMP_SUFFIX, JOBS_DIR + "/", LOGS_DIR + "/", INBOX_DIR + "/", CACHE_DIR + "/"
-)
-
-USER_KIND = "user"
-LEARNED_KIND = "learned"
-
-
-def rules_file_name(domain: str, kind: str, project: str | None = None) -> str:
-    """`<domain>.<kind>.toml`, or `<domain>@<project id>.<kind>.toml` for the
-    project whose root is `project`: the one spelling of a rules file's name
-    (`layout.scoped_rules_name`)."""
-    if kind not in (USER_KIND, LEARNED_KIND):
-        raise ValueError(f"unknown rules kind {kind!r}")
-    return scoped_rules_name(domain, kind, None if project is None else project_id(project))
-
-
 def parse_rules_name(name: str) -> tuple[str, str, str | None] | None:
     """`(domain, kind, project id or None)` for a rules file's name, or
     `None` when it names no rules file (an invalid domain or project id)."""
@@ -168,12 +129,6 @@ def parse_rules_name(name: str) -> tuple[str, str, str | None] | None:
     except InvalidDomain:
         return None
     return found
-
-
-def sibling_kind(kind: str) -> str:
-    """The other file of a domain's pair: a person's rules are checked
-    against the learned ones and the other way round."""
-    return USER_KIND if kind == LEARNED_KIND else LEARNED_KIND
 
 
 def rules_file_path(root: Path, domain: str, kind: str, project: str | None = None) -> Path:
@@ -192,12 +147,6 @@ def rules_file_project(data: bytes | str) -> str | None:
     except tomllib.TOMLDecodeError:
         return None
     return value if isinstance(value, str) else None
-
-
-def job_log_name(job_id: str) -> str:
-    """A job's log, relative to the store root (`logs/<id>.log`), as the job
-    record names it."""
-    return f"{LOGS_DIR}/{job_id}.log"
 
 
 #: The store's parts whose every file an editor shows something of: a
@@ -227,7 +176,7 @@ def store_identity(root: Path) -> tuple[Any, ...]:
         try:
             with os.scandir(root / sub) as it:
                 for e in it:
-                    if e.name.endswith(_files.TMP_SUFFIX):
+                    if e.name.endswith(TMP_SUFFIX):
                         continue
                     ident.append((sub, e.name, *_stat_key(e.stat(follow_symlinks=False))))
         except FileNotFoundError:
@@ -876,6 +825,81 @@ class LearningStore:
     def root(self) -> Path:
         return self._root
 
+    # ── paths: the layout is `layout`'s, joined to the root here alone ──
+
+    @property
+    def rules_dir(self) -> Path:
+        return self._root / RULES_DIR
+
+    @property
+    def reflections_path(self) -> Path:
+        return self._root / REFLECTIONS_FILE
+
+    @property
+    def inbox_path(self) -> Path:
+        return self._root / INBOX_DIR
+
+    @property
+    def set_aside_path(self) -> Path:
+        return self._root / SET_ASIDE_DIR
+
+    @property
+    def structured_modes_path(self) -> Path:
+        """Which structured reply mode each model server accepted
+        (`providers.structured.ModeMemory`)."""
+        return self._root / STRUCTURED_MODES_FILE
+
+    @property
+    def local_model_log_path(self) -> Path:
+        """The log of a local model server started for this store (the demo's)."""
+        return self._root / LOCAL_MODEL_LOG
+
+    def has_history(self) -> bool:
+        """Whether the store is a git repository (its audit trail)."""
+        return (self._root / GIT_DIR).is_dir()
+
+    def loose_entries(self) -> list[str]:
+        """What in the store others could read or that is a symbolic link,
+        each as `<path relative to the root> (<mode>)`, the root itself
+        first (as `.`); git's own folder is git's business and not walked."""
+        import stat
+
+        loose = []
+        for dirpath, dirnames, filenames in os.walk(self._root):
+            if GIT_DIR in dirnames:
+                dirnames.remove(GIT_DIR)
+            for name in [*dirnames, *filenames]:
+                path = Path(dirpath, name)
+                try:
+                    mode = path.lstat().st_mode
+                except OSError:
+                    continue
+                if stat.S_ISLNK(mode):
+                    loose.append(f"{path.relative_to(self._root)} (symlink)")
+                elif mode & 0o077:
+                    loose.append(f"{path.relative_to(self._root)} ({stat.filemode(mode)})")
+        try:
+            root_mode = self._root.stat().st_mode
+            if root_mode & 0o077:
+                loose.insert(0, f". ({stat.filemode(root_mode)})")
+        except OSError:
+            pass
+        return loose
+
+    def seed_rules_from(self, other_root: Path) -> list[Path]:
+        """Copy every rules file of the store-shaped folder `other_root` (the
+        bundled samples) into this store's rules, creating the folder: how a
+        throwaway store starts with rules. Returns the files written."""
+        source = other_root / RULES_DIR
+        _files.ensure_private_dir(self._root)
+        _files.ensure_private_dir(self._root / RULES_DIR, root=self._root)
+        written = []
+        for path in sorted(source.glob("*" + RULES_SUFFIX)):
+            dest = _files.refuse_links(self._root, self._root / RULES_DIR / path.name)
+            _files.write_atomic(dest, path.read_bytes())
+            written.append(dest)
+        return written
+
     # ── opening ──
 
     @staticmethod
@@ -905,7 +929,7 @@ class LearningStore:
         for sub in (RULES_DIR, PROPOSALS_DIR, JOBS_DIR, LOGS_DIR):
             _files.ensure_private_dir(store._root / sub, root=store._root)
         store._ensure_gitignore()
-        if not (store._root / ".git").exists():
+        if not (store._root / GIT_DIR).exists():
             store._git_init()
         return store
 
@@ -978,7 +1002,7 @@ class LearningStore:
         # message (a proposal's evidence) would skip the commit of a change
         # already written. A NUL would end it early there too.
         message = message.replace("\x00", "\\0")
-        git_dir = self._root / ".git"
+        git_dir = self._root / GIT_DIR
         if not git_dir.exists():
             log.warning("the learning store is not a git repository; not committing %r", message)
             return False
@@ -987,7 +1011,7 @@ class LearningStore:
             log.warning("%s is not the store's own directory; not committing %r", git_dir, message)
             return False
         self._clear_stale_git_lock()
-        repo = ("--git-dir", str(self._root / ".git"), "--work-tree", str(self._root))
+        repo = ("--git-dir", str(self._root / GIT_DIR), "--work-tree", str(self._root))
         config = (*GIT_IDENTITY, "-c", "commit.gpgsign=false", "-c", f"core.hooksPath={os.devnull}")
         try:
             added = self._git(*repo, "add", "-A")
@@ -1014,7 +1038,7 @@ class LearningStore:
         a person's own git at work, and is left alone."""
         import time
 
-        lock = self._root / ".git" / "index.lock"
+        lock = self._root / GIT_DIR / "index.lock"
         try:
             age = time.time() - lock.stat().st_mtime
         except OSError:

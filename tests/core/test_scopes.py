@@ -19,6 +19,7 @@ from mecha.core.learning.scope import project_of_cwd, resolve_project
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
 from mecha.core.store.inbox import enqueue, session_entry
 from mecha.core.store.layout import (
+    REFLECTIONS_FILE,
     fnv1a_64,
     is_project_id,
     project_id,
@@ -26,7 +27,7 @@ from mecha.core.store.layout import (
     scoped_rules_name,
     split_rules_name,
 )
-from mecha.core.store.learning_store import REFLECTIONS_FILE, LearningStore, parse_rules_name
+from mecha.core.store.learning_store import LearningStore, parse_rules_name
 from tests.fakes import ScriptedProvider
 
 
