@@ -20,7 +20,10 @@ Pure: bytes in, `ReadSession` out. Each line is `{"timestamp", "type",
   `reasoning` (dropped).
 - **Wrappers in the person's voice**: `<environment_context>`,
   `<user_instructions>`, `# AGENTS.md instructions …`, `<user_shell_command>`
-  and `<turn_aborted>` texts ride in user messages and are the harness's.
+  and `<turn_aborted>` texts ride in user messages and are the harness's (a
+  `<user_shell_command>` — a command the person ran with `!` — also taints
+  what follows as a `shell` call of its command would: its output reached
+  the model).
 - **`event_msg`**: `user_message` repeats what the person typed (a newer
   file has both it and the user `message` item; the pair is read once),
   `agent_message` repeats the assistant's text (skipped),
@@ -301,6 +304,10 @@ class _Reader:
                     elif c.text:
                         if c.text.strip().startswith("<turn_aborted>"):
                             self._abort()
+                        ran = self.policy.person_shell_taint("shell", c.text)
+                        if ran is not None:
+                            # Its output reaches the model before whatever comes next.
+                            self.taint.bring(len(self.out), ran)
                         said = person_text(c.text)
                         if said:
                             words.append(said)

@@ -128,6 +128,19 @@ class TaintPolicy(msgspec.Struct, frozen=True, kw_only=True):
             return Taint(private=True, untrusted=command is None or not self._stays_local(command))
         return Taint(private=True, untrusted=True)
 
+    def person_shell_taint(self, tool: str, text: str) -> Taint | None:
+        """What a shell command the person ran themselves brings in —
+        Claude Code's `!` bash mode (`<bash-input>…`), Codex's `!`
+        (`<user_shell_command>…`): its output goes into the model's context
+        like a tool's, so it is decided like `tool`'s. `None` when `text` is
+        no such record."""
+        stripped = text.lstrip()
+        if not stripped.startswith(("<bash-input>", "<user_shell_command>")):
+            return None
+        found = _PERSON_SHELL.match(stripped)
+        command = None if found is None else (found.group(1) if found.group(1) is not None else found.group(2))
+        return self.taint_of(tool, command)
+
     def _stays_local(self, command: str | Sequence[str]) -> bool:
         # The parser loads here, on the first shell result read: never on
         # the harness endpoint's path.
@@ -137,6 +150,8 @@ class TaintPolicy(msgspec.Struct, frozen=True, kw_only=True):
         return command_stays_local(command, trust)
 
 
+#: The command of a person's own shell command, in either agent's record.
+_PERSON_SHELL = re.compile(r"<bash-input>(.*?)</bash-input>|<user_shell_command>\s*<command>\n?(.*?)\n?</command>", re.DOTALL)
 _TOOL_COMMAND = re.compile(r"[\w.\-]+\((.*)\)", re.DOTALL)
 _COMMAND_ENTRY = re.compile(r"[\w.+:\[-]+(?: [\w.+:-]+)?")
 
