@@ -111,6 +111,10 @@ class SessionEndedResult(msgspec.Struct):
     learnable: int
     already_mined: bool
     job: Job | None
+    #: The session was waiting in the inbox already (handed over before, not
+    #: yet mined, or set aside): not queued again; `job` is a pass only when
+    #: no live pass holds it.
+    already_queued: bool = False
 
 
 class DraftResolvedParams(msgspec.Struct):
@@ -121,6 +125,8 @@ class DraftResolvedResult(msgspec.Struct):
     intervention: Intervention | None
     already_mined: bool
     job: Job | None
+    #: The draft was waiting in the inbox already: not queued again.
+    already_queued: bool = False
 
 
 class ProposalIdParams(msgspec.Struct):

@@ -187,7 +187,7 @@ def session_ended(
     from mecha.core.identity import validate_record_id
     from mecha.core.learning.reflection import Origin
     from mecha.core.learning.scope import resolve_project
-    from mecha.core.store.inbox import enqueue, session_entry
+    from mecha.core.store.inbox import count_waiting, hand_over, session_entry
 
     validate_record_id(p.session_id, "session_id")
     project = None if p.project is None else resolve_project(p.project)
@@ -197,26 +197,29 @@ def session_ended(
     plans = entry.plans or []
     learnable = sum(1 for plan in plans if plan.origin is Origin.CLEAN)
     store = ctx.store()
-    if p.session_id in store.mined_sessions():
-        return m.SessionEndedResult(interventions=len(plans), learnable=learnable, already_mined=True, job=None)
     if not plans:
+        if p.session_id in store.mined_sessions():
+            return m.SessionEndedResult(interventions=0, learnable=0, already_mined=True, job=None)
         # Nothing to queue from this run; but work a failed pass left waiting
         # is picked up at the next run's end rather than waiting for one
         # that has interventions of its own.
-        from mecha.core.store.inbox import count_waiting
-
         job = start_job(ctx, "reflect") if start_pass and count_waiting(store) else None
         return m.SessionEndedResult(interventions=0, learnable=0, already_mined=False, job=job)
-    enqueue(store, entry)
-    job = start_job(ctx, "reflect", session_id=p.session_id) if start_pass else None
-    return m.SessionEndedResult(interventions=len(plans), learnable=learnable, already_mined=False, job=job)
+    done, job = hand_over(store, entry, (lambda: start_job(ctx, "reflect", session_id=p.session_id)) if start_pass else None)
+    return m.SessionEndedResult(
+        interventions=len(plans),
+        learnable=learnable,
+        already_mined=done == "mined",
+        job=job,
+        already_queued=done == "waiting",
+    )
 
 
 @handles("mecha/draftResolved")
 def draft_resolved(ctx: Context, p: m.DraftResolvedParams, cancel: Cancel) -> m.DraftResolvedResult:
     from mecha.core.identity import validate_record_id
     from mecha.core.learning.survey import survey_draft
-    from mecha.core.store.inbox import DraftEntry, enqueue
+    from mecha.core.store.inbox import DraftEntry, hand_over
 
     validate_record_id(p.item.id, "item.id")
     if p.item.session_id is not None:
@@ -224,13 +227,14 @@ def draft_resolved(ctx: Context, p: m.DraftResolvedParams, cancel: Cancel) -> m.
     plan = survey_draft(p.item)
     store = ctx.store()
     intervention = plan.intervention if plan else None
-    if p.item.id in store.mined_outbox():
-        return m.DraftResolvedResult(intervention=intervention, already_mined=True, job=None)
     if plan is None:
+        if p.item.id in store.mined_outbox():
+            return m.DraftResolvedResult(intervention=None, already_mined=True, job=None)
         return m.DraftResolvedResult(intervention=None, already_mined=False, job=None)
-    enqueue(store, DraftEntry(p.item, plan))
-    job = start_job(ctx, "reflect", session_id=p.item.session_id)
-    return m.DraftResolvedResult(intervention=intervention, already_mined=False, job=job)
+    done, job = hand_over(store, DraftEntry(p.item, plan), lambda: start_job(ctx, "reflect", session_id=p.item.session_id))
+    return m.DraftResolvedResult(
+        intervention=intervention, already_mined=done == "mined", job=job, already_queued=done == "waiting"
+    )
 
 
 @handles("mecha/learn")

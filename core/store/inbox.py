@@ -20,8 +20,9 @@ import logging
 import os
 import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Literal
 
 import msgspec
 
@@ -193,32 +194,126 @@ def inbox_name(entry: InboxEntry) -> str:
 _QUEUED_ID = re.compile(rb'^\{"kind":"session","session_id":("(?:[^"\\]|\\.)*")')
 
 
+#: A draft entry's item id, from the head of its file likewise: the item is
+#: encoded first, and its `id` first within it.
+_QUEUED_DRAFT_ID = re.compile(rb'^\{"kind":"draft","item":\{"id":("(?:[^"\\]|\\.)*")')
+
+
 def queued_session_ids(store: LearningStore) -> set[str]:
     """Sessions waiting in the inbox (claimed or not) or set aside there:
     handed over, not yet mined. A caller about to queue a session checks here
     as well as in `mined.jsonl`, or a session whose pass failed is queued
     twice."""
+    return _queued_ids(store, _QUEUED_ID)
+
+
+def queued_draft_ids(store: LearningStore) -> set[str]:
+    """The outbox items whose drafts wait in the inbox or are set aside."""
+    return _queued_ids(store, _QUEUED_DRAFT_ID)
+
+
+def _queued_ids(store: LearningStore, head: re.Pattern[bytes]) -> set[str]:
     out: set[str] = set()
     for directory in (inbox_dir(store), set_aside_dir(store)):
         if directory.is_dir():
-            out |= _session_ids_in(directory)
+            out |= _ids_in(directory, head)
     return out
 
 
-def _session_ids_in(directory: Path) -> set[str]:
-    out = set()
+#: What a hand-over did: queued the work, or found it mined already, or
+#: found it waiting already (in the inbox, claimed or not, or set aside).
+HandOver = Literal["queued", "mined", "waiting"]
+
+
+def hand_over(
+    store: LearningStore, entry: InboxEntry, start_pass: Callable[[], jobs_mod.Job] | None = None
+) -> tuple[HandOver, jobs_mod.Job | None]:
+    """Queue `entry` unless its session (or draft) is mined already or
+    waits already, and start a pass (`start_pass`, when given) for work that
+    needs one: what was queued, or a waiting copy no pass holds or is on its
+    way to (`awaits_a_pass`). All under the writer lock; the pass's job
+    record is written before the lock is let go.
+
+    Why under the lock: a harness that hands one session over from several
+    sidecars at once (a retried `sessionEnded`) had each of them find it
+    neither mined nor queued and queue it again, and each copy's pass asked
+    the model about every intervention — 36 calls for 3. Now one copy waits
+    and one pass reflects it; a hand-over that comes while the first is
+    between queuing and starting its pass sees that pass's job. A session
+    set aside is waiting too: a person retries it (`mecha-sidecar inbox
+    retry`), not a second hand-over."""
+    with store.lock():
+        if isinstance(entry, SessionEntry):
+            if entry.session_id in store.mined_sessions():
+                return "mined", None
+            waiting = entry.session_id in queued_session_ids(store)
+        else:
+            if entry.item.id in store.mined_outbox():
+                return "mined", None
+            waiting = entry.item.id in queued_draft_ids(store)
+        if waiting:
+            job = start_pass() if start_pass is not None and awaits_a_pass(store, entry) else None
+            return "waiting", job
+        enqueue(store, entry)
+        return "queued", start_pass() if start_pass is not None else None
+
+
+def awaits_a_pass(store: LearningStore, entry: InboxEntry) -> bool:
+    """Whether the copy of `entry`'s work waiting in the inbox is held by no
+    pass, and none is on its way to it: what decides whether a second
+    hand-over starts a pass. Held: claimed by a live process. On its way: a
+    reflect job still running that started after the copy was queued (a
+    pass claims the whole inbox when it starts, so it claims this too). A
+    copy set aside waits for a person, not a pass."""
+    directory = inbox_dir(store)
+    if not directory.is_dir():
+        return False
+    pattern, wanted = (
+        (_QUEUED_ID, entry.session_id) if isinstance(entry, SessionEntry) else (_QUEUED_DRAFT_ID, entry.item.id)
+    )
+    queued_at: float | None = None
+    for path in directory.iterdir():
+        if not path.is_file() or path.name.endswith(".tmp"):
+            continue
+        owner = _claim_owner(path)
+        if owner is None and not path.name.endswith(".json"):
+            continue
+        if owner is not None and jobs_mod._pid_alive(owner):
+            if wanted in _ids_in_file(path, pattern):
+                return False
+            continue
+        if wanted in _ids_in_file(path, pattern):
+            try:
+                mtime = path.stat().st_mtime
+            except OSError:
+                continue
+            queued_at = mtime if queued_at is None else min(queued_at, mtime)
+    if queued_at is None:
+        return False
+    for job in jobs_mod.list_jobs(store.root):
+        started = jobs_mod.started_epoch(job)
+        if job.kind == "reflect" and job.state == "running" and started is not None and started >= queued_at:
+            return False
+    return True
+
+
+def _ids_in_file(path: Path, head_pattern: re.Pattern[bytes]) -> set[str]:
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return set()
+    found = head_pattern.match(head)
+    return set() if found is None else {msgspec.json.decode(found.group(1))}
+
+
+def _ids_in(directory: Path, head_pattern: re.Pattern[bytes]) -> set[str]:
+    out: set[str] = set()
     for path in directory.iterdir():
         name = path.name
         if not (name.endswith(".json") or _CLAIM in name) or name.endswith(_REASON_SUFFIX) or not path.is_file():
             continue
-        try:
-            with path.open("rb") as f:
-                head = f.read(4096)
-        except OSError:
-            continue
-        found = _QUEUED_ID.match(head)
-        if found is not None:
-            out.add(msgspec.json.decode(found.group(1)))
+        out |= _ids_in_file(path, head_pattern)
     return out
 
 

@@ -105,6 +105,17 @@ def _seconds_since(stamp: str) -> float:
     return (datetime.now(UTC) - then).total_seconds()
 
 
+def started_epoch(job: Job) -> float | None:
+    """When the job started, as a POSIX time (`None` for a stamp that does
+    not read)."""
+    from datetime import datetime
+
+    try:
+        return datetime.strptime(job.started_at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return None
+
+
 def settle(job: Job) -> Job:
     """The job as it really stands: a `running` record whose process is gone
     is `failed`."""

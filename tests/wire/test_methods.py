@@ -749,7 +749,7 @@ def test_a_draft_sent_unchanged_teaches_nothing_and_starts_no_job(sidecar: Sidec
         draft_item("o-3", edited=True, status="rejected"),
         {**draft_item("o-4", edited=True), "kind": "publish"},
     ):
-        assert sidecar.call("mecha/draftResolved", {"item": item}) == {"intervention": None, "already_mined": False, "job": None}
+        assert sidecar.call("mecha/draftResolved", {"item": item}) == {"intervention": None, "already_mined": False, "job": None, "already_queued": False}
     assert sidecar.call("mecha/jobs", {})["jobs"] == []
     sidecar.assert_no_output(0.3)
 
@@ -798,7 +798,7 @@ def test_a_finished_session_is_surveyed_and_handed_to_a_reflect_pass(sidecar: Si
     for entry in (open_store(sidecar.learning_dir).root / "inbox").glob("*.json"):
         entry.unlink()
     nothing = sidecar.call("mecha/sessionEnded", {"session_id": "s-quiet", "messages": [user("hi"), assistant_text("hello")]})
-    assert nothing == {"interventions": 0, "learnable": 0, "already_mined": False, "job": None}
+    assert nothing == {"interventions": 0, "learnable": 0, "already_mined": False, "job": None, "already_queued": False}
 
     open_store(sidecar.learning_dir).mark_mined("s-end")
     again = sidecar.call("mecha/sessionEnded", {"session_id": "s-end", "messages": messages, "taint_timeline": CLEAN_TIMELINE})
