@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-import os
 import shutil
 import time
 from collections import Counter
@@ -47,18 +46,17 @@ import msgspec
 
 from mecha.core.errors import InvalidInput
 from mecha.core.identity import now
+from mecha.core.learning.scope import project_of_cwd
 from mecha.core.learning.survey import Planned, survey_session
 from mecha.core.sessions.foreign import FORMAT_NAMES, ReadSession, TaintPolicy, detect_format, read_session
 from mecha.core.sessions.mining import Intervention, Trigger, Voices
 from mecha.core.sessions.transcript import Message
-from mecha.core.store.files import ensure_private_dir, write_atomic
-from mecha.core.store.inbox import SessionEntry, inbox_dir, inbox_name, queued_session_ids
+from mecha.core.store.inbox import SessionEntry, admit_staged, queued_session_ids, stage, staging_dir
 from mecha.core.store.learning_store import LearningStore
 
 #: Where each agent keeps its sessions, under the person's home.
 DEFAULT_DIRS = {"claude": Path("~/.claude/projects"), "codex": Path("~/.codex/sessions")}
 
-_STAGING_PREFIX = ".import-"
 
 
 class ImportRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -202,7 +200,9 @@ def plan_session(
         session_id = f"{read.session_id}@{tail_start(read.messages, fresh[0].intervention.at)}"
     else:
         session_id = read.session_id
-    session.entry = SessionEntry(session_id, plans=fresh)
+    # Its lessons are learned for the project the session ran in: its
+    # working directory's git root (none recorded: global).
+    session.entry = SessionEntry(session_id, plans=fresh, project=project_of_cwd(read.project))
     return session
 
 
@@ -289,10 +289,14 @@ def import_sessions(
     project: str | None = None,
     dry_run: bool = False,
     warn: Callable[[str], None] | None = None,
+    ended: bool = False,
 ) -> ImportReport:
     """Find, read and plan every session under `root`; unless `dry_run`,
     queue the new interventions in one step. Starts no pass: the caller
-    does, once, when `queued` is not empty."""
+    does, once, when `queued` is not empty. `ended`: the agent said the
+    session is over (its session-end hook), so however recent the file,
+    nothing in it is still being written and no refusal waits for its
+    reason (`awaiting_reason`)."""
     root = root.expanduser()
     report = ImportReport(source=source, root=str(root), dry_run=dry_run)
     files = find_session_files(root, source)
@@ -329,7 +333,7 @@ def import_sessions(
                 continue
             plan = plan_session(
                 read,
-                live=time.time() - st.st_mtime < LIVE_WINDOW_S,
+                live=not ended and time.time() - st.st_mtime < LIVE_WINDOW_S,
                 path=key,
                 size=st.st_size,
                 mtime_ns=st.st_mtime_ns,
@@ -342,9 +346,8 @@ def import_sessions(
             staged_path = None
             if plan.entry is not None and not dry_run:
                 if staging is None:
-                    staging = _staging_dir(store)
-                staged_path = staging / inbox_name(plan.entry)
-                write_atomic(staged_path, msgspec.json.encode(plan.entry))
+                    staging = staging_dir(store)
+                staged_path = stage(staging, plan.entry)
                 plan.entry = None  # the transcript is on disk now; let it go
             staged.append((plan, staged_path))
             del read
@@ -354,7 +357,11 @@ def import_sessions(
         if dry_run:
             return report
         if staged:
-            _commit(store, report, staged)
+
+            def read_again(plan: SessionPlan, on_file: Counter[str], seen: set[str]) -> tuple[SessionPlan, Path | None] | None:
+                return _read_again(store, plan, on_file, seen, staging, policy=policy, voices=voices, ended=ended)
+
+            _commit(store, report, staged, read_again)
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
@@ -379,55 +386,91 @@ def _what_it_is(found: str | None) -> str:
     return f"it reads as {FORMAT_NAMES[found]}" if found else "not a session file of any known format"
 
 
-def _staging_dir(store: LearningStore) -> Path:
-    inbox = inbox_dir(store)
-    ensure_private_dir(inbox, root=store.root)
-    ignore = inbox / ".gitignore"
-    if not ignore.exists():
-        write_atomic(ignore, b"*\n")
-    _sweep_stale_staging(inbox)
-    path = inbox / f"{_STAGING_PREFIX}{os.getpid()}-{os.urandom(3).hex()}"
-    ensure_private_dir(path, root=store.root)
-    return path
+ReadAgain = Callable[[SessionPlan, Counter[str], set[str]], tuple[SessionPlan, Path | None] | None]
 
 
-def _sweep_stale_staging(inbox: Path) -> None:
-    """Staging folders left by an import that died before its commit."""
-    from mecha.core.store.jobs import _pid_alive
+def _read_again(
+    store: LearningStore,
+    plan: SessionPlan,
+    on_file: Counter[str],
+    seen: set[str],
+    staging: Path | None,
+    *,
+    policy: TaintPolicy | None,
+    voices: Voices,
+    ended: bool,
+) -> tuple[SessionPlan, Path | None] | None:
+    """`plan`'s file read and planned again, now, against the keys on file
+    (`on_file`, not consumed) and the sessions imported before (`seen`),
+    its new entry staged; `None` when it can no longer be read. Caller
+    holds the writer lock, so what it plans is what it queues."""
+    path = Path(plan.path)
+    try:
+        st = path.stat()
+        read = _read_file(path, plan.source, policy)
+    except (OSError, InvalidInput):
+        return None
+    again = plan_session(
+        read,
+        live=not ended and time.time() - st.st_mtime < LIVE_WINDOW_S,
+        path=plan.path,
+        size=st.st_size,
+        mtime_ns=st.st_mtime_ns,
+        voices=voices,
+        on_file=Counter(on_file),
+        imported_before=read.session_id in seen,
+    )
+    if again.entry is None:
+        return again, None
+    staged = stage(staging if staging is not None else staging_dir(store), again.entry)
+    again.entry = None
+    return again, staged
 
-    for child in inbox.iterdir():
-        if not child.name.startswith(_STAGING_PREFIX) or not child.is_dir():
-            continue
-        try:
-            pid = int(child.name[len(_STAGING_PREFIX) :].split("-", 1)[0])
-        except ValueError:
-            continue
-        if pid != os.getpid() and not _pid_alive(pid):
-            shutil.rmtree(child, ignore_errors=True)
 
+def _commit(
+    store: LearningStore,
+    report: ImportReport,
+    staged: list[tuple[SessionPlan, Path | None]],
+    read_again: ReadAgain,
+) -> None:
+    """Under the writer lock: move the staged entries into the inbox and
+    record what was read.
 
-def _commit(store: LearningStore, report: ImportReport, staged: list[tuple[SessionPlan, Path | None]]) -> None:
-    """Under the writer lock: drop what another import queued meanwhile,
-    move the staged entries into the inbox, record what was read."""
+    Another import may have queued some of a file's interventions since
+    this one read it — from an older read of the same file, perhaps, while
+    this read saw it grown. Such a file is read and planned again here,
+    under the lock, so the new part is queued now; a record never says a
+    file was read further than what was queued from it (the record of a
+    grown file with no keys made every later import skip it as unchanged,
+    and its new interventions were lost)."""
     stamp = now()
     with store.lock():
         records = store.imports()
         on_file: Counter[str] = Counter(k for r in records if r.source == report.source for k in r.keys)
+        seen = {r.session_id for r in records if r.source == report.source}
         mined = store.mined_sessions()
         waiting = queued_session_ids(store)
         out: list[ImportRecord] = []
         for plan, staged_path in staged:
             queued_as = None
             keys = plan.fresh_keys
+            if staged_path is not None and any(on_file[k] > 0 for k in keys):
+                found = read_again(plan, on_file, seen)
+                if found is None:
+                    continue  # gone or unreadable now: nothing read is recorded
+                plan, staged_path = found
+                keys = plan.fresh_keys
             if staged_path is not None:
                 entry_id = _entry_id(staged_path)
-                raced = any(on_file[k] > 0 for k in keys)
-                if raced or entry_id in mined or entry_id in waiting:
+                if entry_id in mined or entry_id in waiting:
                     keys = []
                 else:
-                    os.replace(staged_path, inbox_dir(store) / staged_path.name)
+                    admit_staged(store, staged_path)
                     queued_as = entry_id
                     report.queued.append(entry_id)
+                    on_file.update(keys)
+                    seen.add(plan.session_id)
+                    waiting.add(entry_id)
             out.append(
                 ImportRecord(
                     source=plan.source,

@@ -27,7 +27,7 @@ from mecha.core.learning.reflection import Reflector, Reflexion
 from mecha.core.learning.survey import Planned
 from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
 from mecha.core.store.inbox import DraftEntry, InboxEntry, SessionEntry, claim_all, entry_decoder, release, set_aside
-from mecha.core.store.learning_store import MAX_UNUSABLE_ANSWERS, REFLECTIONS_FILE, Attempt, AttemptState, LearningStore
+from mecha.core.store.learning_store import MAX_UNUSABLE_ANSWERS, Attempt, AttemptState, LearningStore
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +178,15 @@ class _Gate:
         self.stopped: BaseException | None = None
 
 
-async def _ask(gate: _Gate, reflector: Reflector, plan: Planned, key: str, session_id: str, progress: Progress) -> _Answer | BaseException:
+async def _ask(
+    gate: _Gate,
+    reflector: Reflector,
+    plan: Planned,
+    key: str,
+    session_id: str,
+    progress: Progress,
+    project: str | None = None,
+) -> _Answer | BaseException:
     async with gate.slots:
         if gate.stopped is not None:
             return gate.stopped
@@ -199,6 +207,7 @@ async def _ask(gate: _Gate, reflector: Reflector, plan: Planned, key: str, sessi
         return _Answer(plan, key, skipped=True)
     r.session_id = session_id
     r.origin = plan.origin
+    r.project = project
     progress(f"{key}: lesson ({plan.origin.value}): {r.reflexion_text}")
     return _Answer(plan, key, reflexion=r)
 
@@ -293,7 +302,7 @@ def _not_on_file(store: LearningStore, reflections: list[Reflexion], session_id:
 
     from mecha.core.store.files import read_bytes
 
-    data = read_bytes(store.root / REFLECTIONS_FILE)
+    data = read_bytes(store.reflections_path)
     if not reflections or not data or msgspec.json.encode(session_id) not in data:
         return reflections
     on_file = Counter(
@@ -399,9 +408,10 @@ async def _reflect_entry(
         # Told once every entry has said what it will ask (they all start
         # before any answer can come back), so the first count is the whole.
         asyncio.get_running_loop().call_soon(tick)
+        project = entry.project if isinstance(entry, SessionEntry) else None
 
         async def counted(plan: Planned, key: str) -> _Answer | BaseException:
-            answer = await _ask(gate, reflector, plan, key, work.session_id, progress)
+            answer = await _ask(gate, reflector, plan, key, work.session_id, progress, project)
             if isinstance(answer, _Answer):
                 outcome.answered += 1
                 tick()
