@@ -367,11 +367,11 @@ class _Reader:
             # untrusted). What is typed into it changes nothing — a shell or
             # an interpreter reading its input is untrusted to begin with.
             session = args.get("session_id") if isinstance(args, dict) else None
-            command = self.exec_sessions.get(str(session)) if session is not None else None
+            command: str | list[str] | None = self.exec_sessions.get(str(session)) if session is not None else None
         else:
             command = shell_command(name, args)
-            running = _EXEC_SESSION.search(text) if command is not None and name in self.policy.shell else None
-            if running is not None:
+            running = _EXEC_SESSION.search(text) if name in self.policy.shell else None
+            if running is not None and command is not None:
                 self.exec_sessions[running.group(1)] = command
         brought = self.policy.taint_of(name, command)
         failed = isinstance(p.output, dict) and p.output.get("success") is False
