@@ -464,24 +464,6 @@ def _export(ctx: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def _installed_program() -> list[str]:
-    """How an agent's hook runs this program: the absolute path of the
-    `mecha-sidecar` being run (or the one beside this interpreter), else the
-    interpreter with `-m mecha.sidecar`."""
-    import os
-    import shutil
-
-    first = sys.argv[0]
-    if os.path.basename(first) == "mecha-sidecar":
-        found = first if os.sep in first else shutil.which(first)
-        if found and os.access(found, os.X_OK):
-            return [os.path.abspath(found)]
-    beside = os.path.join(os.path.dirname(os.path.abspath(sys.executable)), "mecha-sidecar")
-    if os.path.isfile(beside) and os.access(beside, os.X_OK):
-        return [beside]
-    return [os.path.abspath(sys.executable), "-m", "mecha.sidecar"]
-
-
 def _hooks(ctx: Any, args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -509,7 +491,7 @@ def _hooks(ctx: Any, args: argparse.Namespace) -> int:
         # A store named at install is the one the hooks use, wherever the
         # agent runs them from; else theirs is resolved as every verb's is.
         learning_dir = str(ctx.root) if args.learning_dir else None
-        doc = hk.with_ours(settings.doc, args.agent, _installed_program(), learning_dir)
+        doc = hk.with_ours(settings.doc, args.agent, hk.hook_program(sys.executable), learning_dir)
     else:
         doc = hk.without_ours(settings.doc)
     changed = doc != settings.doc

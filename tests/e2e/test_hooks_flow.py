@@ -159,9 +159,17 @@ def test_session_end_queues_the_new_interventions_once_and_the_pass_reflects_the
     transcript.parent.mkdir(parents=True)
     transcript.write_bytes(session.bytes())
     agent_env = {**env, "MECHA_MODEL_API": "openai", "MECHA_MODEL_BASE_URL": server.url, "MECHA_MODEL": "scripted-model"}
+    # The test harness's PYTHONPATH ends in an empty entry, which Python reads
+    # as the working directory; a person's agent has no such entry.
+    agent_env["PYTHONPATH"] = os.pathsep.join(p for p in env["PYTHONPATH"].split(os.pathsep) if p)
     payload = {"session_id": SID, "transcript_path": str(transcript), "cwd": str(project),
                "hook_event_name": "SessionEnd", "reason": "prompt_input_exit", "permission_mode": "default"}
 
+    # The project has modules of its own the hook must not pick up from its
+    # working directory.
+    (project / "msgspec.py").write_text("raise SystemExit('the project shadowed msgspec')\n")
+    (project / "mecha").mkdir()
+    (project / "mecha" / "__init__.py").write_text("raise SystemExit('the project shadowed mecha')\n")
     ran = run_hook(ours["SessionEnd"], payload, cwd=project, env=agent_env)
     assert ran.returncode == 0 and ran.stdout == b"", ran.stderr
     (line,) = hook_log(store_dir)
