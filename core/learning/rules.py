@@ -90,8 +90,12 @@ class Rule(msgspec.Struct, omit_defaults=True, kw_only=True):
     based_on_count: int | None = None
     #: Minted when the rule first enters the store; what the ledger keys on.
     id: str | None = None
-    #: Reflection ids of the batch that produced (or last rewrote) the rule.
+    #: Reflection ids the rule rests on: the ones the learner cited for it
+    #: (rules learned before citations existed carry their whole batch).
     sources: list[str] = msgspec.field(default_factory=list)
+    #: Ids of the earlier learned rules this one rewrote or merged, as the
+    #: learner said when it was proposed.
+    supersedes: list[str] = msgspec.field(default_factory=list)
     created_at: str | None = None
     #: Set instead of deleting: a retired rule was measured harmful, and the
     #: learner is shown it so the lesson cannot come back reworded.
@@ -102,6 +106,32 @@ class Rule(msgspec.Struct, omit_defaults=True, kw_only=True):
         """Rides in prompts. Retirement wins over a hand edit that left
         `enabled = true`."""
         return self.enabled and self.retired_at is None
+
+
+class RuleDrop(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """A live learned rule a proposal leaves out, and why: a new rule of the
+    proposal absorbs it, or a reflection of the pass contradicts it. A drop
+    with neither is refused by the learn gate, so a filed drop always has
+    one."""
+
+    #: The live rule's id (absent on rules older than ids).
+    rule_id: str | None = None
+    text: str
+    #: The text of the proposed rule that rewrites or merges it.
+    absorbed_by: str | None = None
+    #: The id of the reflection that contradicts it.
+    contradicted_by: str | None = None
+
+
+class Refusal(msgspec.Struct, kw_only=True):
+    """Something the learner proposed that the learn gate refused."""
+
+    #: `rule`: a proposed rule left out of the proposal; `drop`: a live rule
+    #: the learner left out with no cited reason, kept as it is.
+    kind: str
+    #: The proposed rule's text, or the live rule's.
+    rule: str
+    reason: str
 
 
 class RulesFile(msgspec.Struct, omit_defaults=True):
@@ -119,8 +149,8 @@ def finalize_rules(
     The learner rewrites whole sets, so identity must survive a rewrite: a
     rule whose text matches one in `previous` *is* that rule restated and keeps
     its id, `created_at`, retirement and (unless it brings its own) sources; a
-    rule with new text is new — a fresh id, `now`, and the batch's reflection
-    ids as sources. Retired rules in `previous` that the new set omits are
+    rule with new text is new — a fresh id, `now`, and the reflections it
+    cites as sources (the batch's, when it brings none). Retired rules in `previous` that the new set omits are
     carried over untouched: a consolidation can neither resurrect nor erase
     what retirement recorded.
     """
@@ -141,7 +171,7 @@ def finalize_rules(
         if r.id is None:
             r.id = mint_rule_id()
             r.created_at = now
-            r.sources = list(batch_sources)
+            r.sources = list(r.sources or batch_sources)
         out.append(r)
     kept = {r.text for r in out}
     for prev in previous:

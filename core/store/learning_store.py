@@ -62,7 +62,9 @@ import msgspec
 from mecha.core.errors import Ambiguous, InvalidDomain, InvalidInput, InvalidStore, NotFound
 from mecha.core.learning.rules import (
     MAX_ACTIVE_RULES_PER_DOMAIN,
+    Refusal,
     Rule,
+    RuleDrop,
     RulesFile,
     active_count,
     domain_rules_section,
@@ -275,6 +277,11 @@ class Proposal(msgspec.Struct, kw_only=True):
     created_at: str
     resolved_at: str | None = None
     reason: str | None = None
+    #: Live learned rules the candidate leaves out, each with why (a rule of
+    #: the candidate absorbs it, or a reflection contradicts it).
+    drops: list[RuleDrop] = msgspec.field(default_factory=list)
+    #: What the learn gate refused of the learner's answer, and why.
+    refusals: list[Refusal] = msgspec.field(default_factory=list)
 
 
 class RenderedBlock(msgspec.Struct, kw_only=True):

@@ -86,10 +86,12 @@ export interface OverBudget {
 export interface Proposal {
   created_at: string;
   domain: string;
+  drops: RuleDrop[];
   evidence: string;
   id: string;
   reason: string | null;
   reflexion_ids: string[];
+  refusals: Refusal[];
   resolved_at: string | null;
   rules: Rule[];
   rules_before: Rule[];
@@ -125,6 +127,13 @@ export interface ProposalsResult {
   proposals: Proposal[];
 }
 
+/** Something the learner proposed that the learn gate refused. */
+export interface Refusal {
+  kind: string;
+  reason: string;
+  rule: string;
+}
+
 /** One rule in a domain's TOML file. */
 export interface Rule {
   based_on_count?: number;
@@ -135,6 +144,20 @@ export interface Rule {
   retired_at?: string;
   retired_reason?: string;
   sources?: string[];
+  supersedes?: string[];
+  text: string;
+}
+
+/**
+ * A live learned rule a proposal leaves out, and why: a new rule of the
+ * proposal absorbs it, or a reflection of the pass contradicts it. A drop
+ * with neither is refused by the learn gate, so a filed drop always has
+ * one.
+ */
+export interface RuleDrop {
+  absorbed_by?: string;
+  contradicted_by?: string;
+  rule_id?: string;
   text: string;
 }
 
