@@ -20,6 +20,7 @@ import msgspec
 
 from mecha.core.gate.candidate import ChangeClass, Judgement, Pair, Prediction
 from mecha.core.gate.run import RunStats
+from mecha.core.learning.sources import RuleChange, RuleSources
 from mecha.core.sessions.mining import Intervention
 from mecha.core.sessions.outbox import OutboxItem
 from mecha.core.sessions.transcript import Message, TaintCheckpoint
@@ -185,6 +186,12 @@ class ProposalResult(msgspec.Struct):
 class ProposalWithDiffResult(msgspec.Struct):
     proposal: Proposal
     diff: str
+    #: Each rule the proposal adds, changes or removes, with its sources.
+    changes: list[RuleChange] = msgspec.field(default_factory=list)
+
+
+class RuleSourcesParams(msgspec.Struct):
+    rule_id: str
 
 
 class RejectProposalParams(msgspec.Struct):
@@ -320,6 +327,8 @@ METHODS: dict[str, Method] = {
            "A pending proposal that retires one learned rule."),
         _m("mecha/recordValidation", ValidationRecord, Empty, "Append one probe's measurement to the ledger."),
         _m("mecha/ruleTallies", RuleTalliesParams, RuleTalliesResult, "Per-rule tallies folded from the ledger."),
+        _m("mecha/ruleSources", RuleSourcesParams, RuleSources,
+           "Why one rule exists: the reflections it rests on, their interventions and sessions, and its measured record."),
         _m("mecha/judge", JudgeParams, Judgement, "The paired A/B gate over measured arms."),
         _m("mecha/judgeDrawn", JudgeDrawnParams, Judgement, "The gate over already drawn slices."),
         _m("mecha/doctor", Empty, DoctorResult, "Health checks of the store, the loop and the model."),

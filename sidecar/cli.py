@@ -43,6 +43,7 @@ verbs:
   inbox [list|retry ID|drop ID]
                       what waits for reflection, and what a pass set aside
   tallies             per-rule validation tallies
+  why RULE_ID         why a rule exists: the corrections it was learned from, and how it measured
   doctor              health checks
   schema              the JSON Schema of every method and of the rules file
 """
@@ -141,6 +142,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--no-wait", action="store_true", help="retry: return once the pass has started")
     s = sub.add_parser("tallies", help="per-rule validation tallies")
     s.add_argument("--domain")
+    s = sub.add_parser("why", help="why a rule exists: its sources and its measured record")
+    s.add_argument("rule_id", help="a rule's id (hover it in an editor, or see `proposals show`)")
     sub.add_parser("doctor", help="health checks")
     sub.add_parser("schema", help="print the JSON Schema")
     return p
@@ -302,6 +305,10 @@ def _run_verb(verb: str, args: argparse.Namespace) -> int:
     if verb == "tallies":
         result = call(ctx, "mecha/ruleTallies", {"domain": args.domain})
         _emit(args, result, humane.tallies)
+        return 0
+    if verb == "why":
+        result = call(ctx, "mecha/ruleSources", {"rule_id": args.rule_id})
+        _emit(args, result, humane.rule_sources)
         return 0
     if verb == "doctor":
         result = call(ctx, "mecha/doctor", {})

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mecha.core.errors import InvalidInput
+from mecha.core.errors import InvalidInput, NotFound
 from mecha.core.learning.rules import run_domains_including, validate_domain
 from mecha.core.sessions.mining import extract_interventions, locate_followup
 from mecha.core.store import jobs as jobs_mod
@@ -291,11 +291,13 @@ def proposals(ctx: Context, p: m.ProposalsParams, cancel: Cancel) -> m.Proposals
 
 @handles("mecha/proposal")
 def proposal(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.ProposalWithDiffResult:
-    from mecha.core.learning.proposals import proposal_diff
+    from mecha.core.learning.proposals import proposal_changes_in, proposal_diff
 
     store = ctx.store()
     found = store.proposal(p.id)
-    return m.ProposalWithDiffResult(proposal=found, diff=proposal_diff(store, found))
+    return m.ProposalWithDiffResult(
+        proposal=found, diff=proposal_diff(store, found), changes=proposal_changes_in(store, found)
+    )
 
 
 @handles("mecha/acceptProposal")
@@ -368,6 +370,16 @@ def record_validation(ctx: Context, p: Any, cancel: Cancel) -> m.Empty:
     with store.lock():
         store.append_validation(p)
     return m.Empty()
+
+
+@handles("mecha/ruleSources")
+def rule_sources(ctx: Context, p: m.RuleSourcesParams, cancel: Cancel) -> Any:
+    from mecha.core.learning.proposals import rule_sources as sources
+
+    store = ctx.existing_store()
+    if store is None:
+        raise NotFound(f"no rule {p.rule_id!r}: there is no store yet")
+    return sources(store, p.rule_id)
 
 
 @handles("mecha/ruleTallies")

@@ -170,6 +170,9 @@ def plan_session(
             if not fresh:
                 old_before_first_fresh = True
             continue
+        at = plan.intervention.at
+        if 0 <= at < len(read.lines):
+            plan.line = read.lines[at]
         fresh.append(plan)
         keys.append(key)
     held = 0
@@ -198,7 +201,7 @@ def plan_session(
         session_id = f"{read.session_id}@{tail_start(read.messages, fresh[0].intervention.at)}"
     else:
         session_id = read.session_id
-    session.entry = SessionEntry(session_id, plans=fresh)
+    session.entry = SessionEntry(session_id, plans=fresh, file=str(path))
     return session
 
 

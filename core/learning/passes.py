@@ -37,7 +37,7 @@ from mecha.core.errors import InvalidInput, ModelFailure, NoModel, UnusableReply
 from mecha.core.identity import mint_proposal_id, mint_run_id, now
 from mecha.core.learning.consolidation import PERSON_BUDGET, Learner, gate_learned_set, refusals_summary
 from mecha.core.learning.proposals import pending_for
-from mecha.core.learning.reflection import Evidence, Origin, Reflector, Reflexion, evidence_for
+from mecha.core.learning.reflection import Evidence, FoundAt, Origin, Reflector, Reflexion, evidence_for
 from mecha.core.learning.rules import (
     LEARN_MIN_REFLECTIONS,
     MAX_ACTIVE_RULES_PER_DOMAIN,
@@ -86,6 +86,9 @@ class Planned(msgspec.Struct):
     intervention: Intervention
     evidence: Evidence
     origin: Origin
+    #: For an imported session: the file line of the message the
+    #: intervention rides in (`intervention.at`).
+    line: int | None = None
 
 
 def survey_session(
@@ -145,6 +148,9 @@ class SessionEntry(msgspec.Struct, tag="session", tag_field="kind", omit_default
     #: (`_QUEUED_ID`).
     session_id: str
     plans: list[Planned] | None = None
+    #: The session file an import read it from (absent for a session the
+    #: harness handed over).
+    file: str | None = None
     #: Put back by a person (`inbox retry`) after it was set aside: asked
     #: again although its session is already marked mined.
     retry: bool = False
@@ -519,7 +525,9 @@ class _Gate:
         self.stopped: BaseException | None = None
 
 
-async def _ask(gate: _Gate, reflector: Reflector, plan: Planned, key: str, session_id: str, progress: Progress) -> _Answer | BaseException:
+async def _ask(
+    gate: _Gate, reflector: Reflector, plan: Planned, key: str, session_id: str, file: str | None, progress: Progress
+) -> _Answer | BaseException:
     async with gate.slots:
         if gate.stopped is not None:
             return gate.stopped
@@ -540,6 +548,7 @@ async def _ask(gate: _Gate, reflector: Reflector, plan: Planned, key: str, sessi
         return _Answer(plan, key, skipped=True)
     r.session_id = session_id
     r.origin = plan.origin
+    r.found = FoundAt(at=plan.intervention.at, file=file, line=plan.line)
     progress(f"{key}: lesson ({plan.origin.value}): {r.reflexion_text}")
     return _Answer(plan, key, reflexion=r)
 
@@ -658,6 +667,11 @@ class _Work(msgspec.Struct):
     plans: list[Planned]
     edits: bool
 
+    @property
+    def file(self) -> str | None:
+        """The session file an import read the work from, if one did."""
+        return self.entry.file if isinstance(self.entry, SessionEntry) else None
+
     @classmethod
     def of(cls, entry: InboxEntry, voices: Voices) -> _Work:
         plans = entry.surveyed(voices)
@@ -730,7 +744,7 @@ async def _reflect_entry(
     answers: list[_Answer | BaseException] = []
     if todo:
         reflector = get_model()
-        answers = list(await asyncio.gather(*(_ask(gate, reflector, p, k, work.session_id, progress) for p, k in todo)))
+        answers = list(await asyncio.gather(*(_ask(gate, reflector, p, k, work.session_id, work.file, progress) for p, k in todo)))
     got = [a for a in answers if isinstance(a, _Answer)]
     interrupted = len(got) < len(answers)
     await my_turn()

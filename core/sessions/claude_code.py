@@ -68,6 +68,7 @@ from mecha.core.sessions.foreign import (
     TaintPolicy,
     TaintTimeline,
     line_error,
+    note_lines,
     numbered_lines,
 )
 from mecha.core.sessions.mining import DENIAL_PREFIX
@@ -469,9 +470,13 @@ def read_claude_code(
     """One Claude Code session file as a wire transcript (see the module's
     docstring for every quirk handled)."""
     reader = _Reader(name, policy or CLAUDE_POLICY, is_subagent_path(path))
+    lines: list[int] = []
+    number = 0
     for number, raw, torn in numbered_lines(data):
         reader.line(number, raw, torn)
+        note_lines(lines, reader.out, number)
     reader._flush_queued()
+    note_lines(lines, reader.out, number)
     base = reader.session_id or (path.stem if path is not None else "session")
     session_id = f"claude:{base}"
     if reader.sidechain_file and path is not None and path.stem != base:
@@ -484,4 +489,5 @@ def read_claude_code(
         interactive=not reader.sidechain_file,
         project=reader.project,
         warnings=reader.warnings,
+        lines=lines,
     )

@@ -55,6 +55,7 @@ from mecha.core.sessions.foreign import (
     TaintPolicy,
     TaintTimeline,
     line_error,
+    note_lines,
     numbered_lines,
 )
 from mecha.core.sessions.mining import DENIAL_PREFIX
@@ -369,8 +370,11 @@ def read_codex(
     """One Codex CLI rollout file as a wire transcript (see the module's
     docstring for every quirk handled)."""
     reader = _Reader(name, policy or CODEX_POLICY)
+    lines: list[int] = []
+    number = 0
     for number, raw, torn in numbered_lines(data):
         reader.line(number, raw, torn)
+        note_lines(lines, reader.out, number)
     base = reader.session_id or (path.stem if path is not None else "session")
     return ReadSession(
         source="codex",
@@ -380,4 +384,5 @@ def read_codex(
         interactive=reader.interactive,
         project=reader.project,
         warnings=reader.warnings,
+        lines=lines,
     )

@@ -26,7 +26,7 @@ and passes as one the harness recorded. The readers live in
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import msgspec
@@ -60,6 +60,16 @@ class ReadSession(msgspec.Struct, kw_only=True):
     project: str | None = None
     #: Lines skipped on the way (a torn last line, an unknown record kind).
     warnings: list[str] = msgspec.field(default_factory=list)
+    #: For each message, the file line (1-based) it began on; empty when
+    #: the format does not say.
+    lines: list[int] = msgspec.field(default_factory=list)
+
+
+def note_lines(lines: list[int], messages: Sequence[object], number: int) -> None:
+    """Record `number` as the line of every message a reader added while
+    reading it (and forget lines of messages it took back)."""
+    del lines[len(messages):]
+    lines.extend([number] * (len(messages) - len(lines)))
 
 
 # ─── taint ──────────────────────────────────────────────────────────────────

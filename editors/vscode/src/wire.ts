@@ -105,6 +105,7 @@ export interface ProposalResult {
 export type ProposalStatus = "accepted" | "pending" | "rejected" | "rejected_by_gate";
 
 export interface ProposalWithDiffResult {
+  changes: RuleChange[];
   diff: string;
   proposal: Proposal;
 }
@@ -148,6 +149,17 @@ export interface Rule {
   text: string;
 }
 
+/** One rule a proposal adds, changes or removes, with its sources. */
+export interface RuleChange {
+  absorbed_by?: string;
+  change: string;
+  contradicted_by?: RuleSource;
+  replaces?: string[];
+  rule_id?: string;
+  sources?: RuleSource[];
+  text: string;
+}
+
 /**
  * A live learned rule a proposal leaves out, and why: a new rule of the
  * proposal absorbs it, or a reflection of the pass contradicts it. A drop
@@ -159,6 +171,20 @@ export interface RuleDrop {
   contradicted_by?: string;
   rule_id?: string;
   text: string;
+}
+
+/** One reflection a rule rests on, and where its intervention was found. */
+export interface RuleSource {
+  at?: number;
+  created_at?: string;
+  file?: string;
+  lesson?: string;
+  line?: number;
+  on_record?: boolean;
+  reflection_id: string;
+  session_id?: string;
+  text?: string;
+  trigger?: string;
 }
 
 export interface RulesPromptBlockResult {
