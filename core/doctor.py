@@ -140,7 +140,7 @@ def _inbox_check(store: Any) -> Check:
     """What waits for a reflect pass, and what a pass set aside — named, with
     how to retry or drop it. Not a failure: set-aside work is kept, and held
     out of the way on purpose."""
-    from mecha.core.learning.passes import count_waiting, list_set_aside
+    from mecha.core.store.inbox import count_waiting, list_set_aside
 
     waiting, aside = count_waiting(store), list_set_aside(store)
     detail = f"{waiting} waiting for a reflect pass"

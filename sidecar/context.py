@@ -11,7 +11,7 @@ a detached pass, which runs inside the store, is handed the same directory.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +106,24 @@ class Context(msgspec.Struct):
         if self._store is not None:
             return self._store
         return LearningStore.open_existing(self.root)
+
+    def with_voices(self, *profiles: str, extra: Sequence[str] = ()) -> Context:
+        """This context with the voices a verb that mines adds: the built-in
+        profiles named (`claude`, `codex`: the formats being read),
+        `$MECHA_HARNESS_VOICES`, then `extra` (`--voices`). The one recipe
+        for `mine`, `reflect`, `import` and the agents' session-end hook, so
+        a hook queues exactly what `import` would."""
+        from mecha.core.sessions.foreign import expand_voices, voices_from_env_value
+
+        prefixes = expand_voices(
+            [
+                *self.voices.harness_prefixes,
+                *expand_voices(profiles),
+                *voices_from_env_value(os.environ.get("MECHA_HARNESS_VOICES")),
+                *extra,
+            ]
+        )
+        return msgspec.structs.replace(self, voices=msgspec.structs.replace(self.voices, harness_prefixes=prefixes))
 
     def pass_environment(self) -> dict[str, str]:
         """Environment for a detached pass: this one, plus the store root and

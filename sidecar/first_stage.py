@@ -42,7 +42,7 @@ import mecha.core
 import mecha.protocol
 import mecha.sidecar
 from mecha.core.store import blockcache
-from mecha.core.store.layout import resolve_root, rules_fingerprint
+from mecha.core.store.layout import resolve_root, root_problem, rules_fingerprint
 from mecha.protocol import lifecycle as lc
 from mecha.protocol import plainwire as pw
 
@@ -185,8 +185,8 @@ class FirstStage:
     def _initialize(self, msg: pw.Plain, body: bytes) -> str:
         assert msg.id is not None
         learning_dir = pw.initialize_learning_dir(msg.params)
-        if learning_dir is pw.REFUSED:
-            return _HAND_OVER
+        if learning_dir is pw.REFUSED or (isinstance(learning_dir, str) and root_problem(learning_dir)):
+            return _HAND_OVER  # the full server names what is wrong with it
         # `Context.from_options`: `learningDir` when given and not empty.
         root = resolve_root(learning_dir)
         if root.startswith("~"):

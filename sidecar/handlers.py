@@ -175,8 +175,8 @@ def session_ended(
     exactly that) and start a reflect pass. `start_pass=False` (the CLI handing over a folder
     of sessions, which starts one pass after the last) only queues."""
     from mecha.core.identity import validate_record_id
-    from mecha.core.learning.passes import enqueue, session_entry
     from mecha.core.learning.reflection import Origin
+    from mecha.core.store.inbox import enqueue, session_entry
 
     validate_record_id(p.session_id, "session_id")
     entry = session_entry(p.session_id, p.messages, p.taint_timeline, interactive=p.interactive, voices=ctx.voices)
@@ -189,7 +189,7 @@ def session_ended(
         # Nothing to queue from this run; but work a failed pass left waiting
         # is picked up at the next run's end rather than waiting for one
         # that has interventions of its own.
-        from mecha.core.learning.passes import count_waiting
+        from mecha.core.store.inbox import count_waiting
 
         job = start_job(ctx, "reflect") if start_pass and count_waiting(store) else None
         return m.SessionEndedResult(interventions=0, learnable=0, already_mined=False, job=job)
@@ -201,7 +201,8 @@ def session_ended(
 @handles("mecha/draftResolved")
 def draft_resolved(ctx: Context, p: m.DraftResolvedParams, cancel: Cancel) -> m.DraftResolvedResult:
     from mecha.core.identity import validate_record_id
-    from mecha.core.learning.passes import DraftEntry, enqueue, survey_draft
+    from mecha.core.learning.survey import survey_draft
+    from mecha.core.store.inbox import DraftEntry, enqueue
 
     validate_record_id(p.item.id, "item.id")
     if p.item.session_id is not None:
@@ -220,7 +221,7 @@ def draft_resolved(ctx: Context, p: m.DraftResolvedParams, cancel: Cancel) -> m.
 
 @handles("mecha/learn")
 def learn(ctx: Context, p: m.LearnParams, cancel: Cancel) -> m.LearnResult:
-    from mecha.core.learning.passes import learn_refusal
+    from mecha.core.learning.learn import learn_refusal
 
     validate_domain(p.domain)
     if p.min is not None and p.min < 1:
@@ -233,7 +234,7 @@ def learn(ctx: Context, p: m.LearnParams, cancel: Cancel) -> m.LearnResult:
 
 @handles("mecha/jobs")
 def jobs(ctx: Context, p: m.Empty, cancel: Cancel) -> m.JobsResult:
-    from mecha.core.learning.passes import count_waiting, list_set_aside
+    from mecha.core.store.inbox import count_waiting, list_set_aside
 
     store = ctx.existing_store()
     if store is None:
@@ -245,7 +246,7 @@ def jobs(ctx: Context, p: m.Empty, cancel: Cancel) -> m.JobsResult:
 
 @handles("mecha/inbox")
 def inbox(ctx: Context, p: m.Empty, cancel: Cancel) -> m.InboxResult:
-    from mecha.core.learning.passes import count_waiting, list_set_aside
+    from mecha.core.store.inbox import count_waiting, list_set_aside
 
     store = ctx.existing_store()
     if store is None:
@@ -255,7 +256,7 @@ def inbox(ctx: Context, p: m.Empty, cancel: Cancel) -> m.InboxResult:
 
 @handles("mecha/inboxRetry")
 def inbox_retry(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.InboxRetryResult:
-    from mecha.core.learning.passes import retry_set_aside
+    from mecha.core.store.inbox import retry_set_aside
 
     entry = retry_set_aside(ctx.store(), p.id)
     return m.InboxRetryResult(entry=entry, job=start_job(ctx, "reflect"))
@@ -263,7 +264,7 @@ def inbox_retry(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.InboxRetryResu
 
 @handles("mecha/inboxDrop")
 def inbox_drop(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.InboxDropResult:
-    from mecha.core.learning.passes import drop_set_aside
+    from mecha.core.store.inbox import drop_set_aside
 
     return m.InboxDropResult(entry=drop_set_aside(ctx.store(), p.id))
 

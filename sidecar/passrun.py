@@ -63,7 +63,7 @@ def run_pass(
 
     try:
         if kind == "reflect":
-            from mecha.core.learning.passes import reflect_inbox
+            from mecha.core.learning.reflect import reflect_inbox
             from mecha.core.learning.reflection import Reflector
 
             def require() -> Reflector:
@@ -83,7 +83,7 @@ def run_pass(
             final = msgspec.structs.replace(job, state="done", outcome=outcome.summary())
         elif kind == "learn":
             from mecha.core.learning.consolidation import Learner
-            from mecha.core.learning.passes import learn_domain, learn_refusal
+            from mecha.core.learning.learn import learn_domain, learn_refusal
 
             assert domain is not None, "learn needs --domain"
             refusal = learn_refusal(store, domain, minimum)

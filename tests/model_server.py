@@ -7,7 +7,7 @@ both dialects (`/v1/chat/completions`, `/v1/messages`, `/v1/models`).
 
 Each completion request consumes the next *action* of the script, in order:
 `reply`, `stall`, `status`, `garbage`, `truncated_json`, `refusal`,
-`echo_auth`. With the script empty it asks the `responder`, a callable
+`echo_auth`, `huge`. With the script empty it asks the `responder`, a callable
 `(request_json, dialect) -> action` that can answer by content (end-to-end
 tests answer reflector and learner prompts this way); with neither, it
 answers 500 "script exhausted", which no test mistakes for a reply. Every
@@ -102,7 +102,16 @@ class EchoAuth:
     code: int = 401
 
 
-Action = Reply | Stall | Status | Garbage | TruncatedJson | Refusal | EchoAuth
+@dataclass(frozen=True)
+class Huge:
+    #: The reply text is `head`, then `fill` repeated `count` times, then `tail`.
+    head: str
+    fill: str
+    count: int
+    tail: str
+
+
+Action = Reply | Stall | Status | Garbage | TruncatedJson | Refusal | EchoAuth | Huge
 Responder = Callable[[Any, Dialect], "Action"]
 
 
@@ -139,6 +148,15 @@ def garbage(data: bytes = b"\x00\xffnot json at all{{", *, raw: bool = False) ->
 def truncated_json() -> TruncatedJson:
     """A 200 whose body is a well-formed reply cut off halfway."""
     return TruncatedJson()
+
+
+def huge(head: str, fill: str, count: int, tail: str = "") -> Huge:
+    """A well-formed completion whose text is `head + fill * count + tail`,
+    streamed in chunks with its `Content-Length` declared up front: a reply
+    of hundreds of megabytes without the server holding it in memory. The
+    server stops writing when the client hangs up; `ModelServer.sent` says
+    how far it got."""
+    return Huge(head, fill, count, tail)
 
 
 def refusal(message: str = "I can't help with that.", *, category: str | None = None) -> Refusal:
@@ -343,12 +361,45 @@ class _Handler(BaseHTTPRequestHandler):
         elif isinstance(action, TruncatedJson):
             full = json.dumps(_completion_json(dialect, Reply("this reply is cut off"), request)).encode()
             self._send(200, full[: len(full) // 2], "application/json")
+        elif isinstance(action, Huge):
+            self._send_huge(action, request, dialect)
         elif isinstance(action, EchoAuth):
             seen = headers.get("authorization") or headers.get("x-api-key") or "(none)"
             body = {"error": {"type": "authentication_error", "message": f"invalid credentials: {seen}"}}
             self._send_json(action.code, body)
         else:  # pragma: no cover - a test passed something that is not an action
             self._send_json(500, {"error": {"message": f"model server: not an action: {action!r}"}})
+
+    def _send_huge(self, action: Huge, request: Any, dialect: Dialect) -> None:
+        # The envelope around a one-character placeholder, split at it: the
+        # text's JSON-escaped bytes stream in between.
+        marker = "\u0000"
+        envelope = json.dumps(_completion_json(dialect, Reply(marker), request)).encode()
+        before, after = envelope.split(json.dumps(marker)[1:-1].encode(), 1)
+        head = json.dumps(action.head)[1:-1].encode()
+        fill = json.dumps(action.fill)[1:-1].encode()
+        tail = json.dumps(action.tail)[1:-1].encode()
+        repeat = max(1, (1 << 20) // max(1, len(fill)))
+        chunk = fill * repeat
+        length = len(before) + len(head) + len(fill) * action.count + len(tail) + len(after)
+        owner = self.server.owner
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(length))
+            self.end_headers()
+            self.wfile.write(before + head)
+            owner._sent_add(len(before) + len(head))
+            left = action.count
+            while left > 0:
+                n = min(left, repeat)
+                self.wfile.write(chunk if n == repeat else fill * n)
+                owner._sent_add(len(fill) * n)
+                left -= n
+            self.wfile.write(tail + after)
+            owner._sent_add(len(tail) + len(after))
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client stopped reading: what it was meant to do
 
     def _send_json(self, code: int, body: Any) -> None:
         self._send(code, json.dumps(body).encode(), "application/json")
@@ -406,6 +457,7 @@ class ModelServer:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._on_record: Callable[[RecordedRequest], None] | None = None
+        self._sent = 0
 
     # lifecycle
 
@@ -505,6 +557,16 @@ class ModelServer:
         if self.responder is not None:
             return self.responder(request, dialect)
         return None
+
+    @property
+    def sent(self) -> int:
+        """Bytes of `huge` bodies written to clients so far."""
+        with self._lock:
+            return self._sent
+
+    def _sent_add(self, n: int) -> None:
+        with self._lock:
+            self._sent += n
 
     def _add_record(self, record: RecordedRequest) -> None:
         with self._lock:

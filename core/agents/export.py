@@ -110,11 +110,14 @@ def export_block(path: Path, block: str | None, *, check: bool = False) -> Expor
     changed = raw is None or updated != existing
     if check or not changed:
         return ExportOutcome(path=str(path), changed=changed)
-    _replace(target, updated.encode("utf-8"))
+    replace_file(target, updated.encode("utf-8"))
     return ExportOutcome(path=str(path), changed=True)
 
 
-def _replace(target: Path, data: bytes) -> None:
+def replace_file(target: Path, data: bytes) -> None:
+    """Write `data` as `target` through a temp sibling renamed over it,
+    keeping its mode (0644 for a new file): a person's file is never seen
+    half written."""
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = stat.S_IMODE(target.stat().st_mode)

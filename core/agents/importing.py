@@ -47,11 +47,12 @@ import msgspec
 
 from mecha.core.errors import InvalidInput
 from mecha.core.identity import now
-from mecha.core.learning.passes import Planned, SessionEntry, inbox_dir, inbox_name, queued_session_ids, survey_session
+from mecha.core.learning.survey import Planned, survey_session
 from mecha.core.sessions.foreign import FORMAT_NAMES, ReadSession, TaintPolicy, detect_format, read_session
 from mecha.core.sessions.mining import Intervention, Trigger, Voices
 from mecha.core.sessions.transcript import Message
 from mecha.core.store.files import ensure_private_dir, write_atomic
+from mecha.core.store.inbox import SessionEntry, inbox_dir, inbox_name, queued_session_ids
 from mecha.core.store.learning_store import LearningStore
 
 #: Where each agent keeps its sessions, under the person's home.
@@ -101,6 +102,8 @@ class SessionPlan(msgspec.Struct, kw_only=True):
     entry: SessionEntry | None = None
     #: A last refusal held back until the person gives their reason.
     held: int = 0
+    #: Lines of the file skipped as not records of its format.
+    skipped_lines: int = 0
 
     def counts(self) -> dict[str, int]:
         """New interventions per `trigger/origin`, for a dry run."""
@@ -191,6 +194,7 @@ def plan_session(
         fresh=fresh,
         fresh_keys=keys,
         held=held,
+        skipped_lines=read.skipped_lines,
     )
     if not fresh:
         return session
@@ -265,6 +269,8 @@ class ImportReport(msgspec.Struct, kw_only=True):
     #: Session ids handed to the inbox.
     queued: list[str] = msgspec.field(default_factory=list)
     warnings: list[str] = msgspec.field(default_factory=list)
+    #: Lines skipped, over every file read, as not records of their format.
+    skipped_lines: int = 0
     dry_run: bool = False
 
 
@@ -315,21 +321,12 @@ def import_sessions(
                 report.unchanged += 1
                 continue
             try:
-                data = path.read_bytes()
-            except OSError as exc:
-                report.skipped.append(f"{path}: {exc.strerror or exc}")
-                continue
-            found = detect_format(data)
-            if found != source:
-                report.skipped.append(f"{path}: not {FORMAT_NAMES[source]} ({_what_it_is(found)})")
-                continue
-            try:
-                read = read_session(path, source, policy=policy, data=data)
+                read = _read_file(path, source, policy)
             except InvalidInput as exc:
                 report.skipped.append(str(exc))
                 continue
-            del data
             report.warnings.extend(read.warnings)
+            report.skipped_lines += read.skipped_lines
             if project is not None and not matches_project(read.project, path, root, project):
                 report.filtered += 1
                 continue
@@ -365,6 +362,20 @@ def import_sessions(
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
     return report
+
+
+def _read_file(path: Path, source: str, policy: TaintPolicy | None) -> ReadSession:
+    """One file read as `source`, line by line from disk (memory follows
+    the transcript, not the file); `InvalidInput` when it is another format,
+    none, unreadable, or has no readable record."""
+    try:
+        with path.open("rb") as f:
+            found = detect_format(f)
+            if found != source:
+                raise InvalidInput(f"{path}: not {FORMAT_NAMES[source]} ({_what_it_is(found)})")
+            return read_session(path, source, policy=policy, data=f)
+    except OSError as exc:
+        raise InvalidInput(f"{path}: {exc.strerror or exc}") from None
 
 
 def _what_it_is(found: str | None) -> str:

@@ -25,6 +25,24 @@ from mecha.core.learning.sources import RuleChange, RuleSources, find_rule_sourc
 from mecha.core.store.learning_store import LEARNED_KIND, REFLECTIONS_FILE, LearningStore, Proposal, ProposalStatus
 from mecha.core.store.ledger import rule_tallies_by_model
 
+#: The longest reason a person may give for a reject or a retirement, in
+#: characters. A reason is a sentence or a paragraph: it is kept in the
+#: proposal, in the learned rules file (a retirement's) and in the commit
+#: message, and the learner is shown retired rules' reasons. Far longer is
+#: a paste, not a reason, and is refused by name rather than stored.
+MAX_REASON_CHARS = 4096
+
+
+def validate_reason(reason: str | None) -> str | None:
+    """`reason` when it is within `MAX_REASON_CHARS`, else `InvalidInput`
+    naming the field and the bound."""
+    if reason is not None and len(reason) > MAX_REASON_CHARS:
+        raise InvalidInput(
+            f"reason: {len(reason)} characters; a reason is at most {MAX_REASON_CHARS} "
+            "(say why in a sentence or two; the evidence is in the proposal already)"
+        )
+    return reason
+
 
 def is_pending(p: Proposal) -> bool:
     """Whether `p` still waits for a person's accept or reject."""
@@ -81,6 +99,7 @@ def accept_proposal(store: LearningStore, proposal_id: str) -> Proposal:
 def reject_proposal(store: LearningStore, proposal_id: str, reason: str | None = None) -> Proposal:
     """Record a person's rejection. Its reflections are marked processed: a
     person has heard that argument and said no (DESIGN §8.12)."""
+    validate_reason(reason)
     with store.lock():
         p = store.proposal(proposal_id)
         _require_pending(p)
@@ -103,6 +122,7 @@ def propose_retirement(store: LearningStore, domain: str, rule_id: str, reason: 
     the learner as never-to-re-derive.
     """
     validate_domain(domain)
+    validate_reason(reason)
     if not reason.strip():
         raise InvalidInput("reason: a retirement needs a reason a person can check")
     with store.lock():

@@ -27,7 +27,7 @@ from mecha.core.errors import UnusableReply
 from mecha.core.identity import mint_reflexion_id, now
 from mecha.core.learning.replies import ReplyContract, confidence_or_none, no_lesson_reason, refuse_unusable
 from mecha.core.providers.base import CompletionRequest, Provider
-from mecha.core.sessions.mining import Intervention, Trigger
+from mecha.core.sessions.mining import INTERVENTION_BUDGET, Intervention, Trigger, bound_text
 from mecha.core.sessions.transcript import Taint
 
 log = logging.getLogger(__name__)
@@ -245,14 +245,17 @@ def parse_reflector_reply(text: str, contract: ReplyContract = BEHAVIOR_CONTRACT
     return contract.decode(text)
 
 
-def unusable_reflection(reply: BehaviorReply | WritingReply | None, contract: ReplyContract) -> str | None:
+def unusable_reflection(
+    reply: BehaviorReply | WritingReply | None, contract: ReplyContract, unread: str | None = None
+) -> str | None:
     """Why a decoded reply is no answer, or `None` when it is one: a lesson,
     or an explicit skip. A reply that is neither — no JSON meeting the
     contract, or a "lesson" that is empty, markup or the template's own words
     (`replies.no_lesson_reason`) — must never be read as "no lesson": that
-    would mark the person's intervention mined and lose it."""
+    would mark the person's intervention mined and lose it. `unread` is why
+    the reply did not decode, when the caller knows (`ReplyContract.read`)."""
     if reply is None:
-        return "the reply held no JSON object that meets the reply contract"
+        return unread or "the reply held no JSON object that meets the reply contract"
     if reply.skip:
         return None
     return no_lesson_reason(reply.reflexion, contract.placeholders())
@@ -297,13 +300,13 @@ class Reflector:
             reply_schema=contract.reply_schema(),
         )
         response = await self.provider.complete(request)
-        reply = parse_reflector_reply(response.text, contract)
+        reply, unread = contract.read(response.text)
         if strict:
             try:
                 refuse_unusable(response, reply is not None, "reflector")
             except UnusableReply as exc:
                 raise UnusableReply(str(exc), reply=response.text) from None
-        why = unusable_reflection(reply, contract)
+        why = unusable_reflection(reply, contract, unread)
         if why is not None:
             if strict:
                 raise UnusableReply(f"reflector: {why} (finish: {response.stop_reason.value})", reply=response.text)
@@ -319,7 +322,9 @@ class Reflector:
             trigger=i.trigger.value,
             context=i.context if evidence is Evidence.FULL else "",
             intervention=i.text,
-            reflexion_text=reply.reflexion.strip(),
+            # A lesson is one to three sentences; a model that writes on for
+            # megabytes is held to what a person's own words may be.
+            reflexion_text=bound_text(reply.reflexion.strip(), INTERVENTION_BUDGET),
             error_type=reply.error_type,
             confidence=confidence_or_none(reply.confidence),
             created_at=now(),

@@ -24,6 +24,15 @@ scrubber.
 Each attempt has one deadline covering connect, send and read: httpx's read
 timeout alone restarts with every byte, so a server that trickles could hold a
 pass for ever.
+
+Bounds: a reply is read as a stream and never past what the request's
+`max_tokens` could produce (`reply_byte_bound`): a server that sends more —
+600 MB once took a pass to 1.8 GB of memory — is cut off there, and the call
+fails with `UnusableReply` naming the bound, which a pass counts as an
+unusable answer (three of those set the work aside) rather than a fault that
+fails it. An error body is read only as far as its quote needs. A body that
+nests deeper than `nesting.MAX_REPLY_DEPTH` is refused the same way before
+any decoder recurses into it.
 """
 
 from __future__ import annotations
@@ -43,7 +52,8 @@ import anyio
 import httpx
 import msgspec
 
-from mecha.core.errors import ModelFailure
+from mecha.core.errors import ModelFailure, UnusableReply
+from mecha.core.nesting import MAX_REPLY_DEPTH, json_nesting
 from mecha.core.providers.config import ModelConfig
 
 log = logging.getLogger("mecha.core.providers")
@@ -54,6 +64,24 @@ BODY_EXCERPT_CHARS = 300
 
 #: What replaces a secret in any text we show.
 REDACTED = "[redacted]"
+
+#: The most bytes one token of a reply can take in the body: a token is a few
+#: characters, and JSON may spell each as a six-byte `\uXXXX` escape (a
+#: surrogate pair is twelve). Generous on purpose: a reply that used its
+#: whole token budget is cut off, and unusable, however it is read.
+BYTES_PER_TOKEN = 32
+
+#: What a body carries besides the reply's tokens: ids, usage, the finish
+#: reason, a reasoning model's summary fields.
+ENVELOPE_BYTES = 64 * 1024
+
+#: How much of an error body is read: enough for any quote of it.
+ERROR_BODY_BYTES = 64 * 1024
+
+
+def reply_byte_bound(max_tokens: int) -> int:
+    """The largest body a reply to a request for `max_tokens` tokens can be."""
+    return max(0, max_tokens) * BYTES_PER_TOKEN + ENVELOPE_BYTES
 
 
 # ─── Decisions ──────────────────────────────────────────────────────────────
@@ -192,18 +220,26 @@ async def post_json(
     label: str,
     rand: Callable[[], float] = random.random,
     attempts: int | None = None,
+    max_tokens: int | None = None,
 ) -> Any:
     """POST `body` as JSON and return the decoded JSON reply, retrying within
     `cfg`'s bounds (or making at most `attempts` tries). Raises
-    `ModelFailure` with a scrubbed message."""
+    `ModelFailure` with a scrubbed message, or `UnusableReply` for a body
+    larger than a reply of `max_tokens` (default: `body["max_tokens"]`) can
+    be or nested deeper than any reply is."""
     secrets = tuple(s for s in secrets if s)
     shown_url = safe_url(url)
     total = cfg.max_retries + 1 if attempts is None else max(1, min(attempts, cfg.max_retries + 1))
     payload = msgspec.json.encode(body)
+    if max_tokens is None:
+        asked = body.get("max_tokens")
+        max_tokens = asked if isinstance(asked, int) else 4096
     async with new_client(cfg.timeout_s) as client:
         for attempt in range(1, total + 1):
             try:
-                return await _attempt(client, cfg, url, headers, payload, secrets)
+                return await _attempt(client, cfg, url, headers, payload, secrets, max_tokens)
+            except _TooLarge as big:
+                raise UnusableReply(f"{label} at {shown_url}: {big.detail}; not retried") from None
             except _Attempt as failure:
                 where = f"{label} at {shown_url}"
                 if not failure.retryable:
@@ -225,6 +261,39 @@ async def post_json(
     raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 
 
+class _TooLarge(Exception):
+    """A 2xx body past its bound, or nested past any reply's depth."""
+
+    def __init__(self, detail: str):
+        super().__init__(detail)
+        self.detail = detail
+
+
+async def _read_bounded(response: httpx.Response, limit: int, *, max_tokens: int | None = None) -> bytes:
+    """The body, read as a stream up to `limit` bytes. Past it: `_TooLarge`
+    for a reply (`max_tokens` given: what the bound came from), else what was
+    read (an error body, only ever quoted)."""
+    def too_large(how: str) -> _TooLarge:
+        return _TooLarge(
+            f"the reply body is larger than {limit:,} bytes, more than a reply of the request's "
+            f"max_tokens ({max_tokens}) can be; {how}"
+        )
+
+    declared = response.headers.get("content-length", "")
+    if max_tokens is not None and declared.isdigit() and int(declared) > limit:
+        raise too_large(f"it declares {int(declared):,}, none of it read")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            if max_tokens is not None:
+                raise too_large("stopped reading there")
+            return b"".join(chunks)[:limit]
+    return b"".join(chunks)
+
+
 async def _attempt(
     client: httpx.AsyncClient,
     cfg: ModelConfig,
@@ -232,19 +301,29 @@ async def _attempt(
     headers: Mapping[str, str],
     payload: bytes,
     secrets: tuple[str, ...],
+    max_tokens: int,
 ) -> Any:
+    # Asked uncompressed: a bound on the decoded body is the one that matters,
+    # and a compressed body can grow a thousandfold in one chunk.
+    sent = {**headers, "accept-encoding": "identity"}
     try:
         with anyio.fail_after(cfg.timeout_s):
-            response = await client.post(url, content=payload, headers=dict(headers))
+            async with client.stream("POST", url, content=payload, headers=sent) as response:
+                status = response.status_code
+                ok = 200 <= status < 300
+                if ok:
+                    content = await _read_bounded(response, reply_byte_bound(max_tokens), max_tokens=max_tokens)
+                else:
+                    content = await _read_bounded(response, ERROR_BODY_BYTES)
+                retry_after = response.headers.get("retry-after")
     except (TimeoutError, httpx.TimeoutException):
         raise _Attempt(f"timed out after {cfg.timeout_s:g}s", retryable=True) from None
     except httpx.TransportError as exc:
         detail = scrub(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, secrets)
         raise _Attempt(f"connection error ({excerpt(detail)})", retryable=True) from None
 
-    status = response.status_code
-    text = scrub(response.text, secrets)
-    if not 200 <= status < 300:
+    text = scrub(content.decode("utf-8", errors="replace"), secrets)
+    if not ok:
         hint = ""
         if status in (401, 403):
             hint = (
@@ -254,11 +333,13 @@ async def _attempt(
         raise _Attempt(
             f"HTTP {status}: {excerpt(text) or '(empty body)'}{hint}",
             retryable=retryable_status(status),
-            retry_after=parse_retry_after(response.headers.get("retry-after")),
+            retry_after=parse_retry_after(retry_after),
             status=status,
         )
+    if json_nesting(content, MAX_REPLY_DEPTH) > MAX_REPLY_DEPTH:
+        raise _TooLarge(f"the reply body nests deeper than {MAX_REPLY_DEPTH} levels, more than any reply has; not decoded")
     try:
-        return msgspec.json.decode(response.content)
+        return msgspec.json.decode(content)
     except msgspec.DecodeError:
         raise _Attempt(
             f"HTTP {status} but the body is not JSON: {excerpt(text) or '(empty body)'}",

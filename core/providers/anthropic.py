@@ -125,6 +125,7 @@ class AnthropicProvider:
             secrets=(key,) if key else (),
             label=self.label,
             attempts=1 if once else None,
+            max_tokens=request.max_tokens,
         )
         tool = request.reply_schema.name if mode == "tool" and request.reply_schema is not None else None
         return parse_messages_response(data, tool)

@@ -120,5 +120,6 @@ class OpenAIProvider:
             secrets=(key,) if key else (),
             label=self.label,
             attempts=1 if once else None,
+            max_tokens=request.max_tokens,
         )
         return parse_chat_response(data)

@@ -32,8 +32,12 @@ Pure: bytes in, `ReadSession` out. Each line is `{"timestamp", "type",
   context is the refused call.
 - **The older rollout shape** (a bare meta line, then bare response items,
   `record_type` state lines) reads the same way.
-- A last line cut off mid-write is skipped with a warning; any other line
-  that is not JSON is an error naming the line.
+- A **function call's `arguments`** is a JSON string; some files hold the
+  object itself, which is read as the arguments.
+- **Lines that are not records** (cut off mid-write, a bad byte, a lone
+  surrogate, nested too deeply, a field of an unknown shape) are skipped
+  with a warning naming the file and line, and counted; only a file with no
+  readable record is refused (`foreign.LineReader`).
 
 Taint is rebuilt from the calls (see `foreign.TaintPolicy`): web search,
 every MCP tool (Codex names them `server__tool`), unknown tools and
@@ -42,7 +46,6 @@ network-fetching shell commands are untrusted.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -51,12 +54,14 @@ import msgspec
 from mecha.core.sessions.foreign import (
     IMAGE_PLACEHOLDER,
     INTERRUPTED_RESULT,
+    LINE_FAULTS,
+    LineReader,
     ReadSession,
+    Source,
     TaintPolicy,
     TaintTimeline,
-    line_error,
+    bounded,
     note_lines,
-    numbered_lines,
 )
 from mecha.core.sessions.mining import DENIAL_PREFIX
 from mecha.core.sessions.transcript import Block, Message, Taint
@@ -95,7 +100,9 @@ class _Payload(msgspec.Struct):
     content: list[_Content] | str | None = None
     # calls
     name: str | None = None
-    arguments: str | None = None
+    #: A JSON string as the Responses API has it; some files hold the
+    #: object itself, read as the arguments.
+    arguments: Any = None
     input: Any = None
     call_id: str | None = None
     action: Any = None
@@ -118,7 +125,7 @@ _line = msgspec.json.Decoder(_Line)
 _payload = msgspec.json.Decoder(_Payload)
 
 
-def output_text(output: Any) -> str:
+def output_text(output: Any, depth: int = 0) -> str:
     """A call's output as text, whichever shape the version wrote."""
     if output is None:
         return ""
@@ -126,7 +133,12 @@ def output_text(output: Any) -> str:
         return output
     if isinstance(output, dict):
         inner = output.get("content", output.get("output"))
-        return output_text(inner) if inner is not None else json.dumps(output, ensure_ascii=False)
+        if inner is not None and depth < 8:
+            return output_text(inner, depth + 1)
+        try:
+            return msgspec.json.encode(output).decode()
+        except (RecursionError, TypeError, UnicodeError):
+            return "[an output nested too deeply to read]"
     if isinstance(output, list):
         parts = []
         for item in output:
@@ -139,6 +151,20 @@ def output_text(output: Any) -> str:
                 parts.append(item)
         return "\n".join(parts)
     return str(output)
+
+
+def call_arguments(arguments: Any) -> Any:
+    """A function call's arguments: the JSON string decoded (kept as the
+    string when it is not JSON, or nested too deeply to follow), or the
+    object a file holds in its place."""
+    if arguments is None or arguments == "":
+        return {}
+    if not isinstance(arguments, str):
+        return arguments
+    try:
+        return msgspec.json.decode(arguments)
+    except LINE_FAULTS:
+        return arguments
 
 
 def person_text(text: str) -> str | None:
@@ -177,6 +203,7 @@ def interactive_source(source: Any) -> bool:
 class _Reader:
     def __init__(self, name: str, policy: TaintPolicy):
         self.name = name
+        self.lines = LineReader(name, "codex")
         self.policy = policy
         self.out: list[Message] = []
         self.taint = TaintTimeline()
@@ -188,7 +215,6 @@ class _Reader:
         self.aborted = False
         #: The person's words already read this turn (the item/event pair).
         self.said_this_turn: list[str] = []
-        self.warnings: list[str] = []
         self.searches = 0
 
     def _results_message(self) -> Message | None:
@@ -235,13 +261,9 @@ class _Reader:
         self.out.append(Message.user(words))
 
     def line(self, number: int, raw: bytes, torn: bool) -> None:
-        try:
-            line = _line.decode(raw)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            if torn:
-                self.warnings.append(f"{self.name}:{number}: skipped a last line cut off mid-write")
-                return
-            raise line_error(self.name, "codex", number, str(exc)) from None
+        line = self.lines.decode(_line, number, raw, torn)
+        if line is None:
+            return
         kind, payload = line.type, line.payload
         if payload is None:
             if line.record_type is not None:
@@ -251,10 +273,9 @@ class _Reader:
                 if line.id and self.session_id is None:
                     self.session_id = line.id
                 return
-            try:
-                payload = _payload.decode(raw)
-            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                raise line_error(self.name, "codex", number, str(exc)) from None
+            payload = self.lines.decode(_payload, number, raw)
+            if payload is None:
+                return
             kind = "response_item"
         if kind == "session_meta":
             if payload.id and self.session_id is None:
@@ -291,16 +312,13 @@ class _Reader:
         elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
             call_id = p.call_id or p.id or f"call-{len(self.calls)}"
             if kind == "function_call":
-                try:
-                    args: Any = json.loads(p.arguments) if p.arguments else {}
-                except ValueError:
-                    args = p.arguments
+                args = call_arguments(p.arguments)
                 name = p.name or ""
             elif kind == "custom_tool_call":
                 args, name = p.input, p.name or ""
             else:
                 args, name = p.action, "local_shell"
-            use = Block.tool_use(call_id, name, args)
+            use = Block.tool_use(call_id, name, bounded(args))
             self.calls[call_id] = use
             self._assistant_blocks([use])
         elif kind == "web_search_call":
@@ -361,7 +379,7 @@ class _Reader:
 
 
 def read_codex(
-    data: bytes,
+    data: Source,
     *,
     name: str = "<codex rollout>",
     path: Path | None = None,
@@ -372,9 +390,10 @@ def read_codex(
     reader = _Reader(name, policy or CODEX_POLICY)
     lines: list[int] = []
     number = 0
-    for number, raw, torn in numbered_lines(data):
+    for number, raw, torn in reader.lines.lines(data):
         reader.line(number, raw, torn)
         note_lines(lines, reader.out, number)
+    reader.lines.finish()
     base = reader.session_id or (path.stem if path is not None else "session")
     return ReadSession(
         source="codex",
@@ -383,6 +402,7 @@ def read_codex(
         taint_timeline=reader.taint.checkpoints,
         interactive=reader.interactive,
         project=reader.project,
-        warnings=reader.warnings,
+        warnings=reader.lines.warnings,
+        skipped_lines=reader.lines.skipped,
         lines=lines,
     )

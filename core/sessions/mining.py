@@ -114,7 +114,9 @@ def truncate(text: str, budget: int) -> str:
 
 
 #: How much of the person's own words one reflection keeps, and one reflector
-#: prompt carries. The assistant's side is already held to `CONTEXT_BUDGET`;
+#: prompt carries — and how long the lesson a reflector writes may be
+#: (`reflection.Reflector`: a 5 MB lesson was once stored whole and sent to
+#: every learner prompt after it). The assistant's side is already held to `CONTEXT_BUDGET`;
 #: the person's side had no bound, and a pasted 60 MB log became a 60 MB
 #: reflection, entered the store's history and was sent whole to the learner.
 #: Eight context budgets is far more than any correction a person types.

@@ -52,6 +52,54 @@ RULES_SUFFIX = ".toml"
 #: delete at any time (the next full read writes them again).
 CACHE_DIR = "cache"
 
+#: Proposals waiting for a person (and resolved ones), one JSON file each.
+#: Here rather than only in the store because the agents' session-start hook
+#: counts the pending ones with the standard library alone
+#: (`mecha.core.agents.notice`).
+PROPOSALS_DIR = "proposals"
+#: Background passes' logs, and the agents' hooks' log: process state,
+#: git-ignored.
+LOGS_DIR = "logs"
+#: One line per run of an agent hook (Claude Code, Codex) — what it queued,
+#: or why it could not — since a hook must never print to the agent.
+HOOK_LOG_FILE = "hooks.log"
+
+
+def hook_log_path(root: str | os.PathLike[str]) -> str:
+    """`<root>/logs/hooks.log`: where an agent hook's runs are recorded."""
+    return os.path.join(root, LOGS_DIR, HOOK_LOG_FILE)
+
+
+#: The longest name of one file or directory, in bytes (`NAME_MAX` on every
+#: filesystem Linux mounts for a home directory).
+NAME_MAX_BYTES = 255
+#: The longest store root, in bytes: the kernel's `PATH_MAX` (4096 with its
+#: NUL) less room for the store's own deepest names beneath it (a temp of
+#: a rules file in `rules/`, a claimed entry in `inbox/set-aside/`).
+ROOT_MAX_BYTES = 4095 - 256
+
+
+def root_problem(given: str) -> str | None:
+    """Why `given` cannot be a store root on this system, or `None`: a NUL
+    (no path can hold one), text the filesystem cannot spell (a lone
+    surrogate), a name longer than `NAME_MAX_BYTES`, a path longer than
+    `ROOT_MAX_BYTES`. Asked where a root enters from a client, so the
+    client is told which option is wrong instead of every later request
+    failing on the first file the store opens."""
+    if "\x00" in given:
+        return "contains a NUL character, which no path can hold"
+    try:
+        raw = os.fsencode(given)
+    except UnicodeError:
+        return "holds text no file name on this system can spell (a lone surrogate)"
+    if len(raw) > ROOT_MAX_BYTES:
+        return f"is {len(raw)} bytes long; a store root is at most {ROOT_MAX_BYTES}"
+    for name in raw.split(b"/"):
+        if len(name) > NAME_MAX_BYTES:
+            shown = name[:16].decode("utf-8", "replace")
+            return f"has a name of {len(name)} bytes ({shown}…); a file or directory name is at most {NAME_MAX_BYTES}"
+    return None
+
 
 def default_root() -> str:
     """`$MECHA_LEARNING_DIR`, else `~/.mecha/learning`, as an absolute path."""

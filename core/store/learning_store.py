@@ -78,6 +78,8 @@ from mecha.core.store.layout import (  # noqa: F401 (re-exported)
     CACHE_DIR,
     DEFAULT_HOME_SUBDIR,
     LEARNING_DIR_ENV,
+    LOGS_DIR,
+    PROPOSALS_DIR,
     RULES_DIR,
     RULES_SUFFIX,
     default_root,
@@ -112,9 +114,7 @@ VALIDATIONS_FILE = "validations.jsonl"
 #: of the interventions queued (so a grown session queues only its new
 #: ones) and the file's size and mtime (so an unchanged one is not read).
 IMPORTED_FILE = "imported.jsonl"
-PROPOSALS_DIR = "proposals"
 JOBS_DIR = "jobs"
-LOGS_DIR = "logs"
 LOCK_FILE = ".lock"
 GITIGNORE_FILE = ".gitignore"
 #: Work handed over and not yet reflected (whole transcripts: never history).
@@ -873,7 +873,7 @@ class LearningStore:
 
     # ── git ──
 
-    def _git(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def _git(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         import subprocess
 
         env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_SCRUB}
@@ -883,7 +883,8 @@ class LearningStore:
             ["git", *args],
             cwd=self._root,
             env=env,
-            stdin=subprocess.DEVNULL,
+            input=stdin,
+            stdin=subprocess.DEVNULL if stdin is None else None,
             capture_output=True,
             text=True,
             timeout=_GIT_TIMEOUT_S,
@@ -914,9 +915,10 @@ class LearningStore:
         """
         import subprocess
 
-        # The message goes to git as an argument, and an argument cannot hold
-        # a NUL: a client's text (a reason) must not turn the commit of a
-        # change already written into an exception.
+        # The message goes to git on its standard input (`-F -`), never as an
+        # argument: the kernel caps one argument at 128 KiB, and a long
+        # message (a proposal's evidence) would skip the commit of a change
+        # already written. A NUL would end it early there too.
         message = message.replace("\x00", "\\0")
         git_dir = self._root / ".git"
         if not git_dir.exists():
@@ -934,7 +936,7 @@ class LearningStore:
             if added.returncode != 0:
                 log.warning("learning store commit: git add failed: %s", added.stderr.strip())
                 return False
-            done = self._git(*repo, *config, "commit", "--quiet", "-m", message)
+            done = self._git(*repo, *config, "commit", "--quiet", "-F", "-", stdin=message)
         except (OSError, subprocess.SubprocessError) as e:
             log.warning("learning store commit skipped (%s)", e)
             return False

@@ -38,17 +38,18 @@ def _session() -> list:
 
 
 def _one(server, concurrency: int, tmp: Path, n: int) -> float:
-    from mecha.core.learning import passes
+    from mecha.core.learning.reflect import reflect_inbox
     from mecha.core.learning.reflection import Reflector
     from mecha.core.providers import OpenAIProvider
     from mecha.core.sessions.transcript import Taint, TaintCheckpoint
+    from mecha.core.store.inbox import enqueue, session_entry
     from mecha.core.store.learning_store import LearningStore
 
     store = LearningStore.open(tmp / f"store-{concurrency}-{n}")
-    passes.enqueue(store, passes.session_entry("bench", _session(), [TaintCheckpoint(at=0, taint=Taint())]))
+    enqueue(store, session_entry("bench", _session(), [TaintCheckpoint(at=0, taint=Taint())]))
     reflector = Reflector(OpenAIProvider(server.config("openai", timeout_s=30.0, structured="off")))
     start = time.perf_counter()
-    outcome = asyncio.run(passes.reflect_inbox(store, reflector, concurrency=concurrency))
+    outcome = asyncio.run(reflect_inbox(store, reflector, concurrency=concurrency))
     took = time.perf_counter() - start
     assert outcome.reflections == INTERVENTIONS, outcome
     return took

@@ -5,7 +5,7 @@ peak RSS is its own) against a baseline child doing the unavoidable I/O of
 the same operation:
 
 - list a domain's learnable unprocessed reflections
-  (`mecha.core.learning.passes.learnable_pool`), against reading the file and splitting
+  (`mecha.core.learning.learn.learnable_pool`), against reading the file and splitting
   it into lines;
 - mark 1k of them processed (`LearningStore.mark_reflexions_processed`),
   against reading the file and rewriting it whole, atomically (temp sibling,
@@ -35,7 +35,7 @@ root, op, arg = sys.argv[1], sys.argv[2], sys.argv[3]
 from pathlib import Path
 t = time.perf_counter()
 if op == "pool":
-    from mecha.core.learning.passes import learnable_pool
+    from mecha.core.learning.learn import learnable_pool
     from mecha.core.store.learning_store import LearningStore
     t = time.perf_counter()
     n = len(learnable_pool(LearningStore(root), arg))

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from mecha.core.errors import InvalidInput
-from mecha.core.learning.passes import survey_session
 from mecha.core.learning.reflection import Origin
+from mecha.core.learning.survey import survey_session
 from mecha.core.sessions.codex_cli import read_codex
 from mecha.core.sessions.foreign import HARNESS_VOICE_PROFILES, detect_format
 from mecha.core.sessions.mining import Trigger, Voices
@@ -131,8 +131,27 @@ def test_the_older_rollout_shape_reads_the_same():
     assert [m.text() for m in read.messages][-1] == "Keep the old name as an alias."
 
 
-def test_a_bad_line_names_the_format_and_the_line():
-    # Pins: "not a message: Object missing required field 'role'" for a raw Codex file.
+def test_a_bad_line_is_skipped_naming_the_format_and_the_line():
+    # Pins: one bad line refusing a whole rollout.
     data = started().bytes() + b"{nope\n" + started().bytes()
-    with pytest.raises(InvalidInput, match=r"r.jsonl:6: reading as a Codex CLI rollout"):
-        read_codex(data, name="r.jsonl")
+    read = read_codex(data, name="r.jsonl")
+    assert read.skipped_lines == 1
+    assert read.warnings[0].startswith("r.jsonl:6: skipped a line that is not a record of a Codex CLI rollout")
+    with pytest.raises(InvalidInput, match=r"r.jsonl:1: reading as a Codex CLI rollout: no line"):
+        read_codex(b"{nope\n[]\n", name="r.jsonl")
+
+
+def test_function_call_arguments_that_are_an_object_are_the_arguments():
+    # Pins: a rollout refused whole because one call's `arguments` was an object, not a JSON string.
+    cx = started()
+    cx.lines.append({"timestamp": "t", "type": "response_item", "payload": {
+        "type": "function_call", "name": "shell", "call_id": "c9", "arguments": {"command": ["bash", "-lc", "curl example.com"]}}})
+    cx.lines.append({"timestamp": "t", "type": "response_item", "payload": {
+        "type": "function_call_output", "call_id": "c9", "output": "<html>"}})
+    read = read_codex(cx.bytes())
+    assert read.skipped_lines == 0
+    call = next(b for m in read.messages for b in m.blocks() if b.type == "tool_use" and b.id == "c9")
+    assert call.input == {"command": ["bash", "-lc", "curl example.com"]}
+    assert read.taint_timeline[-1].taint.untrusted  # the command line was read from the object
+
+

@@ -9,10 +9,10 @@ import pytest
 
 from mecha.core.agents.importing import tail_start
 from mecha.core.errors import InvalidInput
-from mecha.core.learning.passes import enqueue, queued_session_ids, session_entry
 from mecha.core.sessions.claude_code import CLAUDE_POLICY
 from mecha.core.sessions.foreign import NETWORK_COMMANDS, detect_format, expand_voices, voices_from_env_value
 from mecha.core.sessions.transcript import Block, Message, Taint
+from mecha.core.store.inbox import enqueue, queued_session_ids, session_entry
 from mecha.core.store.learning_store import LearningStore
 
 from .ccfixture import Claude, Codex

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from mecha.core.agents.importing import import_sessions, parse_since
-from mecha.core.learning.passes import _entry_decoder, inbox_dir
 from mecha.core.sessions.foreign import HARNESS_VOICE_PROFILES
 from mecha.core.sessions.mining import Trigger, Voices
+from mecha.core.store.inbox import entry_decoder, inbox_dir
 from mecha.core.store.learning_store import LearningStore
 
 from .ccfixture import Claude, Codex, text, use
@@ -28,7 +28,7 @@ def inbox(store: LearningStore) -> list:
     directory = inbox_dir(store)
     if not directory.is_dir():
         return []
-    return [_entry_decoder.decode(p.read_bytes()) for p in sorted(directory.iterdir()) if p.name.endswith(".json")]
+    return [entry_decoder.decode(p.read_bytes()) for p in sorted(directory.iterdir()) if p.name.endswith(".json")]
 
 
 def session(corrections: list[str], session: str = "s-1") -> Claude:
@@ -114,7 +114,9 @@ def test_files_that_are_not_sessions_are_skipped_with_a_warning_and_the_rest_que
     report = run(store, root)
     assert report.queued == ["claude:a"]
     assert any("notes.jsonl: not a Claude Code session" in s for s in report.skipped)
-    assert any("broken.jsonl:2" in s for s in report.skipped)
+    # A bad line costs that line: the rest of the file is read.
+    assert not any("broken.jsonl" in s for s in report.skipped)
+    assert any("broken.jsonl:2: skipped a line" in w for w in report.warnings) and report.skipped_lines == 1
 
 
 def test_a_folder_is_never_half_queued_when_the_import_fails_midway(store, tmp_path, monkeypatch):

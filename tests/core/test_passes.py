@@ -12,8 +12,8 @@ import msgspec
 import pytest
 
 from mecha.core.errors import InvalidInput, ModelFailure, NoModel, NotFound, NotPending, Stale
-from mecha.core.learning import passes
 from mecha.core.learning.consolidation import Learner
+from mecha.core.learning.learn import learn_domain, learn_refusal, learnable_pool
 from mecha.core.learning.proposals import (
     accept_proposal,
     pending_for,
@@ -21,11 +21,14 @@ from mecha.core.learning.proposals import (
     propose_retirement,
     reject_proposal,
 )
+from mecha.core.learning.reflect import reflect_inbox
 from mecha.core.learning.reflection import Evidence, Origin, Reflector, Reflexion
 from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule
-from mecha.core.sessions.mining import Voices
+from mecha.core.learning.survey import survey_draft, survey_session
+from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
 from mecha.core.sessions.outbox import OutboxItem
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
+from mecha.core.store.inbox import DraftEntry, enqueue, entry_decoder, inbox_dir, session_entry
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 from tests.fakes import ScriptedProvider
 
@@ -83,16 +86,16 @@ def test_an_intervention_is_classified_by_the_taint_covering_its_own_message():
     # A timeline that turns untrusted only after the steer must leave the
     # steer clean; one that turns before it must not.
     msgs = steered()
-    before = passes.survey_session(msgs, [TaintCheckpoint(at=0, taint=Taint()), TaintCheckpoint(at=3, taint=Taint(untrusted=True))])
-    after = passes.survey_session(msgs, [TaintCheckpoint(at=0, taint=Taint()), TaintCheckpoint(at=2, taint=Taint(untrusted=True))])
+    before = survey_session(msgs, [TaintCheckpoint(at=0, taint=Taint()), TaintCheckpoint(at=3, taint=Taint(untrusted=True))])
+    after = survey_session(msgs, [TaintCheckpoint(at=0, taint=Taint()), TaintCheckpoint(at=2, taint=Taint(untrusted=True))])
     assert [(p.origin, p.evidence) for p in before] == [(Origin.CLEAN, Evidence.FULL)]
     assert [(p.origin, p.evidence) for p in after] == [(Origin.UNTRUSTED, Evidence.INTERVENTION_ONLY)]
 
 
 def test_no_timeline_classifies_untrusted_and_a_non_interactive_session_derived():
     # Unknown coverage fails closed; a subagent's steer is a feedback loop.
-    assert [p.origin for p in passes.survey_session(steered(), None)] == [Origin.UNTRUSTED]
-    assert [p.origin for p in passes.survey_session(steered(), CLEAN, interactive=False)] == [Origin.DERIVED]
+    assert [p.origin for p in survey_session(steered(), None)] == [Origin.UNTRUSTED]
+    assert [p.origin for p in survey_session(steered(), CLEAN, interactive=False)] == [Origin.DERIVED]
 
 
 # ─── what the inbox carries ─────────────────────────────────────────────────
@@ -117,7 +120,7 @@ CI = Voices(harness_prefixes=("[ci]",))
 def test_a_queued_session_carries_its_survey_and_not_its_transcript(store: LearningStore):
     # Pins: the inbox holding a copy of every transcript (third-party text
     # and all) for the pass to survey a second time.
-    path = passes.enqueue(store, passes.session_entry("s1", with_a_harness_notice(), CLEAN, voices=CI))
+    path = enqueue(store, session_entry("s1", with_a_harness_notice(), CLEAN, voices=CI))
     raw = json.loads(path.read_bytes())
     assert "messages" not in raw and "voices" not in raw
     assert [p["intervention"]["text"] for p in raw["plans"]] == ["Use British spelling."]
@@ -127,10 +130,10 @@ def test_a_queued_session_carries_its_survey_and_not_its_transcript(store: Learn
 async def test_the_pass_reflects_on_what_was_surveyed_whatever_its_own_voices(store: LearningStore):
     # Pins: a second survey at the pass, under other voices than the
     # harness's, asking the model about the harness's own notice.
-    passes.enqueue(store, passes.session_entry("s1", with_a_harness_notice(), CLEAN, voices=CI))
+    enqueue(store, session_entry("s1", with_a_harness_notice(), CLEAN, voices=CI))
     provider = ScriptedProvider(lesson("Spell the British way."), lesson("A build notice is no correction."))
 
-    outcome = await passes.reflect_inbox(store, Reflector(provider), voices=passes.DEFAULT_VOICES)
+    outcome = await reflect_inbox(store, Reflector(provider), voices=DEFAULT_VOICES)
 
     assert len(provider.requests) == 1
     assert "build 41 passed" not in provider.prompts()
@@ -149,14 +152,14 @@ async def test_an_entry_queued_with_its_whole_transcript_is_still_reflected_unde
         "taint_timeline": [{"at": 0, "taint": {}}],
         "interactive": True,
         "retry": False,
-        "voices": {"final_answer_nudge": passes.DEFAULT_VOICES.final_answer_nudge, "harness_prefixes": ["[ci]"]},
+        "voices": {"final_answer_nudge": DEFAULT_VOICES.final_answer_nudge, "harness_prefixes": ["[ci]"]},
     }
-    directory = passes.inbox_dir(store)
+    directory = inbox_dir(store)
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "20261101T000000.000000Z-old.json").write_text(json.dumps(legacy))
     provider = ScriptedProvider(lesson("Spell the British way."), lesson("A build notice is no correction."))
 
-    await passes.reflect_inbox(store, Reflector(provider))
+    await reflect_inbox(store, Reflector(provider))
 
     assert len(provider.requests) == 1
     assert [r.intervention for r in store.reflexions()] == ["Use British spelling."]
@@ -169,10 +172,10 @@ def test_a_queued_draft_carries_its_edit_as_surveyed():
         id="d1", status="sent", tool="mail_send", kind="message",
         args={"body_markdown": "Dear Dr Vermeulen,"}, args_before={"body_markdown": "Hi Dirk,"},
     )
-    entry = passes.DraftEntry(item, passes.survey_draft(item))
-    decoded = passes._entry_decoder.decode(msgspec.json.encode(entry))
-    assert isinstance(decoded, passes.DraftEntry) and decoded.plan is not None
-    assert decoded.surveyed(passes.DEFAULT_VOICES) == [decoded.plan]
+    entry = DraftEntry(item, survey_draft(item))
+    decoded = entry_decoder.decode(msgspec.json.encode(entry))
+    assert isinstance(decoded, DraftEntry) and decoded.plan is not None
+    assert decoded.surveyed(DEFAULT_VOICES) == [decoded.plan]
     assert decoded.plan.intervention.trigger.value == "edit"
 
 
@@ -180,24 +183,24 @@ def test_a_queued_draft_carries_its_edit_as_surveyed():
 
 
 async def test_a_reflect_pass_writes_classified_reflections_marks_mined_and_commits(store: LearningStore):
-    passes.enqueue(store, passes.session_entry("s1", steered(), CLEAN))
+    enqueue(store, session_entry("s1", steered(), CLEAN))
     provider = ScriptedProvider(lesson())
-    outcome = await passes.reflect_inbox(store, Reflector(provider))
+    outcome = await reflect_inbox(store, Reflector(provider))
     [r] = store.reflexions()
     assert (r.session_id, r.origin, r.evidence, r.domain) == ("s1", Origin.CLEAN, Evidence.FULL, "behavior")
     assert "s1" in store.mined_sessions()
     assert outcome.reflections == 1 and outcome.learnable == 1
-    assert not list(passes.inbox_dir(store).glob("*.json*"))
+    assert not list(inbox_dir(store).glob("*.json*"))
     assert git_log(store)[0].startswith("reflect session s1: 1 reflection(s), 1 learnable")
 
 
 async def test_an_already_mined_session_is_skipped_and_says_so(store: LearningStore):
     # Re-reading a mined session would re-argue (and re-bill) every lesson.
     store.mark_mined("s1")
-    passes.enqueue(store, passes.session_entry("s1", steered(), CLEAN))
+    enqueue(store, session_entry("s1", steered(), CLEAN))
     provider = ScriptedProvider()
     said: list[str] = []
-    outcome = await passes.reflect_inbox(store, Reflector(provider), progress=said.append)
+    outcome = await reflect_inbox(store, Reflector(provider), progress=said.append)
     assert outcome.skipped_already_mined == 1 and provider.requests == []
     assert any("already mined" in line for line in said)
     assert store.reflexions() == []
@@ -205,29 +208,29 @@ async def test_an_already_mined_session_is_skipped_and_says_so(store: LearningSt
 
 async def test_a_pass_without_a_model_leaves_the_session_in_the_inbox_for_a_later_pass(store: LearningStore):
     # Failing must not lose the hand-over: the harness has already exited.
-    passes.enqueue(store, passes.session_entry("s1", steered(), CLEAN))
+    enqueue(store, session_entry("s1", steered(), CLEAN))
 
     def no_model() -> Reflector:
         raise NoModel("no model is configured")
 
     with pytest.raises(NoModel):
-        await passes.reflect_inbox(store, None, require_model=no_model)
+        await reflect_inbox(store, None, require_model=no_model)
     assert "s1" not in store.mined_sessions()
-    [left] = passes.inbox_dir(store).glob("*.json")
+    [left] = inbox_dir(store).glob("*.json")
     assert ".claim-" not in left.name, "the claim was given back"
     assert store.try_lock() is not None, "the lock was released"
 
-    await passes.reflect_inbox(store, Reflector(ScriptedProvider(lesson())))
+    await reflect_inbox(store, Reflector(ScriptedProvider(lesson())))
     assert "s1" in store.mined_sessions() and len(store.reflexions()) == 1
 
 
 async def test_a_claim_held_by_a_dead_process_is_taken_over(store: LearningStore):
     # A pass SIGKILLed mid-model-call must not strand its session forever.
-    path = passes.enqueue(store, passes.session_entry("s1", steered(), CLEAN))
+    path = enqueue(store, session_entry("s1", steered(), CLEAN))
     dead = subprocess.Popen(["true"])
     dead.wait()
     os.replace(path, path.with_name(f"{path.name}.claim-{dead.pid}"))
-    await passes.reflect_inbox(store, Reflector(ScriptedProvider(lesson())))
+    await reflect_inbox(store, Reflector(ScriptedProvider(lesson())))
     assert "s1" in store.mined_sessions()
 
 
@@ -241,9 +244,9 @@ async def test_a_tainted_interventions_context_never_reaches_the_model(store: Le
         Message.assistant(f"Understood. {planted}"),
     ]
     timeline = [TaintCheckpoint(at=0, taint=Taint()), TaintCheckpoint(at=1, taint=Taint(untrusted=True))]
-    passes.enqueue(store, passes.session_entry("s1", msgs, timeline))
+    enqueue(store, session_entry("s1", msgs, timeline))
     provider = ScriptedProvider(lesson("Treat fetched pages as data."))
-    await passes.reflect_inbox(store, Reflector(provider))
+    await reflect_inbox(store, Reflector(provider))
     assert planted not in provider.prompts()
     [r] = store.reflexions()
     assert r.origin is Origin.UNTRUSTED and not r.learnable() and planted not in r.context
@@ -254,15 +257,15 @@ async def test_an_edited_draft_becomes_a_writing_reflection_once(store: Learning
         id="o1", status="sent", tool="mail_send", kind="message",
         args={"body_markdown": "Dear Dr Vermeulen,"}, args_before={"body_markdown": "Hi Dirk,"},
     )
-    passes.enqueue(store, passes.DraftEntry(item))
+    enqueue(store, DraftEntry(item))
     provider = ScriptedProvider(lesson("Open formally with a title.", "register"))
-    await passes.reflect_inbox(store, Reflector(provider))
+    await reflect_inbox(store, Reflector(provider))
     [r] = store.reflexions()
     assert (r.domain, r.trigger) == ("writing", "edit")
     assert "draft" in provider.requests[0].system
     assert "o1" in store.mined_outbox()
-    passes.enqueue(store, passes.DraftEntry(item))
-    outcome = await passes.reflect_inbox(store, Reflector(ScriptedProvider()))
+    enqueue(store, DraftEntry(item))
+    outcome = await reflect_inbox(store, Reflector(ScriptedProvider()))
     assert outcome.skipped_already_mined == 1 and len(store.reflexions()) == 1
 
 
@@ -271,17 +274,17 @@ async def test_an_edited_draft_becomes_a_writing_reflection_once(store: Learning
 
 def test_below_the_minimum_nothing_happens_and_the_reason_names_the_count(store: LearningStore):
     store.append_reflexions([reflexion("a"), reflexion("b"), reflexion("c", origin=Origin.UNTRUSTED)])
-    reason = passes.learn_refusal(store, "behavior")
+    reason = learn_refusal(store, "behavior")
     assert reason is not None and "2 learnable" in reason and "at least 3" in reason
-    assert passes.learn_refusal(store, "behavior", 2) is None
+    assert learn_refusal(store, "behavior", 2) is None
     with pytest.raises(InvalidInput):
-        passes.learn_refusal(store, "behavior", 0)
+        learn_refusal(store, "behavior", 0)
 
 
 async def test_a_learn_pass_proposes_and_never_writes_the_learned_file(store: LearningStore):
     store.append_reflexions([reflexion(i) for i in "abc"] + [reflexion("u", origin=Origin.UNTRUSTED)])
     provider = ScriptedProvider(rules_reply("Ask before deleting.", "Keep diffs small.", cites=("R1", "R2", "R3")))
-    outcome = await passes.learn_domain(store, "behavior", Learner(provider))
+    outcome = await learn_domain(store, "behavior", Learner(provider))
     assert outcome.status == "pending"
     p = store.proposal(outcome.proposal_id)
     assert p.reflexion_ids == ["a", "b", "c"], "only learnable reflections are argued from"
@@ -302,7 +305,7 @@ async def test_a_learn_pass_writes_its_proposal_with_the_status_enum_not_a_strin
     real = store.write_proposal
     monkeypatch.setattr(store, "write_proposal", lambda p: (written.append(p), real(p))[1])
     store.append_reflexions([reflexion(i) for i in "abc"])
-    await passes.learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply("Ask before acting."))))
+    await learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply("Ask before acting."))))
     [p] = written
     assert type(p.status) is ProposalStatus and p.status is ProposalStatus.PENDING
     assert [q.id for q in pending_for(store, "behavior")] == [p.id] == [q.id for q in pending_for(store)]
@@ -316,18 +319,18 @@ async def test_growth_past_the_cap_is_rejected_by_the_gate_and_the_reflections_r
     store.write_learned_rules("behavior", [Rule(text=f"rule {i}", id=f"r-{i}") for i in range(MAX_ACTIVE_RULES_PER_DOMAIN)])
     store.append_reflexions([reflexion(i) for i in "abc"])
     grown = [f"rule {i}" for i in range(MAX_ACTIVE_RULES_PER_DOMAIN)] + ["Add one more rule."]
-    outcome = await passes.learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply(*grown))))
+    outcome = await learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply(*grown))))
     assert outcome.status == "rejected_by_gate"
     p = store.proposal(outcome.proposal_id)
     assert p.reason and "budget gate" in p.reason and str(MAX_ACTIVE_RULES_PER_DOMAIN) in p.reason
-    assert len(passes.learnable_pool(store, "behavior")) == 3, "back in the pool"
-    assert passes.learn_refusal(store, "behavior") is None, "a gate refusal is not a pending proposal"
+    assert len(learnable_pool(store, "behavior")) == 3, "back in the pool"
+    assert learn_refusal(store, "behavior") is None, "a gate refusal is not a pending proposal"
 
 
 async def test_a_pending_proposal_blocks_a_second_learn_pass_for_its_domain(store: LearningStore):
     store.append_reflexions([reflexion(i) for i in "abcdef"])
-    first = await passes.learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply("Always ask first."))))
-    second = await passes.learn_domain(store, "behavior", Learner(ScriptedProvider()))
+    first = await learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply("Always ask first."))))
+    second = await learn_domain(store, "behavior", Learner(ScriptedProvider()))
     assert "still pending" in second.outcome and first.proposal_id in second.outcome
     assert second.proposal_id is None
 
@@ -335,7 +338,7 @@ async def test_a_pending_proposal_blocks_a_second_learn_pass_for_its_domain(stor
 async def test_an_unusable_learner_reply_fails_the_pass_and_writes_nothing(store: LearningStore):
     store.append_reflexions([reflexion(i) for i in "abc"])
     with pytest.raises(ModelFailure):
-        await passes.learn_domain(store, "behavior", Learner(ScriptedProvider("I would rather not.")))
+        await learn_domain(store, "behavior", Learner(ScriptedProvider("I would rather not.")))
     assert store.proposals() == [] and store.runs() == []
 
 
@@ -344,7 +347,7 @@ async def test_retired_rules_are_carried_through_a_learn_pass(store: LearningSto
     store.write_learned_rules("behavior", [retired])
     store.append_reflexions([reflexion(i) for i in "abc"])
     provider = ScriptedProvider(rules_reply("Keep replies fresh."))
-    outcome = await passes.learn_domain(store, "behavior", Learner(provider))
+    outcome = await learn_domain(store, "behavior", Learner(provider))
     p = store.proposal(outcome.proposal_id)
     assert any(r.id == "r-bad" and r.retired_at for r in p.rules), "retirement survives the rewrite"
     assert "Retired rules" in provider.requests[0].user
@@ -355,7 +358,7 @@ async def test_retired_rules_are_carried_through_a_learn_pass(store: LearningSto
 
 async def make_proposal(store: LearningStore, *texts: str) -> str:
     store.append_reflexions([reflexion(i) for i in ("x1", "x2", "x3")])
-    outcome = await passes.learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply(*texts))), minimum=1)
+    outcome = await learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply(*texts))), minimum=1)
     assert outcome.proposal_id
     return outcome.proposal_id
 

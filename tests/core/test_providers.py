@@ -23,7 +23,7 @@ import anyio
 import msgspec
 import pytest
 
-from mecha.core.errors import ModelFailure, NoModel
+from mecha.core.errors import ModelFailure, NoModel, UnusableReply
 from mecha.core.providers import (
     NO_MODEL_HELP,
     AnthropicProvider,
@@ -37,9 +37,11 @@ from mecha.core.providers import (
     resolve_model_config,
 )
 from mecha.core.providers._http import (
+    ENVELOPE_BYTES,
     api_url,
     backoff_delay,
     parse_retry_after,
+    reply_byte_bound,
     retry_delay,
     retryable_status,
     scrub,
@@ -51,6 +53,7 @@ from tests.model_server import (
     ModelServer,
     echo_auth,
     garbage,
+    huge,
     lessons_responder,
     refusal,
     reply,
@@ -410,6 +413,47 @@ async def test_a_body_that_is_not_json_fails_without_a_retry(model_server: Model
     model_server.script(action, reply("never reached"))
     with pytest.raises(ModelFailure, match="not JSON"):
         await OpenAIProvider(model_server.config("openai")).complete(REQUEST)
+    assert len(model_server.requests) == 1
+
+
+def test_the_bound_on_a_reply_grows_with_the_tokens_it_asked_for() -> None:
+    assert reply_byte_bound(0) == ENVELOPE_BYTES
+    assert reply_byte_bound(8192) > reply_byte_bound(4096) > 4096 * 4  # more than a few bytes a token
+    assert reply_byte_bound(4096) < 1 << 20  # and far less than a runaway reply
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+async def test_a_body_past_what_max_tokens_allows_is_cut_off_unread_and_not_retried(
+    model_server: ModelServer, api: str
+) -> None:
+    # Pins: a 600 MB reply read whole into memory (1.8 GB RSS for the pass).
+    model_server.script(huge("", "x", 200_000_000), reply("never reached"))
+    request = CompletionRequest(system="s", user="u", max_tokens=256)
+    with pytest.raises(UnusableReply, match=r"larger than [\d,]+ bytes, more than a reply of the request's max_tokens \(256\)"):
+        await provider_from_config(model_server.config(api)).complete(request)
+    assert len(model_server.requests) == 1
+    assert model_server.sent < 16 << 20, f"{model_server.sent:,} of 200,000,000 bytes sent"
+
+
+async def test_a_reply_within_its_bound_is_read_whole(model_server: ModelServer) -> None:
+    request = CompletionRequest(system="s", user="u", max_tokens=4096)
+    model_server.script(huge("", "y", 100_000))
+    assert (await OpenAIProvider(model_server.config("openai")).complete(request)).text == "y" * 100_000
+
+
+async def test_a_large_error_body_is_quoted_not_read_whole(model_server: ModelServer) -> None:
+    model_server.script(*[status(500, body=b'{"error": "' + b"z" * 5_000_000 + b'"}')] * 3)
+    with pytest.raises(ModelFailure, match="HTTP 500") as caught:
+        await OpenAIProvider(model_server.config("openai", max_retries=0, structured="off")).complete(REQUEST)
+    assert len(str(caught.value)) < 1000
+
+
+async def test_a_body_nested_past_any_reply_is_refused_by_name_before_it_is_decoded(model_server: ModelServer) -> None:
+    # Pins: a forced tool call whose input nests 1,000 deep raising RecursionError out of the pass.
+    deep = b'{"type": "message", "content": [{"type": "tool_use", "name": "t", "input": ' + b'{"a": ' * 1000 + b"1" + b"}" * 1000 + b"}]}"
+    model_server.script(garbage(deep), reply("never reached"))
+    with pytest.raises(UnusableReply, match="nests deeper than 32 levels"):
+        await provider_from_config(model_server.config("anthropic")).complete(REQUEST)
     assert len(model_server.requests) == 1
 
 

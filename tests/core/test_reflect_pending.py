@@ -11,12 +11,22 @@ from pathlib import Path
 import pytest
 
 from mecha.core.errors import ModelFailure, UnusableReply
-from mecha.core.learning import passes
 from mecha.core.learning.consolidation import Learner
+from mecha.core.learning.learn import LEARN_BATCH_MAX_REFLECTIONS, learn_batch, learn_domain, learn_refusal
+from mecha.core.learning.reflect import reflect_inbox
 from mecha.core.learning.reflection import Origin, Reflector, Reflexion
 from mecha.core.providers.base import CompletionRequest, CompletionResponse
 from mecha.core.sessions.mining import INTERVENTION_BUDGET
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
+from mecha.core.store.inbox import (
+    drop_set_aside,
+    enqueue,
+    inbox_dir,
+    list_set_aside,
+    retry_set_aside,
+    session_entry,
+    set_aside_dir,
+)
 from mecha.core.store.learning_store import MAX_UNUSABLE_ANSWERS, LearningStore
 from tests.fakes import ScriptedProvider
 
@@ -70,21 +80,21 @@ def store(tmp_path: Path) -> LearningStore:
 
 
 def inbox(store: LearningStore) -> list[str]:
-    return sorted(p.name for p in passes.inbox_dir(store).glob("*.json"))
+    return sorted(p.name for p in inbox_dir(store).glob("*.json"))
 
 
 async def test_an_unusable_answer_leaves_its_intervention_pending_and_the_session_unmined(store: LearningStore):
     # Pins: the first real-model run, where two of three interventions got no
     # usable JSON, the session was marked mined anyway, and those two lessons
     # were lost for good.
-    passes.enqueue(store, passes.session_entry("s1", three_interventions(), CLEAN))
+    enqueue(store, session_entry("s1", three_interventions(), CLEAN))
     model = ByIntervention({
         "only the docs folder": lesson("Keep edits inside the folder the person names."),
         "never delete files": "<pre><rem>Your previous question was answered.</rem></pre>",
         "changelog": '{"skip": true}',
     })
     with pytest.raises(UnusableReply, match="no JSON object that meets the reply contract"):
-        await passes.reflect_inbox(store, Reflector(model))
+        await reflect_inbox(store, Reflector(model))
     assert "s1" not in store.mined_sessions()
     assert len(inbox(store)) == 1, "the session waits in the inbox"
     [kept] = store.reflexions()
@@ -92,7 +102,7 @@ async def test_an_unusable_answer_leaves_its_intervention_pending_and_the_sessio
 
     # The next pass asks only what is still open, and then the session is done.
     model.answers["never delete files"] = lesson("Never delete a file without asking.")
-    outcome = await passes.reflect_inbox(store, Reflector(model))
+    outcome = await reflect_inbox(store, Reflector(model))
     assert (model.asked("only the docs folder"), model.asked("never delete files"), model.asked("changelog")) == (1, 2, 1)
     assert "s1" in store.mined_sessions() and inbox(store) == []
     assert sorted(r.reflexion_text for r in store.reflexions()) == [
@@ -104,7 +114,7 @@ async def test_an_unusable_answer_leaves_its_intervention_pending_and_the_sessio
 async def test_an_intervention_the_model_cannot_answer_is_set_aside_after_three_tries(store: LearningStore):
     # Pins: a model that keeps refusing one intervention being asked again by
     # every later pass, for ever, with the session never mined.
-    passes.enqueue(store, passes.session_entry("s1", three_interventions(), CLEAN))
+    enqueue(store, session_entry("s1", three_interventions(), CLEAN))
     model = ByIntervention({
         "only the docs folder": '{"skip": true}',
         "never delete files": "I would rather not.",
@@ -112,24 +122,24 @@ async def test_an_intervention_the_model_cannot_answer_is_set_aside_after_three_
     })
     for _ in range(MAX_UNUSABLE_ANSWERS - 1):
         with pytest.raises(UnusableReply):
-            await passes.reflect_inbox(store, Reflector(model))
+            await reflect_inbox(store, Reflector(model))
         assert "s1" not in store.mined_sessions()
     with pytest.raises(UnusableReply) as caught:
-        await passes.reflect_inbox(store, Reflector(model))
+        await reflect_inbox(store, Reflector(model))
     assert "1 set aside" in str(caught.value)
     assert model.asked("never delete files") == MAX_UNUSABLE_ANSWERS
     assert "s1" in store.mined_sessions() and inbox(store) == []
-    [aside] = passes.list_set_aside(store)
+    [aside] = list_set_aside(store)
     assert aside.label == "session s1" and aside.interventions == ["s1#4:denial"]
     # No pass asks it again...
-    await passes.reflect_inbox(store, Reflector(model))
+    await reflect_inbox(store, Reflector(model))
     assert model.asked("never delete files") == MAX_UNUSABLE_ANSWERS
 
     # ...until a person retries it; then only it is asked.
-    passes.retry_set_aside(store, aside.id[:12])
-    assert passes.list_set_aside(store) == [] and len(inbox(store)) == 1
+    retry_set_aside(store, aside.id[:12])
+    assert list_set_aside(store) == [] and len(inbox(store)) == 1
     model.answers["never delete files"] = lesson("Never delete a file without asking.")
-    await passes.reflect_inbox(store, Reflector(model))
+    await reflect_inbox(store, Reflector(model))
     assert model.asked("never delete files") == MAX_UNUSABLE_ANSWERS + 1
     assert model.asked("only the docs folder") == 1, "an answered intervention is never asked again"
     assert [r.reflexion_text for r in store.reflexions()] == ["Never delete a file without asking."]
@@ -137,13 +147,13 @@ async def test_an_intervention_the_model_cannot_answer_is_set_aside_after_three_
 
 
 async def test_a_dropped_set_aside_entry_is_gone_and_its_session_stays_mined(store: LearningStore):
-    passes.enqueue(store, passes.session_entry("s1", three_interventions(), CLEAN))
+    enqueue(store, session_entry("s1", three_interventions(), CLEAN))
     model = ByIntervention({"only the docs folder": '{"skip": true}', "changelog": '{"skip": true}',
                             "never delete files": ModelFailure("context too long", status=400)})
-    await passes.reflect_inbox(store, Reflector(model))
-    [aside] = passes.list_set_aside(store)
-    passes.drop_set_aside(store, aside.id)
-    assert passes.list_set_aside(store) == [] and not any(passes.set_aside_dir(store).iterdir())
+    await reflect_inbox(store, Reflector(model))
+    [aside] = list_set_aside(store)
+    drop_set_aside(store, aside.id)
+    assert list_set_aside(store) == [] and not any(set_aside_dir(store).iterdir())
     assert "s1" in store.mined_sessions()
 
 
@@ -151,39 +161,39 @@ async def test_a_request_the_server_will_never_take_is_set_aside_and_the_entries
     # Pins: one session whose prompt the server refuses with a 400 (a person
     # pasted a log longer than the model's context) failing every later pass
     # on that oldest entry, so nothing handed over after it was ever mined.
-    passes.enqueue(store, passes.session_entry("big", three_interventions("PASTED-LOG always update it"), CLEAN))
-    passes.enqueue(store, passes.session_entry("next", three_interventions("the changelog again, always"), CLEAN))
+    enqueue(store, session_entry("big", three_interventions("PASTED-LOG always update it"), CLEAN))
+    enqueue(store, session_entry("next", three_interventions("the changelog again, always"), CLEAN))
     model = ByIntervention({
         "PASTED-LOG": ModelFailure("HTTP 400: context length exceeded", status=400),
         "only the docs folder": '{"skip": true}',
         "never delete files": '{"skip": true}',
         "the changelog again": lesson("Update the changelog with every change."),
     })
-    outcome = await passes.reflect_inbox(store, Reflector(model))
+    outcome = await reflect_inbox(store, Reflector(model))
     assert {"big", "next"} <= store.mined_sessions()
     assert outcome.set_aside == 1 and outcome.reflections == 1
-    [aside] = passes.list_set_aside(store)
+    [aside] = list_set_aside(store)
     assert aside.label == "session big" and "HTTP 400" in aside.reason
 
 
 async def test_a_server_that_is_down_stops_the_pass_and_loses_nothing(store: LearningStore):
     # Pins: a dead server setting interventions aside (it is not their fault),
     # or every queued call waiting out its own timeout.
-    passes.enqueue(store, passes.session_entry("s1", three_interventions(), CLEAN))
+    enqueue(store, session_entry("s1", three_interventions(), CLEAN))
     down = ModelFailure("connection refused")
     model = ByIntervention({w: down for w in ("only the docs folder", "never delete files", "changelog")})
     with pytest.raises(ModelFailure, match="connection refused"):
-        await passes.reflect_inbox(store, Reflector(model), concurrency=1)
+        await reflect_inbox(store, Reflector(model), concurrency=1)
     assert len(model.requests) == 1, "no call starts after the server was found gone"
-    assert passes.list_set_aside(store) == [] and len(inbox(store)) == 1
+    assert list_set_aside(store) == [] and len(inbox(store)) == 1
     assert store.attempt_states() == {}
 
 
 async def test_reflector_calls_run_concurrently_up_to_the_limit(store: LearningStore):
     # Pins: a pass over many interventions taking one model latency each
     # against a server that could answer them together.
-    passes.enqueue(store, passes.session_entry("a", three_interventions(), CLEAN))
-    passes.enqueue(store, passes.session_entry("b", three_interventions("no, the changelog: always update it"), CLEAN))
+    enqueue(store, session_entry("a", three_interventions(), CLEAN))
+    enqueue(store, session_entry("b", three_interventions("no, the changelog: always update it"), CLEAN))
     in_flight = peak = 0
 
     class Slow(ScriptedProvider):
@@ -195,7 +205,7 @@ async def test_reflector_calls_run_concurrently_up_to_the_limit(store: LearningS
             in_flight -= 1
             return CompletionResponse(text='{"skip": true}')
 
-    await passes.reflect_inbox(store, Reflector(Slow()), concurrency=4)
+    await reflect_inbox(store, Reflector(Slow()), concurrency=4)
     assert peak == 4
     assert {"a", "b"} <= store.mined_sessions()
 
@@ -204,10 +214,10 @@ async def test_the_persons_words_are_bounded_in_what_a_reflection_stores_and_a_p
     # Pins: a 60 MB paste becoming a 60 MB reflection, entering history and
     # going whole into a learner prompt.
     huge = "log line\n" * 400_000 + "so: never run the migration twice"
-    passes.enqueue(store, passes.session_entry("s1", three_interventions(huge), CLEAN))
+    enqueue(store, session_entry("s1", three_interventions(huge), CLEAN))
     model = ByIntervention({"only the docs folder": '{"skip": true}', "never delete files": '{"skip": true}',
                             "never run the migration twice": lesson("Run a migration once.")})
-    await passes.reflect_inbox(store, Reflector(model))
+    await reflect_inbox(store, Reflector(model))
     [r] = store.reflexions()
     assert len(r.intervention) <= INTERVENTION_BUDGET
     assert "characters cut" in r.intervention and r.intervention.endswith("never run the migration twice")
@@ -235,32 +245,32 @@ async def test_a_learn_pass_that_changes_nothing_files_nothing_and_says_so(store
     # Pins: "0 -> 0 active behavior rules", a proposal that changes nothing,
     # waiting for a person's review.
     store.append_reflexions([reflexion(i) for i in range(3)])
-    outcome = await passes.learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply())))
+    outcome = await learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply())))
     assert outcome.outcome == "nothing to change: the model kept the 0 behavior rule(s) as they are"
     assert outcome.proposal_id is None and store.proposals() == []
     # A further learn is refused, with its reason, until a new reflection arrives.
-    refusal = passes.learn_refusal(store, "behavior")
+    refusal = learn_refusal(store, "behavior")
     assert refusal is not None and "no learnable reflection has arrived since" in refusal
-    again = await passes.learn_domain(store, "behavior", Learner(ScriptedProvider()))
+    again = await learn_domain(store, "behavior", Learner(ScriptedProvider()))
     assert again.outcome.startswith("nothing to do:")
     store.append_reflexions([reflexion(3, text="Ask first.")])
-    assert passes.learn_refusal(store, "behavior") is None
-    third = await passes.learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply("Ask before acting."))))
+    assert learn_refusal(store, "behavior") is None
+    third = await learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply("Ask before acting."))))
     assert third.proposal_id is not None
 
 
 async def test_a_learn_batch_is_bounded_oldest_first_and_the_rest_wait(store: LearningStore):
     # Pins: one domain's backlog (or one huge reflection) making a prompt no
     # model takes, so every learn pass for the domain failed for good.
-    store.append_reflexions([reflexion(i) for i in range(passes.LEARN_BATCH_MAX_REFLECTIONS + 10)])
+    store.append_reflexions([reflexion(i) for i in range(LEARN_BATCH_MAX_REFLECTIONS + 10)])
     provider = ScriptedProvider(rules_reply("Keep it short."))
-    outcome = await passes.learn_domain(store, "behavior", Learner(provider))
+    outcome = await learn_domain(store, "behavior", Learner(provider))
     proposal = store.proposal(outcome.proposal_id)
-    assert proposal.reflexion_ids == [f"r{i:03d}" for i in range(passes.LEARN_BATCH_MAX_REFLECTIONS)]
+    assert proposal.reflexion_ids == [f"r{i:03d}" for i in range(LEARN_BATCH_MAX_REFLECTIONS)]
     assert "r045" not in provider.requests[0].user
 
     huge = [reflexion(0, intervention="pasted " * 2_000_000)]
-    assert [r.id for r in passes.learn_batch(huge)] == ["r000"], "a single large reflection is still consolidated"
+    assert [r.id for r in learn_batch(huge)] == ["r000"], "a single large reflection is still consolidated"
     from mecha.core.learning.consolidation import learner_user_prompt
 
     assert len(learner_user_prompt("behavior", [], [], huge)) < 10_000
@@ -270,15 +280,15 @@ async def test_an_inbox_entry_whose_id_can_never_be_recorded_is_set_aside_and_th
     # Pins: an entry queued with a session id holding a newline (before ids
     # were checked where they enter) failing every later pass, which asked
     # the model for it again each time.
-    bad = passes.session_entry("s1\nforged", three_interventions(), CLEAN)
-    path = passes.inbox_dir(store)
-    passes.enqueue(store, passes.session_entry("ok", three_interventions(), CLEAN))
+    bad = session_entry("s1\nforged", three_interventions(), CLEAN)
+    path = inbox_dir(store)
+    enqueue(store, session_entry("ok", three_interventions(), CLEAN))
     import msgspec
 
     (path / "00000000T000000Z-bad.json").write_bytes(msgspec.json.encode(bad))
     model = ByIntervention({w: '{"skip": true}' for w in ("only the docs folder", "never delete files", "changelog")})
-    outcome = await passes.reflect_inbox(store, Reflector(model))
+    outcome = await reflect_inbox(store, Reflector(model))
     assert "ok" in store.mined_sessions() and outcome.set_aside == 1
-    [aside] = passes.list_set_aside(store)
+    [aside] = list_set_aside(store)
     assert "can never be recorded mined" in aside.reason
     assert len(model.requests) == 3, "the bad entry cost no model call"

@@ -9,7 +9,8 @@ import pytest
 
 from mecha.core.learning.consolidation import LEARNER_CONTRACT
 from mecha.core.learning.reflection import BEHAVIOR_CONTRACT, WRITING_CONTRACT
-from mecha.core.learning.replies import confidence_or_none, no_lesson_reason
+from mecha.core.learning.replies import MAX_RESCANS, confidence_or_none, find_json, no_lesson_reason
+from mecha.core.nesting import MAX_REPLY_DEPTH, json_nesting
 
 
 @pytest.mark.parametrize("contract", [BEHAVIOR_CONTRACT, WRITING_CONTRACT, LEARNER_CONTRACT])
@@ -76,3 +77,68 @@ def test_a_confidence_outside_0_to_1_is_dropped_not_the_reply(value, kept):
     # Pins: a lesson lost because a small model wrote its confidence as 50
     # (llama.cpp's grammar does not hold a number to minimum/maximum).
     assert confidence_or_none(value) == kept
+
+
+# ─── Finding the JSON in a reply ────────────────────────────────────────────
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ('{"a": 1}', '{"a": 1}'),
+        ('Sure! Here it is:\n```json\n{"skip": true}\n```', '{"skip": true}'),
+        ('prose {"a": "}"} and more', '{"a": "}"}'),
+        ('{not json} then {"b": 2}', '{"b": 2}'),
+        ('{ {"a": 1}', '{"a": 1}'),
+        # A quote in prose, before or between objects, means nothing...
+        ('He said "hi. {"a": 1}', '{"a": 1}'),
+        ('"{" {"q": 1}', '{"q": 1}'),
+        # ...and a brace that an unclosed string swallowed still starts an object.
+        ('He wrote "{ok" then {"a": 1}', '{"a": 1}'),
+        ('{ "x {"a": 1}', '{"a": 1}'),
+        ('{"a": {"b": [1, 2, {"c": "\\"}"}]}}', '{"a": {"b": [1, 2, {"c": "\\"}"}]}}'),
+        ("no braces here", None),
+        ('{"a": [1, 2}', None),
+    ],
+)
+def test_the_finder_takes_the_first_object_that_decodes(text, found):
+    assert find_json(text).raw == found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{" * 40_000,
+        '{"a": ' * 40_000,
+        '{"a": "' * 40_000,
+        '"{' * 40_000,
+        '{"' * 40_000,
+        "[" * 40_000 + "{" * 40_000,
+        '{"k": [' * 20_000 + "]}" * 20_000,
+        ('{"a": {"b": ' + "x" * 50) * 2_000,
+    ],
+    ids=["braces", "open-keys", "open-strings", "quoted-braces", "brace-quote", "brackets-then-braces", "deep-valid", "unclosed-objects"],
+)
+def test_finding_json_costs_a_bounded_multiple_of_the_text_whatever_the_text(text):
+    # Pins: 40,000 `{` taking 38 s — every start scanned to the end, a quadratic.
+    found = find_json(text)
+    assert found.examined <= (MAX_RESCANS + 2) * (MAX_REPLY_DEPTH + 2) * len(text)
+    assert found.examined <= 200 * len(text), found.examined
+
+
+def test_an_object_nested_past_the_limit_is_passed_over_as_too_deep_never_a_recursion_error():
+    # Pins: a reply nested 1,000 deep raising RecursionError out of every pass.
+    deep = '{"skip": false, "reflexion": "x", "confidence": ' + "[" * 1000 + "]" * 1000 + "}"
+    found = find_json(deep)
+    assert found.raw is None and found.too_deep
+    reply, why = BEHAVIOR_CONTRACT.read(deep)
+    assert reply is None and why and f"deeper than {MAX_REPLY_DEPTH} levels" in why
+    shallow = '{"skip": false, "reflexion": "x", "confidence": ' + "[" * 20 + "]" * 20 + "}"
+    assert find_json(shallow).raw == shallow
+
+
+def test_nesting_is_measured_outside_strings_and_stops_past_its_limit():
+    assert json_nesting('{"a": [1, {"b": "[[[[{{{{"}]}', 10) == 3
+    assert json_nesting(b'{"a": "\\"[[["}', 10) == 1
+    assert json_nesting("[" * 1_000_000, 32) == 33
+    assert json_nesting('"unclosed [[[[', 10) == 0

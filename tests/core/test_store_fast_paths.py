@@ -8,7 +8,7 @@ import random
 import msgspec
 import pytest
 
-from mecha.core.learning.passes import learnable_pool
+from mecha.core.learning.learn import learnable_pool
 from mecha.core.store.learning_store import LearningStore
 
 DOMAINS = ("behavior", "writing", "triage")

@@ -469,7 +469,7 @@ def test_a_handed_over_session_carries_its_survey_in_the_inbox_and_no_voices_in_
     # Pins: MECHA_HARNESS_VOICES / MECHA_FINAL_ANSWER_NUDGE set for the pass,
     # a second channel beside the inbox entry that could disagree with it;
     # or the pass surveying the transcript again under voices of its own.
-    from mecha.core.learning.passes import queued_session_ids
+    from mecha.core.store.inbox import queued_session_ids
     from mecha.protocol import methods as m
     from mecha.sidecar.context import Context, InitializationOptions
     from mecha.sidecar.handlers import session_ended

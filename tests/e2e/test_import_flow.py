@@ -124,15 +124,54 @@ def test_mine_reads_all_three_formats_and_names_the_format_and_line_it_failed_on
 
     broken = tmp_path / "broken.jsonl"
     broken.write_text(session.read_text().splitlines()[5] + "\n{not json\n" + session.read_text().splitlines()[6] + "\n")
-    failed = cli("mine", str(broken))
+    read = cli("mine", str(broken))
+    assert read.returncode == 0, read.stderr
+    assert f"{broken}:2: skipped a line that is not a record of a Claude Code session" in read.stderr
+    assert f"{broken}: 1 line(s) skipped" in read.stderr
+    nothing = tmp_path / "nothing.jsonl"
+    nothing.write_text('{"type": "user", "message": "a string"}\n{not json\n')
+    failed = cli("mine", str(nothing))
     assert failed.returncode == 1
-    assert f"{broken}:2: reading as a Claude Code session" in failed.stderr
-    forced = cli("mine", "--format", "codex", str(session))
-    assert forced.returncode == 1 and f"{session}:3: reading as a Codex CLI rollout" in forced.stderr
+    assert f"{nothing}:1: reading as a Claude Code session: no line of the file is a readable record" in failed.stderr
     unknown = tmp_path / "index.jsonl"
     unknown.write_text('{"sessions": 3}\n')
     refused = cli("mine", str(unknown))
     assert refused.returncode == 1 and "not a session file" in refused.stderr and "--format" in refused.stderr
+
+
+def test_import_dry_run_reads_past_lines_that_are_not_records_and_counts_them(cli, home, store_dir):
+    # Pins: one odd line refusing the whole session, a 1,000-deep line killing the import of the
+    # whole folder with a RecursionError traceback, and a message typed into the queue never mined.
+    session = next((home / ".claude" / "projects").rglob("*.jsonl"))
+    lines = session.read_bytes().splitlines(keepends=True)
+    sid = json.loads(lines[2])["sessionId"]
+    odd = [
+        b'{"type": "user", "sessionId": "%s", "message": "a message that is a string"}\n' % sid.encode(),
+        b'{"type": "user", "message": {"role": "user", "content": [' + b"[" * 1000 + b"]" * 1000 + b"]}}\n",
+        b'{"type": "user", "message": {"role": "user", "content": "a bad \xff byte"}}\n',
+        b'{"type": "user", "message": {"role": "user", "content": "a lone \\udc80 surrogate"}}\n',
+    ]
+    queued = [
+        json.dumps({"type": "queue-operation", "operation": "enqueue", "sessionId": sid, "content": "Keep the CSV export untouched."}).encode() + b"\n",
+        json.dumps({"type": "queue-operation", "operation": "remove", "sessionId": sid, "content": "Keep the CSV export untouched."}).encode() + b"\n",
+    ]
+    # After the first tool result (line 10), the odd lines and a queued message delivered there.
+    session.write_bytes(b"".join([*lines[:10], *odd, *queued, *lines[10:]]))
+    other = session.parent / "deep-only.jsonl"
+    other.write_bytes(b'{"type": "user", "message": ' + b"[" * 5000 + b"]" * 5000 + b"}\n")
+
+    dry = cli("import", "claude", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "Traceback" not in dry.stderr
+    for n, why in ((11, "Expected `object | null`, got `str`"), (12, "nested too deeply"), (13, "Invalid UTF-8"), (14, "JSON is malformed: invalid utf-16 surrogate")):
+        assert f"{session}:{n}: skipped a line that is not a record of a Claude Code session: {why}" in dry.stderr
+    assert "5 new of 5 (denial/clean 1, followup/clean 1, steer/clean 3); 4 line(s) skipped" in dry.stdout
+    assert "4 line(s) skipped as not records" in dry.stdout
+    # A file with nothing readable is the only one refused.
+    assert f"skipped {other}: not a Claude Code session" in dry.stderr
+    assert "dry run: 1 session(s) would be queued" in dry.stdout
+    plan = json.loads(cli("--json", "import", "claude", "--dry-run").stdout)
+    assert plan["skipped_lines"] == 4 and plan["sessions"][0]["skipped_lines"] == 4
 
 
 def test_voices_from_the_command_line_and_the_environment_exclude_a_prefix(cli):

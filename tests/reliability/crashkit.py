@@ -55,12 +55,15 @@ from typing import Any
 
 import msgspec
 
-from mecha.core.learning import passes, proposals
+from mecha.core.learning import proposals
 from mecha.core.learning.consolidation import Learner
+from mecha.core.learning.learn import learn_domain
+from mecha.core.learning.reflect import reflect_inbox
 from mecha.core.learning.reflection import Reflector
 from mecha.core.providers.base import CompletionRequest, CompletionResponse
 from mecha.core.sessions.transcript import Message, TaintCheckpoint
 from mecha.core.store import jobs as jobs_mod
+from mecha.core.store.inbox import enqueue, session_entry
 from mecha.core.store.learning_store import LearningStore
 from mecha.sidecar import passrun
 from tests.model_server import lessons_responder
@@ -270,18 +273,18 @@ def _run_op(op: str, root: Path, args: dict[str, Any]) -> Any:
     if op == "handover":
         # What `mecha/sessionEnded` and the pass it starts do: the transcript
         # into the inbox, then a reflect pass over it.
-        entry = passes.session_entry(
+        entry = session_entry(
             args["session"],
             msgspec.convert(args["messages"], list[Message]),
             msgspec.convert(args["timeline"], list[TaintCheckpoint]),
         )
-        passes.enqueue(store, entry)
-        return msgspec.to_builtins(asyncio.run(passes.reflect_inbox(store, Reflector(LessonsProvider()))))
+        enqueue(store, entry)
+        return msgspec.to_builtins(asyncio.run(reflect_inbox(store, Reflector(LessonsProvider()))))
     if op == "reflect-inline":
-        outcome = asyncio.run(passes.reflect_inbox(store, Reflector(LessonsProvider())))
+        outcome = asyncio.run(reflect_inbox(store, Reflector(LessonsProvider())))
         return msgspec.to_builtins(outcome)
     if op == "learn-inline":
-        outcome = asyncio.run(passes.learn_domain(store, args["domain"], Learner(LessonsProvider()), minimum=args.get("min")))
+        outcome = asyncio.run(learn_domain(store, args["domain"], Learner(LessonsProvider()), minimum=args.get("min")))
         return msgspec.to_builtins(outcome)
     raise ValueError(f"unknown op {op!r}")
 

@@ -30,12 +30,13 @@ from typing import Any
 import pytest
 
 from mecha.core.identity import now
-from mecha.core.learning import passes
+from mecha.core.learning.learn import learnable_pool
 from mecha.core.learning.proposals import accept_proposal, propose_retirement
 from mecha.core.learning.reflection import Origin, Reflexion
 from mecha.core.learning.rules import Rule
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
 from mecha.core.store import jobs as jobs_mod
+from mecha.core.store.inbox import enqueue, inbox_dir, session_entry
 from mecha.core.store.learning_store import LearningStore, Proposal
 from tests.e2e.conftest import (
     REPO,
@@ -121,7 +122,7 @@ def test_three_reflect_passes_over_one_session_at_once_mine_it_once(tmp_path: Pa
         for n in range(3):
             # The same session handed over three times (a harness that retried
             # sessionEnded); each pass claims one copy and reaches the model.
-            passes.enqueue(store, passes.session_entry("same", _steered("Leave the tests alone."), CLEAN))
+            enqueue(store, session_entry("same", _steered("Leave the tests alone."), CLEAN))
             procs[f"reflect-{n}"] = start_pass(env, root, "reflect", f"reflect-{n}")
             wait_until(lambda: len(server.completions()) >= n + 1, f"pass {n} to be inside its model call")  # noqa: B023 - waited for here
         gated.gate.set()  # all three come back at once and race for the lock
@@ -134,7 +135,7 @@ def test_three_reflect_passes_over_one_session_at_once_mine_it_once(tmp_path: Pa
     [r] = [r for r in store.reflexions() if r.session_id == "same"]
     assert r.intervention == "Leave the tests alone."
     assert store_ids(root, "mined.jsonl") == ["same"]
-    assert [p for p in passes.inbox_dir(store).iterdir() if not p.name.startswith(".")] == []
+    assert [p for p in inbox_dir(store).iterdir() if not p.name.startswith(".")] == []
     assert len([s for s in git_log(root) if s.startswith("reflect session same")]) == 1
 
 
@@ -254,7 +255,7 @@ def _pool_store(root: Path) -> LearningStore:
 def test_an_accept_landing_during_a_learn_pass_makes_the_pass_drop_its_result(tmp_path: Path) -> None:
     root = tmp_path / "learning"
     store = _pool_store(root)
-    pool = sorted(r.id for r in passes.learnable_pool(store, "behavior"))
+    pool = sorted(r.id for r in learnable_pool(store, "behavior"))
     gated = GatedResponder()
     with ModelServer(responder=gated) as server:
         env = _pass_env(tmp_path, root, server)
@@ -273,7 +274,7 @@ def test_an_accept_landing_during_a_learn_pass_makes_the_pass_drop_its_result(tm
         assert job.state == "done" and "rules changed during the pass" in (job.outcome or ""), job
         assert job.proposal_id is None
         assert [p.id for p in store.proposals()] == [retirement.id]
-        assert sorted(r.id for r in passes.learnable_pool(store, "behavior")) == pool
+        assert sorted(r.id for r in learnable_pool(store, "behavior")) == pool
         assert store.learned_rules("behavior") == moved
 
         again = start_pass(env, root, "learn", "learn-2", domain="behavior", minimum=1)

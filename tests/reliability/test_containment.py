@@ -35,7 +35,7 @@ import msgspec
 import pytest
 
 from mecha.core.errors import InvalidInput, InvalidStore, LearningError
-from mecha.core.learning.passes import reflect_inbox
+from mecha.core.learning.reflect import reflect_inbox
 from mecha.core.learning.reflection import Origin, Reflector, Reflexion
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.learning_store import LearningStore

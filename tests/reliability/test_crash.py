@@ -39,12 +39,13 @@ import msgspec
 import pytest
 
 from mecha.core.identity import now
-from mecha.core.learning import passes
+from mecha.core.learning.learn import learnable_pool
 from mecha.core.learning.reflection import Origin, Reflexion
 from mecha.core.learning.rules import Rule
 from mecha.core.sessions.outbox import OutboxItem
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
 from mecha.core.store import jobs as jobs_mod
+from mecha.core.store.inbox import DraftEntry, enqueue, session_entry
 from mecha.core.store.learning_store import LearningStore, Proposal
 from tests.e2e.conftest import REPO, WAIT_S, clean_env, wait_until
 
@@ -216,8 +217,8 @@ def template_handover(root: Path) -> dict[str, Any]:
 
 def template_reflect(root: Path) -> dict[str, Any]:
     store = _base_store(root)
-    passes.enqueue(store, passes.session_entry(SESSION, _session_messages(), CLEAN))
-    passes.enqueue(store, passes.DraftEntry(_draft()))
+    enqueue(store, session_entry(SESSION, _session_messages(), CLEAN))
+    enqueue(store, DraftEntry(_draft()))
     _job(root, "reflect-job", "reflect")
     return {"job": "reflect-job"}
 
@@ -619,7 +620,7 @@ def test_a_reflect_pass_killed_mid_model_call_reads_failed_and_its_session_waits
 
 def test_a_learn_pass_killed_mid_model_call_reads_failed_and_leaves_the_pool_whole(spawn, store_dir):  # noqa: F811
     store = _base_store(store_dir)
-    pool = [r.id for r in passes.learnable_pool(store, "behavior")]
+    pool = [r.id for r in learnable_pool(store, "behavior")]
     assert len(pool) == 3
     with ModelServer(responder=lessons_responder) as server:
         server.script(stall(10))
@@ -634,7 +635,7 @@ def test_a_learn_pass_killed_mid_model_call_reads_failed_and_leaves_the_pool_who
         assert finished["state"] == "failed" and "killed or crashed" in finished["outcome"], finished
         assert {j["id"]: j["state"] for j in sc.request("mecha/jobs", {})["jobs"]}[job_id] == "failed"
         assert store.proposals() == [] and store.runs() == []
-        assert [r.id for r in passes.learnable_pool(store, "behavior")] == pool
+        assert [r.id for r in learnable_pool(store, "behavior")] == pool
         assert store.learned_rules("behavior") == OLD_RULES
         lock = store.try_lock()
         assert lock is not None

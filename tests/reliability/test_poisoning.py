@@ -31,13 +31,16 @@ from typing import Any
 import msgspec
 import pytest
 
-from mecha.core.learning import passes
 from mecha.core.learning.consolidation import Learner
+from mecha.core.learning.learn import learn_domain, learn_refusal
 from mecha.core.learning.proposals import accept_proposal
+from mecha.core.learning.reflect import reflect_inbox
 from mecha.core.learning.reflection import Evidence, Origin, Reflector
+from mecha.core.learning.survey import survey_session
 from mecha.core.providers import provider_from_config
 from mecha.core.sessions.outbox import OutboxItem
 from mecha.core.sessions.transcript import Message, Taint, TaintCheckpoint
+from mecha.core.store.inbox import DraftEntry, enqueue, session_entry
 from mecha.core.store.learning_store import LearningStore
 from tests.e2e.conftest import (
     _no_pass_left_running,  # noqa: F401 - autouse: no pass outlives its test
@@ -241,13 +244,13 @@ def _everything_written(store: LearningStore) -> str:
 async def _loop(store: LearningStore, server: ModelServer) -> list[str]:
     """Reflect, learn (min 1) and accept what is proposed; the proposal ids."""
     provider = provider_from_config(server.config("openai"))
-    outcome = await passes.reflect_inbox(store, Reflector(provider, "scripted-model"))
+    outcome = await reflect_inbox(store, Reflector(provider, "scripted-model"))
     assert outcome.failed == 0, outcome
     accepted = []
     for domain in ("behavior", "writing"):
-        if passes.learn_refusal(store, domain, 1) is not None:
+        if learn_refusal(store, domain, 1) is not None:
             continue
-        learned = await passes.learn_domain(store, domain, Learner(provider, "scripted-model"), minimum=1)
+        learned = await learn_domain(store, domain, Learner(provider, "scripted-model"), minimum=1)
         assert learned.status == "pending", learned
         accepted.append(accept_proposal(store, learned.proposal_id).id)
     return accepted
@@ -263,14 +266,14 @@ def test_a_planted_instruction_never_reaches_a_model_a_reflection_a_proposal_or_
     messages = msgspec.convert(v.messages, list[Message])
     timeline = None if v.timeline is None else msgspec.convert(v.timeline, list[TaintCheckpoint])
 
-    plans = passes.survey_session(messages, timeline)
+    plans = survey_session(messages, timeline)
     assert [p.origin is Origin.CLEAN for p in plans] == v.clean, (v.shape, [p.intervention.at for p in plans])
     for p in plans:
         assert (p.evidence is Evidence.FULL) == (p.origin is Origin.CLEAN)
 
-    passes.enqueue(store, passes.session_entry(f"poison-{n}", messages, timeline))
+    enqueue(store, session_entry(f"poison-{n}", messages, timeline))
     if v.draft is not None:
-        passes.enqueue(store, passes.DraftEntry(v.draft))
+        enqueue(store, DraftEntry(v.draft))
     accepted = asyncio.run(_loop(store, model))
 
     sent = [r.raw.decode("utf-8", "replace") for r in model.completions()]
@@ -305,12 +308,12 @@ def test_a_taint_that_cannot_be_established_classifies_untrusted() -> None:
     for n in range(VARIANTS):
         v = generate(n)
         messages = msgspec.convert(v.messages, list[Message])
-        starts = [p.intervention.at for p in passes.survey_session(messages, None)]
+        starts = [p.intervention.at for p in survey_session(messages, None)]
         if not starts:
             continue
         after = starts[-1] + 1
         for timeline in (None, [], [TaintCheckpoint(at=after, taint=Taint())]):
-            plans = passes.survey_session(messages, timeline)
+            plans = survey_session(messages, timeline)
             assert plans and all(p.origin is Origin.UNTRUSTED and p.evidence is Evidence.INTERVENTION_ONLY for p in plans)
             seen += 1
     assert seen >= VARIANTS * 2
@@ -333,15 +336,15 @@ def test_the_persons_own_words_become_a_reflection_only_through_the_reflector_an
     ]
     model.clear()
     store = LearningStore.open(tmp_path / "learning")
-    passes.enqueue(store, passes.session_entry("own-words", messages, [TaintCheckpoint(at=0, taint=Taint())]))
+    enqueue(store, session_entry("own-words", messages, [TaintCheckpoint(at=0, taint=Taint())]))
     provider = provider_from_config(model.config("openai"))
-    asyncio.run(passes.reflect_inbox(store, Reflector(provider)))
+    asyncio.run(reflect_inbox(store, Reflector(provider)))
     [r] = store.reflexions()
     assert r.origin is Origin.CLEAN and r.learnable() and r.intervention == words
     assert r.reflexion_text == lesson_for(words, edit=False), "the lesson is the reflector's, not the raw words"
     assert store.render_block().block is None
 
-    learned = asyncio.run(passes.learn_domain(store, "behavior", Learner(provider), minimum=1))
+    learned = asyncio.run(learn_domain(store, "behavior", Learner(provider), minimum=1))
     assert learned.status == "pending"
     assert store.render_block().block is None, "nothing learned applies itself"
     assert not store.rules_path("behavior", "learned").exists()
@@ -409,11 +412,11 @@ def test_a_clean_intervention_is_not_shown_an_aftermath_written_after_the_taint(
         list[Message],
     )
     timeline = [TaintCheckpoint(at=0, taint=Taint()), TaintCheckpoint(at=4, taint=Taint(untrusted=True))]
-    [plan] = passes.survey_session(messages, timeline)
+    [plan] = survey_session(messages, timeline)
     assert plan.origin is Origin.CLEAN and plan.evidence is Evidence.FULL
     assert planted not in plan.intervention.aftermath and "withheld" in plan.intervention.aftermath
     # Had the taint never come, the same reply would be shown in full.
-    [unharmed] = passes.survey_session(messages, [TaintCheckpoint(at=0, taint=Taint())])
+    [unharmed] = survey_session(messages, [TaintCheckpoint(at=0, taint=Taint())])
     assert planted in unharmed.intervention.aftermath
 
 

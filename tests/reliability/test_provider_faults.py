@@ -23,11 +23,13 @@ from typing import Any
 import pytest
 
 from mecha.core.identity import now
-from mecha.core.learning import passes
+from mecha.core.learning.learn import learnable_pool
 from mecha.core.learning.reflection import Origin, Reflexion
 from mecha.core.learning.rules import Rule
+from mecha.core.sessions.mining import INTERVENTION_BUDGET
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
 from mecha.core.store import jobs as jobs_mod
+from mecha.core.store.inbox import enqueue, inbox_dir, list_set_aside, session_entry
 from mecha.core.store.learning_store import LearningStore
 from mecha.sidecar.passrun import run_pass
 from tests.e2e.conftest import (
@@ -42,6 +44,7 @@ from tests.e2e.conftest import (
 from tests.model_server import (
     ModelServer,
     garbage,
+    huge,
     lessons_responder,
     refusal,
     reply,
@@ -177,9 +180,9 @@ def test_a_reflect_pass_facing_a_faulty_model_fails_keeps_everything_and_a_later
 ) -> None:
     root = pass_env
     store = _seed(root)
-    passes.enqueue(store, passes.session_entry("faulted", _steered("Only touch the docs folder."), CLEAN))
+    enqueue(store, session_entry("faulted", _steered("Only touch the docs folder."), CLEAN))
     reflections_before = _bytes(root / "reflections.jsonl")
-    [entry] = [p.name for p in passes.inbox_dir(store).glob("*.json")]
+    [entry] = [p.name for p in inbox_dir(store).glob("*.json")]
     server.script(*fault.actions)
 
     job = _run(root, "reflect", 1)
@@ -190,7 +193,7 @@ def test_a_reflect_pass_facing_a_faulty_model_fails_keeps_everything_and_a_later
     assert _bytes(root / "reflections.jsonl") == reflections_before
     assert "faulted" not in store.mined_sessions()
     # Released, not consumed: the same entry, unclaimed, for the next pass.
-    assert [p.name for p in passes.inbox_dir(store).iterdir() if not p.name.startswith(".")] == [entry]
+    assert [p.name for p in inbox_dir(store).iterdir() if not p.name.startswith(".")] == [entry]
 
     server.clear()
     server.responder = lessons_responder
@@ -202,7 +205,7 @@ def test_a_reflect_pass_facing_a_faulty_model_fails_keeps_everything_and_a_later
     [new] = [r for r in store.reflexions() if r.session_id == "faulted"]
     assert new.intervention == "Only touch the docs folder." and new.learnable()
     assert "faulted" in store.mined_sessions()
-    assert not [p for p in passes.inbox_dir(store).iterdir() if not p.name.startswith(".")]
+    assert not [p for p in inbox_dir(store).iterdir() if not p.name.startswith(".")]
 
 
 def test_one_entry_the_model_will_not_answer_does_not_hold_up_the_others(server: ModelServer, pass_env: Path) -> None:
@@ -210,8 +213,8 @@ def test_one_entry_the_model_will_not_answer_does_not_hold_up_the_others(server:
     # there would leave every later session queued behind it for good.
     root = pass_env
     store = _seed(root)
-    passes.enqueue(store, passes.session_entry("a-refused", _steered("Stop quoting the incident report."), CLEAN))
-    passes.enqueue(store, passes.session_entry("b-fine", _steered("Use British spelling."), CLEAN))
+    enqueue(store, session_entry("a-refused", _steered("Stop quoting the incident report."), CLEAN))
+    enqueue(store, session_entry("b-fine", _steered("Use British spelling."), CLEAN))
 
     def answer(request: Any, dialect: Any) -> Any:
         user = json.dumps(request)
@@ -223,7 +226,7 @@ def test_one_entry_the_model_will_not_answer_does_not_hold_up_the_others(server:
     assert "from 1 session(s)" in (job.outcome or "") and "1 left in the inbox" in (job.outcome or "")
     assert [r.session_id for r in store.reflexions() if r.session_id in ("a-refused", "b-fine")] == ["b-fine"]
     assert store.mined_sessions() >= {"b-fine"} and "a-refused" not in store.mined_sessions()
-    [waiting] = [p.name for p in passes.inbox_dir(store).glob("*.json")]
+    [waiting] = [p.name for p in inbox_dir(store).glob("*.json")]
     assert waiting.endswith("-a-refused.json")
     _lock_is_free(root)
 
@@ -237,7 +240,7 @@ def test_a_learn_pass_facing_a_faulty_model_fails_keeps_the_pool_and_a_later_pas
 ) -> None:
     root = pass_env
     store = _seed(root)
-    pool = [r.id for r in passes.learnable_pool(store, "behavior")]
+    pool = [r.id for r in learnable_pool(store, "behavior")]
     reflections_before = _bytes(root / "reflections.jsonl")
     rules_before = _bytes(store.rules_path("behavior", "learned"))
     # The learner answers after the first action meant for a reflector, if any.
@@ -249,7 +252,7 @@ def test_a_learn_pass_facing_a_faulty_model_fails_keeps_the_pool_and_a_later_pas
     assert job.outcome and all(word in job.outcome for word in fault.named), job.outcome
     assert len(server.completions()) == fault.requests
     _lock_is_free(root)
-    assert [r.id for r in passes.learnable_pool(store, "behavior")] == pool
+    assert [r.id for r in learnable_pool(store, "behavior")] == pool
     assert _bytes(root / "reflections.jsonl") == reflections_before
     assert store.proposals() == [] and store.runs() == []
     assert _bytes(store.rules_path("behavior", "learned")) == rules_before
@@ -261,6 +264,89 @@ def test_a_learn_pass_facing_a_faulty_model_fails_keeps_the_pool_and_a_later_pas
     proposal = store.proposal(later.proposal_id)
     assert proposal.status == "pending" and sorted(proposal.reflexion_ids) == sorted(pool)
     assert _bytes(store.rules_path("behavior", "learned")) == rules_before, "a pass proposes; it never applies"
+
+
+# ─── hostile replies: deep, huge, endless ───────────────────────────────────
+#
+# A reply is a stranger's text too: whatever a model (or whatever answers at
+# its URL) sends, the pass reads a bounded amount of it, parses it in time
+# proportional to what it read, stores a bounded lesson, and treats anything
+# it cannot use as an unusable answer — three of those and the intervention
+# is set aside — never as a crash that fails every pass over the same inbox.
+
+DEEP = '{"a": ' * 1000 + "1" + "}" * 1000
+
+
+def _hostile_to(words: str, action: Any) -> Any:
+    """A responder: `action` for the reflector prompt that holds `words`,
+    a lesson for every other."""
+
+    def answer(request: Any, dialect: Any) -> Any:
+        return action if words in json.dumps(request) else lessons_responder(request, dialect)
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        reply(DEEP),
+        reply('{"skip": false, "reflexion": "Nest deeper.", "confidence": ' + "[" * 1000 + "]" * 1000 + "}"),
+        reply("{" * 40_000),
+        huge('{"skip": false, "reflexion": "', "All work and no play. ", 30_000_000 // 22, '"}'),
+    ],
+    ids=["object-1000-deep", "array-1000-deep", "40k-open-braces", "30MB-reply"],
+)
+def test_a_hostile_reply_is_an_unusable_answer_that_is_set_aside_and_never_wedges_the_inbox(
+    hostile: Any, server: ModelServer, pass_env: Path
+) -> None:
+    # Pins: a reply nested 1,000 deep failing every pass with a RecursionError
+    # (0 of 5 sessions mined, nothing set aside); a 600 MB reply read whole.
+    root = pass_env
+    store = _seed(root)
+    for n in range(4):
+        enqueue(store, session_entry(f"fine-{n}", _steered(f"Use British spelling, part {n}."), CLEAN))
+    enqueue(store, session_entry("hostile", _steered("Stop quoting the incident report."), CLEAN))
+    server.responder = _hostile_to("incident report", hostile)
+
+    first = _run(root, "reflect", 1)
+    assert first.state == "failed" and "unusable" in (first.outcome or ""), first
+    assert "from 4 session(s)" in (first.outcome or ""), first.outcome
+    assert store.mined_sessions() >= {f"fine-{n}" for n in range(4)}
+    assert server.sent < 8 << 20, f"the pass read on past its bound: {server.sent:,} bytes sent"
+    for n in (2, 3):
+        _run(root, "reflect", n)
+    assert "hostile" in store.mined_sessions(), "three unusable answers set the intervention aside"
+    [aside] = list_set_aside(store)
+    assert "3 unusable answers" in aside.reason, aside.reason
+    assert not [r for r in store.reflexions() if r.session_id == "hostile"]
+    _lock_is_free(root)
+
+
+def test_a_reply_larger_than_its_token_budget_allows_is_cut_off_by_name(server: ModelServer, pass_env: Path) -> None:
+    # Pins: reading a reply of any size whole (1,833 MB RSS for 600 MB).
+    root = pass_env
+    store = _seed(root)
+    enqueue(store, session_entry("flooded", _steered("Only touch the docs folder."), CLEAN))
+    server.script(huge('{"skip": false, "reflexion": "', "x", 50_000_000, '"}'))
+    job = _run(root, "reflect", 1)
+    assert job.state == "failed", job
+    assert "larger than" in (job.outcome or "") and "max_tokens" in (job.outcome or ""), job.outcome
+    assert server.sent < 8 << 20, f"{server.sent:,} bytes sent"
+
+
+def test_a_long_lesson_is_stored_no_longer_than_the_persons_words_may_be(server: ModelServer, pass_env: Path) -> None:
+    # Pins: a 5 MB lesson stored whole, then sent to every learner prompt.
+    root = pass_env
+    store = _seed(root)
+    enqueue(store, session_entry("wordy", _steered("Only touch the docs folder."), CLEAN))
+    lesson = "Only edit files under docs/. " + "Really, only docs. " * 5_000
+    server.script(reply(json.dumps({"skip": False, "reflexion": lesson, "error_type": "overreach", "confidence": 0.9})))
+    job = _run(root, "reflect", 1)
+    assert job.state == "done", job
+    [kept] = [r for r in store.reflexions() if r.session_id == "wordy"]
+    assert len(kept.reflexion_text) <= INTERVENTION_BUDGET < len(lesson)
+    assert kept.reflexion_text.startswith("Only edit files under docs/.")
 
 
 # ─── through the real sidecar and its detached passes ───────────────────────

@@ -1,0 +1,436 @@
+"""The reflect pass: the interventions waiting in the inbox → reflections.
+
+It runs in a detached process that outlives the sidecar and the harness
+that started it, on work handed over through the store's inbox
+(`mecha.core.store.inbox`).
+
+Locking follows one rule, shared with the learn pass
+(`mecha.core.learning.learn`): hold the writer lock while reading the state
+a decision rests on and while writing, never across a model call (which can
+take minutes, and an accept from an editor must not wait on it). Reflect
+*claims* an inbox entry under the lock, calls the model with the lock
+released, then appends the session's reflections and marks it mined under
+the lock. Two passes over the same session mine it once: the second finds
+it claimed, or already mined.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import msgspec
+
+from mecha.core.errors import ModelFailure, NoModel, UnusableReply
+from mecha.core.learning.reflection import FoundAt, Reflector, Reflexion
+from mecha.core.learning.survey import Planned
+from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
+from mecha.core.store.inbox import DraftEntry, InboxEntry, SessionEntry, claim_all, entry_decoder, release, set_aside
+from mecha.core.store.learning_store import MAX_UNUSABLE_ANSWERS, REFLECTIONS_FILE, Attempt, AttemptState, LearningStore
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str], None]
+
+
+def quiet(_: str) -> None:
+    pass
+
+
+class ReflectOutcome(msgspec.Struct):
+    sessions: int = 0
+    drafts: int = 0
+    skipped_already_mined: int = 0
+    reflections: int = 0
+    learnable: int = 0
+    #: Explicit "nothing to learn here" answers.
+    skipped_no_lesson: int = 0
+    #: Entries handed back to the inbox with work still pending.
+    failed: int = 0
+    #: Unusable answers this pass (each leaves its intervention pending).
+    unusable: int = 0
+    #: Interventions or entries set aside this pass (`mecha-sidecar inbox`).
+    set_aside: int = 0
+    errors: list[str] = msgspec.field(default_factory=list)
+
+    def summary(self) -> str:
+        parts = [f"{self.reflections} reflection(s) written ({self.learnable} learnable)"]
+        parts.append(f"from {self.sessions} session(s) and {self.drafts} draft(s)")
+        if self.skipped_no_lesson:
+            parts.append(f"{self.skipped_no_lesson} intervention(s) with nothing to learn")
+        if self.skipped_already_mined:
+            parts.append(f"{self.skipped_already_mined} already mined, skipped")
+        if self.unusable:
+            parts.append(f"{self.unusable} unusable answer(s), those interventions still pending")
+        if self.set_aside:
+            parts.append(f"{self.set_aside} set aside (see `mecha-sidecar inbox list`)")
+        if self.failed:
+            parts.append(f"{self.failed} left in the inbox for a later pass: {'; '.join(self.errors)}")
+        return ", ".join(parts)
+
+
+def _entry_id_problem(entry: InboxEntry) -> str | None:
+    from mecha.core.identity import record_id_problem
+
+    if isinstance(entry, SessionEntry):
+        return record_id_problem(entry.session_id)
+    return record_id_problem(entry.item.id)
+
+
+def intervention_key(entry: InboxEntry, plan: Planned) -> str:
+    """The attempts ledger's name for one intervention: stable across passes
+    over the same (or a grown) transcript, since a message's index does not
+    change when messages are appended after it."""
+    if isinstance(entry, DraftEntry):
+        return f"draft:{entry.item.id}"
+    return f"{entry.session_id}#{plan.intervention.at}:{plan.intervention.trigger.value}"
+
+
+def permanent_fault(exc: BaseException) -> str | None:
+    """Why a failed model call will fail the same way however often it is
+    retried, or `None` when a later pass may well succeed.
+
+    A 400, 413 or 422 is the server refusing *this* request (a prompt longer
+    than the model's context, content it will not take): asked again it
+    answers the same, and left in the queue it would block every entry
+    behind it for good. Everything else — timeouts, 5xx, 429, a refused
+    connection, and 401/403/404, which are the configuration's fault and
+    fail every call alike until a person fixes it — is not this entry's
+    doing, and the entry waits for a later pass.
+    """
+    if isinstance(exc, ModelFailure) and not isinstance(exc, UnusableReply) and exc.status in (400, 413, 422):
+        return f"the model server refused this request (HTTP {exc.status}): {exc}"
+    return None
+
+
+class _Answer(msgspec.Struct):
+    """What one reflector call came to."""
+
+    plan: Planned
+    key: str
+    reflexion: Reflexion | None = None
+    #: An explicit skip: the model found nothing to learn.
+    skipped: bool = False
+    #: Set when the answer was no answer (`UnusableReply`).
+    unusable: str | None = None
+    reply: str | None = None
+    #: Set when the call failed in a way retrying will not change.
+    permanent: str | None = None
+
+    @property
+    def usable(self) -> bool:
+        return self.reflexion is not None or self.skipped
+
+
+class _Gate:
+    """Shared by a pass's calls: bounds how many are in flight, and stops
+    new ones from starting once one has failed in a way that will fail the
+    rest too (the server is gone, the key is wrong)."""
+
+    def __init__(self, concurrency: int):
+        import asyncio
+
+        self.slots = asyncio.Semaphore(max(1, concurrency))
+        self.stopped: BaseException | None = None
+
+
+async def _ask(
+    gate: _Gate, reflector: Reflector, plan: Planned, key: str, session_id: str, file: str | None, progress: Progress
+) -> _Answer | BaseException:
+    async with gate.slots:
+        if gate.stopped is not None:
+            return gate.stopped
+        try:
+            r = await reflector.reflect(plan.intervention, plan.evidence, strict=True)
+        except UnusableReply as exc:
+            progress(f"{key}: unusable answer: {exc}" + (f"\n  the reply was: {exc.reply[:2000]!r}" if exc.reply else ""))
+            return _Answer(plan, key, unusable=str(exc), reply=exc.reply)
+        except Exception as exc:
+            why = permanent_fault(exc)
+            if why is not None:
+                progress(f"{key}: {why}")
+                return _Answer(plan, key, permanent=why)
+            gate.stopped = exc
+            return exc
+    if r is None:
+        progress(f"{key}: nothing to learn")
+        return _Answer(plan, key, skipped=True)
+    r.session_id = session_id
+    r.origin = plan.origin
+    r.found = FoundAt(at=plan.intervention.at, file=file, line=plan.line)
+    progress(f"{key}: lesson ({plan.origin.value}): {r.reflexion_text}")
+    return _Answer(plan, key, reflexion=r)
+
+
+async def reflect_inbox(
+    store: LearningStore,
+    reflector: Reflector | None,
+    *,
+    voices: Voices = DEFAULT_VOICES,
+    progress: Progress = quiet,
+    require_model: Callable[[], Reflector] | None = None,
+    concurrency: int = 1,
+) -> ReflectOutcome:
+    """Reflect every unit of work waiting in the inbox.
+
+    Each intervention is asked once per pass, up to `concurrency` at a time
+    across all entries. A session is marked mined only when every one of its
+    interventions has a usable answer — a lesson or an explicit skip — or
+    has been set aside; until then it goes back to the inbox with what was
+    answered recorded (the attempts ledger), and a later pass asks only what
+    is still open. An entry never blocks the ones behind it: one that fails
+    for a reason that will not change on retry is set aside with its reason.
+
+    `reflector` may be `None` when no model is configured; then an entry that
+    needs a model call raises (via `require_model`) and stays in the inbox,
+    while entries that need none (already mined, nothing to reflect on) are
+    still settled.
+    """
+    import asyncio
+
+    outcome = ReflectOutcome()
+    with store.lock():
+        claimed = claim_all(store)
+    gate = _Gate(concurrency)
+    model: list[Reflector] = []
+
+    def get_model() -> Reflector:
+        if not model:
+            model.append(_model(reflector, require_model))
+        return model[0]
+
+    # Calls overlap across entries; records are written in the entries' own
+    # order (oldest first), so the history reads as the sessions happened.
+    turns = [asyncio.Event() for _ in claimed]
+
+    async def one(i: int, path: Path) -> None:
+        async def my_turn() -> None:
+            if i:
+                await turns[i - 1].wait()
+
+        try:
+            await _reflect_entry(store, path, get_model, voices, gate, progress, outcome, my_turn)
+        except Exception as exc:
+            release(path)
+            outcome.failed += 1
+            outcome.errors.append(str(exc) or type(exc).__name__)
+            if gate.stopped is None:
+                gate.stopped = exc
+        finally:
+            turns[i].set()
+
+    await asyncio.gather(*(one(i, path) for i, path in enumerate(claimed)))
+    if gate.stopped is not None:
+        progress(f"stopped: {gate.stopped}; so far: {outcome.summary()}")
+        raise gate.stopped
+    if outcome.unusable:
+        raise UnusableReply(outcome.summary())
+    return outcome
+
+
+def _model(reflector: Reflector | None, require_model: Callable[[], Reflector] | None) -> Reflector:
+    if reflector is not None:
+        return reflector
+    if require_model is None:
+        raise NoModel("no model is configured for the reflect pass")
+    return require_model()
+
+
+def _not_on_file(store: LearningStore, reflections: list[Reflexion], session_id: str, *, edits: bool) -> list[Reflexion]:
+    """The reflections not already on file from an earlier pass over the same
+    work. Appending reflections and marking the work mined are two writes; a
+    pass killed between them leaves the reflections unmarked, and the next
+    pass reflects the work again. Matched by trigger, intervention and context
+    (what the transcript fixes, not what the model wrote), counted, so each
+    intervention is recorded once. Caller holds the lock."""
+    from collections import Counter
+
+    from mecha.core.store.files import read_bytes
+
+    data = read_bytes(store.root / REFLECTIONS_FILE)
+    if not reflections or not data or msgspec.json.encode(session_id) not in data:
+        return reflections
+    on_file = Counter(
+        (r.trigger, r.intervention, r.context)
+        for r in store.reflexions()
+        if r.session_id == session_id and (r.trigger == "edit") == edits
+    )
+    fresh = []
+    for r in reflections:
+        key = (r.trigger, r.intervention, r.context)
+        if on_file[key] > 0:
+            on_file[key] -= 1
+        else:
+            fresh.append(r)
+    return fresh
+
+
+class _Work(msgspec.Struct):
+    """One inbox entry as a unit of reflect work: sessions and drafts alike."""
+
+    entry: InboxEntry
+    #: The id its reflections carry and its `mined` record names.
+    session_id: str
+    #: `session <id>` or `draft <id>`, for logs and commit messages.
+    label: str
+    plans: list[Planned]
+    edits: bool
+
+    @property
+    def file(self) -> str | None:
+        """The session file an import read the work from, if one did."""
+        return self.entry.file if isinstance(self.entry, SessionEntry) else None
+
+    @classmethod
+    def of(cls, entry: InboxEntry, voices: Voices) -> _Work:
+        plans = entry.surveyed(voices)
+        if isinstance(entry, SessionEntry):
+            return cls(entry, entry.session_id, f"session {entry.session_id}", plans, edits=False)
+        return cls(entry, entry.item.session_id or "", f"draft {entry.item.id}", plans, edits=True)
+
+    def mined(self, store: LearningStore) -> bool:
+        if isinstance(self.entry, SessionEntry):
+            return self.entry.session_id in store.mined_sessions()
+        return self.entry.item.id in store.mined_outbox()
+
+    def mark_mined(self, store: LearningStore) -> None:
+        if isinstance(self.entry, SessionEntry):
+            store.mark_mined(self.entry.session_id)
+        else:
+            store.mark_outbox_mined(self.entry.item.id)
+
+    def count(self, outcome: ReflectOutcome) -> None:
+        if isinstance(self.entry, SessionEntry):
+            outcome.sessions += 1
+        else:
+            outcome.drafts += 1
+
+
+async def _reflect_entry(
+    store: LearningStore,
+    path: Path,
+    get_model: Callable[[], Reflector],
+    voices: Voices,
+    gate: _Gate,
+    progress: Progress,
+    outcome: ReflectOutcome,
+    my_turn: Callable[[], Awaitable[None]],
+) -> None:
+    import asyncio
+
+    from mecha.core.identity import now as stamp
+
+    try:
+        entry = entry_decoder.decode(path.read_bytes())
+    except (OSError, msgspec.DecodeError) as exc:
+        log.warning("unreadable inbox entry %s: %s", path.name, exc)
+        await my_turn()
+        with store.lock():
+            set_aside(store, path, f"unreadable: {exc}")
+        outcome.set_aside += 1
+        return
+    work = _Work.of(entry, voices)
+    retry = entry.retry
+    bad_id = _entry_id_problem(entry)
+    if bad_id is not None:
+        # Queued before ids were checked where they enter: it could never be
+        # recorded mined, so every pass would ask the model for it again.
+        await my_turn()
+        with store.lock():
+            set_aside(store, path, f"{work.label}: the id {bad_id}; it can never be recorded mined")
+        outcome.set_aside += 1
+        return
+    if work.mined(store) and not retry:
+        await my_turn()
+        progress(f"{work.label} is already mined; skipped")
+        outcome.skipped_already_mined += 1
+        path.unlink(missing_ok=True)
+        return
+    keys = [intervention_key(entry, p) for p in work.plans]
+    states = store.attempt_states(keys)
+    todo = [(p, k) for p, k in zip(work.plans, keys) if not states.get(k, _UNSETTLED).settled]
+    progress(f"{work.label}: {len(work.plans)} intervention(s), {len(todo)} to ask")
+    answers: list[_Answer | BaseException] = []
+    if todo:
+        reflector = get_model()
+        answers = list(await asyncio.gather(*(_ask(gate, reflector, p, k, work.session_id, work.file, progress) for p, k in todo)))
+    got = [a for a in answers if isinstance(a, _Answer)]
+    interrupted = len(got) < len(answers)
+    await my_turn()
+    if interrupted and not got:
+        release(path)
+        outcome.failed += 1
+        outcome.errors.append(f"{work.label}: {len(todo)} intervention(s) pending (the pass was interrupted)")
+        return
+    with store.lock():
+        if work.mined(store) and not retry:
+            progress(f"{work.label} was mined by another pass meanwhile; skipped")
+            outcome.skipped_already_mined += 1
+            path.unlink(missing_ok=True)
+            return
+        at = stamp()
+        states = store.attempt_states(keys)
+        records: list[Attempt] = []
+        newly_aside: list[str] = []
+        for a in got:
+            if a.usable:
+                records.append(Attempt(key=a.key, state="answered", at=at))
+            elif a.permanent is not None:
+                records.append(Attempt(key=a.key, state="set_aside", at=at, reason=a.permanent))
+                newly_aside.append(a.key)
+            else:
+                records.append(Attempt(key=a.key, state="unusable", at=at, reason=a.unusable))
+                if states.get(a.key, _UNSETTLED).unusable + 1 >= MAX_UNUSABLE_ANSWERS:
+                    why = f"{MAX_UNUSABLE_ANSWERS} unusable answers; the last: {a.unusable}"
+                    records.append(Attempt(key=a.key, state="set_aside", at=at, reason=why))
+                    newly_aside.append(a.key)
+        reflections = _not_on_file(store, [a.reflexion for a in got if a.reflexion is not None], work.session_id, edits=work.edits)
+        store.append_reflexions(reflections)
+        store.record_attempts(records)
+        for rec in records:
+            states.setdefault(rec.key, AttemptState()).apply(rec)
+        learnable = sum(1 for r in reflections if r.learnable())
+        outcome.reflections += len(reflections)
+        outcome.learnable += learnable
+        outcome.skipped_no_lesson += sum(1 for a in got if a.skipped)
+        outcome.unusable += sum(1 for a in got if not a.usable and a.permanent is None)
+        outcome.set_aside += len(newly_aside)
+        complete = all(states.get(k, _UNSETTLED).settled for k in keys)
+        if complete and not work.mined(store):
+            work.mark_mined(store)
+        aside = [k for k in keys if states.get(k, _UNSETTLED).set_aside is not None]
+        summary = ", ".join(f"{p.intervention.trigger.value}@{p.intervention.at}={p.origin.value}" for p in work.plans)
+        if complete:
+            verb = "retried" if retry else "reflect"
+            message = (
+                f"{verb} {work.label}: {len(reflections)} reflection(s), {learnable} learnable\n\n"
+                f"{len(work.plans)} intervention(s) found; {summary or 'none'}"
+            )
+            if aside:
+                message += f"\n{len(aside)} set aside: " + "; ".join(f"{k}: {states[k].set_aside}" for k in aside)
+        else:
+            pending = [k for k in keys if not states.get(k, _UNSETTLED).settled]
+            message = (
+                f"reflect {work.label}: {len(reflections)} reflection(s) so far, {len(pending)} intervention(s) pending\n\n"
+                f"{len(work.plans)} intervention(s) found; {summary}"
+            )
+        store.commit(message)
+        if complete:
+            work.count(outcome)
+            if aside:
+                reasons = "; ".join(f"{k}: {states[k].set_aside}" for k in aside)
+                set_aside(store, path, f"{len(aside)} intervention(s) set aside — {reasons}", keys=aside)
+            else:
+                path.unlink(missing_ok=True)
+            return
+    # Work left: back to the inbox for a later pass (answers so far recorded).
+    release(path)
+    outcome.failed += 1
+    left = len([k for k in keys if not states.get(k, _UNSETTLED).settled])
+    faults = sorted({a.unusable for a in got if a.unusable})
+    why = "the pass was interrupted" if interrupted else "unusable answer: " + "; ".join(faults)
+    outcome.errors.append(f"{work.label}: {left} intervention(s) pending ({why})")
+
+
+_UNSETTLED = AttemptState()

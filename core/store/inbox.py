@@ -1,0 +1,329 @@
+"""The inbox: reflect work handed over and not yet reflected, under the
+store's `inbox/`.
+
+The reflect pass runs in a detached process that outlives the sidecar and
+the harness that started it, so the work it is handed is first written here —
+a harness that exits the moment it has handed over a transcript still gets
+its reflections, and a pass that fails (no model, a model that stalls) leaves
+its entry here for the next pass to pick up. Nothing is lost by a failure; at
+worst it is late.
+
+A pass *claims* an entry under the writer lock (a rename naming its pid), so
+two passes over the same session mine it once; an entry it cannot finish for
+a reason that will not change on retry is set aside, with why, until a
+person retries or drops it (`mecha-sidecar inbox`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+
+from mecha.core.errors import InvalidInput
+from mecha.core.identity import now
+from mecha.core.learning.survey import Planned, survey_draft, survey_session
+from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
+from mecha.core.sessions.outbox import OutboxItem
+from mecha.core.sessions.transcript import Message, TaintCheckpoint
+from mecha.core.store import jobs as jobs_mod
+from mecha.core.store.files import write_atomic
+from mecha.core.store.learning_store import INBOX_DIR, SET_ASIDE_DIR, Attempt, LearningStore, SetAside
+
+log = logging.getLogger(__name__)
+
+
+class SessionEntry(msgspec.Struct, tag="session", tag_field="kind", omit_defaults=True):
+    """A finished session handed over for reflection, as it was surveyed.
+
+    `plans` is what the sidecar found when the session ended (or was
+    imported): each intervention with the evidence and origin it was
+    classified with, the person's words already bounded and the assistant's
+    withheld where taint says so. The pass reflects on exactly these and
+    never reads the transcript again, so the voices, the nudge and the taint
+    policy it was surveyed under are the ones that count, and the inbox holds
+    the interventions rather than a copy of the whole transcript."""
+
+    #: First (after the tag), so a file's head names its session
+    #: (`_QUEUED_ID`).
+    session_id: str
+    plans: list[Planned] | None = None
+    #: The session file an import read it from (absent for a session the
+    #: harness handed over).
+    file: str | None = None
+    #: Put back by a person (`inbox retry`) after it was set aside: asked
+    #: again although its session is already marked mined.
+    retry: bool = False
+    # An entry queued by a version that kept the transcript instead of its
+    # survey: read (surveyed at the pass with the voices it carries, else
+    # the pass's own), never written.
+    messages: list[Message] | None = None
+    taint_timeline: list[TaintCheckpoint] | None = None
+    interactive: bool = True
+    voices: Voices | None = None
+
+    def surveyed(self, voices: Voices) -> list[Planned]:
+        """The interventions to reflect on."""
+        if self.plans is not None:
+            return self.plans
+        heard = self.voices if self.voices is not None else voices
+        return survey_session(self.messages or [], self.taint_timeline, interactive=self.interactive, voices=heard)
+
+
+class DraftEntry(msgspec.Struct, tag="draft", tag_field="kind", omit_defaults=True):
+    """A sent-and-edited draft handed over for reflection, with the `edit`
+    intervention surveyed from it (`None` in an entry queued before the
+    survey was kept: surveyed at the pass)."""
+
+    item: OutboxItem
+    plan: Planned | None = None
+    retry: bool = False
+
+    def surveyed(self, voices: Voices) -> list[Planned]:
+        plan = self.plan if self.plan is not None else survey_draft(self.item)
+        return [plan] if plan is not None else []
+
+
+def session_entry(
+    session_id: str,
+    messages: Sequence[Message],
+    taint_timeline: Sequence[TaintCheckpoint] | None = None,
+    *,
+    interactive: bool = True,
+    voices: Voices = DEFAULT_VOICES,
+) -> SessionEntry:
+    """Survey a session, once, into the inbox entry that carries what was
+    found."""
+    return SessionEntry(session_id, plans=survey_session(messages, taint_timeline, interactive=interactive, voices=voices))
+
+
+InboxEntry = SessionEntry | DraftEntry
+
+entry_decoder = msgspec.json.Decoder(InboxEntry)
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_CLAIM = ".claim-"
+
+
+def inbox_dir(store: LearningStore) -> Path:
+    return store.root / INBOX_DIR
+
+
+def enqueue(store: LearningStore, entry: InboxEntry) -> Path:
+    """Write one unit of reflect work where any later pass will find it."""
+    from mecha.core.store.files import ensure_private_dir
+
+    directory = inbox_dir(store)
+    ensure_private_dir(directory, root=store.root)
+    # Inbox entries carry what people and assistants said, third-party text
+    # included, and are transient: a pass's commit (`git add -A`) must never carry them into
+    # the store's permanent history.
+    ignore = directory / ".gitignore"
+    if not ignore.exists():
+        write_atomic(ignore, b"*\n")
+    path = directory / inbox_name(entry)
+    write_atomic(path, msgspec.json.encode(entry))
+    return path
+
+
+def inbox_name(entry: InboxEntry) -> str:
+    """The file name an entry is queued under: when, then whose (sorted by
+    name, the inbox is oldest first)."""
+    key = entry.session_id if isinstance(entry, SessionEntry) else f"draft-{entry.item.id}"
+    return f"{now().replace(':', '').replace('-', '')}-{_SAFE.sub('_', key)[:80]}.json"
+
+
+#: An entry's session id, from the head of its file: the encoder writes the
+#: tag and then `session_id` first, so the id sits in the first bytes and a
+#: whole transcript never has to be read to learn whose it is.
+_QUEUED_ID = re.compile(rb'^\{"kind":"session","session_id":("(?:[^"\\]|\\.)*")')
+
+
+def queued_session_ids(store: LearningStore) -> set[str]:
+    """Sessions waiting in the inbox (claimed or not) or set aside there:
+    handed over, not yet mined. A caller about to queue a session checks here
+    as well as in `mined.jsonl`, or a session whose pass failed is queued
+    twice."""
+    out: set[str] = set()
+    for directory in (inbox_dir(store), set_aside_dir(store)):
+        if directory.is_dir():
+            out |= _session_ids_in(directory)
+    return out
+
+
+def _session_ids_in(directory: Path) -> set[str]:
+    out = set()
+    for path in directory.iterdir():
+        name = path.name
+        if not (name.endswith(".json") or _CLAIM in name) or name.endswith(_REASON_SUFFIX) or not path.is_file():
+            continue
+        try:
+            with path.open("rb") as f:
+                head = f.read(4096)
+        except OSError:
+            continue
+        found = _QUEUED_ID.match(head)
+        if found is not None:
+            out.add(msgspec.json.decode(found.group(1)))
+    return out
+
+
+def _claim_owner(path: Path) -> int | None:
+    name = path.name
+    if _CLAIM not in name:
+        return None
+    try:
+        return int(name.rsplit(_CLAIM, 1)[1])
+    except ValueError:
+        return None
+
+
+def claim_all(store: LearningStore) -> list[Path]:
+    """Claim every unclaimed entry (and any whose claimant died). Caller holds
+    the lock."""
+    from mecha.core.store.files import refuse_links
+
+    # Claiming renames the inbox's entries and a finished entry is deleted:
+    # through a linked inbox, that would be done to files outside the store.
+    directory = refuse_links(store.root, inbox_dir(store))
+    if not directory.is_dir():
+        return []
+    claimed = []
+    me = os.getpid()
+    for path in sorted(directory.iterdir()):
+        if path.name.endswith(".tmp") or not path.is_file():
+            continue
+        owner = _claim_owner(path)
+        if owner is not None:
+            if owner == me or jobs_mod._pid_alive(owner):
+                continue
+            base = path.name.rsplit(_CLAIM, 1)[0]
+        elif path.name.endswith(".json"):
+            base = path.name
+        else:
+            continue
+        target = directory / f"{base}{_CLAIM}{me}"
+        os.replace(path, target)
+        claimed.append(target)
+    return claimed
+
+
+def release(path: Path) -> None:
+    """Give a claimed entry back to the pool (the pass failed on it)."""
+    base = path.name.rsplit(_CLAIM, 1)[0]
+    try:
+        os.replace(path, path.with_name(base))
+    except OSError:
+        pass
+
+
+# ─── set aside ──────────────────────────────────────────────────────────────
+#
+# An entry a pass cannot finish for a reason that will not change on retry
+# moves to `inbox/set-aside/`, with a small record of why beside it. It stays
+# there — out of every pass's way, whole, never in history — until a person
+# retries it (back into the inbox, its set-aside interventions asked again)
+# or drops it (deleted; its session stays as mined as it was).
+
+_REASON_SUFFIX = ".why.json"
+
+
+def set_aside_dir(store: LearningStore) -> Path:
+    return store.root / SET_ASIDE_DIR
+
+
+def set_aside(store: LearningStore, path: Path, reason: str, *, keys: Sequence[str] = ()) -> SetAside:
+    """Move a claimed entry out of every pass's way, recording why. Caller
+    holds the lock."""
+    from mecha.core.store.files import ensure_private_dir, refuse_links
+
+    directory = set_aside_dir(store)
+    ensure_private_dir(directory, root=store.root)
+    base = path.name.rsplit(_CLAIM, 1)[0]
+    if not base.endswith(".json"):
+        base = base.rsplit(".", 1)[0] + ".json"
+    ident = base[: -len(".json")]
+    label = None
+    try:
+        entry = entry_decoder.decode(path.read_bytes())
+        label = f"session {entry.session_id}" if isinstance(entry, SessionEntry) else f"draft {entry.item.id}"
+    except (OSError, msgspec.DecodeError):
+        pass
+    record = SetAside(id=ident, reason=reason, set_aside_at=now(), interventions=list(keys), label=label)
+    write_atomic(refuse_links(store.root, directory / f"{ident}{_REASON_SUFFIX}"), msgspec.json.encode(record))
+    os.replace(path, refuse_links(store.root, directory / base))
+    log.warning("set aside %s: %s", label or ident, reason)
+    return record
+
+
+def list_set_aside(store: LearningStore) -> list[SetAside]:
+    """Every set-aside entry, oldest first."""
+    directory = set_aside_dir(store)
+    if not directory.is_dir():
+        return []
+    out = []
+    for path in sorted(directory.glob(f"*{_REASON_SUFFIX}")):
+        try:
+            out.append(msgspec.json.decode(path.read_bytes(), type=SetAside))
+        except (OSError, msgspec.DecodeError) as exc:
+            log.warning("unreadable set-aside record %s: %s", path.name, exc)
+    return out
+
+
+def count_waiting(store: LearningStore) -> int:
+    """Entries waiting in the inbox for a pass (claimed ones included)."""
+    directory = inbox_dir(store)
+    if not directory.is_dir():
+        return 0
+    return sum(1 for p in directory.iterdir() if p.is_file() and (p.name.endswith(".json") or _CLAIM in p.name))
+
+
+def _find_set_aside(store: LearningStore, ident: str) -> SetAside:
+    from mecha.core.errors import Ambiguous, NotFound
+    from mecha.core.identity import by_id_or_prefix
+
+    matches = by_id_or_prefix(list_set_aside(store), ident, lambda r: r.id)
+    if not matches:
+        raise NotFound(f"no set-aside inbox entry {ident!r} (see `mecha-sidecar inbox list`)")
+    if len(matches) > 1:
+        ids = [r.id for r in matches]
+        raise Ambiguous(f"{ident!r} matches {len(ids)} set-aside entries: {', '.join(ids)}", ids)
+    return matches[0]
+
+
+def retry_set_aside(store: LearningStore, ident: str) -> SetAside:
+    """Put a set-aside entry back in the inbox, its set-aside interventions
+    to be asked again by the next pass. Caller starts that pass."""
+    from mecha.core.store.files import refuse_links
+
+    with store.lock():
+        record = _find_set_aside(store, ident)
+        directory = set_aside_dir(store)
+        src = refuse_links(store.root, directory / f"{record.id}.json")
+        data = src.read_bytes()
+        try:
+            entry = entry_decoder.decode(data)
+        except msgspec.DecodeError as exc:
+            raise InvalidInput(f"set-aside entry {record.id} cannot be read, so it cannot be retried ({exc}); drop it") from None
+        entry = msgspec.structs.replace(entry, retry=True)
+        if record.interventions:
+            stamp = now()
+            store.record_attempts(Attempt(key=k, state="retry", at=stamp) for k in record.interventions)
+            store.commit(f"inbox: retry {record.label or record.id}\n\nAsked again: {', '.join(record.interventions)}")
+        write_atomic(refuse_links(store.root, inbox_dir(store) / f"{record.id}.json"), msgspec.json.encode(entry))
+        src.unlink()
+        (directory / f"{record.id}{_REASON_SUFFIX}").unlink(missing_ok=True)
+    return record
+
+
+def drop_set_aside(store: LearningStore, ident: str) -> SetAside:
+    """Delete a set-aside entry for good (its interventions stay set aside)."""
+    with store.lock():
+        record = _find_set_aside(store, ident)
+        directory = set_aside_dir(store)
+        (directory / f"{record.id}.json").unlink(missing_ok=True)
+        (directory / f"{record.id}{_REASON_SUFFIX}").unlink(missing_ok=True)
+    return record
