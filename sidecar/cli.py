@@ -96,6 +96,8 @@ def _parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("block", help="print the rules block a run would get")
     s.add_argument("--domain")
+    s.add_argument("--project", metavar="DIR", type=Path,
+                   help="the run's directory: its project's rules follow the global ones (default: the working directory)")
 
     s = sub.add_parser("mine", help="print the interventions in a transcript file")
     s.add_argument("file", nargs="?", help="a transcript file (default: the bundled sample session)")
@@ -187,8 +189,21 @@ def _mining_options(s: argparse.ArgumentParser) -> None:
         help="a user turn starting with PREFIX is not a person (repeatable; `claude` or `codex` names a built-in "
         "profile); added to $MECHA_HARNESS_VOICES",
     )
-    s.add_argument("--trust-tool", action="append", default=[], metavar="NAME", help="read this tool's results as the person's own (not untrusted)")
-    s.add_argument("--distrust-tool", action="append", default=[], metavar="NAME", help="read this tool's results as untrusted")
+    s.add_argument(
+        "--trust-tool",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="read this tool's results as the person's own (not untrusted); `Bash(PROGRAM)` or "
+        "`Bash(PROGRAM SUBCOMMAND)` trusts one shell command's output in every shell tool (repeatable)",
+    )
+    s.add_argument(
+        "--distrust-tool",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="read this tool's results as untrusted; `Bash(PROGRAM)` takes a program off the shell allowlist",
+    )
 
 
 #: Command lines that mean "the harness endpoint", recognised without
@@ -275,7 +290,10 @@ def _run_verb(verb: str, args: argparse.Namespace) -> int:
 
     ctx = _context(args)
     if verb == "block":
-        result = call(ctx, "mecha/rulesPromptBlock", {"domain": args.domain})
+        import os
+
+        project = os.path.abspath(args.project if args.project is not None else os.getcwd())
+        result = call(ctx, "mecha/rulesPromptBlock", {"domain": args.domain, "project": project})
         _emit(args, result, humane.block)
         return 0
     if verb == "mine":
@@ -524,6 +542,7 @@ def _reflect(ctx: Any, args: argparse.Namespace) -> int:
     session already mined — or already waiting in the inbox from a pass that
     failed — is not queued again."""
     from mecha.core.errors import InvalidInput
+    from mecha.core.learning.scope import project_of_cwd
     from mecha.core.sessions.foreign import read_session
     from mecha.core.store.inbox import queued_session_ids
     from mecha.protocol import methods as m
@@ -551,7 +570,13 @@ def _reflect(ctx: Any, args: argparse.Namespace) -> int:
             skipped.append(session.session_id)
             continue
         ready.append(
-            m.SessionEndedParams(session.session_id, session.messages, session.taint_timeline, session.interactive)
+            m.SessionEndedParams(
+                session.session_id,
+                session.messages,
+                session.taint_timeline,
+                session.interactive,
+                project=project_of_cwd(session.project),
+            )
         )
     # Every file is read before any is handed over; each goes the way a
     # harness run's transcript does, and one pass is started after the last.

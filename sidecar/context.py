@@ -18,7 +18,8 @@ from typing import Any
 import msgspec
 
 from mecha.core.sessions.mining import DEFAULT_FINAL_ANSWER_NUDGE, Voices
-from mecha.core.store.learning_store import LEARNING_DIR_ENV, LearningStore
+from mecha.core.store.layout import LEARNING_DIR_ENV
+from mecha.core.store.learning_store import LearningStore
 from mecha.protocol.initialize import InitializationOptions, InitializeParams
 
 __all__ = ["Context", "InitializationOptions", "InitializeParams"]
@@ -43,7 +44,8 @@ class Context(msgspec.Struct):
     #: Called with `(domain, result, rules fingerprint)` for each rules block
     #: read afresh from files that did not change while it was read, so the
     #: harness endpoint can keep it for the next run (`blockcache`).
-    on_block_rendered: Callable[[str | None, Any, Any], None] | None = None
+    #: Called with `(domain, project root, result, rules fingerprint)`.
+    on_block_rendered: Callable[[str | None, str | None, Any, Any], None] | None = None
     _store: LearningStore | None = None
 
     @classmethod

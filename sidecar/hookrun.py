@@ -153,7 +153,7 @@ def session_end(agent: str, learning_dir: str | None) -> int:
         path = session_file(agent, got, home=Path.home())
         # The session's cwd travels with its records: the reader takes each
         # session's own working directory from the file, as `import` does.
-        report = import_sessions(ctx.store(), agent, path, voices=ctx.voices)
+        report = import_sessions(ctx.store(), agent, path, voices=ctx.voices, ended=ended_event(got.hook_event_name))
         what = _summary(report)
         if report.queued:
             from .jobs import start_pass
@@ -165,6 +165,12 @@ def session_end(agent: str, learning_dir: str | None) -> int:
         return 0
     _record(root, agent, "session-end", what, session_id, cwd)
     return 0
+
+
+def ended_event(event: str) -> bool:
+    """Whether the hook's event means the session is over (`SessionEnd`),
+    rather than still going on (`PreCompact`)."""
+    return event == "SessionEnd"
 
 
 def _summary(report: object) -> str:

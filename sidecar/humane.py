@@ -21,8 +21,11 @@ def block(r: dict[str, Any]) -> str:
         lines.append(r["block"])
         lines.append("")
         lines.append(f"rules_hash {r['rules_hash']}  ·  learned rule ids: {', '.join(r['rule_ids']) or '(none)'}")
+    if r.get("project"):
+        lines.append(f"scopes: global, then project {r['project']}")
     for ob in r.get("over_budget", []):
-        lines.append(f"warning: {ob['domain']} has {ob['active']} active learned rules, over the cap")
+        where = f" in project {ob['project']}" if ob.get("project") else ""
+        lines.append(f"warning: {ob['domain']}{where} has {ob['active']} active learned rules, over the cap")
     return "\n".join(lines)
 
 

@@ -29,14 +29,16 @@ from tests.processes import recording_modules
 _RECORD = recording_modules(["serve"], "MECHA_IMPORT_BUDGET_OUT")
 
 #: Third-party packages the cold path must never load: the editor server and
-#: its runtime, the model client and its runtime, the TOML *writer*.
-FORBIDDEN_PACKAGES = ("pygls", "lsprotocol", "cattrs", "attrs", "attr", "httpx", "anyio", "tomlkit")
+#: its runtime, the model client and its runtime, the TOML *writer*, the
+#: shell parser (only an import of a foreign session reads a command line).
+FORBIDDEN_PACKAGES = ("pygls", "lsprotocol", "cattrs", "attrs", "attr", "httpx", "anyio", "tomlkit", "tree_sitter", "tree_sitter_bash")
 
 #: The project's own modules the first request does not need.
 FORBIDDEN_PROJECT = (
     "mecha.core.gate.appraisal",
     "mecha.core.learning.consolidation",
     "mecha.core.doctor",
+    "mecha.core.sessions.shell",
     "mecha.core.learning.learn",
     "mecha.core.learning.reflect",
     "mecha.core.learning.survey",

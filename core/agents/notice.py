@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 
-from mecha.core.store.layout import PROPOSALS_DIR
+from mecha.core.store.layout import proposals_dir
 
 try:
     from _json import encode_basestring_ascii as _quote
@@ -74,7 +74,7 @@ def pending_proposals(root: str) -> int:
     store that does not exist has none; an unreadable file is not counted
     (the full reader names it: `mecha-sidecar proposals`)."""
     try:
-        entries = os.scandir(os.path.join(root, PROPOSALS_DIR))
+        entries = os.scandir(proposals_dir(root))
     except (FileNotFoundError, NotADirectoryError):
         return 0
     count = 0

@@ -22,7 +22,8 @@ from mecha.core.errors import InvalidInput, NotFound, NotPending, Stale
 from mecha.core.identity import mint_proposal_id, mint_run_id, now
 from mecha.core.learning.rules import active_count, validate_domain
 from mecha.core.learning.sources import RuleChange, RuleSources, find_rule_sources, proposal_changes
-from mecha.core.store.learning_store import LEARNED_KIND, REFLECTIONS_FILE, LearningStore, Proposal, ProposalStatus
+from mecha.core.store.layout import LEARNED_KIND
+from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 from mecha.core.store.ledger import rule_tallies_by_model
 
 #: The longest reason a person may give for a reject or a retirement, in
@@ -70,7 +71,7 @@ def accept_proposal(store: LearningStore, proposal_id: str) -> Proposal:
         # Every file this accept writes is checked before any is: a link
         # planted where one stands is refused with nothing changed.
         store.refuse_links(
-            store.rules_path(p.domain, LEARNED_KIND), store.root / REFLECTIONS_FILE, store.proposal_path(p.id)
+            store.rules_path(p.domain, LEARNED_KIND), store.reflections_path, store.proposal_path(p.id)
         )
         live = store.learned_rules(p.domain)
         # Live rules equal to the proposal's own are an accept that a crash
@@ -103,7 +104,7 @@ def reject_proposal(store: LearningStore, proposal_id: str, reason: str | None =
     with store.lock():
         p = store.proposal(proposal_id)
         _require_pending(p)
-        store.refuse_links(store.root / REFLECTIONS_FILE, store.proposal_path(p.id))
+        store.refuse_links(store.reflections_path, store.proposal_path(p.id))
         store.mark_reflexions_processed(p.reflexion_ids, mint_run_id())
         p = msgspec.structs.replace(p, status=ProposalStatus.REJECTED, resolved_at=now(), reason=reason)
         store.write_proposal(p)

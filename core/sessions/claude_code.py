@@ -27,7 +27,9 @@ mining the file naively taught the wrong lesson or missed the right one:
   slash command the person typed (`/model sonnet`), which the miner never
   mines; `<local-command-stdout>`, `<bash-input>`/`<bash-stdout>`,
   `<task-notification>`, `<user-prompt-submit-hook>`, "Caveat: …" and
-  "Stop hook feedback:" text is dropped; `<system-reminder>` blocks are cut
+  "Stop hook feedback:" text is dropped (a command the person ran with `!`
+  is not their words, but its output reached the model: it taints what
+  follows as a `Bash` call of that command would); `<system-reminder>` blocks are cut
   out of whatever text they ride in.
 - **Interrupt markers** (`[Request interrupted by user]`, `… for tool use]`,
   also at the start of a tool result) are events, never the person's text:
@@ -462,6 +464,10 @@ class _Reader:
                 if b.text.strip().startswith(INTERRUPT_MARKER):
                     self.interrupted = True
                     continue
+                ran = self.policy.person_shell_taint("Bash", b.text)
+                if ran is not None:
+                    # Its output reaches the model before whatever comes next.
+                    self.taint.bring(len(self.out), ran)
                 said = person_text(b.text)
                 if said:
                     words.append(said)

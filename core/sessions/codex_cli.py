@@ -20,7 +20,10 @@ Pure: bytes in, `ReadSession` out. Each line is `{"timestamp", "type",
   `reasoning` (dropped).
 - **Wrappers in the person's voice**: `<environment_context>`,
   `<user_instructions>`, `# AGENTS.md instructions …`, `<user_shell_command>`
-  and `<turn_aborted>` texts ride in user messages and are the harness's.
+  and `<turn_aborted>` texts ride in user messages and are the harness's (a
+  `<user_shell_command>` — a command the person ran with `!` — also taints
+  what follows as a `shell` call of its command would: its output reached
+  the model).
 - **`event_msg`**: `user_message` repeats what the person typed (a newer
   file has both it and the user `message` item; the pair is read once),
   `agent_message` repeats the assistant's text (skipped),
@@ -40,8 +43,8 @@ Pure: bytes in, `ReadSession` out. Each line is `{"timestamp", "type",
   readable record is refused (`foreign.LineReader`).
 
 Taint is rebuilt from the calls (see `foreign.TaintPolicy`): web search,
-every MCP tool (Codex names them `server__tool`), unknown tools and
-network-fetching shell commands are untrusted.
+every MCP tool (Codex names them `server__tool`), unknown tools and any
+shell command not known to stay on the machine (`shell.py`) are untrusted.
 """
 
 from __future__ import annotations
@@ -175,18 +178,17 @@ def person_text(text: str) -> str | None:
     return stripped
 
 
-def shell_command(name: str | None, args: Any) -> str | None:
-    """The command line a shell call ran, for the network check."""
+def shell_command(name: str | None, args: Any) -> str | list[str] | None:
+    """What a shell call ran, for the trust decision: the argv array it was
+    given (`["bash", "-lc", "<script>"]`, `["ls", "-la"]`: checked as an
+    argv, so a `-c` script is parsed and no quoting is lost), or its command
+    line. `None` (untrusted) when the call says neither."""
     if not isinstance(args, dict):
         return args if isinstance(args, str) else None
     for key in ("command", "cmd"):
         value = args.get(key)
         if isinstance(value, list):
-            argv = [str(v) for v in value]
-            # `["bash", "-lc", "<script>"]`: the script is the command line.
-            if len(argv) >= 3 and argv[-2] in ("-c", "-lc", "-ic"):
-                return argv[-1]
-            return " ".join(argv)
+            return [str(v) for v in value]
         if isinstance(value, str):
             return value
     return None
@@ -303,6 +305,10 @@ class _Reader:
                     elif c.text:
                         if c.text.strip().startswith("<turn_aborted>"):
                             self._abort()
+                        ran = self.policy.person_shell_taint("shell", c.text)
+                        if ran is not None:
+                            # Its output reaches the model before whatever comes next.
+                            self.taint.bring(len(self.out), ran)
                         said = person_text(c.text)
                         if said:
                             words.append(said)

@@ -11,7 +11,8 @@ and passes as one the harness recorded. The readers live in
   what the file says was called, failing closed: the conversation turns
   untrusted from the first result of a tool that can bring a stranger's text
   in — web fetch and search, every MCP tool, any tool the reader does not
-  know, a shell command that reaches the network — and private (but still
+  know, a shell command not known to stay on the machine (`shell.py`) — and
+  private (but still
   trusted) from the first result that read the person's own files. The lists
   are data (`TaintPolicy`) so a person can trust a local MCP server, or
   distrust a tool the defaults call local;
@@ -78,29 +79,14 @@ def note_lines(lines: list[int], messages: Sequence[object], number: int) -> Non
 
 # ─── taint ──────────────────────────────────────────────────────────────────
 
-#: Shell commands that fetch from the network: a fetching program in command
-#: position anywhere in the line (after `;`, `&&`, `|`, `$(`, a quote opening
-#: a `bash -c` script, `sudo`, …), or
-#: a fetching subcommand of git, gh or a package manager. Broad on purpose:
-#: a false alarm costs one intervention its full evidence, a miss lets a
-#: stranger's text argue for a rule.
-NETWORK_COMMANDS = re.compile(
-    r"""(?:^|[;&|(`"']|\$\()\s*"""
-    r"(?:(?:sudo|env|time|command|exec|nohup|xargs)\s+(?:-\S+\s+)*|\w+=\S*\s+)*"
-    r"(?:curl|wget|http|https|xh|nc|ncat|telnet|ssh|scp|sftp|ftp|rsync|aria2c|lynx|w3m|links)(?=$|[\s;&|)])"
-    r"|\bgit\s+(?:clone|fetch|pull|push|ls-remote|submodule)\b"
-    r"|\bgh\s+(?:issue|pr|api|repo|release|run|search|gist)\b"
-    r"|\b(?:pip3?|uv|npm|npx|pnpm|yarn|bun|cargo|go|gem|brew|apt|apt-get|dnf|docker|podman)\s+(?:install|add|get|pull|fetch|download|update|search)\b"
-    r"|\b(?:urlopen|urllib\.request|requests\.(?:get|post)|httpx\.|fetch\()"
-)
-
-
 class TaintPolicy(msgspec.Struct, frozen=True, kw_only=True):
     """Which recorded tool results taint a conversation, and how.
 
     `local` tools read or change the person's machine: their results make
-    the conversation private, not untrusted. `shell` tools are local unless
-    the command fetches from the network. `untrusted` tools bring
+    the conversation private, not untrusted. `shell` tools are local only
+    when everything their command line runs is known to stay on the machine
+    (`shell.command_stays_local`; `shell_trust` is the person's change to
+    that allowlist); any other command is untrusted. `untrusted` tools bring
     third-party text. Anything in none of the lists is untrusted — which is
     how every MCP tool is read (`mcp__server__tool` in Claude Code,
     `server__tool` in Codex) unless a person trusts it by name: fail closed.
@@ -112,20 +98,35 @@ class TaintPolicy(msgspec.Struct, frozen=True, kw_only=True):
     #: Tools whose results are the person's own words (an answer to the
     #: agent's question): neither private nor untrusted.
     personal: frozenset[str] = frozenset()
+    #: Shell-command allowlist entries the person added (`"make"`, `"git
+    #: fetch"`) and took away, from `--trust-tool 'Bash(make)'`.
+    trusted_commands: frozenset[str] = frozenset()
+    distrusted_commands: frozenset[str] = frozenset()
 
     def with_overrides(self, *, trust: Iterable[str] = (), distrust: Iterable[str] = ()) -> TaintPolicy:
         """This policy with some tools moved: `trust` to local, `distrust` to
-        untrusted (a distrusted name wins over a trusted one)."""
-        trust, distrust = frozenset(trust), frozenset(distrust)
+        untrusted (a distrusted name wins over a trusted one). A value
+        spelled `TOOL(PROGRAM)` or `TOOL(PROGRAM SUBCOMMAND)` — `Bash(make)`,
+        `shell(git fetch)` — changes the shell-command allowlist instead, for
+        every shell tool."""
+        tools: dict[bool, set[str]] = {True: set(), False: set()}
+        commands: dict[bool, set[str]] = {True: set(), False: set()}
+        for trusted, values in ((True, trust), (False, distrust)):
+            for value in values:
+                entry = _command_entry(value)
+                (tools if entry is None else commands)[trusted].add(value if entry is None else entry)
+        trust_set, distrust_set = frozenset(tools[True]), frozenset(tools[False])
         return msgspec.structs.replace(
             self,
-            local=(self.local | trust) - distrust,
-            shell=self.shell - distrust,
-            personal=self.personal - distrust,
-            untrusted=(self.untrusted - trust) | distrust,
+            local=(self.local | trust_set) - distrust_set,
+            shell=self.shell - distrust_set,
+            personal=self.personal - distrust_set,
+            untrusted=(self.untrusted - trust_set) | distrust_set,
+            trusted_commands=(self.trusted_commands | commands[True]) - commands[False],
+            distrusted_commands=(self.distrusted_commands - commands[True]) | commands[False],
         )
 
-    def taint_of(self, name: str | None, command: str | None = None) -> Taint:
+    def taint_of(self, name: str | None, command: str | Sequence[str] | None = None) -> Taint:
         """What the result of one call to `name` brings into the conversation."""
         if name in self.untrusted:
             return Taint(private=True, untrusted=True)
@@ -134,9 +135,47 @@ class TaintPolicy(msgspec.Struct, frozen=True, kw_only=True):
         if name in self.local:
             return Taint(private=True)
         if name in self.shell:
-            networked = command is None or NETWORK_COMMANDS.search(command) is not None
-            return Taint(private=True, untrusted=networked)
+            return Taint(private=True, untrusted=command is None or not self._stays_local(command))
         return Taint(private=True, untrusted=True)
+
+    def person_shell_taint(self, tool: str, text: str) -> Taint | None:
+        """What a shell command the person ran themselves brings in —
+        Claude Code's `!` bash mode (`<bash-input>…`), Codex's `!`
+        (`<user_shell_command>…`): its output goes into the model's context
+        like a tool's, so it is decided like `tool`'s. `None` when `text` is
+        no such record."""
+        stripped = text.lstrip()
+        if not stripped.startswith(("<bash-input>", "<user_shell_command>")):
+            return None
+        found = _PERSON_SHELL.match(stripped)
+        command = None if found is None else (found.group(1) if found.group(1) is not None else found.group(2))
+        return self.taint_of(tool, command)
+
+    def _stays_local(self, command: str | Sequence[str]) -> bool:
+        # The parser loads here, on the first shell result read: never on
+        # the harness endpoint's path.
+        from mecha.core.sessions.shell import ShellTrust, command_stays_local
+
+        trust = ShellTrust(trusted=self.trusted_commands, distrusted=self.distrusted_commands)
+        return command_stays_local(command, trust)
+
+
+#: The command of a person's own shell command, in either agent's record.
+_PERSON_SHELL = re.compile(r"<bash-input>(.*?)</bash-input>|<user_shell_command>\s*<command>\n?(.*?)\n?</command>", re.DOTALL)
+_TOOL_COMMAND = re.compile(r"[\w.\-]+\((.*)\)", re.DOTALL)
+_COMMAND_ENTRY = re.compile(r"[\w.+:\[-]+(?: [\w.+:-]+)?")
+
+
+def _command_entry(value: str) -> str | None:
+    """`Bash(make)` → `"make"`, `shell(git fetch)` → `"git fetch"`; `None`
+    for a tool's name."""
+    match = _TOOL_COMMAND.fullmatch(value.strip())
+    if match is None:
+        return None
+    entry = " ".join(match.group(1).split())
+    if not _COMMAND_ENTRY.fullmatch(entry):
+        raise InvalidInput(f"{value!r}: a shell command to trust is a program, or a program and one subcommand: Bash(make), Bash(git fetch)")
+    return entry
 
 
 class TaintTimeline:

@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from mecha.core.errors import InvalidStore, StoreFull
+from mecha.core.store.layout import TMP_SUFFIX
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +40,9 @@ DIR_MODE = 0o700
 #: Files of the store: owner read/write only.
 FILE_MODE = 0o600
 
-#: Suffix of in-flight temp files. Ignored by git (the store's `.gitignore`)
-#: and never read as data: a crash can leave one behind, and the next write
-#: in the same directory sweeps it (`is_stale_temp`).
-TMP_SUFFIX = ".tmp"
+# In-flight temp files end in `layout.TMP_SUFFIX`. Ignored by git (the
+# store's `.gitignore`) and never read as data: a crash can leave one behind,
+# and the next write in the same directory sweeps it (`is_stale_temp`).
 
 #: A temp name `write_atomic` makes: `<file>.<pid>-<8 hex>.tmp`, or, from
 #: before names carried the writer's pid, `<file>.<8 hex>.tmp`.

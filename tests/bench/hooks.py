@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import random
+import resource
 import shlex
 import subprocess
 import sys
@@ -52,12 +53,21 @@ def _settled(store: Path, timeout: float = 60.0) -> None:
     raise RuntimeError("a reflect pass started by the hook did not finish")
 
 
-def _time(argv: list[str], stdin: bytes, cwd: Path, env: dict[str, str]) -> tuple[float, bytes]:
+#: CPU seconds (user + system) of each timed run's own processes — the shell
+#: and the hook, not the detached pass it starts — by what was run.
+CPU: dict[str, list[float]] = {}
+
+
+def _time(argv: list[str], stdin: bytes, cwd: Path, env: dict[str, str], what: str = "") -> tuple[float, bytes]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     done = subprocess.run(argv, input=stdin, cwd=cwd, env=env, capture_output=True)
     elapsed = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise RuntimeError(f"{argv} exited {done.returncode}: {done.stderr[-500:]!r}")
+    if what:
+        CPU.setdefault(what, []).append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     return elapsed, done.stdout
 
 
@@ -113,7 +123,7 @@ def run(rounds: int) -> list[Figure]:
 
         def session_end() -> float:
             grow()
-            elapsed, out = _time(["sh", "-c", end], payload, project, env)
+            elapsed, out = _time(["sh", "-c", end], payload, project, env, "end")
             last = log.read_text().splitlines()[-1]
             if out or "queued 1 new intervention(s)" not in last:
                 raise RuntimeError(f"a session-end run did not queue exactly the one new turn: {last!r}, stdout {out!r}")
@@ -121,7 +131,7 @@ def run(rounds: int) -> list[Figure]:
             return elapsed
 
         def session_start() -> float:
-            elapsed, out = _time(["sh", "-c", start], start_payload, project, env)
+            elapsed, out = _time(["sh", "-c", start], start_payload, project, env, "start")
             if not json.loads(out)["systemMessage"].startswith("mecha: 1 rule proposal awaits"):
                 raise RuntimeError(f"the session-start run printed {out!r}")
             return elapsed
@@ -131,12 +141,14 @@ def run(rounds: int) -> list[Figure]:
         times = interleaved(
             rounds,
             {
-                "pass": lambda: _time(bare, b"", project, env)[0],
+                "pass": lambda: _time(bare, b"", project, env, "pass")[0],
                 "end": session_end,
                 "start": session_start,
             },
         )
     t = {k: median(v) for k, v in times.items()}
+    cpu = {k: median(v) for k, v in CPU.items()}
+    CPU.clear()
     return [
         Figure(
             key="hook_session_end",
@@ -150,8 +162,10 @@ def run(rounds: int) -> list[Figure]:
             ratio=t["end"] / t["pass"],
             goal=f"< {END_GOAL_MS:.0f} ms",
             met=t["end"] * 1e3 < END_GOAL_MS,
-            notes=[f"slowest of {rounds}: {max(times['end']) * 1e3:.0f} ms"],
-            extra={"rounds": rounds, "session_mb": size_mb, "end_max_s": max(times["end"])},
+            notes=[f"slowest of {rounds}: {max(times['end']) * 1e3:.0f} ms",
+                   f"CPU time (user + system): {cpu['end'] * 1e3:.0f} ms, python -c pass {cpu['pass'] * 1e3:.0f} ms"],
+            extra={"rounds": rounds, "session_mb": size_mb, "end_max_s": max(times["end"]), "end_cpu_s": cpu["end"],
+                   "pass_cpu_s": cpu["pass"]},
         ),
         Figure(
             key="hook_session_start",
@@ -164,6 +178,7 @@ def run(rounds: int) -> list[Figure]:
             ratio=t["start"] / t["pass"],
             goal="≤ 2×",
             met=t["start"] / t["pass"] <= 2.0,
-            extra={"rounds": rounds},
+            notes=[f"CPU time (user + system): {cpu['start'] * 1e3:.0f} ms, python -c pass {cpu['pass'] * 1e3:.0f} ms"],
+            extra={"rounds": rounds, "start_cpu_s": cpu["start"], "pass_cpu_s": cpu["pass"]},
         ),
     ]

@@ -95,12 +95,20 @@ def test_an_aborted_turn_followed_by_the_persons_message_is_a_steer():
         ({"type": "function_call", "name": "tracker__get_issue", "arguments": "{}", "call_id": "c9"}, True),
         ({"type": "function_call", "name": "shell", "arguments": json.dumps({"command": ["bash", "-lc", "wget -qO- https://x.org"]}), "call_id": "c9"}, True),
         ({"type": "function_call", "name": "shell", "arguments": json.dumps({"command": ["bash", "-lc", "ls"]}), "call_id": "c9"}, False),
+        ({"type": "function_call", "name": "shell", "arguments": json.dumps({"command": ["bash", "-lc", "git -C x pull"]}), "call_id": "c9"}, True),
+        ({"type": "function_call", "name": "shell", "arguments": json.dumps({"command": ["/usr/bin/curl", "https://x.org"]}), "call_id": "c9"}, True),
+        ({"type": "function_call", "name": "shell", "arguments": json.dumps({"command": ["git", "status"]}), "call_id": "c9"}, False),
+        ({"type": "function_call", "name": "exec_command", "arguments": json.dumps({"cmd": "docker run --rm alpine wget x"}), "call_id": "c9"}, True),
+        ({"type": "function_call", "name": "exec_command", "arguments": json.dumps({"cmd": "rg -n TODO | head"}), "call_id": "c9"}, False),
+        ({"type": "function_call", "name": "shell", "arguments": json.dumps({"workdir": "/tmp"}), "call_id": "c9"}, True),
+        ({"type": "local_shell_call", "call_id": "c9", "status": "completed", "action": {"type": "exec", "command": ["bash", "-lc", "npm view x"]}}, True),
+        ({"type": "local_shell_call", "call_id": "c9", "status": "completed", "action": {"type": "exec", "command": ["ls", "-la"]}}, False),
     ],
 )
 def test_web_search_mcp_tools_and_fetching_commands_make_the_rest_untrusted(item, untrusted):
     # Pins: a searched page's text reaching a reflector as clean evidence.
     cx = started().add("response_item", **item)
-    if item["type"] == "function_call":
+    if item["type"] != "web_search_call":
         cx.output("c9", "some output")
     cx.say("Found it.").user("Good, now wire it up.")
     _, plans = mined(cx)

@@ -260,3 +260,28 @@ def test_session_start_tells_the_person_of_pending_proposals_and_nothing_else(en
     out = json.loads(ran.stdout)
     assert list(out) == ["systemMessage"] and "1 rule proposal awaits your review" in out["systemMessage"]
     assert ran.stdout.count(b"\n") == 1
+
+
+def test_a_refusal_the_session_ended_on_is_queued_at_its_end_and_held_before_a_compaction(env, home, project, store_dir):
+    # Pins: a session that ends on a silent refusal never having it queued
+    # (the next session end never comes for it), or a compaction queueing a
+    # refusal whose reason the person is about to type.
+    cli(env, project, "hooks", "install", "claude", "--learning-dir", str(store_dir))
+    ours = commands(home / ".claude" / "settings.json")
+    c = Claude(session=SID, cwd=str(project))
+    c.user("Deploy the branch.")
+    c.assistant(text("Pushing it."), use("t1", "Bash", command="git push --force origin main"))
+    c.result("t1", REJECTION, is_error=True)
+    c.user([text("[Request interrupted by user for tool use]")])
+    transcript = home / "s.jsonl"
+    transcript.write_bytes(c.bytes())
+    payload = {"session_id": SID, "transcript_path": str(transcript), "cwd": str(project)}
+    ran = run_hook(ours["PreCompact"], {**payload, "hook_event_name": "PreCompact", "trigger": "manual"}, cwd=project, env=env)
+    assert ran.returncode == 0 and ran.stdout == b""
+    assert "nothing new to queue; 1 refusal(s) wait for the reason you give next" in hook_log(store_dir)[-1]
+    ran = run_hook(ours["SessionEnd"], {**payload, "hook_event_name": "SessionEnd", "reason": "clear"}, cwd=project, env=env)
+    assert ran.returncode == 0 and ran.stdout == b""
+    assert "queued 1 new intervention(s)" in hook_log(store_dir)[-1]
+    jobs_settled(store_dir)
+    (entry,) = inbox_entries(store_dir)
+    assert [p["intervention"]["trigger"] for p in entry["plans"]] == ["denial"]

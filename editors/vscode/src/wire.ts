@@ -80,15 +80,19 @@ export interface LearnResult {
 export interface OverBudget {
   active: number;
   domain: string;
+  project?: string;
 }
 
 /** A rule change waiting for a person, with what argues for it. */
 export interface Proposal {
+  accepted_as_global: boolean;
   created_at: string;
   domain: string;
   drops: RuleDrop[];
   evidence: string;
   id: string;
+  project: string | null;
+  promoted_from: string[];
   reason: string | null;
   reflexion_ids: string[];
   refusals: Refusal[];
@@ -191,6 +195,7 @@ export interface RulesPromptBlockResult {
   block: string | null;
   domains: string[];
   over_budget: OverBudget[];
+  project?: string;
   rule_ids: string[];
   rules_hash: string | null;
 }
