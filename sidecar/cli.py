@@ -327,6 +327,9 @@ def _proposals(ctx: Any, args: argparse.Namespace) -> int:
     if args.action == "accept":
         result = call(ctx, "mecha/acceptProposal", {"id": args.id})
         _emit(args, result, lambda r: "accepted " + humane.proposal_line(r["proposal"]))
+        for export in result.get("exports", []):
+            if export.get("error"):
+                print(f"mecha-sidecar: warning: the accept stands, but the export failed: {export['error']}", file=sys.stderr)
         return 0
     result = call(ctx, "mecha/rejectProposal", {"id": args.id, "reason": args.reason})
     _emit(args, result, lambda r: "rejected " + humane.proposal_line(r["proposal"]))
