@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import msgspec
 from mecha.core.errors import InvalidStore
 from mecha.core.learning.rules import LEARN_MIN_REFLECTIONS, MAX_ACTIVE_RULES_PER_DOMAIN, routed_domains
 from mecha.core.store import jobs as jobs_mod
+from mecha.core.store.learning_store import LearningStore
 
 
 class Check(msgspec.Struct):
@@ -29,27 +29,8 @@ class Check(msgspec.Struct):
     detail: str
 
 
-def _permissions(root: Path) -> Check:
-    loose = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        if ".git" in dirnames:
-            dirnames.remove(".git")
-        for name in [*dirnames, *filenames]:
-            path = Path(dirpath, name)
-            try:
-                mode = path.lstat().st_mode
-            except OSError:
-                continue
-            if stat.S_ISLNK(mode):
-                loose.append(f"{path.relative_to(root)} (symlink)")
-            elif mode & 0o077:
-                loose.append(f"{path.relative_to(root)} ({stat.filemode(mode)})")
-    try:
-        root_mode = root.stat().st_mode
-        if root_mode & 0o077:
-            loose.insert(0, f". ({stat.filemode(root_mode)})")
-    except OSError:
-        pass
+def _permissions(store: LearningStore) -> Check:
+    loose = store.loose_entries()
     if loose:
         return Check("permissions", False, "readable by others: " + ", ".join(loose[:10]) + (" …" if len(loose) > 10 else ""))
     return Check("permissions", True, "owner-only")
@@ -57,8 +38,6 @@ def _permissions(root: Path) -> Check:
 
 def run_checks(root: Path, model_options: Mapping[str, Any] | None = None, *, env: Mapping[str, str] | None = None) -> list[Check]:
     from mecha.core.learning.proposals import pending_for
-    from mecha.core.store.learning_store import LearningStore
-
     env = os.environ if env is None else env
     checks: list[Check] = []
     store = LearningStore.open_existing(root)
@@ -66,9 +45,9 @@ def run_checks(root: Path, model_options: Mapping[str, Any] | None = None, *, en
         checks.append(Check("store", False, f"no learning store at {root} yet (it is created by the first pass)"))
     else:
         checks.append(Check("store", True, str(root)))
-        checks.append(_permissions(root))
+        checks.append(_permissions(store))
         has_git = shutil.which("git") is not None
-        repo = (root / ".git").is_dir()
+        repo = store.has_history()
         checks.append(
             Check(
                 "git",
@@ -189,9 +168,7 @@ def _structured_check(cfg: Any, env: Mapping[str, str], root: Path | None) -> Ch
     from mecha.core.providers import provider_from_config
     from mecha.core.providers.base import CompletionRequest
     from mecha.core.providers.structured import ModeMemory
-    from mecha.core.store.learning_store import STRUCTURED_MODES_FILE
-
-    memory = ModeMemory(root / STRUCTURED_MODES_FILE, root=root) if root is not None else None
+    memory = ModeMemory(LearningStore(root).structured_modes_path, root=root) if root is not None else None
     key = ModeMemory.key(cfg.api, cfg.base_url, cfg.model)
     if cfg.structured != "auto":
         return Check("structured", True, f"replies constrained as {cfg.structured} (set in the configuration)")

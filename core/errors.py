@@ -37,6 +37,15 @@ class InvalidStore(LearningError):
         self.line = line
 
 
+class StoreFull(InvalidStore):
+    """The filesystem holding the store has no room left (or the owner's
+    quota is spent): a write could not be made whole. The message names the
+    file and says what was kept; `path` carries the file. A kind of
+    `InvalidStore` — the store, not the request, is what must change — with
+    a name of its own, because the remedy (free some space) is not the
+    remedy for a store that cannot be written at all."""
+
+
 class NoModel(LearningError):
     """A pass needs a model and none is configured."""
 

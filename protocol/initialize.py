@@ -13,6 +13,8 @@ from typing import Any
 
 import msgspec
 
+from mecha.core.store.layout import root_problem
+
 
 class InitializationOptions(msgspec.Struct, rename="camel"):
     #: The store root; default `$MECHA_LEARNING_DIR`, else `~/.mecha/learning`.
@@ -23,6 +25,14 @@ class InitializationOptions(msgspec.Struct, rename="camel"):
     harness_voices: list[str] = msgspec.field(default_factory=list)
     #: `{api, baseUrl, model, apiKeyEnv, timeoutS, maxRetries, maxBackoffS}`.
     model: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        # A root no path can be is the client's mistake, told at `initialize`
+        # by name (-32602), not an internal error at every request after it.
+        if self.learning_dir:
+            problem = root_problem(self.learning_dir)
+            if problem is not None:
+                raise ValueError(f"learningDir {problem}")
 
 
 class ClientInfo(msgspec.Struct):

@@ -38,19 +38,27 @@ class Empty(msgspec.Struct):
 
 class RulesPromptBlockParams(msgspec.Struct):
     domain: str | None = None
+    #: The directory the run works in (absolute); its project's rules ride
+    #: after the global ones. Absent: the global rules alone.
+    project: str | None = None
 
 
-class OverBudget(msgspec.Struct):
+class OverBudget(msgspec.Struct, omit_defaults=True):
     domain: str
     active: int
+    #: The project whose learned file is over the cap; absent for a global one.
+    project: str | None = None
 
 
-class RulesPromptBlockResult(msgspec.Struct):
+class RulesPromptBlockResult(msgspec.Struct, omit_defaults=True):
     block: str | None
     rules_hash: str | None
     rule_ids: list[str]
     domains: list[str]
     over_budget: list[OverBudget]
+    #: The project root the block was given for (`project` resolved to its
+    #: git root); absent for the global rules alone.
+    project: str | None = None
 
 
 class ExtractInterventionsParams(msgspec.Struct):
@@ -93,6 +101,9 @@ class SessionEndedParams(msgspec.Struct):
     messages: list[Message]
     taint_timeline: list[TaintCheckpoint] | None = None
     interactive: bool = True
+    #: The directory the session ran in (absolute): its lessons are learned
+    #: for that project (its git root). Absent: global.
+    project: str | None = None
 
 
 class SessionEndedResult(msgspec.Struct):
@@ -100,6 +111,10 @@ class SessionEndedResult(msgspec.Struct):
     learnable: int
     already_mined: bool
     job: Job | None
+    #: The session was waiting in the inbox already (handed over before, not
+    #: yet mined, or set aside): not queued again; `job` is a pass only when
+    #: no live pass holds it.
+    already_queued: bool = False
 
 
 class DraftResolvedParams(msgspec.Struct):
@@ -110,6 +125,8 @@ class DraftResolvedResult(msgspec.Struct):
     intervention: Intervention | None
     already_mined: bool
     job: Job | None
+    #: The draft was waiting in the inbox already: not queued again.
+    already_queued: bool = False
 
 
 class ProposalIdParams(msgspec.Struct):

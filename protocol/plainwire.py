@@ -79,7 +79,7 @@ CLIENT_INFO_KEYS = ("name", "version")
 #: refused rather than guessed at.
 INITIALIZATION_OPTIONS_KEYS = ("learningDir", "finalAnswerNudge", "harnessVoices", "model")
 #: The keys `methods.RulesPromptBlockParams` reads.
-RULES_PROMPT_BLOCK_KEYS = ("domain",)
+RULES_PROMPT_BLOCK_KEYS = ("domain", "project")
 
 
 def plain_frame(buf: bytes | bytearray, pos: int) -> tuple[int, int] | str | None:
@@ -271,16 +271,22 @@ def initialize_learning_dir(params: object) -> object:
     return options.get("learningDir")
 
 
-def rules_block_domain(params: object) -> object:
-    """`domain` (or `None`) from `mecha/rulesPromptBlock` params in the plain
-    case, else `REFUSED`. Whether the domain is *valid* is not asked here: an
-    invalid one was never answered, so it is never found in the cache."""
+def rules_block_params(params: object) -> object:
+    """`(domain, project)` (each a string or `None`) from
+    `mecha/rulesPromptBlock` params in the plain case, else `REFUSED`.
+    Whether the domain is *valid* is not asked here: an invalid one was
+    never answered, so it is never found in the cache. A project that is
+    not an absolute path is refused: the full server's error says why."""
     if params is ABSENT:
-        return None
+        return None, None
     if not isinstance(params, dict) or not set(params) <= set(RULES_PROMPT_BLOCK_KEYS):
         return REFUSED
-    domain = params.get("domain")
-    return domain if _optional_str(domain) else REFUSED
+    domain, project = params.get("domain"), params.get("project")
+    if not (_optional_str(domain) and _optional_str(project)):
+        return REFUSED
+    if project is not None and (not project.startswith("/") or "\x00" in project):
+        return REFUSED
+    return domain, project
 
 
 def result_frame(id: bytes, result: bytes) -> bytes:

@@ -101,10 +101,18 @@ _MODEL_OPTIONS = {
     },
 }
 
+_PROJECT = {
+    "type": "string",
+    "pattern": "^/",
+    "description": "An absolute directory path; the project is its git root, or the directory itself outside a repository.",
+}
+
 #: `(Struct, wire field name)` → the property's schema, replacing the one the
 #: field's type gives (its `default` is kept).
 _FIELD_OVERRIDES: dict[tuple[type, str], dict[str, Any]] = {
     (m.RulesPromptBlockParams, "domain"): _nullable(_DOMAIN),
+    (m.RulesPromptBlockParams, "project"): _nullable(_PROJECT),
+    (m.SessionEndedParams, "project"): _nullable(_PROJECT),
     (m.LearnParams, "domain"): _DOMAIN,
     (m.LearnParams, "min"): _nullable({"type": "integer", "minimum": 1}),
     (m.ProposalsParams, "domain"): _nullable(_DOMAIN),

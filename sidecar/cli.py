@@ -43,6 +43,9 @@ verbs:
   inbox [list|retry ID|drop ID]
                       what waits for reflection, and what a pass set aside
   tallies             per-rule validation tallies
+  hooks install|uninstall claude|codex [--scope user|project]
+                      queue each session when Claude Code / Codex ends it; hear of proposals when one starts
+  hooks status        which hooks are installed where, and what they last did
   doctor              health checks
   schema              the JSON Schema of every method and of the rules file
 """
@@ -92,6 +95,8 @@ def _parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("block", help="print the rules block a run would get")
     s.add_argument("--domain")
+    s.add_argument("--project", metavar="DIR", type=Path,
+                   help="the run's directory: its project's rules follow the global ones (default: the working directory)")
 
     s = sub.add_parser("mine", help="print the interventions in a transcript file")
     s.add_argument("file", nargs="?", help="a transcript file (default: the bundled sample session)")
@@ -134,6 +139,13 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("rule_id")
     s.add_argument("reason")
 
+    s = sub.add_parser("hooks", help="install, remove or show the Claude Code / Codex hooks")
+    s.add_argument("action", choices=["install", "uninstall", "status"])
+    s.add_argument("agent", nargs="?", choices=["claude", "codex"], help="install / uninstall: which agent")
+    s.add_argument("--scope", choices=["user", "project"],
+                   help="user: ~/.claude or ~/.codex (the default); project: the .claude or .codex folder of "
+                   "the git repository this runs in")
+
     sub.add_parser("jobs", help="recent background passes")
     s = sub.add_parser("inbox", help="what waits for reflection; retry or drop what a pass set aside")
     s.add_argument("action", nargs="?", default="list", choices=["list", "retry", "drop"])
@@ -174,8 +186,21 @@ def _mining_options(s: argparse.ArgumentParser) -> None:
         help="a user turn starting with PREFIX is not a person (repeatable; `claude` or `codex` names a built-in "
         "profile); added to $MECHA_HARNESS_VOICES",
     )
-    s.add_argument("--trust-tool", action="append", default=[], metavar="NAME", help="read this tool's results as the person's own (not untrusted)")
-    s.add_argument("--distrust-tool", action="append", default=[], metavar="NAME", help="read this tool's results as untrusted")
+    s.add_argument(
+        "--trust-tool",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="read this tool's results as the person's own (not untrusted); `Bash(PROGRAM)` or "
+        "`Bash(PROGRAM SUBCOMMAND)` trusts one shell command's output in every shell tool (repeatable)",
+    )
+    s.add_argument(
+        "--distrust-tool",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="read this tool's results as untrusted; `Bash(PROGRAM)` takes a program off the shell allowlist",
+    )
 
 
 #: Command lines that mean "the harness endpoint", recognised without
@@ -186,10 +211,18 @@ _SERVE_ARGVS = frozenset({(), ("serve",), ("--stdio",), ("serve", "--stdio"), ("
 
 
 def main(argv: list[str] | None = None) -> int:
-    if tuple(sys.argv[1:] if argv is None else argv) in _SERVE_ARGVS:
+    given = sys.argv[1:] if argv is None else argv
+    if tuple(given) in _SERVE_ARGVS:
         from .first_stage import serve
 
         return serve()
+    if given[:1] == ["hook"]:
+        # What an agent's hook runs (`hooks install` writes it): recognised
+        # before the argument parser, whose import alone would be a share of
+        # the session-start hook's budget.
+        from .hookrun import run
+
+        return run(list(given[1:]))
     args = _parser().parse_args(argv)
     verb = args.verb or "serve"
     if verb == "serve":
@@ -254,7 +287,10 @@ def _run_verb(verb: str, args: argparse.Namespace) -> int:
 
     ctx = _context(args)
     if verb == "block":
-        result = call(ctx, "mecha/rulesPromptBlock", {"domain": args.domain})
+        import os
+
+        project = os.path.abspath(args.project if args.project is not None else os.getcwd())
+        result = call(ctx, "mecha/rulesPromptBlock", {"domain": args.domain, "project": project})
         _emit(args, result, humane.block)
         return 0
     if verb == "mine":
@@ -263,6 +299,8 @@ def _run_verb(verb: str, args: argparse.Namespace) -> int:
         return _import(ctx, args)
     if verb == "export":
         return _export(ctx, args)
+    if verb == "hooks":
+        return _hooks(ctx, args)
     if verb == "proposals":
         return _proposals(ctx, args)
     if verb == "learn":
@@ -340,15 +378,7 @@ def _mining_context(ctx: Any, args: argparse.Namespace, *profiles: str) -> Any:
     """The context with the voices the command line adds: the profiles of
     the formats being read, `$MECHA_HARNESS_VOICES`, then `--voices`. A pass
     started from it is handed the same (`Context.pass_environment`)."""
-    import os
-
-    import msgspec
-
-    from mecha.core.sessions.foreign import expand_voices, voices_from_env_value
-
-    extra = expand_voices([*ctx.voices.harness_prefixes, *expand_voices(profiles), *voices_from_env_value(os.environ.get("MECHA_HARNESS_VOICES")), *args.voices])
-    voices = msgspec.structs.replace(ctx.voices, harness_prefixes=extra)
-    return msgspec.structs.replace(ctx, voices=voices)
+    return ctx.with_voices(*profiles, extra=args.voices)
 
 
 def _policy(args: argparse.Namespace, source: str) -> Any:
@@ -378,12 +408,15 @@ def _mine(ctx: Any, args: argparse.Namespace) -> int:
         from mecha.core.sessions.foreign import detect_format
 
         try:
-            fmt = detect_format(path.read_bytes()) or "mecha"
+            with path.open("rb") as f:
+                fmt = detect_format(f) or "mecha"
         except OSError:
             fmt = "mecha"  # read_session names the error
     session = read_session(path, args.format, policy=_policy(args, fmt))
     for warning in session.warnings:
         print(f"mecha-sidecar: warning: {warning}", file=sys.stderr)
+    if session.skipped_lines:
+        print(f"mecha-sidecar: {path}: {session.skipped_lines} line(s) skipped as not records of its format; the rest was read", file=sys.stderr)
     ctx = _mining_context(ctx, args, *((fmt,) if fmt in ("claude", "codex") else ()))
     result = call(ctx, "mecha/extractInterventions", {"messages": msgspec.to_builtins(session.messages)})
     _emit(args, result, humane.interventions)
@@ -434,12 +467,78 @@ def _export(ctx: Any, args: argparse.Namespace) -> int:
     return 0
 
 
+def _installed_program() -> list[str]:
+    """How an agent's hook runs this program: the absolute path of the
+    `mecha-sidecar` being run (or the one beside this interpreter), else the
+    interpreter with `-m mecha.sidecar`."""
+    import os
+    import shutil
+
+    first = sys.argv[0]
+    if os.path.basename(first) == "mecha-sidecar":
+        found = first if os.sep in first else shutil.which(first)
+        if found and os.access(found, os.X_OK):
+            return [os.path.abspath(found)]
+    beside = os.path.join(os.path.dirname(os.path.abspath(sys.executable)), "mecha-sidecar")
+    if os.path.isfile(beside) and os.access(beside, os.X_OK):
+        return [beside]
+    return [os.path.abspath(sys.executable), "-m", "mecha.sidecar"]
+
+
+def _hooks(ctx: Any, args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from mecha.core.agents import hooks as hk
+    from mecha.core.errors import InvalidInput
+
+    from . import humane
+
+    home, cwd = Path.home(), Path.cwd()
+    if args.action == "status":
+        agents = [args.agent] if args.agent else list(hk.AGENTS)
+        scopes = [args.scope] if args.scope else list(hk.SCOPES)
+        rows = []
+        for agent in agents:
+            for scope in scopes:
+                try:
+                    path = hk.settings_path(agent, scope, home=home, cwd=cwd)
+                except InvalidInput:
+                    continue  # not in a project: no project scope to show
+                rows.append({"agent": agent, "scope": scope, **humane.builtins(hk.installed(hk.read_settings(path), agent))})
+        result = {"files": rows, "store": str(ctx.root), "log": hk.hook_log_tail(ctx.root)}
+        _emit(args, result, humane.hooks_status)
+        return 0
+    if not args.agent:
+        raise ValueError(f"hooks {args.action} needs the agent: claude or codex")
+    path = hk.settings_path(args.agent, args.scope or "user", home=home, cwd=cwd)
+    settings = hk.read_settings(path)
+    if args.action == "install":
+        # A store named at install is the one the hooks use, wherever the
+        # agent runs them from; else theirs is resolved as every verb's is.
+        learning_dir = str(ctx.root) if args.learning_dir else None
+        doc = hk.with_ours(settings.doc, args.agent, _installed_program(), learning_dir)
+    else:
+        doc = hk.without_ours(settings.doc)
+    changed = doc != settings.doc
+    if changed:
+        from mecha.core.agents.export import replace_file
+
+        target = path.resolve() if path.is_symlink() else path
+        replace_file(target, hk.render(settings, doc).encode("utf-8"))
+    after = hk.installed(hk.read_settings(path), args.agent)
+    result = {"action": args.action, "agent": args.agent, "path": str(path), "changed": changed,
+              "installed": humane.builtins(after)}
+    _emit(args, result, humane.hooks_changed)
+    return 0
+
+
 def _reflect(ctx: Any, args: argparse.Namespace) -> int:
     """Every transcript file in the folder is read before any is queued; a
     file that is not a session is skipped with a warning naming it, and a
     session already mined — or already waiting in the inbox from a pass that
     failed — is not queued again."""
     from mecha.core.errors import InvalidInput
+    from mecha.core.learning.scope import project_of_cwd
     from mecha.core.sessions.foreign import read_session
     from mecha.core.store.inbox import queued_session_ids
     from mecha.protocol import methods as m
@@ -467,7 +566,13 @@ def _reflect(ctx: Any, args: argparse.Namespace) -> int:
             skipped.append(session.session_id)
             continue
         ready.append(
-            m.SessionEndedParams(session.session_id, session.messages, session.taint_timeline, session.interactive)
+            m.SessionEndedParams(
+                session.session_id,
+                session.messages,
+                session.taint_timeline,
+                session.interactive,
+                project=project_of_cwd(session.project),
+            )
         )
     # Every file is read before any is handed over; each goes the way a
     # harness run's transcript does, and one pass is started after the last.

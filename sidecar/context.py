@@ -11,14 +11,15 @@ a detached pass, which runs inside the store, is handed the same directory.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from mecha.core.sessions.mining import DEFAULT_FINAL_ANSWER_NUDGE, Voices
-from mecha.core.store.learning_store import LEARNING_DIR_ENV, LearningStore
+from mecha.core.store.layout import LEARNING_DIR_ENV
+from mecha.core.store.learning_store import LearningStore
 from mecha.protocol.initialize import InitializationOptions, InitializeParams
 
 __all__ = ["Context", "InitializationOptions", "InitializeParams"]
@@ -43,7 +44,8 @@ class Context(msgspec.Struct):
     #: Called with `(domain, result, rules fingerprint)` for each rules block
     #: read afresh from files that did not change while it was read, so the
     #: harness endpoint can keep it for the next run (`blockcache`).
-    on_block_rendered: Callable[[str | None, Any, Any], None] | None = None
+    #: Called with `(domain, project root, result, rules fingerprint)`.
+    on_block_rendered: Callable[[str | None, str | None, Any, Any], None] | None = None
     _store: LearningStore | None = None
 
     @classmethod
@@ -106,6 +108,24 @@ class Context(msgspec.Struct):
         if self._store is not None:
             return self._store
         return LearningStore.open_existing(self.root)
+
+    def with_voices(self, *profiles: str, extra: Sequence[str] = ()) -> Context:
+        """This context with the voices a verb that mines adds: the built-in
+        profiles named (`claude`, `codex`: the formats being read),
+        `$MECHA_HARNESS_VOICES`, then `extra` (`--voices`). The one recipe
+        for `mine`, `reflect`, `import` and the agents' session-end hook, so
+        a hook queues exactly what `import` would."""
+        from mecha.core.sessions.foreign import expand_voices, voices_from_env_value
+
+        prefixes = expand_voices(
+            [
+                *self.voices.harness_prefixes,
+                *expand_voices(profiles),
+                *voices_from_env_value(os.environ.get("MECHA_HARNESS_VOICES")),
+                *extra,
+            ]
+        )
+        return msgspec.structs.replace(self, voices=msgspec.structs.replace(self.voices, harness_prefixes=prefixes))
 
     def pass_environment(self) -> dict[str, str]:
         """Environment for a detached pass: this one, plus the store root and

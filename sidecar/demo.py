@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from mecha.core.sessions.files import load_transcript, sample_session_path, samples_dir
-from mecha.core.store.learning_store import RULES_DIR, RULES_SUFFIX, job_log_name
+from mecha.core.store import jobs as jobs_mod
+from mecha.core.store.learning_store import LearningStore
 
 from .client import ServerError, SidecarClient
 
@@ -123,7 +124,7 @@ def _choose_model(local: bool | None, root: Path) -> tuple[dict[str, Any] | None
     _say(f"Starting a local model server (llama-cpp-python, {model.name}) on 127.0.0.1…")
     started = time.monotonic()
     try:
-        server = LocalServer(model, log=root / "local-model.log").start()
+        server = LocalServer(model, log=LearningStore(root).local_model_log_path).start()
     except LocalModelUnavailable as exc:
         raise _DemoStopped(f"the local model server did not start: {exc}") from None
     _say(f"  ready at {server.base_url} after {time.monotonic() - started:.0f} s")
@@ -136,7 +137,7 @@ def _wait_for_job(c: SidecarClient, root: Path, job_id: str, timeout: float) -> 
     """Wait for `mecha/jobFinished` for `job_id`, showing what the pass
     logs as it goes (each reflection as it lands) and the time waited.
     `_DemoStopped` after `timeout` seconds."""
-    log = root / job_log_name(job_id)
+    log = jobs_mod.log_path(root, job_id)
     seen = 0
     started = time.monotonic()
     last_note = started
@@ -182,9 +183,7 @@ def _show_progress(log: Path, offset: int) -> int:
 
 
 def _demo(root: Path, *, model: dict[str, Any] | None, timeout: float, local: bool) -> int:
-    (root / RULES_DIR).mkdir(parents=True)
-    for path in sorted((samples_dir() / RULES_DIR).glob("*" + RULES_SUFFIX)):
-        shutil.copyfile(path, root / RULES_DIR / path.name)
+    LearningStore(root).seed_rules_from(samples_dir())
     session = load_transcript(sample_session_path())
     import msgspec
 

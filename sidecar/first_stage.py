@@ -42,7 +42,7 @@ import mecha.core
 import mecha.protocol
 import mecha.sidecar
 from mecha.core.store import blockcache
-from mecha.core.store.layout import resolve_root, rules_fingerprint
+from mecha.core.store.layout import project_root, resolve_root, root_problem, rules_fingerprint
 from mecha.protocol import lifecycle as lc
 from mecha.protocol import plainwire as pw
 
@@ -99,7 +99,8 @@ class FirstStage:
         self.cache: blockcache.Kept | None = None
         #: Answers already looked up under `fingerprint`.
         self.fingerprint: list | None = None
-        self.answers: dict[str | None, bytes] = {}
+        #: `(domain, project root)` → answer.
+        self.answers: dict[tuple[str | None, str | None], bytes] = {}
 
     def pending(self) -> bytes:
         """What was read and not served: the full server's input starts here."""
@@ -185,8 +186,8 @@ class FirstStage:
     def _initialize(self, msg: pw.Plain, body: bytes) -> str:
         assert msg.id is not None
         learning_dir = pw.initialize_learning_dir(msg.params)
-        if learning_dir is pw.REFUSED:
-            return _HAND_OVER
+        if learning_dir is pw.REFUSED or (isinstance(learning_dir, str) and root_problem(learning_dir)):
+            return _HAND_OVER  # the full server names what is wrong with it
         # `Context.from_options`: `learningDir` when given and not empty.
         root = resolve_root(learning_dir)
         if root.startswith("~"):
@@ -203,18 +204,23 @@ class FirstStage:
 
     def _rules_block(self, msg: pw.Plain) -> str:
         assert msg.id is not None and self.cache is not None
-        domain = pw.rules_block_domain(msg.params)
-        if domain is pw.REFUSED:
+        params = pw.rules_block_params(msg.params)
+        if params is pw.REFUSED:
             return _HAND_OVER
+        domain, project = params  # type: ignore[misc]
+        # As the full server resolves it (`scope.resolve_project`): the
+        # run's directory up to its git root.
+        if project is not None:
+            project = project_root(project)
         fingerprint = rules_fingerprint(self.root)
         if fingerprint != self.fingerprint:
             self.fingerprint, self.answers = fingerprint, {}
-        answer = self.answers.get(domain)  # type: ignore[arg-type]
+        answer = self.answers.get((domain, project))
         if answer is None:
-            answer = blockcache.lookup(self.cache, fingerprint, domain)  # type: ignore[arg-type]
+            answer = blockcache.lookup(self.cache, fingerprint, domain, project)
             if answer is None:
                 return _HAND_OVER
-            self.answers[domain] = answer  # type: ignore[index]
+            self.answers[(domain, project)] = answer
         self._send(pw.result_frame(msg.id, answer))
         return _SERVED
 

@@ -48,7 +48,8 @@ class _BlockCache:
 
     def __init__(self) -> None:
         self.key: tuple[Any, ...] | None = None
-        self.value: dict[str | None, m.RulesPromptBlockResult] = {}
+        #: `(domain, project root)` → the answer.
+        self.value: dict[tuple[str | None, str | None], m.RulesPromptBlockResult] = {}
 
     def identity(self, root: Path) -> tuple[Any, ...] | None:
         fingerprint = LearningStore(root).rules_fingerprint()
@@ -58,63 +59,72 @@ class _BlockCache:
 _block_cache = _BlockCache()
 
 
-def _empty_block(domains: list[str]) -> m.RulesPromptBlockResult:
-    return m.RulesPromptBlockResult(block=None, rules_hash=None, rule_ids=[], domains=domains, over_budget=[])
+def _empty_block(domains: list[str], project: str | None) -> m.RulesPromptBlockResult:
+    return m.RulesPromptBlockResult(
+        block=None, rules_hash=None, rule_ids=[], domains=domains, over_budget=[], project=project
+    )
 
 
 @handles("mecha/rulesPromptBlock")
 def rules_prompt_block(ctx: Context, p: m.RulesPromptBlockParams, cancel: Cancel) -> m.RulesPromptBlockResult:
+    from mecha.core.learning.scope import resolve_project
+
     if p.domain is not None:
         validate_domain(p.domain)
+    project = None if p.project is None else resolve_project(p.project)
     key = _block_cache.identity(ctx.root)
     if key is None:
-        return _empty_block(run_domains_including(p.domain))
+        return _empty_block(run_domains_including(p.domain), project)
     if key != _block_cache.key:
         _block_cache.key = key
         _block_cache.value = {}
-    cached = _block_cache.value.get(p.domain)
+    cached = _block_cache.value.get((p.domain, project))
     if cached is not None:
         return cached
     store = ctx.existing_store()
     if store is None:
-        return _empty_block(run_domains_including(p.domain))
-    rendered = store.render_block(p.domain)
+        return _empty_block(run_domains_including(p.domain), project)
+    rendered = store.render_block(p.domain, project)
     result = m.RulesPromptBlockResult(
         block=rendered.block,
         rules_hash=rendered.rules_hash,
         rule_ids=rendered.rule_ids,
         domains=rendered.domains,
-        over_budget=_over_budget(store),
+        over_budget=_over_budget(store, project),
+        project=project,
     )
     # Kept only if no rules file changed while it was read: a block read
     # across an accept must not be filed under the identity from before it.
     if _block_cache.identity(ctx.root) == key:
-        _block_cache.value[p.domain] = result
+        _block_cache.value[(p.domain, project)] = result
         if ctx.on_block_rendered is not None:
-            ctx.on_block_rendered(p.domain, result, key[1])
+            ctx.on_block_rendered(p.domain, project, result, key[1])
     return result
 
 
-def _over_budget(store: Any) -> list[m.OverBudget]:
-    """`over_budget_domains`, except that a learned file this run does not
-    load and that does not parse must not cost the run its rules block: the
-    rendering above already refused any file the run *does* load, and the
-    doctor reports the rest by file and line."""
+def _over_budget(store: Any, project: str | None = None) -> list[m.OverBudget]:
+    """`over_budget_scopes` (global, and the run's project), except that a
+    learned file this run does not load and that does not parse must not
+    cost the run its rules block: the rendering above already refused any
+    file the run *does* load, and the doctor reports the rest by file and
+    line."""
     from mecha.core.errors import InvalidStore
     from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, active_count
 
     try:
-        return [m.OverBudget(domain=d, active=n) for d, n in store.over_budget_domains()]
+        return [m.OverBudget(domain=d, active=n, project=w) for d, w, n in store.over_budget_scopes(project)]
     except InvalidStore:
         pass
     out = []
-    for domain in store.domains():
-        try:
-            active = active_count(store.learned_rules(domain))
-        except InvalidStore:
-            continue
-        if active > MAX_ACTIVE_RULES_PER_DOMAIN:
-            out.append(m.OverBudget(domain=domain, active=active))
+    scopes = [(None, store.domains())] + ([(project, store.project_domains(project))] if project else [])
+    for where, domains in scopes:
+        for domain in domains:
+            try:
+                active = active_count(store.learned_rules(domain, where))
+            except InvalidStore:
+                continue
+            if active > MAX_ACTIVE_RULES_PER_DOMAIN:
+                out.append(m.OverBudget(domain=domain, active=active, project=where))
     return out
 
 
@@ -176,33 +186,40 @@ def session_ended(
     of sessions, which starts one pass after the last) only queues."""
     from mecha.core.identity import validate_record_id
     from mecha.core.learning.reflection import Origin
-    from mecha.core.store.inbox import enqueue, session_entry
+    from mecha.core.learning.scope import resolve_project
+    from mecha.core.store.inbox import count_waiting, hand_over, session_entry
 
     validate_record_id(p.session_id, "session_id")
-    entry = session_entry(p.session_id, p.messages, p.taint_timeline, interactive=p.interactive, voices=ctx.voices)
+    project = None if p.project is None else resolve_project(p.project)
+    entry = session_entry(
+        p.session_id, p.messages, p.taint_timeline, interactive=p.interactive, voices=ctx.voices, project=project
+    )
     plans = entry.plans or []
     learnable = sum(1 for plan in plans if plan.origin is Origin.CLEAN)
     store = ctx.store()
-    if p.session_id in store.mined_sessions():
-        return m.SessionEndedResult(interventions=len(plans), learnable=learnable, already_mined=True, job=None)
     if not plans:
+        if p.session_id in store.mined_sessions():
+            return m.SessionEndedResult(interventions=0, learnable=0, already_mined=True, job=None)
         # Nothing to queue from this run; but work a failed pass left waiting
         # is picked up at the next run's end rather than waiting for one
         # that has interventions of its own.
-        from mecha.core.store.inbox import count_waiting
-
         job = start_job(ctx, "reflect") if start_pass and count_waiting(store) else None
         return m.SessionEndedResult(interventions=0, learnable=0, already_mined=False, job=job)
-    enqueue(store, entry)
-    job = start_job(ctx, "reflect", session_id=p.session_id) if start_pass else None
-    return m.SessionEndedResult(interventions=len(plans), learnable=learnable, already_mined=False, job=job)
+    done, job = hand_over(store, entry, (lambda: start_job(ctx, "reflect", session_id=p.session_id)) if start_pass else None)
+    return m.SessionEndedResult(
+        interventions=len(plans),
+        learnable=learnable,
+        already_mined=done == "mined",
+        job=job,
+        already_queued=done == "waiting",
+    )
 
 
 @handles("mecha/draftResolved")
 def draft_resolved(ctx: Context, p: m.DraftResolvedParams, cancel: Cancel) -> m.DraftResolvedResult:
     from mecha.core.identity import validate_record_id
     from mecha.core.learning.survey import survey_draft
-    from mecha.core.store.inbox import DraftEntry, enqueue
+    from mecha.core.store.inbox import DraftEntry, hand_over
 
     validate_record_id(p.item.id, "item.id")
     if p.item.session_id is not None:
@@ -210,13 +227,14 @@ def draft_resolved(ctx: Context, p: m.DraftResolvedParams, cancel: Cancel) -> m.
     plan = survey_draft(p.item)
     store = ctx.store()
     intervention = plan.intervention if plan else None
-    if p.item.id in store.mined_outbox():
-        return m.DraftResolvedResult(intervention=intervention, already_mined=True, job=None)
     if plan is None:
+        if p.item.id in store.mined_outbox():
+            return m.DraftResolvedResult(intervention=None, already_mined=True, job=None)
         return m.DraftResolvedResult(intervention=None, already_mined=False, job=None)
-    enqueue(store, DraftEntry(p.item, plan))
-    job = start_job(ctx, "reflect", session_id=p.item.session_id)
-    return m.DraftResolvedResult(intervention=intervention, already_mined=False, job=job)
+    done, job = hand_over(store, DraftEntry(p.item, plan), lambda: start_job(ctx, "reflect", session_id=p.item.session_id))
+    return m.DraftResolvedResult(
+        intervention=intervention, already_mined=done == "mined", job=job, already_queued=done == "waiting"
+    )
 
 
 @handles("mecha/learn")

@@ -21,8 +21,11 @@ def block(r: dict[str, Any]) -> str:
         lines.append(r["block"])
         lines.append("")
         lines.append(f"rules_hash {r['rules_hash']}  ·  learned rule ids: {', '.join(r['rule_ids']) or '(none)'}")
+    if r.get("project"):
+        lines.append(f"scopes: global, then project {r['project']}")
     for ob in r.get("over_budget", []):
-        lines.append(f"warning: {ob['domain']} has {ob['active']} active learned rules, over the cap")
+        where = f" in project {ob['project']}" if ob.get("project") else ""
+        lines.append(f"warning: {ob['domain']}{where} has {ob['active']} active learned rules, over the cap")
     return "\n".join(lines)
 
 
@@ -135,6 +138,7 @@ def import_builtins(report: Any) -> dict[str, Any]:
             "new": len(plan.fresh),
             "counts": plan.counts(),
             "held": plan.held,
+            "skipped_lines": plan.skipped_lines,
         }
         for plan in report.sessions
     ]
@@ -145,6 +149,7 @@ def import_builtins(report: Any) -> dict[str, Any]:
         "unchanged": report.unchanged,
         "filtered": report.filtered,
         "skipped": list(report.skipped),
+        "skipped_lines": report.skipped_lines,
         "queued": list(report.queued),
         "dry_run": report.dry_run,
         "job": None,
@@ -156,7 +161,8 @@ def import_summary(s: dict[str, Any]) -> str:
     for session in s["sessions"]:
         counts = ", ".join(f"{k} {v}" for k, v in session["counts"].items()) or "nothing new"
         held = "; a last refusal waits for the person's reason" if session.get("held") else ""
-        lines.append(f"  {session['session_id']}: {session['new']} new of {session['found']} ({counts}){held}")
+        bad = f"; {session['skipped_lines']} line(s) skipped" if session.get("skipped_lines") else ""
+        lines.append(f"  {session['session_id']}: {session['new']} new of {session['found']} ({counts}){held}{bad}")
     head = f"{s['source']}: {len(s['sessions'])} session(s) read from {s['root']}"
     extras = []
     if s["unchanged"]:
@@ -165,6 +171,8 @@ def import_summary(s: dict[str, Any]) -> str:
         extras.append(f"{s['filtered']} left out by --since/--project")
     if s["skipped"]:
         extras.append(f"{len(s['skipped'])} skipped (not sessions)")
+    if s.get("skipped_lines"):
+        extras.append(f"{s['skipped_lines']} line(s) skipped as not records (named above)")
     if extras:
         head += "; " + "; ".join(extras)
     if s.get("dry_run"):
@@ -173,3 +181,45 @@ def import_summary(s: dict[str, Any]) -> str:
     else:
         tail = f"{len(s['queued'])} queued for reflection" if s["queued"] else "nothing new to queue"
     return "\n".join([head, *lines, tail])
+
+
+def _hook_events(inst: dict[str, Any]) -> str:
+    return ", ".join(inst["events"]) if inst["events"] else "none"
+
+
+def hooks_changed(r: dict[str, Any]) -> str:
+    inst = r["installed"]
+    if r["action"] == "uninstall":
+        return f"{r['path']}: mecha's hooks {'removed' if r['changed'] else 'were not there'}; everything else left as it was"
+    lines = [f"{r['path']}: {'hooks installed' if r['changed'] else 'already installed, unchanged'} "
+             f"({_hook_events(inst)})"]
+    command = next(iter(inst["events"].values()), None)
+    if command:
+        lines.append(f"  runs: {command}")
+    lines.append("  at session end (and before a compaction): the session's new interventions are queued and a "
+                 "reflect pass starts in the background; at session start: one line when proposals await review")
+    lines.append("  the pass needs a model: configure one in ~/.mecha/sidecar.toml (see the README); "
+                 "`mecha-sidecar hooks status` shows what the hooks last did")
+    if r["agent"] == "codex":
+        lines.append("  Codex runs a new hook only once you trust it: open /hooks in Codex; hooks must be enabled "
+                     "([features] hooks = true, codex_hooks on older versions, in ~/.codex/config.toml)")
+    return "\n".join(lines)
+
+
+def hooks_status(r: dict[str, Any]) -> str:
+    lines = []
+    for row in r["files"]:
+        where = f"{row['agent']} ({row['scope']}) {row['path']}"
+        if not row["events"]:
+            lines.append(f"{where}: not installed" + ("" if row["exists"] else " (no such file)"))
+            continue
+        lines.append(f"{where}: {_hook_events(row)}" + (f"; missing {', '.join(row['missing'])}" if row["missing"] else ""))
+        for program in row["stale_programs"]:
+            lines.append(f"  {program} is not there any more: run `hooks install {row['agent']}` again")
+    lines.append(f"store: {r['store']}")
+    if r["log"]:
+        lines.append("last hook runs:")
+        lines.extend(f"  {line}" for line in r["log"])
+    else:
+        lines.append("no hook has run yet")
+    return "\n".join(lines)

@@ -16,8 +16,7 @@ from typing import Any
 
 from mecha.core.identity import mint_job_id, now
 from mecha.core.store import jobs as jobs_mod
-from mecha.core.store.files import ensure_private_dir
-from mecha.core.store.learning_store import LOGS_DIR, job_log_name
+from mecha.core.store.layout import job_log_name
 
 from .context import Context
 
@@ -43,7 +42,6 @@ def start_pass(
         log=log_rel,
     )
     jobs_mod.write_job(store.root, job)
-    ensure_private_dir(store.root / LOGS_DIR, root=store.root)
     argv = [sys.executable, "-m", "mecha.sidecar", "pass", kind, "--job", job_id]
     if domain is not None:
         argv += ["--domain", domain]
@@ -51,12 +49,7 @@ def start_pass(
         argv += ["--min", str(minimum)]
     import os
 
-    from mecha.core.store.files import writing
-
-    with writing(store.root / "logs"):
-        log_fd = os.open(
-            store.root / log_rel, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600
-        )
+    log_fd = jobs_mod.open_log(store.root, job_id)
     try:
         proc = subprocess.Popen(
             argv,

@@ -31,10 +31,9 @@ def _config():
 def _provider(store: LearningStore):
     from mecha.core.providers import require_provider
     from mecha.core.providers.structured import ModeMemory
-    from mecha.core.store.learning_store import STRUCTURED_MODES_FILE
 
     cfg = _config()
-    memory = ModeMemory(store.root / STRUCTURED_MODES_FILE, root=store.root)
+    memory = ModeMemory(store.structured_modes_path, root=store.root)
     return require_provider(cfg, memory=memory), (cfg.model if cfg else None)
 
 

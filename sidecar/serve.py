@@ -49,7 +49,7 @@ def capabilities() -> dict[str, Any]:
     }
 
 
-def block_keeper(root: Path) -> Callable[[str | None, Any, Any], None]:
+def block_keeper(root: Path) -> Callable[[str | None, str | None, Any, Any], None]:
     """What the full server does with a rules block it read afresh: keep it
     in the store's block cache, encoded as it goes on the wire, for the next
     run's first stage (`first_stage`, `mecha.core.store.blockcache`). A cache that
@@ -58,11 +58,13 @@ def block_keeper(root: Path) -> Callable[[str | None, Any, Any], None]:
 
     from .first_stage import code_identity
 
-    def keep(domain: str | None, result: Any, fingerprint: Any) -> None:
+    def keep(domain: str | None, project: str | None, result: Any, fingerprint: Any) -> None:
         try:
             answer = msgspec.json.encode(result)
             initialize = msgspec.json.encode(capabilities())
-            blockcache.write(root, code_identity(), fingerprint, domain, answer, initialize, time.time_ns())
+            blockcache.write(
+                root, code_identity(), fingerprint, domain, answer, initialize, time.time_ns(), project=project
+            )
         except Exception as exc:  # nothing about a cache may fail the request
             log.debug("rules block not cached: %s", exc)
 

@@ -29,14 +29,16 @@ from tests.processes import recording_modules
 _RECORD = recording_modules(["serve"], "MECHA_IMPORT_BUDGET_OUT")
 
 #: Third-party packages the cold path must never load: the editor server and
-#: its runtime, the model client and its runtime, the TOML *writer*.
-FORBIDDEN_PACKAGES = ("pygls", "lsprotocol", "cattrs", "attrs", "attr", "httpx", "anyio", "tomlkit")
+#: its runtime, the model client and its runtime, the TOML *writer*, the
+#: shell parser (only an import of a foreign session reads a command line).
+FORBIDDEN_PACKAGES = ("pygls", "lsprotocol", "cattrs", "attrs", "attr", "httpx", "anyio", "tomlkit", "tree_sitter", "tree_sitter_bash")
 
 #: The project's own modules the first request does not need.
 FORBIDDEN_PROJECT = (
     "mecha.core.gate.appraisal",
     "mecha.core.learning.consolidation",
     "mecha.core.doctor",
+    "mecha.core.sessions.shell",
     "mecha.core.learning.learn",
     "mecha.core.learning.reflect",
     "mecha.core.learning.survey",
@@ -222,5 +224,53 @@ def test_the_first_stages_modules_import_only_what_framing_json_and_reading_a_fi
     # Pins: a heavy standard-library module (typing, pathlib, logging) that an
     # editable install's interpreter loads anyway, so the run above cannot see it.
     for module in sorted(FIRST_STAGE_PROJECT - {"mecha", "mecha.core", "mecha.core.store", "mecha.protocol", "mecha.sidecar"}):
+        imports = {name for name in _module_level_imports(module) if name != "." and not name.startswith("mecha")}
+        assert imports <= FIRST_STAGE_STDLIB, f"{module} imports {sorted(imports - FIRST_STAGE_STDLIB)} when loaded"
+
+
+#: The project's modules the agents' session-start hook may load: the entry
+#: point, the hook runner, and the two standard-library-only readers of the
+#: store's layout and its pending proposals.
+HOOK_START_PROJECT = {
+    "mecha",
+    "mecha.core",
+    "mecha.core.agents",
+    "mecha.core.agents.notice",
+    "mecha.core.store",
+    "mecha.core.store.layout",
+    "mecha.sidecar",
+    "mecha.sidecar.cli",
+    "mecha.sidecar.hookrun",
+}
+
+
+def test_the_session_start_hook_runs_on_the_standard_library_alone(tmp_path: Path) -> None:
+    # Pins: msgspec, argparse, pathlib or json on the hook Claude Code and
+    # Codex run before every session, whose first answer waits for it.
+    root = _store(tmp_path)
+    (root / "proposals").mkdir()
+    (root / "proposals" / "p-1.json").write_text('{\n  "id": "p-1",\n  "status": "pending"\n}\n')
+    record = tmp_path / "modules.txt"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MECHA_")}
+    env["MECHA_IMPORT_BUDGET_OUT"] = str(record)
+    program = recording_modules(["hook", "claude", "session-start", "--learning-dir", str(root)], "MECHA_IMPORT_BUDGET_OUT")
+    payload = b'{"session_id": "s", "transcript_path": "/t.jsonl", "cwd": "/p", "hook_event_name": "SessionStart", "source": "startup"}'
+    done = subprocess.run([sys.executable, "-c", program], input=payload, capture_output=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert msgspec.json.decode(done.stdout)["systemMessage"].startswith("mecha: 1 rule proposal awaits")
+    loaded = set(record.read_text().split()) - _bare_modules()
+    assert "mecha.sidecar.hookrun" in loaded and "mecha.core.agents.notice" in loaded
+    third_party = sorted(m for m in loaded if m.split(".")[0] not in sys.stdlib_module_names and not m.startswith("mecha"))
+    assert third_party == [], f"the session-start hook imported {third_party}"
+    own = sorted(m for m in loaded if m.startswith("mecha") and m not in HOOK_START_PROJECT)
+    assert own == [], f"the session-start hook imported {own}"
+    heavy = sorted(m for m in loaded if any(m == s or m.startswith(s + ".") for s in FIRST_STAGE_FORBIDDEN_STDLIB))
+    assert heavy == [], f"the session-start hook imported {heavy}"
+
+
+def test_the_session_start_hooks_modules_import_only_the_standard_librarys_cheapest() -> None:
+    # Pins: a heavy import added at module level, which an editable install's
+    # interpreter may already hold, so the run above cannot see it.
+    for module in ("mecha.core.agents.notice", "mecha.sidecar.hookrun", "mecha.sidecar.cli"):
         imports = {name for name in _module_level_imports(module) if name != "." and not name.startswith("mecha")}
         assert imports <= FIRST_STAGE_STDLIB, f"{module} imports {sorted(imports - FIRST_STAGE_STDLIB)} when loaded"

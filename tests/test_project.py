@@ -3,6 +3,7 @@ ones CI runs, and the package ships everything it needs."""
 
 from __future__ import annotations
 
+import ast
 import re
 import tomllib
 from pathlib import Path
@@ -60,20 +61,97 @@ def test_no_tracked_text_names_the_folder_the_checkout_sits_in():
         assert here not in text, name
 
 
-def test_the_stores_layout_is_spelled_only_by_the_store():
-    # Pins: file and folder names of the store typed again in the passes,
-    # the handlers and the editor endpoint, free to drift from store.py.
-    spelled = re.compile(
-        r"""["'](?:reflections\.jsonl|validations\.jsonl|mined\.jsonl|MECHA_LEARNING_DIR)["']|["'](?:logs|inbox)/"""
-    )
-    owners = {Path("core/store/learning_store.py"), Path("core/store/layout.py")}
+def _layout_names() -> dict[str, str]:
+    """The store's file and folder names, as `core/store/layout.py` spells
+    them: every module-level string constant named `*_FILE` or `*_DIR`."""
+    tree = ast.parse((ROOT / "core/store/layout.py").read_text())
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and target.id.endswith(("_FILE", "_DIR")):
+                    out[target.id] = node.value.value
+    return out
+
+
+#: Names that mean something else when they stand alone in a literal —
+#: `rules` is also the rules files' TOML key, `proposals`, `jobs` and
+#: `inbox` are verbs, `.git` is any project's history too; as a path's first
+#: part (`"inbox/…"`) they still count.
+_COMMON_WORDS = {"rules", "cache", "proposals", "jobs", "inbox", ".git"}
+
+
+def _is_root(node: ast.expr) -> bool:
+    """`root`, `store_root`, `x.root`, `self._root`, `Path(root)`."""
+    if isinstance(node, ast.Name):
+        return node.id.endswith("root")
+    if isinstance(node, ast.Attribute):
+        return node.attr in ("root", "_root")
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Path" and node.args:
+        return _is_root(node.args[0])
+    return False
+
+
+def _layout_findings(path: Path, names: dict[str, str], *, store_code: bool) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(n.body[0].value) for n in ast.walk(tree)
+        if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)
+    }
+    spelled = set(names.values()) | {"MECHA_LEARNING_DIR"}
+    found = []
+    for node in ast.walk(tree):
+        where = f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            text = node.value
+            alone = text in spelled and text not in _COMMON_WORDS
+            if alone or any(text.startswith(name + "/") for name in spelled):
+                found.append(f"{where}: the literal {text!r} spells the store's layout")
+        if store_code:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module in ("mecha.core.store.layout", "mecha.core.store.learning_store"):
+            for alias in node.names:
+                if alias.name in names:
+                    found.append(f"{where}: imports {alias.name}; ask the store for the path instead")
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and _is_root(node.left):
+            found.append(f"{where}: joins a path to the store root ({ast.unparse(node)})")
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "os.path.join" and node.args and _is_root(node.args[0]):
+            found.append(f"{where}: joins a path to the store root ({ast.unparse(node)})")
+    return found
+
+
+def test_the_stores_layout_is_spelled_by_layout_and_joined_only_by_the_store():
+    # Pins: file and folder names of the store typed again (a literal
+    # "logs" three lines after LOGS_DIR), and paths under the store root
+    # built outside the store (the inbox in the passes, job logs in the
+    # endpoint, the demo's rules) — each free to drift from the layout.
+    names = _layout_names()
+    assert {"REFLECTIONS_FILE", "INBOX_DIR", "LOGS_DIR", "JOBS_DIR", "PROPOSALS_DIR"} <= set(names)
     found = []
     for layer in ("core", "protocol", "sidecar"):
         for path in sorted((ROOT / layer).rglob("*.py")):
             rel = path.relative_to(ROOT)
-            if rel in owners:
+            if rel == Path("core/store/layout.py"):
                 continue
-            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-                if spelled.search(line) and not line.lstrip().startswith("#"):
-                    found.append(f"{rel}:{n}: {line.strip()}")
-    assert not found, "use the constants in core/store/learning_store.py:\n" + "\n".join(found)
+            found += _layout_findings(path, names, store_code=rel.parts[:2] == ("core", "store"))
+    assert not found, "spell the layout in core/store/layout.py, join it in core/store/:\n" + "\n".join(found)
+
+
+def test_the_layout_guard_sees_the_joins_and_literals_it_is_for(tmp_path: Path):
+    # Pins: a guard whose pattern quietly misses what it is meant to catch.
+    names = _layout_names()
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "from mecha.core.store.learning_store import LOGS_DIR\n"
+        "def f(store, root):\n"
+        "    a = store.root / LOGS_DIR\n"
+        "    b = store.root / 'logs'\n"
+        "    c = Path(root) / 'x'\n"
+        "    d = 'inbox/set-aside'\n"
+        "    return a, b, c, d\n"
+    )
+    found = _layout_findings(sample, names, store_code=False)
+    kinds = sorted(line.split(": ", 1)[1].split(" ")[0] for line in found)
+    assert len(found) == 6, found
+    assert kinds.count("joins") == 3 and kinds.count("imports") == 1 and kinds.count("the") == 2, found

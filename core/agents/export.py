@@ -415,6 +415,27 @@ def _temp_with(folder: Path, data: bytes, info: os.stat_result | None, name: str
     return tmp
 
 
+def replace_file(target: Path, data: bytes) -> None:
+    """Write `data` as `target` through a temp sibling renamed over it,
+    keeping its mode (0644 for a new file): a person's file is never seen
+    half written. For files written whole from what was just read (an
+    agent's settings, by `hooks install`); the rules section goes through
+    `export_block`, which also keeps what a person writes meanwhile."""
+    try:
+        info: os.stat_result | None = target.stat()
+    except FileNotFoundError:
+        info = None
+    tmp = _temp_with(target.parent, data, info, str(target))
+    try:
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
 #: How long an export waits for another export into the same folder.
 LOCK_WAIT_S = 10.0
 

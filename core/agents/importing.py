@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-import os
 import shutil
 import time
 from collections import Counter
@@ -47,18 +46,17 @@ import msgspec
 
 from mecha.core.errors import InvalidInput
 from mecha.core.identity import now
+from mecha.core.learning.scope import project_of_cwd
 from mecha.core.learning.survey import Planned, survey_session
 from mecha.core.sessions.foreign import FORMAT_NAMES, ReadSession, TaintPolicy, detect_format, read_session
 from mecha.core.sessions.mining import Intervention, Trigger, Voices
 from mecha.core.sessions.transcript import Message
-from mecha.core.store.files import ensure_private_dir, write_atomic
-from mecha.core.store.inbox import SessionEntry, inbox_dir, inbox_name, queued_session_ids
+from mecha.core.store.inbox import SessionEntry, admit_staged, queued_session_ids, stage, staging_dir
 from mecha.core.store.learning_store import LearningStore
 
 #: Where each agent keeps its sessions, under the person's home.
 DEFAULT_DIRS = {"claude": Path("~/.claude/projects"), "codex": Path("~/.codex/sessions")}
 
-_STAGING_PREFIX = ".import-"
 
 
 class ImportRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -102,6 +100,8 @@ class SessionPlan(msgspec.Struct, kw_only=True):
     entry: SessionEntry | None = None
     #: A last refusal held back until the person gives their reason.
     held: int = 0
+    #: Lines of the file skipped as not records of its format.
+    skipped_lines: int = 0
 
     def counts(self) -> dict[str, int]:
         """New interventions per `trigger/origin`, for a dry run."""
@@ -189,6 +189,7 @@ def plan_session(
         fresh=fresh,
         fresh_keys=keys,
         held=held,
+        skipped_lines=read.skipped_lines,
     )
     if not fresh:
         return session
@@ -199,7 +200,9 @@ def plan_session(
         session_id = f"{read.session_id}@{tail_start(read.messages, fresh[0].intervention.at)}"
     else:
         session_id = read.session_id
-    session.entry = SessionEntry(session_id, plans=fresh)
+    # Its lessons are learned for the project the session ran in: its
+    # working directory's git root (none recorded: global).
+    session.entry = SessionEntry(session_id, plans=fresh, project=project_of_cwd(read.project))
     return session
 
 
@@ -263,6 +266,8 @@ class ImportReport(msgspec.Struct, kw_only=True):
     #: Session ids handed to the inbox.
     queued: list[str] = msgspec.field(default_factory=list)
     warnings: list[str] = msgspec.field(default_factory=list)
+    #: Lines skipped, over every file read, as not records of their format.
+    skipped_lines: int = 0
     dry_run: bool = False
 
 
@@ -284,10 +289,14 @@ def import_sessions(
     project: str | None = None,
     dry_run: bool = False,
     warn: Callable[[str], None] | None = None,
+    ended: bool = False,
 ) -> ImportReport:
     """Find, read and plan every session under `root`; unless `dry_run`,
     queue the new interventions in one step. Starts no pass: the caller
-    does, once, when `queued` is not empty."""
+    does, once, when `queued` is not empty. `ended`: the agent said the
+    session is over (its session-end hook), so however recent the file,
+    nothing in it is still being written and no refusal waits for its
+    reason (`awaiting_reason`)."""
     root = root.expanduser()
     report = ImportReport(source=source, root=str(root), dry_run=dry_run)
     files = find_session_files(root, source)
@@ -313,27 +322,18 @@ def import_sessions(
                 report.unchanged += 1
                 continue
             try:
-                data = path.read_bytes()
-            except OSError as exc:
-                report.skipped.append(f"{path}: {exc.strerror or exc}")
-                continue
-            found = detect_format(data)
-            if found != source:
-                report.skipped.append(f"{path}: not {FORMAT_NAMES[source]} ({_what_it_is(found)})")
-                continue
-            try:
-                read = read_session(path, source, policy=policy, data=data)
+                read = _read_file(path, source, policy)
             except InvalidInput as exc:
                 report.skipped.append(str(exc))
                 continue
-            del data
             report.warnings.extend(read.warnings)
+            report.skipped_lines += read.skipped_lines
             if project is not None and not matches_project(read.project, path, root, project):
                 report.filtered += 1
                 continue
             plan = plan_session(
                 read,
-                live=time.time() - st.st_mtime < LIVE_WINDOW_S,
+                live=not ended and time.time() - st.st_mtime < LIVE_WINDOW_S,
                 path=key,
                 size=st.st_size,
                 mtime_ns=st.st_mtime_ns,
@@ -346,9 +346,8 @@ def import_sessions(
             staged_path = None
             if plan.entry is not None and not dry_run:
                 if staging is None:
-                    staging = _staging_dir(store)
-                staged_path = staging / inbox_name(plan.entry)
-                write_atomic(staged_path, msgspec.json.encode(plan.entry))
+                    staging = staging_dir(store)
+                staged_path = stage(staging, plan.entry)
                 plan.entry = None  # the transcript is on disk now; let it go
             staged.append((plan, staged_path))
             del read
@@ -365,35 +364,22 @@ def import_sessions(
     return report
 
 
+def _read_file(path: Path, source: str, policy: TaintPolicy | None) -> ReadSession:
+    """One file read as `source`, line by line from disk (memory follows
+    the transcript, not the file); `InvalidInput` when it is another format,
+    none, unreadable, or has no readable record."""
+    try:
+        with path.open("rb") as f:
+            found = detect_format(f)
+            if found != source:
+                raise InvalidInput(f"{path}: not {FORMAT_NAMES[source]} ({_what_it_is(found)})")
+            return read_session(path, source, policy=policy, data=f)
+    except OSError as exc:
+        raise InvalidInput(f"{path}: {exc.strerror or exc}") from None
+
+
 def _what_it_is(found: str | None) -> str:
     return f"it reads as {FORMAT_NAMES[found]}" if found else "not a session file of any known format"
-
-
-def _staging_dir(store: LearningStore) -> Path:
-    inbox = inbox_dir(store)
-    ensure_private_dir(inbox, root=store.root)
-    ignore = inbox / ".gitignore"
-    if not ignore.exists():
-        write_atomic(ignore, b"*\n")
-    _sweep_stale_staging(inbox)
-    path = inbox / f"{_STAGING_PREFIX}{os.getpid()}-{os.urandom(3).hex()}"
-    ensure_private_dir(path, root=store.root)
-    return path
-
-
-def _sweep_stale_staging(inbox: Path) -> None:
-    """Staging folders left by an import that died before its commit."""
-    from mecha.core.store.jobs import _pid_alive
-
-    for child in inbox.iterdir():
-        if not child.name.startswith(_STAGING_PREFIX) or not child.is_dir():
-            continue
-        try:
-            pid = int(child.name[len(_STAGING_PREFIX) :].split("-", 1)[0])
-        except ValueError:
-            continue
-        if pid != os.getpid() and not _pid_alive(pid):
-            shutil.rmtree(child, ignore_errors=True)
 
 
 def _commit(store: LearningStore, report: ImportReport, staged: list[tuple[SessionPlan, Path | None]]) -> None:
@@ -415,7 +401,7 @@ def _commit(store: LearningStore, report: ImportReport, staged: list[tuple[Sessi
                 if raced or entry_id in mined or entry_id in waiting:
                     keys = []
                 else:
-                    os.replace(staged_path, inbox_dir(store) / staged_path.name)
+                    admit_staged(store, staged_path)
                     queued_as = entry_id
                     report.queued.append(entry_id)
             out.append(

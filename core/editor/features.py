@@ -65,16 +65,12 @@ from mecha.core.learning.rules import (
     routed_domains,
     validate_domain,
 )
-from mecha.core.store.layout import RULES_DIR
+from mecha.core.store.layout import LEARNED_KIND, USER_KIND, rules_file_name, sibling_kind
 from mecha.core.store.learning_store import (
-    LEARNED_KIND,
-    USER_KIND,
     LearningStore,
     Proposal,
     parse_rules_file,
-    rules_file_name,
     rules_file_path,
-    sibling_kind,
 )
 from mecha.core.store.ledger import RuleTally, rule_tallies
 
@@ -262,7 +258,7 @@ def rules_document_of(path: Path, root: Path) -> tuple[str, str] | None:
     sub-folder, `notes.toml`, `../x.user.toml` — is not a rules document and
     gets no diagnostics (and is never loaded by a run)."""
     path = Path(path)
-    if not _same_dir(path.parent, Path(root) / RULES_DIR):
+    if not _same_dir(path.parent, LearningStore(root).rules_dir):
         return None
     for kind in (USER_KIND, LEARNED_KIND):
         suffix = f".{kind}.toml"

@@ -21,7 +21,26 @@ import msgspec
 from mecha.core.errors import InvalidInput, NotFound, NotPending, Stale
 from mecha.core.identity import mint_proposal_id, mint_run_id, now
 from mecha.core.learning.rules import active_count, validate_domain
-from mecha.core.store.learning_store import LEARNED_KIND, REFLECTIONS_FILE, LearningStore, Proposal, ProposalStatus
+from mecha.core.store.layout import LEARNED_KIND
+from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
+
+#: The longest reason a person may give for a reject or a retirement, in
+#: characters. A reason is a sentence or a paragraph: it is kept in the
+#: proposal, in the learned rules file (a retirement's) and in the commit
+#: message, and the learner is shown retired rules' reasons. Far longer is
+#: a paste, not a reason, and is refused by name rather than stored.
+MAX_REASON_CHARS = 4096
+
+
+def validate_reason(reason: str | None) -> str | None:
+    """`reason` when it is within `MAX_REASON_CHARS`, else `InvalidInput`
+    naming the field and the bound."""
+    if reason is not None and len(reason) > MAX_REASON_CHARS:
+        raise InvalidInput(
+            f"reason: {len(reason)} characters; a reason is at most {MAX_REASON_CHARS} "
+            "(say why in a sentence or two; the evidence is in the proposal already)"
+        )
+    return reason
 
 
 def is_pending(p: Proposal) -> bool:
@@ -50,7 +69,7 @@ def accept_proposal(store: LearningStore, proposal_id: str) -> Proposal:
         # Every file this accept writes is checked before any is: a link
         # planted where one stands is refused with nothing changed.
         store.refuse_links(
-            store.rules_path(p.domain, LEARNED_KIND), store.root / REFLECTIONS_FILE, store.proposal_path(p.id)
+            store.rules_path(p.domain, LEARNED_KIND), store.reflections_path, store.proposal_path(p.id)
         )
         live = store.learned_rules(p.domain)
         # Live rules equal to the proposal's own are an accept that a crash
@@ -79,10 +98,11 @@ def accept_proposal(store: LearningStore, proposal_id: str) -> Proposal:
 def reject_proposal(store: LearningStore, proposal_id: str, reason: str | None = None) -> Proposal:
     """Record a person's rejection. Its reflections are marked processed: a
     person has heard that argument and said no (DESIGN §8.12)."""
+    validate_reason(reason)
     with store.lock():
         p = store.proposal(proposal_id)
         _require_pending(p)
-        store.refuse_links(store.root / REFLECTIONS_FILE, store.proposal_path(p.id))
+        store.refuse_links(store.reflections_path, store.proposal_path(p.id))
         store.mark_reflexions_processed(p.reflexion_ids, mint_run_id())
         p = msgspec.structs.replace(p, status=ProposalStatus.REJECTED, resolved_at=now(), reason=reason)
         store.write_proposal(p)
@@ -101,6 +121,7 @@ def propose_retirement(store: LearningStore, domain: str, rule_id: str, reason: 
     the learner as never-to-re-derive.
     """
     validate_domain(domain)
+    validate_reason(reason)
     if not reason.strip():
         raise InvalidInput("reason: a retirement needs a reason a person can check")
     with store.lock():

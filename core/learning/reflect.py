@@ -27,7 +27,7 @@ from mecha.core.learning.reflection import Reflector, Reflexion
 from mecha.core.learning.survey import Planned
 from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
 from mecha.core.store.inbox import DraftEntry, InboxEntry, SessionEntry, claim_all, entry_decoder, release, set_aside
-from mecha.core.store.learning_store import MAX_UNUSABLE_ANSWERS, REFLECTIONS_FILE, Attempt, AttemptState, LearningStore
+from mecha.core.store.learning_store import MAX_UNUSABLE_ANSWERS, Attempt, AttemptState, LearningStore
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,15 @@ class _Gate:
         self.stopped: BaseException | None = None
 
 
-async def _ask(gate: _Gate, reflector: Reflector, plan: Planned, key: str, session_id: str, progress: Progress) -> _Answer | BaseException:
+async def _ask(
+    gate: _Gate,
+    reflector: Reflector,
+    plan: Planned,
+    key: str,
+    session_id: str,
+    progress: Progress,
+    project: str | None = None,
+) -> _Answer | BaseException:
     async with gate.slots:
         if gate.stopped is not None:
             return gate.stopped
@@ -156,6 +164,7 @@ async def _ask(gate: _Gate, reflector: Reflector, plan: Planned, key: str, sessi
         return _Answer(plan, key, skipped=True)
     r.session_id = session_id
     r.origin = plan.origin
+    r.project = project
     progress(f"{key}: lesson ({plan.origin.value}): {r.reflexion_text}")
     return _Answer(plan, key, reflexion=r)
 
@@ -245,7 +254,7 @@ def _not_on_file(store: LearningStore, reflections: list[Reflexion], session_id:
 
     from mecha.core.store.files import read_bytes
 
-    data = read_bytes(store.root / REFLECTIONS_FILE)
+    data = read_bytes(store.reflections_path)
     if not reflections or not data or msgspec.json.encode(session_id) not in data:
         return reflections
     on_file = Counter(
@@ -346,7 +355,9 @@ async def _reflect_entry(
     answers: list[_Answer | BaseException] = []
     if todo:
         reflector = get_model()
-        answers = list(await asyncio.gather(*(_ask(gate, reflector, p, k, work.session_id, progress) for p, k in todo)))
+        project = entry.project if isinstance(entry, SessionEntry) else None
+        asks = (_ask(gate, reflector, p, k, work.session_id, progress, project) for p, k in todo)
+        answers = list(await asyncio.gather(*asks))
     got = [a for a in answers if isinstance(a, _Answer)]
     interrupted = len(got) < len(answers)
     await my_turn()

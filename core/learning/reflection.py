@@ -105,6 +105,11 @@ class Reflexion(msgspec.Struct, kw_only=True):
     origin: Origin = Origin.UNTRUSTED
     #: Absent on older reflections; read as the more conservative answer.
     evidence: Evidence = Evidence.INTERVENTION_ONLY
+    #: The project the session ran in (its root, `layout.project_root`), or
+    #: `None`: a lesson about no project in particular. A reflection
+    #: recorded before scopes has none, and so reads as global, as every
+    #: lesson then was.
+    project: str | None = None
 
     def learnable(self) -> bool:
         """Whether a learning pass may consume this reflection. Structural,

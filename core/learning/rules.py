@@ -22,6 +22,7 @@ import msgspec
 
 from mecha.core.errors import InvalidDomain
 from mecha.core.identity import mint_rule_id
+from mecha.core.store.layout import fnv1a_64
 
 #: The heading the rules block opens with. A validator strips an old block by
 #: it before injecting a candidate one, so a session recorded *with* rules
@@ -174,9 +175,22 @@ def one_line(text: str) -> str:
     return " ".join(p.strip() for p in parts if p.strip())
 
 
-def domain_rules_section(domain: str, user: Sequence[Rule], learned: Sequence[Rule]) -> str | None:
-    """One domain's section: `### <domain>` then a `- <text>` line per active
-    rule, user rules first. `None` when nothing in the domain is active.
+#: What a project's section adds to its domain's heading, so the model can
+#: tell a repository's conventions from the person's standing rules.
+PROJECT_SECTION_SUFFIX = " (this project)"
+
+
+def section_heading(domain: str, *, project: bool = False) -> str:
+    """`### <domain>`, or `### <domain> (this project)` for a project's rules."""
+    return f"### {domain}{PROJECT_SECTION_SUFFIX if project else ''}"
+
+
+def domain_rules_section(
+    domain: str, user: Sequence[Rule], learned: Sequence[Rule], *, project: bool = False
+) -> str | None:
+    """One domain's section in one scope: its heading (`section_heading`)
+    then a `- <text>` line per active rule, user rules first. `None` when
+    nothing in it is active.
 
     Each rule is one line (`one_line`), whatever its text holds: a rule with
     a line break in it could otherwise start a heading of its own in the
@@ -184,7 +198,18 @@ def domain_rules_section(domain: str, user: Sequence[Rule], learned: Sequence[Ru
     lines = [f"- {one_line(r.text)}" for r in (*user, *learned) if r.active()]
     if not lines:
         return None
-    return f"### {domain}\n" + "\n".join(lines)
+    return section_heading(domain, project=project) + "\n" + "\n".join(lines)
+
+
+def same_lesson_key(text: str) -> str:
+    """What two rules must share to be the same lesson, for promotion: the
+    text with case, surrounding whitespace, runs of whitespace and one final
+    full stop ignored. Deliberately this conservative — no stemming, no
+    model, no similarity score: a promotion puts a rule in every repository's
+    prompt, and "these two say the same" is a claim a person can check by
+    reading both, which a near-match would not give them."""
+    folded = " ".join(text.split()).casefold()
+    return folded[:-1].rstrip() if folded.endswith(".") else folded
 
 
 def wrap_rules_block(sections: Iterable[str]) -> str | None:
@@ -211,11 +236,7 @@ def rules_hash(block: str) -> str:
     value, and a key that drifted between interpreters would silently split
     every tally. `"abc"` is `e71fa2190541574b`, forever.
     """
-    h = 0xCBF29CE484222325
-    for byte in block.encode("utf-8"):
-        h ^= byte
-        h = (h * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return f"{h:016x}"
+    return fnv1a_64(block.encode("utf-8"))
 
 
 def run_domains_including(domain: str | None) -> list[str]:

@@ -27,7 +27,9 @@ mining the file naively taught the wrong lesson or missed the right one:
   slash command the person typed (`/model sonnet`), which the miner never
   mines; `<local-command-stdout>`, `<bash-input>`/`<bash-stdout>`,
   `<task-notification>`, `<user-prompt-submit-hook>`, "Caveat: …" and
-  "Stop hook feedback:" text is dropped; `<system-reminder>` blocks are cut
+  "Stop hook feedback:" text is dropped (a command the person ran with `!`
+  is not their words, but its output reached the model: it taints what
+  follows as a `Bash` call of that command would); `<system-reminder>` blocks are cut
   out of whatever text they ride in.
 - **Interrupt markers** (`[Request interrupted by user]`, `… for tool use]`,
   also at the start of a tool result) are events, never the person's text:
@@ -40,14 +42,28 @@ mining the file naively taught the wrong lesson or missed the right one:
   reason typed into the rejection itself ("…the user said:") is used as is.
   Only the first rejection in a batch carries it; the rest keep the stock
   text and are not mined twice.
-- **Queued messages** — typed while the agent worked, recorded as an
-  `attachment` of type `queued_command` — are steers riding beside the
-  results they were delivered with (a queued task notification is not).
+- **Queued messages** — typed while the agent worked — are recorded as
+  `queue-operation` lines: `enqueue` with the words, then one of `remove`
+  (taken into the running turn), `dequeue` (sent as the next turn, which
+  follows as an ordinary user line) or `popAll` (taken back into the input
+  box: never delivered). A message is a steer at its delivery — the
+  `remove` — riding beside the results it arrived with, or before the next
+  answer when none are open. Newer files also write a `queued_command`
+  attachment for the same delivery (older ones only the attachment); the
+  pair is read once. A queued task notification is not the person. (The
+  movements are as public readers of the format describe them, e.g. a
+  count over 116 real transcripts of enqueue against remove / dequeue /
+  popAll; the fixtures here are written to that shape.)
 - **AskUserQuestion answers** are the person's words: they ride beside the
   question's result as a steer whose context is the question.
 - **Images** become an `[image]` placeholder beside the words they came with.
-- A last line cut off mid-write (the agent is still running) is skipped with
-  a warning; any other line that is not JSON is an error naming the line.
+- **Lines that are not records** — a last line cut off mid-write (the
+  agent is still running), a bad byte, a lone surrogate, nesting past what
+  the decoder follows, a `message` that is a string — are skipped with a
+  warning naming the file and line, and counted (`foreign.LineReader`); a
+  bookkeeping line's odd fields are never decoded at all. Only a file with
+  no readable record is refused. A tool call's input is kept
+  `foreign.MAX_INPUT_DEPTH` levels deep.
 
 Taint is rebuilt from the tools called (see `foreign.TaintPolicy`): the
 Claude Code policy below lists its built-in tools.
@@ -64,11 +80,13 @@ import msgspec
 from mecha.core.sessions.foreign import (
     IMAGE_PLACEHOLDER,
     INTERRUPTED_RESULT,
+    LINE_FAULTS,
+    LineReader,
     ReadSession,
+    Source,
     TaintPolicy,
     TaintTimeline,
-    line_error,
-    numbered_lines,
+    bounded,
 )
 from mecha.core.sessions.mining import DENIAL_PREFIX
 from mecha.core.sessions.transcript import Block, Message, Taint
@@ -151,13 +169,18 @@ class _Attachment(msgspec.Struct):
 
 class _Line(msgspec.Struct):
     type: str = ""
-    message: _Message | None = None
+    #: Decoded only for the kinds that carry one (`user`, `assistant`): a
+    #: bookkeeping line of an odd shape is nobody's words and costs nothing.
+    message: msgspec.Raw = msgspec.Raw()
     isMeta: bool = False
     isSidechain: bool = False
     isCompactSummary: bool = False
     sessionId: str | None = None
     cwd: str | None = None
-    attachment: _Attachment | None = None
+    attachment: msgspec.Raw = msgspec.Raw()
+    #: A `queue-operation` line's movement and the words it moved.
+    operation: str | None = None
+    content: msgspec.Raw = msgspec.Raw()
     #: Decoded only for an AskUserQuestion result (it holds whole files for
     #: an edit, so it is never decoded otherwise).
     toolUseResult: msgspec.Raw = msgspec.Raw()
@@ -168,6 +191,9 @@ class _Answers(msgspec.Struct):
 
 
 _line = msgspec.json.Decoder(_Line)
+_message = msgspec.json.Decoder(_Message | None)
+_attachment = msgspec.json.Decoder(_Attachment | None)
+_queued_words = msgspec.json.Decoder(str | list[_Inner] | None)
 
 
 def is_subagent_path(path: Path | None) -> bool:
@@ -239,7 +265,7 @@ def answers_text(result: str, raw: msgspec.Raw) -> str:
             decoded = msgspec.json.decode(raw, type=_Answers)
             if decoded.answers:
                 pairs = list(decoded.answers.items())
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except LINE_FAULTS:
             pairs = []
     if not pairs:
         pairs = [(q.replace('\\"', '"'), a.replace('\\"', '"')) for q, a in _ANSWER.findall(result)]
@@ -253,6 +279,7 @@ def answers_text(result: str, raw: msgspec.Raw) -> str:
 class _Reader:
     def __init__(self, name: str, policy: TaintPolicy, sidechain_file: bool):
         self.name = name
+        self.lines = LineReader(name, "claude")
         self.policy = policy
         self.sidechain_file = sidechain_file
         self.decided_sidechain = sidechain_file
@@ -264,9 +291,16 @@ class _Reader:
         self.pending_denial: Block | None = None
         self.interrupted = False
         self.queued: list[str] = []
+        #: What the person typed into the queue and is still waiting there
+        #: (`queue-operation` enqueues not yet moved on).
+        self.waiting: list[str] = []
+        #: Queued words already delivered, by one record of the pair a
+        #: delivery writes (`remove`, `queued_command`), so the other is not
+        #: read as a second message.
+        self.delivered_by_remove: list[str] = []
+        self.delivered_by_attachment: list[str] = []
         self.session_id: str | None = None
         self.project: str | None = None
-        self.warnings: list[str] = []
 
     # ── wire helpers ──
 
@@ -287,18 +321,17 @@ class _Reader:
     # ── lines ──
 
     def line(self, number: int, raw: bytes, torn: bool) -> None:
-        try:
-            line = _line.decode(raw)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            if torn:
-                self.warnings.append(f"{self.name}:{number}: skipped a last line cut off mid-write")
-                return
-            raise line_error(self.name, "claude", number, str(exc)) from None
+        line = self.lines.decode(_line, number, raw, torn)
+        if line is None:
+            return
         if line.sessionId and self.session_id is None:
             self.session_id = line.sessionId
         if line.cwd and self.project is None:
             self.project = line.cwd
         kind = line.type
+        if kind == "queue-operation":
+            self._queue_operation(number, line)
+            return
         if kind not in ("user", "assistant", "attachment"):
             return
         if not self.decided_sidechain and kind in ("user", "assistant"):
@@ -308,31 +341,81 @@ class _Reader:
         if line.isSidechain and not self.sidechain_file:
             return
         if kind == "attachment":
-            self._attachment(line.attachment)
-        elif line.isMeta or line.isCompactSummary or line.message is None:
+            if line.attachment:
+                attachment = self.lines.decode(_attachment, number, line.attachment)
+                if attachment is not None:
+                    self._attachment(attachment)
             return
-        elif kind == "assistant":
-            self._assistant(line.message)
+        if line.isMeta or line.isCompactSummary or not line.message:
+            return
+        message = self.lines.decode(_message, number, line.message)
+        if message is None:
+            return
+        if kind == "assistant":
+            self._assistant(message)
         else:
-            self._user(line)
+            self._user(line, message)
 
-    def _attachment(self, a: _Attachment | None) -> None:
-        if a is None or a.type != "queued_command" or a.isMeta:
-            return
-        if a.commandMode not in (None, "prompt"):
-            return
-        if a.origin is not None and a.origin.kind not in (None, "human"):
-            return
-        prompt = a.prompt
-        text = prompt if isinstance(prompt, str) else "\n".join(i.text or "" for i in (prompt or []) if i.type == "text")
+    # ── the queue ──
+
+    def _queue_operation(self, number: int, line: _Line) -> None:
+        """The queue of messages typed while the agent works, as Claude Code
+        records each movement of it: `enqueue` (the words typed), then one
+        of `remove` (taken into the running turn — the delivery of a steer,
+        at this point of the conversation), `dequeue` (sent as the next turn:
+        a user line with the words follows, read as any other) or `popAll`
+        (taken back into the input box: nothing was delivered)."""
+        words = None
+        if line.content:
+            content = self.lines.decode(_queued_words, number, line.content)
+            if content is not None:
+                words = _prompt_text(content)
+        op = line.operation
+        if op == "enqueue":
+            if words is not None:
+                self.waiting.append(words)
+        elif op == "remove":
+            if words is None and self.waiting:
+                words = self.waiting[0]
+            if words is None:
+                return
+            _take(self.waiting, words)
+            if not _take(self.delivered_by_attachment, words):
+                if self._deliver_queued(words):
+                    self.delivered_by_remove.append(words)
+        elif op == "dequeue":
+            if self.waiting:
+                self.waiting.pop(0)
+        elif op == "popAll":
+            self.waiting.clear()
+
+    def _deliver_queued(self, text: str) -> bool:
+        """Queued words delivered into the running turn: a steer beside the
+        results they arrived with, or, between turns, before the next
+        answer. False when they are not the person's (a task notice)."""
         words = person_text(text)
         if not words:
-            return
+            return False
         results = self._results_message()
         if results is not None:
             self._say_beside_results(results, words)
         else:
             self.queued.append(words)
+        return True
+
+    def _attachment(self, a: _Attachment) -> None:
+        if a.type != "queued_command" or a.isMeta:
+            return
+        if a.commandMode not in (None, "prompt"):
+            return
+        if a.origin is not None and a.origin.kind not in (None, "human"):
+            return
+        text = _prompt_text(a.prompt)
+        if _take(self.delivered_by_remove, text):
+            return  # the `remove` just before it delivered these words
+        _take(self.waiting, text)
+        if self._deliver_queued(text):
+            self.delivered_by_attachment.append(text)
 
     def _assistant(self, message: _Message) -> None:
         if message.model == "<synthetic>":
@@ -347,7 +430,7 @@ class _Reader:
                 if b.type == "text" and b.text:
                     blocks.append(Block.text_block(b.text))
                 elif b.type == "tool_use" and b.id:
-                    use = Block.tool_use(b.id, b.name or "", b.input)
+                    use = Block.tool_use(b.id, b.name or "", bounded(b.input))
                     self.calls[b.id] = use
                     blocks.append(use)
         if not blocks:
@@ -366,9 +449,8 @@ class _Reader:
         self.last_assistant_id = message.id
         self.last_assistant_at = len(self.out) - 1
 
-    def _user(self, line: _Line) -> None:
-        assert line.message is not None
-        content = line.message.content
+    def _user(self, line: _Line, message_: _Message) -> None:
+        content = message_.content
         if isinstance(content, str):
             content = [_Block(type="text", text=content)]
         results: list[Block] = []
@@ -381,6 +463,10 @@ class _Reader:
                 if b.text.strip().startswith(INTERRUPT_MARKER):
                     self.interrupted = True
                     continue
+                ran = self.policy.person_shell_taint("Bash", b.text)
+                if ran is not None:
+                    # Its output reaches the model before whatever comes next.
+                    self.taint.bring(len(self.out), ran)
                 said = person_text(b.text)
                 if said:
                     words.append(said)
@@ -459,8 +545,24 @@ class _Reader:
         return any(blk.type == "tool_result" and (blk.content or "").startswith(DENIAL_PREFIX) for blk in [*earlier, *batch])
 
 
+def _prompt_text(prompt: str | list[_Inner] | None) -> str:
+    """The words of a queued prompt: a string, or text blocks."""
+    if isinstance(prompt, str):
+        return prompt
+    return "\n".join(i.text or "" for i in (prompt or []) if i.type == "text")
+
+
+def _take(items: list[str], text: str) -> bool:
+    """Remove the first `text` from `items`; whether there was one."""
+    try:
+        items.remove(text)
+    except ValueError:
+        return False
+    return True
+
+
 def read_claude_code(
-    data: bytes,
+    data: Source,
     *,
     name: str = "<claude code session>",
     path: Path | None = None,
@@ -469,8 +571,9 @@ def read_claude_code(
     """One Claude Code session file as a wire transcript (see the module's
     docstring for every quirk handled)."""
     reader = _Reader(name, policy or CLAUDE_POLICY, is_subagent_path(path))
-    for number, raw, torn in numbered_lines(data):
+    for number, raw, torn in reader.lines.lines(data):
         reader.line(number, raw, torn)
+    reader.lines.finish()
     reader._flush_queued()
     base = reader.session_id or (path.stem if path is not None else "session")
     session_id = f"claude:{base}"
@@ -483,5 +586,6 @@ def read_claude_code(
         taint_timeline=reader.taint.checkpoints,
         interactive=not reader.sidechain_file,
         project=reader.project,
-        warnings=reader.warnings,
+        warnings=reader.lines.warnings,
+        skipped_lines=reader.lines.skipped,
     )

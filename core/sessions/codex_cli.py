@@ -20,7 +20,10 @@ Pure: bytes in, `ReadSession` out. Each line is `{"timestamp", "type",
   `reasoning` (dropped).
 - **Wrappers in the person's voice**: `<environment_context>`,
   `<user_instructions>`, `# AGENTS.md instructions …`, `<user_shell_command>`
-  and `<turn_aborted>` texts ride in user messages and are the harness's.
+  and `<turn_aborted>` texts ride in user messages and are the harness's (a
+  `<user_shell_command>` — a command the person ran with `!` — also taints
+  what follows as a `shell` call of its command would: its output reached
+  the model).
 - **`event_msg`**: `user_message` repeats what the person typed (a newer
   file has both it and the user `message` item; the pair is read once),
   `agent_message` repeats the assistant's text (skipped),
@@ -32,17 +35,20 @@ Pure: bytes in, `ReadSession` out. Each line is `{"timestamp", "type",
   context is the refused call.
 - **The older rollout shape** (a bare meta line, then bare response items,
   `record_type` state lines) reads the same way.
-- A last line cut off mid-write is skipped with a warning; any other line
-  that is not JSON is an error naming the line.
+- A **function call's `arguments`** is a JSON string; some files hold the
+  object itself, which is read as the arguments.
+- **Lines that are not records** (cut off mid-write, a bad byte, a lone
+  surrogate, nested too deeply, a field of an unknown shape) are skipped
+  with a warning naming the file and line, and counted; only a file with no
+  readable record is refused (`foreign.LineReader`).
 
 Taint is rebuilt from the calls (see `foreign.TaintPolicy`): web search,
-every MCP tool (Codex names them `server__tool`), unknown tools and
-network-fetching shell commands are untrusted.
+every MCP tool (Codex names them `server__tool`), unknown tools and any
+shell command not known to stay on the machine (`shell.py`) are untrusted.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -51,11 +57,13 @@ import msgspec
 from mecha.core.sessions.foreign import (
     IMAGE_PLACEHOLDER,
     INTERRUPTED_RESULT,
+    LINE_FAULTS,
+    LineReader,
     ReadSession,
+    Source,
     TaintPolicy,
     TaintTimeline,
-    line_error,
-    numbered_lines,
+    bounded,
 )
 from mecha.core.sessions.mining import DENIAL_PREFIX
 from mecha.core.sessions.transcript import Block, Message, Taint
@@ -94,7 +102,9 @@ class _Payload(msgspec.Struct):
     content: list[_Content] | str | None = None
     # calls
     name: str | None = None
-    arguments: str | None = None
+    #: A JSON string as the Responses API has it; some files hold the
+    #: object itself, read as the arguments.
+    arguments: Any = None
     input: Any = None
     call_id: str | None = None
     action: Any = None
@@ -117,7 +127,7 @@ _line = msgspec.json.Decoder(_Line)
 _payload = msgspec.json.Decoder(_Payload)
 
 
-def output_text(output: Any) -> str:
+def output_text(output: Any, depth: int = 0) -> str:
     """A call's output as text, whichever shape the version wrote."""
     if output is None:
         return ""
@@ -125,7 +135,12 @@ def output_text(output: Any) -> str:
         return output
     if isinstance(output, dict):
         inner = output.get("content", output.get("output"))
-        return output_text(inner) if inner is not None else json.dumps(output, ensure_ascii=False)
+        if inner is not None and depth < 8:
+            return output_text(inner, depth + 1)
+        try:
+            return msgspec.json.encode(output).decode()
+        except (RecursionError, TypeError, UnicodeError):
+            return "[an output nested too deeply to read]"
     if isinstance(output, list):
         parts = []
         for item in output:
@@ -140,6 +155,20 @@ def output_text(output: Any) -> str:
     return str(output)
 
 
+def call_arguments(arguments: Any) -> Any:
+    """A function call's arguments: the JSON string decoded (kept as the
+    string when it is not JSON, or nested too deeply to follow), or the
+    object a file holds in its place."""
+    if arguments is None or arguments == "":
+        return {}
+    if not isinstance(arguments, str):
+        return arguments
+    try:
+        return msgspec.json.decode(arguments)
+    except LINE_FAULTS:
+        return arguments
+
+
 def person_text(text: str) -> str | None:
     """The person's words in one user text item; `None` for a harness wrapper."""
     stripped = text.strip()
@@ -148,18 +177,17 @@ def person_text(text: str) -> str | None:
     return stripped
 
 
-def shell_command(name: str | None, args: Any) -> str | None:
-    """The command line a shell call ran, for the network check."""
+def shell_command(name: str | None, args: Any) -> str | list[str] | None:
+    """What a shell call ran, for the trust decision: the argv array it was
+    given (`["bash", "-lc", "<script>"]`, `["ls", "-la"]`: checked as an
+    argv, so a `-c` script is parsed and no quoting is lost), or its command
+    line. `None` (untrusted) when the call says neither."""
     if not isinstance(args, dict):
         return args if isinstance(args, str) else None
     for key in ("command", "cmd"):
         value = args.get(key)
         if isinstance(value, list):
-            argv = [str(v) for v in value]
-            # `["bash", "-lc", "<script>"]`: the script is the command line.
-            if len(argv) >= 3 and argv[-2] in ("-c", "-lc", "-ic"):
-                return argv[-1]
-            return " ".join(argv)
+            return [str(v) for v in value]
         if isinstance(value, str):
             return value
     return None
@@ -176,6 +204,7 @@ def interactive_source(source: Any) -> bool:
 class _Reader:
     def __init__(self, name: str, policy: TaintPolicy):
         self.name = name
+        self.lines = LineReader(name, "codex")
         self.policy = policy
         self.out: list[Message] = []
         self.taint = TaintTimeline()
@@ -187,7 +216,6 @@ class _Reader:
         self.aborted = False
         #: The person's words already read this turn (the item/event pair).
         self.said_this_turn: list[str] = []
-        self.warnings: list[str] = []
         self.searches = 0
 
     def _results_message(self) -> Message | None:
@@ -234,13 +262,9 @@ class _Reader:
         self.out.append(Message.user(words))
 
     def line(self, number: int, raw: bytes, torn: bool) -> None:
-        try:
-            line = _line.decode(raw)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            if torn:
-                self.warnings.append(f"{self.name}:{number}: skipped a last line cut off mid-write")
-                return
-            raise line_error(self.name, "codex", number, str(exc)) from None
+        line = self.lines.decode(_line, number, raw, torn)
+        if line is None:
+            return
         kind, payload = line.type, line.payload
         if payload is None:
             if line.record_type is not None:
@@ -250,10 +274,9 @@ class _Reader:
                 if line.id and self.session_id is None:
                     self.session_id = line.id
                 return
-            try:
-                payload = _payload.decode(raw)
-            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                raise line_error(self.name, "codex", number, str(exc)) from None
+            payload = self.lines.decode(_payload, number, raw)
+            if payload is None:
+                return
             kind = "response_item"
         if kind == "session_meta":
             if payload.id and self.session_id is None:
@@ -281,6 +304,10 @@ class _Reader:
                     elif c.text:
                         if c.text.strip().startswith("<turn_aborted>"):
                             self._abort()
+                        ran = self.policy.person_shell_taint("shell", c.text)
+                        if ran is not None:
+                            # Its output reaches the model before whatever comes next.
+                            self.taint.bring(len(self.out), ran)
                         said = person_text(c.text)
                         if said:
                             words.append(said)
@@ -290,16 +317,13 @@ class _Reader:
         elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
             call_id = p.call_id or p.id or f"call-{len(self.calls)}"
             if kind == "function_call":
-                try:
-                    args: Any = json.loads(p.arguments) if p.arguments else {}
-                except ValueError:
-                    args = p.arguments
+                args = call_arguments(p.arguments)
                 name = p.name or ""
             elif kind == "custom_tool_call":
                 args, name = p.input, p.name or ""
             else:
                 args, name = p.action, "local_shell"
-            use = Block.tool_use(call_id, name, args)
+            use = Block.tool_use(call_id, name, bounded(args))
             self.calls[call_id] = use
             self._assistant_blocks([use])
         elif kind == "web_search_call":
@@ -360,7 +384,7 @@ class _Reader:
 
 
 def read_codex(
-    data: bytes,
+    data: Source,
     *,
     name: str = "<codex rollout>",
     path: Path | None = None,
@@ -369,8 +393,9 @@ def read_codex(
     """One Codex CLI rollout file as a wire transcript (see the module's
     docstring for every quirk handled)."""
     reader = _Reader(name, policy or CODEX_POLICY)
-    for number, raw, torn in numbered_lines(data):
+    for number, raw, torn in reader.lines.lines(data):
         reader.line(number, raw, torn)
+    reader.lines.finish()
     base = reader.session_id or (path.stem if path is not None else "session")
     return ReadSession(
         source="codex",
@@ -379,5 +404,6 @@ def read_codex(
         taint_timeline=reader.taint.checkpoints,
         interactive=reader.interactive,
         project=reader.project,
-        warnings=reader.warnings,
+        warnings=reader.lines.warnings,
+        skipped_lines=reader.lines.skipped,
     )

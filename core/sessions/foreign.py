@@ -11,7 +11,8 @@ and passes as one the harness recorded. The readers live in
   what the file says was called, failing closed: the conversation turns
   untrusted from the first result of a tool that can bring a stranger's text
   in — web fetch and search, every MCP tool, any tool the reader does not
-  know, a shell command that reaches the network — and private (but still
+  know, a shell command not known to stay on the machine (`shell.py`) — and
+  private (but still
   trusted) from the first result that read the person's own files. The lists
   are data (`TaintPolicy`) so a person can trust a local MCP server, or
   distrust a tool the defaults call local;
@@ -26,8 +27,9 @@ and passes as one the harness recorded. The readers live in
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import IO, TypeVar
 
 import msgspec
 
@@ -58,35 +60,23 @@ class ReadSession(msgspec.Struct, kw_only=True):
     interactive: bool = True
     #: The working directory the agent ran in, when the file says.
     project: str | None = None
-    #: Lines skipped on the way (a torn last line, an unknown record kind).
+    #: Lines skipped on the way, each naming the file and the line (see
+    #: `LineReader`; past `NAMED_SKIPS` of them, one line says how many more).
     warnings: list[str] = msgspec.field(default_factory=list)
+    #: How many lines were skipped as not records of the format.
+    skipped_lines: int = 0
 
 
 # ─── taint ──────────────────────────────────────────────────────────────────
-
-#: Shell commands that fetch from the network: a fetching program in command
-#: position anywhere in the line (after `;`, `&&`, `|`, `$(`, a quote opening
-#: a `bash -c` script, `sudo`, …), or
-#: a fetching subcommand of git, gh or a package manager. Broad on purpose:
-#: a false alarm costs one intervention its full evidence, a miss lets a
-#: stranger's text argue for a rule.
-NETWORK_COMMANDS = re.compile(
-    r"""(?:^|[;&|(`"']|\$\()\s*"""
-    r"(?:(?:sudo|env|time|command|exec|nohup|xargs)\s+(?:-\S+\s+)*|\w+=\S*\s+)*"
-    r"(?:curl|wget|http|https|xh|nc|ncat|telnet|ssh|scp|sftp|ftp|rsync|aria2c|lynx|w3m|links)(?=$|[\s;&|)])"
-    r"|\bgit\s+(?:clone|fetch|pull|push|ls-remote|submodule)\b"
-    r"|\bgh\s+(?:issue|pr|api|repo|release|run|search|gist)\b"
-    r"|\b(?:pip3?|uv|npm|npx|pnpm|yarn|bun|cargo|go|gem|brew|apt|apt-get|dnf|docker|podman)\s+(?:install|add|get|pull|fetch|download|update|search)\b"
-    r"|\b(?:urlopen|urllib\.request|requests\.(?:get|post)|httpx\.|fetch\()"
-)
-
 
 class TaintPolicy(msgspec.Struct, frozen=True, kw_only=True):
     """Which recorded tool results taint a conversation, and how.
 
     `local` tools read or change the person's machine: their results make
-    the conversation private, not untrusted. `shell` tools are local unless
-    the command fetches from the network. `untrusted` tools bring
+    the conversation private, not untrusted. `shell` tools are local only
+    when everything their command line runs is known to stay on the machine
+    (`shell.command_stays_local`; `shell_trust` is the person's change to
+    that allowlist); any other command is untrusted. `untrusted` tools bring
     third-party text. Anything in none of the lists is untrusted — which is
     how every MCP tool is read (`mcp__server__tool` in Claude Code,
     `server__tool` in Codex) unless a person trusts it by name: fail closed.
@@ -98,20 +88,35 @@ class TaintPolicy(msgspec.Struct, frozen=True, kw_only=True):
     #: Tools whose results are the person's own words (an answer to the
     #: agent's question): neither private nor untrusted.
     personal: frozenset[str] = frozenset()
+    #: Shell-command allowlist entries the person added (`"make"`, `"git
+    #: fetch"`) and took away, from `--trust-tool 'Bash(make)'`.
+    trusted_commands: frozenset[str] = frozenset()
+    distrusted_commands: frozenset[str] = frozenset()
 
     def with_overrides(self, *, trust: Iterable[str] = (), distrust: Iterable[str] = ()) -> TaintPolicy:
         """This policy with some tools moved: `trust` to local, `distrust` to
-        untrusted (a distrusted name wins over a trusted one)."""
-        trust, distrust = frozenset(trust), frozenset(distrust)
+        untrusted (a distrusted name wins over a trusted one). A value
+        spelled `TOOL(PROGRAM)` or `TOOL(PROGRAM SUBCOMMAND)` — `Bash(make)`,
+        `shell(git fetch)` — changes the shell-command allowlist instead, for
+        every shell tool."""
+        tools: dict[bool, set[str]] = {True: set(), False: set()}
+        commands: dict[bool, set[str]] = {True: set(), False: set()}
+        for trusted, values in ((True, trust), (False, distrust)):
+            for value in values:
+                entry = _command_entry(value)
+                (tools if entry is None else commands)[trusted].add(value if entry is None else entry)
+        trust_set, distrust_set = frozenset(tools[True]), frozenset(tools[False])
         return msgspec.structs.replace(
             self,
-            local=(self.local | trust) - distrust,
-            shell=self.shell - distrust,
-            personal=self.personal - distrust,
-            untrusted=(self.untrusted - trust) | distrust,
+            local=(self.local | trust_set) - distrust_set,
+            shell=self.shell - distrust_set,
+            personal=self.personal - distrust_set,
+            untrusted=(self.untrusted - trust_set) | distrust_set,
+            trusted_commands=(self.trusted_commands | commands[True]) - commands[False],
+            distrusted_commands=(self.distrusted_commands - commands[True]) | commands[False],
         )
 
-    def taint_of(self, name: str | None, command: str | None = None) -> Taint:
+    def taint_of(self, name: str | None, command: str | Sequence[str] | None = None) -> Taint:
         """What the result of one call to `name` brings into the conversation."""
         if name in self.untrusted:
             return Taint(private=True, untrusted=True)
@@ -120,9 +125,47 @@ class TaintPolicy(msgspec.Struct, frozen=True, kw_only=True):
         if name in self.local:
             return Taint(private=True)
         if name in self.shell:
-            networked = command is None or NETWORK_COMMANDS.search(command) is not None
-            return Taint(private=True, untrusted=networked)
+            return Taint(private=True, untrusted=command is None or not self._stays_local(command))
         return Taint(private=True, untrusted=True)
+
+    def person_shell_taint(self, tool: str, text: str) -> Taint | None:
+        """What a shell command the person ran themselves brings in —
+        Claude Code's `!` bash mode (`<bash-input>…`), Codex's `!`
+        (`<user_shell_command>…`): its output goes into the model's context
+        like a tool's, so it is decided like `tool`'s. `None` when `text` is
+        no such record."""
+        stripped = text.lstrip()
+        if not stripped.startswith(("<bash-input>", "<user_shell_command>")):
+            return None
+        found = _PERSON_SHELL.match(stripped)
+        command = None if found is None else (found.group(1) if found.group(1) is not None else found.group(2))
+        return self.taint_of(tool, command)
+
+    def _stays_local(self, command: str | Sequence[str]) -> bool:
+        # The parser loads here, on the first shell result read: never on
+        # the harness endpoint's path.
+        from mecha.core.sessions.shell import ShellTrust, command_stays_local
+
+        trust = ShellTrust(trusted=self.trusted_commands, distrusted=self.distrusted_commands)
+        return command_stays_local(command, trust)
+
+
+#: The command of a person's own shell command, in either agent's record.
+_PERSON_SHELL = re.compile(r"<bash-input>(.*?)</bash-input>|<user_shell_command>\s*<command>\n?(.*?)\n?</command>", re.DOTALL)
+_TOOL_COMMAND = re.compile(r"[\w.\-]+\((.*)\)", re.DOTALL)
+_COMMAND_ENTRY = re.compile(r"[\w.+:\[-]+(?: [\w.+:-]+)?")
+
+
+def _command_entry(value: str) -> str | None:
+    """`Bash(make)` → `"make"`, `shell(git fetch)` → `"git fetch"`; `None`
+    for a tool's name."""
+    match = _TOOL_COMMAND.fullmatch(value.strip())
+    if match is None:
+        return None
+    entry = " ".join(match.group(1).split())
+    if not _COMMAND_ENTRY.fullmatch(entry):
+        raise InvalidInput(f"{value!r}: a shell command to trust is a program, or a program and one subcommand: Bash(make), Bash(git fetch)")
+    return entry
 
 
 class TaintTimeline:
@@ -208,10 +251,24 @@ def voices_from_env_value(raw: str | None) -> tuple[str, ...]:
 
 # ─── reading lines ──────────────────────────────────────────────────────────
 
+#: What a reader reads: a file's bytes, or the file itself (read line by
+#: line, so memory follows the longest line and the transcript, not the file).
+Source = bytes | IO[bytes]
 
-def numbered_lines(data: bytes) -> Iterator[tuple[int, bytes, bool]]:
+
+def numbered_lines(source: Source) -> Iterator[tuple[int, bytes, bool]]:
     """`(line number, line, is_last_unterminated)` for each non-blank line.
     The flag lets a reader forgive a last line an agent is still writing."""
+    if not isinstance(source, bytes | bytearray | memoryview):
+        number = 0
+        for chunk in source:
+            number += 1
+            torn = not chunk.endswith(b"\n")
+            line = chunk if torn else chunk[:-1]
+            if line and not line.isspace():
+                yield number, line, torn
+        return
+    data = bytes(source)
     number = 0
     start = 0
     size = len(data)
@@ -222,13 +279,111 @@ def numbered_lines(data: bytes) -> Iterator[tuple[int, bytes, bool]]:
             end = size
         number += 1
         line = data[start:end]
-        if line.strip():
+        if line and not line.isspace():
             yield number, line, torn
         start = end + 1
 
 
 def line_error(path: str, fmt: str, number: int, why: str) -> InvalidInput:
     return InvalidInput(f"{path}:{number}: reading as {FORMAT_NAMES[fmt]}: {why}")
+
+
+#: How many skipped lines of one file are named one by one; the rest are
+#: counted in one more warning. A file of a million bad lines must not make a
+#: million warnings.
+NAMED_SKIPS = 20
+
+T = TypeVar("T")
+
+#: What decoding a line can raise: not JSON (a bad byte and a lone surrogate
+#: included — msgspec refuses both), JSON of the wrong shape, or nesting
+#: deeper than the decoder follows (msgspec raises `RecursionError` near the
+#: interpreter's recursion limit; one such line once took a whole import down).
+LINE_FAULTS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+
+
+def line_fault(exc: BaseException) -> str:
+    """A decoding failure in words, for the warning that names the line."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to read"
+    return str(exc)
+
+
+#: How deep a tool call's arguments are kept. A line may nest as deep as
+#: the decoder follows (near the interpreter's recursion limit); kept that
+#: deep, the transcript could not be written to the inbox and read back by a
+#: pass with a deeper stack. No real call nests past a few levels.
+MAX_INPUT_DEPTH = 32
+DEEP_PLACEHOLDER = "[nested too deeply to keep]"
+
+
+def bounded(value: object, depth: int = MAX_INPUT_DEPTH) -> object:
+    """`value` with anything nested deeper than `depth` replaced by a
+    placeholder; the same object when nothing is (the common case costs a
+    walk, not a copy)."""
+    if isinstance(value, dict):
+        if depth <= 0:
+            return DEEP_PLACEHOLDER
+        out = {k: bounded(v, depth - 1) for k, v in value.items()}
+        return value if all(out[k] is value[k] for k in value) else out
+    if isinstance(value, list):
+        if depth <= 0:
+            return DEEP_PLACEHOLDER
+        items = [bounded(v, depth - 1) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    return value
+
+
+class LineReader:
+    """What every reader of a line-per-record format shares: a line that is
+    not a record of the format is skipped with a warning naming the file and
+    the line, and counted; a file is refused only when no line of it was a
+    record at all (`finish`). One odd line — a torn write, a bad byte, a
+    field of a shape a newer release writes — costs that line, never the
+    session."""
+
+    def __init__(self, name: str, fmt: str) -> None:
+        self.name = name
+        self.fmt = fmt
+        self.warnings: list[str] = []
+        self.skipped = 0
+        self.seen = 0
+        self._first_fault: tuple[int, str] | None = None
+
+    def decode(self, decoder: msgspec.json.Decoder[T], number: int, raw: bytes | msgspec.Raw, torn: bool = False) -> T | None:
+        """`raw` decoded, counted as a record; `None` (the line skipped) when
+        it is not one."""
+        try:
+            return decoder.decode(raw)
+        except LINE_FAULTS as exc:
+            self.skip(number, line_fault(exc), torn=torn)
+            return None
+
+    def skip(self, number: int, why: str, *, torn: bool = False) -> None:
+        self.skipped += 1
+        if self._first_fault is None:
+            self._first_fault = (number, why)
+        if self.skipped > NAMED_SKIPS:
+            return
+        if torn:
+            self.warnings.append(f"{self.name}:{number}: skipped a last line cut off mid-write")
+        else:
+            self.warnings.append(f"{self.name}:{number}: skipped a line that is not a record of {FORMAT_NAMES[self.fmt]}: {why}")
+
+    def lines(self, source: Source) -> Iterator[tuple[int, bytes, bool]]:
+        """`numbered_lines(source)`, counting them for `finish`."""
+        for item in numbered_lines(source):
+            self.seen += 1
+            yield item
+
+    def finish(self) -> None:
+        """Refuse the file when nothing in it was readable; otherwise say
+        how many skipped lines went unnamed."""
+        if self.seen == self.skipped and self._first_fault is not None:
+            number, why = self._first_fault
+            raise line_error(self.name, self.fmt, number, f"no line of the file is a readable record (the first: {why})")
+        if self.skipped > NAMED_SKIPS:
+            self.warnings.append(f"{self.name}: {self.skipped - NAMED_SKIPS} more line(s) skipped as not records of {FORMAT_NAMES[self.fmt]}")
 
 
 # ─── detection and the one entry point ──────────────────────────────────────
@@ -250,26 +405,65 @@ class _Head(msgspec.Struct):
     instructions: msgspec.Raw = msgspec.Raw()
 
 
-def detect_format(data: bytes) -> str | None:
-    """Which format a file is, from its first record; `None` when it is none
-    of them. Decided on structure, not on the file's name: a person renames
-    files, and every format here is `.jsonl`."""
-    stripped = data.lstrip()
+#: How many lines detection reads looking for the first record (a file whose
+#: first lines are all unreadable is still its format).
+SNIFF_LINES = 64
+
+
+def _first_head(source: Source) -> _Head | None:
+    lines = numbered_lines(source)
+    for _ in range(SNIFF_LINES):
+        item = next(lines, None)
+        if item is None:
+            return None
+        try:
+            return msgspec.json.decode(item[1], type=_Head)
+        except LINE_FAULTS:
+            continue
+    return None
+
+
+def detect_format(data: Source) -> str | None:
+    """Which format a file is, from its first readable record; `None` when
+    it is none of them. Decided on structure, not on the file's name: a
+    person renames files, and every format here is `.jsonl`. Given an open
+    file, it reads the head and leaves the file where it found it."""
+    if not isinstance(data, bytes | bytearray | memoryview):
+        start = data.tell()
+        try:
+            head = _first_head(data)
+            if head is None:
+                data.seek(start)
+                whole = data.read(_WHOLE_OBJECT_LIMIT + 1)
+                head = _whole_object_head(whole) if len(whole) <= _WHOLE_OBJECT_LIMIT else None
+        finally:
+            data.seek(start)
+        return _format_of(head)
+    stripped = bytes(data).lstrip()
     if not stripped:
         return None
-    first = next(numbered_lines(stripped), None)
-    head = None
-    if first is not None:
-        try:
-            head = msgspec.json.decode(first[1], type=_Head)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            head = None
+    head = _first_head(stripped)
     if head is None:
-        # A pretty-printed JSON object spans lines: try the whole file.
-        try:
-            head = msgspec.json.decode(stripped, type=_Head)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            return None
+        head = _whole_object_head(stripped)
+    return _format_of(head)
+
+
+#: A pretty-printed transcript (one JSON object over many lines) is looked
+#: at whole only up to this size when detecting from an open file.
+_WHOLE_OBJECT_LIMIT = 64 * 2**20
+
+
+def _whole_object_head(data: bytes) -> _Head | None:
+    # A pretty-printed JSON object spans lines: try the whole file.
+    try:
+        return msgspec.json.decode(data, type=_Head)
+    except LINE_FAULTS:
+        return None
+
+
+def _format_of(head: _Head | None) -> str | None:
+    if head is None:
+        return None
     if head.messages:
         return "mecha"
     if head.role in ("user", "assistant"):
@@ -288,9 +482,11 @@ def read_session(
     fmt: str | None = None,
     *,
     policy: TaintPolicy | None = None,
-    data: bytes | None = None,
+    data: Source | None = None,
 ) -> ReadSession:
-    """Read one session file in any known format (`fmt` forces one).
+    """Read one session file in any known format (`fmt` forces one), from
+    `data` when given (its bytes, or the file already open), else from
+    `path`, line by line.
 
     Errors are `InvalidInput` naming the file, the format tried and, where
     there is one, the line — a session id the store could never record
@@ -308,15 +504,22 @@ def _read_session(
     fmt: str | None,
     *,
     policy: TaintPolicy | None,
-    data: bytes | None,
+    data: Source | None,
 ) -> ReadSession:
     if fmt is not None and fmt not in FORMATS:
         raise InvalidInput(f"--format {fmt!r}: must be one of {', '.join(FORMATS)}")
     if data is None:
+        # Read line by line from the file: a session of hundreds of MB is
+        # never held whole.
         try:
-            data = path.read_bytes()
+            with path.open("rb") as f:
+                return _read_source(path, fmt, policy, f)
         except OSError as exc:
             raise InvalidInput(f"{path}: {exc.strerror or exc}") from None
+    return _read_source(path, fmt, policy, data)
+
+
+def _read_source(path: Path, fmt: str | None, policy: TaintPolicy | None, data: Source) -> ReadSession:
     found = fmt or detect_format(data)
     if found is None:
         raise InvalidInput(
@@ -333,7 +536,7 @@ def _read_session(
         return read_codex(data, name=str(path), path=path, policy=policy)
     from mecha.core.sessions.files import parse_transcript
 
-    session = parse_transcript(path, data)
+    session = parse_transcript(path, data if isinstance(data, bytes) else data.read())
     return ReadSession(
         source="mecha",
         session_id=session.session_id,

@@ -14,7 +14,9 @@ kept in `cache/rules-block`, keyed by
 
 What is kept is opaque bytes (the caller's encoded answers, one per `domain`
 asked for, and the `initialize` answer that goes with them); this module only
-files them. The file is derived and disposable: git-ignored, owner-only like
+files them. An answer is kept per `domain` *and* project (the resolved
+root, `layout.project_root`, or `None` for the global rules alone): two
+repositories' runs get two blocks. The file is derived and disposable: git-ignored, owner-only like
 the rest of the store, replaced whole and durably (temp file, fsync, rename:
 a crash leaves the old file or the new one), never written through a link,
 and never written into a store that does not exist yet or whose git would
@@ -30,8 +32,8 @@ mecha-sidecar rules block cache 1
 repr(code)
 repr(rules fingerprint)
 the initialize answer (JSON, one line)
-repr(domain)          ┐ once per domain asked for
-its answer (JSON)     ┘
+repr([domain, project])  ┐ once per domain and project asked for
+its answer (JSON)        ┘
 ```
 
 `repr` of lists of ints, strings and `None` is exact and one line; encoded
@@ -43,7 +45,7 @@ from __future__ import annotations
 
 import os
 
-from mecha.core.store.layout import CACHE_DIR, is_racy
+from mecha.core.store.layout import CACHE_DIR, GIT_DIR, GITIGNORE_FILE, is_racy
 
 #: `typing` is not imported: it costs the first stage more than this module.
 TYPE_CHECKING = False
@@ -54,7 +56,7 @@ if TYPE_CHECKING:
 #: The cache file, under `CACHE_DIR`.
 CACHE_FILE = "rules-block"
 #: The first line; bumped when the file's shape changes (an older one is a miss).
-HEADER = b"mecha-sidecar rules block cache 1"
+HEADER = b"mecha-sidecar rules block cache 2"
 #: The `.gitignore` line that keeps the cache out of the store's history.
 GITIGNORE_ENTRY = CACHE_DIR + "/"
 
@@ -67,7 +69,7 @@ class Kept:
     def __init__(self, rules: bytes, initialize: bytes, answers: dict[bytes, bytes]):
         self.rules = rules
         self.initialize = initialize
-        #: `repr(domain)` → answer.
+        #: `repr([domain, project])` → answer.
         self.answers = answers
 
 
@@ -104,11 +106,17 @@ def read(root: str | os.PathLike[str], code: Sequence[object]) -> Kept | None:
     return Kept(lines[2], lines[3], answers)
 
 
-def lookup(kept: Kept, fingerprint: list[Any] | None, domain: str | None) -> bytes | None:
-    """The answer kept for `domain` under exactly this rules fingerprint."""
+def answer_key(domain: str | None, project: str | None) -> bytes:
+    """The key line an answer is kept under."""
+    return _key([domain, project])
+
+
+def lookup(kept: Kept, fingerprint: list[Any] | None, domain: str | None, project: str | None = None) -> bytes | None:
+    """The answer kept for `domain` in `project` (a resolved root, or `None`)
+    under exactly this rules fingerprint."""
     if fingerprint is None or kept.rules != _key(fingerprint):
         return None
-    return kept.answers.get(_key(domain))
+    return kept.answers.get(answer_key(domain, project))
 
 
 def may_write(root: str | os.PathLike[str], gitignore: bytes | None, has_git: bool) -> bool:
@@ -132,9 +140,11 @@ def write(
     answer: bytes,
     initialize: bytes,
     now_ns: int,
+    *,
+    project: str | None = None,
 ) -> bool:
-    """Keep `answer` for `domain` under `fingerprint` (beside the answers kept
-    for other domains under the same one); `True` if written.
+    """Keep `answer` for `domain` in `project` under `fingerprint` (beside
+    the answers kept for others under the same one); `True` if written.
 
     Refuses a fingerprint that `is_racy` at `now_ns`, a store `may_write`
     refuses, an answer that is not one line, and any link in the way
@@ -152,8 +162,8 @@ def write(
         return False
     base = Path(root)
     try:
-        gitignore = _files.read_bytes(base / ".gitignore")
-        if not may_write(base, gitignore, (base / ".git").exists()):
+        gitignore = _files.read_bytes(base / GITIGNORE_FILE)
+        if not may_write(base, gitignore, (base / GIT_DIR).exists()):
             return False
         folder = base / CACHE_DIR
         _files.ensure_private_dir(folder, root=base)
@@ -163,7 +173,7 @@ def write(
         kept = read(base, code)
         if kept is not None and kept.rules == rules and kept.initialize == initialize:
             answers.update(kept.answers)
-        answers[_key(domain)] = answer
+        answers[answer_key(domain, project)] = answer
         lines = [HEADER, _key(list(code)), rules, initialize]
         for key, value in answers.items():
             lines += [key, value]

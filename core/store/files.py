@@ -30,7 +30,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from mecha.core.errors import InvalidStore
+from mecha.core.errors import InvalidStore, StoreFull
+from mecha.core.store.layout import TMP_SUFFIX
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +40,9 @@ DIR_MODE = 0o700
 #: Files of the store: owner read/write only.
 FILE_MODE = 0o600
 
-#: Suffix of in-flight temp files. Ignored by git (the store's `.gitignore`)
-#: and never read as data: a crash can leave one behind, and the next write
-#: in the same directory sweeps it (`is_stale_temp`).
-TMP_SUFFIX = ".tmp"
+# In-flight temp files end in `layout.TMP_SUFFIX`. Ignored by git (the
+# store's `.gitignore`) and never read as data: a crash can leave one behind,
+# and the next write in the same directory sweeps it (`is_stale_temp`).
 
 #: A temp name `write_atomic` makes: `<file>.<pid>-<8 hex>.tmp`, or, from
 #: before names carried the writer's pid, `<file>.<8 hex>.tmp`.
@@ -94,6 +94,8 @@ def sweep_stale_temps(directory: Path) -> int:
     Best effort: the write that calls it has already succeeded."""
     import time
 
+    if _UNREMOVED:
+        _retry_unremoved(directory)
     swept = 0
     try:
         entries = os.scandir(directory)
@@ -135,15 +137,44 @@ def not_writable(path: Path | str, exc: OSError) -> InvalidStore:
     )
 
 
+#: What an `OSError` says when the filesystem under the store has no room:
+#: no free block (or inode), or the owner's quota is used up.
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def store_full(path: Path | str, exc: OSError | None = None, *, kept: str | None = None) -> StoreFull:
+    """The `StoreFull` for a write that ran out of room, naming the path and
+    what was kept (`kept`; by default: the file as it was)."""
+    why = (exc.strerror if exc is not None else None) or "No space left on device"
+    return StoreFull(
+        f"the filesystem holding {path} is full ({why}); "
+        + (kept or f"{path} was kept as it was")
+        + "; free some space and try again",
+        path=str(path),
+    )
+
+
+def store_fault(path: Path | str, exc: OSError) -> InvalidStore | None:
+    """The named store error an `OSError` is, writing `path` — refused
+    (`not_writable`), or out of room (`store_full`) — else `None`."""
+    if exc.errno in _NOT_WRITABLE:
+        return not_writable(path, exc)
+    if exc.errno in _FULL:
+        return store_full(path, exc)
+    return None
+
+
 @contextmanager
 def writing(path: Path | str) -> Iterator[None]:
-    """Turn a refused write inside the block into `not_writable(path)`;
-    any other failure passes through unchanged."""
+    """Turn a refused write inside the block into `not_writable(path)`, and
+    one that ran out of room into `store_full(path)`; any other failure
+    passes through unchanged."""
     try:
         yield
     except OSError as exc:
-        if exc.errno in _NOT_WRITABLE:
-            raise not_writable(path, exc) from None
+        named = store_fault(path, exc)
+        if named is not None:
+            raise named from None
         raise
 
 
@@ -233,28 +264,84 @@ def write_atomic(path: Path, data: bytes | Sequence[bytes | memoryview]) -> None
         refuse_hard_link(path, os.lstat(path))
     except FileNotFoundError:
         pass
-    tmp = path.with_name(f"{path.name}.{os.getpid()}-{os.urandom(4).hex()}{TMP_SUFFIX}")
-    with writing(path.parent):
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+    tmp = write_temp(path, data)
     try:
-        try:
-            os.fchmod(fd, FILE_MODE)
-            for chunk in (data,) if isinstance(data, (bytes, bytearray, memoryview)) else data:
-                _write_all(fd, chunk)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
         with writing(path):
             os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        discard_temp(tmp)
         raise
     _fsync_dir(path.parent)
     # This directory's writer is here: what a killed one left, it clears.
     sweep_stale_temps(path.parent)
+
+
+def temp_name(path: Path) -> Path:
+    """A fresh temp sibling of `path`: `<name>.<pid>-<8 hex>.tmp`."""
+    return path.with_name(f"{path.name}.{os.getpid()}-{os.urandom(4).hex()}{TMP_SUFFIX}")
+
+
+def write_temp(path: Path, data: bytes | Sequence[bytes | memoryview], tmp: Path | None = None) -> Path:
+    """`data` written whole and fsynced to a new temp file (`tmp`, else a
+    fresh sibling of `path`), mode 0600: the first half of an atomic write,
+    for a caller that renames it into place later. A failure removes what
+    it wrote and raises `writing(path)`'s named errors."""
+    tmp = temp_name(path) if tmp is None else tmp
+    with writing(tmp.parent):
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+    try:
+        with writing(path):
+            try:
+                os.fchmod(fd, FILE_MODE)
+                for chunk in (data,) if isinstance(data, (bytes, bytearray, memoryview)) else data:
+                    _write_all(fd, chunk)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    except BaseException:
+        discard_temp(tmp)
+        raise
+    return tmp
+
+
+#: Temps this process wrote and could not remove (their directory turned
+#: read-only under it): retried at its next write in that directory, and at
+#: exit. Nobody else may remove them while this process lives — its pid is
+#: in their names — so it must.
+_UNREMOVED: set[Path] = set()
+
+
+def discard_temp(tmp: Path) -> None:
+    """Remove a temp of this process's that will never be renamed. Never
+    raises: the failure that made the write give up is what the caller
+    reports, and a temp that cannot go now is kept in mind and removed by
+    this process's next write in its directory (or at exit)."""
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        _UNREMOVED.discard(tmp)
+    except OSError as exc:
+        if not _UNREMOVED:
+            import atexit
+
+            atexit.register(_retry_unremoved, None)
+        _UNREMOVED.add(tmp)
+        log.warning("could not remove the temp file %s (%s); it goes with the next write there", tmp, exc)
+    else:
+        _UNREMOVED.discard(tmp)
+
+
+def _retry_unremoved(directory: Path | None) -> None:
+    """Remove the temps `discard_temp` could not, in `directory` (all of
+    them with `None`); those that still cannot go are kept in mind."""
+    for tmp in [t for t in _UNREMOVED if directory is None or t.parent == directory]:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            continue
+        _UNREMOVED.discard(tmp)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -287,8 +374,9 @@ def append_lines(path: Path, lines: Sequence[bytes]) -> None:
         # O_APPEND follows a symbolic link; O_NOFOLLOW refuses one.
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, FILE_MODE)
     except OSError as e:
-        if e.errno in _NOT_WRITABLE:
-            raise not_writable(path if path.exists() else path.parent, e) from None
+        named = store_fault(path if path.exists() else path.parent, e)
+        if named is not None:
+            raise named from None
         if e.errno != errno.ELOOP:
             raise
         raise InvalidStore(
@@ -299,12 +387,27 @@ def append_lines(path: Path, lines: Sequence[bytes]) -> None:
     try:
         st = os.fstat(fd)
         refuse_hard_link(path, st)  # checked on the open file: no window between check and write
-        os.fchmod(fd, FILE_MODE)
+        with writing(path):
+            os.fchmod(fd, FILE_MODE)
         size = st.st_size
         lead = b""
         if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
             lead = b"\n"
-        _write_all(fd, lead + b"\n".join(lines) + b"\n")
+        try:
+            _write_all(fd, lead + b"\n".join(lines) + b"\n")
+        except OSError as e:
+            named = store_fault(path, e)
+            if named is None:
+                raise
+            # A short write left part of a record: cut it off again, so the
+            # file ends where it did (a torn tail would cost the next line).
+            try:
+                os.ftruncate(fd, size)
+            except OSError:
+                pass
+            if isinstance(named, StoreFull):
+                named = store_full(path, e, kept=f"nothing was appended to {path}")
+            raise named from None
     finally:
         os.close(fd)
 

@@ -19,8 +19,10 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Sequence
+import shutil
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Literal
 
 import msgspec
 
@@ -31,8 +33,9 @@ from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
 from mecha.core.sessions.outbox import OutboxItem
 from mecha.core.sessions.transcript import Message, TaintCheckpoint
 from mecha.core.store import jobs as jobs_mod
-from mecha.core.store.files import write_atomic
-from mecha.core.store.learning_store import INBOX_DIR, SET_ASIDE_DIR, Attempt, LearningStore, SetAside
+from mecha.core.store.files import ensure_private_dir, refuse_links, write_atomic
+from mecha.core.store.layout import GITIGNORE_FILE
+from mecha.core.store.learning_store import Attempt, LearningStore, SetAside
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +65,9 @@ class SessionEntry(msgspec.Struct, tag="session", tag_field="kind", omit_default
     taint_timeline: list[TaintCheckpoint] | None = None
     interactive: bool = True
     voices: Voices | None = None
+    #: The project the session ran in (`layout.project_root` of its working
+    #: directory); its reflections carry it. Absent: none known — global.
+    project: str | None = None
 
     def surveyed(self, voices: Voices) -> list[Planned]:
         """The interventions to reflect on."""
@@ -92,10 +98,12 @@ def session_entry(
     *,
     interactive: bool = True,
     voices: Voices = DEFAULT_VOICES,
+    project: str | None = None,
 ) -> SessionEntry:
     """Survey a session, once, into the inbox entry that carries what was
-    found."""
-    return SessionEntry(session_id, plans=survey_session(messages, taint_timeline, interactive=interactive, voices=voices))
+    found, and the project (a root, already resolved) it ran in."""
+    plans = survey_session(messages, taint_timeline, interactive=interactive, voices=voices)
+    return SessionEntry(session_id, plans=plans, project=project)
 
 
 InboxEntry = SessionEntry | DraftEntry
@@ -106,24 +114,71 @@ _CLAIM = ".claim-"
 
 
 def inbox_dir(store: LearningStore) -> Path:
-    return store.root / INBOX_DIR
+    return store.inbox_path
 
 
-def enqueue(store: LearningStore, entry: InboxEntry) -> Path:
-    """Write one unit of reflect work where any later pass will find it."""
-    from mecha.core.store.files import ensure_private_dir
-
+def _ready_inbox(store: LearningStore) -> Path:
+    """The inbox folder, created owner-only and kept out of history."""
     directory = inbox_dir(store)
     ensure_private_dir(directory, root=store.root)
     # Inbox entries carry what people and assistants said, third-party text
     # included, and are transient: a pass's commit (`git add -A`) must never carry them into
     # the store's permanent history.
-    ignore = directory / ".gitignore"
+    ignore = directory / GITIGNORE_FILE
     if not ignore.exists():
         write_atomic(ignore, b"*\n")
-    path = directory / inbox_name(entry)
+    return directory
+
+
+def enqueue(store: LearningStore, entry: InboxEntry) -> Path:
+    """Write one unit of reflect work where any later pass will find it."""
+    path = _ready_inbox(store) / inbox_name(entry)
     write_atomic(path, msgspec.json.encode(entry))
     return path
+
+
+# ─── staging (an import's entries, queued in one step) ─────────────────────
+
+#: A folder inside the inbox that passes do not look at: an import writes
+#: its entries here as it reads, and moves them into the inbox at its commit.
+_STAGING_PREFIX = ".import-"
+
+
+def staging_dir(store: LearningStore) -> Path:
+    """A fresh staging folder for this process (and the wrecks of imports
+    that died before their commit swept away)."""
+    inbox = _ready_inbox(store)
+    _sweep_stale_staging(inbox)
+    path = inbox / f"{_STAGING_PREFIX}{os.getpid()}-{os.urandom(3).hex()}"
+    ensure_private_dir(path, root=store.root)
+    return path
+
+
+def _sweep_stale_staging(inbox: Path) -> None:
+    """Staging folders left by an import that died before its commit."""
+    for child in inbox.iterdir():
+        if not child.name.startswith(_STAGING_PREFIX) or not child.is_dir():
+            continue
+        try:
+            pid = int(child.name[len(_STAGING_PREFIX) :].split("-", 1)[0])
+        except ValueError:
+            continue
+        if pid != os.getpid() and not jobs_mod._pid_alive(pid):
+            shutil.rmtree(child, ignore_errors=True)
+
+
+def stage(staging: Path, entry: InboxEntry) -> Path:
+    """Write an entry into a staging folder (`staging_dir`), named as it will
+    be queued."""
+    path = staging / inbox_name(entry)
+    write_atomic(path, msgspec.json.encode(entry))
+    return path
+
+
+def admit_staged(store: LearningStore, staged: Path) -> None:
+    """Move a staged entry into the inbox, where passes find it. Caller
+    holds the lock."""
+    os.replace(staged, inbox_dir(store) / staged.name)
 
 
 def inbox_name(entry: InboxEntry) -> str:
@@ -139,32 +194,126 @@ def inbox_name(entry: InboxEntry) -> str:
 _QUEUED_ID = re.compile(rb'^\{"kind":"session","session_id":("(?:[^"\\]|\\.)*")')
 
 
+#: A draft entry's item id, from the head of its file likewise: the item is
+#: encoded first, and its `id` first within it.
+_QUEUED_DRAFT_ID = re.compile(rb'^\{"kind":"draft","item":\{"id":("(?:[^"\\]|\\.)*")')
+
+
 def queued_session_ids(store: LearningStore) -> set[str]:
     """Sessions waiting in the inbox (claimed or not) or set aside there:
     handed over, not yet mined. A caller about to queue a session checks here
     as well as in `mined.jsonl`, or a session whose pass failed is queued
     twice."""
+    return _queued_ids(store, _QUEUED_ID)
+
+
+def queued_draft_ids(store: LearningStore) -> set[str]:
+    """The outbox items whose drafts wait in the inbox or are set aside."""
+    return _queued_ids(store, _QUEUED_DRAFT_ID)
+
+
+def _queued_ids(store: LearningStore, head: re.Pattern[bytes]) -> set[str]:
     out: set[str] = set()
     for directory in (inbox_dir(store), set_aside_dir(store)):
         if directory.is_dir():
-            out |= _session_ids_in(directory)
+            out |= _ids_in(directory, head)
     return out
 
 
-def _session_ids_in(directory: Path) -> set[str]:
-    out = set()
+#: What a hand-over did: queued the work, or found it mined already, or
+#: found it waiting already (in the inbox, claimed or not, or set aside).
+HandOver = Literal["queued", "mined", "waiting"]
+
+
+def hand_over(
+    store: LearningStore, entry: InboxEntry, start_pass: Callable[[], jobs_mod.Job] | None = None
+) -> tuple[HandOver, jobs_mod.Job | None]:
+    """Queue `entry` unless its session (or draft) is mined already or
+    waits already, and start a pass (`start_pass`, when given) for work that
+    needs one: what was queued, or a waiting copy no pass holds or is on its
+    way to (`awaits_a_pass`). All under the writer lock; the pass's job
+    record is written before the lock is let go.
+
+    Why under the lock: a harness that hands one session over from several
+    sidecars at once (a retried `sessionEnded`) had each of them find it
+    neither mined nor queued and queue it again, and each copy's pass asked
+    the model about every intervention — 36 calls for 3. Now one copy waits
+    and one pass reflects it; a hand-over that comes while the first is
+    between queuing and starting its pass sees that pass's job. A session
+    set aside is waiting too: a person retries it (`mecha-sidecar inbox
+    retry`), not a second hand-over."""
+    with store.lock():
+        if isinstance(entry, SessionEntry):
+            if entry.session_id in store.mined_sessions():
+                return "mined", None
+            waiting = entry.session_id in queued_session_ids(store)
+        else:
+            if entry.item.id in store.mined_outbox():
+                return "mined", None
+            waiting = entry.item.id in queued_draft_ids(store)
+        if waiting:
+            job = start_pass() if start_pass is not None and awaits_a_pass(store, entry) else None
+            return "waiting", job
+        enqueue(store, entry)
+        return "queued", start_pass() if start_pass is not None else None
+
+
+def awaits_a_pass(store: LearningStore, entry: InboxEntry) -> bool:
+    """Whether the copy of `entry`'s work waiting in the inbox is held by no
+    pass, and none is on its way to it: what decides whether a second
+    hand-over starts a pass. Held: claimed by a live process. On its way: a
+    reflect job still running that started after the copy was queued (a
+    pass claims the whole inbox when it starts, so it claims this too). A
+    copy set aside waits for a person, not a pass."""
+    directory = inbox_dir(store)
+    if not directory.is_dir():
+        return False
+    pattern, wanted = (
+        (_QUEUED_ID, entry.session_id) if isinstance(entry, SessionEntry) else (_QUEUED_DRAFT_ID, entry.item.id)
+    )
+    queued_at: float | None = None
+    for path in directory.iterdir():
+        if not path.is_file() or path.name.endswith(".tmp"):
+            continue
+        owner = _claim_owner(path)
+        if owner is None and not path.name.endswith(".json"):
+            continue
+        if owner is not None and jobs_mod._pid_alive(owner):
+            if wanted in _ids_in_file(path, pattern):
+                return False
+            continue
+        if wanted in _ids_in_file(path, pattern):
+            try:
+                mtime = path.stat().st_mtime
+            except OSError:
+                continue
+            queued_at = mtime if queued_at is None else min(queued_at, mtime)
+    if queued_at is None:
+        return False
+    for job in jobs_mod.list_jobs(store.root):
+        started = jobs_mod.started_epoch(job)
+        if job.kind == "reflect" and job.state == "running" and started is not None and started >= queued_at:
+            return False
+    return True
+
+
+def _ids_in_file(path: Path, head_pattern: re.Pattern[bytes]) -> set[str]:
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return set()
+    found = head_pattern.match(head)
+    return set() if found is None else {msgspec.json.decode(found.group(1))}
+
+
+def _ids_in(directory: Path, head_pattern: re.Pattern[bytes]) -> set[str]:
+    out: set[str] = set()
     for path in directory.iterdir():
         name = path.name
         if not (name.endswith(".json") or _CLAIM in name) or name.endswith(_REASON_SUFFIX) or not path.is_file():
             continue
-        try:
-            with path.open("rb") as f:
-                head = f.read(4096)
-        except OSError:
-            continue
-        found = _QUEUED_ID.match(head)
-        if found is not None:
-            out.add(msgspec.json.decode(found.group(1)))
+        out |= _ids_in_file(path, head_pattern)
     return out
 
 
@@ -181,8 +330,6 @@ def _claim_owner(path: Path) -> int | None:
 def claim_all(store: LearningStore) -> list[Path]:
     """Claim every unclaimed entry (and any whose claimant died). Caller holds
     the lock."""
-    from mecha.core.store.files import refuse_links
-
     # Claiming renames the inbox's entries and a finished entry is deleted:
     # through a linked inbox, that would be done to files outside the store.
     directory = refuse_links(store.root, inbox_dir(store))
@@ -229,14 +376,12 @@ _REASON_SUFFIX = ".why.json"
 
 
 def set_aside_dir(store: LearningStore) -> Path:
-    return store.root / SET_ASIDE_DIR
+    return store.set_aside_path
 
 
 def set_aside(store: LearningStore, path: Path, reason: str, *, keys: Sequence[str] = ()) -> SetAside:
     """Move a claimed entry out of every pass's way, recording why. Caller
     holds the lock."""
-    from mecha.core.store.files import ensure_private_dir, refuse_links
-
     directory = set_aside_dir(store)
     ensure_private_dir(directory, root=store.root)
     base = path.name.rsplit(_CLAIM, 1)[0]
@@ -294,8 +439,6 @@ def _find_set_aside(store: LearningStore, ident: str) -> SetAside:
 def retry_set_aside(store: LearningStore, ident: str) -> SetAside:
     """Put a set-aside entry back in the inbox, its set-aside interventions
     to be asked again by the next pass. Caller starts that pass."""
-    from mecha.core.store.files import refuse_links
-
     with store.lock():
         record = _find_set_aside(store, ident)
         directory = set_aside_dir(store)

@@ -20,7 +20,8 @@ import msgspec
 
 from mecha.core.errors import InvalidInput, NotFound
 from mecha.core.identity import now
-from mecha.core.store.files import process_alive, refuse_links, write_atomic
+from mecha.core.store.files import ensure_private_dir, process_alive, refuse_links, write_atomic, writing
+from mecha.core.store.layout import JOBS_DIR, LOGS_DIR, job_log_name
 
 JobKind = Literal["reflect", "learn"]
 JobState = Literal["running", "done", "failed"]
@@ -58,9 +59,24 @@ def validate_job_id(job_id: object) -> str:
 
 
 def jobs_dir(root: Path) -> Path:
-    from mecha.core.store.learning_store import JOBS_DIR
-
     return root / JOBS_DIR
+
+
+def log_path(root: Path, job_id: str) -> Path:
+    """A job's log (`logs/<id>.log`; the record names it relative to the
+    root, `layout.job_log_name`)."""
+    return root / job_log_name(validate_job_id(job_id))
+
+
+def open_log(root: Path, job_id: str) -> int:
+    """A job's log opened for appending, its folder created owner-only: the
+    descriptor a detached pass writes its stdout and stderr to. Refuses a
+    log that is a symbolic link (`O_NOFOLLOW`)."""
+    import os
+
+    ensure_private_dir(root / LOGS_DIR, root=root)
+    with writing(root / LOGS_DIR):
+        return os.open(log_path(root, job_id), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
 
 
 def job_path(root: Path, job_id: str) -> Path:
@@ -87,6 +103,17 @@ def _seconds_since(stamp: str) -> float:
     except ValueError:
         return 0.0
     return (datetime.now(UTC) - then).total_seconds()
+
+
+def started_epoch(job: Job) -> float | None:
+    """When the job started, as a POSIX time (`None` for a stamp that does
+    not read)."""
+    from datetime import datetime
+
+    try:
+        return datetime.strptime(job.started_at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return None
 
 
 def settle(job: Job) -> Job:

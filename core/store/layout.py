@@ -1,11 +1,14 @@
-"""Where the store is, and what its rules files are right now — with the
-standard library alone.
+"""The store's layout — every file and folder name under its root, where the
+root is, and what its rules files are right now — with the standard library
+alone.
 
-Two readers need these answers: the store itself (`mecha.core.store.learning_store`), and the
-harness endpoint's first stage, which answers a run's first requests before
-anything heavier than the standard library is imported (msgspec alone costs
-more than a bare interpreter's start). So the recipes live here, once, in a
-module that imports nothing but `os`; `store.py` re-exports them.
+This module spells the layout once; only the store's own modules
+(`mecha.core.store.*`) join these names to a root, and everything else asks
+the store for a path (`LearningStore.reflections_path`, `jobs.log_path`, …),
+which `tests/test_project.py` checks. The harness endpoint's first stage
+reads the root and the rules fingerprint from here too, before anything
+heavier than the standard library is imported (msgspec alone costs more
+than a bare interpreter's start), so this module imports nothing but `os`.
 
 **The rules fingerprint** is the identity of every file a rules block is
 read from: each `rules/*.toml` entry's name, device, inode, size, mtime and
@@ -51,6 +54,255 @@ RULES_SUFFIX = ".toml"
 #: Derived answers kept to be served again, never data: git-ignored, safe to
 #: delete at any time (the next full read writes them again).
 CACHE_DIR = "cache"
+
+# ─── Scopes: where a rule applies ───────────────────────────────────────────
+#
+# A rule is global (every run, every repository) or belongs to one project.
+# A project is a directory: the git root of where the session ran, or that
+# directory itself outside any repository (`project_root`). On disk:
+#
+#     rules/<domain>.learned.toml                   global (as before scopes)
+#     rules/<domain>@<project id>.learned.toml      one project's
+#
+# The project id is `<slug>-<hash>`: the root's last path component made
+# safe (lowercase letters, digits, `-`, `_`; at most 40 characters) so a
+# person listing `rules/` recognises the repository, then 16 hex digits of
+# FNV-1a 64 over the root's absolute path, so two checkouts both called
+# `app` never share a file. The id is a function of the path alone, stable
+# across runs and machines that keep the repository in the same place; a
+# moved repository is a new project (its old file still names the old path
+# in its `project` key, where a person can see it and rename the file).
+#
+# Every file written for a project also holds the project's path itself,
+# readable (`project = "/home/…/app"` and a comment naming it), since the id
+# alone cannot be turned back into a directory: that key is how `export`
+# finds the project's CLAUDE.md or AGENTS.md. An older version reads no
+# project file at all: `behavior@….learned.toml` is no domain name to it,
+# and a store written before scopes has global files only, so it reads as
+# global exactly as it always did.
+
+#: What a scope is called where it is named in words and on the wire.
+GLOBAL_SCOPE = "global"
+#: Between a rules file's domain and its project id.
+PROJECT_SEP = "@"
+#: The marker of a repository's root (a directory, or a file in a worktree or
+#: submodule, which is then a project of its own).
+GIT_MARKER = ".git"
+_SLUG_MAX = 40
+_SLUG_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
+_HEX = frozenset("0123456789abcdef")
+
+
+def fnv1a_64(data: bytes) -> str:
+    """FNV-1a 64 over `data`, as 16 hex digits: the rules hash
+    (`rules.rules_hash`) and the project id's hash, one implementation."""
+    h = 0xCBF29CE484222325
+    for byte in data:
+        h ^= byte
+        h = (h * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
+
+
+def project_root(path: str | os.PathLike[str]) -> str:
+    """The project a directory belongs to: the nearest directory at or above
+    `path` (resolved physically, links included) that holds `.git`, else
+    `path` itself. Found by looking, as git looks, with no `git` process:
+    the harness's cold path resolves a run's project on every start.
+
+    A path that does not exist is its own project, normalised: a session
+    recorded in a directory since removed still names where it ran."""
+    start = os.path.realpath(os.fspath(path))
+    here = start
+    while True:
+        if os.path.lexists(os.path.join(here, GIT_MARKER)):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return start
+        here = parent
+
+
+def _slug(root: str) -> str:
+    name = os.path.basename(root.rstrip("/")).lower()
+    out: list[str] = []
+    for ch in name:
+        ch = ch if ch in _SLUG_CHARS else "-"
+        if ch == "-" and out and out[-1] == "-":
+            continue
+        out.append(ch)
+    slug = "".join(out).strip("-_")[:_SLUG_MAX].strip("-_")
+    return slug or "project"
+
+
+def project_id(root: str) -> str:
+    """The stable id of the project at the absolute path `root` (already a
+    `project_root`): `<slug>-<16 hex digits>`, see above."""
+    return f"{_slug(root)}-{fnv1a_64(os.fsencode(root))}"
+
+
+def is_project_id(text: str) -> bool:
+    """Whether `text` is spelled as `project_id` spells one: a name in a
+    rules directory that is not is no project's file."""
+    slug, sep, digest = text.rpartition("-")
+    return (
+        bool(sep)
+        and 0 < len(slug) <= _SLUG_MAX
+        and slug[0] not in "-_"
+        and set(slug) <= _SLUG_CHARS
+        and len(digest) == 16
+        and set(digest) <= _HEX
+    )
+
+
+def scoped_rules_name(domain: str, kind: str, project: str | None = None) -> str:
+    """`<domain>.<kind>.toml` for the global scope, `<domain>@<id>.<kind>.toml`
+    for the project whose id is `project`. Names only; the caller has
+    checked the domain (and the id, when it came from outside)."""
+    scope = "" if project is None else PROJECT_SEP + project
+    return f"{domain}{scope}.{kind}{RULES_SUFFIX}"
+
+
+def split_rules_name(name: str, kinds: tuple[str, ...]) -> tuple[str, str, str | None] | None:
+    """`(domain, kind, project id or None)` from a rules file's name, or
+    `None` when it is not one of `kinds`' names or names a project id that
+    is not one. The domain is the caller's to validate."""
+    for kind in kinds:
+        suffix = f".{kind}{RULES_SUFFIX}"
+        if name.endswith(suffix):
+            stem = name[: -len(suffix)]
+            domain, sep, project = stem.partition(PROJECT_SEP)
+            if not sep:
+                return stem, kind, None
+            if not is_project_id(project):
+                return None
+            return domain, kind, project
+    return None
+
+
+#: Proposals waiting for a person (and resolved ones), one JSON file each.
+#: Here rather than only in the store because the agents' session-start hook
+#: counts the pending ones with the standard library alone
+#: (`mecha.core.agents.notice`).
+PROPOSALS_DIR = "proposals"
+#: Background passes' logs, and the agents' hooks' log: process state,
+#: git-ignored.
+LOGS_DIR = "logs"
+#: One line per run of an agent hook (Claude Code, Codex) — what it queued,
+#: or why it could not — since a hook must never print to the agent.
+HOOK_LOG_FILE = "hooks.log"
+
+
+def proposals_dir(root: str | os.PathLike[str]) -> str:
+    """`<root>/proposals`, for a reader with the standard library alone (the
+    session-start hook's count of pending proposals)."""
+    return os.path.join(root, PROPOSALS_DIR)
+
+
+def hook_log_path(root: str | os.PathLike[str]) -> str:
+    """`<root>/logs/hooks.log`: where an agent hook's runs are recorded."""
+    return os.path.join(root, LOGS_DIR, HOOK_LOG_FILE)
+
+
+#: The suffix of a write in flight (`files.write_atomic`'s temp files, named
+#: `<target>.<pid>-<random>.tmp` beside their target).
+TMP_SUFFIX = ".tmp"
+
+REFLECTIONS_FILE = "reflections.jsonl"
+MINED_FILE = "mined.jsonl"
+MINED_OUTBOX_FILE = "mined_outbox.jsonl"
+DISTILLED_FILE = "distilled.jsonl"
+RUNS_FILE = "runs.jsonl"
+VALIDATIONS_FILE = "validations.jsonl"
+#: What `import claude` / `import codex` queued, per session file: the keys
+#: of the interventions queued (so a grown session queues only its new
+#: ones) and the file's size and mtime (so an unchanged one is not read).
+IMPORTED_FILE = "imported.jsonl"
+JOBS_DIR = "jobs"
+LOCK_FILE = ".lock"
+GITIGNORE_FILE = ".gitignore"
+#: The store's history (a git repository at the root).
+GIT_DIR = ".git"
+#: The local model server's log, when `mecha-sidecar demo` started one for
+#: its throwaway store.
+LOCAL_MODEL_LOG = "local-model.log"
+#: Work handed over and not yet reflected (whole transcripts: never history).
+INBOX_DIR = "inbox"
+#: Inbox entries a pass set aside — a fault that will not change on retry,
+#: or interventions the model never answered usably — until a person retries
+#: or drops them (`mecha-sidecar inbox`).
+SET_ASIDE_DIR = "inbox/set-aside"
+#: One line per reflector answer a pass recorded, usable or not: what lets
+#: a session be mined once per intervention, and an intervention the model
+#: cannot answer be set aside after `MAX_UNUSABLE_ANSWERS` rather than asked
+#: for ever.
+ATTEMPTS_FILE = "reflect_attempts.jsonl"
+#: Machine-local memory that is not learning history (which structured mode a
+#: model server accepted, the last rules block read): `layout.CACHE_DIR`,
+#: git-ignored, safe to delete.
+STRUCTURED_MODES_FILE = "cache/structured-modes.json"
+
+#: What git must never sweep into history. Process state, not learning
+#: history: the writer lock, in-flight temp files, background jobs' records
+#: and logs, and transcripts waiting in the inbox (which may quote
+#: third-party content and must never enter history).
+GITIGNORE_ENTRIES: tuple[str, ...] = (
+    LOCK_FILE, "*" + TMP_SUFFIX, JOBS_DIR + "/", LOGS_DIR + "/", INBOX_DIR + "/", CACHE_DIR + "/"
+)
+
+USER_KIND = "user"
+LEARNED_KIND = "learned"
+
+
+def rules_file_name(domain: str, kind: str, project: str | None = None) -> str:
+    """`<domain>.<kind>.toml`, or `<domain>@<project id>.<kind>.toml` for the
+    project whose root is `project`: the one spelling of a rules file's name
+    (`layout.scoped_rules_name`)."""
+    if kind not in (USER_KIND, LEARNED_KIND):
+        raise ValueError(f"unknown rules kind {kind!r}")
+    return scoped_rules_name(domain, kind, None if project is None else project_id(project))
+
+
+def sibling_kind(kind: str) -> str:
+    """The other file of a domain's pair: a person's rules are checked
+    against the learned ones and the other way round."""
+    return USER_KIND if kind == LEARNED_KIND else LEARNED_KIND
+
+
+def job_log_name(job_id: str) -> str:
+    """A job's log, relative to the store root (`logs/<id>.log`), as the job
+    record names it."""
+    return f"{LOGS_DIR}/{job_id}.log"
+
+
+#: The longest name of one file or directory, in bytes (`NAME_MAX` on every
+#: filesystem Linux mounts for a home directory).
+NAME_MAX_BYTES = 255
+#: The longest store root, in bytes: the kernel's `PATH_MAX` (4096 with its
+#: NUL) less room for the store's own deepest names beneath it (a temp of
+#: a rules file in `rules/`, a claimed entry in `inbox/set-aside/`).
+ROOT_MAX_BYTES = 4095 - 256
+
+
+def root_problem(given: str) -> str | None:
+    """Why `given` cannot be a store root on this system, or `None`: a NUL
+    (no path can hold one), text the filesystem cannot spell (a lone
+    surrogate), a name longer than `NAME_MAX_BYTES`, a path longer than
+    `ROOT_MAX_BYTES`. Asked where a root enters from a client, so the
+    client is told which option is wrong instead of every later request
+    failing on the first file the store opens."""
+    if "\x00" in given:
+        return "contains a NUL character, which no path can hold"
+    try:
+        raw = os.fsencode(given)
+    except UnicodeError:
+        return "holds text no file name on this system can spell (a lone surrogate)"
+    if len(raw) > ROOT_MAX_BYTES:
+        return f"is {len(raw)} bytes long; a store root is at most {ROOT_MAX_BYTES}"
+    for name in raw.split(b"/"):
+        if len(name) > NAME_MAX_BYTES:
+            shown = name[:16].decode("utf-8", "replace")
+            return f"has a name of {len(name)} bytes ({shown}…); a file or directory name is at most {NAME_MAX_BYTES}"
+    return None
 
 
 def default_root() -> str:

@@ -16,6 +16,7 @@ imported.jsonl               one ImportRecord per session file imported from ano
 proposals/<id>.json          rule changes waiting for a person
 rules/<domain>.user.toml     the person's own rules — never written by code
 rules/<domain>.learned.toml  written only when a person accepts a proposal
+rules/<domain>@<project>.learned.toml   the same for one project's rules (`layout`)
 jobs/<id>.json, logs/        background passes
 ```
 
@@ -72,15 +73,37 @@ from mecha.core.learning.rules import (
     wrap_rules_block,
 )
 from mecha.core.store import files as _files
-from mecha.core.store.layout import (  # noqa: F401 (re-exported)
-    CACHE_DIR,
-    DEFAULT_HOME_SUBDIR,
-    LEARNING_DIR_ENV,
+from mecha.core.store.layout import (
+    ATTEMPTS_FILE,
+    DISTILLED_FILE,
+    GIT_DIR,
+    GITIGNORE_ENTRIES,
+    GITIGNORE_FILE,
+    IMPORTED_FILE,
+    INBOX_DIR,
+    JOBS_DIR,
+    LEARNED_KIND,
+    LOCAL_MODEL_LOG,
+    LOCK_FILE,
+    LOGS_DIR,
+    MINED_FILE,
+    MINED_OUTBOX_FILE,
+    PROPOSALS_DIR,
+    REFLECTIONS_FILE,
     RULES_DIR,
     RULES_SUFFIX,
+    RUNS_FILE,
+    SET_ASIDE_DIR,
+    STRUCTURED_MODES_FILE,
+    TMP_SUFFIX,
+    USER_KIND,
+    VALIDATIONS_FILE,
     default_root,
+    project_id,
     resolve_root,
+    rules_file_name,
     rules_fingerprint,
+    split_rules_name,
 )
 from mecha.core.store.ledger import LeapRun, ValidationRecord
 
@@ -95,77 +118,35 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-# ─── Layout ─────────────────────────────────────────────────────────────────
-
-# `DEFAULT_HOME_SUBDIR`, `LEARNING_DIR_ENV`, `RULES_DIR` and `CACHE_DIR` are
-# `layout`'s, which the harness endpoint's first stage reads without msgspec.
-
-REFLECTIONS_FILE = "reflections.jsonl"
-MINED_FILE = "mined.jsonl"
-MINED_OUTBOX_FILE = "mined_outbox.jsonl"
-DISTILLED_FILE = "distilled.jsonl"
-RUNS_FILE = "runs.jsonl"
-VALIDATIONS_FILE = "validations.jsonl"
-#: What `import claude` / `import codex` queued, per session file: the keys
-#: of the interventions queued (so a grown session queues only its new
-#: ones) and the file's size and mtime (so an unchanged one is not read).
-IMPORTED_FILE = "imported.jsonl"
-PROPOSALS_DIR = "proposals"
-JOBS_DIR = "jobs"
-LOGS_DIR = "logs"
-LOCK_FILE = ".lock"
-GITIGNORE_FILE = ".gitignore"
-#: Work handed over and not yet reflected (whole transcripts: never history).
-INBOX_DIR = "inbox"
-#: Inbox entries a pass set aside — a fault that will not change on retry,
-#: or interventions the model never answered usably — until a person retries
-#: or drops them (`mecha-sidecar inbox`).
-SET_ASIDE_DIR = "inbox/set-aside"
-#: One line per reflector answer a pass recorded, usable or not: what lets
-#: a session be mined once per intervention, and an intervention the model
-#: cannot answer be set aside after `MAX_UNUSABLE_ANSWERS` rather than asked
-#: for ever.
-ATTEMPTS_FILE = "reflect_attempts.jsonl"
-#: Machine-local memory that is not learning history (which structured mode a
-#: model server accepted, the last rules block read): `layout.CACHE_DIR`,
-#: git-ignored, safe to delete.
-STRUCTURED_MODES_FILE = "cache/structured-modes.json"
-
-#: What git must never sweep into history: the lock is process state, and a
-#: temp file is a write in flight (or the wreck of a crashed one).
-#: Process state, not learning history: the writer lock, in-flight temp
-#: files, background jobs' records and logs, and transcripts waiting in the
-#: inbox (which may quote third-party content and must never enter history).
-GITIGNORE_ENTRIES: tuple[str, ...] = (
-    LOCK_FILE, "*" + _files.TMP_SUFFIX, JOBS_DIR + "/", LOGS_DIR + "/", INBOX_DIR + "/", CACHE_DIR + "/"
-)
-
-USER_KIND = "user"
-LEARNED_KIND = "learned"
+def parse_rules_name(name: str) -> tuple[str, str, str | None] | None:
+    """`(domain, kind, project id or None)` for a rules file's name, or
+    `None` when it names no rules file (an invalid domain or project id)."""
+    found = split_rules_name(name, (USER_KIND, LEARNED_KIND))
+    if found is None:
+        return None
+    try:
+        validate_domain(found[0])
+    except InvalidDomain:
+        return None
+    return found
 
 
-def rules_file_name(domain: str, kind: str) -> str:
-    """`<domain>.<kind>.toml`: the one spelling of a rules file's name."""
-    if kind not in (USER_KIND, LEARNED_KIND):
-        raise ValueError(f"unknown rules kind {kind!r}")
-    return f"{domain}.{kind}{RULES_SUFFIX}"
+def rules_file_path(root: Path, domain: str, kind: str, project: str | None = None) -> Path:
+    """`<root>/rules/<domain>[@<project id>].<kind>.toml`, after the domain is
+    validated."""
+    return root / RULES_DIR / rules_file_name(validate_domain(domain), kind, project)
 
 
-def sibling_kind(kind: str) -> str:
-    """The other file of a domain's pair: a person's rules are checked
-    against the learned ones and the other way round."""
-    return USER_KIND if kind == LEARNED_KIND else LEARNED_KIND
-
-
-def rules_file_path(root: Path, domain: str, kind: str) -> Path:
-    """`<root>/rules/<domain>.<kind>.toml`, after the domain is validated."""
-    return root / RULES_DIR / rules_file_name(validate_domain(domain), kind)
-
-
-def job_log_name(job_id: str) -> str:
-    """A job's log, relative to the store root (`logs/<id>.log`), as the job
-    record names it."""
-    return f"{LOGS_DIR}/{job_id}.log"
+def rules_file_project(data: bytes | str) -> str | None:
+    """The project path a rules file says it belongs to (its top-level
+    `project` key), or `None` (a global file, or one that does not parse)."""
+    if isinstance(data, bytes):
+        data = data.decode("utf-8", "replace")
+    try:
+        value = tomllib.loads(data).get("project")
+    except tomllib.TOMLDecodeError:
+        return None
+    return value if isinstance(value, str) else None
 
 
 #: The store's parts whose every file an editor shows something of: a
@@ -195,7 +176,7 @@ def store_identity(root: Path) -> tuple[Any, ...]:
         try:
             with os.scandir(root / sub) as it:
                 for e in it:
-                    if e.name.endswith(_files.TMP_SUFFIX):
+                    if e.name.endswith(TMP_SUFFIX):
                         continue
                     ident.append((sub, e.name, *_stat_key(e.stat(follow_symlinks=False))))
         except FileNotFoundError:
@@ -275,6 +256,17 @@ class Proposal(msgspec.Struct, kw_only=True):
     created_at: str
     resolved_at: str | None = None
     reason: str | None = None
+    #: The scope whose learned rules `rules_before` and `rules` are: a
+    #: project's root, or `None` — global, which is also what a proposal
+    #: written before scopes reads as.
+    project: str | None = None
+    #: Set on a *promotion*: the projects whose live rules each hold the
+    #: lesson this global proposal adds (`learning.proposals`); accepting it
+    #: moves the lesson out of their files into the global one.
+    promoted_from: list[str] = msgspec.field(default_factory=list)
+    #: Set when a person accepted a project's lesson as global (`accept
+    #: --global`): its new rules went to the global file instead.
+    accepted_as_global: bool = False
 
 
 class RenderedBlock(msgspec.Struct, kw_only=True):
@@ -291,30 +283,44 @@ class RenderedBlock(msgspec.Struct, kw_only=True):
     domains: list[str]
 
 
-def render_rules(rule_sets: Sequence[tuple[str, Sequence[Rule], Sequence[Rule]]]) -> RenderedBlock:
-    """Render `(domain, user rules, learned rules)` sets into the block.
+RuleSet = tuple[str, Sequence[Rule], Sequence[Rule]]
+
+
+def render_rules(rule_sets: Sequence[RuleSet], project_sets: Sequence[RuleSet] = ()) -> RenderedBlock:
+    """Render `(domain, user rules, learned rules)` sets into the block: the
+    global ones, then one project's (`project_sets`, each under its
+    `(this project)` heading) — global first, so what holds everywhere
+    reads before what one repository adds.
 
     The one rendering every caller shares — a run's block, a proposal's
     before/after diff, a counterfactual probe's candidate — because a gate's
     measurement of a candidate means something about the deployment that
     follows acceptance only if both render identically.
+
+    Each scope keeps its own cap (`MAX_ACTIVE_RULES_PER_DOMAIN` is enforced
+    per learned file), so a domain's part of the block is at most the
+    global cap plus the project's.
     """
     sections: list[str] = []
     rule_ids: list[str] = []
-    for domain, user, learned in rule_sets:
-        section = domain_rules_section(domain, user, learned)
-        if section is None:
-            continue
-        sections.append(section)
-        for rule in learned:
-            if rule.active() and rule.id is not None and rule.id not in rule_ids:
-                rule_ids.append(rule.id)
+    domains: list[str] = []
+    for sets, in_project in ((rule_sets, False), (project_sets, True)):
+        for domain, user, learned in sets:
+            if domain not in domains:
+                domains.append(domain)
+            section = domain_rules_section(domain, user, learned, project=in_project)
+            if section is None:
+                continue
+            sections.append(section)
+            for rule in learned:
+                if rule.active() and rule.id is not None and rule.id not in rule_ids:
+                    rule_ids.append(rule.id)
     block = wrap_rules_block(sections)
     return RenderedBlock(
         block=block,
         rules_hash=rules_hash(block) if block is not None else None,
         rule_ids=rule_ids,
-        domains=[domain for domain, _, _ in rule_sets],
+        domains=domains,
     )
 
 
@@ -405,9 +411,10 @@ def _validation_error_line(message: str, text: str) -> int:
 # ─── Writing learned rules (tomlkit, imported only here) ────────────────────
 
 
-def _learned_header(domain: str) -> str:
+def _learned_header(domain: str, project: str | None = None) -> str:
+    scope = "" if project is None else f" in the project at {project}"
     return (
-        f"# Learned rules for the `{domain}` domain.\n"
+        f"# Learned rules for the `{domain}` domain{scope}.\n"
         "# Changed only when a person accepts a proposal. You may edit this file:\n"
         "# set `enabled = false` to silence a rule; comments are kept where the\n"
         "# layout allows.\n"
@@ -431,7 +438,7 @@ def _rules_round_trip(text: str, rules: Sequence[Rule]) -> bool:
         return False
 
 
-def render_learned_toml(existing: str | None, rules: Sequence[Rule], domain: str) -> str:
+def render_learned_toml(existing: str | None, rules: Sequence[Rule], domain: str, project: str | None = None) -> str:
     """The text of a learned rules file holding exactly `rules`.
 
     When a file exists, it is edited in place so a person's comments and
@@ -452,16 +459,22 @@ def render_learned_toml(existing: str | None, rules: Sequence[Rule], domain: str
             merged = None
         if merged is not None and _rules_round_trip(merged, rules):
             return merged
-    return _fresh_learned_toml(rules, domain)
+    return _fresh_learned_toml(rules, domain, project)
 
 
-def _fresh_learned_toml(rules: Sequence[Rule], domain: str) -> str:
+def _fresh_learned_toml(rules: Sequence[Rule], domain: str, project: str | None = None) -> str:
+    """A whole learned file; a project's names its project's path (the
+    `project` key, before any table, and the header comment): the file's
+    name holds only an id, which no reader can turn back into a path."""
     import tomlkit
 
     doc = tomlkit.document()
-    for line in _learned_header(domain).splitlines():
+    for line in _learned_header(domain, project).splitlines():
         doc.add(tomlkit.comment(line.removeprefix("# ")))
     doc.add(tomlkit.nl())
+    if project is not None:
+        doc["project"] = project
+        doc.add(tomlkit.nl())
     if rules:
         aot = tomlkit.aot()
         for rule in rules:
@@ -616,6 +629,7 @@ class _ReflexionHead(msgspec.Struct):
     domain: str
     is_processed: bool = False
     origin: str = "untrusted"
+    project: str | None = None
 
 
 class _MarkHead(msgspec.Struct):
@@ -811,6 +825,81 @@ class LearningStore:
     def root(self) -> Path:
         return self._root
 
+    # ── paths: the layout is `layout`'s, joined to the root here alone ──
+
+    @property
+    def rules_dir(self) -> Path:
+        return self._root / RULES_DIR
+
+    @property
+    def reflections_path(self) -> Path:
+        return self._root / REFLECTIONS_FILE
+
+    @property
+    def inbox_path(self) -> Path:
+        return self._root / INBOX_DIR
+
+    @property
+    def set_aside_path(self) -> Path:
+        return self._root / SET_ASIDE_DIR
+
+    @property
+    def structured_modes_path(self) -> Path:
+        """Which structured reply mode each model server accepted
+        (`providers.structured.ModeMemory`)."""
+        return self._root / STRUCTURED_MODES_FILE
+
+    @property
+    def local_model_log_path(self) -> Path:
+        """The log of a local model server started for this store (the demo's)."""
+        return self._root / LOCAL_MODEL_LOG
+
+    def has_history(self) -> bool:
+        """Whether the store is a git repository (its audit trail)."""
+        return (self._root / GIT_DIR).is_dir()
+
+    def loose_entries(self) -> list[str]:
+        """What in the store others could read or that is a symbolic link,
+        each as `<path relative to the root> (<mode>)`, the root itself
+        first (as `.`); git's own folder is git's business and not walked."""
+        import stat
+
+        loose = []
+        for dirpath, dirnames, filenames in os.walk(self._root):
+            if GIT_DIR in dirnames:
+                dirnames.remove(GIT_DIR)
+            for name in [*dirnames, *filenames]:
+                path = Path(dirpath, name)
+                try:
+                    mode = path.lstat().st_mode
+                except OSError:
+                    continue
+                if stat.S_ISLNK(mode):
+                    loose.append(f"{path.relative_to(self._root)} (symlink)")
+                elif mode & 0o077:
+                    loose.append(f"{path.relative_to(self._root)} ({stat.filemode(mode)})")
+        try:
+            root_mode = self._root.stat().st_mode
+            if root_mode & 0o077:
+                loose.insert(0, f". ({stat.filemode(root_mode)})")
+        except OSError:
+            pass
+        return loose
+
+    def seed_rules_from(self, other_root: Path) -> list[Path]:
+        """Copy every rules file of the store-shaped folder `other_root` (the
+        bundled samples) into this store's rules, creating the folder: how a
+        throwaway store starts with rules. Returns the files written."""
+        source = other_root / RULES_DIR
+        _files.ensure_private_dir(self._root)
+        _files.ensure_private_dir(self._root / RULES_DIR, root=self._root)
+        written = []
+        for path in sorted(source.glob("*" + RULES_SUFFIX)):
+            dest = _files.refuse_links(self._root, self._root / RULES_DIR / path.name)
+            _files.write_atomic(dest, path.read_bytes())
+            written.append(dest)
+        return written
+
     # ── opening ──
 
     @staticmethod
@@ -840,7 +929,7 @@ class LearningStore:
         for sub in (RULES_DIR, PROPOSALS_DIR, JOBS_DIR, LOGS_DIR):
             _files.ensure_private_dir(store._root / sub, root=store._root)
         store._ensure_gitignore()
-        if not (store._root / ".git").exists():
+        if not (store._root / GIT_DIR).exists():
             store._git_init()
         return store
 
@@ -866,7 +955,7 @@ class LearningStore:
 
     # ── git ──
 
-    def _git(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def _git(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         import subprocess
 
         env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_SCRUB}
@@ -876,7 +965,8 @@ class LearningStore:
             ["git", *args],
             cwd=self._root,
             env=env,
-            stdin=subprocess.DEVNULL,
+            input=stdin,
+            stdin=subprocess.DEVNULL if stdin is None else None,
             capture_output=True,
             text=True,
             timeout=_GIT_TIMEOUT_S,
@@ -907,11 +997,12 @@ class LearningStore:
         """
         import subprocess
 
-        # The message goes to git as an argument, and an argument cannot hold
-        # a NUL: a client's text (a reason) must not turn the commit of a
-        # change already written into an exception.
+        # The message goes to git on its standard input (`-F -`), never as an
+        # argument: the kernel caps one argument at 128 KiB, and a long
+        # message (a proposal's evidence) would skip the commit of a change
+        # already written. A NUL would end it early there too.
         message = message.replace("\x00", "\\0")
-        git_dir = self._root / ".git"
+        git_dir = self._root / GIT_DIR
         if not git_dir.exists():
             log.warning("the learning store is not a git repository; not committing %r", message)
             return False
@@ -920,14 +1011,14 @@ class LearningStore:
             log.warning("%s is not the store's own directory; not committing %r", git_dir, message)
             return False
         self._clear_stale_git_lock()
-        repo = ("--git-dir", str(self._root / ".git"), "--work-tree", str(self._root))
+        repo = ("--git-dir", str(self._root / GIT_DIR), "--work-tree", str(self._root))
         config = (*GIT_IDENTITY, "-c", "commit.gpgsign=false", "-c", f"core.hooksPath={os.devnull}")
         try:
             added = self._git(*repo, "add", "-A")
             if added.returncode != 0:
                 log.warning("learning store commit: git add failed: %s", added.stderr.strip())
                 return False
-            done = self._git(*repo, *config, "commit", "--quiet", "-m", message)
+            done = self._git(*repo, *config, "commit", "--quiet", "-F", "-", stdin=message)
         except (OSError, subprocess.SubprocessError) as e:
             log.warning("learning store commit skipped (%s)", e)
             return False
@@ -947,7 +1038,7 @@ class LearningStore:
         a person's own git at work, and is left alone."""
         import time
 
-        lock = self._root / ".git" / "index.lock"
+        lock = self._root / GIT_DIR / "index.lock"
         try:
             age = time.time() - lock.stat().st_mtime
         except OSError:
@@ -1165,9 +1256,10 @@ class LearningStore:
         """Append reflector answers to the attempts ledger. Caller holds the lock."""
         self._append_records(ATTEMPTS_FILE, records)
 
-    def rules_path(self, domain: str, kind: str) -> Path:
-        """`rules/<domain>.<kind>.toml`, after the domain is validated."""
-        return rules_file_path(self._root, domain, kind)
+    def rules_path(self, domain: str, kind: str, project: str | None = None) -> Path:
+        """`rules/<domain>.<kind>.toml`, or the file of the project whose root
+        is `project` (`layout`), after the domain is validated."""
+        return rules_file_path(self._root, domain, kind, project)
 
     def _load_rules(self, path: Path) -> list[Rule]:
         data = _files.read_bytes(path)
@@ -1175,16 +1267,19 @@ class LearningStore:
             return []
         return parse_rules_file(data, str(path))
 
-    def user_rules(self, domain: str) -> list[Rule]:
-        """The person's own rules. Nothing in this codebase writes that file:
-        the learner is told these are immutable, and this is that made
-        structural rather than left to a model."""
-        return self._load_rules(self.rules_path(domain, USER_KIND))
+    def user_rules(self, domain: str, project: str | None = None) -> list[Rule]:
+        """The person's own rules (globally, or for one project). Nothing in
+        this codebase writes that file: the learner is told these are
+        immutable, and this is that made structural rather than left to a
+        model."""
+        return self._load_rules(self.rules_path(domain, USER_KIND, project))
 
-    def learned_rules(self, domain: str) -> list[Rule]:
-        return self._load_rules(self.rules_path(domain, LEARNED_KIND))
+    def learned_rules(self, domain: str, project: str | None = None) -> list[Rule]:
+        """A domain's learned rules in one scope: global, or the project
+        whose root is `project`."""
+        return self._load_rules(self.rules_path(domain, LEARNED_KIND, project))
 
-    def write_learned_rules(self, domain: str, rules: Sequence[Rule]) -> None:
+    def write_learned_rules(self, domain: str, rules: Sequence[Rule], project: str | None = None) -> None:
         """Replace a domain's learned rules. Only accepting a proposal calls
         this — unattended learning proposes, it never applies.
 
@@ -1193,7 +1288,7 @@ class LearningStore:
         An existing file is edited in place where possible, keeping a
         person's comments (`render_learned_toml`).
         """
-        path = self.rules_path(domain, LEARNED_KIND)
+        path = self.rules_path(domain, LEARNED_KIND, project)
         _files.ensure_private_dir(path.parent, root=self._root)
         _files.refuse_links(self._root, path)
         data = _files.read_bytes(path)
@@ -1203,25 +1298,45 @@ class LearningStore:
                 existing = data.decode("utf-8")
             except UnicodeDecodeError:
                 existing = None
-        text = render_learned_toml(existing, rules, domain)
+        text = render_learned_toml(existing, rules, domain, project)
         _files.write_atomic(path, text.encode("utf-8"))
 
-    def domains(self) -> list[str]:
-        """Every domain with a rules file on disk, sorted. A file whose name
-        is not a valid domain is not a domain (and is never loaded)."""
+    def _rules_names(self) -> list[tuple[str, str, str, str | None]]:
+        """`(file name, domain, kind, project id)` of every rules file."""
         try:
             names = os.listdir(self._root / RULES_DIR)
         except (FileNotFoundError, NotADirectoryError):
             return []
-        found: set[str] = set()
-        for name in names:
-            for suffix in (f".{USER_KIND}.toml", f".{LEARNED_KIND}.toml"):
-                if name.endswith(suffix):
-                    try:
-                        found.add(validate_domain(name[: -len(suffix)]))
-                    except InvalidDomain:
-                        pass
-        return sorted(found)
+        out = []
+        for name in sorted(names):
+            found = parse_rules_name(name)
+            if found is not None:
+                out.append((name, *found))
+        return out
+
+    def domains(self) -> list[str]:
+        """Every domain with a rules file on disk, in any scope, sorted. A
+        file whose name is not a valid domain is not a domain (and is never
+        loaded)."""
+        return sorted({domain for _, domain, _, _ in self._rules_names()})
+
+    def projects(self) -> dict[str, str | None]:
+        """Every project with a rules file on disk: its id → its root as the
+        file names it (`project` key), or `None` where no file of it does
+        (a file a person wrote by hand without the key)."""
+        out: dict[str, str | None] = {}
+        for name, _, _, pid in self._rules_names():
+            if pid is None:
+                continue
+            if out.get(pid) is None:
+                data = _files.read_bytes(self._root / RULES_DIR / name)
+                out[pid] = None if data is None else rules_file_project(data)
+        return out
+
+    def project_domains(self, project: str) -> list[str]:
+        """The domains with a rules file for the project whose root is `project`."""
+        pid = project_id(project)
+        return sorted({d for _, d, _, p in self._rules_names() if p == pid})
 
     def rules_fingerprint(self) -> list[list[Any]] | None:
         """The identity of every rules file, `None` without a rules directory
@@ -1231,36 +1346,67 @@ class LearningStore:
 
     # ── the rules block ──
 
-    def render_block(self, domain: str | None = None) -> RenderedBlock:
+    def render_block(self, domain: str | None = None, project: str | None = None) -> RenderedBlock:
         """The block a run exercising `domain` carries: `RUN_DOMAINS` in
         order, then `domain` if it is not one of them; per domain the user's
-        rules first, then active learned ones."""
-        run_domains = run_domains_including(None if domain is None else validate_domain(domain))
-        return render_rules([(d, self.user_rules(d), self.learned_rules(d)) for d in run_domains])
+        rules first, then active learned ones — the global scope's, then,
+        when the run is in a project (its root, `layout.project_root`), that
+        project's (`render_rules`)."""
+        return self.render_candidate(None if domain is None else validate_domain(domain), None, project)
 
-    def rules_prompt_block(self, domain: str | None = None) -> str | None:
-        """Just the text of `render_block(domain)`."""
-        return self.render_block(domain).block
+    def rules_prompt_block(self, domain: str | None = None, project: str | None = None) -> str | None:
+        """Just the text of `render_block(domain, project)`."""
+        return self.render_block(domain, project).block
 
-    def render_candidate(self, domain: str, learned_rules: Sequence[Rule]) -> RenderedBlock:
-        """The block a run exercising `domain` would carry if that domain's
-        learned rules were `learned_rules`, rendered without writing anything
-        — for a proposal's diff and for a counterfactual probe."""
-        domain = validate_domain(domain)
-        sets: list[tuple[str, Sequence[Rule], Sequence[Rule]]] = []
-        for d in run_domains_including(domain):
-            learned = list(learned_rules) if d == domain else self.learned_rules(d)
-            sets.append((d, self.user_rules(d), learned))
-        return render_rules(sets)
+    def render_candidate(
+        self,
+        domain: str | None,
+        learned_rules: Sequence[Rule] | None,
+        project: str | None = None,
+        *,
+        scope: str | None = None,
+    ) -> RenderedBlock:
+        """The block a run exercising `domain` in `project` (or in no
+        project) would carry if the learned rules of `domain` in `scope` (a
+        project root; `None`: global) were `learned_rules`, rendered without
+        writing anything — for a proposal's diff and for a counterfactual
+        probe. `learned_rules=None` renders the live rules."""
+        if domain is not None:
+            domain = validate_domain(domain)
+        run_domains = run_domains_including(domain)
+
+        def learned(d: str, where: str | None) -> list[Rule]:
+            if learned_rules is not None and d == domain and where == scope:
+                return list(learned_rules)
+            return self.learned_rules(d, where)
+
+        sets: list[RuleSet] = [(d, self.user_rules(d), learned(d, None)) for d in run_domains]
+        in_project: list[RuleSet] = []
+        if project is not None:
+            in_project = [(d, self.user_rules(d, project), learned(d, project)) for d in run_domains]
+        return render_rules(sets, in_project)
 
     def over_budget_domains(self) -> list[tuple[str, int]]:
-        """Domains on disk whose *active learned* rules exceed the cap, with
-        the count. User rules and retired rules cost the budget nothing."""
-        out: list[tuple[str, int]] = []
-        for domain in self.domains():
-            active = active_count(self.learned_rules(domain))
-            if active > MAX_ACTIVE_RULES_PER_DOMAIN:
-                out.append((domain, active))
+        """Domains on disk whose *global* active learned rules exceed the
+        cap, with the count. User rules and retired rules cost the budget
+        nothing."""
+        return [(d, n) for d, p, n in self.over_budget_scopes(None) if p is None]
+
+    def over_budget_scopes(self, project: str | None) -> list[tuple[str, str | None, int]]:
+        """`(domain, scope, active)` for every learned file over the cap, in
+        the global scope and, given a project root, in that project (each
+        scope has its own cap)."""
+        out: list[tuple[str, str | None, int]] = []
+        scopes: list[tuple[str | None, list[str]]] = [(None, self.domains())]
+        if project is not None:
+            scopes.append((project, self.project_domains(project)))
+        for where, domains in scopes:
+            for domain in domains:
+                if where is None and not self.rules_path(domain, LEARNED_KIND).exists():
+                    continue
+                active = active_count(self.learned_rules(domain, where))
+                if active > MAX_ACTIVE_RULES_PER_DOMAIN:
+                    out.append((domain, where, active))
         return out
 
     # ── proposals ──

@@ -33,6 +33,7 @@ FIGURES: dict[int, tuple[str, int, int]] = {
     7: ("editor", 200, 60),
     9: ("claude_import", 3, 1),
     10: ("reflect_throughput", 3, 1),
+    11: ("hooks", 15, 5),
 }
 #: Figures that come along with another's run.
 RIDES_WITH = {2: 1, 8: 1}
@@ -54,6 +55,8 @@ NUMBER = {
     "claude_import_rss": 9,
     "reflect_c1": 10,
     "reflect_c4": 10,
+    "hook_session_end": 11,
+    "hook_session_start": 11,
 }
 ORDER = list(NUMBER)
 
@@ -117,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="fewer repetitions: a rough table in about a minute")
     p.add_argument("--write", action="store_true", help="rewrite the README's table and tests/bench/results.json")
-    p.add_argument("--only", help="comma-separated figure numbers (1-9) to run")
+    p.add_argument("--only", help="comma-separated figure numbers (1-11) to run")
     args = p.parse_args(argv)
 
     wanted = set(FIGURES)

@@ -177,7 +177,14 @@ def test_an_image_is_a_placeholder_that_keeps_the_words_beside_it():
         ("mcp__tracker__get_issue", {"issue": 3}, True),
         ("SomeNewTool", {}, True),
         ("Bash", {"command": "curl -s https://example.com | head"}, True),
+        ("Bash", {"command": "/usr/bin/curl -s https://example.com"}, True),
+        ("Bash", {"command": "git -C x pull"}, True),
+        ("Bash", {"command": "npm view left-pad"}, True),
+        ("Bash", {"command": "some-new-tool --sync"}, True),
+        ("Bash", {"command": "echo \"unterminated"}, True),
+        ("Bash", {}, True),
         ("Bash", {"command": "pytest -x"}, False),
+        ("Bash", {"command": "git status && git diff | head"}, False),
         ("Read", {"file_path": "a"}, False),
     ],
 )
@@ -192,13 +199,134 @@ def test_taint_turns_untrusted_from_the_first_result_of_a_tool_that_brings_third
     assert plans[0].origin is (Origin.UNTRUSTED if untrusted else Origin.CLEAN)
 
 
-def test_a_torn_last_line_is_skipped_with_a_warning_but_a_bad_middle_line_names_its_line():
-    # Pins: a session still being written refused whole; a corrupt one read silently.
+def test_a_torn_last_line_is_skipped_with_a_warning_and_a_bad_middle_line_costs_only_that_line():
+    # Pins: a session still being written refused whole; one corrupt line refusing the whole file.
     data = Claude().user("Go.").assistant(text("Going.")).bytes()
     read = read_claude_code(data + b'{"type":"user","mess', name="s.jsonl")
-    assert len(read.messages) == 2 and "cut off" in read.warnings[0]
-    with pytest.raises(InvalidInput, match=r"s.jsonl:2: reading as a Claude Code session"):
-        read_claude_code(data.replace(b"\n", b"\n{oops\n", 1), name="s.jsonl")
+    assert len(read.messages) == 2 and "cut off" in read.warnings[0] and read.skipped_lines == 1
+    read = read_claude_code(data.replace(b"\n", b"\n{oops\n", 1), name="s.jsonl")
+    assert [m.text() for m in read.messages] == ["Go.", "Going."]
+    assert read.skipped_lines == 1 and read.warnings[0].startswith("s.jsonl:2: skipped a line")
+
+
+def queue(cc: Claude, op: str, content: str | None = None) -> Claude:
+    line = {"type": "queue-operation", "operation": op, "timestamp": "2026-11-01T10:00:30.000Z", "sessionId": cc.session}
+    if content is not None:
+        line["content"] = content
+    return cc.raw(line)
+
+
+def test_a_queued_message_taken_into_the_turn_is_a_steer_where_it_was_delivered():
+    # Pins: 2 of 13 labelled real corrections lost — typed into the queue, recorded only as
+    # queue-operation lines, never mined.
+    cc = task(Claude())
+    queue(cc, "enqueue", "Skip the badges section.")
+    cc.result("t1", "readme")
+    queue(cc, "remove", "Skip the badges section.")
+    cc.assistant(text("Skipping badges."))
+    _, plans = mined(cc)
+    assert [(p.intervention.trigger, p.intervention.text) for p in plans] == [(Trigger.STEER, "Skip the badges section.")]
+    # Delivered beside the result it arrived with: its context is the call it steered.
+    assert "Read" in plans[0].intervention.tools_before
+
+
+def test_a_queued_message_recorded_twice_by_its_delivery_is_mined_once():
+    # Pins: newer files write `remove` and a `queued_command` attachment for one delivery.
+    for attachment_first in (False, True):
+        cc = task(Claude())
+        queue(cc, "enqueue", "Skip the badges section.")
+        cc.result("t1", "readme")
+        attachment = {"type": "attachment", "sessionId": cc.session, "attachment": {
+            "type": "queued_command", "commandMode": "prompt", "origin": {"kind": "human"}, "prompt": "Skip the badges section."}}
+        if attachment_first:
+            cc.raw(attachment)
+        queue(cc, "remove", "Skip the badges section.")
+        if not attachment_first:
+            cc.raw(attachment)
+        cc.assistant(text("Skipping badges."))
+        _, plans = mined(cc)
+        assert [p.intervention.text for p in plans] == ["Skip the badges section."]
+
+
+def test_a_queued_message_sent_as_the_next_turn_or_taken_back_is_not_a_second_message():
+    # Pins: a dequeued message read twice (its queue line and the user line that follows),
+    # and words the person took back into the input box mined as if said.
+    cc = task(Claude()).result("t1", "readme").assistant(text("Done."))
+    queue(cc, "enqueue", "Now the changelog.")
+    queue(cc, "dequeue")
+    cc.user("Now the changelog.").assistant(text("On it."))
+    queue(cc, "enqueue", "Delete the repo.")
+    queue(cc, "popAll")
+    queue(cc, "enqueue", "Still typing")  # still waiting when the file was read
+    _, plans = mined(cc)
+    assert [(p.intervention.trigger, p.intervention.text) for p in plans] == [(Trigger.FOLLOWUP, "Now the changelog.")]
+
+
+def test_a_queued_task_notice_is_not_the_person():
+    cc = task(Claude())
+    queue(cc, "enqueue", "<task-notification><task-id>a1</task-id></task-notification>")
+    cc.result("t1", "readme")
+    queue(cc, "remove", "<task-notification><task-id>a1</task-id></task-notification>")
+    cc.assistant(text("Noted."))
+    _, plans = mined(cc)
+    assert plans == []
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        b'{"type": "user", "message": "a message that is a string"}',
+        b'{"type": "user", "message": {"role": "user", "content": 7}}',
+        b'{"type": "user", "message": {"role": "user", "content": [' + b"[" * 1000 + b"]" * 1000 + b"]}}",
+        b'{"type": "user", "message": {"role": "user", "content": "bad \xff byte"}}',
+        b'{"type": "user", "message": {"role": "user", "content": "lone \\ud800 surrogate"}}',
+        b'{"type": "attachment", "attachment": "odd"}',
+        b"[1, 2, 3]",
+    ],
+)
+def test_a_line_that_is_not_a_record_is_skipped_named_and_counted_and_the_rest_is_read(odd):
+    # Pins: one odd line refused the whole file, and a 1,000-deep one raised RecursionError.
+    cc = task(Claude()).result("t1", "readme").assistant(text("Done."))
+    before = cc.bytes()
+    cc2 = Claude().user("Also the changelog.")
+    data = before + odd + b"\n" + cc2.bytes()
+    read = read_claude_code(data, name="s.jsonl")
+    lines = before.count(b"\n") + 1
+    assert read.skipped_lines == 1
+    assert read.warnings[0].startswith(f"s.jsonl:{lines}: skipped a line that is not a record of a Claude Code session")
+    assert read.messages[-1].text() == "Also the changelog."
+
+
+def test_a_bookkeeping_line_of_an_odd_shape_is_not_even_a_warning():
+    cc = task(Claude()).raw({"type": "system", "message": "compacted", "content": {"odd": [1]}}).result("t1", "readme")
+    read = read_claude_code(cc.bytes())
+    assert read.skipped_lines == 0 and read.warnings == []
+
+
+def test_a_file_with_no_readable_record_is_refused_naming_its_first_bad_line():
+    with pytest.raises(InvalidInput, match=r"s.jsonl:1: reading as a Claude Code session: no line of the file is a readable record"):
+        read_claude_code(b'{"type": "user", "message": "x"}\n{nope\n', name="s.jsonl")
+
+
+def test_skipped_lines_past_a_few_are_counted_in_one_warning():
+    data = Claude().user("Go.").bytes() + b"{nope\n" * 500
+    read = read_claude_code(data, name="s.jsonl")
+    assert read.skipped_lines == 500 and len(read.warnings) <= 21
+    assert "480 more line(s) skipped" in read.warnings[-1]
+
+
+def test_a_file_read_line_by_line_reads_as_its_bytes_do(tmp_path):
+    cc = task(Claude()).result("t1", "readme")
+    queue(cc, "remove", "Skip it.")
+    cc.assistant(text("Ok."))
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"{nope\n" + cc.bytes() + b'{"type":"user","mess')
+    whole = read_claude_code(path.read_bytes(), name=str(path), path=path)
+    with path.open("rb") as f:
+        streamed = read_claude_code(f, name=str(path), path=path)
+    assert streamed == whole and whole.skipped_lines == 2
+    assert detect_format(path.read_bytes()) == "claude"  # its first line is not a record; the next is
+    assert read_session(path) == whole
 
 
 def test_the_bundled_realistic_fixture_holds_a_steer_a_correction_and_a_reasoned_denial():

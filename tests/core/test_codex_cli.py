@@ -95,12 +95,20 @@ def test_an_aborted_turn_followed_by_the_persons_message_is_a_steer():
         ({"type": "function_call", "name": "tracker__get_issue", "arguments": "{}", "call_id": "c9"}, True),
         ({"type": "function_call", "name": "shell", "arguments": json.dumps({"command": ["bash", "-lc", "wget -qO- https://x.org"]}), "call_id": "c9"}, True),
         ({"type": "function_call", "name": "shell", "arguments": json.dumps({"command": ["bash", "-lc", "ls"]}), "call_id": "c9"}, False),
+        ({"type": "function_call", "name": "shell", "arguments": json.dumps({"command": ["bash", "-lc", "git -C x pull"]}), "call_id": "c9"}, True),
+        ({"type": "function_call", "name": "shell", "arguments": json.dumps({"command": ["/usr/bin/curl", "https://x.org"]}), "call_id": "c9"}, True),
+        ({"type": "function_call", "name": "shell", "arguments": json.dumps({"command": ["git", "status"]}), "call_id": "c9"}, False),
+        ({"type": "function_call", "name": "exec_command", "arguments": json.dumps({"cmd": "docker run --rm alpine wget x"}), "call_id": "c9"}, True),
+        ({"type": "function_call", "name": "exec_command", "arguments": json.dumps({"cmd": "rg -n TODO | head"}), "call_id": "c9"}, False),
+        ({"type": "function_call", "name": "shell", "arguments": json.dumps({"workdir": "/tmp"}), "call_id": "c9"}, True),
+        ({"type": "local_shell_call", "call_id": "c9", "status": "completed", "action": {"type": "exec", "command": ["bash", "-lc", "npm view x"]}}, True),
+        ({"type": "local_shell_call", "call_id": "c9", "status": "completed", "action": {"type": "exec", "command": ["ls", "-la"]}}, False),
     ],
 )
 def test_web_search_mcp_tools_and_fetching_commands_make_the_rest_untrusted(item, untrusted):
     # Pins: a searched page's text reaching a reflector as clean evidence.
     cx = started().add("response_item", **item)
-    if item["type"] == "function_call":
+    if item["type"] != "web_search_call":
         cx.output("c9", "some output")
     cx.say("Found it.").user("Good, now wire it up.")
     _, plans = mined(cx)
@@ -131,8 +139,27 @@ def test_the_older_rollout_shape_reads_the_same():
     assert [m.text() for m in read.messages][-1] == "Keep the old name as an alias."
 
 
-def test_a_bad_line_names_the_format_and_the_line():
-    # Pins: "not a message: Object missing required field 'role'" for a raw Codex file.
+def test_a_bad_line_is_skipped_naming_the_format_and_the_line():
+    # Pins: one bad line refusing a whole rollout.
     data = started().bytes() + b"{nope\n" + started().bytes()
-    with pytest.raises(InvalidInput, match=r"r.jsonl:6: reading as a Codex CLI rollout"):
-        read_codex(data, name="r.jsonl")
+    read = read_codex(data, name="r.jsonl")
+    assert read.skipped_lines == 1
+    assert read.warnings[0].startswith("r.jsonl:6: skipped a line that is not a record of a Codex CLI rollout")
+    with pytest.raises(InvalidInput, match=r"r.jsonl:1: reading as a Codex CLI rollout: no line"):
+        read_codex(b"{nope\n[]\n", name="r.jsonl")
+
+
+def test_function_call_arguments_that_are_an_object_are_the_arguments():
+    # Pins: a rollout refused whole because one call's `arguments` was an object, not a JSON string.
+    cx = started()
+    cx.lines.append({"timestamp": "t", "type": "response_item", "payload": {
+        "type": "function_call", "name": "shell", "call_id": "c9", "arguments": {"command": ["bash", "-lc", "curl example.com"]}}})
+    cx.lines.append({"timestamp": "t", "type": "response_item", "payload": {
+        "type": "function_call_output", "call_id": "c9", "output": "<html>"}})
+    read = read_codex(cx.bytes())
+    assert read.skipped_lines == 0
+    call = next(b for m in read.messages for b in m.blocks() if b.type == "tool_use" and b.id == "c9")
+    assert call.input == {"command": ["bash", "-lc", "curl example.com"]}
+    assert read.taint_timeline[-1].taint.untrusted  # the command line was read from the object
+
+

@@ -10,7 +10,7 @@ import pytest
 from mecha.core.agents.importing import tail_start
 from mecha.core.errors import InvalidInput
 from mecha.core.sessions.claude_code import CLAUDE_POLICY
-from mecha.core.sessions.foreign import NETWORK_COMMANDS, detect_format, expand_voices, voices_from_env_value
+from mecha.core.sessions.foreign import detect_format, expand_voices, voices_from_env_value
 from mecha.core.sessions.transcript import Block, Message, Taint
 from mecha.core.store.inbox import enqueue, queued_session_ids, session_entry
 from mecha.core.store.learning_store import LearningStore
@@ -50,9 +50,9 @@ def test_the_format_is_told_from_the_first_record_not_the_name(data, fmt):
         ("git status && git diff", False),
     ],
 )
-def test_shell_commands_that_reach_the_network_are_recognised(command, fetches):
+def test_shell_commands_that_reach_the_network_are_untrusted(command, fetches):
     # Pins: `curl … | sh` output classified as the person's own machine.
-    assert (NETWORK_COMMANDS.search(command) is not None) is fetches
+    # (The decision itself is tests/core/test_shell.py's.)
     assert CLAUDE_POLICY.taint_of("Bash", command).untrusted is fetches
 
 

@@ -114,7 +114,9 @@ def test_files_that_are_not_sessions_are_skipped_with_a_warning_and_the_rest_que
     report = run(store, root)
     assert report.queued == ["claude:a"]
     assert any("notes.jsonl: not a Claude Code session" in s for s in report.skipped)
-    assert any("broken.jsonl:2" in s for s in report.skipped)
+    # A bad line costs that line: the rest of the file is read.
+    assert not any("broken.jsonl" in s for s in report.skipped)
+    assert any("broken.jsonl:2: skipped a line" in w for w in report.warnings) and report.skipped_lines == 1
 
 
 def test_a_folder_is_never_half_queued_when_the_import_fails_midway(store, tmp_path, monkeypatch):

@@ -940,7 +940,8 @@ def test_the_store_identity_moves_with_every_part_an_editor_shows_and_not_with_a
     # because its poll watched fewer files than it shows; and a half-written
     # temporary file announced as a change of its own.
     from mecha.core.store.jobs import Job, write_job
-    from mecha.core.store.learning_store import PROPOSALS_DIR, store_identity
+    from mecha.core.store.layout import PROPOSALS_DIR
+    from mecha.core.store.learning_store import store_identity
 
     root = store.root
     seen = [store_identity(root)]

@@ -28,6 +28,7 @@ from .conftest import (
     fnv1a_64,
     git_log,
     model_options,
+    multi_steer_session,
     steer_session,
     store_ids,
     store_lines,
@@ -218,36 +219,46 @@ def test_a_session_already_mined_is_not_mined_again(spawn, server, store_dir):
     assert sc.shutdown() == 0
 
 
-def test_two_passes_over_one_session_at_once_mine_it_once(spawn, store_dir):
+#: Sidecars handing over one session at once, as a harness that retried
+#: `sessionEnded` from several processes would.
+HANDOVERS = 6
+
+
+def test_a_session_handed_over_again_while_it_waits_is_not_queued_or_asked_again(spawn, store_dir):
+    # Pins: 12 sidecars handing over one session made 36 model calls for its
+    # 3 interventions: each hand-over queued the session again (only
+    # `mined.jsonl` was checked, and not under the lock), and each copy's
+    # pass asked the model about every intervention.
     gated = GatedResponder()
     with ModelServer(responder=gated) as server:
-        sc = spawn()
-        sc.initialize(store_dir, model_options(server))
-        first = _session_ended(sc, "twice", STEERS[1])
-        # The first pass has claimed its entry and is inside the model call…
-        wait_until(lambda: len(server.completions()) >= 1, "the first pass to call the model")
-        second = _session_ended(sc, "twice", STEERS[1])
-        assert first["already_mined"] is False and second["already_mined"] is False
-        assert first["job"]["id"] != second["job"]["id"]
-        # …and so has the second: two passes over the same session at once.
-        wait_until(lambda: len(server.completions()) >= 2, "the second pass to call the model")
+        sidecars = [spawn() for _ in range(HANDOVERS)]
+        for sc in sidecars:
+            sc.initialize(store_dir, model_options(server))
+        params = {"session_id": "many", "messages": multi_steer_session(STEERS), "taint_timeline": CLEAN}
+        ids = [sc.request_async("mecha/sessionEnded", params) for sc in sidecars]
+        # The model answers nothing until every hand-over has been answered:
+        # the first pass cannot have marked the session mined meanwhile.
+        answers = [sc.response(i) for sc, i in zip(sidecars, ids)]
+        results = [a["result"] for a in answers]
         gated.gate.set()
+        started = [(sc, r["job"]["id"]) for sc, r in zip(sidecars, results) if r["job"] is not None]
+        finished = [sc.job_finished(job_id) for sc, job_id in started]
+        assert all(j["state"] == "done" for j in finished), finished
+        wait_until(lambda: not [p for p in (store_dir / "inbox").iterdir() if not p.name.startswith(".")], "the inbox to empty")
 
-        a = sc.job_finished(first["job"]["id"])
-        b = sc.job_finished(second["job"]["id"])
-        assert a["state"] == "done" and b["state"] == "done", (a, b)
-        outcomes = sorted([a["outcome"], b["outcome"]])
-        assert sum("already mined" in o for o in outcomes) == 1, outcomes
-        assert sum("1 reflection(s) written" in o for o in outcomes) == 1, outcomes
+        assert len(server.completions()) == 3, f"{len(server.completions())} model calls for 3 interventions"
+        assert len(_reflections_for(store_dir, "many")) == 3
+        assert store_ids(store_dir, "mined.jsonl") == ["many"]
+        # Queued once; the others say it waits already, and start no pass
+        # while one holds it.
+        assert [r["already_queued"] for r in results].count(False) == 1, results
+        assert len(started) == 1, results
+        assert all(r["interventions"] == 3 and r["already_mined"] is False for r in results), results
 
-        assert len(_reflections_for(store_dir, "twice")) == 1
-        assert store_ids(store_dir, "mined.jsonl") == ["twice"]
-        assert not [p for p in (store_dir / "inbox").iterdir() if not p.name.startswith(".")]
-        assert len([s for s in git_log(store_dir) if s.startswith("reflect session twice")]) == 1
-
-        third = _session_ended(sc, "twice", STEERS[1])
-        assert third["already_mined"] is True and third["job"] is None
-        assert sc.shutdown() == 0
+        again = sidecars[0].request("mecha/sessionEnded", params)
+        assert again["already_mined"] is True and again["job"] is None
+        for sc in sidecars:
+            assert sc.shutdown() == 0
 
 
 # ─── 4. writing lessons from the outbox ─────────────────────────────────────
@@ -300,7 +311,7 @@ def test_an_edited_draft_becomes_a_writing_lesson_once(spawn, server, store_dir)
     # A sent-unchanged message teaches nothing and starts nothing.
     unchanged = dict(item, id="outbox-43", args=item["args_before"])
     quiet = sc.request("mecha/draftResolved", {"item": unchanged})
-    assert quiet == {"intervention": None, "already_mined": False, "job": None}
+    assert quiet == {"intervention": None, "already_mined": False, "job": None, "already_queued": False}
     assert len(server.completions()) == 1
     assert sc.shutdown() == 0
 

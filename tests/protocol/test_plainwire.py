@@ -126,9 +126,15 @@ def test_initialize_params_are_plain_only_as_the_lifecycle_structs_accept_them(t
 
 def test_rules_block_params_are_plain_only_as_the_method_struct_reads_them() -> None:
     # Pins: a -32602 the first stage would answer with a block instead.
-    assert pw.rules_block_domain(pw.ABSENT) is None
-    assert pw.rules_block_domain({}) is None
-    assert pw.rules_block_domain({"domain": None}) is None
-    assert pw.rules_block_domain({"domain": "triage"}) == "triage"
-    for params in (None, [], {"domain": 5}, {"domain": ["x"]}, {"domain": "x", "extra": 1}):
-        assert pw.rules_block_domain(params) is pw.REFUSED, params
+    assert pw.rules_block_params(pw.ABSENT) == (None, None)
+    assert pw.rules_block_params({}) == (None, None)
+    assert pw.rules_block_params({"domain": None}) == (None, None)
+    assert pw.rules_block_params({"domain": "triage"}) == ("triage", None)
+    assert pw.rules_block_params({"project": "/src/app", "domain": None}) == (None, "/src/app")
+    refused = (
+        None, [], {"domain": 5}, {"domain": ["x"]}, {"domain": "x", "extra": 1},
+        # A project the full server refuses with -32602 (not absolute, not a string).
+        {"project": "app"}, {"project": ""}, {"project": 3}, {"project": "/a\x00b"},
+    )
+    for params in refused:
+        assert pw.rules_block_params(params) is pw.REFUSED, params

@@ -16,7 +16,12 @@ checks after every case that:
 - in a framed stream of broken frames, the valid frame sent after a pause
   was recovered whole, and so was every well-framed frame sent in the same
   write right behind a broken one (an overlong length, a bad or missing
-  length, a short one): a bad frame costs exactly that frame.
+  length, a short one): a bad frame costs exactly that frame;
+- a shell command line from an imported session's tool call (the
+  command-line corpus's spellings, then mutated bytes) gets a yes or no from
+  the trust decision, never an exception, in bounded time — and an
+  unmutated line whose commands include one not on the allowlist is never
+  called local, nor a line of only allowlisted ones untrusted.
 
 Background passes are not spawned: `start_job` is replaced by one that
 writes the job record a real start would, so a request that would start a
@@ -62,6 +67,7 @@ from mecha.protocol.jsonrpc import decode_envelope, request_id_of
 from mecha.sidecar import handlers
 from mecha.sidecar.context import Context
 from mecha.sidecar.rpc import Cancel, _encode_result
+from tests.core.shellcorpus import BROKEN, generate_line
 from tests.reliability.cases import REQUEST_METHODS, StallingReader, valid_params
 
 #: Methods that must never change the store.
@@ -598,11 +604,47 @@ class Fuzzer:
         for body in bodies:
             self.run_body(case, "stream", body)
 
+    def run_shell(self, case: int, rng: random.Random) -> None:
+        from mecha.core.sessions.shell import command_stays_local
+
+        line = generate_line(rng, rng.random() < 0.5)
+        command: str | list[str] = line.text
+        if rng.random() < 0.6:  # mutated: no answer is known, only that there is one
+            roll = rng.random()
+            if roll < 0.6:
+                command = mutate_bytes(rng, line.text.encode()).decode("utf-8", "replace")
+            elif roll < 0.8:
+                command = line.text + rng.choice(BROKEN)
+            elif roll < 0.9:
+                at = rng.randrange(len(line.text) + 1)
+                command = line.text[:at] + "\ud800" + line.text[at:]  # a lone surrogate, as JSON can carry one
+            else:
+                command = line.text.split(" ")  # an argv array
+        shown = repr(command).encode("utf-8", "backslashreplace")
+        started = time.monotonic()
+        try:
+            local = command_stays_local(command)
+        except Exception as exc:
+            self.fail(case, "shell", f"the trust decision raised {type(exc).__name__}: {exc}", shown)
+            return
+        took = time.monotonic() - started
+        if took > 2.0:
+            self.fail(case, "shell", f"the trust decision took {took:.1f}s", shown)
+        if not isinstance(local, bool):
+            self.fail(case, "shell", f"the trust decision answered {local!r}", shown)
+        elif command == line.text and local is not line.local:
+            wanted = "local" if line.local else "untrusted"
+            self.fail(case, "shell", f"a line built {wanted} from {line.parts} was judged the other way", shown)
+
     def run_case(self, case: int) -> None:
         rng = random.Random(f"{self.seed}:{case}")
-        if rng.random() < 0.15:
+        roll = rng.random()
+        if roll < 0.15:
             kind = "stream"
             self.run_stream(case, rng)
+        elif roll < 0.2:
+            kind = "shell"
+            self.run_shell(case, rng)
         else:
             kind, body = make_body(rng)
             self.run_body(case, kind, body)

@@ -16,6 +16,13 @@ minimum of 1, then a person's accept — against the real HTTP fake model, and
 the planted text must appear in no model request, no reflection, no proposal
 and no rules block. Interventions before the taint must still be learned from
 (clean, full evidence): the guard must not work by refusing everything.
+
+Foreign sessions (Claude Code and Codex files) carry no timeline: the reader
+rebuilds it from the calls. Their variants bring the stranger's text in
+through a shell command spelled any way the command-line corpus spells one
+(`tests/core/shellcorpus.py`: paths, quoting, wrappers, `sh -c` nesting,
+pipes, substitutions, chains), after a local command the person's words
+follow; the planted text must again reach no model request and no rule.
 """
 
 from __future__ import annotations
@@ -38,10 +45,13 @@ from mecha.core.learning.reflect import reflect_inbox
 from mecha.core.learning.reflection import Evidence, Origin, Reflector
 from mecha.core.learning.survey import survey_session
 from mecha.core.providers import provider_from_config
+from mecha.core.sessions.foreign import read_session
 from mecha.core.sessions.outbox import OutboxItem
 from mecha.core.sessions.transcript import Message, Taint, TaintCheckpoint
 from mecha.core.store.inbox import DraftEntry, enqueue, session_entry
 from mecha.core.store.learning_store import LearningStore
+from tests.core.ccfixture import Claude, Codex, text, use
+from tests.core.shellcorpus import corpus
 from tests.e2e.conftest import (
     _no_pass_left_running,  # noqa: F401 - autouse: no pass outlives its test
     env,  # noqa: F401
@@ -463,3 +473,62 @@ def test_a_timeline_back_to_clean_keeps_what_the_assistant_wrote_meanwhile_out(s
         assert "Understood: I will only change files under docs/." in sent, "the reply after the reset is the assistant's own"
     else:
         assert r["origin"] == "untrusted" and r["evidence"] == "intervention_only"
+
+
+# ─── foreign sessions: the taint rebuilt from shell command lines ───────────
+
+SHELL_VARIANTS = 24
+_SPELLINGS = corpus(400, seed=4242)
+_LOCAL_LINES = [line.text for line in _SPELLINGS if line.local]
+_REMOTE_LINES = [line.text for line in _SPELLINGS if not line.local]
+
+
+def foreign_session(n: int) -> tuple[str, bytes, str, str]:
+    """A Claude Code or Codex session file, fully determined by `n`: a
+    local command and the person's words after it, then a command that
+    brings a stranger's text in (any spelling of the corpus), its output
+    carrying the planted instruction, quoted back by the assistant, and the
+    person's words after that. `(format, bytes, marker, first words)`."""
+    rng = random.Random(9100 + n)
+    marker = f"SHELLPLANT{n:03d}Z{rng.getrandbits(32):08x}"
+    planted = f"{marker} {rng.choice(INJECTIONS)}"
+    local, remote = rng.choice(_LOCAL_LINES), rng.choice(_REMOTE_LINES)
+    first, later = rng.sample(PERSON, 2)
+    if n % 2 == 0:
+        cc = Claude(session=f"0000{n:04d}-1111-4222-8333-444455556666")
+        cc.user(rng.choice(TASKS)).assistant(text("Looking first."), use("s1", "Bash", command=local)).result("s1", "ok")
+        cc.assistant(text("Nothing surprising.")).user(first)
+        cc.assistant(text("Fetching the thread."), use("s2", "Bash", command=remote)).result("s2", f"Thread. {planted} More.")
+        cc.assistant(text(f"The thread says: {planted}")).user(later)
+        cc.assistant(text(f"Done. {planted}"))
+        return "claude", cc.bytes(), marker, first
+    argv: list[str] | str = ["bash", "-lc", remote] if rng.random() < 0.5 else remote
+    cx = Codex(session=f"0199{n:04d}-bbbb-7ccc-8ddd-000000000001")
+    cx.user(rng.choice(TASKS)).say("Looking first.").call("c1", "shell", command=["bash", "-lc", local]).output("c1", "ok")
+    cx.say("Nothing surprising.").user(first)
+    name, key = ("shell", "command") if isinstance(argv, list) else ("exec_command", "cmd")
+    cx.call("c2", name, **{key: argv}).output("c2", f"Thread. {planted} More.")
+    cx.say(f"The thread says: {planted}").user(later)
+    cx.say(f"Done. {planted}")
+    return "codex", cx.bytes(), marker, first
+
+
+@pytest.mark.parametrize("n", range(SHELL_VARIANTS))
+def test_a_planted_instruction_in_a_foreign_sessions_shell_output_never_reaches_a_model_or_the_rules(
+    n: int, model: ModelServer, tmp_path: Path
+) -> None:
+    fmt, data, marker, first = foreign_session(n)
+    model.clear()
+    read = read_session(tmp_path / "session.jsonl", fmt, data=data)
+    plans = survey_session(read.messages, read.taint_timeline)
+    # What the person said after the local command is theirs; after the
+    # remote one, untrusted.
+    assert [p.origin for p in plans] == [Origin.CLEAN, Origin.UNTRUSTED], [p.intervention.text for p in plans]
+    store = LearningStore.open(tmp_path / "learning")
+    enqueue(store, session_entry(read.session_id, read.messages, read.taint_timeline))
+    accepted = asyncio.run(_loop(store, model))
+    for body in (r.raw.decode("utf-8", "replace") for r in model.completions()):
+        assert marker not in body, f"shell variant {n} ({fmt}): the planted text reached a model request"
+    written = _everything_written(store)
+    assert marker not in written and "evil.example" not in written
+    assert accepted and lesson_for(first, edit=False) in (store.render_block().block or "")

@@ -125,3 +125,57 @@ def test_a_read_only_store_refuses_every_write_by_name_and_loses_nothing(
     [entry] = [p for p in (store / "inbox").iterdir() if p.name != ".gitignore"]
     assert "ro-1" in entry.name
     assert sc.call("mecha/acceptProposal", {"id": PENDING_ID})["proposal"]["status"] == "accepted"
+
+
+#: `sessionEnded` requests sent while `jobs/` flips; each writes a job record there.
+FLIPPED_HANDOVERS = 60
+
+
+def test_a_directory_flipping_read_only_mid_write_is_invalid_store_and_leaves_no_temp_behind(
+    spawn_sidecar: SpawnSidecar, store: Path  # noqa: F811
+) -> None:
+    # Pins: with `jobs/` flipping read-only, 68 of 300 `sessionEnded` answered
+    # -32603 and 87 temp files were left: the atomic writer's cleanup
+    # `unlink` (refused too, by then) raised and hid the InvalidStore.
+    # Runs anywhere: as root the directory is remounted read-only and back,
+    # otherwise its write permission is flipped (`tests.reliability.flipper`).
+    import signal
+    import sys
+    import time
+
+    from tests.processes import wait_for_passes
+
+    sc: Sidecar = spawn_sidecar(learning_dir=store)
+    jobs = store / "jobs"
+    flipper = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("flipper.py")), str(jobs)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    )
+    try:
+        assert flipper.stdout is not None and flipper.stdout.readline() == b"ready\n", flipper.stderr
+        answers = [
+            sc.response(sc.request("mecha/sessionEnded", {"session_id": f"flip-{n}", "messages": steered(), "taint_timeline": TIMELINE}))
+            for n in range(FLIPPED_HANDOVERS)
+        ]
+    finally:
+        flipper.send_signal(signal.SIGTERM)
+        code = flipper.wait(10)
+        if os.path.ismount(jobs):  # the flipper died mid-flip: never leave a mount behind
+            subprocess.run(["umount", str(jobs)], check=False)
+        assert code == 0, flipper.stderr.read() if flipper.stderr else ""
+    errors = [a["error"] for a in answers if "error" in a]
+    assert all(e["code"] == codes.INVALID_STORE for e in errors), [e for e in errors if e["code"] != codes.INVALID_STORE][:3]
+    for error in errors:
+        assert "not writable" in error["message"] and str(store) in error["data"]["path"], error
+    assert "Traceback" not in sc.stderr, sc.stderr[-2000:]
+
+    # Writable again. What could not be removed while the directory was
+    # read-only goes with the next write there: this process's own temps at
+    # once, a dead pass's once they are old enough to be surely abandoned.
+    wait_for_passes(store, timeout=60)
+    an_hour_ago = time.time() - 3600
+    for left in store.rglob("*.tmp"):
+        os.utime(left, (an_hour_ago, an_hour_ago))
+    sc.call("mecha/sessionEnded", {"session_id": "after-flip", "messages": steered(), "taint_timeline": TIMELINE})
+    wait_for_passes(store, timeout=60)
+    assert sorted(p.name for p in store.rglob("*.tmp")) == []

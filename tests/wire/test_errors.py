@@ -166,6 +166,37 @@ def test_params_as_an_array_are_invalid(sidecar: Sidecar) -> None:
     assert_served(sidecar)
 
 
+@pytest.mark.parametrize(
+    ("learning_dir", "why"),
+    [
+        ("/tmp/store\x00evil", "NUL"),
+        ("/tmp/" + "a" * 300, "255"),
+        ("/tmp/" + "/".join(["b" * 200] * 25), "bytes long"),
+    ],
+    ids=["nul", "a-300-character-name", "a-5000-byte-path"],
+)
+def test_a_learning_dir_no_path_can_be_is_invalid_params_naming_it_at_initialize(
+    spawn_sidecar: SpawnSidecar, tmp_path: Path, learning_dir: str, why: str
+) -> None:
+    # Pins: `initialize` taking such a `learningDir`, and every request
+    # after it answering -32603 "ValueError: embedded null byte" or
+    # "OSError: File name too long". Each cache of the first stage (which
+    # answers `initialize` itself when it can) is in play: one is written
+    # first for a good store, so only the option itself can send it on.
+    good = spawn_sidecar(options={"learningDir": str(tmp_path / "good")})
+    good.call("mecha/rulesPromptBlock", {})
+    good.shutdown_and_exit()
+    s = spawn_sidecar(initialize=False)
+    reply = s.response(s.request("initialize", {"capabilities": {}, "initializationOptions": {"learningDir": learning_dir}}))
+    assert "error" in reply, reply
+    err = reply["error"]
+    assert err["code"] == codes.INVALID_PARAMS, err
+    assert "learningDir" in err["message"] and why in err["message"], err
+    # The client can send a good `initialize` next.
+    s.call("initialize", {"capabilities": {}, "initializationOptions": {"learningDir": str(tmp_path / "good")}})
+    assert_served(s)
+
+
 def test_a_zero_holdout_divisor_is_invalid_params_naming_it(sidecar: Sidecar) -> None:
     params = {
         "class": "config",

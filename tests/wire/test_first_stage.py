@@ -456,3 +456,39 @@ def test_a_frame_whose_body_arrives_later_is_still_served(tmp_path: Path) -> Non
             proc.wait()
     ids = [json.loads(out[m.end() : m.end() + int(m.group(1))]).get("id") for m in _HEADER.finditer(out)]
     assert ids == [1, 2, None, 4, 5] and code == 0
+
+
+def test_a_projects_block_is_kept_per_project_and_served_as_the_full_server_would(tmp_path: Path) -> None:
+    # Pins: one repository's block served to a run in another from the
+    # cache, or the first stage resolving a run's directory to another
+    # project than the full server does.
+    import subprocess
+
+    root = tmp_path / "learning"
+    _layout(root)
+    app, other = tmp_path / "app", tmp_path / "other"
+    for repo in (app, other):
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (app / "src").mkdir()
+    store = open_store(root)
+    store.write_learned_rules("behavior", [rule("Indent with two spaces", "r-app")], str(app.resolve()))
+    store.write_learned_rules("behavior", [rule("Tabs only", "r-other")], str(other.resolve()))
+    settle(root)
+    in_app = {"project": str(app / "src")}
+
+    miss = cached(tmp_path, root, in_app)
+    assert miss.result(2)["rule_ids"] == ["r-1", "r-w", "r-app"]
+    hit = exchange(tmp_path, cold_path(root, in_app))
+    assert hit.first_stage_only and hit.by_id() == miss.by_id()
+    # The repository's root and a sub-folder are one project: one answer.
+    assert exchange(tmp_path, cold_path(root, {"project": str(app)})).first_stage_only
+
+    elsewhere = exchange(tmp_path, cold_path(root, {"project": str(other)}))
+    assert not elsewhere.first_stage_only, "another project's block is not in the cache yet"
+    assert elsewhere.result(2)["rule_ids"] == ["r-1", "r-w", "r-other"]
+    for params, ids in ((in_app, ["r-1", "r-w", "r-app"]), ({"project": str(other)}, ["r-1", "r-w", "r-other"]), ({}, ["r-1", "r-w"])):
+        run = exchange(tmp_path, cold_path(root, params))
+        full = exchange(tmp_path, cold_path(root, params), full=True)
+        assert run.result(2)["rule_ids"] == ids, params
+        assert run.by_id() == full.by_id(), params
+    assert exchange(tmp_path, cold_path(root, {"project": "relative"})).error(2)["code"] == -32602

@@ -749,7 +749,7 @@ def test_a_draft_sent_unchanged_teaches_nothing_and_starts_no_job(sidecar: Sidec
         draft_item("o-3", edited=True, status="rejected"),
         {**draft_item("o-4", edited=True), "kind": "publish"},
     ):
-        assert sidecar.call("mecha/draftResolved", {"item": item}) == {"intervention": None, "already_mined": False, "job": None}
+        assert sidecar.call("mecha/draftResolved", {"item": item}) == {"intervention": None, "already_mined": False, "job": None, "already_queued": False}
     assert sidecar.call("mecha/jobs", {})["jobs"] == []
     sidecar.assert_no_output(0.3)
 
@@ -798,7 +798,7 @@ def test_a_finished_session_is_surveyed_and_handed_to_a_reflect_pass(sidecar: Si
     for entry in (open_store(sidecar.learning_dir).root / "inbox").glob("*.json"):
         entry.unlink()
     nothing = sidecar.call("mecha/sessionEnded", {"session_id": "s-quiet", "messages": [user("hi"), assistant_text("hello")]})
-    assert nothing == {"interventions": 0, "learnable": 0, "already_mined": False, "job": None}
+    assert nothing == {"interventions": 0, "learnable": 0, "already_mined": False, "job": None, "already_queued": False}
 
     open_store(sidecar.learning_dir).mark_mined("s-end")
     again = sidecar.call("mecha/sessionEnded", {"session_id": "s-end", "messages": messages, "taint_timeline": CLEAN_TIMELINE})
@@ -889,3 +889,70 @@ def test_the_command_line_skips_a_transcript_whose_session_id_could_never_be_rec
     assert json.loads(done.stdout)["queued"] == ["a-good-one"]
     entries = [p.name for p in (root / "inbox").iterdir() if p.suffix == ".json"]
     assert len(entries) == 1 and "a-good-one" in entries[0], entries
+
+
+# ─── scopes: the run's project over the wire ────────────────────────────────
+
+
+def _git_repo(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    return path.resolve()
+
+
+def test_the_project_param_adds_that_projects_rules_after_the_global_ones(sidecar: Sidecar, tmp_path: Path) -> None:
+    # Pins: a run in one repository told another's conventions, or a run
+    # that names no project getting any project's rules.
+    app, other = _git_repo(tmp_path / "app"), _git_repo(tmp_path / "other")
+    store = open_store(sidecar.learning_dir)
+    store.write_learned_rules("behavior", [rule("Ask before deleting files", "r-g")])
+    store.write_learned_rules("behavior", [rule("Indent with two spaces", "r-app")], str(app))
+    store.write_learned_rules("behavior", [rule("Tabs only", "r-other")], str(other))
+
+    (app / "src").mkdir()
+    got = sidecar.call("mecha/rulesPromptBlock", {"project": str(app / "src")})
+    assert got["project"] == str(app), "resolved to the git root"
+    assert got["rule_ids"] == ["r-g", "r-app"]
+    assert got["block"].index("### behavior\n") < got["block"].index("### behavior (this project)\n")
+    assert sidecar.call("mecha/rulesPromptBlock", {"project": str(other)})["rule_ids"] == ["r-g", "r-other"]
+    plain = sidecar.call("mecha/rulesPromptBlock", {})
+    assert plain["rule_ids"] == ["r-g"] and "project" not in plain, "absent: the global rules alone, the old shape"
+    # A second ask after an accept-like rewrite is read afresh, per project.
+    store.write_learned_rules("behavior", [rule("Indent with four spaces", "r-app2")], str(app))
+    assert sidecar.call("mecha/rulesPromptBlock", {"project": str(app)})["rule_ids"] == ["r-g", "r-app2"]
+
+
+def test_an_over_budget_project_is_reported_with_its_project(sidecar: Sidecar, tmp_path: Path) -> None:
+    app = _git_repo(tmp_path / "app")
+    store = open_store(sidecar.learning_dir)
+    many = [rule(f"rule {i}", f"r-{i}") for i in range(MAX_ACTIVE_RULES_PER_DOMAIN + 1)]
+    store.write_learned_rules("behavior", many, str(app))
+    got = sidecar.call("mecha/rulesPromptBlock", {"project": str(app)})
+    assert got["over_budget"] == [{"domain": "behavior", "active": MAX_ACTIVE_RULES_PER_DOMAIN + 1, "project": str(app)}]
+    assert sidecar.call("mecha/rulesPromptBlock", {})["over_budget"] == []
+
+
+def test_a_project_that_is_not_an_absolute_path_is_invalid_params(sidecar: Sidecar) -> None:
+    for bad in ("relative/dir", "", 7):
+        for method, params in (
+            ("mecha/rulesPromptBlock", {"project": bad}),
+            ("mecha/sessionEnded", {"session_id": "s-bad", "messages": steered(), "project": bad}),
+        ):
+            err = sidecar.error(method, params)
+            assert err["code"] in (-32602,) and "project" in err["message"], (method, bad, err)
+    assert not (sidecar.learning_dir / "inbox").exists(), "nothing queued for a refused hand-over"
+
+
+def test_session_ended_queues_the_session_under_its_projects_root(sidecar: Sidecar, tmp_path: Path) -> None:
+    # Pins: the harness's `project` dropped on the way to the inbox, so
+    # the lesson is learned for every repository.
+    app = _git_repo(tmp_path / "app")
+    (app / "pkg").mkdir()
+    got = sidecar.call(
+        "mecha/sessionEnded",
+        {"session_id": "s-proj", "messages": steered(), "taint_timeline": CLEAN_TIMELINE, "project": str(app / "pkg")},
+    )
+    assert got["interventions"] == 1
+    sidecar.notification("mecha/jobFinished", lambda p: p["job"]["id"] == got["job"]["id"], timeout=30)
+    [entry] = (sidecar.learning_dir / "inbox").glob("*s-proj*.json")
+    assert json.loads(entry.read_text())["project"] == str(app)

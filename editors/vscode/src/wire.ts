@@ -92,14 +92,18 @@ export interface LearnResult {
 export interface OverBudget {
   active: number;
   domain: string;
+  project?: string;
 }
 
 /** A rule change waiting for a person, with what argues for it. */
 export interface Proposal {
+  accepted_as_global: boolean;
   created_at: string;
   domain: string;
   evidence: string;
   id: string;
+  project: string | null;
+  promoted_from: string[];
   reason: string | null;
   reflexion_ids: string[];
   resolved_at: string | null;
@@ -154,6 +158,7 @@ export interface RulesPromptBlockResult {
   block: string | null;
   domains: string[];
   over_budget: OverBudget[];
+  project?: string;
   rule_ids: string[];
   rules_hash: string | null;
 }

@@ -1,0 +1,483 @@
+"""The agents' hooks: what `hooks install` writes into Claude Code's and
+Codex's hook settings, how it finds and removes its own entries again, and
+what a hook run is given.
+
+Both agents read hooks from a JSON file with the same shape —
+`{"hooks": {"<Event>": [{"matcher": "…", "hooks": [{"type": "command",
+"command": "…", "timeout": N}]}]}}` — and run each command in a shell (`sh -c`
+on Claude Code, `$SHELL -lc` on Codex) with the hook's JSON on stdin
+(`session_id`, `transcript_path`, `cwd`, `hook_event_name`) and the
+session's project as the working directory:
+
+- Claude Code: `~/.claude/settings.json`, or `<project>/.claude/settings.json`
+  (Claude Code's hooks reference, code.claude.com/docs/en/hooks). The file
+  also holds the person's permissions, environment and other hooks, so only
+  our entries change. `SessionEnd` (and `PreCompact`, so a long session is
+  read before it is compacted) queue the session; `SessionStart` tells the
+  person when proposals wait. `SessionEnd` hooks share a budget of 1.5 s
+  unless a hook's `timeout` raises it: ours asks for `END_TIMEOUT_S`, used only
+  when a first read of a very large session is slow.
+- Codex: `~/.codex/hooks.json`, or `<project>/.codex/hooks.json` (Codex's hooks
+  docs, developers.openai.com/codex/hooks; `codex-rs/hooks`). Codex has
+  `SessionStart`, `PreCompact` and `SessionEnd` (whose timeout it caps at 3 s)
+  among its events; its `transcript_path` may be null, and then the rollout is
+  found by its session id under `~/.codex/sessions`. Codex runs a hook only once
+  the person has trusted it (`/hooks`), and only with hooks enabled in its
+  config (`[features] hooks`, formerly `codex_hooks`).
+
+Our entries are recognised by their command — an executable named
+`mecha-sidecar` (or `python -m mecha.sidecar`) followed by `hook` — so a
+reinstall from another virtual environment replaces them, and uninstall
+removes exactly them. Install refuses a file it cannot read as a JSON object
+(naming it, writing nothing); writes keep every other key in its order and
+every other hook, in the file's own indentation, through a temp sibling
+renamed over it (through a symlink, onto its target).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from mecha.core.errors import InvalidInput
+
+AGENTS = ("claude", "codex")
+SCOPES = ("user", "project")
+
+#: The hook commands' own subcommands: `hook AGENT session-end` queues the
+#: session the hook's input names and starts a reflect pass; `hook AGENT
+#: session-start` prints the pending-proposals notice (`notice`).
+SESSION_END = "session-end"
+SESSION_START = "session-start"
+HOOK_VERB = "hook"
+
+#: Ours only when run as this program.
+PROGRAM = "mecha-sidecar"
+MODULE = "mecha.sidecar"
+
+#: The session-start hook runs before every session and the agent's first
+#: answer waits for it; it takes tens of milliseconds, so a few seconds is
+#: room for a loaded machine, not a wait anyone sees.
+START_TIMEOUT_S = 10
+#: The session-end hook returns in a fraction of a second on a session read
+#: before; reading a very large session the first time can take longer than
+#: Claude Code's default 1.5 s exit budget, which this raises (only when a
+#: hook is still running).
+END_TIMEOUT_S = 10
+#: Codex caps a `SessionEnd` hook's timeout at 3 s (and warns at every start
+#: about a larger one).
+CODEX_END_TIMEOUT_S = 3
+
+#: SessionStart sources worth a notice: a new, resumed or cleared session,
+#: not the restart after a compaction (the same session, told already).
+START_MATCHER = "startup|resume|clear"
+
+
+class HookSpec(msgspec.Struct, frozen=True):
+    """One entry we install: the agent's event, our subcommand for it, its
+    matcher (`None`: every occurrence) and timeout."""
+
+    event: str
+    subcommand: str
+    timeout: int
+    matcher: str | None = None
+
+
+#: What `hooks install` writes, per agent.
+SPECS: dict[str, tuple[HookSpec, ...]] = {
+    "claude": (
+        HookSpec("SessionStart", SESSION_START, START_TIMEOUT_S, START_MATCHER),
+        HookSpec("PreCompact", SESSION_END, END_TIMEOUT_S),
+        HookSpec("SessionEnd", SESSION_END, END_TIMEOUT_S),
+    ),
+    "codex": (
+        HookSpec("SessionStart", SESSION_START, START_TIMEOUT_S, START_MATCHER),
+        HookSpec("PreCompact", SESSION_END, END_TIMEOUT_S),
+        HookSpec("SessionEnd", SESSION_END, CODEX_END_TIMEOUT_S),
+    ),
+}
+
+#: Where each agent keeps its hooks, relative to the home directory (user
+#: scope) or the project root (project scope).
+SETTINGS_FILES = {"claude": (".claude", "settings.json"), "codex": (".codex", "hooks.json")}
+
+
+def validate_agent(agent: str) -> str:
+    if agent not in AGENTS:
+        raise InvalidInput(f"unknown agent {agent!r}: hooks are for {' or '.join(AGENTS)}")
+    return agent
+
+
+# ─── where ──────────────────────────────────────────────────────────────────
+
+
+def git_root(start: Path) -> Path | None:
+    """The nearest directory at or above `start` holding `.git` (a folder,
+    or the file a worktree or submodule has): the project a session ran in."""
+    here = start.absolute()
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def settings_path(agent: str, scope: str, *, home: Path, cwd: Path) -> Path:
+    """The agent's hook settings file for `scope`: under the home directory,
+    or under the git root of `cwd` (an error when there is none)."""
+    parts = SETTINGS_FILES[validate_agent(agent)]
+    if scope == "user":
+        return home.joinpath(*parts)
+    if scope != "project":
+        raise InvalidInput(f"unknown scope {scope!r}: user or project")
+    root = git_root(cwd)
+    if root is None:
+        raise InvalidInput(f"{cwd}: not inside a git repository, so there is no project to install into; "
+                           "run this from the project, or use --scope user")
+    return root.joinpath(*parts)
+
+
+# ─── the command ────────────────────────────────────────────────────────────
+
+
+def hook_command(program: list[str], agent: str, subcommand: str, learning_dir: str | None = None) -> str:
+    """The command line an agent runs, quoted for a shell: `program` (the
+    absolute path of the installed `mecha-sidecar`, or an interpreter and
+    `-m mecha.sidecar`), then `hook AGENT SUBCOMMAND`, then the store when
+    one was named at install."""
+    argv = [*program, HOOK_VERB, agent, subcommand]
+    if learning_dir:
+        argv += ["--learning-dir", learning_dir]
+    return shlex.join(argv)
+
+
+def parse_hook_argv(command: str) -> list[str] | None:
+    """The arguments after the program when `command` is one of ours
+    (`hook AGENT SUBCOMMAND …`), else `None`."""
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return None
+    if not argv:
+        return None
+    if os.path.basename(argv[0]) == PROGRAM:
+        rest = argv[1:]
+    elif len(argv) >= 3 and argv[1] == "-m" and argv[2] == MODULE:
+        rest = argv[3:]
+    else:
+        return None
+    return rest if rest[:1] == [HOOK_VERB] else None
+
+
+def is_ours(entry: Any) -> bool:
+    """Whether a hook object in a settings file is one `install` wrote."""
+    return (
+        isinstance(entry, dict)
+        and entry.get("type") == "command"
+        and isinstance(entry.get("command"), str)
+        and parse_hook_argv(entry["command"]) is not None
+    )
+
+
+# ─── reading and writing the file ───────────────────────────────────────────
+
+
+class Settings(msgspec.Struct):
+    """A hook settings file as read: its text (`None`: no file yet) and the
+    JSON object in it, keys in the file's order."""
+
+    path: Path
+    text: str | None
+    doc: dict[str, Any]
+
+
+def read_settings(path: Path) -> Settings:
+    """The file at `path`, refused with an error naming it when it is not a
+    JSON object whose `hooks` (if any) maps event names to lists."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Settings(path=path, text=None, doc={})
+    except OSError as exc:
+        raise InvalidInput(f"{path}: {exc.strerror or exc}; nothing was written") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); nothing was written") from None
+    if not text.strip():
+        return Settings(path=path, text=text, doc={})
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
+                           "nothing was written — fix the file, then run this again") from None
+    if not isinstance(doc, dict):
+        raise InvalidInput(f"{path}: not a JSON object; nothing was written")
+    hooks = doc.get("hooks")
+    if hooks is not None:
+        if not isinstance(hooks, dict):
+            raise InvalidInput(f'{path}: "hooks" is not an object; nothing was written')
+        for event, groups in hooks.items():
+            if not isinstance(groups, list):
+                raise InvalidInput(f'{path}: "hooks.{event}" is not a list; nothing was written')
+    return Settings(path=path, text=text, doc=doc)
+
+
+def _indent_of(text: str | None) -> int | str:
+    """The indentation the file uses (2 spaces for a new file)."""
+    for line in (text or "").splitlines()[1:]:
+        stripped = line.lstrip(" \t")
+        if stripped and len(stripped) < len(line):
+            lead = line[: len(line) - len(stripped)]
+            return "\t" if lead.startswith("\t") else len(lead)
+    return 2
+
+
+def render(settings: Settings, doc: dict[str, Any]) -> str:
+    """`doc` as the file's text: its indentation, its final newline (a new
+    file gets one), non-ASCII kept as it is."""
+    text = json.dumps(doc, indent=_indent_of(settings.text), ensure_ascii=False)
+    if settings.text is None or settings.text.endswith("\n"):
+        text += "\n"
+    return text
+
+
+# ─── merging ────────────────────────────────────────────────────────────────
+
+
+def _entries(doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """Every hook object under `doc["hooks"]`, with its event and group."""
+    hooks = doc.get("hooks")
+    if not isinstance(hooks, dict):
+        return
+    for event, groups in hooks.items():
+        if not isinstance(groups, list):
+            continue
+        for group in groups:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                for entry in group["hooks"]:
+                    if isinstance(entry, dict):
+                        yield event, group, entry
+
+
+def without_ours(doc: dict[str, Any]) -> dict[str, Any]:
+    """`doc` with every hook entry of ours removed — a matcher group left
+    with no hook, an event left with no group, and a `hooks` object left
+    empty go with them; everything else stays as it was, in its order."""
+    out = {k: v for k, v in doc.items()}
+    hooks = doc.get("hooks")
+    if not isinstance(hooks, dict):
+        return out
+    new_hooks: dict[str, Any] = {}
+    for event, groups in hooks.items():
+        if not isinstance(groups, list):
+            new_hooks[event] = groups
+            continue
+        kept_groups = []
+        for group in groups:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                kept = [entry for entry in group["hooks"] if not is_ours(entry)]
+                if not kept and group["hooks"]:
+                    continue  # a group that held only our hooks
+                if len(kept) != len(group["hooks"]):
+                    group = {**group, "hooks": kept}
+            kept_groups.append(group)
+        if kept_groups or not groups:
+            new_hooks[event] = kept_groups
+    if new_hooks:
+        out["hooks"] = new_hooks
+    else:
+        del out["hooks"]
+    return out
+
+
+def with_ours(doc: dict[str, Any], agent: str, program: list[str], learning_dir: str | None = None) -> dict[str, Any]:
+    """`doc` with our entries for `agent` in place: an existing entry of ours
+    for an event is rewritten where it stands (same place, new command), any
+    second one dropped; a missing one is appended to the event's groups as a
+    group of its own. Other keys, events and hooks keep their order."""
+    out = {k: v for k, v in doc.items()}
+    hooks = out.get("hooks")
+    hooks = {k: v for k, v in hooks.items()} if isinstance(hooks, dict) else {}
+    for spec in SPECS[validate_agent(agent)]:
+        wanted: dict[str, Any] = {
+            "type": "command",
+            "command": hook_command(program, agent, spec.subcommand, learning_dir),
+            "timeout": spec.timeout,
+        }
+        group_wanted: dict[str, Any] = {"hooks": [wanted]}
+        if spec.matcher is not None:
+            group_wanted = {"matcher": spec.matcher, **group_wanted}
+        groups = hooks.get(spec.event)
+        groups = list(groups) if isinstance(groups, list) else []
+        placed = False
+        new_groups = []
+        for group in groups:
+            if not (isinstance(group, dict) and isinstance(group.get("hooks"), list)) or not any(
+                is_ours(e) for e in group["hooks"]
+            ):
+                new_groups.append(group)
+                continue
+            if placed:
+                kept = [e for e in group["hooks"] if not is_ours(e)]
+                if kept:
+                    new_groups.append({**group, "hooks": kept})
+                continue
+            placed = True
+            if group.get("matcher") == spec.matcher and len(group["hooks"]) == 1:
+                new_groups.append(group_wanted if group != group_wanted else group)
+                continue
+            # Ours shares a group (or its matcher changed): ours leaves it,
+            # in a group of its own right after it.
+            kept = [e for e in group["hooks"] if not is_ours(e)]
+            if kept:
+                new_groups.append({**group, "hooks": kept})
+            new_groups.append(group_wanted)
+        if not placed:
+            new_groups.append(group_wanted)
+        hooks[spec.event] = new_groups
+    out["hooks"] = hooks
+    return out
+
+
+class Installed(msgspec.Struct, kw_only=True):
+    """Which of our entries a settings file holds."""
+
+    path: str
+    exists: bool
+    #: Event → the command installed for it.
+    events: dict[str, str] = msgspec.field(default_factory=dict)
+    #: Of `SPECS[agent]`, the events with no entry of ours.
+    missing: list[str] = msgspec.field(default_factory=list)
+    #: Programs named by our commands that are not there to run any more.
+    stale_programs: list[str] = msgspec.field(default_factory=list)
+
+
+def installed(settings: Settings, agent: str) -> Installed:
+    found: dict[str, str] = {}
+    stale: list[str] = []
+    for event, _group, entry in _entries(settings.doc):
+        if is_ours(entry):
+            found.setdefault(event, entry["command"])
+            program = shlex.split(entry["command"])[0]
+            if os.path.isabs(program) and not os.access(program, os.X_OK) and program not in stale:
+                stale.append(program)
+    missing = [s.event for s in SPECS[agent] if s.event not in found]
+    return Installed(path=str(settings.path), exists=settings.text is not None, events=found, missing=missing,
+                     stale_programs=stale)
+
+
+# ─── a hook run's input ─────────────────────────────────────────────────────
+
+
+class HookInput(msgspec.Struct, kw_only=True):
+    """What both agents send a command hook on stdin (other keys ignored)."""
+
+    session_id: str
+    hook_event_name: str = ""
+    transcript_path: str | None = None
+    cwd: str | None = None
+
+
+def parse_hook_input(data: bytes) -> HookInput:
+    """The hook's JSON, or an error naming what is wrong with it."""
+    if not data.strip():
+        raise InvalidInput("the hook was given no input on stdin (the agent sends a JSON object)")
+    try:
+        got = msgspec.json.decode(data, type=HookInput)
+    except msgspec.ValidationError as exc:
+        raise InvalidInput(f"the hook's input is not what an agent sends: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise InvalidInput(f"the hook's input is not JSON: {exc}") from None
+    if not got.session_id.strip():
+        raise InvalidInput("the hook's input has an empty session_id")
+    return got
+
+
+def codex_rollout(sessions_root: Path, session_id: str) -> Path | None:
+    """The rollout file of Codex session `session_id` under `sessions_root`
+    (`YYYY/MM/DD/rollout-<time>-<id>.jsonl`), newest days first, or `None`."""
+    if not session_id or "/" in session_id or session_id.startswith("."):
+        return None
+    suffix = f"-{session_id}.jsonl"
+
+    def newest_first(folder: Path) -> list[Path]:
+        try:
+            return sorted((p for p in folder.iterdir() if p.is_dir()), reverse=True)
+        except OSError:
+            return []
+
+    for year in newest_first(sessions_root):
+        for month in newest_first(year):
+            for day in newest_first(month):
+                try:
+                    names = os.listdir(day)
+                except OSError:
+                    continue
+                for name in names:
+                    if name.startswith("rollout-") and name.endswith(suffix):
+                        return day / name
+    return None
+
+
+def session_file(agent: str, got: HookInput, *, home: Path) -> Path:
+    """The session file a hook run is about: the `transcript_path` the agent
+    gave, else (Codex, where it may be null) the rollout with the session's
+    id. An error naming what is missing when there is none."""
+    if got.transcript_path:
+        path = Path(got.transcript_path).expanduser()
+        if not path.is_absolute() and got.cwd:
+            path = Path(got.cwd) / path
+        if not path.is_file():
+            raise InvalidInput(f"session {got.session_id}: its transcript {path} is not there")
+        return path
+    if agent == "codex":
+        root = home / ".codex" / "sessions"
+        found = codex_rollout(root, got.session_id)
+        if found is None:
+            raise InvalidInput(f"session {got.session_id}: no rollout-*-{got.session_id}.jsonl under {root}")
+        return found
+    raise InvalidInput(f"session {got.session_id}: the hook's input names no transcript_path")
+
+
+# ─── the hook log ───────────────────────────────────────────────────────────
+
+
+def log_hook_run(root: Path, agent: str, subcommand: str, what: str, *, session_id: str | None = None,
+                 cwd: str | None = None) -> None:
+    """One line in the store's hook log (`layout.hook_log_path`): when, which
+    agent and hook, the session and its working directory, and what happened
+    — the only place a hook says anything, since its output is the agent's."""
+    from mecha.core.identity import now
+    from mecha.core.store.files import append_lines, ensure_private_dir
+    from mecha.core.store.layout import hook_log_path
+
+    path = Path(hook_log_path(root))
+    ensure_private_dir(path.parent, root=root)
+    fields = [now(), agent, subcommand]
+    if session_id is not None:
+        fields.append(f"session={session_id}")
+    if cwd:
+        fields.append(f"cwd={cwd}")
+    line = " ".join(fields) + ": " + " ".join(what.split())
+    append_lines(path, [line.encode("utf-8", "replace")])
+
+
+def hook_log_tail(root: Path, lines: int = 5) -> list[str]:
+    """The last `lines` lines of the hook log (none when there is no log)."""
+    from mecha.core.store.layout import hook_log_path
+
+    try:
+        with open(hook_log_path(root), "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 64 * 1024))
+            data = f.read()
+    except OSError:
+        return []
+    return [line.decode("utf-8", "replace") for line in data.splitlines()[-lines:] if line.strip()]

@@ -1,0 +1,115 @@
+"""What an agent's session-start hook tells the person, with the standard
+library alone.
+
+Claude Code and Codex run the session-start hook before every session, and
+the agent's first answer waits for it, so it may cost no more than an
+interpreter's start: this module imports `os` and the `json` package's C
+scanner (`_json`, without the package, whose import compiles regular
+expressions) and one module of this project, the store's layout.
+`tests/test_import_budget.py` pins that.
+
+What it says, and to whom. One line, and only when proposals wait for a
+person's review: how many, and the command that lists them. It goes out as
+the hook output's `systemMessage`, which both agents show the *person*; it is
+never model context (`hookSpecificOutput.additionalContext`, or plain text on
+stdout, which Claude Code hands to the model): a rule proposal is the
+person's to accept, and an agent told about pending rules might act on rules
+nobody accepted. With nothing pending, stdout stays empty.
+
+"Pending" here is what `mecha.core.learning.proposals.is_pending` says of a
+proposal file, read without msgspec; a test holds the two to the same answer
+on a real store.
+"""
+
+from __future__ import annotations
+
+import os
+
+from mecha.core.store.layout import proposals_dir
+
+try:
+    from _json import encode_basestring_ascii as _quote
+    from _json import make_scanner as _make_scanner
+except ImportError:  # pragma: no cover - an interpreter without the accelerator
+    from json.encoder import encode_basestring_ascii as _quote
+    from json.scanner import make_scanner as _make_scanner
+
+#: The status a proposal file carries while it waits for a person; the wire
+#: spelling of `ProposalStatus.PENDING`.
+PENDING_STATUS = "pending"
+#: A proposal file larger than this is not read here (a real one is a few
+#: KiB); it is the full reader's to report.
+_MAX_PROPOSAL_BYTES = 1 << 22
+
+
+def _constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+class _Settings:
+    """The settings `json.loads` gives its scanner (read by attribute)."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = staticmethod(_constant)
+    memo: dict[str, str] = {}
+
+
+_scan = _make_scanner(_Settings())  # type: ignore[arg-type]  # the scanner reads only these attributes
+
+
+def _status(data: bytes) -> object:
+    text = data.decode("utf-8").strip(" \t\r\n")
+    value, end = _scan(text, 0)
+    if end != len(text) or not isinstance(value, dict):
+        raise ValueError("not one JSON object")
+    return value.get("status")
+
+
+def pending_proposals(root: str) -> int:
+    """How many proposals under the store at `root` wait for a person. A
+    store that does not exist has none; an unreadable file is not counted
+    (the full reader names it: `mecha-sidecar proposals`)."""
+    try:
+        entries = os.scandir(proposals_dir(root))
+    except (FileNotFoundError, NotADirectoryError):
+        return 0
+    count = 0
+    with entries:
+        for entry in entries:
+            name = entry.name
+            if name.startswith(".") or not name.endswith(".json"):
+                continue
+            try:
+                if entry.stat().st_size > _MAX_PROPOSAL_BYTES:
+                    continue
+                with open(entry.path, "rb") as f:
+                    status = _status(f.read())
+            except (OSError, ValueError, StopIteration, RecursionError):
+                continue
+            if status == PENDING_STATUS:
+                count += 1
+    return count
+
+
+def notice_line(pending: int, learning_dir: str | None = None) -> str | None:
+    """The one line a person is shown at a session's start, or `None`."""
+    if pending <= 0:
+        return None
+    where = f" --learning-dir {learning_dir}" if learning_dir else ""
+    what = "1 rule proposal awaits" if pending == 1 else f"{pending} rule proposals await"
+    return (
+        f"mecha: {what} your review: `mecha-sidecar{where} proposals` lists them, "
+        f"`proposals show ID` shows the change, `proposals accept ID` or `reject ID` decides it"
+    )
+
+
+def hook_output(line: str | None) -> bytes:
+    """What the session-start hook writes on stdout: a JSON object with the
+    line as `systemMessage` (shown to the person), or nothing at all."""
+    if line is None:
+        return b""
+    return b'{"systemMessage": ' + _quote(line).encode("ascii") + b"}\n"

@@ -1,0 +1,89 @@
+"""Where a lesson applies: globally, or in one project.
+
+Before scopes every lesson was global, so "this repository indents with two
+spaces", learned in one checkout, was told to the agent in all of them. Now
+a lesson carries the project its session ran in, and is learned for that
+project; it reaches every repository only when a person says so.
+
+- **A project is a directory**: the git root of the session's working
+  directory, or the directory itself outside any repository
+  (`layout.project_root`). How it is named on disk is `layout`'s.
+- **Learned project-scoped by default.** A reflection keeps its session's
+  project, and a learn pass pools one domain *in one scope*.
+- **Global by a person's word**: accepting a project's proposal as global
+  (`proposals accept ID --global`), or accepting a *promotion proposal*,
+  which is filed — never applied — when the same lesson is live in two or
+  more projects (`promotion_candidates`).
+
+What counts as "the same lesson" is `rules.same_lesson_key`: identical text
+up to case, whitespace and a final full stop. Conservative on purpose; a
+near match is left for a person to notice.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+
+from mecha.core.errors import InvalidInput
+from mecha.core.learning.rules import Rule, same_lesson_key
+from mecha.core.store.layout import GLOBAL_SCOPE, project_root, root_problem
+
+
+def resolve_project(given: object, field: str = "project") -> str:
+    """The project root for a directory a client named: an absolute path,
+    resolved to its git root where there is one. Anything else is
+    `InvalidInput` naming `field` — a relative path would be resolved
+    against the sidecar's working directory, which is not the run's."""
+    if not isinstance(given, str) or not given:
+        raise InvalidInput(f"{field}: must be an absolute directory path")
+    problem = root_problem(given)
+    if problem is not None:
+        raise InvalidInput(f"{field}: not a directory path: it {problem}")
+    if not os.path.isabs(given):
+        raise InvalidInput(f"{field}: {given!r} is not an absolute path")
+    return project_root(given)
+
+
+def project_of_cwd(cwd: str | None) -> str | None:
+    """The project a session recorded in `cwd` ran in, or `None` when it
+    recorded none (or one that is not an absolute path: no directory can be
+    told from it, so the lesson stays global — as it was before scopes,
+    not in some other project)."""
+    if not cwd or root_problem(cwd) is not None or not os.path.isabs(cwd):
+        return None
+    return project_root(cwd)
+
+
+def scope_label(project: str | None) -> str:
+    """How a scope is named to a person: `global`, or `project <root>`."""
+    return GLOBAL_SCOPE if project is None else f"project {project}"
+
+
+def new_rules(before: Sequence[Rule], after: Sequence[Rule]) -> list[Rule]:
+    """The active rules of `after` whose lesson `before` does not hold: what
+    a proposal adds, which is what `accept --global` sends to the global
+    scope."""
+    known = {same_lesson_key(r.text) for r in before}
+    return [r for r in after if r.active() and same_lesson_key(r.text) not in known]
+
+
+def promotion_candidates(
+    global_rules: Sequence[Rule], project_rules: Mapping[str, Sequence[Rule]], already: Iterable[str] = ()
+) -> list[tuple[Rule, list[str]]]:
+    """Lessons live in two or more projects and not globally: each as the
+    first project's rule and the sorted projects that hold it. `already`
+    are lesson keys a promotion is already pending for (or was refused), so
+    none is proposed twice."""
+    skip = {same_lesson_key(r.text) for r in global_rules if r.retired_at is None} | set(already)
+    found: dict[str, tuple[Rule, set[str]]] = {}
+    for project in sorted(project_rules):
+        for rule in project_rules[project]:
+            if not rule.active():
+                continue
+            key = same_lesson_key(rule.text)
+            if key in skip:
+                continue
+            first, where = found.setdefault(key, (rule, set()))
+            where.add(project)
+    return [(rule, sorted(where)) for rule, where in found.values() if len(where) >= 2]

@@ -1,0 +1,191 @@
+"""`mecha-sidecar hook AGENT session-end|session-start`: what Claude Code or
+Codex runs when a session ends, is compacted, or starts (`hooks install`
+writes these commands; `mecha.core.agents.hooks` says which and why).
+
+A hook must never disturb the agent that runs it, so both exit 0 whatever
+happens, write nothing on stdout the agent could read as an instruction, and
+record what they did — or why they could not — in the store's hook log
+(`layout.hook_log_path`); a failure to write even that goes to stderr.
+
+- **session-end** reads the hook's JSON, queues what is new in that one
+  session exactly as `import claude` / `import codex` does (the same
+  `import_sessions`, given the one file), starts a detached reflect pass when
+  it queued anything (`jobs.start_pass`, the pass every verb starts), and
+  returns. Its stdout is pointed at /dev/null before anything is imported, so
+  not even a stray warning reaches the agent. Running it twice queues nothing
+  twice: an unchanged file is not read again, and an intervention is
+  imported once.
+- **session-start** runs before every session and the agent's first answer
+  waits for it, so it imports nothing beyond the standard library and the
+  two small modules that count pending proposals (`mecha.core.agents.notice`)
+  and name the store (`layout`); it prints one `systemMessage` line when
+  proposals wait, else nothing.
+"""
+
+from __future__ import annotations
+
+import os
+
+#: Most a hook's stdin is read to (an agent sends a few hundred bytes).
+_MAX_INPUT = 1 << 24
+
+
+def parse_argv(argv: list[str]) -> tuple[str, str, str | None] | None:
+    """`AGENT SUBCOMMAND [--learning-dir DIR]`, or `None` if it is not that."""
+    if len(argv) < 2:
+        return None
+    agent, subcommand, rest = argv[0], argv[1], argv[2:]
+    learning_dir = None
+    while rest:
+        if rest[0] == "--learning-dir" and len(rest) >= 2:
+            learning_dir, rest = rest[1], rest[2:]
+        elif rest[0].startswith("--learning-dir="):
+            learning_dir, rest = rest[0].split("=", 1)[1], rest[1:]
+        else:
+            return None
+    if agent not in ("claude", "codex") or subcommand not in ("session-end", "session-start"):
+        return None
+    return agent, subcommand, learning_dir
+
+
+def _read_stdin() -> bytes:
+    """All of stdin (the agent writes the hook's JSON and closes it; Codex
+    counts a hook that exits before taking it as failed). Nothing is waited
+    for on a terminal."""
+    try:
+        if os.isatty(0):
+            return b""
+    except OSError:
+        return b""
+    chunks: list[bytes] = []
+    size = 0
+    while size < _MAX_INPUT:
+        try:
+            chunk = os.read(0, 1 << 16)
+        except OSError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def _quiet_stdout() -> None:
+    """Point fd 1 (and `sys.stdout`) at /dev/null for the rest of the run."""
+    try:
+        sink = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(sink, 1)
+        os.close(sink)
+    except OSError:
+        pass
+
+
+def _record(root: object, agent: str, subcommand: str, what: str, session_id: str | None, cwd: str | None) -> None:
+    """Into the hook log; to stderr when even that cannot be written."""
+    try:
+        from pathlib import Path
+
+        from mecha.core.agents.hooks import log_hook_run
+
+        log_hook_run(Path(str(root)), agent, subcommand, what, session_id=session_id, cwd=cwd)
+    except Exception as exc:
+        try:
+            os.write(2, f"mecha-sidecar hook {agent} {subcommand}: {what} (and the hook log could not be written: "
+                        f"{type(exc).__name__}: {exc})\n".encode("utf-8", "replace"))
+        except OSError:
+            pass
+
+
+def run(argv: list[str]) -> int:
+    """Run the hook `argv` names; always 0 (a hook never fails the agent)."""
+    parsed = parse_argv(argv)
+    if parsed is None:
+        _read_stdin()
+        os.write(2, b"mecha-sidecar hook: expected AGENT session-end|session-start [--learning-dir DIR]\n")
+        return 0
+    agent, subcommand, learning_dir = parsed
+    if subcommand == "session-start":
+        return session_start(agent, learning_dir)
+    return session_end(agent, learning_dir)
+
+
+def session_start(agent: str, learning_dir: str | None) -> int:
+    _read_stdin()
+    try:
+        from mecha.core.agents.notice import hook_output, notice_line, pending_proposals
+        from mecha.core.store.layout import resolve_root
+
+        out = hook_output(notice_line(pending_proposals(resolve_root(learning_dir)), learning_dir))
+    except Exception as exc:
+        from mecha.core.store.layout import resolve_root
+
+        _record(resolve_root(learning_dir), agent, "session-start", f"failed: {type(exc).__name__}: {exc}", None, None)
+        return 0
+    view = memoryview(out)
+    try:
+        while view:
+            view = view[os.write(1, view) :]
+    except OSError:
+        pass
+    return 0
+
+
+def session_end(agent: str, learning_dir: str | None) -> int:
+    data = _read_stdin()
+    _quiet_stdout()
+    from mecha.core.store.layout import resolve_root
+
+    root: object = resolve_root(learning_dir)
+    session_id = cwd = None
+    try:
+        from pathlib import Path
+
+        from mecha.core.agents.hooks import parse_hook_input, session_file
+        from mecha.core.agents.importing import import_sessions
+
+        from .context import Context, InitializationOptions
+
+        got = parse_hook_input(data)
+        session_id, cwd = got.session_id, got.cwd
+        ctx = Context.from_options(InitializationOptions(learning_dir=learning_dir)).with_voices(agent)
+        root = ctx.root
+        path = session_file(agent, got, home=Path.home())
+        # The session's cwd travels with its records: the reader takes each
+        # session's own working directory from the file, as `import` does.
+        report = import_sessions(ctx.store(), agent, path, voices=ctx.voices, ended=ended_event(got.hook_event_name))
+        what = _summary(report)
+        if report.queued:
+            from .jobs import start_pass
+
+            job = start_pass(ctx, "reflect")
+            what += f"; reflect pass {job.id} started"
+    except Exception as exc:
+        _record(root, agent, "session-end", f"failed: {type(exc).__name__}: {exc}", session_id, cwd)
+        return 0
+    _record(root, agent, "session-end", what, session_id, cwd)
+    return 0
+
+
+def ended_event(event: str) -> bool:
+    """Whether the hook's event means the session is over (`SessionEnd`),
+    rather than still going on (`PreCompact`)."""
+    return event == "SessionEnd"
+
+
+def _summary(report: object) -> str:
+    from mecha.core.agents.importing import ImportReport
+
+    assert isinstance(report, ImportReport)
+    if report.skipped:
+        return "skipped " + "; ".join(report.skipped)
+    if report.unchanged:
+        return "unchanged since it was last read: nothing new"
+    new = sum(len(s.fresh) for s in report.sessions)
+    held = sum(s.held for s in report.sessions)
+    said = f"queued {new} new intervention(s) as {', '.join(report.queued)}" if report.queued else "nothing new to queue"
+    if held:
+        said += f"; {held} refusal(s) wait for the reason you give next"
+    if report.warnings:
+        said += "; warnings: " + "; ".join(report.warnings)
+    return said

@@ -1,0 +1,184 @@
+"""Figure 11: the agents' hooks, as Claude Code runs them.
+
+Measured as a user has it: a regular install (`cold.RegularInstall`: a fresh
+venv and `pip install <checkout>`, not `-e`), the hooks put into a temp
+HOME's `~/.claude/settings.json` by that install's own `hooks install
+claude`, and each installed command run the way the agent runs it — `sh -c
+COMMAND` with the hook's JSON on stdin, the project as the working directory
+— timed from spawn to exit. The baseline is `sh -c '<venv python> -c pass'`,
+the same shell around a bare interpreter of that venv.
+
+- **session end**: a generated Claude Code session of 25 MB (read once
+  before timing, as the previous session end would have), grown by one turn
+  — an answer and the person's correction — before each run. A run counts
+  only if it did what it is reported as: the hook log's line for it says it
+  queued exactly that one new intervention. Each run starts a reflect pass
+  (no model configured here, so it ends at once); it is waited for between
+  runs, untimed, so one run's pass does not load the next.
+- **session start**: with a proposal pending, so the run reads the proposals
+  and prints its line (checked on every run).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+import resource
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
+
+from .claude_import import _session, _words
+from .cold import RegularInstall
+from .common import Figure, child_env, interleaved, median
+
+SESSION_MB = 25
+SID = "b3f1c2d4-0000-4000-8000-00000000ab25"
+END_GOAL_MS = 300.0
+
+
+def _settled(store: Path, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        states = [json.loads(p.read_text()).get("state") for p in (store / "jobs").glob("*.json")]
+        if all(s != "running" for s in states):
+            return
+        time.sleep(0.05)
+    raise RuntimeError("a reflect pass started by the hook did not finish")
+
+
+#: CPU seconds (user + system) of each timed run's own processes — the shell
+#: and the hook, not the detached pass it starts — by what was run.
+CPU: dict[str, list[float]] = {}
+
+
+def _time(argv: list[str], stdin: bytes, cwd: Path, env: dict[str, str], what: str = "") -> tuple[float, bytes]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    done = subprocess.run(argv, input=stdin, cwd=cwd, env=env, capture_output=True)
+    elapsed = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise RuntimeError(f"{argv} exited {done.returncode}: {done.stderr[-500:]!r}")
+    if what:
+        CPU.setdefault(what, []).append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return elapsed, done.stdout
+
+
+def run(rounds: int) -> list[Figure]:
+    env = child_env()
+    with tempfile.TemporaryDirectory(prefix="mecha-bench-") as tmp, contextlib.chdir(tmp):
+        print("  building a regular install (venv + pip install of the checkout) …", file=sys.stderr, flush=True)
+        install = RegularInstall(Path(tmp))
+        home, project, store = Path(tmp) / "home", Path(tmp) / "proj", Path(tmp) / "store"
+        (project / ".git").mkdir(parents=True)
+        home.mkdir()
+        env = {**env, "HOME": str(home)}
+        LearningStore.open(store).write_proposal(
+            Proposal(id="p-bench", domain="behavior", status=ProposalStatus.PENDING, reflexion_ids=[], rules_before=[],
+                     rules=[], evidence="", created_at="2026-11-01T10:00:00Z")
+        )
+        done = subprocess.run([str(install.script), "hooks", "install", "claude", "--learning-dir", str(store)],
+                              cwd=project, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"hooks install failed: {done.stderr}")
+        settings = json.loads((home / ".claude" / "settings.json").read_text())
+        end = settings["hooks"]["SessionEnd"][0]["hooks"][0]["command"]
+        start = settings["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+
+        rng = random.Random(11)
+        transcript = home / ".claude" / "projects" / str(project).replace("/", "-") / f"{SID}.jsonl"
+        transcript.parent.mkdir(parents=True)
+        transcript.write_text(_session(rng, SID, str(project), SESSION_MB * 1_000_000))
+        size_mb = transcript.stat().st_size / 1e6
+        payload = json.dumps({"session_id": SID, "transcript_path": str(transcript), "cwd": str(project),
+                              "hook_event_name": "SessionEnd", "reason": "other"}).encode()
+        start_payload = json.dumps({"session_id": SID, "transcript_path": str(transcript), "cwd": str(project),
+                                    "hook_event_name": "SessionStart", "source": "startup"}).encode()
+        log = store / "logs" / "hooks.log"
+        base = {"isSidechain": False, "userType": "external", "cwd": str(project), "sessionId": SID, "version": "2.0.30"}
+        turn = 0
+
+        def grow() -> None:
+            nonlocal turn
+            turn += 1
+            lines = [
+                {**base, "type": "assistant", "uuid": f"grow-a{turn}", "message": {
+                    "id": f"msg_grow_{turn}", "type": "message", "role": "assistant", "model": "claude-x",
+                    "content": [{"type": "text", "text": "Done: " + _words(rng, 20)}]}},
+                {**base, "type": "user", "uuid": f"grow-u{turn}", "message": {
+                    "role": "user", "content": f"Actually, round {turn}: " + _words(rng, 12)}},
+            ]
+            with transcript.open("a") as f:
+                f.write("".join(json.dumps(line) + "\n" for line in lines))
+
+        _time(["sh", "-c", end], payload, project, env)  # the first read of the whole session, untimed
+        _settled(store)
+
+        def session_end() -> float:
+            grow()
+            elapsed, out = _time(["sh", "-c", end], payload, project, env, "end")
+            last = log.read_text().splitlines()[-1]
+            if out or "queued 1 new intervention(s)" not in last:
+                raise RuntimeError(f"a session-end run did not queue exactly the one new turn: {last!r}, stdout {out!r}")
+            _settled(store)
+            return elapsed
+
+        def session_start() -> float:
+            elapsed, out = _time(["sh", "-c", start], start_payload, project, env, "start")
+            if not json.loads(out)["systemMessage"].startswith("mecha: 1 rule proposal awaits"):
+                raise RuntimeError(f"the session-start run printed {out!r}")
+            return elapsed
+
+        bare = ["sh", "-c", shlex.join([str(install.python), "-c", "pass"])]
+        session_start()
+        times = interleaved(
+            rounds,
+            {
+                "pass": lambda: _time(bare, b"", project, env, "pass")[0],
+                "end": session_end,
+                "start": session_start,
+            },
+        )
+    t = {k: median(v) for k, v in times.items()}
+    cpu = {k: median(v) for k, v in CPU.items()}
+    CPU.clear()
+    return [
+        Figure(
+            key="hook_session_end",
+            title=f"Claude Code session-end hook, regular install: a {size_mb:.0f} MB session grown by one turn "
+            "(read, one intervention queued, reflect pass spawned)",
+            subject=t["end"] * 1e3,
+            baseline=t["pass"] * 1e3,
+            unit="ms",
+            subject_label="sh -c '<hook>'",
+            baseline_label="sh -c 'python -c pass', same venv",
+            ratio=t["end"] / t["pass"],
+            goal=f"< {END_GOAL_MS:.0f} ms",
+            met=t["end"] * 1e3 < END_GOAL_MS,
+            notes=[f"slowest of {rounds}: {max(times['end']) * 1e3:.0f} ms",
+                   f"CPU time (user + system): {cpu['end'] * 1e3:.0f} ms, python -c pass {cpu['pass'] * 1e3:.0f} ms"],
+            extra={"rounds": rounds, "session_mb": size_mb, "end_max_s": max(times["end"]), "end_cpu_s": cpu["end"],
+                   "pass_cpu_s": cpu["pass"]},
+        ),
+        Figure(
+            key="hook_session_start",
+            title="Claude Code session-start hook, regular install, one proposal pending (its line printed)",
+            subject=t["start"] * 1e3,
+            baseline=t["pass"] * 1e3,
+            unit="ms",
+            subject_label="sh -c '<hook>'",
+            baseline_label="sh -c 'python -c pass', same venv",
+            ratio=t["start"] / t["pass"],
+            goal="≤ 2×",
+            met=t["start"] / t["pass"] <= 2.0,
+            notes=[f"CPU time (user + system): {cpu['start'] * 1e3:.0f} ms, python -c pass {cpu['pass'] * 1e3:.0f} ms"],
+            extra={"rounds": rounds, "start_cpu_s": cpu["start"], "pass_cpu_s": cpu["pass"]},
+        ),
+    ]
