@@ -305,3 +305,81 @@ def test_an_accept_with_export_targets_that_fail_lands_and_names_each_failed_exp
     # At a terminal: a named error, exit 1, no traceback.
     refused = cli("export", "agents", str(loop))
     assert refused.returncode == 1 and "ExportFailed:" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def _inbox_interventions(store: Path) -> list[str]:
+    """The person's words in every entry waiting in the inbox (claimed or
+    not), as queued."""
+    said = []
+    for path in sorted((store / "inbox").iterdir()):
+        if path.is_file() and not path.name.startswith(".") and not path.name.endswith(".tmp"):
+            said += [p["intervention"]["text"] for p in json.loads(path.read_bytes()).get("plans") or []]
+    return said
+
+
+def _staged_by(store: Path, pid: int) -> bool:
+    """Whether the import with `pid` has read and staged its entries (it
+    waits for the writer lock next, to queue them)."""
+    return any(d.is_dir() and any(d.glob("*.json")) for d in (store / "inbox").glob(f".import-{pid}-*"))
+
+
+def test_two_imports_racing_over_a_growing_session_lose_no_intervention(env, store_dir, tmp_path):
+    # Pins: two `import claude` runs over a session that grew between their
+    # reads, the earlier read committing first: the later one found its
+    # first intervention queued (a race), dropped its entry, and recorded
+    # the grown file as read with no keys — so the appended intervention was
+    # never queued, and every later import skipped the file as unchanged.
+    # The order is forced with real processes: the test holds the store's
+    # writer lock while both read, and stops the later one until the
+    # earlier has committed.
+    import os
+    import signal
+
+    from mecha.core.store.learning_store import LearningStore
+
+    from .conftest import wait_until
+
+    project = tmp_path / "home" / ".claude" / "projects" / "-home-pat-shop"
+    project.mkdir(parents=True)
+    session = project / "7d1c9a52-0b3e-4c1a-9f00-5a6b7c8d9e0f.jsonl"
+    cc = Claude(session=session.stem, cwd="/home/pat/shop")
+    cc.user("Tidy the changelog for the release.")
+    cc.assistant(text("Done: three entries merged."))
+    cc.user("Keep each changelog entry to one line.")
+    cc.assistant(text("Shortened them."))
+    session.write_bytes(cc.bytes())
+
+    store = LearningStore.open(store_dir)
+    argv = [sys.executable, "-m", "mecha.sidecar", "--learning-dir", str(store_dir), "import", "claude", "--no-wait"]
+
+    def start() -> subprocess.Popen[str]:
+        return subprocess.Popen(argv, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    lock = store.lock()
+    try:
+        first = start()
+        wait_until(lambda: _staged_by(store_dir, first.pid), "the first import to read the session")
+        cc.user("Date each entry, too.")
+        cc.assistant(text("Dated them."))
+        session.write_bytes(cc.bytes())  # the person kept working: the session grew
+        second = start()
+        wait_until(lambda: _staged_by(store_dir, second.pid), "the second import to read the grown session")
+        os.kill(second.pid, signal.SIGSTOP)
+    finally:
+        lock.release()
+    try:
+        out, err = first.communicate(timeout=WAIT_S)
+        assert first.returncode == 0, err
+    finally:
+        os.kill(second.pid, signal.SIGCONT)
+    out, err = second.communicate(timeout=WAIT_S)
+    assert second.returncode == 0, err
+
+    again = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=WAIT_S)
+    assert again.returncode == 0, again.stderr
+    from tests.processes import wait_for_passes
+
+    wait_for_passes(store_dir, timeout=WAIT_S)
+    assert sorted(_inbox_interventions(store_dir)) == ["Date each entry, too.", "Keep each changelog entry to one line."]
+    keys = [k for r in store_lines(store_dir, "imported.jsonl") for k in r.get("keys", [])]
+    assert len(keys) == len(set(keys)) == 2, store_lines(store_dir, "imported.jsonl")
