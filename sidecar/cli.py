@@ -144,7 +144,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("agent", nargs="?", choices=["claude", "codex"], help="install / uninstall: which agent")
     s.add_argument("--scope", choices=["user", "project"],
                    help="user: ~/.claude or ~/.codex (the default); project: the .claude or .codex folder of "
-                   "the git repository this runs in")
+                   "the project this runs in (its git root)")
 
     sub.add_parser("jobs", help="recent background passes")
     s = sub.add_parser("inbox", help="what waits for reflection; retry or drop what a pass set aside")
@@ -489,7 +489,6 @@ def _hooks(ctx: Any, args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from mecha.core.agents import hooks as hk
-    from mecha.core.errors import InvalidInput
 
     from . import humane
 
@@ -500,10 +499,7 @@ def _hooks(ctx: Any, args: argparse.Namespace) -> int:
         rows = []
         for agent in agents:
             for scope in scopes:
-                try:
-                    path = hk.settings_path(agent, scope, home=home, cwd=cwd)
-                except InvalidInput:
-                    continue  # not in a project: no project scope to show
+                path = hk.settings_path(agent, scope, home=home, cwd=cwd)
                 rows.append({"agent": agent, "scope": scope, **humane.builtins(hk.installed(hk.read_settings(path), agent))})
         result = {"files": rows, "store": str(ctx.root), "log": hk.hook_log_tail(ctx.root)}
         _emit(args, result, humane.hooks_status)
