@@ -200,6 +200,26 @@ class ProposalResult(msgspec.Struct):
     proposal: Proposal
 
 
+class ExportResult(msgspec.Struct):
+    """One `[export]` target of `sidecar.toml` that an accept rewrote."""
+
+    #: The file as configured (or the config file, when its `[export]`
+    #: table could not be read).
+    path: str
+    #: Whether the file was written (`false`: already up to date, or failed).
+    changed: bool = False
+    #: Why the export failed, naming the file (`ExportFailed: …`); `null`
+    #: when it did not. The accept stands either way.
+    error: str | None = None
+
+
+class AcceptProposalResult(msgspec.Struct):
+    proposal: Proposal
+    #: Every configured export target, in the order configured; empty when
+    #: none is configured.
+    exports: list[ExportResult] = msgspec.field(default_factory=list)
+
+
 class ProposalWithDiffResult(msgspec.Struct):
     proposal: Proposal
     diff: str
@@ -337,7 +357,7 @@ METHODS: dict[str, Method] = {
         _m("mecha/proposals", ProposalsParams, ProposalsResult, "Proposals, oldest first."),
         _m("mecha/proposal", IdParams, ProposalWithDiffResult,
            "One proposal by id or unique prefix, with the diff of the rendered block."),
-        _m("mecha/acceptProposal", IdParams, ProposalResult,
+        _m("mecha/acceptProposal", IdParams, AcceptProposalResult,
            "Accept a pending proposal: the only writer of a learned rules file."),
         _m("mecha/rejectProposal", RejectProposalParams, ProposalResult, "Reject a pending proposal."),
         _m("mecha/proposeRetirement", ProposeRetirementParams, ProposalResult,

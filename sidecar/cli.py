@@ -145,7 +145,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("agent", nargs="?", choices=["claude", "codex"], help="install / uninstall: which agent")
     s.add_argument("--scope", choices=["user", "project"],
                    help="user: ~/.claude or ~/.codex (the default); project: the .claude or .codex folder of "
-                   "the git repository this runs in")
+                   "the project this runs in (its git root)")
 
     sub.add_parser("jobs", help="recent background passes")
     s = sub.add_parser("inbox", help="what waits for reflection; retry or drop what a pass set aside")
@@ -372,6 +372,9 @@ def _proposals(ctx: Any, args: argparse.Namespace) -> int:
     if args.action == "accept":
         result = call(ctx, "mecha/acceptProposal", {"id": args.id})
         _emit(args, result, lambda r: "accepted " + humane.proposal_line(r["proposal"]))
+        for export in result.get("exports", []):
+            if export.get("error"):
+                print(f"mecha-sidecar: warning: the accept stands, but the export failed: {export['error']}", file=sys.stderr)
         return 0
     result = call(ctx, "mecha/rejectProposal", {"id": args.id, "reason": args.reason})
     _emit(args, result, lambda r: "rejected " + humane.proposal_line(r["proposal"]))
@@ -493,7 +496,6 @@ def _hooks(ctx: Any, args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from mecha.core.agents import hooks as hk
-    from mecha.core.errors import InvalidInput
 
     from . import humane
 
@@ -504,10 +506,7 @@ def _hooks(ctx: Any, args: argparse.Namespace) -> int:
         rows = []
         for agent in agents:
             for scope in scopes:
-                try:
-                    path = hk.settings_path(agent, scope, home=home, cwd=cwd)
-                except InvalidInput:
-                    continue  # not in a project: no project scope to show
+                path = hk.settings_path(agent, scope, home=home, cwd=cwd)
                 rows.append({"agent": agent, "scope": scope, **humane.builtins(hk.installed(hk.read_settings(path), agent))})
         result = {"files": rows, "store": str(ctx.root), "log": hk.hook_log_tail(ctx.root)}
         _emit(args, result, humane.hooks_status)

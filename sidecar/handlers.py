@@ -320,41 +320,48 @@ def proposal(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.ProposalWithDiffR
 
 
 @handles("mecha/acceptProposal")
-def accept(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.ProposalResult:
+def accept(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.AcceptProposalResult:
     from mecha.core.learning.proposals import accept_proposal
 
-    result = m.ProposalResult(proposal=accept_proposal(ctx.store(), p.id))
-    reexport(ctx)
-    return result
+    accepted = accept_proposal(ctx.store(), p.id)
+    return m.AcceptProposalResult(proposal=accepted, exports=reexport(ctx))
 
 
-def reexport(ctx: Context) -> list[str]:
+def reexport(ctx: Context) -> list[m.ExportResult]:
     """Rewrite every `[export]` target of `sidecar.toml` with the block a run
     now gets, so an accept reaches the other agents too. The accept has
     already happened: a target that cannot be written is logged and
-    reported, never an error of the accept."""
+    reported in the result, never an error of the accept — whatever went
+    wrong, an error here would tell the client the accept failed when it
+    had landed."""
     import logging
 
     from mecha.core.agents.export import configured_targets, export_block
     from mecha.core.providers.config import default_config_path
 
     log = logging.getLogger(__name__)
+    config = default_config_path()
     try:
-        targets = configured_targets(default_config_path())
+        targets = configured_targets(config)
     except InvalidInput as exc:
         log.warning("export targets not read: %s", exc)
-        return [str(exc)]
+        return [m.ExportResult(path=str(config), error=f"{type(exc).__name__}: {exc}")]
     if not targets:
         return []
     block = HANDLERS["mecha/rulesPromptBlock"](ctx, m.RulesPromptBlockParams(), Cancel()).block
-    failures = []
+    results = []
     for target in targets:
         try:
-            export_block(target, block)
-        except (InvalidInput, OSError) as exc:
-            log.warning("export to %s failed: %s", target, exc)
-            failures.append(f"{target}: {exc}")
-    return failures
+            outcome = export_block(target, block)
+        except Exception as exc:  # whatever it is, the accept stands (see the docstring)
+            if isinstance(exc, InvalidInput):
+                log.warning("export to %s failed: %s", target, exc)
+            else:
+                log.exception("export to %s failed", target)
+            results.append(m.ExportResult(path=str(target), error=f"{type(exc).__name__}: {exc}"))
+        else:
+            results.append(m.ExportResult(path=str(target), changed=outcome.changed))
+    return results
 
 
 @handles("mecha/rejectProposal")

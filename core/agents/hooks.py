@@ -46,6 +46,7 @@ from typing import Any
 import msgspec
 
 from mecha.core.errors import InvalidInput
+from mecha.core.store.layout import project_root
 
 AGENTS = ("claude", "codex")
 SCOPES = ("user", "project")
@@ -117,29 +118,16 @@ def validate_agent(agent: str) -> str:
 # ─── where ──────────────────────────────────────────────────────────────────
 
 
-def git_root(start: Path) -> Path | None:
-    """The nearest directory at or above `start` holding `.git` (a folder,
-    or the file a worktree or submodule has): the project a session ran in."""
-    here = start.absolute()
-    for folder in (here, *here.parents):
-        if (folder / ".git").exists():
-            return folder
-    return None
-
-
 def settings_path(agent: str, scope: str, *, home: Path, cwd: Path) -> Path:
     """The agent's hook settings file for `scope`: under the home directory,
-    or under the git root of `cwd` (an error when there is none)."""
+    or under the project `cwd` is in — its git root, else `cwd` itself, as
+    a lesson's project is found (`layout.project_root`)."""
     parts = SETTINGS_FILES[validate_agent(agent)]
     if scope == "user":
         return home.joinpath(*parts)
     if scope != "project":
         raise InvalidInput(f"unknown scope {scope!r}: user or project")
-    root = git_root(cwd)
-    if root is None:
-        raise InvalidInput(f"{cwd}: not inside a git repository, so there is no project to install into; "
-                           "run this from the project, or use --scope user")
-    return root.joinpath(*parts)
+    return Path(project_root(cwd)).joinpath(*parts)
 
 
 # ─── the command ────────────────────────────────────────────────────────────

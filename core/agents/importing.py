@@ -360,7 +360,11 @@ def import_sessions(
         if dry_run:
             return report
         if staged:
-            _commit(store, report, staged)
+
+            def read_again(plan: SessionPlan, on_file: Counter[str], seen: set[str]) -> tuple[SessionPlan, Path | None] | None:
+                return _read_again(store, plan, on_file, seen, staging, policy=policy, voices=voices, ended=ended)
+
+            _commit(store, report, staged, read_again)
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
@@ -385,28 +389,91 @@ def _what_it_is(found: str | None) -> str:
     return f"it reads as {FORMAT_NAMES[found]}" if found else "not a session file of any known format"
 
 
-def _commit(store: LearningStore, report: ImportReport, staged: list[tuple[SessionPlan, Path | None]]) -> None:
-    """Under the writer lock: drop what another import queued meanwhile,
-    move the staged entries into the inbox, record what was read."""
+ReadAgain = Callable[[SessionPlan, Counter[str], set[str]], tuple[SessionPlan, Path | None] | None]
+
+
+def _read_again(
+    store: LearningStore,
+    plan: SessionPlan,
+    on_file: Counter[str],
+    seen: set[str],
+    staging: Path | None,
+    *,
+    policy: TaintPolicy | None,
+    voices: Voices,
+    ended: bool,
+) -> tuple[SessionPlan, Path | None] | None:
+    """`plan`'s file read and planned again, now, against the keys on file
+    (`on_file`, not consumed) and the sessions imported before (`seen`),
+    its new entry staged; `None` when it can no longer be read. Caller
+    holds the writer lock, so what it plans is what it queues."""
+    path = Path(plan.path)
+    try:
+        st = path.stat()
+        read = _read_file(path, plan.source, policy)
+    except (OSError, InvalidInput):
+        return None
+    again = plan_session(
+        read,
+        live=not ended and time.time() - st.st_mtime < LIVE_WINDOW_S,
+        path=plan.path,
+        size=st.st_size,
+        mtime_ns=st.st_mtime_ns,
+        voices=voices,
+        on_file=Counter(on_file),
+        imported_before=read.session_id in seen,
+    )
+    if again.entry is None:
+        return again, None
+    staged = stage(staging if staging is not None else staging_dir(store), again.entry)
+    again.entry = None
+    return again, staged
+
+
+def _commit(
+    store: LearningStore,
+    report: ImportReport,
+    staged: list[tuple[SessionPlan, Path | None]],
+    read_again: ReadAgain,
+) -> None:
+    """Under the writer lock: move the staged entries into the inbox and
+    record what was read.
+
+    Another import may have queued some of a file's interventions since
+    this one read it — from an older read of the same file, perhaps, while
+    this read saw it grown. Such a file is read and planned again here,
+    under the lock, so the new part is queued now; a record never says a
+    file was read further than what was queued from it (the record of a
+    grown file with no keys made every later import skip it as unchanged,
+    and its new interventions were lost)."""
     stamp = now()
     with store.lock():
         records = store.imports()
         on_file: Counter[str] = Counter(k for r in records if r.source == report.source for k in r.keys)
+        seen = {r.session_id for r in records if r.source == report.source}
         mined = store.mined_sessions()
         waiting = queued_session_ids(store)
         out: list[ImportRecord] = []
         for plan, staged_path in staged:
             queued_as = None
             keys = plan.fresh_keys
+            if staged_path is not None and any(on_file[k] > 0 for k in keys):
+                found = read_again(plan, on_file, seen)
+                if found is None:
+                    continue  # gone or unreadable now: nothing read is recorded
+                plan, staged_path = found
+                keys = plan.fresh_keys
             if staged_path is not None:
                 entry_id = _entry_id(staged_path)
-                raced = any(on_file[k] > 0 for k in keys)
-                if raced or entry_id in mined or entry_id in waiting:
+                if entry_id in mined or entry_id in waiting:
                     keys = []
                 else:
                     admit_staged(store, staged_path)
                     queued_as = entry_id
                     report.queued.append(entry_id)
+                    on_file.update(keys)
+                    seen.add(plan.session_id)
+                    waiting.add(entry_id)
             out.append(
                 ImportRecord(
                     source=plan.source,

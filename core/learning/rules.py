@@ -194,6 +194,17 @@ def budget_refuses(active_before: int, active_after: int) -> bool:
     return active_after > MAX_ACTIVE_RULES_PER_DOMAIN and active_after > active_before
 
 
+def one_line(text: str) -> str:
+    """A rule's text as the one line the block gives it: every line break
+    (any that `str.splitlines` knows) and the blanks around it become one
+    space. Text without one is returned as it is, so its block and hash do
+    not change."""
+    parts = text.splitlines()
+    if len(parts) <= 1 and text == (parts[0] if parts else ""):
+        return text
+    return " ".join(p.strip() for p in parts if p.strip())
+
+
 #: What a project's section adds to its domain's heading, so the model can
 #: tell a repository's conventions from the person's standing rules.
 PROJECT_SECTION_SUFFIX = " (this project)"
@@ -209,8 +220,12 @@ def domain_rules_section(
 ) -> str | None:
     """One domain's section in one scope: its heading (`section_heading`)
     then a `- <text>` line per active rule, user rules first. `None` when
-    nothing in it is active."""
-    lines = [f"- {r.text}" for r in (*user, *learned) if r.active()]
+    nothing in it is active.
+
+    Each rule is one line (`one_line`), whatever its text holds: a rule with
+    a line break in it could otherwise start a heading of its own in the
+    block, or end the section an export writes it into."""
+    lines = [f"- {one_line(r.text)}" for r in (*user, *learned) if r.active()]
     if not lines:
         return None
     return section_heading(domain, project=project) + "\n" + "\n".join(lines)

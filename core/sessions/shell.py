@@ -19,6 +19,13 @@ unquoted here-documents (which expand) and redirections are all walked, and
 every command found anywhere must pass. A Codex argv array
 (`["bash", "-lc", "…"]`, `["ls", "-la"]`) is checked as the argv it is.
 
+The lines judged are ones an agent wrote before any stranger's text reached
+it (after that, the conversation is untrusted anyway): the decision is built
+to see through every way an agent spells a command, not to out-think a line
+crafted to hide one in a variable's value that bash later runs as code
+(arithmetic on an array subscript, say) — although each such spelling it
+knows of (`eval`, `${x@P}`, `trap`, an alias, a function) is untrusted.
+
 What "local" means is the trust model's: reading a file on the machine, or
 running a repository's tests, trusts what that file or that code prints as
 the person's own. For a repository cloned from a stranger, that is a
@@ -64,12 +71,11 @@ PROGRAMS = frozenset(
         # the shell's own and the machine's state
         "cd", "pushd", "popd", "echo", "printf", "true", "false", ":", "test", "[", "set", "shift",
         "exit", "return", "read", "wait", "sleep", "date", "whoami", "id", "uname", "which", "type",
-        "printenv", "nproc", "ps", "kill", "umask", "ulimit", "hash", "clear", "break", "continue",
-        # compilers, formatters, linters and test runners: they run the
-        # repository's own code (see the module docstring)
+        "printenv", "nproc", "ps", "kill", "umask", "ulimit", "clear", "break", "continue",
+        # formatters, linters and test runners: they run the repository's
+        # own code (see the module docstring)
         "pytest", "py.test", "ruff", "black", "isort", "flake8", "pyflakes", "pylint",
         "tsc", "eslint", "prettier", "jest", "vitest", "mocha", "gofmt", "rustfmt",
-        "cc", "gcc", "g++", "clang", "clang++", "rustc",
     }
 )
 
@@ -146,7 +152,8 @@ _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh"})
 class ShellTrust(msgspec.Struct, frozen=True, kw_only=True):
     """A person's changes to the allowlist: entries `"make"` (a program,
     any arguments) or `"git fetch"` (a program's subcommand — its first
-    argument that is not an option)."""
+    argument that is not an option, git's past its global options). A
+    distrusted entry wins over the defaults and over a trusted one."""
 
     trusted: frozenset[str] = frozenset()
     distrusted: frozenset[str] = frozenset()
@@ -268,6 +275,8 @@ class _Check:
             return True
         if kind == "file_redirect":
             return self.redirect(node, depth)
+        if kind == "expansion" and "@P" in _text(node):
+            return False  # `${x@P}` runs what a prompt string holds
         if kind in _WALKED:
             return all(self.node(c, depth) for c in node.children)
         # A function definition (and then a call to a name nobody listed),
@@ -345,6 +354,8 @@ class _Check:
             return not any(a is None or a == "--pre" or a.startswith("--pre=") for a in args)
         if name == "mypy":
             return "--install-types" not in args
+        if name == "sort":  # `--compress-program=PROG` runs one
+            return not any(a is None or a.startswith("--compress") for a in args)
         if name in SUBCOMMANDS:
             return sub in SUBCOMMANDS[name]
         return name in PROGRAMS
@@ -441,6 +452,19 @@ def _timeout(args: list[str | None]) -> list[str | None] | None:
     return None if not rest else rest[1:]  # the duration, then the command
 
 
+def _project_run(args: list[str | None]) -> list[str | None] | None:
+    """`uv run CMD`, `poetry run CMD`: CMD in the project's environment (not
+    `--with`, which adds a package from elsewhere to it)."""
+    if not args or args[0] != "run":
+        return None
+    return _options(
+        args[1:],
+        flags=("--frozen", "--locked", "--offline", "--no-sync", "--all-extras", "--no-dev", "--dev", "--isolated", "-q", "--quiet", "-v", "--verbose"),
+        valued=("--python", "-p", "--project", "--directory", "--package", "--extra", "--group", "--only-group"),
+        attached=("--python=", "--project=", "--directory=", "--package=", "--extra=", "--group=", "--only-group="),
+    )
+
+
 _WRAPPERS: dict[str, Callable[[list[str | None]], list[str | None] | None]] = {
     "sudo": lambda a: _options(
         a,
@@ -449,6 +473,8 @@ _WRAPPERS: dict[str, Callable[[list[str | None]], list[str | None] | None]] = {
         attached=("--user=", "--group=", "--chdir=", "--prompt=", "--preserve-env="),
     ),
     "env": _env,
+    "uv": _project_run,
+    "poetry": _project_run,
     "nice": lambda a: _options(a, valued=("-n", "--adjustment"), attached=("--adjustment=", "-1", "-2", "-3", "-4", "-5", "-6", "-7", "-8", "-9")),
     "nohup": lambda a: _options(a),
     "timeout": _timeout,

@@ -50,6 +50,7 @@ LOCAL: list[tuple[str, list[str]]] = [
     ("python", ["-m", "pytest", "tests/test_totals.py"]),
     ("python3", ["-m", "unittest", "discover"]),
     ("cargo", ["test", "--all"]),
+    ("uv", ["run", "pytest", "-q"]),
     ("go", ["test", "./..."]),
     ("npm", ["test"]),
     ("mypy", ["src/"]),

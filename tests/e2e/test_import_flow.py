@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.core.ccfixture import Claude, Codex, text, use
+from tests.wire.conftest import spawn_sidecar  # noqa: F401 - the fixture
 
 from .conftest import CLEAN, WAIT_S, steer_session, store_lines
 
@@ -265,7 +266,120 @@ def test_an_export_target_that_cannot_be_written_never_fails_the_accept(tmp_path
     (tmp_path / "store" / "rules").mkdir(parents=True)
     (tmp_path / "store" / "rules" / "behavior.user.toml").write_text('[[rules]]\nid = "u1"\ntext = "Answer in English."\n')
     ctx = Context.from_options(InitializationOptions(learning_dir=str(tmp_path / "store")))
-    failures = reexport(ctx)
-    assert len(failures) == 1 and "bad.md" in failures[0] and "markers are damaged" in failures[0]
+    results = reexport(ctx)
+    assert [r.path for r in results] == [str(bad), str(good)]
+    assert "markers are damaged" in (results[0].error or "") and not results[0].changed
+    assert results[1].changed and results[1].error is None
     assert bad.read_text() == "<!-- mecha:rules:end -->\nmine\n"
     assert "Answer in English." in good.read_text()
+
+
+def test_an_accept_with_export_targets_that_fail_lands_and_names_each_failed_export(spawn_sidecar, tmp_path, cli):  # noqa: F811
+    # Pins: an accept with a looping export target answering -32603 after the
+    # accept had landed; a read-only target rewritten anyway.
+    from tests.reliability.fuzz import PENDING_ID, build_template
+
+    root = tmp_path / "learning"
+    build_template(root)
+    loop = tmp_path / "loop.md"
+    loop.symlink_to(loop)
+    locked = tmp_path / "locked.md"
+    locked.write_text("# Mine\n")
+    locked.chmod(0o444)
+    good = tmp_path / "AGENTS.md"
+    config = tmp_path / "sidecar.toml"
+    config.write_text(f'[export]\nagents = ["{loop}", "{locked}", "{good}"]\n')
+    sc = spawn_sidecar(env={"MECHA_SIDECAR_CONFIG": str(config)})
+    result = sc.call("mecha/acceptProposal", {"id": PENDING_ID})
+    assert result["proposal"]["status"] == "accepted"
+    exports = {e["path"]: e for e in result["exports"]}
+    assert list(exports) == [str(loop), str(locked), str(good)]
+    assert exports[str(loop)]["error"].startswith("ExportFailed: ") and "symbolic links" in exports[str(loop)]["error"]
+    assert "read-only (mode 0444)" in exports[str(locked)]["error"] and not exports[str(locked)]["changed"]
+    assert exports[str(good)] == {"path": str(good), "changed": True, "error": None}
+    assert locked.read_text() == "# Mine\n" and "Run the tests before committing" in good.read_text()
+    listed = sc.call("mecha/proposals", {"status": "accepted"})["proposals"]
+    assert PENDING_ID in {p["id"] for p in listed}
+    sc.close()
+
+    # At a terminal: a named error, exit 1, no traceback.
+    refused = cli("export", "agents", str(loop))
+    assert refused.returncode == 1 and "ExportFailed:" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def _inbox_interventions(store: Path) -> list[str]:
+    """The person's words in every entry waiting in the inbox (claimed or
+    not), as queued."""
+    said = []
+    for path in sorted((store / "inbox").iterdir()):
+        if path.is_file() and not path.name.startswith(".") and not path.name.endswith(".tmp"):
+            said += [p["intervention"]["text"] for p in json.loads(path.read_bytes()).get("plans") or []]
+    return said
+
+
+def _staged_by(store: Path, pid: int) -> bool:
+    """Whether the import with `pid` has read and staged its entries (it
+    waits for the writer lock next, to queue them)."""
+    return any(d.is_dir() and any(d.glob("*.json")) for d in (store / "inbox").glob(f".import-{pid}-*"))
+
+
+def test_two_imports_racing_over_a_growing_session_lose_no_intervention(env, store_dir, tmp_path):
+    # Pins: two `import claude` runs over a session that grew between their
+    # reads, the earlier read committing first: the later one found its
+    # first intervention queued (a race), dropped its entry, and recorded
+    # the grown file as read with no keys — so the appended intervention was
+    # never queued, and every later import skipped the file as unchanged.
+    # The order is forced with real processes: the test holds the store's
+    # writer lock while both read, and stops the later one until the
+    # earlier has committed.
+    import os
+    import signal
+
+    from mecha.core.store.learning_store import LearningStore
+
+    from .conftest import wait_until
+
+    project = tmp_path / "home" / ".claude" / "projects" / "-home-pat-shop"
+    project.mkdir(parents=True)
+    session = project / "7d1c9a52-0b3e-4c1a-9f00-5a6b7c8d9e0f.jsonl"
+    cc = Claude(session=session.stem, cwd="/home/pat/shop")
+    cc.user("Tidy the changelog for the release.")
+    cc.assistant(text("Done: three entries merged."))
+    cc.user("Keep each changelog entry to one line.")
+    cc.assistant(text("Shortened them."))
+    session.write_bytes(cc.bytes())
+
+    store = LearningStore.open(store_dir)
+    argv = [sys.executable, "-m", "mecha.sidecar", "--learning-dir", str(store_dir), "import", "claude", "--no-wait"]
+
+    def start() -> subprocess.Popen[str]:
+        return subprocess.Popen(argv, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    lock = store.lock()
+    try:
+        first = start()
+        wait_until(lambda: _staged_by(store_dir, first.pid), "the first import to read the session")
+        cc.user("Date each entry, too.")
+        cc.assistant(text("Dated them."))
+        session.write_bytes(cc.bytes())  # the person kept working: the session grew
+        second = start()
+        wait_until(lambda: _staged_by(store_dir, second.pid), "the second import to read the grown session")
+        os.kill(second.pid, signal.SIGSTOP)
+    finally:
+        lock.release()
+    try:
+        out, err = first.communicate(timeout=WAIT_S)
+        assert first.returncode == 0, err
+    finally:
+        os.kill(second.pid, signal.SIGCONT)
+    out, err = second.communicate(timeout=WAIT_S)
+    assert second.returncode == 0, err
+
+    again = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=WAIT_S)
+    assert again.returncode == 0, again.stderr
+    from tests.processes import wait_for_passes
+
+    wait_for_passes(store_dir, timeout=WAIT_S)
+    assert sorted(_inbox_interventions(store_dir)) == ["Date each entry, too.", "Keep each changelog entry to one line."]
+    keys = [k for r in store_lines(store_dir, "imported.jsonl") for k in r.get("keys", [])]
+    assert len(keys) == len(set(keys)) == 2, store_lines(store_dir, "imported.jsonl")

@@ -24,7 +24,7 @@ export const MECHA_METHODS = {
 
 /** `mecha.acceptProposal`: Accept a pending proposal (id or unique prefix). */
 export type AcceptProposalCommandArguments = [id: string];
-export type AcceptProposalCommandResult = ProposalResult;
+export type AcceptProposalCommandResult = AcceptProposalResult;
 
 /** `mecha.learnNow`: Start a learn pass for a domain. */
 export type LearnNowCommandArguments = [domain: string];
@@ -49,6 +49,18 @@ export type ShowProposalDiffCommandResult = ShowProposalDiffResult;
 /** `mecha.showRulesBlock`: The rules block a run would get. */
 export type ShowRulesBlockCommandArguments = [domain?: string];
 export type ShowRulesBlockCommandResult = RulesPromptBlockResult;
+
+export interface AcceptProposalResult {
+  exports: ExportResult[];
+  proposal: Proposal;
+}
+
+/** One `[export]` target of `sidecar.toml` that an accept rewrote. */
+export interface ExportResult {
+  changed: boolean;
+  error: string | null;
+  path: string;
+}
 
 export interface IdParams {
   id: string;
