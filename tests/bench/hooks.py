@@ -17,8 +17,8 @@ the same shell around a bare interpreter of that venv.
   runs, untimed, so one run's pass does not load the next.
 - **session start**: with a proposal pending, so the run reads the proposals
   and prints its line (checked on every run); also through the
-  `mecha-sidecar` console script, whose launcher imports `re` first — the
-  reason the installed command is `python -P -m mecha.sidecar`.
+  `mecha-sidecar` console script, whose launcher imports `re` first (the
+  installed command is `python -P -m mecha.sidecar`: `hooks.hook_program`).
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ def run(rounds: int) -> list[Figure]:
 
         bare = ["sh", "-c", shlex.join([str(install.python), "-c", "pass"])]
         # The same hook through the `mecha-sidecar` console script, whose
-        # launcher imports `re` first: why the hooks run `python -P -m`.
+        # launcher imports `re` first, for comparison.
         argv = shlex.split(start)
         if argv[1:4] != ["-P", "-m", "mecha.sidecar"]:
             raise RuntimeError(f"unexpected hook command {start!r}")
