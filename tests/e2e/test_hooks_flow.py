@@ -293,3 +293,21 @@ def test_a_refusal_the_session_ended_on_is_queued_at_its_end_and_held_before_a_c
     jobs_settled(store_dir)
     (entry,) = inbox_entries(store_dir)
     assert [p["intervention"]["trigger"] for p in entry["plans"]] == ["denial"]
+
+
+def test_a_settings_file_kept_in_a_dotfiles_checkout_stays_linked(env, home, project, tmp_path):
+    # Pins: install replacing the person's symbolic link with a plain file.
+    dotfiles = tmp_path / "dotfiles" / "claude-settings.json"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text('{\n  "model": "opus"\n}\n')
+    dotfiles.chmod(0o644)
+    link = home / ".claude" / "settings.json"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(dotfiles)
+    done = cli(env, project, "hooks", "install", "claude")
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink() and link.resolve() == dotfiles
+    assert sorted(commands(dotfiles)) == ["PreCompact", "SessionEnd", "SessionStart"]
+    assert dotfiles.stat().st_mode & 0o777 == 0o644
+    assert cli(env, project, "hooks", "uninstall", "claude").returncode == 0
+    assert dotfiles.read_text() == '{\n  "model": "opus"\n}\n' and link.is_symlink()
