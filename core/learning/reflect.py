@@ -23,7 +23,7 @@ from pathlib import Path
 import msgspec
 
 from mecha.core.errors import ModelFailure, NoModel, UnusableReply
-from mecha.core.learning.reflection import Reflector, Reflexion
+from mecha.core.learning.reflection import FoundAt, Reflector, Reflexion
 from mecha.core.learning.survey import Planned
 from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
 from mecha.core.store.inbox import DraftEntry, InboxEntry, SessionEntry, claim_all, entry_decoder, release, set_aside
@@ -143,6 +143,7 @@ async def _ask(
     session_id: str,
     progress: Progress,
     project: str | None = None,
+    file: str | None = None,
 ) -> _Answer | BaseException:
     async with gate.slots:
         if gate.stopped is not None:
@@ -165,6 +166,7 @@ async def _ask(
     r.session_id = session_id
     r.origin = plan.origin
     r.project = project
+    r.found = FoundAt(at=plan.intervention.at, file=file, line=plan.line)
     progress(f"{key}: lesson ({plan.origin.value}): {r.reflexion_text}")
     return _Answer(plan, key, reflexion=r)
 
@@ -283,6 +285,11 @@ class _Work(msgspec.Struct):
     plans: list[Planned]
     edits: bool
 
+    @property
+    def file(self) -> str | None:
+        """The session file an import read the work from, if one did."""
+        return self.entry.file if isinstance(self.entry, SessionEntry) else None
+
     @classmethod
     def of(cls, entry: InboxEntry, voices: Voices) -> _Work:
         plans = entry.surveyed(voices)
@@ -356,7 +363,7 @@ async def _reflect_entry(
     if todo:
         reflector = get_model()
         project = entry.project if isinstance(entry, SessionEntry) else None
-        asks = (_ask(gate, reflector, p, k, work.session_id, progress, project) for p, k in todo)
+        asks = (_ask(gate, reflector, p, k, work.session_id, progress, project, work.file) for p, k in todo)
         answers = list(await asyncio.gather(*asks))
     got = [a for a in answers if isinstance(a, _Answer)]
     interrupted = len(got) < len(answers)

@@ -91,6 +91,7 @@ from mecha.core.sessions.foreign import (
     TaintPolicy,
     TaintTimeline,
     bounded,
+    note_lines,
 )
 from mecha.core.sessions.mining import DENIAL_PREFIX
 from mecha.core.sessions.transcript import Block, Message, Taint
@@ -588,10 +589,14 @@ def read_claude_code(
     """One Claude Code session file as a wire transcript (see the module's
     docstring for every quirk handled)."""
     reader = _Reader(name, policy or CLAUDE_POLICY, is_subagent_path(path))
+    lines: list[int] = []
+    number = 0
     for number, raw, torn in reader.lines.lines(data):
         reader.line(number, raw, torn)
+        note_lines(lines, reader.out, number)
     reader.lines.finish()
     reader._flush_queued()
+    note_lines(lines, reader.out, number)
     base = reader.session_id or (path.stem if path is not None else "session")
     session_id = f"claude:{base}"
     if reader.sidechain_file and path is not None and path.stem != base:
@@ -605,4 +610,5 @@ def read_claude_code(
         project=reader.project,
         warnings=reader.lines.warnings,
         skipped_lines=reader.lines.skipped,
+        lines=lines,
     )

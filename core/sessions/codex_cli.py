@@ -68,6 +68,7 @@ from mecha.core.sessions.foreign import (
     TaintPolicy,
     TaintTimeline,
     bounded,
+    note_lines,
 )
 from mecha.core.sessions.mining import DENIAL_PREFIX
 from mecha.core.sessions.transcript import Block, Message, Taint
@@ -416,8 +417,11 @@ def read_codex(
     """One Codex CLI rollout file as a wire transcript (see the module's
     docstring for every quirk handled)."""
     reader = _Reader(name, policy or CODEX_POLICY)
+    lines: list[int] = []
+    number = 0
     for number, raw, torn in reader.lines.lines(data):
         reader.line(number, raw, torn)
+        note_lines(lines, reader.out, number)
     reader.lines.finish()
     base = reader.session_id or (path.stem if path is not None else "session")
     return ReadSession(
@@ -429,4 +433,5 @@ def read_codex(
         project=reader.project,
         warnings=reader.lines.warnings,
         skipped_lines=reader.lines.skipped,
+        lines=lines,
     )
