@@ -63,6 +63,14 @@ class InvalidInput(LearningError):
     that names no intervention); the message names the offending field."""
 
 
+class ExportFailed(InvalidInput):
+    """The rules could not be written into an agent's instructions file
+    (`mecha-sidecar export`, or the export an accept runs): its markers are
+    damaged, it is read-only or has several names, its links loop, its
+    folder cannot be written, or it kept changing while it was written. The
+    message names the file and what was wrong; the file is as it was."""
+
+
 class ModelFailure(LearningError):
     """The model answered, but not usably (refusal, unparseable twice,
     truncated) or not at all (timeouts, exhausted retries).

@@ -71,7 +71,7 @@ _ID = Argument("id", str)
 COMMANDS: dict[str, Command] = {
     c.id: c
     for c in (
-        _c(Act.ACCEPT_PROPOSAL, "mecha/acceptProposal", (_ID,), m.ProposalResult,
+        _c(Act.ACCEPT_PROPOSAL, "mecha/acceptProposal", (_ID,), m.AcceptProposalResult,
            "Accept a pending proposal (id or unique prefix)."),
         _c(Act.REJECT_PROPOSAL, "mecha/rejectProposal", (_ID, Argument("reason", str, required=False)),
            m.ProposalResult, "Reject a pending proposal, with an optional reason."),

@@ -20,6 +20,7 @@ import msgspec
 
 from mecha.core.gate.candidate import ChangeClass, Judgement, Pair, Prediction
 from mecha.core.gate.run import RunStats
+from mecha.core.learning.sources import RuleChange, RuleSources
 from mecha.core.sessions.mining import Intervention
 from mecha.core.sessions.outbox import OutboxItem
 from mecha.core.sessions.transcript import Message, TaintCheckpoint
@@ -199,9 +200,35 @@ class ProposalResult(msgspec.Struct):
     proposal: Proposal
 
 
+class ExportResult(msgspec.Struct):
+    """One `[export]` target of `sidecar.toml` that an accept rewrote."""
+
+    #: The file as configured (or the config file, when its `[export]`
+    #: table could not be read).
+    path: str
+    #: Whether the file was written (`false`: already up to date, or failed).
+    changed: bool = False
+    #: Why the export failed, naming the file (`ExportFailed: …`); `null`
+    #: when it did not. The accept stands either way.
+    error: str | None = None
+
+
+class AcceptProposalResult(msgspec.Struct):
+    proposal: Proposal
+    #: Every configured export target, in the order configured; empty when
+    #: none is configured.
+    exports: list[ExportResult] = msgspec.field(default_factory=list)
+
+
 class ProposalWithDiffResult(msgspec.Struct):
     proposal: Proposal
     diff: str
+    #: Each rule the proposal adds, changes or removes, with its sources.
+    changes: list[RuleChange] = msgspec.field(default_factory=list)
+
+
+class RuleSourcesParams(msgspec.Struct):
+    rule_id: str
 
 
 class RejectProposalParams(msgspec.Struct):
@@ -330,13 +357,15 @@ METHODS: dict[str, Method] = {
         _m("mecha/proposals", ProposalsParams, ProposalsResult, "Proposals, oldest first."),
         _m("mecha/proposal", IdParams, ProposalWithDiffResult,
            "One proposal by id or unique prefix, with the diff of the rendered block."),
-        _m("mecha/acceptProposal", IdParams, ProposalResult,
+        _m("mecha/acceptProposal", IdParams, AcceptProposalResult,
            "Accept a pending proposal: the only writer of a learned rules file."),
         _m("mecha/rejectProposal", RejectProposalParams, ProposalResult, "Reject a pending proposal."),
         _m("mecha/proposeRetirement", ProposeRetirementParams, ProposalResult,
            "A pending proposal that retires one learned rule."),
         _m("mecha/recordValidation", ValidationRecord, Empty, "Append one probe's measurement to the ledger."),
         _m("mecha/ruleTallies", RuleTalliesParams, RuleTalliesResult, "Per-rule tallies folded from the ledger."),
+        _m("mecha/ruleSources", RuleSourcesParams, RuleSources,
+           "Why one rule exists: the reflections it rests on, their interventions and sessions, and its measured record."),
         _m("mecha/judge", JudgeParams, Judgement, "The paired A/B gate over measured arms."),
         _m("mecha/judgeDrawn", JudgeDrawnParams, Judgement, "The gate over already drawn slices."),
         _m("mecha/doctor", Empty, DoctorResult, "Health checks of the store, the loop and the model."),

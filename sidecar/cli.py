@@ -43,6 +43,7 @@ verbs:
   inbox [list|retry ID|drop ID]
                       what waits for reflection, and what a pass set aside
   tallies             per-rule validation tallies
+  why RULE_ID         why a rule exists: the corrections it was learned from, and how it measured
   hooks install|uninstall claude|codex [--scope user|project]
                       queue each session when Claude Code / Codex ends it; hear of proposals when one starts
   hooks status        which hooks are installed where, and what they last did
@@ -153,6 +154,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--no-wait", action="store_true", help="retry: return once the pass has started")
     s = sub.add_parser("tallies", help="per-rule validation tallies")
     s.add_argument("--domain")
+    s = sub.add_parser("why", help="why a rule exists: its sources and its measured record")
+    s.add_argument("rule_id", help="a rule's id (hover it in an editor, or see `proposals show`)")
     sub.add_parser("doctor", help="health checks")
     sub.add_parser("schema", help="print the JSON Schema")
     return p
@@ -341,6 +344,10 @@ def _run_verb(verb: str, args: argparse.Namespace) -> int:
         result = call(ctx, "mecha/ruleTallies", {"domain": args.domain})
         _emit(args, result, humane.tallies)
         return 0
+    if verb == "why":
+        result = call(ctx, "mecha/ruleSources", {"rule_id": args.rule_id})
+        _emit(args, result, humane.rule_sources)
+        return 0
     if verb == "doctor":
         result = call(ctx, "mecha/doctor", {})
         _emit(args, result, humane.doctor)
@@ -365,6 +372,9 @@ def _proposals(ctx: Any, args: argparse.Namespace) -> int:
     if args.action == "accept":
         result = call(ctx, "mecha/acceptProposal", {"id": args.id})
         _emit(args, result, lambda r: "accepted " + humane.proposal_line(r["proposal"]))
+        for export in result.get("exports", []):
+            if export.get("error"):
+                print(f"mecha-sidecar: warning: the accept stands, but the export failed: {export['error']}", file=sys.stderr)
         return 0
     result = call(ctx, "mecha/rejectProposal", {"id": args.id, "reason": args.reason})
     _emit(args, result, lambda r: "rejected " + humane.proposal_line(r["proposal"]))
@@ -464,24 +474,6 @@ def _export(ctx: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def _installed_program() -> list[str]:
-    """How an agent's hook runs this program: the absolute path of the
-    `mecha-sidecar` being run (or the one beside this interpreter), else the
-    interpreter with `-m mecha.sidecar`."""
-    import os
-    import shutil
-
-    first = sys.argv[0]
-    if os.path.basename(first) == "mecha-sidecar":
-        found = first if os.sep in first else shutil.which(first)
-        if found and os.access(found, os.X_OK):
-            return [os.path.abspath(found)]
-    beside = os.path.join(os.path.dirname(os.path.abspath(sys.executable)), "mecha-sidecar")
-    if os.path.isfile(beside) and os.access(beside, os.X_OK):
-        return [beside]
-    return [os.path.abspath(sys.executable), "-m", "mecha.sidecar"]
-
-
 def _hooks(ctx: Any, args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -509,7 +501,7 @@ def _hooks(ctx: Any, args: argparse.Namespace) -> int:
         # A store named at install is the one the hooks use, wherever the
         # agent runs them from; else theirs is resolved as every verb's is.
         learning_dir = str(ctx.root) if args.learning_dir else None
-        doc = hk.with_ours(settings.doc, args.agent, _installed_program(), learning_dir)
+        doc = hk.with_ours(settings.doc, args.agent, hk.hook_program(sys.executable), learning_dir)
     else:
         doc = hk.without_ours(settings.doc)
     changed = doc != settings.doc

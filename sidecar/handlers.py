@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mecha.core.errors import InvalidInput
+from mecha.core.errors import InvalidInput, NotFound
 from mecha.core.learning.rules import run_domains_including, validate_domain
 from mecha.core.sessions.mining import extract_interventions, locate_followup
 from mecha.core.store import jobs as jobs_mod
@@ -310,49 +310,58 @@ def proposals(ctx: Context, p: m.ProposalsParams, cancel: Cancel) -> m.Proposals
 
 @handles("mecha/proposal")
 def proposal(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.ProposalWithDiffResult:
-    from mecha.core.learning.proposals import proposal_diff
+    from mecha.core.learning.proposals import proposal_changes_in, proposal_diff
 
     store = ctx.store()
     found = store.proposal(p.id)
-    return m.ProposalWithDiffResult(proposal=found, diff=proposal_diff(store, found))
+    return m.ProposalWithDiffResult(
+        proposal=found, diff=proposal_diff(store, found), changes=proposal_changes_in(store, found)
+    )
 
 
 @handles("mecha/acceptProposal")
-def accept(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.ProposalResult:
+def accept(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.AcceptProposalResult:
     from mecha.core.learning.proposals import accept_proposal
 
-    result = m.ProposalResult(proposal=accept_proposal(ctx.store(), p.id))
-    reexport(ctx)
-    return result
+    accepted = accept_proposal(ctx.store(), p.id)
+    return m.AcceptProposalResult(proposal=accepted, exports=reexport(ctx))
 
 
-def reexport(ctx: Context) -> list[str]:
+def reexport(ctx: Context) -> list[m.ExportResult]:
     """Rewrite every `[export]` target of `sidecar.toml` with the block a run
     now gets, so an accept reaches the other agents too. The accept has
     already happened: a target that cannot be written is logged and
-    reported, never an error of the accept."""
+    reported in the result, never an error of the accept — whatever went
+    wrong, an error here would tell the client the accept failed when it
+    had landed."""
     import logging
 
     from mecha.core.agents.export import configured_targets, export_block
     from mecha.core.providers.config import default_config_path
 
     log = logging.getLogger(__name__)
+    config = default_config_path()
     try:
-        targets = configured_targets(default_config_path())
+        targets = configured_targets(config)
     except InvalidInput as exc:
         log.warning("export targets not read: %s", exc)
-        return [str(exc)]
+        return [m.ExportResult(path=str(config), error=f"{type(exc).__name__}: {exc}")]
     if not targets:
         return []
     block = HANDLERS["mecha/rulesPromptBlock"](ctx, m.RulesPromptBlockParams(), Cancel()).block
-    failures = []
+    results = []
     for target in targets:
         try:
-            export_block(target, block)
-        except (InvalidInput, OSError) as exc:
-            log.warning("export to %s failed: %s", target, exc)
-            failures.append(f"{target}: {exc}")
-    return failures
+            outcome = export_block(target, block)
+        except Exception as exc:  # whatever it is, the accept stands (see the docstring)
+            if isinstance(exc, InvalidInput):
+                log.warning("export to %s failed: %s", target, exc)
+            else:
+                log.exception("export to %s failed", target)
+            results.append(m.ExportResult(path=str(target), error=f"{type(exc).__name__}: {exc}"))
+        else:
+            results.append(m.ExportResult(path=str(target), changed=outcome.changed))
+    return results
 
 
 @handles("mecha/rejectProposal")
@@ -387,6 +396,16 @@ def record_validation(ctx: Context, p: Any, cancel: Cancel) -> m.Empty:
     with store.lock():
         store.append_validation(p)
     return m.Empty()
+
+
+@handles("mecha/ruleSources")
+def rule_sources(ctx: Context, p: m.RuleSourcesParams, cancel: Cancel) -> Any:
+    from mecha.core.learning.proposals import rule_sources as sources
+
+    store = ctx.existing_store()
+    if store is None:
+        raise NotFound(f"no rule {p.rule_id!r}: there is no store yet")
+    return sources(store, p.rule_id)
 
 
 @handles("mecha/ruleTallies")

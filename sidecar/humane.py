@@ -69,6 +69,50 @@ def proposal_with_diff(r: dict[str, Any]) -> str:
         lines.append(f"reason: {p['reason']}")
     lines.append("")
     lines.append(r["diff"] or "(no change to the rendered rules block)")
+    changes = r.get("changes") or []
+    if changes:
+        lines += ["", "why each change:"]
+        for c in changes:
+            lines.append(f"  {c['change']}: {c['text']}")
+            lines.extend(f"    replaces: {old}" for old in c.get("replaces", []))
+            if c["change"] == "removed":
+                if c.get("absorbed_by"):
+                    lines.append(f"    absorbed by: {c['absorbed_by']}")
+                elif c.get("contradicted_by"):
+                    lines.append(f"    contradicted by: {source_line(c['contradicted_by'])}")
+            else:
+                lines.extend(f"    from: {source_line(s)}" for s in c.get("sources", []))
+                if not c.get("sources"):
+                    lines.append("    from: (no recorded sources)")
+    refusals = p.get("refusals") or []
+    if refusals:
+        lines += ["", f"the learn gate refused {len(refusals)}:"]
+        lines.extend(f"  {_one_line(x['rule'], 80)!r}: {x['reason']}" for x in refusals)
+    return "\n".join(lines)
+
+
+def source_line(s: dict[str, Any]) -> str:
+    """One source of a rule as the wire has it, in the words every reader
+    shares (`sources.describe_source`)."""
+    import msgspec
+
+    from mecha.core.learning.sources import RuleSource, describe_source
+
+    return describe_source(msgspec.convert(s, RuleSource))
+
+
+def rule_sources(r: dict[str, Any]) -> str:
+    rule = r["rule"]
+    state = "retired" if rule.get("retired_at") else ("active" if rule.get("enabled", True) else "disabled")
+    who = "learned" if r["kind"] == "learned" else "your own"
+    lines = [f"{rule.get('id')}  {r['domain']}  {who}, {state}", f"  {rule['text']}", ""]
+    if r.get("note"):
+        lines.append(r["note"])
+    for s in r.get("sources", []):
+        lines.append(f"from {source_line(s)}")
+        if s.get("lesson"):
+            lines.append(f"  lesson: {_one_line(s['lesson'], 200)}")
+    lines += ["", f"measured: {r.get('measured') or 'not measured yet'}"]
     return "\n".join(lines)
 
 

@@ -622,10 +622,16 @@ def lesson_for(intervention: str, *, edit: bool) -> str:
 
 
 def _lessons_from_learner_prompt(user: str) -> list[str]:
-    """Rules a learner would write from the prompt: the current learned rules,
-    then each reflection's lesson, de-duplicated, at most 15."""
+    """The rule texts `_learner_rules` would write."""
+    return [r["rule"] for r in _learner_rules(user)]
+
+
+def _learner_rules(user: str) -> list[dict[str, Any]]:
+    """Rules a careful learner would write from the prompt: the current
+    learned rules word for word, then each reflection's lesson citing that
+    reflection (`based_on`), de-duplicated, at most 15."""
     current: list[str] = []
-    lessons: list[str] = []
+    lessons: list[tuple[str, str]] = []
     section = ""
     for line in user.splitlines():
         stripped = line.strip()
@@ -636,17 +642,22 @@ def _lessons_from_learner_prompt(user: str) -> list[str]:
             continue
         item = stripped[2:]
         if "current" in section and "learned" in section:
+            item = re.sub(r"^L\d+:\s*", "", item)
             current.append(re.sub(r"\s*\((confidence|from)[^)]*\)\s*$", "", item))
         elif "reflection" in section:
+            handle = re.match(r"(R\d+)\b", item)
             m = re.search(r"lesson:\s*(.+)$", item)
-            lessons.append(m.group(1) if m else item)
+            lessons.append((m.group(1) if m else item, handle.group(1) if handle else "R1"))
     if not lessons:
-        lessons = re.findall(r"lesson:\s*(.+)", user)
-    rules: list[str] = []
-    for text in (*current, *lessons):
+        lessons = [(text, "R1") for text in re.findall(r"lesson:\s*(.+)", user)]
+    rules: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for text, cites in [*((c, None) for c in current), *lessons]:
         text = text.strip()
-        if text and text not in rules and text != "(none)":
-            rules.append(text)
+        if not text or text in seen or text == "(none)":
+            continue
+        seen.add(text)
+        rules.append({"rule": text, "based_on": [cites] if cites else [], "replaces": []})
     return rules[:15]
 
 
@@ -667,10 +678,10 @@ def lessons_responder(request: Any, dialect: Dialect) -> Action:
         return reply(json.dumps(answer))
     if '"rules"' in system or "rule set" in system.lower():
         rules = [
-            {"rule": text, "confidence": 0.7, "based_on_count": max(1, user.count(text))}
-            for text in _lessons_from_learner_prompt(user)
+            {**rule, "confidence": 0.7, "based_on_count": max(1, user.count(rule["rule"]))}
+            for rule in _learner_rules(user)
         ]
-        return reply(json.dumps({"rules": rules}))
+        return reply(json.dumps({"rules": rules, "dropped": []}))
     return reply("(the lessons responder has no answer for this prompt)")
 
 

@@ -12,9 +12,34 @@ leaves every other byte as it was:
   which part a person meant to keep is how their text gets lost;
 - the section written is byte-identical when nothing changed (idempotent),
   so `--check` (for a hook) can compare and exit 1 when it is out of date;
-- a write is a temp sibling renamed over the file (through a symlink, onto
-  its target, which keeps a dotfiles checkout linked), keeping the file's
-  mode.
+- nothing inside the section can end it: a line of the block that would
+  read as a marker is written escaped (`section`), and the rules block
+  renders every rule on one line (`rules.domain_rules_section`). A learned
+  rule holding a newline and the end marker once closed the section early,
+  and every later export refused the file as damaged;
+- a byte-order mark at the start of the file is kept, and the markers are
+  found after it.
+
+The write is a temp sibling swapped in for the file (through a symlink, onto
+its target, which keeps a dotfiles checkout linked), keeping the file's mode —
+and it is checked against a person writing the same file meanwhile. Exports
+running while a person's editor appended to `CLAUDE.md` once lost 200 of
+6,210 of their lines: the file was read, spliced and renamed over with no
+look at what had happened since. Now the file is read again just before the
+swap and the swap is an exchange (`renameat2(RENAME_EXCHANGE)` where the
+kernel has it), so what it displaced is known exactly: if anything differs
+from what the section was spliced into, the person's version is put back and
+the export starts over from it, up to `WRITE_ATTEMPTS` times, then refuses.
+What is left is a writer that opened the file before the swap and writes
+into it after the check, which no rename-based writer can see.
+
+Every failure is an `ExportFailed` naming the file and what was wrong, and
+the file is as it was. Refused rather than rewritten: a file with no write
+permission (its owner made it read-only: it is not ours to override), and a
+file with several names (hard links) — replacing it would split the names,
+the others keeping the old text; writing it in place instead would risk a
+torn file, the person's own text half-written, on a crash. A symbolic link
+is the way to keep one file under two names, and the export follows it.
 
 The text inside is the block `mecha/rulesPromptBlock` renders — the same
 call, so an agent outside the harness is told exactly what a run is.
@@ -22,14 +47,17 @@ call, so an agent outside the harness is told exactly what a run is.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import stat
 import tomllib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import msgspec
 
-from mecha.core.errors import InvalidInput
+from mecha.core.errors import ExportFailed, InvalidInput
 
 BEGIN_MARKER = "<!-- mecha:rules:begin — written by `mecha-sidecar export`; edits inside are replaced -->"
 END_MARKER = "<!-- mecha:rules:end -->"
@@ -39,6 +67,13 @@ _END_TAG = "<!-- mecha:rules:end"
 #: Written between the markers when no rule is active, so the section
 #: exists (and `--check` has something to compare) before the first accept.
 NO_RULES = "(no learned rules are active yet)"
+#: The UTF-8 byte-order mark some Windows editors put at the start of a file.
+BOM = b"\xef\xbb\xbf"
+#: How many times a write starts over because the file changed under it
+#: before the export refuses: a person saving twice in the same instant is
+#: plausible, a file rewritten five times in a row while one export runs is
+#: a writer that will not stop, and racing it on would only lose.
+WRITE_ATTEMPTS = 5
 
 DEFAULT_TARGETS = {"claude": Path("~/.claude/CLAUDE.md"), "agents": Path("AGENTS.md")}
 
@@ -48,10 +83,23 @@ class ExportOutcome(msgspec.Struct, frozen=True):
     changed: bool
 
 
+def _marker_kind(line: str) -> str | None:
+    stripped = line.strip()
+    if stripped.startswith(_BEGIN_TAG):
+        return "begin"
+    if stripped.startswith(_END_TAG):
+        return "end"
+    return None
+
+
 def section(block: str | None) -> str:
-    """The managed section, markers included, ending in a newline."""
+    """The managed section, markers included, ending in a newline. A line of
+    the block that would read as a marker is written with a backslash before
+    it (Markdown shows it as written), so the section always ends at its own
+    end marker."""
     body = block.strip("\n") if block else NO_RULES
-    return f"{BEGIN_MARKER}\n{body}\n{END_MARKER}\n"
+    lines = [("\\" + line if _marker_kind(line) else line) for line in body.splitlines()]
+    return f"{BEGIN_MARKER}\n" + "\n".join(lines) + f"\n{END_MARKER}\n"
 
 
 def _marker_lines(text: str) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
@@ -60,10 +108,10 @@ def _marker_lines(text: str) -> tuple[list[tuple[int, int, int]], list[tuple[int
     begins, ends = [], []
     offset = 0
     for number, line in enumerate(text.splitlines(keepends=True), 1):
-        stripped = line.strip()
-        if stripped.startswith(_BEGIN_TAG):
+        kind = _marker_kind(line)
+        if kind == "begin":
             begins.append((number, offset, offset + len(line)))
-        elif stripped.startswith(_END_TAG):
+        elif kind == "end":
             ends.append((number, offset, offset + len(line)))
         offset += len(line)
     return begins, ends
@@ -82,7 +130,7 @@ def splice(existing: str, block: str | None, *, name: str = "the file") -> str:
         where = ", ".join(
             [f"begin marker on line {b[0]}" for b in begins] + [f"end marker on line {e[0]}" for e in ends]
         )
-        raise InvalidInput(
+        raise ExportFailed(
             f"{name}: the mecha rules section's markers are damaged ({where}); "
             "expected one begin marker followed by one end marker. Fix or remove them by hand; nothing was written"
         )
@@ -94,53 +142,365 @@ def splice(existing: str, block: str | None, *, name: str = "the file") -> str:
 
 def export_block(path: Path, block: str | None, *, check: bool = False) -> ExportOutcome:
     """Write `block` into `path`'s managed section; with `check`, write
-    nothing and say whether a write would change the file."""
-    target = path.resolve() if path.is_symlink() else path
+    nothing and say whether a write would change the file. `ExportFailed`
+    names whatever stops it; the file is then as it was."""
+    name = str(path)
+    for _ in range(WRITE_ATTEMPTS):
+        target = _target(path)
+        raw, info = _read(target, name)
+        updated = _spliced(raw, block, name)
+        changed = updated != raw
+        if check or not changed:
+            return ExportOutcome(path=name, changed=changed)
+        _refuse_unwritable(info, name)
+        with _exporting_in(target.parent, name):
+            raw, info = _read(target, name)
+            updated = _spliced(raw, block, name)
+            if updated == raw:
+                return ExportOutcome(path=name, changed=False)
+            _refuse_unwritable(info, name)
+            if _swap_in(target, raw, updated, info, name, lambda text: _spliced(text, block, name)):
+                return ExportOutcome(path=name, changed=True)
+    raise ExportFailed(
+        f"{name}: the file changed {WRITE_ATTEMPTS} times while the export was writing it; "
+        "every change to it was kept and the rules section was not written — run the export again"
+    )
+
+
+def _spliced(raw: bytes | None, block: str | None, name: str) -> bytes:
+    """The file's bytes with the section set; a leading BOM is kept, and the
+    markers are looked for after it."""
+    bom = raw is not None and raw.startswith(BOM)
     try:
-        raw = target.read_bytes()
-    except FileNotFoundError:
-        raw = None
-    except OSError as exc:
-        raise InvalidInput(f"{path}: {exc.strerror or exc}") from None
-    try:
-        existing = raw.decode("utf-8") if raw is not None else ""
+        existing = raw[len(BOM) if bom else 0 :].decode("utf-8") if raw is not None else ""
     except UnicodeDecodeError as exc:
-        raise InvalidInput(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); nothing was written") from None
-    updated = splice(existing, block, name=str(path))
-    changed = raw is None or updated != existing
-    if check or not changed:
-        return ExportOutcome(path=str(path), changed=changed)
-    replace_file(target, updated.encode("utf-8"))
-    return ExportOutcome(path=str(path), changed=True)
+        raise ExportFailed(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start}); nothing was written") from None
+    return (BOM if bom else b"") + splice(existing, block, name=name).encode("utf-8")
+
+
+def _target(path: Path) -> Path:
+    """The file a write lands on: through any symbolic links (a link to a
+    file not there yet: where it points), refusing a loop by name."""
+    if not path.is_symlink():
+        return path
+    try:
+        return Path(os.path.realpath(path, strict=True))
+    except FileNotFoundError:
+        return Path(os.path.realpath(path))
+    except OSError as exc:
+        raise ExportFailed(f"{path}: its symbolic links cannot be followed ({exc.strerror or exc}); nothing was written") from None
+
+
+def _read(target: Path, name: str) -> tuple[bytes | None, os.stat_result | None]:
+    """The file's bytes and what it is (`None`, `None` when it is missing)."""
+    try:
+        with open(target, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise ExportFailed(f"{name}: not a regular file; nothing was written")
+            return f.read(), info
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        why = "its symbolic links loop" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
+        raise ExportFailed(f"{name}: cannot be read ({why}); nothing was written") from None
+
+
+def _refuse_unwritable(info: os.stat_result | None, name: str) -> None:
+    if info is None:
+        return
+    mode = stat.S_IMODE(info.st_mode)
+    if not mode & 0o222:
+        raise ExportFailed(
+            f"{name}: the file is read-only (mode {mode:04o}); the export does not rewrite a file its owner "
+            "made read-only. Nothing was written: make it writable to export into it"
+        )
+    if info.st_nlink > 1:
+        raise ExportFailed(
+            f"{name}: the file has {info.st_nlink} names (hard links); replacing it would split them and "
+            "writing it in place could tear it. Nothing was written: keep one file and make the other "
+            "names symbolic links to it, which the export follows"
+        )
+
+
+def _swap_in(
+    target: Path, raw: bytes | None, data: bytes, info: os.stat_result | None, name: str, render: Callable[[bytes], bytes]
+) -> bool:
+    """Put `data` (`render(raw)`) at `target`, which was `raw` (`None`:
+    missing) when it was read. Swapped in by an exchange, what it displaced
+    is checked and anything written since folded in (`_fold_in`); where the
+    kernel cannot exchange, the file is read once more just before a plain
+    rename. `False`, with the file as the person left it, when it changed
+    and the caller should start over from it."""
+    folder = target.parent
+    held: list[Path] = []
+    try:
+        tmp = _temp_with(folder, data, info, name)
+        held.append(tmp)
+        if raw is None:
+            try:
+                os.link(tmp, target)  # fails if the file appeared meanwhile
+            except FileExistsError:
+                return False
+            return True
+        if _exchange(tmp, target):
+            return _fold_in(target, tmp, raw, data, info, name, render, held)
+        # No exchange here: one last look, then a plain rename.
+        if _read(target, name)[0] != raw:
+            return False
+        os.replace(tmp, target)
+        return True
+    except OSError as exc:
+        raise ExportFailed(f"{name}: could not be replaced ({exc.strerror or exc}); the file is as it was") from None
+    finally:
+        for path in held:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass  # gone already (linked in, or swapped in)
+
+
+def _fold_in(
+    target: Path,
+    tmp: Path,
+    expected: bytes,
+    placed: bytes,
+    info: os.stat_result | None,
+    name: str,
+    render: Callable[[bytes], bytes],
+    held: list[Path],
+) -> bool:
+    """After `tmp` (holding `placed`) was exchanged with `target`: `tmp`
+    now holds what the swap displaced (`_settled`: once its writers closed
+    it). When that is `expected`, done. When it is not, someone wrote the
+    file in the instant of the swap, and what they wrote is only in `tmp`:
+
+    - appended (`expected` plus more — a writer in append mode, as `>>`
+      is): the added bytes go in after what was placed, before anything
+      appended to the new file since (`_insert_appended`);
+    - anything else (an editor saving the whole file): theirs is the text
+      to keep; the section is set in it and swapped in again.
+
+    A file rewritten through `WRITE_ATTEMPTS` swaps gets the person's last
+    version back, and the export refuses."""
+    for _ in range(WRITE_ATTEMPTS):
+        displaced = _settled(tmp)
+        if displaced == expected:
+            return True
+        if displaced.startswith(expected):
+            _insert_appended(target, placed, displaced[len(expected) :], info, name, held)
+            return True
+        try:
+            again = render(displaced)
+        except ExportFailed:
+            _exchange(tmp, target)  # their save back, as they wrote it
+            raise
+        fresh = _temp_with(target.parent, again, info, name)
+        held.append(fresh)
+        if not _exchange(fresh, target):  # pragma: no cover - it exchanged a moment ago
+            raise OSError(errno.ENOTSUP, "the filesystem stopped exchanging names", str(target))
+        tmp, expected, placed = fresh, placed, again
+    _exchange(tmp, target)  # the person's last version back in place
+    raise ExportFailed(
+        f"{name}: the file was rewritten {WRITE_ATTEMPTS} times while the export was swapping it in; "
+        "the last version written was put back and the rules section was not written — run the export again"
+    )
+
+
+def _insert_appended(
+    target: Path, placed: bytes, appended: bytes, info: os.stat_result | None, name: str, held: list[Path]
+) -> None:
+    """Bytes appended to the displaced file belong right after `placed`,
+    and before whatever was appended to the file in place since: one more
+    swap puts them there, and what lands in the instant of that swap is
+    appended at the end (a few lines racing it may then swap places; none
+    is lost)."""
+    fresh = _temp_with(target.parent, placed + appended, info, name)
+    held.append(fresh)
+    current = _read(target, name)[0] or b""
+    if current.startswith(placed):
+        with open(fresh, "ab") as f:
+            f.write(current[len(placed) :])
+        if _exchange(fresh, target):
+            displaced = _settled(fresh)
+            if displaced.startswith(current):
+                _append(target, displaced[len(current) :])
+            else:  # rewritten in that instant: theirs back, and the bytes at its end
+                _exchange(fresh, target)
+                _append(target, appended)
+            return
+    _append(target, appended)  # the file in place was rewritten: at its end, then
+
+
+def _append(target: Path, data: bytes) -> None:
+    if not data:
+        return
+    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+#: How long to wait for the writers that still hold a displaced file open
+#: (an append opened before the swap, written after it) to close it.
+SETTLE_S = 0.5
+
+
+def _settled(path: Path) -> bytes:
+    """The bytes of a file the swap just displaced, once no one holds it open
+    for writing any more: a writer that opened it before the swap may still
+    be appending, and its lines would be lost with the file.
+
+    Linux tells: a read lease (`F_SETLEASE`) is granted only while no one has
+    the file open for writing. Its break signal is set to `SIGURG`, which is
+    ignored unless a handler is installed, so a stray opener of the temp name
+    cannot kill the process. Elsewhere, or after `SETTLE_S`, the bytes as
+    they are."""
+    import fcntl
+    import signal
+    import time
+
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        leased = False
+        setlease: int = getattr(fcntl, "F_SETLEASE", 0)
+        if setlease:
+            deadline = time.monotonic() + SETTLE_S
+            try:
+                fcntl.fcntl(fd, fcntl.F_SETSIG, signal.SIGURG)
+                while True:
+                    try:
+                        fcntl.fcntl(fd, setlease, fcntl.F_RDLCK)
+                        leased = True
+                        break
+                    except BlockingIOError:  # open for writing somewhere
+                        if time.monotonic() >= deadline:
+                            break
+                        time.sleep(0.001)
+            except OSError:
+                pass  # not ours to lease, or a filesystem without leases
+        try:
+            with open(fd, "rb", closefd=False) as f:
+                return f.read()
+        finally:
+            if leased:
+                fcntl.fcntl(fd, setlease, fcntl.F_UNLCK)
+    finally:
+        os.close(fd)
+
+
+def _temp_with(folder: Path, data: bytes, info: os.stat_result | None, name: str) -> Path:
+    """A new temp file in `folder` holding `data`, with the file's mode."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".mecha-export.{os.urandom(6).hex()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise ExportFailed(f"{name}: cannot write in {folder} ({exc.strerror or exc}); nothing was written") from None
+    try:
+        os.fchmod(fd, stat.S_IMODE(info.st_mode) if info is not None else 0o644)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    os.close(fd)
+    return tmp
 
 
 def replace_file(target: Path, data: bytes) -> None:
     """Write `data` as `target` through a temp sibling renamed over it,
     keeping its mode (0644 for a new file): a person's file is never seen
-    half written."""
-    target.parent.mkdir(parents=True, exist_ok=True)
+    half written. For files written whole from what was just read (an
+    agent's settings, by `hooks install`); the rules section goes through
+    `export_block`, which also keeps what a person writes meanwhile."""
     try:
-        mode = stat.S_IMODE(target.stat().st_mode)
+        info: os.stat_result | None = target.stat()
     except FileNotFoundError:
-        mode = 0o644
-    tmp = target.with_name(f".{target.name}.{os.urandom(4).hex()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        info = None
+    tmp = _temp_with(target.parent, data, info, str(target))
     try:
-        try:
-            os.fchmod(fd, mode)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
         os.replace(tmp, target)
     except BaseException:
         try:
             os.unlink(tmp)
-        except FileNotFoundError:
+        except OSError:
             pass
         raise
+
+
+#: How long an export waits for another export into the same folder.
+LOCK_WAIT_S = 10.0
+
+
+@contextlib.contextmanager
+def _exporting_in(folder: Path, name: str) -> Iterator[None]:
+    """Exports into one folder, one at a time: an advisory lock on the folder
+    itself (nothing is added to it), which only other exports take. Two
+    exports swapping the same file would otherwise each read the other's
+    version as a person's rewrite, and chase it."""
+    import fcntl
+    import time
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ExportFailed(f"{name}: cannot write in {folder} ({exc.strerror or exc}); nothing was written") from None
+    try:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise ExportFailed(
+                        f"{name}: another export into {folder} has been running for {LOCK_WAIT_S:g}s; nothing was written"
+                    ) from None
+                time.sleep(0.005)
+            except OSError:
+                break  # a filesystem without flock: exports there are not serialised
+        yield
+    finally:
+        os.close(fd)
+
+
+#: `renameat2` flags and the "current directory" dirfd (linux/fs.h, fcntl.h).
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+_no_exchange = False
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two names atomically; `False` where the kernel or the filesystem
+    cannot (then the caller renames, having checked the file just before)."""
+    global _no_exchange
+    if _no_exchange:
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        _no_exchange = True
+        return False
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code == errno.ENOSYS:  # an older kernel: never on this machine
+        _no_exchange = True
+    if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):  # EINVAL: not on this filesystem
+        return False
+    raise OSError(code, os.strerror(code), str(b))
 
 
 # ─── configured targets ─────────────────────────────────────────────────────

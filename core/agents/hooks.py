@@ -25,8 +25,11 @@ session's project as the working directory:
   the person has trusted it (`/hooks`), and only with hooks enabled in its
   config (`[features] hooks`, formerly `codex_hooks`).
 
-Our entries are recognised by their command — an executable named
-`mecha-sidecar` (or `python -m mecha.sidecar`) followed by `hook` — so a
+The command is an absolute path to the interpreter mecha-sidecar is
+installed in, with `-P -m mecha.sidecar hook AGENT session-end|session-start`
+(`hook_program` says why not the console script). Our entries are
+recognised by their command — `python [flags] -m mecha.sidecar`, or an
+executable named `mecha-sidecar`, followed by `hook` — so a
 reinstall from another virtual environment replaces them, and uninstall
 removes exactly them. Install refuses a file it cannot read as a JSON object
 (naming it, writing nothing); writes keep every other key in its order and
@@ -58,9 +61,30 @@ SESSION_END = "session-end"
 SESSION_START = "session-start"
 HOOK_VERB = "hook"
 
-#: Ours only when run as this program.
+#: Ours only when run as this program: the console script, or the module.
 PROGRAM = "mecha-sidecar"
 MODULE = "mecha.sidecar"
+#: Interpreter flags a command of ours may carry before `-m`.
+_INTERPRETER_FLAGS = frozenset({"-P", "-I", "-E", "-s", "-S", "-B"})
+
+
+def hook_program(executable: str) -> list[str]:
+    """How an agent's hook runs this program: the absolute path of the
+    interpreter it is installed in (a virtual environment's `python`, not
+    the file it links to, which would lose the environment), `-P`, then
+    `-m mecha.sidecar`.
+
+    Why not the `mecha-sidecar` console script beside it: pip's launcher
+    imports `re` before our code runs — a small cost on the session-start
+    hook every session pays (figure 11 measures both forms: on a quiet
+    machine 1.56× against 1.69× a bare interpreter) — and the interpreter's
+    path is what the script's own first line names anyway. Why `-P`: `-m` would otherwise put the working directory — the agent's
+    project — first on the import path, where any `json.py` or `mecha/` of
+    that project would be imported instead; `-P` (Python 3.11) leaves it off
+    and keeps everything else (`PYTHONPATH` — where an empty entry still
+    means the working directory, as Python reads it — and the user's
+    site-packages, which `-I` would drop)."""
+    return [os.path.abspath(executable), "-P", "-m", MODULE]
 
 #: The session-start hook runs before every session and the agent's first
 #: answer waits for it; it takes tens of milliseconds, so a few seconds is
@@ -134,10 +158,9 @@ def settings_path(agent: str, scope: str, *, home: Path, cwd: Path) -> Path:
 
 
 def hook_command(program: list[str], agent: str, subcommand: str, learning_dir: str | None = None) -> str:
-    """The command line an agent runs, quoted for a shell: `program` (the
-    absolute path of the installed `mecha-sidecar`, or an interpreter and
-    `-m mecha.sidecar`), then `hook AGENT SUBCOMMAND`, then the store when
-    one was named at install."""
+    """The command line an agent runs, quoted for a shell: `program`
+    (`hook_program`), then `hook AGENT SUBCOMMAND`, then the store when one
+    was named at install."""
     argv = [*program, HOOK_VERB, agent, subcommand]
     if learning_dir:
         argv += ["--learning-dir", learning_dir]
@@ -155,10 +178,13 @@ def parse_hook_argv(command: str) -> list[str] | None:
         return None
     if os.path.basename(argv[0]) == PROGRAM:
         rest = argv[1:]
-    elif len(argv) >= 3 and argv[1] == "-m" and argv[2] == MODULE:
-        rest = argv[3:]
     else:
-        return None
+        i = 1
+        while i < len(argv) and argv[i] in _INTERPRETER_FLAGS:
+            i += 1
+        if argv[i : i + 2] != ["-m", MODULE]:
+            return None
+        rest = argv[i + 2 :]
     return rest if rest[:1] == [HOOK_VERB] else None
 
 

@@ -171,6 +171,9 @@ def plan_session(
             if not fresh:
                 old_before_first_fresh = True
             continue
+        at = plan.intervention.at
+        if 0 <= at < len(read.lines):
+            plan.line = read.lines[at]
         fresh.append(plan)
         keys.append(key)
     held = 0
@@ -202,7 +205,7 @@ def plan_session(
         session_id = read.session_id
     # Its lessons are learned for the project the session ran in: its
     # working directory's git root (none recorded: global).
-    session.entry = SessionEntry(session_id, plans=fresh, project=project_of_cwd(read.project))
+    session.entry = SessionEntry(session_id, plans=fresh, project=project_of_cwd(read.project), file=str(path))
     return session
 
 

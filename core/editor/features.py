@@ -65,6 +65,7 @@ from mecha.core.learning.rules import (
     routed_domains,
     validate_domain,
 )
+from mecha.core.learning.sources import describe_source, no_sources_note, sources_of
 from mecha.core.store.layout import LEARNED_KIND, USER_KIND, rules_file_name, sibling_kind
 from mecha.core.store.learning_store import (
     LearningStore,
@@ -1400,13 +1401,12 @@ def hover_for(
 
     if rule.sources:
         out.append("**Learned from**")
-        for source in rule.sources:
-            r = reflections_by_id.get(source)
-            if r is None:
-                out.append(f"- {source} (not in the store)")
-            else:
-                out.append(f"- [{r.trigger}] {_one_line(r.reflexion_text)}")
+        for source in sources_of(rule, reflections_by_id):
+            lesson = f" — lesson: {_one_line(source.lesson)}" if source.lesson else ""
+            out.append(f"- {describe_source(source)}{lesson}")
         out.append("")
+    else:
+        out += [f"*{no_sources_note(rule, kind)}*", ""]
 
     if rule.id is not None:
         tally = tallies.get(rule.id)

@@ -16,13 +16,14 @@ import msgspec
 
 from mecha.core.errors import InvalidInput, ModelFailure
 from mecha.core.identity import mint_proposal_id, mint_run_id, now
-from mecha.core.learning.consolidation import PERSON_BUDGET, Learner
+from mecha.core.learning.consolidation import PERSON_BUDGET, Learner, gate_learned_set, refusals_summary
 from mecha.core.learning.proposals import pending_for
 from mecha.core.learning.reflect import Progress, quiet
 from mecha.core.learning.reflection import Reflexion
 from mecha.core.learning.rules import (
     LEARN_MIN_REFLECTIONS,
     MAX_ACTIVE_RULES_PER_DOMAIN,
+    Refusal,
     Rule,
     active_count,
     budget_refuses,
@@ -37,6 +38,8 @@ class LearnOutcome(msgspec.Struct, omit_defaults=True):
     outcome: str
     proposal_id: str | None = None
     status: str | None = None
+    #: What the learn gate refused of the model's answer, and why.
+    refusals: list[Refusal] = msgspec.field(default_factory=list)
 
 
 def learnable_pool(store: LearningStore, domain: str) -> list[Reflexion]:
@@ -147,18 +150,39 @@ async def learn_domain(
         f"consolidating {len(batch)} reflection(s) into {len(before)} learned {domain} rule(s)"
         + (f"; {left} more wait for the next pass" if left else "")
     )
-    new = await learner.learn(domain, user, before, batch, strict=True)
-    if new is None:
+    answer = await learner.learn(domain, user, before, batch, strict=True)
+    if answer is None:
         raise ModelFailure("the learner's reply held no usable rule set; the reflections stay in the pool")
     stamp = now()
     batch_ids = [r.id for r in batch]
-    rules = finalize_rules(new, before, batch_ids, stamp)
+    gated = gate_learned_set(answer, batch, before)
+    rules = finalize_rules(gated.rules, before, batch_ids, stamp)
     active_before, active_after = active_count(before), active_count(rules)
+    refused_note = (
+        f"; the learn gate refused {len(gated.refusals)}: {refusals_summary(gated.refusals)}" if gated.refusals else ""
+    )
     with store.lock():
         if pending_for(store, domain):
             return LearnOutcome(outcome="another pass proposed for this domain meanwhile; this result was dropped")
         if store.learned_rules(domain) != before:
             return LearnOutcome(outcome="the live rules changed during the pass; this result was dropped, run learn again")
+        if changes_nothing(before, rules) and gated.refusals:
+            store.append_run(LeapRun(
+                id=mint_run_id(), domain=domain, reflexions_processed=0, rules_before=active_before,
+                rules_after=active_after, created_at=stamp,
+            ))
+            store.commit(
+                f"learn {domain}: nothing filed (the learn gate refused all {len(gated.refusals)})\n\n"
+                + "\n".join(f"- {r.rule[:200]!r}: {r.reason}" for r in gated.refusals)
+            )
+            return LearnOutcome(
+                outcome=(
+                    f"nothing filed: the learn gate refused everything the model proposed for {domain} "
+                    f"({len(gated.refusals)}): {refusals_summary(gated.refusals)}; the reflections stay in the pool"
+                ),
+                status="refused",
+                refusals=gated.refusals,
+            )
         if changes_nothing(before, rules):
             store.append_run(LeapRun(
                 id=mint_run_id(), domain=domain, reflexions_processed=0, rules_before=active_before,
@@ -193,6 +217,8 @@ async def learn_domain(
             created_at=stamp,
             resolved_at=stamp if refused else None,
             reason=reason,
+            drops=gated.drops,
+            refusals=gated.refusals,
         )
         store.write_proposal(proposal)
         run = LeapRun(
@@ -212,7 +238,8 @@ async def learn_domain(
         )
     verb = "refused by the budget gate" if refused else "pending review"
     return LearnOutcome(
-        outcome=f"proposal {proposal.id} {verb}: {active_before} -> {active_after} active {domain} rules",
+        outcome=f"proposal {proposal.id} {verb}: {active_before} -> {active_after} active {domain} rules{refused_note}",
         proposal_id=proposal.id,
         status=status.value,
+        refusals=gated.refusals,
     )

@@ -21,8 +21,10 @@ import msgspec
 from mecha.core.errors import InvalidInput, NotFound, NotPending, Stale
 from mecha.core.identity import mint_proposal_id, mint_run_id, now
 from mecha.core.learning.rules import active_count, validate_domain
+from mecha.core.learning.sources import RuleChange, RuleSources, find_rule_sources, proposal_changes
 from mecha.core.store.layout import LEARNED_KIND
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
+from mecha.core.store.ledger import rule_tallies_by_model
 
 #: The longest reason a person may give for a reject or a retirement, in
 #: characters. A reason is a sentence or a paragraph: it is kept in the
@@ -226,3 +228,22 @@ def should_announce(previous: PendingSummary | None, now: PendingSummary, *, aft
     accepted while another arrives leaves the count as it was and changes
     what is pending."""
     return after_command or previous is None or previous.ids != now.ids
+
+
+def proposal_changes_in(store: LearningStore, p: Proposal) -> list[RuleChange]:
+    """What `p` adds, changes and removes, each rule with its sources as the
+    store records them."""
+    return proposal_changes(p.rules_before, p.rules, p.drops, {r.id: r for r in store.reflexions()})
+
+
+def rule_sources(store: LearningStore, rule_id: str) -> RuleSources:
+    """Why the rule `rule_id` exists, from any domain's user or learned
+    rules; `NotFound` when no rules file holds it."""
+    sets = []
+    for domain in store.domains():
+        sets.append((domain, "learned", store.learned_rules(domain)))
+        sets.append((domain, "user", store.user_rules(domain)))
+    found = find_rule_sources(rule_id, sets, {r.id: r for r in store.reflexions()}, rule_tallies_by_model(store.validations()))
+    if found is None:
+        raise NotFound(f"no rule {rule_id!r} in any rules file")
+    return found

@@ -23,7 +23,7 @@ from pathlib import Path
 import msgspec
 
 from mecha.core.errors import ModelFailure, NoModel, UnusableReply
-from mecha.core.learning.reflection import Reflector, Reflexion
+from mecha.core.learning.reflection import FoundAt, Reflector, Reflexion
 from mecha.core.learning.survey import Planned
 from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
 from mecha.core.store.inbox import DraftEntry, InboxEntry, SessionEntry, claim_all, entry_decoder, release, set_aside
@@ -186,6 +186,7 @@ async def _ask(
     session_id: str,
     progress: Progress,
     project: str | None = None,
+    file: str | None = None,
 ) -> _Answer | BaseException:
     async with gate.slots:
         if gate.stopped is not None:
@@ -208,6 +209,7 @@ async def _ask(
     r.session_id = session_id
     r.origin = plan.origin
     r.project = project
+    r.found = FoundAt(at=plan.intervention.at, file=file, line=plan.line)
     progress(f"{key}: lesson ({plan.origin.value}): {r.reflexion_text}")
     return _Answer(plan, key, reflexion=r)
 
@@ -331,6 +333,11 @@ class _Work(msgspec.Struct):
     plans: list[Planned]
     edits: bool
 
+    @property
+    def file(self) -> str | None:
+        """The session file an import read the work from, if one did."""
+        return self.entry.file if isinstance(self.entry, SessionEntry) else None
+
     @classmethod
     def of(cls, entry: InboxEntry, voices: Voices) -> _Work:
         plans = entry.surveyed(voices)
@@ -411,7 +418,7 @@ async def _reflect_entry(
         project = entry.project if isinstance(entry, SessionEntry) else None
 
         async def counted(plan: Planned, key: str) -> _Answer | BaseException:
-            answer = await _ask(gate, reflector, plan, key, work.session_id, progress, project)
+            answer = await _ask(gate, reflector, plan, key, work.session_id, progress, project, work.file)
             if isinstance(answer, _Answer):
                 outcome.answered += 1
                 tick()

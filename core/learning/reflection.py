@@ -78,6 +78,15 @@ def evidence_for(covering: Taint | None, *, interactive: bool = True) -> tuple[E
     return evidence, origin
 
 
+class FoundAt(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Where an intervention was found: the index of the message it rides
+    in, and for an imported session the file and the line of that message."""
+
+    at: int | None = None
+    file: str | None = None
+    line: int | None = None
+
+
 class Reflexion(msgspec.Struct, kw_only=True):
     """One lesson, tied to the intervention that produced it."""
 
@@ -110,6 +119,8 @@ class Reflexion(msgspec.Struct, kw_only=True):
     #: recorded before scopes has none, and so reads as global, as every
     #: lesson then was.
     project: str | None = None
+    #: Where the intervention was found (absent on older reflections).
+    found: FoundAt | None = None
 
     def learnable(self) -> bool:
         """Whether a learning pass may consume this reflection. Structural,

@@ -341,6 +341,41 @@ def no_lesson_reason(text: str, placeholders: Sequence[str] = ()) -> str | None:
     return None
 
 
+#: Fewest words a rule may have: every rule a person would keep that this
+#: project has seen ("Run the tests before committing.", "Ask before changing
+#: more than one file.") has three or more; every rule a small model filed
+#: that nobody would ("revised", "serve / other", "remarkable_mistake",
+#: "flipply-loves-flippy") has fewer. A word is a run of letters, so a
+#: hyphenated or underscored identifier counts once.
+INSTRUCTION_MIN_WORDS = 3
+
+_WORD = re.compile(r"[^\W\d_](?:[^\W\d]|['’-])*")
+_IDENTIFIER = re.compile(r"[\w./:-]+")
+
+
+def not_an_instruction_reason(text: str, placeholders: Sequence[str] = ()) -> str | None:
+    """Why `text`, offered as a rule, is not an instruction a run could
+    follow — or `None` when it reads as one.
+
+    Everything `no_lesson_reason` refuses, and then the shapes a small model
+    files as rules when it has nothing to say: a lone word or identifier
+    (`revised`, `remarkable_mistake`), or a fragment of fewer than
+    `INSTRUCTION_MIN_WORDS` words (`serve / other`). A test of form, not of
+    wisdom: a well-formed bad rule passes here and is the reviewer's to
+    reject.
+    """
+    why = no_lesson_reason(text, placeholders)
+    if why is not None:
+        return why.replace("the lesson", "the rule")
+    stripped = text.strip()
+    if _IDENTIFIER.fullmatch(stripped):
+        return "the rule is a lone word or identifier, not an instruction"
+    words = _WORD.findall(stripped)
+    if len(words) < INSTRUCTION_MIN_WORDS:
+        return f"the rule is a fragment of {len(words)} word(s), not an instruction"
+    return None
+
+
 def _mostly_markup(text: str) -> bool:
     """Markup rather than a sentence that mentions a tag: the text opens
     with a tag, or tags take up a third of it. ("Wrap key names in <kbd>"

@@ -91,8 +91,12 @@ class Rule(msgspec.Struct, omit_defaults=True, kw_only=True):
     based_on_count: int | None = None
     #: Minted when the rule first enters the store; what the ledger keys on.
     id: str | None = None
-    #: Reflection ids of the batch that produced (or last rewrote) the rule.
+    #: Reflection ids the rule rests on: the ones the learner cited for it
+    #: (rules learned before citations existed carry their whole batch).
     sources: list[str] = msgspec.field(default_factory=list)
+    #: Ids of the earlier learned rules this one rewrote or merged, as the
+    #: learner said when it was proposed.
+    supersedes: list[str] = msgspec.field(default_factory=list)
     created_at: str | None = None
     #: Set instead of deleting: a retired rule was measured harmful, and the
     #: learner is shown it so the lesson cannot come back reworded.
@@ -103,6 +107,32 @@ class Rule(msgspec.Struct, omit_defaults=True, kw_only=True):
         """Rides in prompts. Retirement wins over a hand edit that left
         `enabled = true`."""
         return self.enabled and self.retired_at is None
+
+
+class RuleDrop(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """A live learned rule a proposal leaves out, and why: a new rule of the
+    proposal absorbs it, or a reflection of the pass contradicts it. A drop
+    with neither is refused by the learn gate, so a filed drop always has
+    one."""
+
+    #: The live rule's id (absent on rules older than ids).
+    rule_id: str | None = None
+    text: str
+    #: The text of the proposed rule that rewrites or merges it.
+    absorbed_by: str | None = None
+    #: The id of the reflection that contradicts it.
+    contradicted_by: str | None = None
+
+
+class Refusal(msgspec.Struct, kw_only=True):
+    """Something the learner proposed that the learn gate refused."""
+
+    #: `rule`: a proposed rule left out of the proposal; `drop`: a live rule
+    #: the learner left out with no cited reason, kept as it is.
+    kind: str
+    #: The proposed rule's text, or the live rule's.
+    rule: str
+    reason: str
 
 
 class RulesFile(msgspec.Struct, omit_defaults=True):
@@ -120,8 +150,8 @@ def finalize_rules(
     The learner rewrites whole sets, so identity must survive a rewrite: a
     rule whose text matches one in `previous` *is* that rule restated and keeps
     its id, `created_at`, retirement and (unless it brings its own) sources; a
-    rule with new text is new — a fresh id, `now`, and the batch's reflection
-    ids as sources. Retired rules in `previous` that the new set omits are
+    rule with new text is new — a fresh id, `now`, and the reflections it
+    cites as sources (the batch's, when it brings none). Retired rules in `previous` that the new set omits are
     carried over untouched: a consolidation can neither resurrect nor erase
     what retirement recorded.
     """
@@ -142,7 +172,7 @@ def finalize_rules(
         if r.id is None:
             r.id = mint_rule_id()
             r.created_at = now
-            r.sources = list(batch_sources)
+            r.sources = list(r.sources or batch_sources)
         out.append(r)
     kept = {r.text for r in out}
     for prev in previous:
@@ -164,6 +194,17 @@ def budget_refuses(active_before: int, active_after: int) -> bool:
     return active_after > MAX_ACTIVE_RULES_PER_DOMAIN and active_after > active_before
 
 
+def one_line(text: str) -> str:
+    """A rule's text as the one line the block gives it: every line break
+    (any that `str.splitlines` knows) and the blanks around it become one
+    space. Text without one is returned as it is, so its block and hash do
+    not change."""
+    parts = text.splitlines()
+    if len(parts) <= 1 and text == (parts[0] if parts else ""):
+        return text
+    return " ".join(p.strip() for p in parts if p.strip())
+
+
 #: What a project's section adds to its domain's heading, so the model can
 #: tell a repository's conventions from the person's standing rules.
 PROJECT_SECTION_SUFFIX = " (this project)"
@@ -179,8 +220,12 @@ def domain_rules_section(
 ) -> str | None:
     """One domain's section in one scope: its heading (`section_heading`)
     then a `- <text>` line per active rule, user rules first. `None` when
-    nothing in it is active."""
-    lines = [f"- {r.text}" for r in (*user, *learned) if r.active()]
+    nothing in it is active.
+
+    Each rule is one line (`one_line`), whatever its text holds: a rule with
+    a line break in it could otherwise start a heading of its own in the
+    block, or end the section an export writes it into."""
+    lines = [f"- {one_line(r.text)}" for r in (*user, *learned) if r.active()]
     if not lines:
         return None
     return section_heading(domain, project=project) + "\n" + "\n".join(lines)

@@ -21,6 +21,9 @@ class Planned(msgspec.Struct):
     intervention: Intervention
     evidence: Evidence
     origin: Origin
+    #: For an imported session: the file line of the message the
+    #: intervention rides in (`intervention.at`).
+    line: int | None = None
 
 
 def survey_session(

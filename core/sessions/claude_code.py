@@ -57,6 +57,10 @@ mining the file naively taught the wrong lesson or missed the right one:
 - **AskUserQuestion answers** are the person's words: they ride beside the
   question's result as a steer whose context is the question.
 - **Images** become an `[image]` placeholder beside the words they came with.
+- **Background shells**: a `Bash` call with `run_in_background` names its
+  shell in its result ("… running in background with ID: bash_3"); a later
+  `BashOutput` of that shell is decided by the command that started it, and
+  one whose start the file does not show is untrusted.
 - **Lines that are not records** — a last line cut off mid-write (the
   agent is still running), a bad byte, a lone surrogate, nesting past what
   the decoder follows, a `message` that is a string — are skipped with a
@@ -87,6 +91,7 @@ from mecha.core.sessions.foreign import (
     TaintPolicy,
     TaintTimeline,
     bounded,
+    note_lines,
 )
 from mecha.core.sessions.mining import DENIAL_PREFIX
 from mecha.core.sessions.transcript import Block, Message, Taint
@@ -127,6 +132,8 @@ _DROPPED_PREFIXES = (
     "Stop hook feedback:",
     COMPACTION_PREFIX,
 )
+#: How a background Bash call's result names its shell (`BashOutput`'s `bash_id`).
+_BACKGROUND_ID = re.compile(r"running in background with ID: ([\w-]+)|moved to the background \(ID: ([\w-]+)\)")
 _SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 _COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
@@ -286,6 +293,8 @@ class _Reader:
         self.out: list[Message] = []
         self.taint = TaintTimeline()
         self.calls: dict[str, Block] = {}
+        #: The command line of each shell started in the background, by id.
+        self.background: dict[str, str] = {}
         self.last_assistant_id: str | None = None
         self.last_assistant_at = -1
         self.pending_denial: Block | None = None
@@ -531,6 +540,15 @@ class _Reader:
         if call is not None and isinstance(call.input, dict):
             value = call.input.get("command")
             command = value if isinstance(value, str) else None
+            if name == "BashOutput":
+                # The output of a shell started in the background: decided by
+                # the command that started it (unknown: untrusted).
+                shell_id = call.input.get("bash_id")
+                command = self.background.get(shell_id) if isinstance(shell_id, str) else None
+            elif command is not None and call.input.get("run_in_background"):
+                started = _BACKGROUND_ID.search(text)
+                if started is not None:
+                    self.background[started.group(1) or started.group(2)] = command
         brought.append(self.policy.taint_of(name, command))
         if name == "AskUserQuestion" and not is_error:
             answer = answers_text(text, line.toolUseResult)
@@ -571,10 +589,14 @@ def read_claude_code(
     """One Claude Code session file as a wire transcript (see the module's
     docstring for every quirk handled)."""
     reader = _Reader(name, policy or CLAUDE_POLICY, is_subagent_path(path))
+    lines: list[int] = []
+    number = 0
     for number, raw, torn in reader.lines.lines(data):
         reader.line(number, raw, torn)
+        note_lines(lines, reader.out, number)
     reader.lines.finish()
     reader._flush_queued()
+    note_lines(lines, reader.out, number)
     base = reader.session_id or (path.stem if path is not None else "session")
     session_id = f"claude:{base}"
     if reader.sidechain_file and path is not None and path.stem != base:
@@ -588,4 +610,5 @@ def read_claude_code(
         project=reader.project,
         warnings=reader.lines.warnings,
         skipped_lines=reader.lines.skipped,
+        lines=lines,
     )

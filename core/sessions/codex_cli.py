@@ -44,11 +44,15 @@ Pure: bytes in, `ReadSession` out. Each line is `{"timestamp", "type",
 
 Taint is rebuilt from the calls (see `foreign.TaintPolicy`): web search,
 every MCP tool (Codex names them `server__tool`), unknown tools and any
-shell command not known to stay on the machine (`shell.py`) are untrusted.
+shell command not known to stay on the machine (`shell.py`) are untrusted. A
+`write_stdin` result (more output of a process an exec call left running,
+"Process running with session ID 42") is decided by the command that started
+that session; a session the file never started is untrusted.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -64,16 +68,21 @@ from mecha.core.sessions.foreign import (
     TaintPolicy,
     TaintTimeline,
     bounded,
+    note_lines,
 )
 from mecha.core.sessions.mining import DENIAL_PREFIX
 from mecha.core.sessions.transcript import Block, Message, Taint
 
 CODEX_POLICY = TaintPolicy(
-    local=frozenset({"apply_patch", "update_plan", "view_image", "read_file", "list_dir", "grep_files", "write_stdin"}),
-    shell=frozenset({"shell", "shell_command", "exec_command", "local_shell", "container.exec", "unified_exec"}),
+    local=frozenset({"apply_patch", "update_plan", "view_image", "read_file", "list_dir", "grep_files"}),
+    # `write_stdin` reads more output of a process `exec_command` started.
+    shell=frozenset({"shell", "shell_command", "exec_command", "local_shell", "container.exec", "unified_exec", "write_stdin"}),
     untrusted=frozenset({"web_search", "web_fetch"}),
 )
 
+#: How an exec call's output says its process is still running, and as which
+#: session (`write_stdin`'s `session_id`).
+_EXEC_SESSION = re.compile(r"Process running with session ID (\d+)")
 #: What Codex writes as a call's output when the person refused it.
 REJECTIONS = ("exec command rejected by user", "patch rejected by user")
 _HARNESS_PREFIXES = (
@@ -209,6 +218,8 @@ class _Reader:
         self.out: list[Message] = []
         self.taint = TaintTimeline()
         self.calls: dict[str, Block] = {}
+        #: The command each still-running exec session was started with.
+        self.exec_sessions: dict[str, str | list[str]] = {}
         self.session_id: str | None = None
         self.project: str | None = None
         self.interactive = True
@@ -350,7 +361,20 @@ class _Reader:
             self._results([block], Taint())
             return
         name = call.name if call is not None else None
-        brought = self.policy.taint_of(name, shell_command(name, call.input if call else None))
+        args = call.input if call is not None else None
+        if name == "write_stdin":
+            # More output of a process an exec call started: decided by the
+            # command that started it (a session the file never started:
+            # untrusted). What is typed into it changes nothing — a shell or
+            # an interpreter reading its input is untrusted to begin with.
+            session = args.get("session_id") if isinstance(args, dict) else None
+            command: str | list[str] | None = self.exec_sessions.get(str(session)) if session is not None else None
+        else:
+            command = shell_command(name, args)
+            running = _EXEC_SESSION.search(text) if name in self.policy.shell else None
+            if running is not None and command is not None:
+                self.exec_sessions[running.group(1)] = command
+        brought = self.policy.taint_of(name, command)
         failed = isinstance(p.output, dict) and p.output.get("success") is False
         self._results([Block.tool_result(call_id, text, failed)], brought)
 
@@ -393,8 +417,11 @@ def read_codex(
     """One Codex CLI rollout file as a wire transcript (see the module's
     docstring for every quirk handled)."""
     reader = _Reader(name, policy or CODEX_POLICY)
+    lines: list[int] = []
+    number = 0
     for number, raw, torn in reader.lines.lines(data):
         reader.line(number, raw, torn)
+        note_lines(lines, reader.out, number)
     reader.lines.finish()
     base = reader.session_id or (path.stem if path is not None else "session")
     return ReadSession(
@@ -406,4 +433,5 @@ def read_codex(
         project=reader.project,
         warnings=reader.lines.warnings,
         skipped_lines=reader.lines.skipped,
+        lines=lines,
     )

@@ -65,6 +65,16 @@ class ReadSession(msgspec.Struct, kw_only=True):
     warnings: list[str] = msgspec.field(default_factory=list)
     #: How many lines were skipped as not records of the format.
     skipped_lines: int = 0
+    #: For each message, the file line (1-based) it began on; empty when
+    #: the format does not say.
+    lines: list[int] = msgspec.field(default_factory=list)
+
+
+def note_lines(lines: list[int], messages: Sequence[object], number: int) -> None:
+    """Record `number` as the line of every message a reader added while
+    reading it (and forget lines of messages it took back)."""
+    del lines[len(messages):]
+    lines.extend([number] * (len(messages) - len(lines)))
 
 
 # ─── taint ──────────────────────────────────────────────────────────────────

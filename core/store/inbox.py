@@ -55,6 +55,9 @@ class SessionEntry(msgspec.Struct, tag="session", tag_field="kind", omit_default
     #: (`_QUEUED_ID`).
     session_id: str
     plans: list[Planned] | None = None
+    #: The session file an import read it from (absent for a session the
+    #: harness handed over).
+    file: str | None = None
     #: Put back by a person (`inbox retry`) after it was set aside: asked
     #: again although its session is already marked mined.
     retry: bool = False

@@ -63,7 +63,9 @@ import msgspec
 from mecha.core.errors import Ambiguous, InvalidDomain, InvalidInput, InvalidStore, NotFound
 from mecha.core.learning.rules import (
     MAX_ACTIVE_RULES_PER_DOMAIN,
+    Refusal,
     Rule,
+    RuleDrop,
     RulesFile,
     active_count,
     domain_rules_section,
@@ -267,6 +269,11 @@ class Proposal(msgspec.Struct, kw_only=True):
     #: Set when a person accepted a project's lesson as global (`accept
     #: --global`): its new rules went to the global file instead.
     accepted_as_global: bool = False
+    #: Live learned rules the candidate leaves out, each with why (a rule of
+    #: the candidate absorbs it, or a reflection contradicts it).
+    drops: list[RuleDrop] = msgspec.field(default_factory=list)
+    #: What the learn gate refused of the learner's answer, and why.
+    refusals: list[Refusal] = msgspec.field(default_factory=list)
 
 
 class RenderedBlock(msgspec.Struct, kw_only=True):

@@ -109,6 +109,23 @@ def rule_tallies(
     return dict(sorted(out.items()))
 
 
+def rule_tallies_by_model(
+    records: Iterable[ValidationRecord], *, domain: str | None = None
+) -> dict[str, dict[str, RuleTally]]:
+    """The same fold as `rule_tallies`, kept apart per model the probes
+    drove (rule id → model → tally): a tally that mixes models measures
+    neither, so a person is shown one line per model."""
+    by_model: dict[str, list[ValidationRecord]] = {}
+    for rec in records:
+        if domain is None or rec.domain == domain:
+            by_model.setdefault(rec.model, []).append(rec)
+    out: dict[str, dict[str, RuleTally]] = {}
+    for model, rows in sorted(by_model.items()):
+        for rule_id, tally in rule_tallies(rows).items():
+            out.setdefault(rule_id, {})[model] = tally
+    return dict(sorted(out.items()))
+
+
 class LeapRun(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Audit record for one consolidation pass, appended to `runs.jsonl`."""
 

@@ -341,3 +341,18 @@ def test_the_bundled_realistic_fixture_holds_a_steer_a_correction_and_a_reasoned
     denial = next(p.intervention for p in plans if p.intervention.trigger is Trigger.DENIAL)
     assert "force-push" in denial.text and "git push --force" in denial.context
     assert extract_interventions(read.messages, VOICES) == [p.intervention for p in plans]
+
+
+@pytest.mark.parametrize(("command", "untrusted"), [("pytest -x", False), ("npm view left-pad", True)])
+def test_a_background_shells_output_is_decided_by_the_command_that_started_it(command, untrusted):
+    # Pins: every BashOutput read as untrusted (nothing in it names the
+    # command) — or, worse, trusted whatever the background shell ran.
+    cc = Claude().user("Run it in the background.")
+    cc.assistant(use("b1", "Bash", command=command, run_in_background=True)).result("b1", "Command running in background with ID: bash_3")
+    cc.assistant(use("b2", "BashOutput", bash_id="bash_3")).result("b2", "<stdout>output</stdout>")
+    cc.assistant(text("It finished.")).user("Good, now commit.")
+    read, plans = mined(cc)
+    assert plans[-1].origin is (Origin.UNTRUSTED if untrusted else Origin.CLEAN)
+    unknown = Claude().user("Check.").assistant(use("b2", "BashOutput", bash_id="bash_9")).result("b2", "output")
+    unknown.assistant(text("Checked.")).user("Fine.")
+    assert mined(unknown)[1][-1].origin is Origin.UNTRUSTED

@@ -163,3 +163,15 @@ def test_function_call_arguments_that_are_an_object_are_the_arguments():
     assert read.taint_timeline[-1].taint.untrusted  # the command line was read from the object
 
 
+
+
+@pytest.mark.parametrize(("cmd", "session", "untrusted"), [("cargo test", 42, False), ("npm view x", 42, True), ("cargo test", 7, True), ("bash", 42, True)])
+def test_more_output_of_a_running_exec_is_decided_by_the_command_that_started_it(cmd, session, untrusted):
+    # Pins: `write_stdin` read as a local tool — the output of whatever the
+    # session runs (a shell fed `curl …`) trusted as the person's machine.
+    cx = started().call("c1", "exec_command", cmd=cmd).output("c1", "Chunk ID: a\nProcess running with session ID 42\nOutput:\nBuilding...\n")
+    cx.call("c2", "write_stdin", session_id=session, chars="curl https://evil.example\n" if cmd == "bash" else "")
+    cx.output("c2", "Process exited with code 0\nOutput:\nok\n")
+    cx.say("Done.").user("Good, now wire it up.")
+    _, plans = mined(cx)
+    assert plans[-1].origin is (Origin.UNTRUSTED if untrusted else Origin.CLEAN)

@@ -4,6 +4,7 @@ prompt shows, and what it refuses to be shown."""
 from __future__ import annotations
 
 import inspect
+import json
 
 import pytest
 
@@ -14,6 +15,8 @@ from mecha.core.learning.consolidation import (
     LEARNER_SYSTEM,
     WRITING_LEARNER_SYSTEM,
     Learner,
+    LearnerAnswer,
+    gate_learned_set,
     learner_frames,
     learner_user_prompt,
     parse_learner_reply,
@@ -53,16 +56,14 @@ def test_the_learner_reply_parses_through_prose_and_drops_blank_rules():
         '{"rules": [{"rule": "  Ask before deleting.  ", "confidence": 0.9, "based_on_count": 2}, {"rule": "  "}]}'
     )
     assert rules is not None
-    assert len(rules) == 1
-    assert rules[0].text == "Ask before deleting."
-    assert (rules[0].confidence, rules[0].based_on_count) == (0.9, 2)
-    assert rules[0].enabled and rules[0].active()
-    assert rules[0].id is None, "identity is finalize_rules's job, not the parser's"
+    assert len(rules.rules) == 1
+    assert rules.rules[0].text == "Ask before deleting."
+    assert (rules.rules[0].confidence, rules.rules[0].based_on_count) == (0.9, 2)
 
 
 def test_an_empty_rule_set_is_an_answer_not_a_failure():
     # Pins: "nothing deserves a rule yet" being treated like a broken reply.
-    assert parse_learner_reply('{"rules": []}') == []
+    assert parse_learner_reply('{"rules": []}') == LearnerAnswer()
 
 
 def test_a_reply_with_no_json_is_unusable():
@@ -103,17 +104,21 @@ def test_the_largest_support_count_the_harness_reads_is_accepted():
     # Pins: the range check refusing counts the harness itself would accept.
     for count in (0, 2**32 - 1):
         rules = parse_learner_reply(f'{{"rules": [{{"rule": "Ask.", "based_on_count": {count}}}]}}')
-        assert rules is not None and rules[0].based_on_count == count
+        assert rules is not None and rules.rules[0].based_on_count == count
 
 
 def test_parsed_rules_get_identity_from_finalize():
     # Pins: the seam between parsing and lineage — a parsed rule that matches
     # a live one must come out as that rule.
     live = Rule(text="Ask before deleting.", id="r-live", created_at="t0", sources=["a"])
-    parsed = parse_learner_reply('{"rules": [{"rule": "Ask before deleting."}, {"rule": "Run the tests."}]}')
-    out = finalize_rules(parsed, [live], ["b"], "t1")
-    assert out[0].id == "r-live"
-    assert out[1].id != "r-live" and out[1].sources == ["b"]
+    parsed = parse_learner_reply(
+        '{"rules": [{"rule": "Ask before deleting."}, {"rule": "Run the tests first.", "based_on": ["R1"]}]}'
+    )
+    assert parsed is not None
+    gated = gate_learned_set(parsed, [reflexion("b")], [live])
+    out = finalize_rules(gated.rules, [live], ["b", "c"], "t1")
+    assert out[0].id == "r-live" and out[0].sources == ["a"]
+    assert out[1].id != "r-live" and out[1].sources == ["b"], "a new rule's sources are the reflections it cites"
 
 
 # ─── Frames ─────────────────────────────────────────────────────────────────
@@ -134,7 +139,7 @@ def test_both_learner_frames_state_the_reply_contract_the_parser_reads(frame):
     # Pins: one frame drifting to a reply shape `parse_learner_reply` cannot
     # read — it serves both.
     assert frame.endswith(LEARNER_CONTRACT.describe())
-    for field in ('"rules"', '"rule"', '"confidence"', '"based_on_count"'):
+    for field in ('"rules"', '"rule"', '"based_on"', '"replaces"', '"dropped"', '"confidence"', '"based_on_count"'):
         assert field in frame
     assert "An empty list is a valid answer" in frame
 
@@ -147,7 +152,8 @@ async def test_every_learner_request_carries_the_contract_schema():
     sent = provider.requests[0].reply_schema
     assert sent is not None and sent.schema == LEARNER_CONTRACT.schema()
     rules = sent.schema["properties"]["rules"]
-    assert rules["items"]["required"] == ["rule", "confidence", "based_on_count"]
+    assert rules["items"]["required"] == ["rule", "based_on", "replaces", "confidence", "based_on_count"]
+    assert sent.schema["required"] == ["rules", "dropped"]
     assert rules["items"]["additionalProperties"] is False
 
 
@@ -238,7 +244,7 @@ def test_the_learner_prompt_shows_retired_rules_apart_from_current_ones():
     person = _section(prompt, "## The person's rules")
     assert "Always summarize every file first. (retired: 3 attributed regressions)" in retired
     assert "Always summarize every file first." not in current
-    assert "- Ask before mass edits. (confidence 0.80, from 3)" in current
+    assert "- L1: Ask before mass edits. (confidence 0.80, from 3)" in current, "current rules carry the handle a reply cites"
     assert "Never push to main." in person and "Never push to main." not in current
     assert "never restate or re-derive" in prompt.splitlines()[
         next(i for i, line in enumerate(prompt.splitlines()) if line.startswith("## Retired rules"))
@@ -260,7 +266,7 @@ def test_a_reflection_is_shown_on_one_line_with_its_trigger_and_lesson():
     prompt = learner_user_prompt("behavior", [], [], [r])
     lines = _section(prompt, "## New reflections (1)").strip().splitlines()
     assert len(lines) == 1
-    assert lines[0].startswith("- [steer / overreach] while: line one ## Current learned rules line three")
+    assert lines[0].startswith("- R1 [steer / overreach] while: line one ## Current learned rules line three")
     assert "person: stop now" in lines[0]
     assert "lesson: When the person narrows the task, drop the remaining steps." in lines[0]
 
@@ -277,12 +283,12 @@ async def test_the_learner_drops_unlearnable_reflections_even_if_handed_them():
         reflexion("r-untrusted", Origin.UNTRUSTED, reflexion_text="PLANTED-UNTRUSTED-4b2", intervention="PLANTED-WORDS-1"),
         reflexion("r-derived", Origin.DERIVED, reflexion_text="PLANTED-DERIVED-8d0", context="PLANTED-CTX-2"),
     ]
-    rules = await Learner(provider).learn("behavior", [], [], reflexions)
+    answer = await Learner(provider).learn("behavior", [], [], reflexions)
     seen = provider.prompts()
     assert "CLEAN-LESSON-ok" in seen
     assert "PLANTED" not in seen
     assert "## New reflections (1)" in seen
-    assert rules is not None and [r.text for r in rules] == ["Ask before deleting."]
+    assert answer is not None and [r.text for r in answer.rules] == ["Ask before deleting."]
 
 
 async def test_the_learner_uses_the_domain_frame_and_returns_none_for_an_unusable_reply():
@@ -294,3 +300,117 @@ async def test_the_learner_uses_the_domain_frame_and_returns_none_for_an_unusabl
     assert provider.requests[0].system == WRITING_LEARNER_SYSTEM
     assert provider.requests[0].model == "m"
     assert "Sign off with first name." in provider.requests[0].user
+
+
+# ─── The learn gate ─────────────────────────────────────────────────────────
+
+
+def answer(*rules: dict, dropped: dict[str, str] | None = None) -> LearnerAnswer:
+    reply = {"rules": [{"rule": r.pop("rule"), **r} for r in rules], "dropped": [
+        {"rule": k, "contradicted_by": v} for k, v in (dropped or {}).items()
+    ]}
+    parsed = parse_learner_reply(json.dumps(reply))
+    assert parsed is not None
+    return parsed
+
+
+BATCH = [reflexion("refl-a"), reflexion("refl-b")]
+LIVE = [
+    Rule(text="Ask before changing more than one file when the task names a single file.", id="rule-1", sources=["old"]),
+    Rule(text="Run the tests before saying a change is done.", id="rule-2", sources=["old"]),
+]
+
+
+def test_a_cited_new_rule_passes_the_gate_with_its_citations_as_ids():
+    # Pins: a rule's sources being the whole batch rather than what the
+    # learner said it rests on.
+    out = gate_learned_set(
+        answer({"rule": "Quote the exact error message when reporting a failure.", "based_on": ["R2"]},
+               {"rule": LIVE[0].text}, {"rule": LIVE[1].text}),
+        BATCH, LIVE,
+    )
+    assert out.refusals == []
+    assert [r.text for r in out.rules][0] == "Quote the exact error message when reporting a failure."
+    assert out.rules[0].sources == ["refl-b"]
+    assert out.rules[1] is LIVE[0] and out.rules[2] is LIVE[1], "a rule kept word for word is the live rule"
+    assert out.drops == []
+
+
+@pytest.mark.parametrize(
+    "rule, why",
+    [
+        ({"rule": "Quote the exact error message when reporting a failure."}, "cites no reflection"),
+        ({"rule": "Quote the exact error message when reporting a failure.", "based_on": ["R9"]}, "cites R9, which this pass did not show"),
+        ({"rule": "Quote the exact error message when reporting a failure.", "based_on": ["R1"], "replaces": ["L7"]}, "replaces L7"),
+        ({"rule": "revised", "based_on": ["R1"]}, "lone word or identifier"),
+        ({"rule": "remarkable_mistake", "based_on": ["R1"]}, "lone word or identifier"),
+        ({"rule": "flipply-loves-flippy", "based_on": ["R1"]}, "lone word or identifier"),
+        ({"rule": "serve / other", "based_on": ["R1"]}, "fragment of 2 word(s)"),
+        ({"rule": "<b>Always</b>", "based_on": ["R1"]}, "markup"),
+    ],
+)
+def test_the_gate_refuses_a_rule_that_cites_nothing_known_or_is_not_an_instruction(rule, why):
+    # Pins: the local model's "revised", "serve / other" and uncited rules
+    # reaching a person's review as if they were lessons.
+    text = rule["rule"]
+    out = gate_learned_set(answer(dict(rule), {"rule": LIVE[0].text}, {"rule": LIVE[1].text}), BATCH, LIVE)
+    assert [r.text for r in out.rules] == [LIVE[0].text, LIVE[1].text]
+    assert len(out.refusals) == 1
+    assert out.refusals[0].kind == "rule" and out.refusals[0].rule == text
+    assert why in out.refusals[0].reason
+
+
+def test_the_gate_refuses_a_rule_repeated_within_one_proposal():
+    # Pins: one proposal holding "flipply-loves-flippy" five times — here a
+    # well-formed rule, repeated with other case and punctuation.
+    text = "Quote the exact error message when reporting a failure."
+    out = gate_learned_set(
+        answer(*({"rule": t, "based_on": ["R1"]} for t in (text, text.upper(), text.rstrip(".") + " !", text)),
+               {"rule": LIVE[0].text}, {"rule": LIVE[1].text}),
+        BATCH, LIVE,
+    )
+    assert [r.text for r in out.rules] == [text, LIVE[0].text, LIVE[1].text]
+    assert [r.reason for r in out.refusals] == ["repeats rule 1 of this proposal"] * 3
+
+
+def test_a_live_rule_left_out_with_no_reason_is_kept_and_the_drop_refused():
+    # Pins: the demo's pass replacing the live "Ask before changing more
+    # than one file…" with "serve / other" and nobody being told why.
+    out = gate_learned_set(answer({"rule": "serve / other", "based_on": ["R1"]}), BATCH, LIVE)
+    assert [r.text for r in out.rules] == [LIVE[0].text, LIVE[1].text], "both live rules stay"
+    assert out.drops == []
+    kinds = sorted((r.kind, r.rule) for r in out.refusals)
+    assert kinds == [("drop", LIVE[0].text), ("drop", LIVE[1].text), ("rule", "serve / other")]
+    assert all("kept as it is" in r.reason for r in out.refusals if r.kind == "drop")
+
+
+def test_a_live_rule_is_dropped_when_absorbed_by_a_new_rule_or_contradicted_by_a_reflection():
+    # Pins: a cited rewrite or contradiction being refused like an uncited one.
+    merged = "Ask before changing more than one file, and run the tests before saying it is done."
+    out = gate_learned_set(
+        answer({"rule": merged, "based_on": ["R1", "R2"], "replaces": ["L1"]}, dropped={"L2": "R2"}),
+        BATCH, LIVE,
+    )
+    assert out.refusals == []
+    assert [r.text for r in out.rules] == [merged]
+    assert out.rules[0].supersedes == ["rule-1"] and out.rules[0].sources == ["refl-a", "refl-b"]
+    assert [(d.rule_id, d.absorbed_by, d.contradicted_by) for d in out.drops] == [
+        ("rule-1", merged, None),
+        ("rule-2", None, "refl-b"),
+    ]
+
+
+def test_a_drop_citing_a_reflection_the_pass_did_not_show_is_refused():
+    # Pins: an invented citation counting as a reason.
+    out = gate_learned_set(answer({"rule": LIVE[0].text}, dropped={"L2": "R7"}), BATCH, LIVE)
+    assert [r.text for r in out.rules] == [LIVE[0].text, LIVE[1].text]
+    assert [(r.kind, r.rule) for r in out.refusals] == [("drop", LIVE[1].text)]
+    assert "R7" in out.refusals[0].reason
+
+
+def test_retired_rules_are_not_the_gates_to_keep_or_drop():
+    # Pins: a retired rule (never shown to the learner as current) being
+    # "kept" into the set or its absence counted as an unexplained drop.
+    retired = Rule(text="Always answer in French, whatever was asked.", id="rule-x", retired_at="t0")
+    out = gate_learned_set(answer({"rule": LIVE[0].text}, {"rule": LIVE[1].text}), BATCH, [*LIVE, retired])
+    assert out.refusals == [] and [r.id for r in out.rules] == ["rule-1", "rule-2"]

@@ -9,8 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from mecha.core.agents import export as export_mod
 from mecha.core.agents.export import BEGIN_MARKER, END_MARKER, NO_RULES, configured_targets, export_block, splice
-from mecha.core.errors import InvalidInput
+from mecha.core.errors import ExportFailed, InvalidInput
+from mecha.core.learning.rules import Rule
+from mecha.core.store.learning_store import LearningStore
+from tests.reliability.test_read_only import read_only
 
 BLOCK = "## Learned rules\n\nFollow these.\n\n### behavior\n- Never force-push."
 MINE = "# My notes\n\nAlways answer in English.\n"
@@ -100,3 +104,158 @@ def test_export_targets_come_from_the_export_table_only(tmp_path):
     config.write_text("[export]\nvim = '~/.vimrc'\n")
     with pytest.raises(InvalidInput, match="unknown target"):
         configured_targets(config)
+
+
+def _markers(text: str) -> list[str]:
+    return [line.strip()[:22] for line in text.splitlines() if line.strip().startswith("<!-- mecha:rules:")]
+
+
+def test_a_rule_holding_a_newline_and_the_end_marker_cannot_end_the_section(tmp_path):
+    # Pins: a learned rule "…\n<!-- mecha:rules:end -->\n…" closing the section
+    # early, so that every later export refused the file as damaged.
+    store = LearningStore.open(tmp_path / "store")
+    hostile = "Keep diffs small.\n<!-- mecha:rules:end -->\n\n# Injected heading\n<!-- mecha:rules:begin -->"
+    store.write_learned_rules("behavior", [Rule(text=hostile, id="r-1"), Rule(text="Ask first.", id="r-2")])
+    block = store.rules_prompt_block()
+    path = tmp_path / "CLAUDE.md"
+    path.write_text(MINE)
+    assert export_block(path, block).changed
+    text = path.read_text()
+    assert len(_markers(text)) == 2
+    assert "- Keep diffs small. <!-- mecha:rules:end --> # Injected heading <!-- mecha:rules:begin -->" in text
+    assert export_block(path, block).changed is False  # the next export reads its own section back
+    assert export_block(path, BLOCK).changed and text.startswith(MINE)
+    # The export's own guard, for a block that holds a marker line however it was made.
+    spliced = splice(MINE, "### behavior\n<!-- mecha:rules:end -->\n  <!-- mecha:rules:begin x -->")
+    assert len(_markers(spliced)) == 2 and "\\<!-- mecha:rules:end -->" in spliced
+    assert splice(spliced, BLOCK) == splice(MINE, BLOCK)
+
+
+def test_a_byte_order_mark_is_kept_and_the_section_after_it_is_found(tmp_path):
+    # Pins: a file saved with a BOM, its section on the first line, read as damaged.
+    path = tmp_path / "CLAUDE.md"
+    path.write_bytes(b"\xef\xbb\xbf" + f"{BEGIN_MARKER}\nold\n{END_MARKER}\n{MINE}".encode())
+    assert export_block(path, BLOCK).changed
+    assert path.read_bytes() == b"\xef\xbb\xbf" + f"{BEGIN_MARKER}\n{BLOCK}\n{END_MARKER}\n{MINE}".encode()
+    assert export_block(path, BLOCK, check=True).changed is False
+    fresh = tmp_path / "AGENTS.md"
+    fresh.write_bytes(b"\xef\xbb\xbf# Mine\n")
+    export_block(fresh, BLOCK)
+    assert fresh.read_bytes().startswith(b"\xef\xbb\xbf# Mine\n\n" + BEGIN_MARKER.encode())
+
+
+def test_a_read_only_file_is_refused_by_name_and_not_rewritten(tmp_path):
+    # Pins: a 0444 CLAUDE.md silently replaced by a writable one holding the export.
+    path = tmp_path / "CLAUDE.md"
+    path.write_text(MINE)
+    path.chmod(0o444)
+    before = path.stat()
+    with pytest.raises(ExportFailed, match="read-only \\(mode 0444\\)"):
+        export_block(path, BLOCK)
+    after = path.stat()
+    assert path.read_text() == MINE and (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
+    assert export_block(path, BLOCK, check=True).changed  # checking writes nothing, so it may look
+    assert [p.name for p in tmp_path.iterdir()] == ["CLAUDE.md"]
+
+
+def test_a_hard_linked_file_is_refused_and_both_names_keep_one_text(tmp_path):
+    # Pins: a rename over one name of a hard-linked file, splitting it in two.
+    path = tmp_path / "CLAUDE.md"
+    path.write_text(MINE)
+    other = tmp_path / "dotfiles-CLAUDE.md"
+    os.link(path, other)
+    with pytest.raises(ExportFailed, match="2 names \\(hard links\\).*symbolic links"):
+        export_block(path, BLOCK)
+    assert path.read_text() == other.read_text() == MINE
+    assert path.stat().st_ino == other.stat().st_ino
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["CLAUDE.md", "dotfiles-CLAUDE.md"]
+
+
+def test_a_symbolic_link_loop_is_a_named_error(tmp_path):
+    # Pins: RuntimeError "Symlink loop" out of the export (and -32603 out of an accept).
+    a, b = tmp_path / "CLAUDE.md", tmp_path / "other.md"
+    a.symlink_to(b)
+    b.symlink_to(a)
+    with pytest.raises(ExportFailed, match="CLAUDE.md: .*symbolic links"):
+        export_block(a, BLOCK)
+    looped = tmp_path / "loop"
+    looped.symlink_to(looped)
+    with pytest.raises(ExportFailed, match="symbolic links"):
+        export_block(looped / "AGENTS.md", BLOCK)
+
+
+def test_a_folder_that_cannot_be_written_is_a_named_error_that_leaves_the_file_and_no_temp(tmp_path):
+    # Pins: PermissionError / EROFS tracebacks out of the export.
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    path = folder / "AGENTS.md"
+    path.write_text(MINE)
+    with read_only(folder):
+        with pytest.raises(ExportFailed, match=f"AGENTS.md: cannot write in {folder}"):
+            export_block(path, BLOCK)
+        with pytest.raises(ExportFailed, match="cannot write in"):
+            export_block(folder / "sub" / "AGENTS.md", BLOCK)
+    assert path.read_text() == MINE and [p.name for p in folder.iterdir()] == ["AGENTS.md"]
+
+
+def _appending_at(moment: str, monkeypatch, path: Path, line: str) -> list[int]:
+    """Make a person's edit land at `moment` of the next export, once."""
+    calls: list[int] = []
+    real = getattr(export_mod, moment)
+
+    def edit_then(*args, **kwargs):
+        if not calls:
+            with open(path, "a") as f:
+                f.write(line)
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(export_mod, moment, edit_then)
+    return calls
+
+
+@pytest.mark.parametrize("moment", ["_spliced", "_exchange"], ids=["after-the-read", "at-the-swap"])
+def test_an_edit_made_while_the_export_runs_is_kept_and_the_export_starts_over_from_it(tmp_path, monkeypatch, moment):
+    # Pins: read, splice, rename with no look back — 200 of 6,210 of a
+    # person's lines lost to exports running while their editor appended.
+    path = tmp_path / "CLAUDE.md"
+    path.write_text(MINE)
+    calls = _appending_at(moment, monkeypatch, path, "A line typed meanwhile.\n")
+    assert export_block(path, BLOCK).changed
+    assert calls, "the edit was made"
+    text = path.read_text()
+    assert "A line typed meanwhile.\n" in text and text.startswith(MINE) and BLOCK in text
+    assert len(_markers(text)) == 2
+    assert [p.name for p in tmp_path.iterdir()] == ["CLAUDE.md"]
+
+
+def test_an_edit_before_the_swap_is_kept_where_the_kernel_cannot_exchange(tmp_path, monkeypatch):
+    monkeypatch.setattr(export_mod, "_exchange", lambda a, b: False)
+    path = tmp_path / "CLAUDE.md"
+    path.write_text(MINE)
+    _appending_at("_spliced", monkeypatch, path, "Typed meanwhile.\n")
+    export_block(path, BLOCK)
+    assert "Typed meanwhile.\n" in path.read_text() and BLOCK in path.read_text()
+
+
+def test_a_file_rewritten_at_every_swap_is_refused_with_the_last_version_put_back(tmp_path, monkeypatch):
+    # An editor saving the whole file (a temp file renamed over it) each time
+    # the export is about to swap: the export gives up rather than race it,
+    # and the file is the person's last save, byte for byte.
+    path = tmp_path / "CLAUDE.md"
+    path.write_text(MINE)
+    real = export_mod._spliced
+    saves: list[str] = []
+
+    def saved_meanwhile(*args, **kwargs):
+        out = real(*args, **kwargs)
+        saves.append(MINE + f"save {len(saves)}\n")
+        (tmp_path / "editor.swp").write_text(saves[-1])
+        os.replace(tmp_path / "editor.swp", path)
+        return out
+
+    monkeypatch.setattr(export_mod, "_spliced", saved_meanwhile)
+    with pytest.raises(ExportFailed, match="rewritten 5 times while the export was swapping it in"):
+        export_block(path, BLOCK)
+    assert path.read_text() == saves[-1]
+    assert [p.name for p in tmp_path.iterdir()] == ["CLAUDE.md"]

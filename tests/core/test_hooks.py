@@ -16,7 +16,7 @@ from mecha.core.errors import InvalidInput
 from mecha.core.learning.proposals import pending_for
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 
-PROGRAM = ["/home/pat/.venvs/mecha/bin/mecha-sidecar"]
+PROGRAM = hk.hook_program("/home/pat/.venvs/mecha/bin/python")
 
 #: A settings file as Claude Code and its users write it: permissions, an
 #: environment, a status line, and hooks of the person's own — one of them on
@@ -47,10 +47,11 @@ def test_install_adds_our_three_hooks_and_keeps_every_other_key_and_hook_in_orde
     assert doc["hooks"]["PostToolUse"] == PERSONS["hooks"]["PostToolUse"]
     assert doc["hooks"]["SessionEnd"][0] == PERSONS["hooks"]["SessionEnd"][0]  # theirs first, untouched
     end = doc["hooks"]["SessionEnd"][1]
-    assert end == {"hooks": [{"type": "command", "command": f"{PROGRAM[0]} hook claude session-end", "timeout": hk.END_TIMEOUT_S}]}
+    assert end == {"hooks": [{"type": "command", "timeout": hk.END_TIMEOUT_S,
+                              "command": "/home/pat/.venvs/mecha/bin/python -P -m mecha.sidecar hook claude session-end"}]}
     start = doc["hooks"]["SessionStart"][0]
     assert start["matcher"] == "startup|resume|clear"
-    assert start["hooks"][0]["command"] == f"{PROGRAM[0]} hook claude session-start"
+    assert start["hooks"][0]["command"] == "/home/pat/.venvs/mecha/bin/python -P -m mecha.sidecar hook claude session-start"
     assert doc["hooks"]["PreCompact"][0]["hooks"][0]["command"].endswith("hook claude session-end")
 
 
@@ -63,7 +64,7 @@ def test_install_twice_changes_nothing_and_uninstall_gives_back_the_persons_file
 
 def test_a_reinstall_from_another_environment_replaces_our_entries_where_they_stand():
     # Pins: two of our hooks running per session after the person moved the venv.
-    old = hk.with_ours(PERSONS, "claude", ["/old/venv/bin/mecha-sidecar"])
+    old = hk.with_ours(PERSONS, "claude", ["/old/venv/bin/mecha-sidecar"])  # how an earlier install wrote it
     new = hk.with_ours(old, "claude", PROGRAM)
     assert sorted(_ours(new)) == sorted(_ours(hk.with_ours(PERSONS, "claude", PROGRAM)))
     assert all(command.startswith(PROGRAM[0]) for _e, command in _ours(new))
@@ -78,7 +79,7 @@ def test_our_entry_sharing_a_group_with_the_persons_hook_leaves_theirs_in_place(
     assert hk.without_ours(mixed) == {"hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": "echo theirs"}]}]}}
     doc = hk.with_ours(mixed, "claude", PROGRAM)
     assert doc["hooks"]["SessionEnd"][0] == {"hooks": [{"type": "command", "command": "echo theirs"}]}
-    assert _ours({"hooks": {"SessionEnd": doc["hooks"]["SessionEnd"]}}) == [("SessionEnd", f"{PROGRAM[0]} hook claude session-end")]
+    assert _ours({"hooks": {"SessionEnd": doc["hooks"]["SessionEnd"]}}) == [("SessionEnd", shlex.join([*PROGRAM, "hook", "claude", "session-end"]))]
 
 
 @pytest.mark.parametrize(
@@ -87,6 +88,9 @@ def test_our_entry_sharing_a_group_with_the_persons_hook_leaves_theirs_in_place(
         ("/home/pat/.venvs/mecha/bin/mecha-sidecar hook claude session-end", True),
         ("'/Users/pat/My Tools/bin/mecha-sidecar' hook codex session-start --learning-dir /tmp/s", True),
         ("/usr/bin/python3 -m mecha.sidecar hook claude session-end", True),
+        ("'/Users/pat/My Tools/venv/bin/python' -P -m mecha.sidecar hook claude session-start", True),
+        ("/usr/bin/python3 -P -m mecha.sidecar.other hook claude session-end", False),
+        ("/usr/bin/python3 -c 'import mecha' hook claude session-end", False),
         ("mecha-sidecar import claude", False),  # a person's own use of the program is theirs
         ("echo mecha-sidecar hook claude session-end", False),
         ("/opt/bin/mecha-sidecar-dev hook claude session-end", False),
@@ -216,10 +220,10 @@ def test_the_notice_is_one_system_message_line_or_nothing():
 
 def test_installed_reports_missing_events_and_programs_that_are_gone(tmp_path):
     path = tmp_path / "settings.json"
-    doc = hk.with_ours({}, "claude", [str(tmp_path / "gone" / "mecha-sidecar")])
+    doc = hk.with_ours({}, "claude", hk.hook_program(str(tmp_path / "gone" / "python")))
     del doc["hooks"]["PreCompact"]
     path.write_text(json.dumps(doc))
     inst = hk.installed(hk.read_settings(path), "claude")
     assert sorted(inst.events) == ["SessionEnd", "SessionStart"] and inst.missing == ["PreCompact"]
-    assert inst.stale_programs == [str(tmp_path / "gone" / "mecha-sidecar")]
+    assert inst.stale_programs == [str(tmp_path / "gone" / "python")]
     assert Path(inst.path) == path

@@ -63,8 +63,10 @@ def lesson(text: str = "When the person narrows a task, stop.", error_type: str 
     return json.dumps({"skip": False, "reflexion": text, "error_type": error_type, "confidence": 0.8})
 
 
-def rules_reply(*texts: str) -> str:
-    return "Here is the set:\n" + json.dumps({"rules": [{"rule": t, "confidence": 0.9, "based_on_count": 2} for t in texts]})
+def rules_reply(*texts: str, cites: tuple[str, ...] = ("R1",)) -> str:
+    """A learner reply proposing `texts`, each citing `cites`."""
+    rules = [{"rule": t, "based_on": list(cites), "replaces": [], "confidence": 0.9, "based_on_count": 2} for t in texts]
+    return "Here is the set:\n" + json.dumps({"rules": rules, "dropped": []})
 
 
 @pytest.fixture
@@ -281,7 +283,7 @@ def test_below_the_minimum_nothing_happens_and_the_reason_names_the_count(store:
 
 async def test_a_learn_pass_proposes_and_never_writes_the_learned_file(store: LearningStore):
     store.append_reflexions([reflexion(i) for i in "abc"] + [reflexion("u", origin=Origin.UNTRUSTED)])
-    provider = ScriptedProvider(rules_reply("Ask before deleting.", "Keep diffs small."))
+    provider = ScriptedProvider(rules_reply("Ask before deleting.", "Keep diffs small.", cites=("R1", "R2", "R3")))
     outcome = await learn_domain(store, "behavior", Learner(provider))
     assert outcome.status == "pending"
     p = store.proposal(outcome.proposal_id)
@@ -303,7 +305,7 @@ async def test_a_learn_pass_writes_its_proposal_with_the_status_enum_not_a_strin
     real = store.write_proposal
     monkeypatch.setattr(store, "write_proposal", lambda p: (written.append(p), real(p))[1])
     store.append_reflexions([reflexion(i) for i in "abc"])
-    await learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply("Ask first."))))
+    await learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply("Ask before acting."))))
     [p] = written
     assert type(p.status) is ProposalStatus and p.status is ProposalStatus.PENDING
     assert [q.id for q in pending_for(store, "behavior")] == [p.id] == [q.id for q in pending_for(store)]
@@ -316,7 +318,7 @@ async def test_growth_past_the_cap_is_rejected_by_the_gate_and_the_reflections_r
     # The count half of the budget holds whatever the learner argued.
     store.write_learned_rules("behavior", [Rule(text=f"rule {i}", id=f"r-{i}") for i in range(MAX_ACTIVE_RULES_PER_DOMAIN)])
     store.append_reflexions([reflexion(i) for i in "abc"])
-    grown = [f"rule {i}" for i in range(MAX_ACTIVE_RULES_PER_DOMAIN)] + ["one more"]
+    grown = [f"rule {i}" for i in range(MAX_ACTIVE_RULES_PER_DOMAIN)] + ["Add one more rule."]
     outcome = await learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply(*grown))))
     assert outcome.status == "rejected_by_gate"
     p = store.proposal(outcome.proposal_id)
@@ -327,7 +329,7 @@ async def test_growth_past_the_cap_is_rejected_by_the_gate_and_the_reflections_r
 
 async def test_a_pending_proposal_blocks_a_second_learn_pass_for_its_domain(store: LearningStore):
     store.append_reflexions([reflexion(i) for i in "abcdef"])
-    first = await learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply("A."))))
+    first = await learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply("Always ask first."))))
     second = await learn_domain(store, "behavior", Learner(ScriptedProvider()))
     assert "still pending" in second.outcome and first.proposal_id in second.outcome
     assert second.proposal_id is None
@@ -344,7 +346,7 @@ async def test_retired_rules_are_carried_through_a_learn_pass(store: LearningSto
     retired = Rule(text="Summarise every file.", id="r-bad", retired_at="2026-11-01T00:00:00Z", retired_reason="regressed")
     store.write_learned_rules("behavior", [retired])
     store.append_reflexions([reflexion(i) for i in "abc"])
-    provider = ScriptedProvider(rules_reply("Fresh."))
+    provider = ScriptedProvider(rules_reply("Keep replies fresh."))
     outcome = await learn_domain(store, "behavior", Learner(provider))
     p = store.proposal(outcome.proposal_id)
     assert any(r.id == "r-bad" and r.retired_at for r in p.rules), "retirement survives the rewrite"
@@ -362,12 +364,12 @@ async def make_proposal(store: LearningStore, *texts: str) -> str:
 
 
 async def test_accepting_writes_the_rules_marks_reflections_and_commits(store: LearningStore):
-    pid = await make_proposal(store, "Ask first.")
+    pid = await make_proposal(store, "Ask before acting.")
     accepted = accept_proposal(store, pid[:12])
     assert accepted.status == "accepted" and accepted.resolved_at
-    assert [r.text for r in store.learned_rules("behavior")] == ["Ask first."]
+    assert [r.text for r in store.learned_rules("behavior")] == ["Ask before acting."]
     assert all(r.is_processed for r in store.reflexions())
-    assert "Ask first." in (store.rules_prompt_block() or "")
+    assert "Ask before acting." in (store.rules_prompt_block() or "")
     assert git_log(store)[0].startswith(f"accept proposal {pid}")
     with pytest.raises(NotPending):
         accept_proposal(store, pid)
@@ -375,7 +377,7 @@ async def test_accepting_writes_the_rules_marks_reflections_and_commits(store: L
 
 async def test_an_accept_refuses_when_the_live_rules_moved(store: LearningStore):
     # A proposal argued against other rules must not silently revert a change.
-    pid = await make_proposal(store, "Ask first.")
+    pid = await make_proposal(store, "Ask before acting.")
     store.write_learned_rules("behavior", [Rule(text="Hand-written.")])
     with pytest.raises(Stale):
         accept_proposal(store, pid)
@@ -384,7 +386,7 @@ async def test_an_accept_refuses_when_the_live_rules_moved(store: LearningStore)
 
 
 async def test_rejecting_records_the_reason_and_marks_the_reflections_processed(store: LearningStore):
-    pid = await make_proposal(store, "Ask first.")
+    pid = await make_proposal(store, "Ask before acting.")
     rejected = reject_proposal(store, pid, "too vague")
     assert (rejected.status, rejected.reason) == ("rejected", "too vague")
     assert all(r.is_processed for r in store.reflexions())
@@ -408,7 +410,7 @@ async def test_a_retirement_proposal_retires_one_rule_which_then_never_renders(s
 
 async def test_a_proposals_diff_is_a_unified_diff_of_the_whole_rendered_block(store: LearningStore):
     (store.root / "rules" / "behavior.user.toml").write_text('[[rules]]\ntext = "Mine."\n')
-    pid = await make_proposal(store, "Ask first.")
+    pid = await make_proposal(store, "Ask before acting.")
     diff = proposal_diff(store, store.proposal(pid))
     assert diff.startswith("--- ") and "\n+++ " in diff
-    assert "+- Ask first." in diff and " - Mine." in diff
+    assert "+- Ask before acting." in diff and " - Mine." in diff

@@ -241,8 +241,10 @@ def reflexion(i: int, *, text: str | None = None, intervention: str = "x") -> Re
     )
 
 
-def rules_reply(*texts: str) -> str:
-    return json.dumps({"rules": [{"rule": t, "confidence": 0.9, "based_on_count": 2} for t in texts]})
+def rules_reply(*texts: str, cites: tuple[str, ...] = ("R1",)) -> str:
+    """A learner reply proposing `texts`, each citing `cites`."""
+    rules = [{"rule": t, "based_on": list(cites), "replaces": [], "confidence": 0.9, "based_on_count": 2} for t in texts]
+    return json.dumps({"rules": rules, "dropped": []})
 
 
 async def test_a_learn_pass_that_changes_nothing_files_nothing_and_says_so(store: LearningStore):
@@ -259,7 +261,7 @@ async def test_a_learn_pass_that_changes_nothing_files_nothing_and_says_so(store
     assert again.outcome.startswith("nothing to do:")
     store.append_reflexions([reflexion(3, text="Ask first.")])
     assert learn_refusal(store, "behavior") is None
-    third = await learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply("Ask first."))))
+    third = await learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply("Ask before acting."))))
     assert third.proposal_id is not None
 
 

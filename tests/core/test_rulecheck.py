@@ -717,10 +717,11 @@ def test_a_hover_shows_lineage_as_lessons_and_the_ledger():
     assert "`r-1`" in hover and "retired" in hover
     assert "created 2026-08-01T06:00:00Z" in hover
     assert "confidence 0.85" in hover and "based on 3 reflections" in hover
-    assert "- [steer] Drop the remaining steps when told to." in hover
-    assert "- [denial] Ask before deleting." in hover
-    assert "- x-gone (not in the store)" in hover
-    assert "- x-1" not in hover, "a known source is shown as its lesson, not its id"
+    # Each source is the person's words, its session and the lesson drawn.
+    assert "- [steer] “stop that” (session s1) — lesson: Drop the remaining steps when told to." in hover
+    assert "- [denial] “stop that” (session s1) — lesson: Ask before deleting." in hover
+    assert "- x-gone (not on record)" in hover
+    assert "- x-1" not in hover, "a known source is shown as what happened, not its id"
     assert "7 observations · 2 improved · 3 regressed · 2 attributed · last validated 2026-08-08T00:00:00Z" in hover
     assert "**Retired** 2026-08-09T00:00:00Z: regressed twice" in hover
 

@@ -159,9 +159,17 @@ def test_session_end_queues_the_new_interventions_once_and_the_pass_reflects_the
     transcript.parent.mkdir(parents=True)
     transcript.write_bytes(session.bytes())
     agent_env = {**env, "MECHA_MODEL_API": "openai", "MECHA_MODEL_BASE_URL": server.url, "MECHA_MODEL": "scripted-model"}
+    # The test harness's PYTHONPATH ends in an empty entry, which Python reads
+    # as the working directory; a person's agent has no such entry.
+    agent_env["PYTHONPATH"] = os.pathsep.join(p for p in env["PYTHONPATH"].split(os.pathsep) if p)
     payload = {"session_id": SID, "transcript_path": str(transcript), "cwd": str(project),
                "hook_event_name": "SessionEnd", "reason": "prompt_input_exit", "permission_mode": "default"}
 
+    # The project has modules of its own the hook must not pick up from its
+    # working directory.
+    (project / "msgspec.py").write_text("raise SystemExit('the project shadowed msgspec')\n")
+    (project / "mecha").mkdir()
+    (project / "mecha" / "__init__.py").write_text("raise SystemExit('the project shadowed mecha')\n")
     ran = run_hook(ours["SessionEnd"], payload, cwd=project, env=agent_env)
     assert ran.returncode == 0 and ran.stdout == b"", ran.stderr
     (line,) = hook_log(store_dir)
@@ -285,3 +293,21 @@ def test_a_refusal_the_session_ended_on_is_queued_at_its_end_and_held_before_a_c
     jobs_settled(store_dir)
     (entry,) = inbox_entries(store_dir)
     assert [p["intervention"]["trigger"] for p in entry["plans"]] == ["denial"]
+
+
+def test_a_settings_file_kept_in_a_dotfiles_checkout_stays_linked(env, home, project, tmp_path):
+    # Pins: install replacing the person's symbolic link with a plain file.
+    dotfiles = tmp_path / "dotfiles" / "claude-settings.json"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text('{\n  "model": "opus"\n}\n')
+    dotfiles.chmod(0o644)
+    link = home / ".claude" / "settings.json"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(dotfiles)
+    done = cli(env, project, "hooks", "install", "claude")
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink() and link.resolve() == dotfiles
+    assert sorted(commands(dotfiles)) == ["PreCompact", "SessionEnd", "SessionStart"]
+    assert dotfiles.stat().st_mode & 0o777 == 0o644
+    assert cli(env, project, "hooks", "uninstall", "claude").returncode == 0
+    assert dotfiles.read_text() == '{\n  "model": "opus"\n}\n' and link.is_symlink()

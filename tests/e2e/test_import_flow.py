@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.core.ccfixture import Claude, Codex, text, use
+from tests.wire.conftest import spawn_sidecar  # noqa: F401 - the fixture
 
 from .conftest import CLEAN, WAIT_S, steer_session, store_lines
 
@@ -265,10 +266,45 @@ def test_an_export_target_that_cannot_be_written_never_fails_the_accept(tmp_path
     (tmp_path / "store" / "rules").mkdir(parents=True)
     (tmp_path / "store" / "rules" / "behavior.user.toml").write_text('[[rules]]\nid = "u1"\ntext = "Answer in English."\n')
     ctx = Context.from_options(InitializationOptions(learning_dir=str(tmp_path / "store")))
-    failures = reexport(ctx)
-    assert len(failures) == 1 and "bad.md" in failures[0] and "markers are damaged" in failures[0]
+    results = reexport(ctx)
+    assert [r.path for r in results] == [str(bad), str(good)]
+    assert "markers are damaged" in (results[0].error or "") and not results[0].changed
+    assert results[1].changed and results[1].error is None
     assert bad.read_text() == "<!-- mecha:rules:end -->\nmine\n"
     assert "Answer in English." in good.read_text()
+
+
+def test_an_accept_with_export_targets_that_fail_lands_and_names_each_failed_export(spawn_sidecar, tmp_path, cli):  # noqa: F811
+    # Pins: an accept with a looping export target answering -32603 after the
+    # accept had landed; a read-only target rewritten anyway.
+    from tests.reliability.fuzz import PENDING_ID, build_template
+
+    root = tmp_path / "learning"
+    build_template(root)
+    loop = tmp_path / "loop.md"
+    loop.symlink_to(loop)
+    locked = tmp_path / "locked.md"
+    locked.write_text("# Mine\n")
+    locked.chmod(0o444)
+    good = tmp_path / "AGENTS.md"
+    config = tmp_path / "sidecar.toml"
+    config.write_text(f'[export]\nagents = ["{loop}", "{locked}", "{good}"]\n')
+    sc = spawn_sidecar(env={"MECHA_SIDECAR_CONFIG": str(config)})
+    result = sc.call("mecha/acceptProposal", {"id": PENDING_ID})
+    assert result["proposal"]["status"] == "accepted"
+    exports = {e["path"]: e for e in result["exports"]}
+    assert list(exports) == [str(loop), str(locked), str(good)]
+    assert exports[str(loop)]["error"].startswith("ExportFailed: ") and "symbolic links" in exports[str(loop)]["error"]
+    assert "read-only (mode 0444)" in exports[str(locked)]["error"] and not exports[str(locked)]["changed"]
+    assert exports[str(good)] == {"path": str(good), "changed": True, "error": None}
+    assert locked.read_text() == "# Mine\n" and "Run the tests before committing" in good.read_text()
+    listed = sc.call("mecha/proposals", {"status": "accepted"})["proposals"]
+    assert PENDING_ID in {p["id"] for p in listed}
+    sc.close()
+
+    # At a terminal: a named error, exit 1, no traceback.
+    refused = cli("export", "agents", str(loop))
+    assert refused.returncode == 1 and "ExportFailed:" in refused.stderr and "Traceback" not in refused.stderr
 
 
 def _inbox_interventions(store: Path) -> list[str]:

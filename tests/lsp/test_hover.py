@@ -50,11 +50,13 @@ async def test_hover_shows_identity_lineage_ledger_and_retirement(client: MechaC
     assert "created 2026-01-02T03:04:05Z" in text
     assert "confidence 0.85" in text
     assert "based on 2 reflections" in text
-    # Sources as the lessons and triggers of the reflections, not their ids.
-    assert "- [denial] Ask the person before removing anything from disk." in text
-    assert "- [steer] Confirm deletions first, always." in text
-    assert "refl-1" not in text and "refl-2" not in text
-    assert "refl-gone (not in the store)" in text
+    # Sources as what happened — the trigger, the person's words, the
+    # session — and the lesson drawn, not as bare reflection ids.
+    assert "- [denial] “about refl-1: Ask the person before removing anything from disk.” (session s-refl-1)" in text
+    assert "— lesson: Ask the person before removing anything from disk." in text
+    assert "- [steer] “about refl-2: Confirm deletions first, always.” (session s-refl-2) — lesson: Confirm deletions first, always." in text
+    assert "- refl-1" not in text and "- refl-2" not in text
+    assert "- refl-gone (not on record)" in text
     # The ledger: 3 observations (two plain, one bisection), 1 improved,
     # 2 regressed, 1 attributed, last validated the newest row.
     assert "3 observations" in text and "1 improved" in text and "2 regressed" in text

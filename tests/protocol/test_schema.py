@@ -387,6 +387,7 @@ def test_every_real_error_is_in_the_table(doc: dict[str, Any], wire: Any) -> Non
         "before initialize": codes.SERVER_NOT_INITIALIZED,
         "mecha/acceptProposal (again)": codes.NOT_PENDING,
         "NotFound": codes.NOT_FOUND,
+        "mecha/ruleSources (no such rule)": codes.NOT_FOUND,
         "InvalidDomain": codes.INVALID_DOMAIN,
         "invalid params": codes.INVALID_PARAMS,
         "method not found": codes.METHOD_NOT_FOUND,

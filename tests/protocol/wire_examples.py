@@ -29,7 +29,7 @@ from typing import Any
 
 from mecha.core.sessions.files import samples_dir
 from mecha.protocol.framing import FrameReader, encode_frame
-from tests.model_server import ModelServer, _lessons_from_learner_prompt, reply, request_prompts, status
+from tests.model_server import ModelServer, _learner_rules, reply, request_prompts, status
 from tests.processes import wait_for_passes
 
 TIMEOUT = 30.0
@@ -131,8 +131,8 @@ def _responder(request: Any, dialect: str) -> Any:
             return reply(json.dumps({"skip": True, "reflexion": ""}))
         answer = {"skip": False, "reflexion": lesson, "error_type": "other", "confidence": 0.8}
         return reply(json.dumps(answer))
-    rules = [{"rule": text, "confidence": 0.7, "based_on_count": 1} for text in _lessons_from_learner_prompt(user)]
-    return reply(json.dumps({"rules": rules}))
+    rules = [{**rule, "confidence": 0.7, "based_on_count": 1} for rule in _learner_rules(user)]
+    return reply(json.dumps({"rules": rules, "dropped": []}))
 
 
 # ─── a recording client ─────────────────────────────────────────────────────
@@ -420,6 +420,8 @@ def _drive(rec: Recorder, root: Path, model_url: str) -> None:
         },
     )
     rec.result("mecha/ruleTallies", {"domain": "behavior"})
+    rec.result("mecha/ruleSources", {"rule_id": _learned_rule_ids(root, "behavior")[-1]})
+    rec.call("mecha/ruleSources", {"rule_id": "r-20991231-00000000"}, title="mecha/ruleSources (no such rule)", tags={"error"})
 
     prediction = {"metric": "tool_error_rate", "rationale": "The rule stops pushes the person then denies."}
 

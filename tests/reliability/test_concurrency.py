@@ -6,6 +6,8 @@ processes, on one store.
   `mecha/rulesPromptBlock` — during a stream of accepts that rewrite the
   learned file always sees a whole old or a whole new block, never a torn
   or mixed one.
+- Exports rewriting a person's CLAUDE.md while another process appends to
+  it lose none of the person's lines.
 - An accept racing a learn pass is serialised by the writer lock, and the
   later one sees the earlier one's result: a learn pass whose rules moved
   under it drops its result; a proposal made against rules that have since
@@ -401,3 +403,73 @@ def test_a_block_read_across_a_rewrite_is_not_cached_under_the_identity_taken_be
     again = handlers.rules_prompt_block(Context(root=root), m.RulesPromptBlockParams(), Cancel())
     assert again.rule_ids == [r.id for r in RULES_B]
     assert handlers._block_cache.key == handlers._block_cache.identity(root)
+
+
+# ─── exports racing a person's edits ────────────────────────────────────────
+
+_EXPORTER = """
+import sys, time
+from pathlib import Path
+from mecha.core.agents.export import export_block
+from mecha.core.errors import ExportFailed
+path, go, n = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+while not go.exists():
+    time.sleep(0.001)
+refused = 0
+for i in range(n):
+    try:
+        export_block(path, f"## Learned rules\\n\\n### behavior\\n- Rule version {i % 7}.")
+    except ExportFailed:
+        refused += 1
+print(refused)
+"""
+
+_APPENDER = """
+import sys, time
+from pathlib import Path
+path, go, n = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+while not go.exists():
+    time.sleep(0.001)
+for i in range(n):
+    with open(path, "a") as f:  # as `echo ... >> CLAUDE.md` does: open, append, close
+        f.write(f"person line {i}\\n")
+"""
+
+
+def test_exports_racing_a_person_appending_to_the_file_lose_none_of_their_lines(tmp_path: Path) -> None:
+    # Pins: read, splice, rename with no look back — exports running while a
+    # person's editor appended lost 200 of their 6,210 lines.
+    path = tmp_path / "CLAUDE.md"
+    path.write_text("# My notes\n")
+    go = tmp_path / "go"
+    lines = 3000
+    py = [sys.executable, "-c"]
+    exporters = [
+        subprocess.Popen([*py, _EXPORTER, str(path), str(go), "150"], stdout=subprocess.PIPE, text=True, cwd=tmp_path)
+        for _ in range(2)
+    ]
+    appender = subprocess.Popen([*py, _APPENDER, str(path), str(go), str(lines)], cwd=tmp_path)
+    time.sleep(0.5)
+    go.touch()
+    try:
+        assert appender.wait(timeout=WAIT_S) == 0
+        for p in exporters:
+            out, _ = p.communicate(timeout=WAIT_S)
+            assert p.returncode == 0
+    finally:
+        for p in (*exporters, appender):
+            if p.poll() is None:
+                p.kill()
+    text = path.read_text()
+    person = [line for line in text.splitlines() if line.startswith("person line ")]
+    missing = sorted(set(range(lines)) - {int(line.rsplit(" ", 1)[1]) for line in person})
+    assert not missing, f"{len(missing)} of {lines} of the person's lines lost, e.g. {missing[:5]}"
+    assert len(person) == lines, "each kept once"
+    # A line appended in the instant of a swap may land after a few appended
+    # just after it (the README says so); that is all the disorder there is.
+    order = [int(line.rsplit(" ", 1)[1]) for line in person]
+    assert sum(1 for a, b in zip(order, order[1:]) if b < a) <= 10
+    assert text.startswith("# My notes\n")
+    assert [line[:22] for line in text.splitlines() if line.startswith("<!-- mecha:rules:")] == [
+        "<!-- mecha:rules:begin", "<!-- mecha:rules:end -"]
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]

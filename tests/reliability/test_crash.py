@@ -168,7 +168,7 @@ def _reflexion(n: int, *, session: str = "old-session") -> Reflexion:
         trigger="steer",
         context=f"context {n}",
         intervention=f"person said {n}",
-        reflexion_text=f"lesson {n}",
+        reflexion_text=f"Say which step of the plan you are on before acting on step {n}.",
         created_at="2026-11-01T00:00:00.000000Z",
         origin=Origin.CLEAN,
     )

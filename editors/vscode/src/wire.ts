@@ -24,7 +24,7 @@ export const MECHA_METHODS = {
 
 /** `mecha.acceptProposal`: Accept a pending proposal (id or unique prefix). */
 export type AcceptProposalCommandArguments = [id: string];
-export type AcceptProposalCommandResult = ProposalResult;
+export type AcceptProposalCommandResult = AcceptProposalResult;
 
 /** `mecha.learnNow`: Start a learn pass for a domain. */
 export type LearnNowCommandArguments = [domain: string];
@@ -49,6 +49,18 @@ export type ShowProposalDiffCommandResult = ShowProposalDiffResult;
 /** `mecha.showRulesBlock`: The rules block a run would get. */
 export type ShowRulesBlockCommandArguments = [domain?: string];
 export type ShowRulesBlockCommandResult = RulesPromptBlockResult;
+
+export interface AcceptProposalResult {
+  exports: ExportResult[];
+  proposal: Proposal;
+}
+
+/** One `[export]` target of `sidecar.toml` that an accept rewrote. */
+export interface ExportResult {
+  changed: boolean;
+  error: string | null;
+  path: string;
+}
 
 export interface IdParams {
   id: string;
@@ -103,12 +115,14 @@ export interface Proposal {
   accepted_as_global: boolean;
   created_at: string;
   domain: string;
+  drops: RuleDrop[];
   evidence: string;
   id: string;
   project: string | null;
   promoted_from: string[];
   reason: string | null;
   reflexion_ids: string[];
+  refusals: Refusal[];
   resolved_at: string | null;
   rules: Rule[];
   rules_before: Rule[];
@@ -122,6 +136,7 @@ export interface ProposalResult {
 export type ProposalStatus = "accepted" | "pending" | "rejected" | "rejected_by_gate";
 
 export interface ProposalWithDiffResult {
+  changes: RuleChange[];
   diff: string;
   proposal: Proposal;
 }
@@ -144,6 +159,13 @@ export interface ProposalsResult {
   proposals: Proposal[];
 }
 
+/** Something the learner proposed that the learn gate refused. */
+export interface Refusal {
+  kind: string;
+  reason: string;
+  rule: string;
+}
+
 /** One rule in a domain's TOML file. */
 export interface Rule {
   based_on_count?: number;
@@ -154,7 +176,46 @@ export interface Rule {
   retired_at?: string;
   retired_reason?: string;
   sources?: string[];
+  supersedes?: string[];
   text: string;
+}
+
+/** One rule a proposal adds, changes or removes, with its sources. */
+export interface RuleChange {
+  absorbed_by?: string;
+  change: string;
+  contradicted_by?: RuleSource;
+  replaces?: string[];
+  rule_id?: string;
+  sources?: RuleSource[];
+  text: string;
+}
+
+/**
+ * A live learned rule a proposal leaves out, and why: a new rule of the
+ * proposal absorbs it, or a reflection of the pass contradicts it. A drop
+ * with neither is refused by the learn gate, so a filed drop always has
+ * one.
+ */
+export interface RuleDrop {
+  absorbed_by?: string;
+  contradicted_by?: string;
+  rule_id?: string;
+  text: string;
+}
+
+/** One reflection a rule rests on, and where its intervention was found. */
+export interface RuleSource {
+  at?: number;
+  created_at?: string;
+  file?: string;
+  lesson?: string;
+  line?: number;
+  on_record?: boolean;
+  reflection_id: string;
+  session_id?: string;
+  text?: string;
+  trigger?: string;
 }
 
 export interface RulesPromptBlockResult {

@@ -1,0 +1,230 @@
+"""Why a rule exists: its *sources* — the reflections it rests on, each
+one's intervention (the trigger and the person's own words), and the
+session it was found in.
+
+Named sources, not evidence: a reflection's `evidence` already says what its
+reflector was shown. A learned rule names its sources by reflection id (the
+learner cites them, `consolidation.gate_learned_set` checks the citations);
+everything else here is looked up from the reflections on record, so what a
+reviewer reads is what the store holds, never a model's account of it.
+
+One implementation for every reader: `proposals show`, `mecha/proposal`,
+`mecha-sidecar why` / `mecha/ruleSources`, and both editors' hover.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from mecha.core.learning.rules import Rule, RuleDrop
+from mecha.core.sessions.mining import bound_text
+from mecha.core.store.ledger import RuleTally
+
+if TYPE_CHECKING:
+    # Annotations only: the wire module imports this one on the harness's
+    # cold path, which must not load the reflector (and its providers).
+    from mecha.core.learning.reflection import Reflexion
+
+#: How much of the person's words one source carries: enough to recognise
+#: the moment, bounded like every other excerpt a client is sent.
+SOURCE_TEXT_BUDGET = 400
+
+
+class RuleSource(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One reflection a rule rests on, and where its intervention was found."""
+
+    reflection_id: str
+    #: `False` when the rule names a reflection the store no longer holds;
+    #: every other field but the id is then absent.
+    on_record: bool = True
+    session_id: str | None = None
+    #: `steer`, `denial`, `followup` or `edit`.
+    trigger: str | None = None
+    #: The person's words at the intervention, bounded.
+    text: str | None = None
+    #: The lesson the reflector drew from it.
+    lesson: str | None = None
+    #: Index of the message the intervention rides in, in its session.
+    at: int | None = None
+    #: For an imported session: its file, and the line of that message.
+    file: str | None = None
+    line: int | None = None
+    created_at: str | None = None
+
+
+class RuleChange(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One rule a proposal adds, changes or removes, with its sources."""
+
+    #: `added`, `changed` (it rewrites or merges live rules) or `removed`.
+    change: str
+    text: str
+    rule_id: str | None = None
+    sources: list[RuleSource] = msgspec.field(default_factory=list)
+    #: For a changed rule: the live rules it replaces, by text.
+    replaces: list[str] = msgspec.field(default_factory=list)
+    #: For a removed rule: the proposed rule that absorbs it …
+    absorbed_by: str | None = None
+    #: … or the reflection that contradicts it.
+    contradicted_by: RuleSource | None = None
+
+
+ADDED = "added"
+CHANGED = "changed"
+REMOVED = "removed"
+
+
+def source_of(reflection_id: str, by_id: Mapping[str, Reflexion]) -> RuleSource:
+    """The source a reflection id names, from the reflections on record."""
+    r = by_id.get(reflection_id)
+    if r is None:
+        return RuleSource(reflection_id=reflection_id, on_record=False)
+    found = r.found
+    return RuleSource(
+        reflection_id=r.id,
+        session_id=r.session_id or None,
+        trigger=r.trigger,
+        text=bound_text(r.intervention, SOURCE_TEXT_BUDGET),
+        lesson=r.reflexion_text,
+        at=found.at if found is not None else None,
+        file=found.file if found is not None else None,
+        line=found.line if found is not None else None,
+        created_at=r.created_at,
+    )
+
+
+def sources_of(rule: Rule, by_id: Mapping[str, Reflexion]) -> list[RuleSource]:
+    """A rule's sources, in the order it names them."""
+    return [source_of(i, by_id) for i in rule.sources]
+
+
+def no_sources_note(rule: Rule, kind: str) -> str | None:
+    """What to say of a rule with no recorded sources, or `None` when it has
+    some. A person's own rule rests on nobody's reflections; a learned rule
+    without any was learned before sources were recorded."""
+    if rule.sources:
+        return None
+    if kind == "user":
+        return "your own rule: it rests on no reflection"
+    return "no recorded sources: this rule was learned before sources were kept"
+
+
+def proposal_changes(
+    rules_before: Sequence[Rule],
+    rules: Sequence[Rule],
+    drops: Sequence[RuleDrop],
+    by_id: Mapping[str, Reflexion],
+) -> list[RuleChange]:
+    """What a proposal adds, changes and removes, each with its sources.
+
+    A rule whose text the live set already holds is kept and not listed; a
+    new text is `changed` when it names live rules it replaces, `added`
+    otherwise; a live rule the candidate leaves out is `removed`, with the
+    drop's reason when the proposal recorded one.
+    """
+    live_texts = {r.text for r in rules_before}
+    by_rule_id = {r.id: r for r in rules_before if r.id is not None}
+    out: list[RuleChange] = []
+    for rule in rules:
+        if rule.text in live_texts or rule.retired_at is not None:
+            continue
+        replaced = [by_rule_id[i].text for i in rule.supersedes if i in by_rule_id]
+        out.append(RuleChange(
+            change=CHANGED if replaced else ADDED,
+            text=rule.text,
+            rule_id=rule.id,
+            sources=sources_of(rule, by_id),
+            replaces=replaced,
+        ))
+    kept = {r.text for r in rules}
+    reasons = {d.text: d for d in drops}
+    for rule in rules_before:
+        if rule.text in kept or rule.retired_at is not None:
+            continue
+        drop = reasons.get(rule.text)
+        out.append(RuleChange(
+            change=REMOVED,
+            text=rule.text,
+            rule_id=rule.id,
+            sources=sources_of(rule, by_id),
+            absorbed_by=drop.absorbed_by if drop is not None else None,
+            contradicted_by=(
+                source_of(drop.contradicted_by, by_id) if drop is not None and drop.contradicted_by else None
+            ),
+        ))
+    return out
+
+
+def describe_source(s: RuleSource) -> str:
+    """One source on one line, for a person: the trigger, the person's
+    words, the session and where in it."""
+    if not s.on_record:
+        return f"{s.reflection_id} (not on record)"
+    where = []
+    if s.session_id:
+        where.append(f"session {s.session_id}")
+    if s.file:
+        where.append(f"{s.file}:{s.line}" if s.line is not None else s.file)
+    if s.at is not None:
+        where.append(f"message {s.at}")
+    said = " ".join((s.text or "").split())
+    if len(said) > 160:
+        said = said[:159] + "…"
+    place = f" ({', '.join(where)})" if where else ""
+    return f"[{s.trigger}] “{said}”{place}"
+
+
+def describe_tally(tallies: Mapping[str, RuleTally] | None) -> str:
+    """A rule's measured record, per model it was measured on, for a
+    person: "rode in 6 probes on smollm2-135m: 4 improved, 0 regressed"."""
+    if not tallies:
+        return "not measured yet"
+    parts = []
+    for model, t in sorted(tallies.items()):
+        line = f"rode in {t.observations} probe{'s' if t.observations != 1 else ''} on {model}: {t.improved} improved, {t.regressed} regressed"
+        if t.attributed_regressions:
+            line += f", {t.attributed_regressions} attributed regression{'s' if t.attributed_regressions != 1 else ''}"
+        parts.append(line)
+    return "; ".join(parts)
+
+
+class RuleSources(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Everything on record about why one rule exists and how it measured."""
+
+    rule: Rule
+    domain: str
+    #: `user` or `learned`: which rules file holds it.
+    kind: str
+    sources: list[RuleSource] = msgspec.field(default_factory=list)
+    #: Said when the rule names no source (`no_sources_note`).
+    note: str | None = None
+    #: What the validation ledger measured of it, per model.
+    tallies: dict[str, RuleTally] = msgspec.field(default_factory=dict)
+    #: The same, in a person's words (`describe_tally`).
+    measured: str = ""
+
+
+def find_rule_sources(
+    rule_id: str,
+    rule_sets: Sequence[tuple[str, str, Sequence[Rule]]],
+    by_id: Mapping[str, Reflexion],
+    tallies_by_model: Mapping[str, Mapping[str, RuleTally]],
+) -> RuleSources | None:
+    """The sources of the rule with id `rule_id` among `(domain, kind,
+    rules)` sets, or `None` when no set holds it."""
+    for domain, kind, rules in rule_sets:
+        for rule in rules:
+            if rule.id == rule_id:
+                tallies = dict(tallies_by_model.get(rule_id, {}))
+                return RuleSources(
+                    rule=rule,
+                    domain=domain,
+                    kind=kind,
+                    sources=sources_of(rule, by_id),
+                    note=no_sources_note(rule, kind),
+                    tallies=tallies,
+                    measured=describe_tally(tallies),
+                )
+    return None
