@@ -84,6 +84,7 @@ VALID_PARAMS: dict[str, dict[str, Any]] = {
         "created_at": "2026-11-03T10:00:00.000000Z",
     },
     "mecha/ruleTallies": {"domain": "behavior"},
+    "mecha/ruleSources": {"rule_id": "r-1"},
     "mecha/judge": {
         "class": "prose",
         "prediction": _PREDICTION,
