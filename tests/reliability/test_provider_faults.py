@@ -152,7 +152,7 @@ def _seed(root: Path) -> LearningStore:
         [
             Reflexion(
                 id=f"seed-{n}", domain="behavior", session_id="earlier", trigger="steer", context="ctx",
-                intervention=f"person said {n}", reflexion_text=f"Lesson {n}.", created_at=now(), origin=Origin.CLEAN,
+                intervention=f"person said {n}", reflexion_text=f"Say which step of the plan you are on before acting on step {n}.", created_at=now(), origin=Origin.CLEAN,
             )
             for n in range(2)
         ]

@@ -47,6 +47,7 @@ DESIGN_METHODS = [
     "mecha/rejectProposal",
     "mecha/proposeRetirement",
     "mecha/recordValidation",
+    "mecha/ruleSources",
     "mecha/ruleTallies",
     "mecha/judge",
     "mecha/judgeDrawn",
