@@ -104,7 +104,7 @@ def test_a_client_named_project_must_be_an_absolute_path(tmp_path: Path) -> None
 
 
 def test_a_project_id_is_stable_readable_and_tells_same_named_checkouts_apart(tmp_path: Path) -> None:
-    a, b = "/home/ann/work/My App", "/home/ann/old/My App"
+    a, b = "/home/ann/src/My App", "/home/ann/old/My App"
     assert project_id(a) == project_id(a)
     assert project_id(a).startswith("my-app-") and project_id(b).startswith("my-app-")
     assert project_id(a) != project_id(b)
