@@ -7,6 +7,8 @@ envelope and strict about the object.
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -122,12 +124,22 @@ def find_json(text: str) -> FoundJson:
         if json_nesting(candidate, MAX_REPLY_DEPTH) > MAX_REPLY_DEPTH:
             too_deep = True
             continue
-        try:
-            if isinstance(msgspec.json.decode(candidate), dict):
-                return FoundJson(candidate, too_deep, examined)
-        except (msgspec.DecodeError, RecursionError):
-            pass
+        if isinstance(_loads(candidate), dict):
+            return FoundJson(candidate, too_deep, examined)
     return FoundJson(None, too_deep, examined)
+
+
+def _loads(candidate: str) -> Any:
+    """`candidate` decoded, with a number too large for a float read as
+    `None` rather than refusing the whole object; `None` when it is not JSON."""
+    try:
+        return msgspec.json.decode(candidate)
+    except msgspec.DecodeError:
+        pass
+    try:
+        return json.loads(candidate, parse_float=_finite_or_none, parse_constant=lambda _: None)
+    except (ValueError, RecursionError):
+        return None
 
 
 def extract_json(text: str) -> str | None:
@@ -224,6 +236,14 @@ class ReplyContract:
             return None, "the reply held no JSON object that meets the reply contract"
         try:
             return msgspec.json.decode(found.raw, type=self.struct), None
+        except msgspec.DecodeError:  # a ValidationError is one
+            pass
+        # A number past what a float holds (a small model wrote a confidence
+        # of 1.2E+2037) is no number at all: read as absent, like any
+        # confidence `confidence_or_none` cannot interpret, so the reply
+        # stands or falls on its other fields. The depth was bounded above.
+        try:
+            return msgspec.convert(_without_nones(_loads(found.raw)), type=self.struct), None
         except msgspec.ValidationError:
             return None, "the reply held no JSON object that meets the reply contract"
 
@@ -384,6 +404,21 @@ def _mostly_markup(text: str) -> bool:
     if not tags:
         return False
     return bool(_TAG.match(text)) or sum(map(len, tags)) * 3 >= len(text)
+
+
+def _finite_or_none(text: str) -> float | None:
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
+def _without_nones(node: Any) -> Any:
+    """`node` with every object key whose value is `None` left out, so an
+    optional field that held an unreadable number takes its default."""
+    if isinstance(node, dict):
+        return {k: _without_nones(v) for k, v in node.items() if v is not None}
+    if isinstance(node, list):
+        return [_without_nones(v) for v in node]
+    return node
 
 
 def confidence_or_none(value: float | None) -> float | None:

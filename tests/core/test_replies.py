@@ -79,6 +79,16 @@ def test_a_confidence_outside_0_to_1_is_dropped_not_the_reply(value, kept):
     assert confidence_or_none(value) == kept
 
 
+@pytest.mark.parametrize("number", ["0.1253978546453870E+2038", "1e400", "-1e999", "NaN", "Infinity"])
+def test_a_confidence_past_what_a_float_holds_reads_as_no_confidence(number):
+    # Pins: SmolLM2-135M on a real llama.cpp server wrote a confidence of
+    # 0.125E+2038; the decoder refused the number, and with it the lesson.
+    text = f'{{"reflexion": "Ask before deleting any file.", "error_type": "other", "confidence": {number}, "skip": false}}'
+    reply = BEHAVIOR_CONTRACT.decode(text)
+    assert reply is not None and reply.reflexion == "Ask before deleting any file." and reply.confidence is None
+
+
+
 # ─── Finding the JSON in a reply ────────────────────────────────────────────
 
 

@@ -104,7 +104,7 @@ def _steered(text: str) -> list[Message]:
 def _reflexion(n: int) -> Reflexion:
     return Reflexion(
         id=f"pool-{n}", domain="behavior", session_id="earlier", trigger="steer", context="ctx",
-        intervention=f"person said {n}", reflexion_text=f"Lesson {n}.", created_at=now(), origin=Origin.CLEAN,
+        intervention=f"person said {n}", reflexion_text=f"Ask before touching file number {n}.", created_at=now(), origin=Origin.CLEAN,
     )
 
 
@@ -389,14 +389,14 @@ def test_a_block_read_across_a_rewrite_is_not_cached_under_the_identity_taken_be
     before = handlers._block_cache.identity(root)
     real_render = LearningStore.render_block
 
-    def render_across_an_accept(self: LearningStore, domain: str | None = None) -> Any:
+    def render_across_an_accept(self: LearningStore, domain: str | None = None, project: str | None = None) -> Any:
         LearningStore(root).write_learned_rules("behavior", RULES_B)  # lands mid-read
-        return real_render(self, domain)
+        return real_render(self, domain, project)
 
     monkeypatch.setattr(LearningStore, "render_block", render_across_an_accept)
     got = handlers.rules_prompt_block(Context(root=root), m.RulesPromptBlockParams(), Cancel())
     assert got.rule_ids == [r.id for r in RULES_B]
-    cached_under_old = handlers._block_cache.key == before and None in handlers._block_cache.value
+    cached_under_old = handlers._block_cache.key == before and (None, None) in handlers._block_cache.value
     assert not cached_under_old, "a block read across a rewrite was cached under the old files' identity"
 
     monkeypatch.setattr(LearningStore, "render_block", real_render)

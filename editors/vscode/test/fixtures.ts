@@ -17,6 +17,11 @@ export function proposal(id: string, domain: string, before: Rule[], after: Rule
     created_at: "2025-01-02T03:04:05.000000Z",
     resolved_at: null,
     reason: null,
+    drops: [],
+    refusals: [],
+    project: null,
+    promoted_from: [],
+    accepted_as_global: false,
     ...extra,
   };
 }

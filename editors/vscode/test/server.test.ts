@@ -56,6 +56,11 @@ const PROPOSAL: Proposal = {
   created_at: "2025-01-02T03:04:05.000000Z",
   resolved_at: null,
   reason: null,
+  drops: [],
+  refusals: [],
+  project: null,
+  promoted_from: [],
+  accepted_as_global: false,
 };
 
 const USER_TOML = `# My own rules.
