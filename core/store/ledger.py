@@ -146,3 +146,6 @@ class LeapRun(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: The reflections an `unchanged` pass considered: until one outside
     #: them arrives, another pass would only be asked the same question.
     reflexion_ids: list[str] = msgspec.field(default_factory=list)
+    #: The scope the pass learned: a project's root, or `None` — global,
+    #: which is also what a run recorded before scopes reads as.
+    project: str | None = None
