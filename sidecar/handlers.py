@@ -322,11 +322,11 @@ def proposal(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.ProposalWithDiffR
 
 
 @handles("mecha/acceptProposal")
-def accept(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.AcceptProposalResult:
-    from mecha.core.learning.proposals import accept_proposal
+def accept(ctx: Context, p: m.AcceptProposalParams, cancel: Cancel) -> m.AcceptProposalResult:
+    from mecha.core.learning.proposals import accept as accept_it
 
-    accepted = accept_proposal(ctx.store(), p.id)
-    return m.AcceptProposalResult(proposal=accepted, exports=reexport(ctx))
+    done = accept_it(ctx.store(), p.id, as_global=p.as_global)
+    return m.AcceptProposalResult(proposal=done.proposal, exports=reexport(ctx), promotions=done.promotions)
 
 
 def reexport(ctx: Context) -> list[m.ExportResult]:
