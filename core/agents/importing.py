@@ -48,8 +48,9 @@ from mecha.core.errors import InvalidInput
 from mecha.core.identity import now
 from mecha.core.learning.scope import project_of_cwd
 from mecha.core.learning.survey import Planned, survey_session
-from mecha.core.sessions.foreign import FORMAT_NAMES, ReadSession, TaintPolicy, detect_format, read_session
+from mecha.core.sessions.foreign import detect_format, read_session
 from mecha.core.sessions.mining import Intervention, Trigger, Voices
+from mecha.core.sessions.reader import FORMAT_NAMES, ReadSession, TaintPolicy
 from mecha.core.sessions.transcript import Message
 from mecha.core.store.inbox import SessionEntry, admit_staged, queued_session_ids, stage, staging_dir
 from mecha.core.store.learning_store import LearningStore
