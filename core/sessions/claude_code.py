@@ -549,7 +549,7 @@ def read_claude_code(
     docstring for every quirk handled)."""
     reader = _Reader(name, policy or CLAUDE_POLICY, is_subagent_path(path))
     lines = reader.read(data)
-    base = reader.session_id or (path.stem if path is not None else "session")
+    base = reader.base_id(path)
     session_id = f"claude:{base}"
     if reader.sidechain_file and path is not None and path.stem != base:
         session_id = f"{session_id}/{path.stem}"

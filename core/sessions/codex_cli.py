@@ -378,5 +378,5 @@ def read_codex(
     docstring for every quirk handled)."""
     reader = _Reader(name, policy or CODEX_POLICY)
     lines = reader.read(data)
-    base = reader.session_id or (path.stem if path is not None else "session")
+    base = reader.base_id(path)
     return reader.session("codex", f"codex:{base}", lines, interactive=reader.interactive)

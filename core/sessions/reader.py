@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import IO, TypeVar
 
 import msgspec
@@ -380,6 +381,10 @@ class ReaderCore:
         self.end()
         note_lines(lines, self.out, number)
         return lines
+
+    def base_id(self, path: Path | None) -> str:
+        """The session's id as the file gives it, else the file's name."""
+        return self.session_id or (path.stem if path is not None else "session")
 
     def session(self, source: str, session_id: str, lines: list[int], *, interactive: bool) -> ReadSession:
         return ReadSession(

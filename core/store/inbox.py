@@ -415,16 +415,10 @@ def count_waiting(store: LearningStore) -> int:
 
 
 def _find_set_aside(store: LearningStore, ident: str) -> SetAside:
-    from mecha.core.errors import Ambiguous, NotFound
-    from mecha.core.identity import by_id_or_prefix
+    from mecha.core.identity import one_by_id_or_prefix
 
-    matches = by_id_or_prefix(list_set_aside(store), ident, lambda r: r.id)
-    if not matches:
-        raise NotFound(f"no set-aside inbox entry {ident!r} (see `mecha-sidecar inbox list`)")
-    if len(matches) > 1:
-        ids = [r.id for r in matches]
-        raise Ambiguous(f"{ident!r} matches {len(ids)} set-aside entries: {', '.join(ids)}", ids)
-    return matches[0]
+    missing = f"no set-aside inbox entry {ident!r} (see `mecha-sidecar inbox list`)"
+    return one_by_id_or_prefix(list_set_aside(store), ident, lambda r: r.id, plural="set-aside entries", missing=missing)
 
 
 def retry_set_aside(store: LearningStore, ident: str) -> SetAside:
