@@ -152,6 +152,10 @@ class LocateFollowupResult(msgspec.Struct):
 class LearnParams(msgspec.Struct):
     domain: str
     min: int | None = None
+    #: A directory (absolute) whose project alone is learned. Absent: every
+    #: scope of the domain with enough learnable reflections — the global
+    #: one and each project's — one proposal each.
+    project: str | None = None
 
 
 class LearnResult(msgspec.Struct, omit_defaults=True):

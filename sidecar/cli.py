@@ -34,7 +34,7 @@ verbs:
   export claude|agents [FILE]
                       write the rules block into CLAUDE.md / AGENTS.md (a managed section)
   proposals [list|show ID|accept ID|reject ID]
-  learn DOMAIN        start a consolidation pass (proposes, never applies)
+  learn DOMAIN        start a consolidation pass per scope (proposes, never applies)
   reflect --sessions DIR
                       reflect every transcript file in DIR
   retire DOMAIN RULE_ID REASON
@@ -83,6 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--job", required=True)
     s.add_argument("--domain")
     s.add_argument("--min", type=int)
+    s.add_argument("--project")
 
     s = sub.add_parser("demo", help="drive a real sidecar through a bundled sample session")
     s.add_argument("--keep", action="store_true", help="keep the demo's temporary store and print its path")
@@ -114,6 +115,8 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("learn", help="start a consolidation pass for a domain")
     s.add_argument("domain")
     s.add_argument("--min", type=int)
+    s.add_argument("--project", metavar="DIR",
+                   help="learn only this project's lessons (default: every scope with enough reflections)")
     s.add_argument("--no-wait", action="store_true", help="return once the pass has started")
 
     s = sub.add_parser("reflect", help="reflect every transcript file in a directory")
@@ -239,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     if verb == "pass":
         from .passrun import run_pass
 
-        return run_pass(args.kind, args.job, args.domain, args.min, args.learning_dir)
+        return run_pass(args.kind, args.job, args.domain, args.min, args.learning_dir, args.project)
     if verb == "demo":
         from .demo import run_demo
 
@@ -310,6 +313,10 @@ def _run_verb(verb: str, args: argparse.Namespace) -> int:
         params: dict[str, Any] = {"domain": args.domain}
         if args.min is not None:
             params["min"] = args.min
+        if args.project is not None:
+            import os
+
+            params["project"] = os.path.abspath(args.project)
         result = call(ctx, "mecha/learn", params)
         if result.get("job") is None:
             _emit(args, result, lambda r: f"nothing started: {r.get('reason')}")

@@ -28,6 +28,7 @@ def start_pass(
     domain: str | None = None,
     session_id: str | None = None,
     minimum: int | None = None,
+    project: str | None = None,
 ) -> jobs_mod.Job:
     store = ctx.store()
     job_id = mint_job_id(kind)
@@ -47,6 +48,8 @@ def start_pass(
         argv += ["--domain", domain]
     if minimum is not None:
         argv += ["--min", str(minimum)]
+    if project is not None:
+        argv += ["--project", project]
     import os
 
     log_fd = jobs_mod.open_log(store.root, job_id)
@@ -63,8 +66,10 @@ def start_pass(
         )
     finally:
         os.close(log_fd)
+    if ctx.on_job_finished is not None:
+        watch(proc, job, store.root, ctx.on_job_finished)
     if ctx.on_job_started is not None:
-        ctx.on_job_started(job, proc)
+        ctx.on_job_started(job)
     return job
 
 

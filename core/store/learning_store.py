@@ -12,7 +12,7 @@ mined_outbox.jsonl           outbox item ids already mined, one per line
 distilled.jsonl              session ids already distilled, one per line
 runs.jsonl                   one LeapRun per consolidation pass
 validations.jsonl            one ValidationRecord per probe
-imported.jsonl               one ImportRecord per session file imported from another agent
+imported.jsonl               one ImportRecord (records.py) per session file imported from another agent
 proposals/<id>.json          rule changes waiting for a person
 rules/<domain>.user.toml     the person's own rules — never written by code
 rules/<domain>.learned.toml  written only when a person accepts a proposal
@@ -90,7 +90,7 @@ from mecha.core.store.layout import (
 from mecha.core.store.ledger import LeapRun, ValidationRecord
 from mecha.core.store.lock import StoreLock, take_lock
 from mecha.core.store.proposal_files import Proposal, ProposalFiles, ProposalStatus
-from mecha.core.store.records import Records
+from mecha.core.store.records import ImportRecord, Records
 from mecha.core.store.rules_block import RenderedBlock, RuleSet, render_candidate, render_rules
 from mecha.core.store.rules_files import RulesFiles, parse_rules_name, rules_file_path
 from mecha.core.store.rules_text import parse_rules_file, render_learned_toml, rules_file_project
@@ -511,10 +511,10 @@ class LearningStore:
     def validations(self) -> list[ValidationRecord]:
         return self.records.validations()
 
-    def append_imports(self, records: Iterable[Any]) -> None:
+    def append_imports(self, records: Iterable[ImportRecord]) -> None:
         """Record what an import queued. Caller holds the lock."""
         self.records.append_imports(records)
 
-    def imports(self) -> list[Any]:
-        """Every import record, oldest first (see `importing.ImportRecord`)."""
+    def imports(self) -> list[ImportRecord]:
+        """Every import record, oldest first (`records.ImportRecord`)."""
         return self.records.imports()

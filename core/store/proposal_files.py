@@ -12,7 +12,7 @@ from pathlib import Path
 
 import msgspec
 
-from mecha.core.errors import Ambiguous, InvalidInput, NotFound
+from mecha.core.errors import InvalidInput, NotFound
 from mecha.core.learning.rules import Refusal, Rule, RuleDrop, validate_domain
 from mecha.core.store import files as _files
 from mecha.core.store.codec import ENCODER, decoder
@@ -142,12 +142,7 @@ class ProposalFiles:
         """
         if not id_or_prefix:
             raise NotFound("no proposal id given")
-        from mecha.core.identity import by_id_or_prefix
+        from mecha.core.identity import one_by_id_or_prefix
 
-        matches = by_id_or_prefix(self.all(), id_or_prefix, lambda p: p.id)
-        if not matches:
-            raise NotFound(f"no proposal matching `{id_or_prefix}`")
-        if len(matches) > 1:
-            ids = [p.id for p in matches]
-            raise Ambiguous(f"`{id_or_prefix}` matches {len(ids)} proposals: {', '.join(ids)}", ids)
-        return matches[0]
+        missing = f"no proposal matching `{id_or_prefix}`"
+        return one_by_id_or_prefix(self.all(), id_or_prefix, lambda p: p.id, plural="proposals", missing=missing)

@@ -45,6 +45,21 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+class ImportRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One session file, as one import read it."""
+
+    source: str
+    path: str
+    size: int
+    mtime_ns: int
+    session_id: str
+    #: Keys of the interventions this import queued (see `intervention_key`).
+    keys: list[str] = msgspec.field(default_factory=list)
+    #: The inbox session id the new part was queued under, if any.
+    queued_as: str | None = None
+    imported_at: str = ""
+
+
 class _ReflexionHead(msgspec.Struct):
     """What a pass filters reflections by, read without the rest of the line.
     Same names, types and defaults as `Reflexion`'s (origin as its string)."""
@@ -323,12 +338,10 @@ class Records:
 
     # ── sessions imported from other agents ──
 
-    def append_imports(self, records: Iterable[Any]) -> None:
+    def append_imports(self, records: Iterable[ImportRecord]) -> None:
         """Record what an import queued. Caller holds the lock."""
         self.append_records(IMPORTED_FILE, records)
 
-    def imports(self) -> list[Any]:
-        """Every import record, oldest first (see `importing.ImportRecord`)."""
-        from mecha.core.agents.importing import ImportRecord
-
+    def imports(self) -> list[ImportRecord]:
+        """Every import record, oldest first."""
         return self.read_jsonl(IMPORTED_FILE, decoder(ImportRecord), "import record")
