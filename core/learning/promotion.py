@@ -53,10 +53,15 @@ def _refuse_growth(domain: str, before: Sequence[Rule], after: Sequence[Rule], w
         )
 
 
-def apply_as_global(store: LearningStore, p: Proposal) -> None:
-    """Write a project's proposal with the rules it adds sent to the global
-    file and the rest kept in the project's; the checks of a plain accept
-    (links, `Stale`) first, and nothing written when any fails."""
+#: A learned rules file an accept replaces: `(domain, project root or None, rules)`.
+Write = tuple[str, str | None, list[Rule]]
+
+
+def apply_as_global(store: LearningStore, p: Proposal) -> list[Write]:
+    """What accepting a project's proposal as global writes: the rules it
+    adds to the global file, the rest to the project's; after the checks of
+    a plain accept (links, `Stale`), each refusal before anything is
+    written."""
     from mecha.core.learning.proposals import stale
 
     if p.project is None:
@@ -78,16 +83,18 @@ def apply_as_global(store: LearningStore, p: Proposal) -> None:
     held = _keys(global_live)
     global_after = global_live + [r for r in added if same_lesson_key(r.text) not in held]
     _refuse_growth(p.domain, global_live, global_after, "as_global")
+    writes: list[Write] = []
     if global_after != global_live:
-        store.write_learned_rules(p.domain, global_after)
+        writes.append((p.domain, None, global_after))
     if live != in_project:
-        store.write_learned_rules(p.domain, in_project, p.project)
+        writes.append((p.domain, p.project, in_project))
+    return writes
 
 
-def apply_promotion(store: LearningStore, p: Proposal) -> Proposal:
-    """Add a promotion's lesson to the global rules as they are now and take
-    it out of each of its projects' files; returns the proposal with the
-    global sets it was applied to."""
+def apply_promotion(store: LearningStore, p: Proposal) -> tuple[Proposal, list[Write]]:
+    """What accepting a promotion writes: its lesson added to the global
+    rules as they are now, and taken out of each of its projects' files;
+    with the proposal holding the global sets it was applied to."""
     lessons = new_rules(p.rules_before, p.rules)
     moved = _keys(lessons)
     store.refuse_links(
@@ -104,14 +111,13 @@ def apply_promotion(store: LearningStore, p: Proposal) -> Proposal:
     held = _keys(global_live)
     global_after = global_live + [r for r in lessons if same_lesson_key(r.text) not in held]
     _refuse_growth(p.domain, global_live, global_after, f"proposal {p.id}")
-    if global_after != global_live:
-        store.write_learned_rules(p.domain, global_after)
+    writes: list[Write] = [(p.domain, None, global_after)] if global_after != global_live else []
     for project in p.promoted_from:
         live = store.learned_rules(p.domain, project)
         kept = [r for r in live if not (r.active() and same_lesson_key(r.text) in moved)]
         if kept != live:
-            store.write_learned_rules(p.domain, kept, project)
-    return msgspec.structs.replace(p, rules_before=global_live, rules=global_after)
+            writes.append((p.domain, project, kept))
+    return msgspec.structs.replace(p, rules_before=global_live, rules=global_after), writes
 
 
 def promoted_lessons(store: LearningStore, domain: str) -> set[str]:

@@ -20,6 +20,7 @@ import msgspec
 
 from mecha.core.errors import InvalidInput, NotFound, NotPending, Stale
 from mecha.core.identity import mint_proposal_id, mint_run_id, now
+from mecha.core.learning import promotion
 from mecha.core.learning.rules import Rule, active_count, validate_domain
 from mecha.core.learning.scope import scope_label
 from mecha.core.learning.sources import RuleChange, RuleSources, find_rule_sources, proposal_changes
@@ -88,33 +89,35 @@ def accept(store: LearningStore, proposal_id: str, *, as_global: bool = False) -
     resolved, and with `InvalidInput` for `as_global` on a proposal that is
     global already or adds no rule.
     """
-    from mecha.core.learning import promotion
-
     with store.lock():
         p = store.proposal(proposal_id)
         _require_pending(p)
         if as_global:
-            promotion.apply_as_global(store, p)
+            writes = promotion.apply_as_global(store, p)
         elif p.promoted_from:
-            p = promotion.apply_promotion(store, p)
+            p, writes = promotion.apply_promotion(store, p)
         else:
-            _apply_in_scope(store, p)
-        store.mark_reflexions_processed(p.reflexion_ids, mint_run_id())
+            writes = _apply_in_scope(store, p)
         p = msgspec.structs.replace(p, status=ProposalStatus.ACCEPTED, resolved_at=now(), accepted_as_global=as_global)
-        store.write_proposal(p)
         before, after = active_count(p.rules_before), active_count(p.rules)
         where = "global, as a person chose" if as_global else scope_label(p.project)
-        store.commit(
-            f"accept proposal {p.id}: {p.domain} learned rules ({where}) {before} -> {after} active\n\n"
+        # One change: the rules, the marks and the status land together.
+        store.resolve_proposal(
+            p,
+            learned=writes,
+            processed=p.reflexion_ids,
+            run_id=mint_run_id(),
+            message=f"accept proposal {p.id}: {p.domain} learned rules ({where}) {before} -> {after} active\n\n"
             f"Accepted by a person{' into the global rules' if as_global else ''}. "
             f"{len(p.reflexion_ids)} reflection(s) marked processed.\n"
-            f"Evidence: {p.evidence or '(none recorded)'}"
+            f"Evidence: {p.evidence or '(none recorded)'}",
         )
         return Accepted(p, promotion.file_promotions(store, p.domain))
 
 
-def _apply_in_scope(store: LearningStore, p: Proposal) -> None:
-    """Write `p`'s rules as its scope's learned rules, after the checks."""
+def _apply_in_scope(store: LearningStore, p: Proposal) -> list[promotion.Write]:
+    """`p`'s rules as its scope's learned rules, after the checks: what
+    the accept writes."""
     # Every file this accept writes is checked before any is: a link
     # planted where one stands is refused with nothing changed.
     store.refuse_links(
@@ -125,8 +128,7 @@ def _apply_in_scope(store: LearningStore, p: Proposal) -> None:
     # cut short after writing them: finish it rather than call it stale.
     if live != p.rules_before and live != p.rules:
         raise stale(p)
-    if live != p.rules:
-        store.write_learned_rules(p.domain, p.rules, p.project)
+    return [(p.domain, p.project, p.rules)] if live != p.rules else []
 
 
 def stale(p: Proposal) -> Stale:
@@ -146,13 +148,14 @@ def reject_proposal(store: LearningStore, proposal_id: str, reason: str | None =
         p = store.proposal(proposal_id)
         _require_pending(p)
         store.refuse_links(store.reflections_path, store.proposal_path(p.id))
-        store.mark_reflexions_processed(p.reflexion_ids, mint_run_id())
         p = msgspec.structs.replace(p, status=ProposalStatus.REJECTED, resolved_at=now(), reason=reason)
-        store.write_proposal(p)
-        store.commit(
-            f"reject proposal {p.id} ({p.domain})\n\n"
+        store.resolve_proposal(
+            p,
+            processed=p.reflexion_ids,
+            run_id=mint_run_id(),
+            message=f"reject proposal {p.id} ({p.domain})\n\n"
             f"Rejected by a person{': ' + reason if reason else ''}. "
-            f"{len(p.reflexion_ids)} reflection(s) marked processed."
+            f"{len(p.reflexion_ids)} reflection(s) marked processed.",
         )
         return p
 

@@ -57,6 +57,12 @@ class ValidationRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: The model the probe drove — tallies compare only within one.
     model: str
     created_at: str
+    #: Why an `inconclusive` probe gave no verdict (a refused call, a judge
+    #: reply that was no answer), naming the arm. Omitted when absent.
+    reason: str | None = None
+    #: The pending proposal whose candidate block the treatment arm carried
+    #: (measured against the live block), when the probe measured one.
+    proposal_id: str | None = None
 
 
 class RuleTally(msgspec.Struct, kw_only=True):
