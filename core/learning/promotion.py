@@ -33,11 +33,20 @@ import msgspec
 from mecha.core.errors import InvalidInput, Stale
 from mecha.core.identity import mint_proposal_id, now
 from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule, active_count, budget_refuses, same_lesson_key
-from mecha.core.learning.scope import new_rules, promotion_candidates
+from mecha.core.learning.scope import new_rules, promotion_candidates, scope_label
 from mecha.core.store.layout import LEARNED_KIND
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 
 log = logging.getLogger(__name__)
+
+
+def stale(p: Proposal) -> Stale:
+    """The refusal of a proposal whose scope's live rules moved."""
+    return Stale(
+        f"proposal {p.id} was made against the learned {p.domain} rules ({scope_label(p.project)}) as they "
+        f"stood on {p.created_at}, and they have changed since (an accept, a retirement or a hand edit); "
+        "reject it and run a new learn pass to get a proposal against the current rules"
+    )
 
 
 def _keys(rules: Sequence[Rule]) -> set[str]:
@@ -62,8 +71,6 @@ def apply_as_global(store: LearningStore, p: Proposal) -> list[Write]:
     adds to the global file, the rest to the project's; after the checks of
     a plain accept (links, `Stale`), each refusal before anything is
     written."""
-    from mecha.core.learning.proposals import stale
-
     if p.project is None:
         raise InvalidInput(f"as_global: proposal {p.id} is for the global rules already; accept it without --global")
     added = new_rules(p.rules_before, p.rules)

@@ -18,7 +18,7 @@ import difflib
 
 import msgspec
 
-from mecha.core.errors import InvalidInput, NotFound, NotPending, Stale
+from mecha.core.errors import InvalidInput, NotFound, NotPending
 from mecha.core.identity import mint_proposal_id, mint_run_id, now
 from mecha.core.learning import promotion
 from mecha.core.learning.rules import Rule, active_count, validate_domain
@@ -127,17 +127,8 @@ def _apply_in_scope(store: LearningStore, p: Proposal) -> list[promotion.Write]:
     # Live rules equal to the proposal's own are an accept that a crash
     # cut short after writing them: finish it rather than call it stale.
     if live != p.rules_before and live != p.rules:
-        raise stale(p)
+        raise promotion.stale(p)
     return [(p.domain, p.project, p.rules)] if live != p.rules else []
-
-
-def stale(p: Proposal) -> Stale:
-    """The refusal of a proposal whose scope's live rules moved."""
-    return Stale(
-        f"proposal {p.id} was made against the learned {p.domain} rules ({scope_label(p.project)}) as they "
-        f"stood on {p.created_at}, and they have changed since (an accept, a retirement or a hand edit); "
-        "reject it and run a new learn pass to get a proposal against the current rules"
-    )
 
 
 def reject_proposal(store: LearningStore, proposal_id: str, reason: str | None = None) -> Proposal:
