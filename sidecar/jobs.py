@@ -73,8 +73,10 @@ def start_pass(
         )
     finally:
         os.close(log_fd)
+    if ctx.on_job_finished is not None:
+        watch(proc, job, store.root, ctx.on_job_finished)
     if ctx.on_job_started is not None:
-        ctx.on_job_started(job, proc)
+        ctx.on_job_started(job)
     return job
 
 

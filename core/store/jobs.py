@@ -108,10 +108,6 @@ def write_job(root: Path, job: Job) -> None:
     write_atomic(refuse_links(root, job_path(root, job.id)), _encoder.encode(job))
 
 
-def _pid_alive(pid: int) -> bool:
-    return process_alive(pid)
-
-
 def _seconds_since(stamp: str) -> float:
     from datetime import datetime
 
@@ -140,7 +136,7 @@ def settle(job: Job) -> Job:
         return job
     dead = False
     if job.pid is not None:
-        dead = not _pid_alive(job.pid)
+        dead = not process_alive(job.pid)
     elif _seconds_since(job.started_at) > SPAWN_GRACE_S:
         dead = True
     if not dead:
