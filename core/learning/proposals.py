@@ -84,17 +84,17 @@ def accept_proposal(store: LearningStore, proposal_id: str) -> Proposal:
                 f"stood on {p.created_at}, and they have changed since (an accept, a retirement or a hand edit); "
                 "reject it and run a new learn pass to get a proposal against the current rules"
             )
-        if live != p.rules:
-            store.write_learned_rules(p.domain, p.rules, p.project)
-        run_id = mint_run_id()
-        store.mark_reflexions_processed(p.reflexion_ids, run_id)
         p = msgspec.structs.replace(p, status=ProposalStatus.ACCEPTED, resolved_at=now())
-        store.write_proposal(p)
         before, after = active_count(p.rules_before), active_count(p.rules)
-        store.commit(
-            f"accept proposal {p.id}: {p.domain} learned rules ({scope_label(p.project)}) {before} -> {after} active\n\n"
+        # One change: the rules, the marks and the status land together.
+        store.resolve_proposal(
+            p,
+            learned=[(p.domain, p.project, p.rules)] if live != p.rules else [],
+            processed=p.reflexion_ids,
+            run_id=mint_run_id(),
+            message=f"accept proposal {p.id}: {p.domain} learned rules ({scope_label(p.project)}) {before} -> {after} active\n\n"
             f"Accepted by a person. {len(p.reflexion_ids)} reflection(s) marked processed.\n"
-            f"Evidence: {p.evidence or '(none recorded)'}"
+            f"Evidence: {p.evidence or '(none recorded)'}",
         )
         return p
 
@@ -107,13 +107,14 @@ def reject_proposal(store: LearningStore, proposal_id: str, reason: str | None =
         p = store.proposal(proposal_id)
         _require_pending(p)
         store.refuse_links(store.reflections_path, store.proposal_path(p.id))
-        store.mark_reflexions_processed(p.reflexion_ids, mint_run_id())
         p = msgspec.structs.replace(p, status=ProposalStatus.REJECTED, resolved_at=now(), reason=reason)
-        store.write_proposal(p)
-        store.commit(
-            f"reject proposal {p.id} ({p.domain})\n\n"
+        store.resolve_proposal(
+            p,
+            processed=p.reflexion_ids,
+            run_id=mint_run_id(),
+            message=f"reject proposal {p.id} ({p.domain})\n\n"
             f"Rejected by a person{': ' + reason if reason else ''}. "
-            f"{len(p.reflexion_ids)} reflection(s) marked processed."
+            f"{len(p.reflexion_ids)} reflection(s) marked processed.",
         )
         return p
 

@@ -94,11 +94,16 @@ class ProposalFiles:
         """Write or rewrite one proposal, atomically: a listing never reads
         a half-written file from a running pass. Resolving a proposal
         rewrites the same file."""
+        _files.write_atomic(*self.render(p))
+
+    def render(self, p: Proposal) -> tuple[Path, bytes]:
+        """The file of `p` and its bytes, written nowhere yet (its folder is
+        made, and a link in the way refused)."""
         path = self.path(p.id)
         validate_domain(p.domain)
         _files.ensure_private_dir(path.parent, root=self._root)
         _files.refuse_links(self._root, path)
-        _files.write_atomic(path, msgspec.json.format(ENCODER.encode(p), indent=2) + b"\n")
+        return path, msgspec.json.format(ENCODER.encode(p), indent=2) + b"\n"
 
     def all(self) -> list[Proposal]:
         """Every readable proposal, oldest first (ids sort by creation time).
