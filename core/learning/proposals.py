@@ -133,7 +133,7 @@ def _apply_in_scope(store: LearningStore, p: Proposal) -> list[promotion.Write]:
 
 def reject_proposal(store: LearningStore, proposal_id: str, reason: str | None = None) -> Proposal:
     """Record a person's rejection. Its reflections are marked processed: a
-    person has heard that argument and said no (DESIGN §8.12)."""
+    person has heard that argument and said no."""
     validate_reason(reason)
     with store.lock():
         p = store.proposal(proposal_id)

@@ -23,7 +23,7 @@ from mecha.core.identity import now
 from mecha.core.store.files import ensure_private_dir, process_alive, refuse_links, write_atomic, writing
 from mecha.core.store.layout import JOBS_DIR, LOGS_DIR, job_log_name
 
-JobKind = Literal["reflect", "learn"]
+JobKind = Literal["reflect", "learn", "validate"]
 JobState = Literal["running", "done", "failed"]
 ProgressUnit = Literal["intervention", "call"]
 
@@ -37,7 +37,8 @@ class JobProgress(msgspec.Struct, kw_only=True, frozen=True):
     """How far a running pass has got, as the pass writes it into its own
     record: `done` of `total` units of work (a reflect pass counts the
     interventions it asks about — answered, usable or not; a learn pass its
-    one consolidation call). Everything a watcher shows — a terminal's bar,
+    one consolidation call, a validate pass the model calls of its probes).
+    Everything a watcher shows — a terminal's bar,
     an editor's `$/progress` — is computed from this and the record's
     `started_at` (`progress_text`), so every watcher says the same."""
 
