@@ -144,7 +144,7 @@ def locate(ctx: Context, p: m.LocateFollowupParams, cancel: Cancel) -> m.LocateF
 
 @handles("mecha/liveAffect")
 def live_affect(ctx: Context, p: m.LiveAffectParams, cancel: Cancel) -> m.LiveAffectResult:
-    from mecha.core.gate.appraisal import live
+    from mecha.core.gate.assembler import live
 
     if p.run_started_at < 0:
         raise InvalidInput("run_started_at: must be a message index (>= 0)")
@@ -154,7 +154,8 @@ def live_affect(ctx: Context, p: m.LiveAffectParams, cancel: Cancel) -> m.LiveAf
 
 @handles("mecha/appraiseSession")
 def appraise(ctx: Context, p: m.AppraiseSessionParams, cancel: Cancel) -> Any:
-    from mecha.core.gate.appraisal import Probe, ProbeAt, appraisal_to_builtins, appraise_session
+    from mecha.core.gate.appraisal import appraisal_to_builtins
+    from mecha.core.gate.assembler import Probe, ProbeAt, appraise_session
     from mecha.core.gate.goal import parse_goal
     from mecha.core.identity import now
 
@@ -326,11 +327,11 @@ def proposal(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.ProposalWithDiffR
 
 
 @handles("mecha/acceptProposal")
-def accept(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.AcceptProposalResult:
-    from mecha.core.learning.proposals import accept_proposal
+def accept(ctx: Context, p: m.AcceptProposalParams, cancel: Cancel) -> m.AcceptProposalResult:
+    from mecha.core.learning.proposals import accept as accept_it
 
-    accepted = accept_proposal(ctx.store(), p.id)
-    return m.AcceptProposalResult(proposal=accepted, exports=reexport(ctx))
+    done = accept_it(ctx.store(), p.id, as_global=p.as_global)
+    return m.AcceptProposalResult(proposal=done.proposal, exports=reexport(ctx), promotions=done.promotions)
 
 
 def reexport(ctx: Context) -> list[m.ExportResult]:
