@@ -317,11 +317,15 @@ def rule_sources(store: LearningStore, rule_id: str) -> RuleSources:
     rules in any scope (global first, then each project); `NotFound` when
     no rules file holds it."""
     sets = []
-    roots = sorted(root for root in store.projects().values() if root is not None)
     for domain in store.domains():
-        for where in (None, *roots):
-            sets.append((domain, "learned", store.learned_rules(domain, where)))
-            sets.append((domain, "user", store.user_rules(domain, where)))
+        sets.append((domain, "learned", store.learned_rules(domain)))
+        sets.append((domain, "user", store.user_rules(domain)))
+    # A project's rules too: a lesson from a session in a project is learned
+    # for that project, and its rule is as much in need of a why.
+    for root in store.projects().values():
+        for domain in store.project_domains(root) if root is not None else ():
+            sets.append((domain, "learned", store.learned_rules(domain, root)))
+            sets.append((domain, "user", store.user_rules(domain, root)))
     found = find_rule_sources(rule_id, sets, {r.id: r for r in store.reflexions()}, rule_tallies_by_model(store.validations()))
     if found is None:
         raise NotFound(f"no rule {rule_id!r} in any rules file")
