@@ -26,7 +26,7 @@ from mecha.core.sessions.outbox import OutboxItem
 from mecha.core.sessions.transcript import Message, TaintCheckpoint
 from mecha.core.store.jobs import Job
 from mecha.core.store.learning_store import Proposal, ProposalStatus, SetAside
-from mecha.core.store.ledger import RuleTally, ValidationRecord
+from mecha.core.store.ledger import ProposalVerdict, RuleTally, ValidationPlan, ValidationRecord
 
 from .errors import INVALID_PARAMS, RpcError
 
@@ -217,18 +217,34 @@ class ExportResult(msgspec.Struct):
     error: str | None = None
 
 
+class AcceptProposalParams(msgspec.Struct):
+    id: str
+    #: Accept a project's proposal into the global rules: the rules it adds
+    #: go to the global file (the proposal records `accepted_as_global`).
+    as_global: bool = False
+
+
 class AcceptProposalResult(msgspec.Struct):
     proposal: Proposal
     #: Every configured export target, in the order configured; empty when
     #: none is configured.
     exports: list[ExportResult] = msgspec.field(default_factory=list)
+    #: Promotion proposals this accept filed: lessons now live in two or
+    #: more projects, proposed for the global rules (pending, never applied).
+    promotions: list[Proposal] = msgspec.field(default_factory=list)
 
 
 class ProposalWithDiffResult(msgspec.Struct):
     proposal: Proposal
     diff: str
-    #: Each rule the proposal adds, changes or removes, with its sources.
+    #: Each rule the proposal adds, changes or removes, with its sources and
+    #: the scope it lives in.
     changes: list[RuleChange] = msgspec.field(default_factory=list)
+    #: The scope the proposal is for: `global`, or the project's root.
+    scope: str = "global"
+    #: What validate passes measured of the candidate against the live
+    #: rules (`validate DOMAIN --proposal ID`); `probes: 0` when none did.
+    verdict: ProposalVerdict = msgspec.field(default_factory=ProposalVerdict)
 
 
 class RuleSourcesParams(msgspec.Struct):
@@ -252,6 +268,30 @@ class RuleTalliesParams(msgspec.Struct):
 
 class RuleTalliesResult(msgspec.Struct):
     tallies: dict[str, RuleTally]
+    #: The same rows kept apart per model the probes drove (rule id → model
+    #: → tally): tallies compare only within one model.
+    by_model: dict[str, dict[str, RuleTally]] = msgspec.field(default_factory=dict)
+    #: Per rule id, `by_model` in a person's words (`sources.describe_tally`).
+    measured: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+class ValidateParams(msgspec.Struct):
+    domain: str
+    #: How many probes, at most (default `validate.DEFAULT_BUDGET`).
+    budget: int | None = None
+    #: Measure this pending proposal's candidate block against the live one.
+    proposal_id: str | None = None
+    #: Plan only: say which reflections and how many calls, call nothing.
+    dry_run: bool = False
+
+
+class ValidateResult(msgspec.Struct):
+    """The plan always (the cost is said first); the pass when one started."""
+
+    plan: ValidationPlan
+    job: Job | None
+    #: Why no pass started (a dry run, or nothing to probe); `null` when one did.
+    reason: str | None = None
 
 
 class JudgeParams(msgspec.Struct):
@@ -361,7 +401,7 @@ METHODS: dict[str, Method] = {
         _m("mecha/proposals", ProposalsParams, ProposalsResult, "Proposals, oldest first."),
         _m("mecha/proposal", IdParams, ProposalWithDiffResult,
            "One proposal by id or unique prefix, with the diff of the rendered block."),
-        _m("mecha/acceptProposal", IdParams, AcceptProposalResult,
+        _m("mecha/acceptProposal", AcceptProposalParams, AcceptProposalResult,
            "Accept a pending proposal: the only writer of a learned rules file."),
         _m("mecha/rejectProposal", RejectProposalParams, ProposalResult, "Reject a pending proposal."),
         _m("mecha/proposeRetirement", ProposeRetirementParams, ProposalResult,
@@ -370,6 +410,8 @@ METHODS: dict[str, Method] = {
         _m("mecha/ruleTallies", RuleTalliesParams, RuleTalliesResult, "Per-rule tallies folded from the ledger."),
         _m("mecha/ruleSources", RuleSourcesParams, RuleSources,
            "Why one rule exists: the reflections it rests on, their interventions and sessions, and its measured record."),
+        _m("mecha/validate", ValidateParams, ValidateResult,
+           "Plan, or start, a background pass of counterfactual probes that measures a rules block on held-out corrections."),
         _m("mecha/judge", JudgeParams, Judgement, "The paired A/B gate over measured arms."),
         _m("mecha/judgeDrawn", JudgeDrawnParams, Judgement, "The gate over already drawn slices."),
         _m("mecha/doctor", Empty, DoctorResult, "Health checks of the store, the loop and the model."),

@@ -48,10 +48,35 @@ def _one_line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def proposal_scope(p: dict[str, Any]) -> str:
+    """Which rules a proposal is for, in words: `global`, `project <root>`,
+    a promotion's projects, a project's proposal a person accepted as global."""
+    if p.get("promoted_from"):
+        return f"global (promotion: live in {len(p['promoted_from'])} projects)"
+    if p.get("project") is None:
+        return "global"
+    return f"project {p['project']}" + (", accepted as global" if p.get("accepted_as_global") else "")
+
+
 def proposal_line(p: dict[str, Any]) -> str:
     before = sum(1 for r in p["rules_before"] if r.get("enabled", True) and not r.get("retired_at"))
     after = sum(1 for r in p["rules"] if r.get("enabled", True) and not r.get("retired_at"))
-    return f"{p['id']}  {p['status']:<16} {p['domain']:<10} {before} -> {after} active rules  {p['created_at']}"
+    return (
+        f"{p['id']}  {p['status']:<16} {p['domain']:<10} {before} -> {after} active rules  {p['created_at']}  "
+        + proposal_scope(p)
+    )
+
+
+def accepted(r: dict[str, Any]) -> str:
+    """An accept's result: the proposal, then each promotion it filed."""
+    lines = ["accepted " + proposal_line(r["proposal"])]
+    for q in r.get("promotions") or []:
+        lesson = "; ".join(x["text"] for x in q["rules"][len(q["rules_before"]):])
+        lines.append(
+            f"filed promotion {q['id']}: {_one_line(lesson, 80)!r} is live in {len(q['promoted_from'])} projects; "
+            f"`mecha-sidecar proposals accept {q['id']}` makes it global"
+        )
+    return "\n".join(lines)
 
 
 def proposals(r: dict[str, Any]) -> str:
@@ -62,7 +87,8 @@ def proposals(r: dict[str, Any]) -> str:
 
 def proposal_with_diff(r: dict[str, Any]) -> str:
     p = r["proposal"]
-    lines = [proposal_line(p)]
+    lines = [proposal_line(p), f"scope: {proposal_scope(p)}"]
+    lines.extend(f"  from project {where}" for where in p.get("promoted_from") or [])
     if p.get("evidence"):
         lines.append(f"evidence: {p['evidence']}")
     if p.get("reason"):
@@ -73,7 +99,8 @@ def proposal_with_diff(r: dict[str, Any]) -> str:
     if changes:
         lines += ["", "why each change:"]
         for c in changes:
-            lines.append(f"  {c['change']}: {c['text']}")
+            where = c.get("scope") or "global"
+            lines.append(f"  {c['change']} ({where if where == 'global' else 'project ' + where}): {c['text']}")
             lines.extend(f"    replaces: {old}" for old in c.get("replaces", []))
             if c["change"] == "removed":
                 if c.get("absorbed_by"):
@@ -84,6 +111,10 @@ def proposal_with_diff(r: dict[str, Any]) -> str:
                 lines.extend(f"    from: {source_line(s)}" for s in c.get("sources", []))
                 if not c.get("sources"):
                     lines.append("    from: (no recorded sources)")
+            if c.get("measured"):
+                lines.append(f"    measured: {c['measured']}")
+    verdict = r.get("verdict") or {}
+    lines += ["", f"verdict: {verdict.get('measured') or 'not measured yet'}"]
     refusals = p.get("refusals") or []
     if refusals:
         lines += ["", f"the learn gate refused {len(refusals)}:"]
@@ -154,6 +185,30 @@ def tallies(r: dict[str, Any]) -> str:
             f"{rule_id:<27} {t['observations']:>3}  {t['improved']:>8}  {t['regressed']:>9}  "
             f"{t['attributed_regressions']:>10}  {t.get('last_validated') or '-'}"
         )
+    measured = r.get("measured") or {}
+    if measured:
+        lines.append("")
+        lines.extend(f"{rule_id}: {text}" for rule_id, text in measured.items())
+    return "\n".join(lines)
+
+
+def validate_plan(r: dict[str, Any]) -> str:
+    """A validate pass's plan: the cost first, then each probe."""
+    plan = r["plan"]
+    what = f"proposal {plan['proposal_id']} against the live rules" if plan.get("proposal_id") else f"the live {plan['domain']} rules"
+    probes = plan["probes"]
+    lines = [
+        f"validate {plan['domain']}: {len(probes)} probe(s) of {what}, at most {plan['calls']} model call(s) "
+        f"({plan['calls_per_probe']} per probe; budget {plan['budget']})"
+    ]
+    for p in probes:
+        where = f"{p['file']}:{p['line']}" if p.get("file") and p.get("line") else (p.get("file") or f"session {p['session_id']}")
+        again = " (measured before under this block)" if p.get("measured_before") else ""
+        lines.append(f"  [{p['trigger']}] {p['reflection_id']}: “{_one_line(p['text'], 100)}” ({where}){again}")
+    for reason, n in plan.get("skipped", {}).items():
+        lines.append(f"  not probed: {n} — {reason}")
+    if r.get("reason"):
+        lines.append(r["reason"])
     return "\n".join(lines)
 
 

@@ -29,6 +29,8 @@ def start_pass(
     session_id: str | None = None,
     minimum: int | None = None,
     project: str | None = None,
+    budget: int | None = None,
+    proposal_id: str | None = None,
 ) -> jobs_mod.Job:
     store = ctx.store()
     job_id = mint_job_id(kind)
@@ -40,6 +42,7 @@ def start_pass(
         state="running",
         started_at=now(),
         session_id=session_id,
+        proposal_id=proposal_id,
         log=log_rel,
     )
     jobs_mod.write_job(store.root, job)
@@ -50,6 +53,10 @@ def start_pass(
         argv += ["--min", str(minimum)]
     if project is not None:
         argv += ["--project", project]
+    if budget is not None:
+        argv += ["--budget", str(budget)]
+    if proposal_id is not None:
+        argv += ["--proposal", proposal_id]
     import os
 
     log_fd = jobs_mod.open_log(store.root, job_id)
@@ -66,8 +73,10 @@ def start_pass(
         )
     finally:
         os.close(log_fd)
+    if ctx.on_job_finished is not None:
+        watch(proc, job, store.root, ctx.on_job_finished)
     if ctx.on_job_started is not None:
-        ctx.on_job_started(job, proc)
+        ctx.on_job_started(job)
     return job
 
 

@@ -76,6 +76,8 @@ def run_pass(
     minimum: int | None,
     learning_dir: str | None = None,
     project: str | None = None,
+    budget: int | None = None,
+    proposal_id: str | None = None,
 ) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     log = logging.getLogger("mecha.pass")
@@ -100,6 +102,9 @@ def run_pass(
         elif kind == "learn":
             assert domain is not None, "learn needs --domain"
             final = _learn(store, counts, domain, project, minimum)
+        elif kind == "validate":
+            assert domain is not None, "validate needs --domain"
+            final = _validate(store, counts, domain, budget, proposal_id)
         else:
             raise ValueError(f"unknown pass {kind!r}")
     except Exception as exc:  # every failure is recorded, never left "running"
@@ -160,3 +165,27 @@ def _learn(
     return msgspec.structs.replace(
         counts.job, state="done", outcome=scopes_summary(results), proposal_id=filed[0] if filed else None
     )
+
+
+def _validate(
+    store: LearningStore, counts: _ProgressWriter, domain: str, budget: int | None, proposal_id: str | None
+) -> jobs_mod.Job:
+    """The probes of `validate.prepare`, run in order; each whole probe's
+    row goes to the ledger as it completes. A call that fails outright ends
+    the pass `failed`, with the rows already written kept."""
+    from mecha.core.learning.validate import no_probe_reason, prepare, run_validation
+
+    probes, plan = prepare(store, domain, budget, proposal_id)
+    if not probes:
+        return msgspec.structs.replace(counts.job, state="done", outcome=f"nothing to do: {no_probe_reason(plan)}")
+    provider, model = _provider(store)
+    _say(f"{len(probes)} probe(s), at most {plan.calls} model call(s)")
+
+    def tick(done: int, total: int) -> None:
+        counts(done, total, "call")
+
+    outcome = asyncio.run(
+        run_validation(store, probes, provider, model, model or "unknown", proposal_id=plan.proposal_id, progress=_say, counts=tick)
+    )
+    state = "failed" if outcome.stopped else "done"
+    return msgspec.structs.replace(counts.job, state=state, outcome=outcome.summary(len(probes)))

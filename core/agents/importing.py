@@ -49,30 +49,17 @@ from mecha.core.errors import InvalidInput
 from mecha.core.identity import now
 from mecha.core.learning.scope import project_of_cwd
 from mecha.core.learning.survey import Planned, survey_session
-from mecha.core.sessions.foreign import FORMAT_NAMES, ReadSession, TaintPolicy, detect_format, read_session
+from mecha.core.sessions.foreign import detect_format, read_session
 from mecha.core.sessions.mining import Intervention, Trigger, Voices
+from mecha.core.sessions.reader import FORMAT_NAMES, ReadSession, TaintPolicy
 from mecha.core.sessions.transcript import Message
 from mecha.core.store.inbox import SessionEntry, admit_staged, queued_session_ids, stage, staging_dir
 from mecha.core.store.learning_store import LearningStore
+from mecha.core.store.records import ImportRecord
 
 #: Where each agent keeps its sessions, under the person's home.
 DEFAULT_DIRS = {"claude": Path("~/.claude/projects"), "codex": Path("~/.codex/sessions")}
 
-
-
-class ImportRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """One session file, as one import read it."""
-
-    source: str
-    path: str
-    size: int
-    mtime_ns: int
-    session_id: str
-    #: Keys of the interventions this import queued (see `intervention_key`).
-    keys: list[str] = msgspec.field(default_factory=list)
-    #: The inbox session id the new part was queued under, if any.
-    queued_as: str | None = None
-    imported_at: str = ""
 
 
 def intervention_key(source: str, i: Intervention) -> str:

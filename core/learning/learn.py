@@ -127,7 +127,7 @@ def learn_refusal(store: LearningStore, domain: str, minimum: int | None = None,
     """Why a learn pass for `domain` in one scope (`project`; `None`:
     global) would do nothing right now, or `None`.
 
-    Counts *learnable* unprocessed reflections of that scope (DESIGN §8.13),
+    Counts *learnable* unprocessed reflections of that scope,
     and refuses while a proposal for the domain in that scope awaits a
     person: a second one argued from the same reflections would only be a
     duplicate to review.

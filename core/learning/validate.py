@@ -46,25 +46,27 @@ from mecha.core.identity import now
 from mecha.core.learning.reflection import Origin, Reflexion
 from mecha.core.learning.replies import ReplyContract, reply_fault
 from mecha.core.learning.rules import Rule, run_domains_including, validate_domain
+from mecha.core.learning.sources import describe_verdict
 from mecha.core.providers.base import CompletionRequest, Provider, StopReason
 from mecha.core.sessions.mining import bound_text, locate_followup
 from mecha.core.sessions.transcript import Message, taint_at
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus, RenderedBlock, render_rules
 from mecha.core.store.ledger import (
+    CALLS_PER_PROBE,
     IMPROVED,
     INCONCLUSIVE,
     OUTCOMES,
     REGRESSED,
     UNCHANGED_FAIL,
     UNCHANGED_PASS,
+    PlannedProbe,
+    ProposalVerdict,
+    ValidationPlan,
     ValidationRecord,
 )
 
 log = logging.getLogger(__name__)
 
-#: Model calls one probe makes at most: the assistant's turn in each arm and
-#: a judge call for each (an arm whose turn failed is not judged).
-CALLS_PER_PROBE = 4
 #: Probes a pass runs when not told otherwise: a few calls' worth, so a
 #: first `validate` costs seconds on a hosted model, minutes on a local one.
 DEFAULT_BUDGET = 3
@@ -142,40 +144,6 @@ JUDGE_SYSTEM = (
 
 
 # ─── Probes and the plan ────────────────────────────────────────────────────
-
-
-class PlannedProbe(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """One probe a pass will run (or, in a dry run, would)."""
-
-    reflection_id: str
-    trigger: str
-    session_id: str
-    #: The person's words at the correction, bounded.
-    text: str
-    file: str | None = None
-    line: int | None = None
-    #: The message the correction rides in.
-    at: int | None = None
-    #: `rules_hash` of the treatment arm's block, and the rules it measures.
-    rules_hash: str
-    rule_ids: list[str] = msgspec.field(default_factory=list)
-    #: The ledger already holds this reflection measured under this block.
-    measured_before: bool = False
-
-
-class ValidationPlan(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """What a validate pass will do and what it costs, before any call."""
-
-    domain: str
-    budget: int
-    probes: list[PlannedProbe] = msgspec.field(default_factory=list)
-    calls_per_probe: int = CALLS_PER_PROBE
-    #: At most this many model calls in all.
-    calls: int = 0
-    #: The proposal whose candidate block is measured, when one is.
-    proposal_id: str | None = None
-    #: The reflections of the domain not probed, counted by why.
-    skipped: dict[str, int] = msgspec.field(default_factory=dict)
 
 
 class Arms(msgspec.Struct, kw_only=True, frozen=True):
@@ -432,6 +400,32 @@ def no_probe_reason(plan: ValidationPlan) -> str:
     return f"no reflection of {plan.domain} can be probed: {why}"
 
 
+def proposal_verdict(store: LearningStore, proposal: Proposal) -> ProposalVerdict:
+    """What the ledger holds of `proposal`: its rows whose treatment block is
+    the candidate as it renders now (for the session's project), counted by
+    model and outcome; rows measured against rules that have moved since are
+    counted apart as stale."""
+    rows = [v for v in store.validations() if v.proposal_id == proposal.id]
+    if not rows:
+        return ProposalVerdict(measured=describe_verdict({}))
+    measured_ids = {v.reflexion_id for v in rows}
+    projects = {None, proposal.project} | {r.project for r in store.reflexions() if r.id in measured_ids}
+    hashes = {
+        store.render_candidate(proposal.domain, proposal.rules, where, scope=proposal.project).rules_hash
+        for where in projects
+    }
+    by_model: dict[str, dict[str, int]] = {}
+    stale = 0
+    for v in rows:
+        if v.rules_hash not in hashes:
+            stale += 1
+            continue
+        counts = by_model.setdefault(v.model, {})
+        counts[v.outcome] = counts.get(v.outcome, 0) + 1
+    probes = sum(sum(c.values()) for c in by_model.values())
+    return ProposalVerdict(probes=probes, by_model=by_model, stale=stale, measured=describe_verdict(by_model, stale))
+
+
 # ─── Running a probe ────────────────────────────────────────────────────────
 
 
@@ -556,9 +550,12 @@ class ValidationOutcome(msgspec.Struct, kw_only=True):
         text = f"{len(self.records)} of {planned} probe(s) recorded" + (f" on {model}" if model else "")
         if counts:
             text += f": {counts}"
-        notes = [f"{r.reflexion_id}: {r.reason}" for r in self.records if r.reason]
+        notes: dict[str, int] = {}
+        for r in self.records:
+            for why in (r.reason or "").split("; ") if r.reason else ():
+                notes[why] = notes.get(why, 0) + 1
         if notes:
-            text += " (inconclusive — " + "; ".join(notes) + ")"
+            text += " (inconclusive: " + "; ".join(f"{why}{f' ×{n}' if n > 1 else ''}" for why, n in notes.items()) + ")"
         if self.stopped:
             text += f"; stopped: {self.stopped}; nothing of the probe in progress was recorded"
         return text

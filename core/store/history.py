@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mecha.core.store.files import store_full
 from mecha.core.store.layout import GIT_DIR
 
 if TYPE_CHECKING:
@@ -47,6 +48,8 @@ _GIT_ENV_SCRUB: tuple[str, ...] = (
 _GIT_TIMEOUT_S = 60
 #: An index lock older than this was left by a git that died (see `commit`).
 _STALE_GIT_LOCK_S = 600
+#: How git says it ran out of room (it runs with `LC_ALL=C`).
+_FULL_SIGNS = ("No space left on device", "Disk quota exceeded", "Out of diskspace")
 
 
 class History:
@@ -91,16 +94,17 @@ class History:
         if result.returncode != 0:
             log.warning("git init failed in the learning store: %s", result.stderr.strip())
 
-    def commit(self, message: str) -> bool:
+    def commit(self, message: str, *, full_is_error: bool = False) -> bool:
         """Commit the store's current state; `True` if a commit was made.
 
         Best effort, always: losing git loses the audit trail, never the
         data, so a failure is a logged warning and "nothing to commit" is not
         even that. Runs with a fixed identity and without hooks, against this
         directory's own repository only — never one it happens to sit in.
+        With `full_is_error`, git failing for want of room is `StoreFull`
+        naming the repository instead (`transaction` keeps its change's
+        intent until the commit is made).
         """
-        import subprocess
-
         # The message goes to git on its standard input (`-F -`), never as an
         # argument: the kernel caps one argument at 128 KiB, and a long
         # message (a proposal's evidence) would skip the commit of a change
@@ -115,24 +119,33 @@ class History:
             log.warning("%s is not the store's own directory; not committing %r", git_dir, message)
             return False
         self.clear_stale_lock()
+        said = self._add_and_commit(message)
+        if said is None:
+            return True
+        if "nothing to commit" in said or "nothing added to commit" in said:
+            return False
+        if full_is_error and any(sign in said for sign in _FULL_SIGNS):
+            raise store_full(git_dir, kept="the change is not in the store's history yet")
+        log.warning("learning store commit failed: %s", said.strip())
+        return False
+
+    def _add_and_commit(self, message: str) -> str | None:
+        """`git add -A` and `git commit`: `None` when a commit was made, else
+        what git (or the attempt to run it) said."""
+        import subprocess
+
         repo = ("--git-dir", str(self._root / GIT_DIR), "--work-tree", str(self._root))
         config = (*GIT_IDENTITY, "-c", "commit.gpgsign=false", "-c", f"core.hooksPath={os.devnull}")
         try:
             added = self.git(*repo, "add", "-A")
             if added.returncode != 0:
-                log.warning("learning store commit: git add failed: %s", added.stderr.strip())
-                return False
+                return f"git add failed: {added.stderr.strip()}"
             done = self.git(*repo, *config, "commit", "--quiet", "-F", "-", stdin=message)
         except (OSError, subprocess.SubprocessError) as e:
-            log.warning("learning store commit skipped (%s)", e)
-            return False
+            return f"skipped ({e})"
         if done.returncode == 0:
-            return True
-        said = f"{done.stdout}\n{done.stderr}"
-        if "nothing to commit" in said or "nothing added to commit" in said:
-            return False
-        log.warning("learning store commit failed: %s", said.strip())
-        return False
+            return None
+        return f"{done.stdout}\n{done.stderr}"
 
     def clear_stale_lock(self) -> None:
         """Remove the `index.lock` of a git that died mid-command (power loss,

@@ -12,12 +12,13 @@ mined_outbox.jsonl           outbox item ids already mined, one per line
 distilled.jsonl              session ids already distilled, one per line
 runs.jsonl                   one LeapRun per consolidation pass
 validations.jsonl            one ValidationRecord per probe
-imported.jsonl               one ImportRecord per session file imported from another agent
+imported.jsonl               one ImportRecord (records.py) per session file imported from another agent
 proposals/<id>.json          rule changes waiting for a person
 rules/<domain>.user.toml     the person's own rules — never written by code
 rules/<domain>.learned.toml  written only when a person accepts a proposal
 rules/<domain>@<project>.learned.toml   the same for one project's rules (`layout`)
 jobs/<id>.json, logs/        background passes
+journal/                     a change of several files in flight (`transaction`)
 ```
 
 `LearningStore` is a facade: each concern is a part in its own module, and
@@ -31,6 +32,8 @@ the store's methods hand each call to the part that owns it —
 - `proposal_files` — proposals waiting for a person;
 - `history` — the store's git repository (the audit trail);
 - `lock` — the writer lock;
+- `transaction` — changes of several files made as one (resolving a
+  proposal), finished by the next writer when cut short;
 - `watch` — what an editor polls to see the store change.
 
 The directory is a git repository when git is available (`git log` is the
@@ -63,6 +66,7 @@ from typing import TYPE_CHECKING, Any
 
 from mecha.core.learning.rules import Rule, validate_domain
 from mecha.core.store import files as _files
+from mecha.core.store import transaction
 from mecha.core.store.attempts import MAX_UNUSABLE_ANSWERS, Attempt, AttemptKind, AttemptState, SetAside
 from mecha.core.store.history import GIT_IDENTITY, History
 from mecha.core.store.layout import (
@@ -71,6 +75,7 @@ from mecha.core.store.layout import (
     GITIGNORE_FILE,
     INBOX_DIR,
     JOBS_DIR,
+    JOURNAL_DIR,
     LOCAL_MODEL_LOG,
     LOGS_DIR,
     PROPOSALS_DIR,
@@ -85,7 +90,7 @@ from mecha.core.store.layout import (
 from mecha.core.store.ledger import LeapRun, ValidationRecord
 from mecha.core.store.lock import StoreLock, take_lock
 from mecha.core.store.proposal_files import Proposal, ProposalFiles, ProposalStatus
-from mecha.core.store.records import Records
+from mecha.core.store.records import ImportRecord, Records
 from mecha.core.store.rules_block import RenderedBlock, RuleSet, render_candidate, render_rules
 from mecha.core.store.rules_files import RulesFiles, parse_rules_name, rules_file_path
 from mecha.core.store.rules_text import parse_rules_file, render_learned_toml, rules_file_project
@@ -244,6 +249,10 @@ class LearningStore:
         store._ensure_gitignore()
         if not (store._root / GIT_DIR).exists():
             store.history.init()
+        if (store._root / JOURNAL_DIR).is_dir():
+            held = store.try_lock()  # finishes what was cut short
+            if held is not None:
+                held.release()
         return store
 
     @classmethod
@@ -285,11 +294,23 @@ class LearningStore:
         """
         held = take_lock(self._root, blocking=True)
         assert held is not None
-        return held
+        return self._finish_interrupted(held)
 
     def try_lock(self) -> StoreLock | None:
         """The writer lock if it is free now, else `None`."""
-        return take_lock(self._root, blocking=False)
+        held = take_lock(self._root, blocking=False)
+        return None if held is None else self._finish_interrupted(held)
+
+    def _finish_interrupted(self, held: StoreLock) -> StoreLock:
+        """`held`, once a change a crash or a full disk cut short is finished
+        (`transaction`): every writer takes the lock first, so none reads
+        the store half-changed. The lock is released if it cannot be."""
+        try:
+            transaction.finish_interrupted(self._root, self.history)
+        except BaseException:
+            held.release()
+            raise
+        return held
 
     def refuse_links(self, *paths: Path) -> None:
         """`InvalidStore` naming the first of `paths` that is, or sits in a
@@ -441,6 +462,32 @@ class LearningStore:
         """Write or rewrite one proposal, atomically."""
         self.proposal_files.write(p)
 
+    def resolve_proposal(
+        self,
+        p: Proposal,
+        *,
+        learned: Sequence[tuple[str, str | None, Sequence[Rule]]] = (),
+        processed: Sequence[str] = (),
+        run_id: str,
+        message: str,
+    ) -> None:
+        """Record `p` (resolved), replace each learned rules file in
+        `learned` — `(domain, project root or None, rules)` — mark the
+        reflections `processed` by `run_id`, and commit with `message`: as
+        one change (`transaction`), so the rules block never shows a
+        proposal's rules that the proposal file does not say are accepted.
+        A full disk before the change is decided is `StoreFull` with
+        nothing changed; after, `StoreFull` saying what is kept, and the
+        next writer finishes it. Caller holds the writer lock."""
+        self._ensure_gitignore()
+        verb = {ProposalStatus.ACCEPTED: "accept", ProposalStatus.REJECTED: "reject"}.get(p.status, p.status.value)
+        change = transaction.Transaction(self._root, f"{verb} of proposal {p.id}")
+        for domain, project, rules in learned:
+            change.stage(*self.rules_files.render_learned(domain, rules, project))
+        change.stage_marks(self.records, processed, run_id)
+        change.stage(*self.proposal_files.render(p))
+        transaction.run(self._root, self.history, change, message)
+
     def proposals(self) -> list[Proposal]:
         """Every readable proposal, oldest first."""
         return self.proposal_files.all()
@@ -464,10 +511,10 @@ class LearningStore:
     def validations(self) -> list[ValidationRecord]:
         return self.records.validations()
 
-    def append_imports(self, records: Iterable[Any]) -> None:
+    def append_imports(self, records: Iterable[ImportRecord]) -> None:
         """Record what an import queued. Caller holds the lock."""
         self.records.append_imports(records)
 
-    def imports(self) -> list[Any]:
-        """Every import record, oldest first (see `importing.ImportRecord`)."""
+    def imports(self) -> list[ImportRecord]:
+        """Every import record, oldest first (`records.ImportRecord`)."""
         return self.records.imports()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import msgspec
 
-from mecha.core.errors import Ambiguous, InvalidInput, NotFound
+from mecha.core.errors import InvalidInput, NotFound
 from mecha.core.learning.rules import Refusal, Rule, RuleDrop, validate_domain
 from mecha.core.store import files as _files
 from mecha.core.store.codec import ENCODER, decoder
@@ -94,11 +94,16 @@ class ProposalFiles:
         """Write or rewrite one proposal, atomically: a listing never reads
         a half-written file from a running pass. Resolving a proposal
         rewrites the same file."""
+        _files.write_atomic(*self.render(p))
+
+    def render(self, p: Proposal) -> tuple[Path, bytes]:
+        """The file of `p` and its bytes, written nowhere yet (its folder is
+        made, and a link in the way refused)."""
         path = self.path(p.id)
         validate_domain(p.domain)
         _files.ensure_private_dir(path.parent, root=self._root)
         _files.refuse_links(self._root, path)
-        _files.write_atomic(path, msgspec.json.format(ENCODER.encode(p), indent=2) + b"\n")
+        return path, msgspec.json.format(ENCODER.encode(p), indent=2) + b"\n"
 
     def all(self) -> list[Proposal]:
         """Every readable proposal, oldest first (ids sort by creation time).
@@ -137,12 +142,7 @@ class ProposalFiles:
         """
         if not id_or_prefix:
             raise NotFound("no proposal id given")
-        from mecha.core.identity import by_id_or_prefix
+        from mecha.core.identity import one_by_id_or_prefix
 
-        matches = by_id_or_prefix(self.all(), id_or_prefix, lambda p: p.id)
-        if not matches:
-            raise NotFound(f"no proposal matching `{id_or_prefix}`")
-        if len(matches) > 1:
-            ids = [p.id for p in matches]
-            raise Ambiguous(f"`{id_or_prefix}` matches {len(ids)} proposals: {', '.join(ids)}", ids)
-        return matches[0]
+        missing = f"no proposal matching `{id_or_prefix}`"
+        return one_by_id_or_prefix(self.all(), id_or_prefix, lambda p: p.id, plural="proposals", missing=missing)

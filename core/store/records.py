@@ -45,6 +45,21 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+class ImportRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One session file, as one import read it."""
+
+    source: str
+    path: str
+    size: int
+    mtime_ns: int
+    session_id: str
+    #: Keys of the interventions this import queued (see `intervention_key`).
+    keys: list[str] = msgspec.field(default_factory=list)
+    #: The inbox session id the new part was queued under, if any.
+    queued_as: str | None = None
+    imported_at: str = ""
+
+
 class _ReflexionHead(msgspec.Struct):
     """What a pass filters reflections by, read without the rest of the line.
     Same names, types and defaults as `Reflexion`'s (origin as its string)."""
@@ -122,6 +137,16 @@ def _mark_lines(data: bytes, wanted: set[str], run_id: str) -> tuple[list[bytes 
         chunks.extend((view[run:size], b"\n"))
     return chunks, marked
 
+
+
+def file_identity(path: Path) -> tuple[int, int, int] | None:
+    """`(inode, size, mtime)` of `path`, `None` when it does not exist: what
+    moves when anything appends to it or renames over it."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 class Records:
@@ -217,32 +242,41 @@ class Records:
         append that did not take the lock), the marking is redone on the new
         contents rather than overwriting it.
         """
+        path = self._root / REFLECTIONS_FILE
+        for _attempt in range(5):
+            marked = self.marked_reflexions(ids, run_id)
+            if marked is None:
+                return 0
+            chunks, count, before = marked
+            if file_identity(path) != before:
+                continue
+            _files.write_atomic(path, chunks)
+            return count
+        raise RuntimeError(f"{path} kept changing while it was being marked; is a writer running without the lock?")
+
+    def marked_reflexions(
+        self, ids: Iterable[str], run_id: str
+    ) -> tuple[list[bytes | memoryview], int, tuple[int, int, int]] | None:
+        """The reflections file with the named, unprocessed ones marked as
+        consumed by `run_id` — as chunks to write in order — how many that
+        marks, and the identity (`file_identity`) of the file it was read
+        from; `None` when it would mark nothing. Writes nothing."""
         wanted = set(ids)
         path = self._root / REFLECTIONS_FILE
         if not wanted:
-            return 0
+            return None
         _files.refuse_links(self._root, path)
-        for _attempt in range(5):
-            try:
-                with open(path, "rb") as f:
-                    before = os.fstat(f.fileno())
-                    data = f.read()
-            except FileNotFoundError:
-                return 0
-            with _files.gc_paused():
-                chunks, marked = _mark_lines(data, wanted, run_id)
-            if marked == 0:
-                return 0
-            after = os.stat(path)
-            if (after.st_ino, after.st_size, after.st_mtime_ns) != (
-                before.st_ino,
-                before.st_size,
-                before.st_mtime_ns,
-            ):
-                continue
-            _files.write_atomic(path, chunks)
-            return marked
-        raise RuntimeError(f"{path} kept changing while it was being marked; is a writer running without the lock?")
+        try:
+            with open(path, "rb") as f:
+                st = os.fstat(f.fileno())
+                data = f.read()
+        except FileNotFoundError:
+            return None
+        with _files.gc_paused():
+            chunks, marked = _mark_lines(data, wanted, run_id)
+        if marked == 0:
+            return None
+        return chunks, marked, (st.st_ino, st.st_size, st.st_mtime_ns)
 
     # ── mining ledgers ──
 
@@ -304,12 +338,10 @@ class Records:
 
     # ── sessions imported from other agents ──
 
-    def append_imports(self, records: Iterable[Any]) -> None:
+    def append_imports(self, records: Iterable[ImportRecord]) -> None:
         """Record what an import queued. Caller holds the lock."""
         self.append_records(IMPORTED_FILE, records)
 
-    def imports(self) -> list[Any]:
-        """Every import record, oldest first (see `importing.ImportRecord`)."""
-        from mecha.core.agents.importing import ImportRecord
-
+    def imports(self) -> list[ImportRecord]:
+        """Every import record, oldest first."""
         return self.read_jsonl(IMPORTED_FILE, decoder(ImportRecord), "import record")

@@ -91,6 +91,13 @@ class RulesFiles:
         An existing file is edited in place where possible, keeping a
         person's comments (`render_learned_toml`).
         """
+        path, data = self.render_learned(domain, rules, project)
+        _files.write_atomic(path, data)
+
+    def render_learned(self, domain: str, rules: Sequence[Rule], project: str | None = None) -> tuple[Path, bytes]:
+        """The learned file of `domain` in `project`'s scope and the bytes
+        that would make it hold exactly `rules`, written nowhere yet (its
+        folder is made, and a link in the way refused)."""
         path = self.path(domain, LEARNED_KIND, project)
         _files.ensure_private_dir(path.parent, root=self._root)
         _files.refuse_links(self._root, path)
@@ -101,8 +108,7 @@ class RulesFiles:
                 existing = data.decode("utf-8")
             except UnicodeDecodeError:
                 existing = None
-        text = render_learned_toml(existing, rules, domain, project)
-        _files.write_atomic(path, text.encode("utf-8"))
+        return path, render_learned_toml(existing, rules, domain, project).encode("utf-8")
 
     def names(self) -> list[tuple[str, str, str, str | None]]:
         """`(file name, domain, kind, project id)` of every rules file."""

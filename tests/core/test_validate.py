@@ -231,7 +231,7 @@ async def test_each_whole_probe_is_recorded_and_a_garbage_judge_is_inconclusive_
     assert all(r.body.get("temperature") == 0 for r in model_server.completions())
     judge_bodies = [r.body for r in model_server.completions() if "response_format" in r.body]
     assert len(judge_bodies) == 4
-    assert "inconclusive — r1: the judge of the treatment arm" in outcome.summary(2)
+    assert "inconclusive: the judge of the treatment arm: the reply held no JSON" in outcome.summary(2)
 
 
 async def test_a_refused_turn_is_inconclusive_and_skips_its_judge(
