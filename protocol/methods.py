@@ -300,18 +300,31 @@ class ExportResult(msgspec.Struct):
     error: str | None = None
 
 
+class AcceptProposalParams(msgspec.Struct):
+    id: str
+    #: Accept a project's proposal into the global rules: the rules it adds
+    #: go to the global file (the proposal records `accepted_as_global`).
+    as_global: bool = False
+
+
 class AcceptProposalResult(msgspec.Struct):
     proposal: Proposal
     #: Every configured export target, in the order configured; empty when
     #: none is configured.
     exports: list[ExportResult] = msgspec.field(default_factory=list)
+    #: Promotion proposals this accept filed: lessons now live in two or
+    #: more projects, proposed for the global rules (pending, never applied).
+    promotions: list[Proposal] = msgspec.field(default_factory=list)
 
 
 class ProposalWithDiffResult(msgspec.Struct):
     proposal: Proposal
     diff: str
-    #: Each rule the proposal adds, changes or removes, with its sources.
+    #: Each rule the proposal adds, changes or removes, with its sources and
+    #: the scope it lives in.
     changes: list[RuleChange] = msgspec.field(default_factory=list)
+    #: The scope the proposal is for: `global`, or the project's root.
+    scope: str = "global"
     #: What validate passes measured of the candidate against the live
     #: rules (`validate DOMAIN --proposal ID`); `probes: 0` when none did.
     verdict: ProposalVerdict = msgspec.field(default_factory=ProposalVerdict)
@@ -475,7 +488,7 @@ METHODS: dict[str, Method] = {
         _m("mecha/proposals", ProposalsParams, ProposalsResult, "Proposals, oldest first."),
         _m("mecha/proposal", IdParams, ProposalWithDiffResult,
            "One proposal by id or unique prefix, with the diff of the rendered block."),
-        _m("mecha/acceptProposal", IdParams, AcceptProposalResult,
+        _m("mecha/acceptProposal", AcceptProposalParams, AcceptProposalResult,
            "Accept a pending proposal: the only writer of a learned rules file."),
         _m("mecha/rejectProposal", RejectProposalParams, ProposalResult, "Reject a pending proposal."),
         _m("mecha/proposeRetirement", ProposeRetirementParams, ProposalResult,
