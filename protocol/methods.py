@@ -217,11 +217,21 @@ class ExportResult(msgspec.Struct):
     error: str | None = None
 
 
+class AcceptProposalParams(msgspec.Struct):
+    id: str
+    #: Accept a project's proposal into the global rules: the rules it adds
+    #: go to the global file (the proposal records `accepted_as_global`).
+    as_global: bool = False
+
+
 class AcceptProposalResult(msgspec.Struct):
     proposal: Proposal
     #: Every configured export target, in the order configured; empty when
     #: none is configured.
     exports: list[ExportResult] = msgspec.field(default_factory=list)
+    #: Promotion proposals this accept filed: lessons now live in two or
+    #: more projects, proposed for the global rules (pending, never applied).
+    promotions: list[Proposal] = msgspec.field(default_factory=list)
 
 
 class ProposalWithDiffResult(msgspec.Struct):
@@ -388,7 +398,7 @@ METHODS: dict[str, Method] = {
         _m("mecha/proposals", ProposalsParams, ProposalsResult, "Proposals, oldest first."),
         _m("mecha/proposal", IdParams, ProposalWithDiffResult,
            "One proposal by id or unique prefix, with the diff of the rendered block."),
-        _m("mecha/acceptProposal", IdParams, AcceptProposalResult,
+        _m("mecha/acceptProposal", AcceptProposalParams, AcceptProposalResult,
            "Accept a pending proposal: the only writer of a learned rules file."),
         _m("mecha/rejectProposal", RejectProposalParams, ProposalResult, "Reject a pending proposal."),
         _m("mecha/proposeRetirement", ProposeRetirementParams, ProposalResult,

@@ -33,7 +33,7 @@ verbs:
                       queue the new interventions in Claude Code / Codex CLI sessions, start a reflect pass
   export claude|agents [FILE]
                       write the rules block into CLAUDE.md / AGENTS.md (a managed section)
-  proposals [list|show ID|accept ID|reject ID]
+  proposals [list|show ID|accept ID [--global]|reject ID]
   learn DOMAIN        start a consolidation pass per scope (proposes, never applies)
   reflect --sessions DIR
                       reflect every transcript file in DIR
@@ -115,6 +115,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--status")
     s.add_argument("--domain")
     s.add_argument("--reason")
+    s.add_argument("--global", dest="as_global", action="store_true",
+                   help="accept: send a project's proposal's new rules to the global rules, for every repository")
 
     s = sub.add_parser("learn", help="start a consolidation pass for a domain")
     s.add_argument("domain")
@@ -408,8 +410,8 @@ def _proposals(ctx: Any, args: argparse.Namespace) -> int:
         _emit(args, result, humane.proposal_with_diff)
         return 0
     if args.action == "accept":
-        result = call(ctx, "mecha/acceptProposal", {"id": args.id})
-        _emit(args, result, lambda r: "accepted " + humane.proposal_line(r["proposal"]))
+        result = call(ctx, "mecha/acceptProposal", {"id": args.id, "as_global": args.as_global})
+        _emit(args, result, humane.accepted)
         for export in result.get("exports", []):
             if export.get("error"):
                 print(f"mecha-sidecar: warning: the accept stands, but the export failed: {export['error']}", file=sys.stderr)

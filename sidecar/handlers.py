@@ -383,17 +383,17 @@ def proposal(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.ProposalWithDiffR
 
 
 @handles("mecha/acceptProposal")
-def accept(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.AcceptProposalResult:
-    from mecha.core.learning.proposals import accept_proposal
+def accept(ctx: Context, p: m.AcceptProposalParams, cancel: Cancel) -> m.AcceptProposalResult:
+    from mecha.core.learning.proposals import accept as accept_it
 
-    accepted = accept_proposal(ctx.store(), p.id)
+    done = accept_it(ctx.store(), p.id, as_global=p.as_global)
     try:
         refresh_blocks(ctx)
     except Exception as exc:  # the accept has landed: a cache is never its error
         import logging
 
         logging.getLogger(__name__).warning("rules block cache not refreshed: %s", exc)
-    return m.AcceptProposalResult(proposal=accepted, exports=reexport(ctx))
+    return m.AcceptProposalResult(proposal=done.proposal, exports=reexport(ctx), promotions=done.promotions)
 
 
 def reexport(ctx: Context) -> list[m.ExportResult]:

@@ -48,10 +48,46 @@ def _one_line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def proposal_scope(p: dict[str, Any]) -> str:
+    """Which rules a proposal is for, in words: `global`, `project <root>`,
+    a promotion's projects, a project's proposal a person accepted as global."""
+    if p.get("promoted_from"):
+        return f"global (promotion: live in {len(p['promoted_from'])} projects)"
+    if p.get("project") is None:
+        return "global"
+    return f"project {p['project']}" + (", accepted as global" if p.get("accepted_as_global") else "")
+
+
 def proposal_line(p: dict[str, Any]) -> str:
     before = sum(1 for r in p["rules_before"] if r.get("enabled", True) and not r.get("retired_at"))
     after = sum(1 for r in p["rules"] if r.get("enabled", True) and not r.get("retired_at"))
-    return f"{p['id']}  {p['status']:<16} {p['domain']:<10} {before} -> {after} active rules  {p['created_at']}"
+    return (
+        f"{p['id']}  {p['status']:<16} {p['domain']:<10} {before} -> {after} active rules  {p['created_at']}  "
+        + proposal_scope(p)
+    )
+
+
+def _rule_scope(p: dict[str, Any], change: dict[str, Any]) -> str:
+    """Where one changed rule of a proposal lives: the proposal's scope,
+    except a rule a project's proposal adds once a person accepted it as
+    global (a promotion's is global already)."""
+    if p.get("project") is None:
+        return "global"
+    if change["change"] == "added" and p.get("accepted_as_global"):
+        return "global"
+    return f"project {p['project']}"
+
+
+def accepted(r: dict[str, Any]) -> str:
+    """An accept's result: the proposal, then each promotion it filed."""
+    lines = ["accepted " + proposal_line(r["proposal"])]
+    for q in r.get("promotions") or []:
+        lesson = "; ".join(x["text"] for x in q["rules"][len(q["rules_before"]):])
+        lines.append(
+            f"filed promotion {q['id']}: {_one_line(lesson, 80)!r} is live in {len(q['promoted_from'])} projects; "
+            f"`mecha-sidecar proposals accept {q['id']}` makes it global"
+        )
+    return "\n".join(lines)
 
 
 def proposals(r: dict[str, Any]) -> str:
@@ -62,7 +98,8 @@ def proposals(r: dict[str, Any]) -> str:
 
 def proposal_with_diff(r: dict[str, Any]) -> str:
     p = r["proposal"]
-    lines = [proposal_line(p)]
+    lines = [proposal_line(p), f"scope: {proposal_scope(p)}"]
+    lines.extend(f"  from project {where}" for where in p.get("promoted_from") or [])
     if p.get("evidence"):
         lines.append(f"evidence: {p['evidence']}")
     if p.get("reason"):
@@ -73,7 +110,7 @@ def proposal_with_diff(r: dict[str, Any]) -> str:
     if changes:
         lines += ["", "why each change:"]
         for c in changes:
-            lines.append(f"  {c['change']}: {c['text']}")
+            lines.append(f"  {c['change']} ({_rule_scope(p, c)}): {c['text']}")
             lines.extend(f"    replaces: {old}" for old in c.get("replaces", []))
             if c["change"] == "removed":
                 if c.get("absorbed_by"):

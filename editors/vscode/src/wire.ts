@@ -52,6 +52,7 @@ export type ShowRulesBlockCommandResult = RulesPromptBlockResult;
 
 export interface AcceptProposalResult {
   exports: ExportResult[];
+  promotions: Proposal[];
   proposal: Proposal;
 }
 
