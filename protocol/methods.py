@@ -237,8 +237,11 @@ class AcceptProposalResult(msgspec.Struct):
 class ProposalWithDiffResult(msgspec.Struct):
     proposal: Proposal
     diff: str
-    #: Each rule the proposal adds, changes or removes, with its sources.
+    #: Each rule the proposal adds, changes or removes, with its sources and
+    #: the scope it lives in.
     changes: list[RuleChange] = msgspec.field(default_factory=list)
+    #: The scope the proposal is for: `global`, or the project's root.
+    scope: str = "global"
     #: What validate passes measured of the candidate against the live
     #: rules (`validate DOMAIN --proposal ID`); `probes: 0` when none did.
     verdict: ProposalVerdict = msgspec.field(default_factory=ProposalVerdict)

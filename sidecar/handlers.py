@@ -369,7 +369,7 @@ def proposals(ctx: Context, p: m.ProposalsParams, cancel: Cancel) -> m.Proposals
 
 @handles("mecha/proposal")
 def proposal(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.ProposalWithDiffResult:
-    from mecha.core.learning.proposals import proposal_changes_in, proposal_diff
+    from mecha.core.learning.proposals import proposal_changes_in, proposal_diff, proposal_scope
     from mecha.core.learning.sources import with_measurements
     from mecha.core.learning.validate import proposal_verdict
     from mecha.core.store.ledger import rule_tallies_by_model
@@ -379,6 +379,7 @@ def proposal(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.ProposalWithDiffR
     changes = with_measurements(proposal_changes_in(store, found), rule_tallies_by_model(store.validations()))
     return m.ProposalWithDiffResult(
         proposal=found, diff=proposal_diff(store, found), changes=changes, verdict=proposal_verdict(store, found),
+        scope=proposal_scope(found),
     )
 
 
@@ -451,7 +452,7 @@ def propose_retirement(ctx: Context, p: m.ProposeRetirementParams, cancel: Cance
 def render_candidate(ctx: Context, p: m.ProposalIdParams, cancel: Cancel) -> m.RenderCandidateResult:
     store = ctx.store()
     found = store.proposal(p.proposal_id)
-    rendered = store.render_candidate(found.domain, found.rules)
+    rendered = store.render_candidate(found.domain, found.rules, found.project, scope=found.project)
     return m.RenderCandidateResult(block=rendered.block, rules_hash=rendered.rules_hash, rule_ids=rendered.rule_ids)
 
 

@@ -67,17 +67,6 @@ def proposal_line(p: dict[str, Any]) -> str:
     )
 
 
-def _rule_scope(p: dict[str, Any], change: dict[str, Any]) -> str:
-    """Where one changed rule of a proposal lives: the proposal's scope,
-    except a rule a project's proposal adds once a person accepted it as
-    global (a promotion's is global already)."""
-    if p.get("project") is None:
-        return "global"
-    if change["change"] == "added" and p.get("accepted_as_global"):
-        return "global"
-    return f"project {p['project']}"
-
-
 def accepted(r: dict[str, Any]) -> str:
     """An accept's result: the proposal, then each promotion it filed."""
     lines = ["accepted " + proposal_line(r["proposal"])]
@@ -110,7 +99,8 @@ def proposal_with_diff(r: dict[str, Any]) -> str:
     if changes:
         lines += ["", "why each change:"]
         for c in changes:
-            lines.append(f"  {c['change']} ({_rule_scope(p, c)}): {c['text']}")
+            where = c.get("scope") or "global"
+            lines.append(f"  {c['change']} ({where if where == 'global' else 'project ' + where}): {c['text']}")
             lines.extend(f"    replaces: {old}" for old in c.get("replaces", []))
             if c["change"] == "removed":
                 if c.get("absorbed_by"):

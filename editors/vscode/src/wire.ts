@@ -152,6 +152,7 @@ export interface ProposalWithDiffResult {
   changes: RuleChange[];
   diff: string;
   proposal: Proposal;
+  scope: string;
   verdict: ProposalVerdict;
 }
 
@@ -202,6 +203,7 @@ export interface RuleChange {
   measured?: string;
   replaces?: string[];
   rule_id?: string;
+  scope?: string;
   sources?: RuleSource[];
   text: string;
 }
