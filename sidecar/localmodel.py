@@ -65,7 +65,7 @@ def server_available() -> bool:
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])
 
 
 class LocalServer:
@@ -97,8 +97,8 @@ class LocalServer:
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
         finally:
-            if self.log is not None:
-                out.close()  # type: ignore[union-attr]
+            if not isinstance(out, int):
+                out.close()
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
