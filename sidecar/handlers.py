@@ -346,6 +346,50 @@ def inbox_drop(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.InboxDropResult
     return m.InboxDropResult(entry=drop_set_aside(ctx.store(), p.id))
 
 
+@handles("mecha/importSessions")
+def import_sessions(ctx: Context, p: m.ImportSessionsParams, cancel: Cancel) -> m.ImportSessionsResult:
+    from mecha.core.agents import importing
+    from mecha.core.sessions.foreign import policy_with
+    from mecha.core.store.inbox import count_waiting
+
+    mining = ctx.with_voices(p.source, extra=p.voices)
+    root = Path(p.dir) if p.dir is not None else importing.DEFAULT_DIRS[p.source].expanduser()
+    since = importing.parse_since(p.since) if p.since else None
+    if not root.exists():
+        importing.find_session_files(root, p.source)  # says so, before a store is made
+    store = mining.store()
+    report = importing.import_sessions(
+        store, p.source, root, voices=mining.voices, policy=policy_with(p.source, p.trust_tools, p.distrust_tools),
+        since=since, project=p.project, dry_run=p.dry_run,
+    )
+    # What an earlier pass left pending (answers that were unusable) is
+    # asked again too, as `mecha/sessionEnded` does: the retry a pass's
+    # outcome names.
+    job = None if p.dry_run or not (report.queued or count_waiting(store)) else start_job(mining, "reflect")
+    sessions = [
+        m.ImportedSession(
+            path=plan.path, session_id=plan.session_id, project=plan.project, found=plan.found, new=len(plan.fresh),
+            counts=plan.counts(), held=plan.held, skipped_lines=plan.skipped_lines,
+        )
+        for plan in report.sessions
+    ]
+    return m.ImportSessionsResult(
+        source=report.source, root=report.root, sessions=sessions, unchanged=report.unchanged, filtered=report.filtered,
+        skipped=report.skipped, skipped_lines=report.skipped_lines, queued=report.queued, dry_run=report.dry_run,
+        warnings=report.warnings, job=job,
+    )
+
+
+@handles("mecha/exportRules")
+def export_rules(ctx: Context, p: m.ExportRulesParams, cancel: Cancel) -> m.ExportRulesResult:
+    from mecha.core.agents.export import DEFAULT_TARGETS, export_block
+
+    path = Path(p.path) if p.path is not None else DEFAULT_TARGETS[p.target].expanduser()
+    block = rules_prompt_block(ctx, m.RulesPromptBlockParams(), cancel).block
+    outcome = export_block(path, block, check=p.check)
+    return m.ExportRulesResult(path=str(path), changed=outcome.changed, up_to_date=not outcome.changed, check=p.check)
+
+
 def start_job(ctx: Context, kind: str, **kw: Any) -> jobs_mod.Job:
     from .jobs import start_pass
 
