@@ -1,7 +1,9 @@
 """`python -m tests.bench [--quick] [--write] [--only N,N]`
 
 Prints the table; with `--write`, also rewrites the README's benchmark
-section (between its markers) and `tests/bench/results.json`.
+section (between its markers) and `tests/bench/results.json`. With `--only`
+as well, the figures not run keep their rows from the earlier results, each
+marked with the run it came from.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ FIGURES: dict[int, tuple[str, int, int]] = {
     9: ("claude_import", 3, 1),
     10: ("reflect_throughput", 3, 1),
     11: ("hooks", 15, 5),
+    12: ("structured_probe", 3, 1),
 }
 #: Figures that come along with another's run.
 RIDES_WITH = {2: 1, 8: 1}
@@ -58,6 +61,10 @@ NUMBER = {
     "reflect_c4": 10,
     "hook_session_end": 11,
     "hook_session_start": 11,
+    "probe_json_schema": 12,
+    "probe_llama_cpp_python": 12,
+    "probe_no_format": 12,
+    "probe_anthropic": 12,
 }
 ORDER = list(NUMBER)
 
@@ -117,11 +124,42 @@ def write_readme(text: str) -> None:
     README.write_text(head + BEGIN + "\n" + text.rstrip("\n") + "\n" + END + tail)
 
 
+def _kept(fresh: list[Figure]) -> list[tuple[Figure, dict[str, str]]]:
+    """The earlier results' figures this run did not measure, each with the
+    run it came from."""
+    try:
+        earlier = json.loads(RESULTS.read_text())
+    except (OSError, ValueError):
+        return []
+    measured = {f.key for f in fresh}
+    kept = []
+    for row in earlier.get("figures", []):
+        if row["key"] in measured:
+            continue
+        origin = row.get("from") or {"command": earlier.get("command", "?"), "date": earlier.get("date", "?")}
+        figure = Figure(
+            key=row["key"], title=row["title"], subject=row["subject"]["value"], baseline=row["baseline"]["value"],
+            unit=row["unit"], subject_label=row["subject"]["label"], baseline_label=row["baseline"]["label"],
+            ratio=row["ratio"], goal=row["goal"], met=row["met"], notes=row.get("notes", []), extra=row.get("extra", {}),
+        )
+        kept.append((figure, origin))
+    return kept
+
+
+def _kept_note(kept: list[tuple[Figure, dict[str, str]]]) -> str:
+    runs = sorted({(o["date"], o["command"]) for _, o in kept})
+    numbers = sorted({NUMBER.get(f.key, 0) for f, _ in kept})
+    if not kept:
+        return ""
+    return (f"; figures {', '.join(map(str, numbers))} are kept from "
+            + " and ".join(f"`{c}` on {d}" for d, c in runs))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="fewer repetitions: a rough table in about a minute")
     p.add_argument("--write", action="store_true", help="rewrite the README's table and tests/bench/results.json")
-    p.add_argument("--only", help="comma-separated figure numbers (1-11) to run")
+    p.add_argument("--only", help="comma-separated figure numbers (1-12) to run")
     args = p.parse_args(argv)
 
     wanted = set(FIGURES)
@@ -145,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
         got = mod.run(quick_rounds if args.quick else rounds)
         print(f"  done in {time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)
         figures.extend(got)
+    kept = _kept(figures) if args.write and args.only else []
+    origins = {f.key: origin for f, origin in kept}
+    figures.extend(f for f, _ in kept)
     figures.sort(key=lambda f: ORDER.index(f.key) if f.key in ORDER else 99)
     text = table(figures)
     print(text)
@@ -157,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{text}\n\n"
             f"Produced by `{command}` on {date}: {machine['cores']} cores, {machine['system']}, "
             f"{machine['implementation']} {machine['python']}, load average {machine['load_avg_at_start'][0]} "
-            f"at the start, {elapsed:.0f} s in all. Medians of interleaved repetitions; the project's "
+            f"at the start, {elapsed:.0f} s in all{_kept_note(kept)}. Medians of interleaved repetitions; the project's "
             "bytecode compiled first, as an installed wheel has it. Machine-readable: "
             "[`tests/bench/results.json`](tests/bench/results.json)."
         )
@@ -182,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
                             "met": f.met,
                             "notes": f.notes,
                             "extra": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in f.extra.items()},
+                            **({"from": origins[f.key]} if f.key in origins else {}),
                         }
                         for f in figures
                     ],
