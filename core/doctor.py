@@ -37,82 +37,81 @@ def _permissions(store: LearningStore) -> Check:
 
 
 def run_checks(root: Path, model_options: Mapping[str, Any] | None = None, *, env: Mapping[str, str] | None = None) -> list[Check]:
-    from mecha.core.learning.proposals import pending_for
     env = os.environ if env is None else env
-    checks: list[Check] = []
     store = LearningStore.open_existing(root)
     if store is None:
-        checks.append(Check("store", False, f"no learning store at {root} yet (it is created by the first pass)"))
+        checks = [Check("store", False, f"no learning store at {root} yet (it is created by the first pass)")]
     else:
-        checks.append(Check("store", True, str(root)))
-        checks.append(_permissions(store))
-        has_git = shutil.which("git") is not None
-        repo = store.has_history()
-        checks.append(
-            Check(
-                "git",
-                has_git and repo,
-                "history kept in the store's git repository"
-                if has_git and repo
-                else ("git is not installed: no audit trail" if not has_git else "the store is not a git repository"),
-            )
-        )
-        broken = []
-        for domain in store.domains():
-            for loader in (store.user_rules, store.learned_rules):
-                try:
-                    loader(domain)
-                except InvalidStore as exc:
-                    broken.append(str(exc))
-        checks.append(Check("rules files", not broken, "; ".join(broken) if broken else f"{len(store.domains())} domain(s) parse"))
-        try:
-            over = store.over_budget_domains()
-        except InvalidStore:
-            over = []
-        checks.append(
-            Check(
-                "budget",
-                not over,
-                ", ".join(f"{d}: {n} active learned rules (cap {MAX_ACTIVE_RULES_PER_DOMAIN})" for d, n in over)
-                or "every domain within the cap",
-            )
-        )
-        unrouted = [d for d in store.domains() if d not in routed_domains()]
-        checks.append(
-            Check(
-                "routing",
-                not unrouted,
-                ("loaded by no run or pass unless a run names it: " + ", ".join(unrouted))
-                if unrouted
-                else "every domain on disk is loaded by a run or a pass",
-            )
-        )
-        reflections = store.reflexions()
-        starved = []
-        for domain in sorted({r.domain for r in reflections}):
-            pool = [r for r in reflections if r.domain == domain and not r.is_processed]
-            learnable = [r for r in pool if r.learnable()]
-            if len(pool) >= LEARN_MIN_REFLECTIONS and len(learnable) < LEARN_MIN_REFLECTIONS:
-                starved.append(f"{domain}: {len(pool)} unprocessed, {len(learnable)} learnable (needs {LEARN_MIN_REFLECTIONS})")
-        checks.append(Check("learner", not starved, "; ".join(starved) or "no domain is starved of learnable reflections"))
-        pending = pending_for(store)
-        checks.append(
-            Check(
-                "proposals",
-                True,
-                f"{len(pending)} pending: " + ", ".join(f"{p.id} ({p.domain})" for p in pending) if pending else "none pending",
-            )
-        )
-        jobs = jobs_mod.list_jobs(root, limit=20)
-        died = [j for j in jobs if j.state == "failed"]
-        running = [j for j in jobs if j.state == "running"]
-        detail = f"{len(running)} running, {len(died)} failed among the last {len(jobs)}"
-        if died:
-            detail += f"; latest failure {died[0].id}: {died[0].outcome}"
-        checks.append(Check("jobs", True, detail))
-        checks.append(_inbox_check(store))
+        checks = [Check("store", True, str(root)), _permissions(store), _history_check(store)]
+        checks += [_rules_files_check(store), _budget_check(store), _routing_check(store), _learner_check(store)]
+        checks += [_proposals_check(store), _jobs_check(root), _inbox_check(store)]
     checks.extend(_model_checks(model_options, env, root if store is not None else None))
     return checks
+
+
+def _history_check(store: LearningStore) -> Check:
+    has_git = shutil.which("git") is not None
+    repo = store.has_history()
+    if has_git and repo:
+        return Check("git", True, "history kept in the store's git repository")
+    return Check("git", False, "git is not installed: no audit trail" if not has_git else "the store is not a git repository")
+
+
+def _rules_files_check(store: LearningStore) -> Check:
+    broken = []
+    for domain in store.domains():
+        for loader in (store.user_rules, store.learned_rules):
+            try:
+                loader(domain)
+            except InvalidStore as exc:
+                broken.append(str(exc))
+    return Check("rules files", not broken, "; ".join(broken) if broken else f"{len(store.domains())} domain(s) parse")
+
+
+def _budget_check(store: LearningStore) -> Check:
+    try:
+        over = store.over_budget_domains()
+    except InvalidStore:
+        over = []
+    detail = ", ".join(f"{d}: {n} active learned rules (cap {MAX_ACTIVE_RULES_PER_DOMAIN})" for d, n in over)
+    return Check("budget", not over, detail or "every domain within the cap")
+
+
+def _routing_check(store: LearningStore) -> Check:
+    unrouted = [d for d in store.domains() if d not in routed_domains()]
+    if unrouted:
+        return Check("routing", False, "loaded by no run or pass unless a run names it: " + ", ".join(unrouted))
+    return Check("routing", True, "every domain on disk is loaded by a run or a pass")
+
+
+def _learner_check(store: LearningStore) -> Check:
+    reflections = store.reflexions()
+    starved = []
+    for domain in sorted({r.domain for r in reflections}):
+        pool = [r for r in reflections if r.domain == domain and not r.is_processed]
+        learnable = [r for r in pool if r.learnable()]
+        if len(pool) >= LEARN_MIN_REFLECTIONS and len(learnable) < LEARN_MIN_REFLECTIONS:
+            starved.append(f"{domain}: {len(pool)} unprocessed, {len(learnable)} learnable (needs {LEARN_MIN_REFLECTIONS})")
+    return Check("learner", not starved, "; ".join(starved) or "no domain is starved of learnable reflections")
+
+
+def _proposals_check(store: LearningStore) -> Check:
+    from mecha.core.learning.proposals import pending_for
+
+    pending = pending_for(store)
+    if not pending:
+        return Check("proposals", True, "none pending")
+    return Check("proposals", True, f"{len(pending)} pending: " + ", ".join(f"{p.id} ({p.domain})" for p in pending))
+
+
+def _jobs_check(root: Path) -> Check:
+    jobs = jobs_mod.list_jobs(root, limit=20)
+    died = [j for j in jobs if j.state == "failed"]
+    running = [j for j in jobs if j.state == "running"]
+    detail = f"{len(running)} running, {len(died)} failed among the last {len(jobs)}"
+    if died:
+        detail += f"; latest failure {died[0].id}: {died[0].outcome}"
+    return Check("jobs", True, detail)
 
 
 def _inbox_check(store: Any) -> Check:

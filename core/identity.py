@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from mecha.core.errors import InvalidInput
+from mecha.core.errors import Ambiguous, InvalidInput, NotFound
 
 #: Longest session or draft id a client may send. Ids are recorded one per
 #: line in the store's ledgers and named in commit messages; real ones
@@ -102,3 +102,16 @@ def by_id_or_prefix(records: Sequence[_T], ident: str, id_of: Callable[[_T], str
     if exact:
         return exact[:1]
     return [r for r in records if id_of(r).startswith(ident)] if ident else []
+
+
+def one_by_id_or_prefix(records: Sequence[_T], ident: str, id_of: Callable[[_T], str], *, plural: str, missing: str) -> _T:
+    """The one record a person's `ident` names (`by_id_or_prefix`). None is
+    `NotFound` with the `missing` message; several are `Ambiguous`, listing
+    them as `plural` (`"proposals"`) — a guess would act on the wrong one."""
+    matches = by_id_or_prefix(records, ident, id_of)
+    if not matches:
+        raise NotFound(missing)
+    if len(matches) > 1:
+        ids = [id_of(r) for r in matches]
+        raise Ambiguous(f"`{ident}` matches {len(ids)} {plural}: {', '.join(ids)}", ids)
+    return matches[0]

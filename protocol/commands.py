@@ -2,7 +2,7 @@
 (`workspace/executeCommand`), the arguments each takes, what each returns,
 and the notifications it sends.
 
-Core decides which intention fixes what (`core.rulecheck.Act`, which its
+Core decides which intention fixes what (`core.editor.results.Act`, which its
 code actions and lenses carry) and spells no wire string; `COMMAND_IDS` is
 where each intention gets the id an editor runs it by, and `COMMANDS` where
 each id's argument shapes and result are spelled. `schema.py` puts the table
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import msgspec
 
-from mecha.core.editor.features import Act
+from mecha.core.editor.results import Act
 
 from . import methods as m
 

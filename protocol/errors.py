@@ -49,6 +49,10 @@ _BY_CLASS: dict[type[BaseException], int] = {
 }
 
 
+#: Kinds answered under their family's code with their own `data.name`.
+_NAMED_KINDS: tuple[type[BaseException], ...] = (core_errors.StoreFull,)
+
+
 class RpcError(Exception):
     """An error reply: `code`, `message`, optional `data`."""
 
@@ -71,7 +75,11 @@ def rpc_error_from(exc: BaseException) -> RpcError:
     for cls in type(exc).__mro__:
         code = _BY_CLASS.get(cls)
         if code is not None:
-            data: dict[str, Any] = {"name": cls.__name__}
+            # A kind with a remedy of its own is named as itself, under its
+            # family's code (a full disk is an `InvalidStore` to a client
+            # that knows no more).
+            named = type(exc) if isinstance(exc, _NAMED_KINDS) else cls
+            data: dict[str, Any] = {"name": named.__name__}
             if isinstance(exc, core_errors.Ambiguous):
                 data["matches"] = list(exc.matches)
             # An InvalidStore names the file and line, so an editor can place it.

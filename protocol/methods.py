@@ -26,7 +26,7 @@ from mecha.core.sessions.outbox import OutboxItem
 from mecha.core.sessions.transcript import Message, TaintCheckpoint
 from mecha.core.store.jobs import Job
 from mecha.core.store.learning_store import Proposal, ProposalStatus, SetAside
-from mecha.core.store.ledger import RuleTally, ValidationRecord
+from mecha.core.store.ledger import ProposalVerdict, RuleTally, ValidationPlan, ValidationRecord
 
 from .errors import INVALID_PARAMS, RpcError
 
@@ -152,6 +152,10 @@ class LocateFollowupResult(msgspec.Struct):
 class LearnParams(msgspec.Struct):
     domain: str
     min: int | None = None
+    #: A directory (absolute) whose project alone is learned. Absent: every
+    #: scope of the domain with enough learnable reflections — the global
+    #: one and each project's — one proposal each.
+    project: str | None = None
 
 
 class LearnResult(msgspec.Struct, omit_defaults=True):
@@ -225,6 +229,9 @@ class ProposalWithDiffResult(msgspec.Struct):
     diff: str
     #: Each rule the proposal adds, changes or removes, with its sources.
     changes: list[RuleChange] = msgspec.field(default_factory=list)
+    #: What validate passes measured of the candidate against the live
+    #: rules (`validate DOMAIN --proposal ID`); `probes: 0` when none did.
+    verdict: ProposalVerdict = msgspec.field(default_factory=ProposalVerdict)
 
 
 class RuleSourcesParams(msgspec.Struct):
@@ -248,6 +255,30 @@ class RuleTalliesParams(msgspec.Struct):
 
 class RuleTalliesResult(msgspec.Struct):
     tallies: dict[str, RuleTally]
+    #: The same rows kept apart per model the probes drove (rule id → model
+    #: → tally): tallies compare only within one model.
+    by_model: dict[str, dict[str, RuleTally]] = msgspec.field(default_factory=dict)
+    #: Per rule id, `by_model` in a person's words (`sources.describe_tally`).
+    measured: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+class ValidateParams(msgspec.Struct):
+    domain: str
+    #: How many probes, at most (default `validate.DEFAULT_BUDGET`).
+    budget: int | None = None
+    #: Measure this pending proposal's candidate block against the live one.
+    proposal_id: str | None = None
+    #: Plan only: say which reflections and how many calls, call nothing.
+    dry_run: bool = False
+
+
+class ValidateResult(msgspec.Struct):
+    """The plan always (the cost is said first); the pass when one started."""
+
+    plan: ValidationPlan
+    job: Job | None
+    #: Why no pass started (a dry run, or nothing to probe); `null` when one did.
+    reason: str | None = None
 
 
 class JudgeParams(msgspec.Struct):
@@ -366,6 +397,8 @@ METHODS: dict[str, Method] = {
         _m("mecha/ruleTallies", RuleTalliesParams, RuleTalliesResult, "Per-rule tallies folded from the ledger."),
         _m("mecha/ruleSources", RuleSourcesParams, RuleSources,
            "Why one rule exists: the reflections it rests on, their interventions and sessions, and its measured record."),
+        _m("mecha/validate", ValidateParams, ValidateResult,
+           "Plan, or start, a background pass of counterfactual probes that measures a rules block on held-out corrections."),
         _m("mecha/judge", JudgeParams, Judgement, "The paired A/B gate over measured arms."),
         _m("mecha/judgeDrawn", JudgeDrawnParams, Judgement, "The gate over already drawn slices."),
         _m("mecha/doctor", Empty, DoctorResult, "Health checks of the store, the loop and the model."),

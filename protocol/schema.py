@@ -384,7 +384,31 @@ def _components(param_types: list[type], written_types: list[type], rules_types:
 def schema() -> dict[str, Any]:
     """The whole wire contract as one JSON Schema document."""
     InitializationOptions = _initialization_options()
-    param_types: list[type] = [InitializationOptions]
+    param_types, written_types = _wire_types(InitializationOptions)
+    defs, read_names, written_names = _components(param_types, written_types, [RulesFile, Rule])
+    return {
+        "$schema": DIALECT,
+        "title": TITLE,
+        "description": DESCRIPTION,
+        "methods": _methods_section(read_names, written_names),
+        "editor": _editor_section(read_names, written_names),
+        "initializationOptions": _ref(read_names[InitializationOptions.__name__]),
+        "rulesFile": _ref(written_names[RulesFile.__name__]),
+        "errors": {codes.code_name(code): code for code in _error_codes()},
+        "$defs": defs,
+    }
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": _PREFIX + name}
+
+
+def _wire_types(initialization_options: type) -> tuple[list[type], list[type]]:
+    """The types the sidecar reads (params, command arguments) and the ones
+    it writes (results, notifications' params)."""
+    from .commands import COMMANDS, NOTIFICATIONS
+
+    param_types: list[type] = [initialization_options]
     written_types: list[type] = []
     for spec in m.METHODS.values():
         # A notification's params are something the sidecar writes.
@@ -392,46 +416,50 @@ def schema() -> dict[str, Any]:
         result = _result_type(spec.result)
         if result is not None:
             written_types.append(result)
-    from .commands import COMMANDS, NOTIFICATIONS
-
     for command in COMMANDS.values():
         written_types.append(command.result)
         param_types.extend(a.type for a in command.arguments if a.type is not str)
     written_types.extend(NOTIFICATIONS.values())
-    defs, read_names, written_names = _components(param_types, written_types, [RulesFile, Rule])
+    return param_types, written_types
 
-    def ref(name: str) -> dict[str, str]:
-        return {"$ref": _PREFIX + name}
 
+def _methods_section(read_names: dict[str, str], written_names: dict[str, str]) -> dict[str, Any]:
     methods: dict[str, Any] = {}
     for name, spec in m.METHODS.items():
         params_name = (written_names if spec.notification else read_names)[spec.params.__name__]
         result = _result_type(spec.result)
         methods[name] = {
-            "params": ref(params_name),
-            "result": None if result is None else ref(written_names[result.__name__]),
+            "params": _ref(params_name),
+            "result": None if result is None else _ref(written_names[result.__name__]),
             "notification": spec.notification,
             "summary": spec.summary,
         }
+    return methods
+
+
+def _editor_section(read_names: dict[str, str], written_names: dict[str, str]) -> dict[str, Any]:
+    from .commands import COMMANDS, NOTIFICATIONS
 
     def argument(a: Any) -> dict[str, Any]:
-        shape = {"type": "string"} if a.type is str else ref(read_names[a.type.__name__])
+        shape = {"type": "string"} if a.type is str else _ref(read_names[a.type.__name__])
         return {"name": a.name, "schema": shape, "required": a.required}
 
-    editor = {
+    return {
         "commands": {
             cid: {
                 "method": c.method,
                 "arguments": [argument(a) for a in c.arguments],
-                "result": ref(written_names[c.result.__name__]),
+                "result": _ref(written_names[c.result.__name__]),
                 "summary": c.summary,
             }
             for cid, c in COMMANDS.items()
         },
-        "notifications": {name: {"params": ref(written_names[t.__name__])} for name, t in NOTIFICATIONS.items()},
+        "notifications": {name: {"params": _ref(written_names[t.__name__])} for name, t in NOTIFICATIONS.items()},
     }
 
-    error_codes = [
+
+def _error_codes() -> list[int]:
+    return [
         codes.PARSE_ERROR,
         codes.INVALID_REQUEST,
         codes.METHOD_NOT_FOUND,
@@ -441,17 +469,6 @@ def schema() -> dict[str, Any]:
         codes.REQUEST_CANCELLED,
         *codes.PROJECT_CODES.values(),
     ]
-    return {
-        "$schema": DIALECT,
-        "title": TITLE,
-        "description": DESCRIPTION,
-        "methods": methods,
-        "editor": editor,
-        "initializationOptions": ref(read_names[InitializationOptions.__name__]),
-        "rulesFile": ref(written_names[RulesFile.__name__]),
-        "errors": {codes.code_name(code): code for code in error_codes},
-        "$defs": defs,
-    }
 
 
 def schema_json() -> str:

@@ -34,11 +34,13 @@ verbs:
   export claude|agents [FILE]
                       write the rules block into CLAUDE.md / AGENTS.md (a managed section)
   proposals [list|show ID|accept ID|reject ID]
-  learn DOMAIN        start a consolidation pass (proposes, never applies)
+  learn DOMAIN        start a consolidation pass per scope (proposes, never applies)
   reflect --sessions DIR
                       reflect every transcript file in DIR
   retire DOMAIN RULE_ID REASON
                       propose retiring a learned rule
+  validate DOMAIN [--budget N] [--proposal ID] [--dry-run]
+                      measure the rules on held-out corrections (counterfactual probes; says the cost first)
   jobs                recent background passes
   inbox [list|retry ID|drop ID]
                       what waits for reflection, and what a pass set aside
@@ -79,10 +81,13 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--stdio", action="store_true", help=argparse.SUPPRESS)
 
     s = sub.add_parser("pass", help=argparse.SUPPRESS)
-    s.add_argument("kind", choices=["reflect", "learn"])
+    s.add_argument("kind", choices=["reflect", "learn", "validate"])
     s.add_argument("--job", required=True)
     s.add_argument("--domain")
     s.add_argument("--min", type=int)
+    s.add_argument("--project")
+    s.add_argument("--budget", type=int)
+    s.add_argument("--proposal")
 
     s = sub.add_parser("demo", help="drive a real sidecar through a bundled sample session")
     s.add_argument("--keep", action="store_true", help="keep the demo's temporary store and print its path")
@@ -114,6 +119,8 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("learn", help="start a consolidation pass for a domain")
     s.add_argument("domain")
     s.add_argument("--min", type=int)
+    s.add_argument("--project", metavar="DIR",
+                   help="learn only this project's lessons (default: every scope with enough reflections)")
     s.add_argument("--no-wait", action="store_true", help="return once the pass has started")
 
     s = sub.add_parser("reflect", help="reflect every transcript file in a directory")
@@ -139,6 +146,13 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("domain")
     s.add_argument("rule_id")
     s.add_argument("reason")
+
+    s = sub.add_parser("validate", help="measure a domain's rules (or a proposal's) on held-out corrections")
+    s.add_argument("domain")
+    s.add_argument("--budget", type=int, metavar="N", help="probes to run, at most (default: 3); each is at most 4 model calls")
+    s.add_argument("--proposal", metavar="ID", help="measure this pending proposal's rules against the live ones")
+    s.add_argument("--dry-run", action="store_true", help="print the plan (which corrections, how many calls); call nothing")
+    s.add_argument("--no-wait", action="store_true", help="return once the pass has started")
 
     s = sub.add_parser("hooks", help="install, remove or show the Claude Code / Codex hooks")
     s.add_argument("action", choices=["install", "uninstall", "status"])
@@ -239,7 +253,9 @@ def main(argv: list[str] | None = None) -> int:
     if verb == "pass":
         from .passrun import run_pass
 
-        return run_pass(args.kind, args.job, args.domain, args.min, args.learning_dir)
+        return run_pass(
+            args.kind, args.job, args.domain, args.min, args.learning_dir, args.project, args.budget, args.proposal
+        )
     if verb == "demo":
         from .demo import run_demo
 
@@ -310,6 +326,10 @@ def _run_verb(verb: str, args: argparse.Namespace) -> int:
         params: dict[str, Any] = {"domain": args.domain}
         if args.min is not None:
             params["min"] = args.min
+        if args.project is not None:
+            import os
+
+            params["project"] = os.path.abspath(args.project)
         result = call(ctx, "mecha/learn", params)
         if result.get("job") is None:
             _emit(args, result, lambda r: f"nothing started: {r.get('reason')}")
@@ -317,6 +337,8 @@ def _run_verb(verb: str, args: argparse.Namespace) -> int:
         return _finish_job(ctx, args, result["job"], args.no_wait)
     if verb == "reflect":
         return _reflect(ctx, args)
+    if verb == "validate":
+        return _validate(ctx, args)
     if verb == "retire":
         result = call(ctx, "mecha/proposeRetirement", {"domain": args.domain, "rule_id": args.rule_id, "reason": args.reason})
         _emit(args, result, lambda r: humane.proposal_line(r["proposal"]))
@@ -353,6 +375,22 @@ def _run_verb(verb: str, args: argparse.Namespace) -> int:
         _emit(args, result, humane.doctor)
         return 0 if all(c["ok"] for c in result["checks"]) else 1
     raise ValueError(f"unknown verb {verb!r}")
+
+
+def _validate(ctx: Any, args: argparse.Namespace) -> int:
+    """The plan first (its cost), then the pass, waited on unless
+    `--no-wait`; a dry run or a plan with no probe prints the plan alone."""
+    from . import humane
+    from .handlers import call
+
+    params = {"domain": args.domain, "budget": args.budget, "proposal_id": args.proposal, "dry_run": args.dry_run}
+    result = call(ctx, "mecha/validate", params)
+    if result.get("job") is None:
+        _emit(args, result, humane.validate_plan)
+        return 0
+    if not args.json:
+        sys.stdout.write(humane.validate_plan(result) + "\n")
+    return _finish_job(ctx, args, result["job"], args.no_wait, quiet_start=True, extra={"plan": result["plan"]})
 
 
 def _proposals(ctx: Any, args: argparse.Namespace) -> int:

@@ -3,7 +3,7 @@ person's, how to reach a model, and how to tell its peer things.
 
 Resolved once, from `initialize`'s `initializationOptions` (or the CLI's
 flags), then trusted by every handler. Precedence for the store root
-(DESIGN §8.3): `learningDir`, then `$MECHA_LEARNING_DIR`, then
+(protocol/README.md, `learningDir`): `learningDir`, then `$MECHA_LEARNING_DIR`, then
 `~/.mecha/learning` — made absolute here (`LearningStore.resolve_root`), so
 a detached pass, which runs inside the store, is handed the same directory.
 """
@@ -25,10 +25,6 @@ from mecha.protocol.initialize import InitializationOptions, InitializeParams
 __all__ = ["Context", "InitializationOptions", "InitializeParams"]
 
 
-def default_root() -> Path:
-    return LearningStore.default_root()
-
-
 class Context(msgspec.Struct):
     # A Struct rather than a dataclass only because a dataclass compiles its
     # methods at import, on the harness's cold path. Never serialized.
@@ -39,8 +35,11 @@ class Context(msgspec.Struct):
     model_options: dict[str, Any] | None = None
     #: Sends a notification to the peer; `None` for the CLI.
     notify: Callable[[str, Any], None] | None = None
-    #: Called with each job a handler starts, so the server can watch it.
-    on_job_started: Callable[[Any, Any], None] | None = None
+    #: Called with each job a handler starts, as it starts.
+    on_job_started: Callable[[Any], None] | None = None
+    #: Called with a started job's final record when its process ends
+    #: (`jobs.start_pass` watches the process when this is set).
+    on_job_finished: Callable[[Any], None] | None = None
     #: Called with `(domain, result, rules fingerprint)` for each rules block
     #: read afresh from files that did not change while it was read, so the
     #: harness endpoint can keep it for the next run (`blockcache`).
@@ -72,19 +71,14 @@ class Context(msgspec.Struct):
         ctx = cls.from_options(params.initialization_options)
         ctx.notify = notify
 
-        def started(job: Any, proc: Any) -> None:
-            from .jobs import watch
-
-            def finished(final: Any) -> None:
-                notify(JOB_FINISHED, JobFinishedParams(job=final))
-                if on_job_event is not None:
-                    on_job_event()
-
-            watch(proc, job, ctx.root, finished)
+        def finished(final: Any) -> None:
+            notify(JOB_FINISHED, JobFinishedParams(job=final))
             if on_job_event is not None:
                 on_job_event()
 
-        ctx.on_job_started = started
+        ctx.on_job_finished = finished
+        if on_job_event is not None:
+            ctx.on_job_started = lambda job: on_job_event()
         return ctx
 
     @classmethod

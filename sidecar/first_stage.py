@@ -38,15 +38,12 @@ import os
 import select
 import sys
 
-import mecha.core
-import mecha.protocol
-import mecha.sidecar
 from mecha.core.store import blockcache
 from mecha.core.store.layout import project_root, resolve_root, root_problem, rules_fingerprint
 from mecha.protocol import lifecycle as lc
 from mecha.protocol import plainwire as pw
 
-from ._version import __version__
+from ._version import code_identity
 
 #: How long a frame whose rest has not arrived yet is waited for here before
 #: the full server takes over: its framing has the stall timeout and the
@@ -58,25 +55,6 @@ _CHUNK = 1 << 16
 
 #: What `_serve` decided about a message.
 _SERVED, _EXIT, _HAND_OVER = "served", "exit", "hand over"
-
-
-def code_identity() -> list[object]:
-    """The identity of the code that renders every answer the cache keeps:
-    the version, and name, inode, size and mtime of each module of the three
-    packages. An upgrade, a reinstall or an edited checkout all change it,
-    so no answer rendered by other code is ever served."""
-    out: list[object] = [__version__]
-    files: list[list[object]] = []
-    for package in (mecha.core, mecha.protocol, mecha.sidecar):
-        for folder in package.__path__:
-            with os.scandir(folder) as entries:
-                for entry in entries:
-                    if entry.name.endswith(".py"):
-                        st = entry.stat()
-                        files.append([package.__name__, entry.name, st.st_ino, st.st_size, st.st_mtime_ns])
-    files.sort()
-    out.extend(files)
-    return out
 
 
 class FirstStage:

@@ -144,7 +144,7 @@ def locate(ctx: Context, p: m.LocateFollowupParams, cancel: Cancel) -> m.LocateF
 
 @handles("mecha/liveAffect")
 def live_affect(ctx: Context, p: m.LiveAffectParams, cancel: Cancel) -> m.LiveAffectResult:
-    from mecha.core.gate.appraisal import live
+    from mecha.core.gate.assembler import live
 
     if p.run_started_at < 0:
         raise InvalidInput("run_started_at: must be a message index (>= 0)")
@@ -154,7 +154,8 @@ def live_affect(ctx: Context, p: m.LiveAffectParams, cancel: Cancel) -> m.LiveAf
 
 @handles("mecha/appraiseSession")
 def appraise(ctx: Context, p: m.AppraiseSessionParams, cancel: Cancel) -> Any:
-    from mecha.core.gate.appraisal import Probe, ProbeAt, appraisal_to_builtins, appraise_session
+    from mecha.core.gate.appraisal import appraisal_to_builtins
+    from mecha.core.gate.assembler import Probe, ProbeAt, appraise_session
     from mecha.core.gate.goal import parse_goal
     from mecha.core.identity import now
 
@@ -239,15 +240,17 @@ def draft_resolved(ctx: Context, p: m.DraftResolvedParams, cancel: Cancel) -> m.
 
 @handles("mecha/learn")
 def learn(ctx: Context, p: m.LearnParams, cancel: Cancel) -> m.LearnResult:
-    from mecha.core.learning.learn import learn_refusal
+    from mecha.core.learning.learn import ALL_SCOPES, scopes_ready
+    from mecha.core.learning.scope import resolve_project
 
     validate_domain(p.domain)
     if p.min is not None and p.min < 1:
         raise InvalidInput("min: must be at least 1")
-    refusal = learn_refusal(ctx.store(), p.domain, p.min)
-    if refusal is not None:
+    project = None if p.project is None else resolve_project(p.project)
+    ready, refusal = scopes_ready(ctx.store(), p.domain, p.min, ALL_SCOPES if project is None else project)
+    if not ready:
         return m.LearnResult(job=None, reason=refusal)
-    return m.LearnResult(job=start_job(ctx, "learn", domain=p.domain, minimum=p.min))
+    return m.LearnResult(job=start_job(ctx, "learn", domain=p.domain, minimum=p.min, project=project))
 
 
 @handles("mecha/jobs")
@@ -311,11 +314,15 @@ def proposals(ctx: Context, p: m.ProposalsParams, cancel: Cancel) -> m.Proposals
 @handles("mecha/proposal")
 def proposal(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.ProposalWithDiffResult:
     from mecha.core.learning.proposals import proposal_changes_in, proposal_diff
+    from mecha.core.learning.sources import with_measurements
+    from mecha.core.learning.validate import proposal_verdict
+    from mecha.core.store.ledger import rule_tallies_by_model
 
     store = ctx.store()
     found = store.proposal(p.id)
+    changes = with_measurements(proposal_changes_in(store, found), rule_tallies_by_model(store.validations()))
     return m.ProposalWithDiffResult(
-        proposal=found, diff=proposal_diff(store, found), changes=proposal_changes_in(store, found)
+        proposal=found, diff=proposal_diff(store, found), changes=changes, verdict=proposal_verdict(store, found),
     )
 
 
@@ -410,7 +417,9 @@ def rule_sources(ctx: Context, p: m.RuleSourcesParams, cancel: Cancel) -> Any:
 
 @handles("mecha/ruleTallies")
 def rule_tallies(ctx: Context, p: m.RuleTalliesParams, cancel: Cancel) -> m.RuleTalliesResult:
+    from mecha.core.learning.sources import describe_tally
     from mecha.core.store.ledger import rule_tallies as fold
+    from mecha.core.store.ledger import rule_tallies_by_model
 
     if p.domain is not None:
         validate_domain(p.domain)
@@ -418,7 +427,26 @@ def rule_tallies(ctx: Context, p: m.RuleTalliesParams, cancel: Cancel) -> m.Rule
     if store is None:
         return m.RuleTalliesResult(tallies={})
     records = [r for r in store.validations() if p.domain is None or r.domain == p.domain]
-    return m.RuleTalliesResult(tallies=fold(records))
+    by_model = rule_tallies_by_model(records)
+    return m.RuleTalliesResult(
+        tallies=fold(records), by_model=by_model, measured={k: describe_tally(v) for k, v in by_model.items()}
+    )
+
+
+@handles("mecha/validate")
+def validate(ctx: Context, p: m.ValidateParams, cancel: Cancel) -> m.ValidateResult:
+    """The plan (which reflections, how many calls), and unless it is a dry
+    run or holds no probe, the pass that runs it."""
+    from mecha.core.learning.validate import no_probe_reason, plan_validation
+
+    validate_domain(p.domain)
+    plan = plan_validation(ctx.store(), p.domain, p.budget, p.proposal_id)
+    if p.dry_run:
+        return m.ValidateResult(plan=plan, job=None, reason="a dry run: nothing was called")
+    if not plan.probes:
+        return m.ValidateResult(plan=plan, job=None, reason=no_probe_reason(plan))
+    job = start_job(ctx, "validate", domain=p.domain, budget=plan.budget, proposal_id=plan.proposal_id)
+    return m.ValidateResult(plan=plan, job=job)
 
 
 def _holdout_in(value: int) -> int:

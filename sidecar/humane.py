@@ -84,6 +84,10 @@ def proposal_with_diff(r: dict[str, Any]) -> str:
                 lines.extend(f"    from: {source_line(s)}" for s in c.get("sources", []))
                 if not c.get("sources"):
                     lines.append("    from: (no recorded sources)")
+            if c.get("measured"):
+                lines.append(f"    measured: {c['measured']}")
+    verdict = r.get("verdict") or {}
+    lines += ["", f"verdict: {verdict.get('measured') or 'not measured yet'}"]
     refusals = p.get("refusals") or []
     if refusals:
         lines += ["", f"the learn gate refused {len(refusals)}:"]
@@ -154,6 +158,30 @@ def tallies(r: dict[str, Any]) -> str:
             f"{rule_id:<27} {t['observations']:>3}  {t['improved']:>8}  {t['regressed']:>9}  "
             f"{t['attributed_regressions']:>10}  {t.get('last_validated') or '-'}"
         )
+    measured = r.get("measured") or {}
+    if measured:
+        lines.append("")
+        lines.extend(f"{rule_id}: {text}" for rule_id, text in measured.items())
+    return "\n".join(lines)
+
+
+def validate_plan(r: dict[str, Any]) -> str:
+    """A validate pass's plan: the cost first, then each probe."""
+    plan = r["plan"]
+    what = f"proposal {plan['proposal_id']} against the live rules" if plan.get("proposal_id") else f"the live {plan['domain']} rules"
+    probes = plan["probes"]
+    lines = [
+        f"validate {plan['domain']}: {len(probes)} probe(s) of {what}, at most {plan['calls']} model call(s) "
+        f"({plan['calls_per_probe']} per probe; budget {plan['budget']})"
+    ]
+    for p in probes:
+        where = f"{p['file']}:{p['line']}" if p.get("file") and p.get("line") else (p.get("file") or f"session {p['session_id']}")
+        again = " (measured before under this block)" if p.get("measured_before") else ""
+        lines.append(f"  [{p['trigger']}] {p['reflection_id']}: “{_one_line(p['text'], 100)}” ({where}){again}")
+    for reason, n in plan.get("skipped", {}).items():
+        lines.append(f"  not probed: {n} — {reason}")
+    if r.get("reason"):
+        lines.append(r["reason"])
     return "\n".join(lines)
 
 

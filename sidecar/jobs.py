@@ -28,6 +28,9 @@ def start_pass(
     domain: str | None = None,
     session_id: str | None = None,
     minimum: int | None = None,
+    project: str | None = None,
+    budget: int | None = None,
+    proposal_id: str | None = None,
 ) -> jobs_mod.Job:
     store = ctx.store()
     job_id = mint_job_id(kind)
@@ -39,6 +42,7 @@ def start_pass(
         state="running",
         started_at=now(),
         session_id=session_id,
+        proposal_id=proposal_id,
         log=log_rel,
     )
     jobs_mod.write_job(store.root, job)
@@ -47,6 +51,12 @@ def start_pass(
         argv += ["--domain", domain]
     if minimum is not None:
         argv += ["--min", str(minimum)]
+    if project is not None:
+        argv += ["--project", project]
+    if budget is not None:
+        argv += ["--budget", str(budget)]
+    if proposal_id is not None:
+        argv += ["--proposal", proposal_id]
     import os
 
     log_fd = jobs_mod.open_log(store.root, job_id)
@@ -63,8 +73,10 @@ def start_pass(
         )
     finally:
         os.close(log_fd)
+    if ctx.on_job_finished is not None:
+        watch(proc, job, store.root, ctx.on_job_finished)
     if ctx.on_job_started is not None:
-        ctx.on_job_started(job, proc)
+        ctx.on_job_started(job)
     return job
 
 

@@ -13,7 +13,7 @@ CLI, with raw params decoded by msgspec; only LSP's own methods reach pygls,
 and invalid params there are answered -32602 instead of dropped.
 
 What the editor sees — diagnostics, hovers, lenses, quick fixes — is computed
-by `mecha.core.editor.features`; this module only converts it to LSP shapes. A poll
+by `mecha.core.editor`; this module only converts it to LSP shapes. A poll
 of the store's files (rules, proposals, jobs, the ledger) republishes
 diagnostics, refreshes lenses and reports pass progress when anything changes
 on disk, whoever changed it.
@@ -38,8 +38,13 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
-from mecha.core.editor import features as rulecheck
-from mecha.core.editor.features import Act
+from mecha.core.editor import store_view
+from mecha.core.editor.actions import code_actions_for
+from mecha.core.editor.diagnostics import check_document
+from mecha.core.editor.document import document_lines
+from mecha.core.editor.hover import hover_for
+from mecha.core.editor.lenses import document_lenses
+from mecha.core.editor.results import Act, CodeAction, Finding
 from mecha.core.learning.proposals import PendingSummary, pending_summary, should_announce
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.learning_store import LearningStore, ReflectionsById, store_identity
@@ -157,7 +162,7 @@ class MechaLanguageServer(LanguageServer):
         path = to_fs_path(uri)
         if not path or self.ctx is None:
             return None
-        return rulecheck.rules_document_of(Path(path), self.root())
+        return store_view.rules_document_of(Path(path), self.root())
 
     def store(self) -> LearningStore | None:
         return self.ctx.existing_store() if self.ctx else None
@@ -169,25 +174,25 @@ class MechaLanguageServer(LanguageServer):
         return doc.source if doc is not None else None
 
     def sibling_rules(self, domain: str, kind: str) -> list[Any]:
-        return rulecheck.sibling_rules(self.root(), domain, kind, self.open_text)
+        return store_view.sibling_rules(self.root(), domain, kind, self.open_text)
 
-    def findings_for(self, uri: str) -> tuple[str, list[str], list[rulecheck.Finding]] | None:
-        """The open document's text, its lines and rulecheck's findings on
+    def findings_for(self, uri: str) -> tuple[str, list[str], list[Finding]] | None:
+        """The open document's text, its lines and the findings on
         it; `None` for a document that is not a rules file."""
         kind = self.doc_kind(uri)
         if kind is None:
             return None
         domain, which = kind
         text = self.workspace.get_text_document(uri).source
-        findings = rulecheck.check_document(
+        findings = check_document(
             domain,
             which,
             text,
             other_rules=self.sibling_rules(domain, which),
-            tallies=rulecheck.tallies_in(self.store()),
-            pending=rulecheck.pending_in(self.store(), domain),
+            tallies=store_view.tallies_in(self.store()),
+            pending=store_view.pending_in(self.store(), domain),
         )
-        return text, rulecheck.document_lines(text) or [""], findings
+        return text, document_lines(text) or [""], findings
 
     def diagnostics_for(self, uri: str) -> list[lsp.Diagnostic]:
         found = self.findings_for(uri)
@@ -221,7 +226,7 @@ class MechaLanguageServer(LanguageServer):
         kind = self.doc_kind(uri)
         if kind is None:
             return
-        sibling = from_fs_path(str(rulecheck.sibling_path(self.root(), *kind)))
+        sibling = from_fs_path(str(store_view.sibling_path(self.root(), *kind)))
         if sibling and sibling != uri and sibling in self.workspace.text_documents:
             self.publish(sibling)
 
@@ -352,12 +357,12 @@ def build_server() -> MechaLanguageServer:
         if kind is None:
             return None
         doc = ls.workspace.get_text_document(params.text_document.uri)
-        lines = rulecheck.document_lines(doc.source)
+        lines = document_lines(doc.source)
         line = params.position.line
         col = _from_utf16(lines[line], params.position.character) if line < len(lines) else 0
-        text = rulecheck.hover_for(
+        text = hover_for(
             doc.source, line, col, domain=kind[0], kind=kind[1],
-            reflections_by_id=ls.reflections.of(ls.store()), tallies=rulecheck.tallies_in(ls.store()),
+            reflections_by_id=ls.reflections.of(ls.store()), tallies=store_view.tallies_in(ls.store()),
         )
         if text is None:
             return None
@@ -374,7 +379,7 @@ def build_server() -> MechaLanguageServer:
             return None
         text, lines, findings = found
         only = [getattr(k, "value", k) for k in params.context.only] if params.context.only is not None else None
-        actions = rulecheck.code_actions_for(text, findings, params.range.start.line, params.range.end.line, only)
+        actions = code_actions_for(text, findings, params.range.start.line, params.range.end.line, only)
         return [_code_action(a, uri, lines) for a in actions]
 
     @ls.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
@@ -384,8 +389,8 @@ def build_server() -> MechaLanguageServer:
             return None
         domain, which = kind
         text = ls.workspace.get_text_document(params.text_document.uri).source
-        pending = len(rulecheck.pending_in(ls.store(), domain))
-        lenses = rulecheck.document_lenses(domain, which, text, ls.sibling_rules(domain, which), pending)
+        pending = len(store_view.pending_in(ls.store(), domain))
+        lenses = document_lenses(domain, which, text, ls.sibling_rules(domain, which), pending)
         top = lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=0, character=0))
         return [lsp.CodeLens(range=top, command=_command(lens.title, lens.act, lens.arguments)) for lens in lenses]
 
@@ -409,7 +414,7 @@ def _pygls_command(ls: MechaLanguageServer, name: str) -> Callable[..., Any]:
     return run
 
 
-def _diagnostic(f: rulecheck.Finding, lines: list[str]) -> lsp.Diagnostic:
+def _diagnostic(f: Finding, lines: list[str]) -> lsp.Diagnostic:
     return lsp.Diagnostic(
         range=_range(lines, f.start_line, f.start_col, f.end_line, f.end_col),
         message=f.message,
@@ -424,7 +429,7 @@ def _command(title: str, act: Act, arguments: list[Any]) -> lsp.Command:
     return lsp.Command(title=title, command=wire_commands.COMMAND_IDS[act], arguments=list(arguments))
 
 
-def _code_action(a: rulecheck.CodeAction, uri: str, lines: list[str]) -> lsp.CodeAction:
+def _code_action(a: CodeAction, uri: str, lines: list[str]) -> lsp.CodeAction:
     edit = None
     if a.edits:
         edits = [

@@ -70,7 +70,14 @@ class _ProgressWriter:
 
 
 def run_pass(
-    kind: str, job_id: str, domain: str | None, minimum: int | None, learning_dir: str | None = None
+    kind: str,
+    job_id: str,
+    domain: str | None,
+    minimum: int | None,
+    learning_dir: str | None = None,
+    project: str | None = None,
+    budget: int | None = None,
+    proposal_id: str | None = None,
 ) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     log = logging.getLogger("mecha.pass")
@@ -88,48 +95,16 @@ def run_pass(
     job = msgspec.structs.replace(job, pid=os.getpid(), state="running")
     jobs_mod.write_job(root, job)
     log.info("pass %s %s started (pid %d)", kind, job_id, os.getpid())
-
-    def progress(line: str) -> None:
-        log.info("%s", line)
-
     counts = _ProgressWriter(root, job)
-
     try:
         if kind == "reflect":
-            from mecha.core.learning.reflect import reflect_inbox
-            from mecha.core.learning.reflection import Reflector
-
-            def require() -> Reflector:
-                provider, model = _provider(store)
-                return Reflector(provider, model)
-
-            try:
-                cfg = _config()
-            except Exception:  # reported when a model is needed, by `require`
-                cfg = None
-            outcome = asyncio.run(
-                reflect_inbox(
-                    store, None, progress=progress, require_model=require,
-                    concurrency=cfg.concurrency if cfg is not None else 1, counts=counts,
-                )
-            )
-            final = msgspec.structs.replace(counts.job, state="done", outcome=outcome.summary())
+            final = _reflect(store, counts)
         elif kind == "learn":
-            from mecha.core.learning.consolidation import Learner
-            from mecha.core.learning.learn import learn_domain, learn_refusal
-
             assert domain is not None, "learn needs --domain"
-            refusal = learn_refusal(store, domain, minimum)
-            if refusal is not None:
-                final = msgspec.structs.replace(job, state="done", outcome=f"nothing to do: {refusal}")
-            else:
-                provider, model = _provider(store)
-                counts(0, 1, "call")
-                result = asyncio.run(learn_domain(store, domain, Learner(provider, model), minimum=minimum, progress=progress))
-                counts.job = msgspec.structs.replace(counts.job, progress=jobs_mod.JobProgress(done=1, total=1, unit="call"))
-                final = msgspec.structs.replace(
-                    counts.job, state="done", outcome=result.outcome, proposal_id=result.proposal_id
-                )
+            final = _learn(store, counts, domain, project, minimum)
+        elif kind == "validate":
+            assert domain is not None, "validate needs --domain"
+            final = _validate(store, counts, domain, budget, proposal_id)
         else:
             raise ValueError(f"unknown pass {kind!r}")
     except Exception as exc:  # every failure is recorded, never left "running"
@@ -139,3 +114,78 @@ def run_pass(
     jobs_mod.write_job(root, final)
     log.info("pass %s %s: %s — %s", kind, job_id, final.state, final.outcome)
     return 0 if final.state == "done" else 1
+
+
+def _say(line: str) -> None:
+    logging.getLogger("mecha.pass").info("%s", line)
+
+
+def _reflect(store: LearningStore, counts: _ProgressWriter) -> jobs_mod.Job:
+    from mecha.core.learning.reflect import reflect_inbox
+    from mecha.core.learning.reflection import Reflector
+
+    def require() -> Reflector:
+        provider, model = _provider(store)
+        return Reflector(provider, model)
+
+    try:
+        cfg = _config()
+    except Exception:  # reported when a model is needed, by `require`
+        cfg = None
+    outcome = asyncio.run(
+        reflect_inbox(
+            store, None, progress=_say, require_model=require,
+            concurrency=cfg.concurrency if cfg is not None else 1, counts=counts,
+        )
+    )
+    return msgspec.structs.replace(counts.job, state="done", outcome=outcome.summary())
+
+
+def _learn(
+    store: LearningStore, counts: _ProgressWriter, domain: str, project: str | None, minimum: int | None
+) -> jobs_mod.Job:
+    """Every scope of `domain` that is ready, or `project`'s alone: one
+    learner call each (`learn_scopes`)."""
+    from mecha.core.learning.consolidation import Learner
+    from mecha.core.learning.learn import ALL_SCOPES, learn_scopes, scopes_ready, scopes_summary
+
+    scope = ALL_SCOPES if project is None else project
+    ready, why = scopes_ready(store, domain, minimum, scope)
+    if not ready:
+        return msgspec.structs.replace(counts.job, state="done", outcome=f"nothing to do: {why}")
+    provider, model = _provider(store)
+    counts(0, len(ready), "call")
+    results = asyncio.run(
+        learn_scopes(store, domain, Learner(provider, model), project=scope, minimum=minimum, progress=_say)
+    )
+    counts.job = msgspec.structs.replace(
+        counts.job, progress=jobs_mod.JobProgress(done=len(ready), total=len(ready), unit="call")
+    )
+    filed = [o.proposal_id for _, o in results if o.proposal_id is not None]
+    return msgspec.structs.replace(
+        counts.job, state="done", outcome=scopes_summary(results), proposal_id=filed[0] if filed else None
+    )
+
+
+def _validate(
+    store: LearningStore, counts: _ProgressWriter, domain: str, budget: int | None, proposal_id: str | None
+) -> jobs_mod.Job:
+    """The probes of `validate.prepare`, run in order; each whole probe's
+    row goes to the ledger as it completes. A call that fails outright ends
+    the pass `failed`, with the rows already written kept."""
+    from mecha.core.learning.validate import no_probe_reason, prepare, run_validation
+
+    probes, plan = prepare(store, domain, budget, proposal_id)
+    if not probes:
+        return msgspec.structs.replace(counts.job, state="done", outcome=f"nothing to do: {no_probe_reason(plan)}")
+    provider, model = _provider(store)
+    _say(f"{len(probes)} probe(s), at most {plan.calls} model call(s)")
+
+    def tick(done: int, total: int) -> None:
+        counts(done, total, "call")
+
+    outcome = asyncio.run(
+        run_validation(store, probes, provider, model, model or "unknown", proposal_id=plan.proposal_id, progress=_say, counts=tick)
+    )
+    state = "failed" if outcome.stopped else "done"
+    return msgspec.structs.replace(counts.job, state=state, outcome=outcome.summary(len(probes)))

@@ -56,7 +56,7 @@ def block_keeper(root: Path) -> Callable[[str | None, str | None, Any, Any], Non
     cannot be written costs a later miss, never this request."""
     from mecha.core.store import blockcache
 
-    from .first_stage import code_identity
+    from ._version import code_identity
 
     def keep(domain: str | None, project: str | None, result: Any, fingerprint: Any) -> None:
         try:

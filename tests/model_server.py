@@ -109,6 +109,9 @@ class Huge:
     fill: str
     count: int
     tail: str
+    #: `False`: no `Content-Length`; the body ends when the server closes
+    #: the connection, so a client learns its size only by reading it.
+    sized: bool = True
 
 
 Action = Reply | Stall | Status | Garbage | TruncatedJson | Refusal | EchoAuth | Huge
@@ -150,13 +153,14 @@ def truncated_json() -> TruncatedJson:
     return TruncatedJson()
 
 
-def huge(head: str, fill: str, count: int, tail: str = "") -> Huge:
+def huge(head: str, fill: str, count: int, tail: str = "", *, sized: bool = True) -> Huge:
     """A well-formed completion whose text is `head + fill * count + tail`,
-    streamed in chunks with its `Content-Length` declared up front: a reply
+    streamed in chunks with its `Content-Length` declared up front (with
+    `sized=False`, none: the body runs to the connection's close): a reply
     of hundreds of megabytes without the server holding it in memory. The
     server stops writing when the client hangs up; `ModelServer.sent` says
     how far it got."""
-    return Huge(head, fill, count, tail)
+    return Huge(head, fill, count, tail, sized)
 
 
 def refusal(message: str = "I can't help with that.", *, category: str | None = None) -> Refusal:
@@ -404,7 +408,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(length))
+            if action.sized:
+                self.send_header("Content-Length", str(length))
             self.end_headers()
             self.wfile.write(before + head)
             owner._sent_add(len(before) + len(head))

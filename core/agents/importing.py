@@ -40,6 +40,7 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
@@ -48,30 +49,17 @@ from mecha.core.errors import InvalidInput
 from mecha.core.identity import now
 from mecha.core.learning.scope import project_of_cwd
 from mecha.core.learning.survey import Planned, survey_session
-from mecha.core.sessions.foreign import FORMAT_NAMES, ReadSession, TaintPolicy, detect_format, read_session
+from mecha.core.sessions.foreign import detect_format, read_session
 from mecha.core.sessions.mining import Intervention, Trigger, Voices
+from mecha.core.sessions.reader import FORMAT_NAMES, ReadSession, TaintPolicy
 from mecha.core.sessions.transcript import Message
 from mecha.core.store.inbox import SessionEntry, admit_staged, queued_session_ids, stage, staging_dir
 from mecha.core.store.learning_store import LearningStore
+from mecha.core.store.records import ImportRecord
 
 #: Where each agent keeps its sessions, under the person's home.
 DEFAULT_DIRS = {"claude": Path("~/.claude/projects"), "codex": Path("~/.codex/sessions")}
 
-
-
-class ImportRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """One session file, as one import read it."""
-
-    source: str
-    path: str
-    size: int
-    mtime_ns: int
-    session_id: str
-    #: Keys of the interventions this import queued (see `intervention_key`).
-    keys: list[str] = msgspec.field(default_factory=list)
-    #: The inbox session id the new part was queued under, if any.
-    queued_as: str | None = None
-    imported_at: str = ""
 
 
 def intervention_key(source: str, i: Intervention) -> str:
@@ -161,21 +149,7 @@ def plan_session(
     `live` session, a last refusal still waiting for the person's reason is
     held back (see `awaiting_reason`)."""
     planned = survey_session(read.messages, read.taint_timeline, interactive=read.interactive, voices=voices)
-    fresh: list[Planned] = []
-    keys: list[str] = []
-    old_before_first_fresh = False
-    for plan in planned:
-        key = intervention_key(read.source, plan.intervention)
-        if on_file[key] > 0:
-            on_file[key] -= 1
-            if not fresh:
-                old_before_first_fresh = True
-            continue
-        at = plan.intervention.at
-        if 0 <= at < len(read.lines):
-            plan.line = read.lines[at]
-        fresh.append(plan)
-        keys.append(key)
+    fresh, keys, old_before_first_fresh = _fresh_plans(read, planned, on_file)
     held = 0
     if live and fresh and awaiting_reason(read.messages, fresh[-1].intervention):
         fresh.pop()
@@ -207,6 +181,27 @@ def plan_session(
     # working directory's git root (none recorded: global).
     session.entry = SessionEntry(session_id, plans=fresh, project=project_of_cwd(read.project), file=str(path))
     return session
+
+
+def _fresh_plans(read: ReadSession, planned: list[Planned], on_file: Counter[str]) -> tuple[list[Planned], list[str], bool]:
+    """The plans whose keys are not queued yet (consuming `on_file`), their
+    keys, and whether an already-queued one came before the first of them."""
+    fresh: list[Planned] = []
+    keys: list[str] = []
+    old_before_first_fresh = False
+    for plan in planned:
+        key = intervention_key(read.source, plan.intervention)
+        if on_file[key] > 0:
+            on_file[key] -= 1
+            if not fresh:
+                old_before_first_fresh = True
+            continue
+        at = plan.intervention.at
+        if 0 <= at < len(read.lines):
+            plan.line = read.lines[at]
+        fresh.append(plan)
+        keys.append(key)
+    return fresh, keys, old_before_first_fresh
 
 
 # ─── finding sessions ───────────────────────────────────────────────────────
@@ -302,50 +297,20 @@ def import_sessions(
     reason (`awaiting_reason`)."""
     root = root.expanduser()
     report = ImportReport(source=source, root=str(root), dry_run=dry_run)
-    files = find_session_files(root, source)
     records = store.imports()
-    latest = _latest_by_path(records)
-    on_file: Counter[str] = Counter(k for r in records if r.source == source for k in r.keys)
-    seen_sessions = {r.session_id for r in records if r.source == source}
+    scan = _Scan(
+        source=source, root=root, policy=policy, since=since, project=project, voices=voices, ended=ended,
+        latest=_latest_by_path(records),
+        on_file=Counter(k for r in records if r.source == source for k in r.keys),
+        seen_sessions={r.session_id for r in records if r.source == source},
+    )
     staging: Path | None = None
     staged: list[tuple[SessionPlan, Path | None]] = []
     try:
-        for path in files:
-            try:
-                st = path.stat()
-            except OSError as exc:
-                report.skipped.append(f"{path}: {exc.strerror or exc}")
+        for path in find_session_files(root, source):
+            plan = _plan_file(scan, path, report)
+            if plan is None:
                 continue
-            if since is not None and st.st_mtime < since:
-                report.filtered += 1
-                continue
-            key = str(path.resolve())
-            last = latest.get(key)
-            if last is not None and last.size == st.st_size and last.mtime_ns == st.st_mtime_ns:
-                report.unchanged += 1
-                continue
-            try:
-                read = _read_file(path, source, policy)
-            except InvalidInput as exc:
-                report.skipped.append(str(exc))
-                continue
-            report.warnings.extend(read.warnings)
-            report.skipped_lines += read.skipped_lines
-            if project is not None and not matches_project(read.project, path, root, project):
-                report.filtered += 1
-                continue
-            plan = plan_session(
-                read,
-                live=not ended and time.time() - st.st_mtime < LIVE_WINDOW_S,
-                path=key,
-                size=st.st_size,
-                mtime_ns=st.st_mtime_ns,
-                voices=voices,
-                on_file=on_file,
-                imported_before=read.session_id in seen_sessions,
-            )
-            seen_sessions.add(read.session_id)
-            report.sessions.append(plan)
             staged_path = None
             if plan.entry is not None and not dry_run:
                 if staging is None:
@@ -353,7 +318,6 @@ def import_sessions(
                 staged_path = stage(staging, plan.entry)
                 plan.entry = None  # the transcript is on disk now; let it go
             staged.append((plan, staged_path))
-            del read
         if warn is not None:
             for line in report.skipped:
                 warn(f"skipped {line}")
@@ -369,6 +333,65 @@ def import_sessions(
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
     return report
+
+
+@dataclass
+class _Scan:
+    """What one import knows while it walks the folder: its options, the
+    latest record of each file, the keys already queued, the sessions seen."""
+
+    source: str
+    root: Path
+    policy: TaintPolicy | None
+    since: float | None
+    project: str | None
+    voices: Voices
+    ended: bool
+    latest: dict[str, ImportRecord]
+    on_file: Counter[str]
+    seen_sessions: set[str]
+
+
+def _plan_file(scan: _Scan, path: Path, report: ImportReport) -> SessionPlan | None:
+    """One file read and planned, its plan added to `report`; `None` (and
+    the reason counted in `report`) when it is gone, older than `since`,
+    unchanged since its last import, not of the format, or of another project."""
+    try:
+        st = path.stat()
+    except OSError as exc:
+        report.skipped.append(f"{path}: {exc.strerror or exc}")
+        return None
+    if scan.since is not None and st.st_mtime < scan.since:
+        report.filtered += 1
+        return None
+    key = str(path.resolve())
+    last = scan.latest.get(key)
+    if last is not None and last.size == st.st_size and last.mtime_ns == st.st_mtime_ns:
+        report.unchanged += 1
+        return None
+    try:
+        read = _read_file(path, scan.source, scan.policy)
+    except InvalidInput as exc:
+        report.skipped.append(str(exc))
+        return None
+    report.warnings.extend(read.warnings)
+    report.skipped_lines += read.skipped_lines
+    if scan.project is not None and not matches_project(read.project, path, scan.root, scan.project):
+        report.filtered += 1
+        return None
+    plan = plan_session(
+        read,
+        live=not scan.ended and time.time() - st.st_mtime < LIVE_WINDOW_S,
+        path=key,
+        size=st.st_size,
+        mtime_ns=st.st_mtime_ns,
+        voices=scan.voices,
+        on_file=scan.on_file,
+        imported_before=read.session_id in scan.seen_sessions,
+    )
+    scan.seen_sessions.add(read.session_id)
+    report.sessions.append(plan)
+    return plan
 
 
 def _read_file(path: Path, source: str, policy: TaintPolicy | None) -> ReadSession:

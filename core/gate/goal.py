@@ -13,7 +13,7 @@ to grow. A reader that refused a whole record because one reference names a
 kind it has never heard of would turn every new kind into a migration: one
 unknown entry would cost the appraisal, the errors and everything else in
 it. So an unrecognised reference costs exactly itself — dropped from a list,
-read as "no goal" where a single one was expected (DESIGN §8.6) — and the
+read as "no goal" where a single one was expected — and the
 rest of the record stands. "No goal" is an honest state everywhere a goal is
 read; inventing one, or keeping a reference nothing here can interpret, is
 not.

@@ -4,7 +4,7 @@ because the candidate gate and the appraisal read them.
 
 Every field defaults (0 / false / null) so a harness that records fewer
 counters still decodes — and a defaulted `taint` reads *clean*, which is why
-the appraisal never takes a run's origin from here (DESIGN §8.4).
+the appraisal never takes a run's origin from here.
 """
 
 from __future__ import annotations

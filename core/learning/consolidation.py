@@ -16,7 +16,7 @@ the gate that enforces the cap can never name different numbers.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated
 
 import msgspec
@@ -397,20 +397,9 @@ def gate_learned_set(answer: LearnerAnswer, batch: Sequence[Reflexion], live: Se
                 kept.add(restated)
                 rules.append(by_handle[restated])
             continue
-        why = not_an_instruction_reason(proposed.text, placeholders)
+        why = _rule_refusal(proposed, placeholders, reflection_ids, by_handle)
         if why is not None:
             refuse(proposed.text, why)
-            continue
-        if not proposed.based_on:
-            refuse(proposed.text, "it cites no reflection of this pass")
-            continue
-        unknown = [h for h in proposed.based_on if h not in reflection_ids]
-        if unknown:
-            refuse(proposed.text, f"it cites {', '.join(unknown)}, which this pass did not show")
-            continue
-        strange = [h for h in proposed.replaces if h not in by_handle]
-        if strange:
-            refuse(proposed.text, f"it replaces {', '.join(strange)}, which is not a current rule")
             continue
         for h in proposed.replaces:
             absorbed.setdefault(h, proposed.text)
@@ -422,6 +411,39 @@ def gate_learned_set(answer: LearnerAnswer, batch: Sequence[Reflexion], live: Se
             supersedes=[i for i in (by_handle[h].id for h in proposed.replaces) if i is not None],
         ))
 
+    drops = _gate_drops(answer, by_handle, kept, absorbed, reflection_ids, rules, refusals)
+    return GatedSet(rules=rules, drops=drops, refusals=refusals)
+
+
+def _rule_refusal(
+    proposed: ProposedRule, placeholders: Sequence[str], reflection_ids: Mapping[str, str], by_handle: Mapping[str, Rule]
+) -> str | None:
+    """Why the learn gate refuses a new rule (not a restated one), or `None`."""
+    why = not_an_instruction_reason(proposed.text, placeholders)
+    if why is not None:
+        return why
+    if not proposed.based_on:
+        return "it cites no reflection of this pass"
+    unknown = [h for h in proposed.based_on if h not in reflection_ids]
+    if unknown:
+        return f"it cites {', '.join(unknown)}, which this pass did not show"
+    strange = [h for h in proposed.replaces if h not in by_handle]
+    if strange:
+        return f"it replaces {', '.join(strange)}, which is not a current rule"
+    return None
+
+
+def _gate_drops(
+    answer: LearnerAnswer,
+    by_handle: Mapping[str, Rule],
+    kept: set[str],
+    absorbed: Mapping[str, str],
+    reflection_ids: Mapping[str, str],
+    rules: list[Rule],
+    refusals: list[Refusal],
+) -> list[RuleDrop]:
+    """The current rules the answer left out: each dropped with its cited
+    reason, or — with none — refused as a drop and kept (appended to `rules`)."""
     drops: list[RuleDrop] = []
     for handle, rule in by_handle.items():
         if handle in kept:
@@ -440,7 +462,7 @@ def gate_learned_set(answer: LearnerAnswer, batch: Sequence[Reflexion], live: Se
         )
         refusals.append(Refusal(kind="drop", rule=rule.text, reason=reason))
         rules.append(rule)
-    return GatedSet(rules=rules, drops=drops, refusals=refusals)
+    return drops
 
 
 def refusals_summary(refusals: Sequence[Refusal], limit: int = 5) -> str:

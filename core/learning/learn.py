@@ -1,9 +1,17 @@
-"""The learn pass: a domain's learnable reflections → a proposal.
+"""The learn pass: one domain's learnable reflections *in one scope* → a
+proposal for that scope.
+
+A scope is the global rules or one project's (`mecha.core.learning.scope`).
+Reflections keep the project their session ran in, and a pass pools only
+one scope's: the lessons of one repository are proposed for that repository,
+and the reflections with no project — from before scopes, or from a session
+that named no directory — for the global rules. `learn_scopes` learns every
+scope of a domain that has enough; the pass and the verbs call it.
 
 It runs in a detached process, like the reflect pass, and follows the same
-locking rule (`mecha.core.learning.reflect`): it snapshots the domain's rules
+locking rule (`mecha.core.learning.reflect`): it snapshots the scope's rules
 and reflections under the writer lock, calls the model unlocked, and
-re-checks under the lock before writing: if a proposal for the domain
+re-checks under the lock before writing: if a proposal for the scope
 appeared meanwhile, its own result is dropped. A proposal made against rules
 an accept has since moved is refused at accept time as `Stale`.
 """
@@ -16,8 +24,8 @@ import msgspec
 
 from mecha.core.errors import InvalidInput, ModelFailure
 from mecha.core.identity import mint_proposal_id, mint_run_id, now
-from mecha.core.learning.consolidation import PERSON_BUDGET, Learner, gate_learned_set, refusals_summary
-from mecha.core.learning.proposals import pending_for
+from mecha.core.learning.consolidation import PERSON_BUDGET, GatedSet, Learner, gate_learned_set, refusals_summary
+from mecha.core.learning.proposals import pending_in
 from mecha.core.learning.reflect import Progress, quiet
 from mecha.core.learning.reflection import Reflexion
 from mecha.core.learning.rules import (
@@ -30,6 +38,7 @@ from mecha.core.learning.rules import (
     finalize_rules,
     validate_domain,
 )
+from mecha.core.learning.scope import scope_label
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 from mecha.core.store.ledger import LeapRun
 
@@ -42,9 +51,18 @@ class LearnOutcome(msgspec.Struct, omit_defaults=True):
     refusals: list[Refusal] = msgspec.field(default_factory=list)
 
 
-def learnable_pool(store: LearningStore, domain: str) -> list[Reflexion]:
-    """A domain's learnable, unprocessed reflections, oldest first."""
-    return store.learnable_unprocessed(domain)
+def learnable_pool(store: LearningStore, domain: str, project: str | None = None) -> list[Reflexion]:
+    """A domain's learnable, unprocessed reflections in one scope (those of
+    the project whose root is `project`, or with `None` those with no
+    project: the global pool), oldest first."""
+    return [r for r in store.learnable_unprocessed(domain) if r.project == project]
+
+
+def learnable_scopes(store: LearningStore, domain: str) -> list[str | None]:
+    """Every scope that holds a learnable, unprocessed reflection of
+    `domain`: global (`None`) first, then the projects by path."""
+    found = {r.project for r in store.learnable_unprocessed(domain)}
+    return sorted(found, key=lambda p: (p is not None, p or ""))
 
 
 #: At most this many reflections go into one learner call, oldest first; the
@@ -88,42 +106,134 @@ def changes_nothing(before: Sequence[Rule], after: Sequence[Rule]) -> bool:
     return said(before) == said(after)
 
 
-def unchanged_since(store: LearningStore, domain: str, pool: Sequence[Reflexion]) -> LeapRun | None:
-    """The last pass for `domain`, when it kept the rules as they were and no
-    reflection has joined the pool since: asking again would only put the
-    same question to the model."""
-    runs = [r for r in store.runs() if r.domain == domain]
+def unchanged_since(
+    store: LearningStore, domain: str, pool: Sequence[Reflexion], project: str | None = None
+) -> LeapRun | None:
+    """The last pass for `domain` in this scope, when it kept the rules as
+    they were and no reflection has joined the pool since: asking again
+    would only put the same question to the model."""
+    runs = [r for r in store.runs() if r.domain == domain and r.project == project]
     if not runs or not runs[-1].unchanged:
         return None
     last = runs[-1]
     return last if {r.id for r in pool} <= set(last.reflexion_ids) else None
 
 
-def learn_refusal(store: LearningStore, domain: str, minimum: int | None = None) -> str | None:
-    """Why a learn pass for `domain` would do nothing right now, or `None`.
+def _in_scope(domain: str, project: str | None) -> str:
+    return domain if project is None else f"{domain} in {scope_label(project)}"
 
-    Counts *learnable* unprocessed reflections (DESIGN §8.13), and refuses
-    while a proposal for the domain awaits a person: a second one argued from
-    the same reflections would only be a duplicate to review.
+
+def learn_refusal(store: LearningStore, domain: str, minimum: int | None = None, project: str | None = None) -> str | None:
+    """Why a learn pass for `domain` in one scope (`project`; `None`:
+    global) would do nothing right now, or `None`.
+
+    Counts *learnable* unprocessed reflections of that scope,
+    and refuses while a proposal for the domain in that scope awaits a
+    person: a second one argued from the same reflections would only be a
+    duplicate to review.
     """
     validate_domain(domain)
     floor = LEARN_MIN_REFLECTIONS if minimum is None else minimum
     if floor < 1:
         raise InvalidInput("min: must be at least 1")
-    pending = [p.id for p in pending_for(store, domain)]
+    where = _in_scope(domain, project)
+    pending = [p.id for p in pending_in(store, domain, project)]
     if pending:
-        return f"proposal {pending[0]} for {domain} is still pending; accept or reject it first"
-    pool = learnable_pool(store, domain)
+        return f"proposal {pending[0]} for {where} is still pending; accept or reject it first"
+    pool = learnable_pool(store, domain, project)
     have = len(pool)
     if have < floor:
-        return f"{domain} has {have} learnable unprocessed reflection(s); a learn pass needs at least {floor}"
-    last = unchanged_since(store, domain, pool)
+        return f"{where} has {have} learnable unprocessed reflection(s); a learn pass needs at least {floor}"
+    last = unchanged_since(store, domain, pool, project)
     if last is not None:
         return (
-            f"the last learn pass for {domain} ({last.created_at}) kept its {last.rules_after} rule(s) as they are, "
+            f"the last learn pass for {where} ({last.created_at}) kept its {last.rules_after} rule(s) as they are, "
             "and no learnable reflection has arrived since; learn again once one has"
         )
     return None
+
+
+class _All:
+    """`learn_scopes`' default: every scope, not one."""
+
+
+ALL_SCOPES = _All()
+
+
+def scopes_ready(
+    store: LearningStore, domain: str, minimum: int | None = None, project: str | None | _All = ALL_SCOPES
+) -> tuple[list[str | None], str | None]:
+    """The scopes of `domain` a learn pass would learn now — `project`
+    alone when one is given, else every scope with learnable reflections —
+    and, when there is none, why not (each scope's refusal)."""
+    validate_domain(domain)
+    scopes = [project] if not isinstance(project, _All) else (learnable_scopes(store, domain) or [None])
+    ready: list[str | None] = []
+    why: list[str] = []
+    for scope in scopes:
+        refusal = learn_refusal(store, domain, minimum, scope)
+        if refusal is None:
+            ready.append(scope)
+        else:
+            why.append(refusal)
+    return ready, (None if ready else "; ".join(why))
+
+
+class _Snapshot(msgspec.Struct):
+    pool: list[Reflexion]
+    batch: list[Reflexion]
+    user: list[Rule]
+    before: list[Rule]
+
+
+def _snapshot(store: LearningStore, domain: str, project: str | None, minimum: int | None) -> _Snapshot | str:
+    """What a pass for one scope learns from, read under the lock, or why
+    it would do nothing."""
+    with store.lock():
+        refusal = learn_refusal(store, domain, minimum, project)
+        if refusal is not None:
+            return refusal
+        pool = learnable_pool(store, domain, project)
+        # In a project the person's rules of both scopes ride together.
+        user = store.user_rules(domain) + (store.user_rules(domain, project) if project is not None else [])
+        return _Snapshot(pool, learn_batch(pool), user, store.learned_rules(domain, project))
+
+
+async def learn_scopes(
+    store: LearningStore,
+    domain: str,
+    learner: Learner,
+    *,
+    project: str | None | _All = ALL_SCOPES,
+    minimum: int | None = None,
+    progress: Progress = quiet,
+) -> list[tuple[str | None, LearnOutcome]]:
+    """A pass over every scope of `domain` that is ready (`scopes_ready`),
+    one after another, or over `project` alone: each scope's outcome. A
+    scope the model fails is reported as its outcome and the rest go on;
+    when every scope failed the first failure is raised."""
+    ready, why = scopes_ready(store, domain, minimum, project)
+    if not ready:
+        return [(None if isinstance(project, _All) else project, LearnOutcome(outcome=f"nothing to do: {why}"))]
+    out: list[tuple[str | None, LearnOutcome]] = []
+    failures: list[ModelFailure] = []
+    for scope in ready:
+        try:
+            out.append((scope, await learn_domain(store, domain, learner, project=scope, minimum=minimum, progress=progress)))
+        except ModelFailure as exc:
+            failures.append(exc)
+            out.append((scope, LearnOutcome(outcome=f"failed — {type(exc).__name__}: {exc}", status="failed")))
+    if len(failures) == len(ready):
+        raise failures[0]
+    return out
+
+
+def scopes_summary(results: Sequence[tuple[str | None, LearnOutcome]]) -> str:
+    """One line for a pass's outcomes: the outcome alone for one scope,
+    each prefixed with its scope for several."""
+    if len(results) == 1:
+        return results[0][1].outcome
+    return "; ".join(f"{scope_label(scope)}: {o.outcome}" for scope, o in results)
 
 
 async def learn_domain(
@@ -131,115 +241,128 @@ async def learn_domain(
     domain: str,
     learner: Learner,
     *,
+    project: str | None = None,
     minimum: int | None = None,
     progress: Progress = quiet,
 ) -> LearnOutcome:
-    """One consolidation pass for a domain; the result is a proposal, never
-    a change to the live rules."""
+    """One consolidation pass for a domain in one scope (`project`'s root;
+    `None`: global); the result is a proposal for that scope, never a
+    change to the live rules."""
     validate_domain(domain)
-    with store.lock():
-        refusal = learn_refusal(store, domain, minimum)
-        if refusal is not None:
-            return LearnOutcome(outcome=f"nothing to do: {refusal}")
-        pool = learnable_pool(store, domain)
-        batch = learn_batch(pool)
-        user = store.user_rules(domain)
-        before = store.learned_rules(domain)
-    left = len(pool) - len(batch)
+    snap = _snapshot(store, domain, project, minimum)
+    if isinstance(snap, str):
+        return LearnOutcome(outcome=f"nothing to do: {snap}")
+    where = _in_scope(domain, project)
+    left = len(snap.pool) - len(snap.batch)
     progress(
-        f"consolidating {len(batch)} reflection(s) into {len(before)} learned {domain} rule(s)"
+        f"consolidating {len(snap.batch)} reflection(s) into {len(snap.before)} learned {where} rule(s)"
         + (f"; {left} more wait for the next pass" if left else "")
     )
-    answer = await learner.learn(domain, user, before, batch, strict=True)
+    answer = await learner.learn(domain, snap.user, snap.before, snap.batch, strict=True)
     if answer is None:
         raise ModelFailure("the learner's reply held no usable rule set; the reflections stay in the pool")
     stamp = now()
-    batch_ids = [r.id for r in batch]
-    gated = gate_learned_set(answer, batch, before)
-    rules = finalize_rules(gated.rules, before, batch_ids, stamp)
-    active_before, active_after = active_count(before), active_count(rules)
-    refused_note = (
-        f"; the learn gate refused {len(gated.refusals)}: {refusals_summary(gated.refusals)}" if gated.refusals else ""
-    )
+    gated = gate_learned_set(answer, snap.batch, snap.before)
+    rules = finalize_rules(gated.rules, snap.before, [r.id for r in snap.batch], stamp)
     with store.lock():
-        if pending_for(store, domain):
+        if pending_in(store, domain, project):
             return LearnOutcome(outcome="another pass proposed for this domain meanwhile; this result was dropped")
-        if store.learned_rules(domain) != before:
+        if store.learned_rules(domain, project) != snap.before:
             return LearnOutcome(outcome="the live rules changed during the pass; this result was dropped, run learn again")
-        if changes_nothing(before, rules) and gated.refusals:
-            store.append_run(LeapRun(
-                id=mint_run_id(), domain=domain, reflexions_processed=0, rules_before=active_before,
-                rules_after=active_after, created_at=stamp,
-            ))
-            store.commit(
-                f"learn {domain}: nothing filed (the learn gate refused all {len(gated.refusals)})\n\n"
-                + "\n".join(f"- {r.rule[:200]!r}: {r.reason}" for r in gated.refusals)
-            )
-            return LearnOutcome(
-                outcome=(
-                    f"nothing filed: the learn gate refused everything the model proposed for {domain} "
-                    f"({len(gated.refusals)}): {refusals_summary(gated.refusals)}; the reflections stay in the pool"
-                ),
-                status="refused",
-                refusals=gated.refusals,
-            )
-        if changes_nothing(before, rules):
-            store.append_run(LeapRun(
-                id=mint_run_id(), domain=domain, reflexions_processed=0, rules_before=active_before,
-                rules_after=active_after, created_at=stamp, unchanged=True,
-                reflexion_ids=[r.id for r in batch],
-            ))
-            store.commit(
-                f"learn {domain}: nothing to change ({active_before} active rules kept)\n\n"
-                f"The model's rewrite of {len(batch)} learnable reflection(s) equals the live rules; no proposal filed."
-            )
-            return LearnOutcome(
-                outcome=f"nothing to change: the model kept the {active_before} {domain} rule(s) as they are",
-                status="unchanged",
-            )
-        refused = budget_refuses(active_before, active_after)
-        status = ProposalStatus.REJECTED_BY_GATE if refused else ProposalStatus.PENDING
-        reason = (
-            f"the budget gate refused it: {active_after} active rules is over the cap of "
-            f"{MAX_ACTIVE_RULES_PER_DOMAIN} and grows the set from {active_before}; "
-            "its reflections return to the pool for a pass that merges or retires first"
-            if refused
-            else None
-        )
-        proposal = Proposal(
-            id=mint_proposal_id(),
-            domain=domain,
-            status=status,
-            reflexion_ids=batch_ids,
-            rules_before=before,
-            rules=rules,
-            evidence=f"consolidated from {len(batch)} learnable reflection(s): {', '.join(batch_ids)}",
-            created_at=stamp,
-            resolved_at=stamp if refused else None,
-            reason=reason,
-            drops=gated.drops,
-            refusals=gated.refusals,
-        )
-        store.write_proposal(proposal)
-        run = LeapRun(
-            id=mint_run_id(),
-            domain=domain,
-            reflexions_processed=len(batch),
-            rules_before=active_before,
-            rules_after=active_after,
-            created_at=stamp,
-        )
-        store.append_run(run)
+        if changes_nothing(snap.before, rules):
+            return _nothing_filed(store, domain, project, snap, rules, gated.refusals, stamp)
+        return _file_proposal(store, domain, project, snap, rules, gated, stamp)
+
+
+def _run(
+    domain: str, project: str | None, before: int, after: int, stamp: str, *,
+    processed: int = 0, unchanged: bool = False, reflexion_ids: Sequence[str] = (),
+) -> LeapRun:
+    return LeapRun(
+        id=mint_run_id(), domain=domain, reflexions_processed=processed, rules_before=before, rules_after=after,
+        created_at=stamp, unchanged=unchanged, reflexion_ids=list(reflexion_ids), project=project,
+    )
+
+
+def _nothing_filed(
+    store: LearningStore,
+    domain: str,
+    project: str | None,
+    snap: _Snapshot,
+    rules: list[Rule],
+    refusals: list[Refusal],
+    stamp: str,
+) -> LearnOutcome:
+    """A result that says what the live rules say: recorded as a run, no
+    proposal — refused whole by the learn gate, or unchanged."""
+    where = _in_scope(domain, project)
+    active_before, active_after = active_count(snap.before), active_count(rules)
+    if refusals:
+        store.append_run(_run(domain, project, active_before, active_after, stamp))
         store.commit(
-            f"learn {domain}: {'gate refused' if refused else 'propose'} {active_before} -> {active_after} "
-            f"active rules ({proposal.id})\n\n"
-            f"From {len(batch)} learnable reflection(s). "
-            + ("The budget gate refused growth past the cap." if refused else "Awaiting a person's review.")
+            f"learn {where}: nothing filed (the learn gate refused all {len(refusals)})\n\n"
+            + "\n".join(f"- {r.rule[:200]!r}: {r.reason}" for r in refusals)
         )
-    verb = "refused by the budget gate" if refused else "pending review"
+        return LearnOutcome(
+            outcome=(
+                f"nothing filed: the learn gate refused everything the model proposed for {where} "
+                f"({len(refusals)}): {refusals_summary(refusals)}; the reflections stay in the pool"
+            ),
+            status="refused",
+            refusals=refusals,
+        )
+    store.append_run(_run(
+        domain, project, active_before, active_after, stamp, unchanged=True,
+        reflexion_ids=[r.id for r in snap.batch],
+    ))
+    store.commit(
+        f"learn {where}: nothing to change ({active_before} active rules kept)\n\n"
+        f"The model's rewrite of {len(snap.batch)} learnable reflection(s) equals the live rules; no proposal filed."
+    )
     return LearnOutcome(
-        outcome=f"proposal {proposal.id} {verb}: {active_before} -> {active_after} active {domain} rules{refused_note}",
+        outcome=f"nothing to change: the model kept the {active_before} {where} rule(s) as they are",
+        status="unchanged",
+    )
+
+
+def _file_proposal(
+    store: LearningStore, domain: str, project: str | None, snap: _Snapshot, rules: list[Rule], gated: GatedSet, stamp: str
+) -> LearnOutcome:
+    """File the pass's result as a proposal for its scope — pending, or
+    refused by the budget gate (each scope has its own cap)."""
+    refusals = gated.refusals
+    where = _in_scope(domain, project)
+    batch_ids = [r.id for r in snap.batch]
+    active_before, active_after = active_count(snap.before), active_count(rules)
+    refused = budget_refuses(active_before, active_after)
+    status = ProposalStatus.REJECTED_BY_GATE if refused else ProposalStatus.PENDING
+    reason = (
+        f"the budget gate refused it: {active_after} active rules is over the cap of "
+        f"{MAX_ACTIVE_RULES_PER_DOMAIN} and grows the set from {active_before}; "
+        "its reflections return to the pool for a pass that merges or retires first"
+        if refused
+        else None
+    )
+    proposal = Proposal(
+        id=mint_proposal_id(), domain=domain, status=status, reflexion_ids=batch_ids,
+        rules_before=snap.before, rules=rules,
+        evidence=f"consolidated from {len(batch_ids)} learnable reflection(s): {', '.join(batch_ids)}",
+        created_at=stamp, resolved_at=stamp if refused else None, reason=reason, project=project,
+        drops=gated.drops, refusals=refusals,
+    )
+    store.write_proposal(proposal)
+    store.append_run(_run(domain, project, active_before, active_after, stamp, processed=len(batch_ids)))
+    store.commit(
+        f"learn {where}: {'gate refused' if refused else 'propose'} {active_before} -> {active_after} "
+        f"active rules ({proposal.id})\n\n"
+        f"From {len(batch_ids)} learnable reflection(s). "
+        + ("The budget gate refused growth past the cap." if refused else "Awaiting a person's review.")
+    )
+    verb = "refused by the budget gate" if refused else "pending review"
+    refused_note = f"; the learn gate refused {len(refusals)}: {refusals_summary(refusals)}" if refusals else ""
+    return LearnOutcome(
+        outcome=f"proposal {proposal.id} {verb}: {active_before} -> {active_after} active {where} rules{refused_note}",
         proposal_id=proposal.id,
         status=status.value,
-        refusals=gated.refusals,
+        refusals=refusals,
     )

@@ -21,6 +21,7 @@ import msgspec
 from mecha.core.errors import InvalidInput, NotFound, NotPending, Stale
 from mecha.core.identity import mint_proposal_id, mint_run_id, now
 from mecha.core.learning.rules import active_count, validate_domain
+from mecha.core.learning.scope import scope_label
 from mecha.core.learning.sources import RuleChange, RuleSources, find_rule_sources, proposal_changes
 from mecha.core.store.layout import LEARNED_KIND
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
@@ -58,8 +59,9 @@ def _require_pending(p: Proposal) -> None:
 
 
 def accept_proposal(store: LearningStore, proposal_id: str) -> Proposal:
-    """Write the proposal's rules as the domain's learned rules, mark its
-    reflections processed, record it accepted, and commit.
+    """Write the proposal's rules as the learned rules of its domain in its
+    scope (the global file, or its project's), mark its reflections
+    processed, record it accepted, and commit.
 
     Refuses with `Stale` when the live learned rules no longer equal the set
     the proposal was made against, and with `NotPending` when it was already
@@ -71,47 +73,48 @@ def accept_proposal(store: LearningStore, proposal_id: str) -> Proposal:
         # Every file this accept writes is checked before any is: a link
         # planted where one stands is refused with nothing changed.
         store.refuse_links(
-            store.rules_path(p.domain, LEARNED_KIND), store.reflections_path, store.proposal_path(p.id)
+            store.rules_path(p.domain, LEARNED_KIND, p.project), store.reflections_path, store.proposal_path(p.id)
         )
-        live = store.learned_rules(p.domain)
+        live = store.learned_rules(p.domain, p.project)
         # Live rules equal to the proposal's own are an accept that a crash
         # cut short after writing them: finish it rather than call it stale.
         if live != p.rules_before and live != p.rules:
             raise Stale(
-                f"proposal {p.id} was made against the learned {p.domain} rules as they stood on "
-                f"{p.created_at}, and they have changed since (an accept, a retirement or a hand edit); "
+                f"proposal {p.id} was made against the learned {p.domain} rules ({scope_label(p.project)}) as they "
+                f"stood on {p.created_at}, and they have changed since (an accept, a retirement or a hand edit); "
                 "reject it and run a new learn pass to get a proposal against the current rules"
             )
-        if live != p.rules:
-            store.write_learned_rules(p.domain, p.rules)
-        run_id = mint_run_id()
-        store.mark_reflexions_processed(p.reflexion_ids, run_id)
         p = msgspec.structs.replace(p, status=ProposalStatus.ACCEPTED, resolved_at=now())
-        store.write_proposal(p)
         before, after = active_count(p.rules_before), active_count(p.rules)
-        store.commit(
-            f"accept proposal {p.id}: {p.domain} learned rules {before} -> {after} active\n\n"
+        # One change: the rules, the marks and the status land together.
+        store.resolve_proposal(
+            p,
+            learned=[(p.domain, p.project, p.rules)] if live != p.rules else [],
+            processed=p.reflexion_ids,
+            run_id=mint_run_id(),
+            message=f"accept proposal {p.id}: {p.domain} learned rules ({scope_label(p.project)}) {before} -> {after} active\n\n"
             f"Accepted by a person. {len(p.reflexion_ids)} reflection(s) marked processed.\n"
-            f"Evidence: {p.evidence or '(none recorded)'}"
+            f"Evidence: {p.evidence or '(none recorded)'}",
         )
         return p
 
 
 def reject_proposal(store: LearningStore, proposal_id: str, reason: str | None = None) -> Proposal:
     """Record a person's rejection. Its reflections are marked processed: a
-    person has heard that argument and said no (DESIGN §8.12)."""
+    person has heard that argument and said no."""
     validate_reason(reason)
     with store.lock():
         p = store.proposal(proposal_id)
         _require_pending(p)
         store.refuse_links(store.reflections_path, store.proposal_path(p.id))
-        store.mark_reflexions_processed(p.reflexion_ids, mint_run_id())
         p = msgspec.structs.replace(p, status=ProposalStatus.REJECTED, resolved_at=now(), reason=reason)
-        store.write_proposal(p)
-        store.commit(
-            f"reject proposal {p.id} ({p.domain})\n\n"
+        store.resolve_proposal(
+            p,
+            processed=p.reflexion_ids,
+            run_id=mint_run_id(),
+            message=f"reject proposal {p.id} ({p.domain})\n\n"
             f"Rejected by a person{': ' + reason if reason else ''}. "
-            f"{len(p.reflexion_ids)} reflection(s) marked processed."
+            f"{len(p.reflexion_ids)} reflection(s) marked processed.",
         )
         return p
 
@@ -156,9 +159,13 @@ def propose_retirement(store: LearningStore, domain: str, rule_id: str, reason: 
 def rendered_pair(store: LearningStore, p: Proposal) -> tuple[str, str]:
     """The rules block before and after the proposal, as a run would see it
     (an empty string where no block would be sent)."""
-    before = store.render_candidate(p.domain, p.rules_before).block or ""
-    after = store.render_candidate(p.domain, p.rules).block or ""
+    before = store.render_candidate(p.domain, p.rules_before, p.project, scope=p.project).block or ""
+    after = store.render_candidate(p.domain, p.rules, p.project, scope=p.project).block or ""
     return before, after
+
+
+def _diff_scope(p: Proposal) -> str:
+    return "" if p.project is None else f" in {scope_label(p.project)}"
 
 
 def proposal_diff(store: LearningStore, p: Proposal) -> str:
@@ -167,8 +174,8 @@ def proposal_diff(store: LearningStore, p: Proposal) -> str:
     lines = difflib.unified_diff(
         before.splitlines(keepends=False),
         after.splitlines(keepends=False),
-        fromfile=f"{p.domain} rules block (live when proposed)",
-        tofile=f"{p.domain} rules block (if {p.id} is accepted)",
+        fromfile=f"{p.domain} rules block{_diff_scope(p)} (live when proposed)",
+        tofile=f"{p.domain} rules block{_diff_scope(p)} (if {p.id} is accepted)",
         lineterm="",
     )
     return "".join(line + "\n" for line in lines)
@@ -184,6 +191,13 @@ def list_proposals(
         for p in store.proposals()
         if (status is None or p.status == status) and (domain is None or p.domain == domain)
     ]
+
+
+def pending_in(store: LearningStore, domain: str, project: str | None) -> list[Proposal]:
+    """The proposals for `domain` in one scope (`project`'s root; `None`:
+    global) still waiting for a person: what keeps a learn pass for that
+    scope from filing a second one."""
+    return [p for p in pending_for(store, domain) if p.project == project]
 
 
 def pending_for(store: LearningStore, domain: str | None = None) -> list[Proposal]:

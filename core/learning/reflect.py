@@ -25,7 +25,6 @@ import msgspec
 from mecha.core.errors import ModelFailure, NoModel, UnusableReply
 from mecha.core.learning.reflection import FoundAt, Reflector, Reflexion
 from mecha.core.learning.survey import Planned
-from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
 from mecha.core.store.inbox import DraftEntry, InboxEntry, SessionEntry, claim_all, entry_decoder, release, set_aside
 from mecha.core.store.learning_store import MAX_UNUSABLE_ANSWERS, Attempt, AttemptState, LearningStore
 
@@ -218,7 +217,6 @@ async def reflect_inbox(
     store: LearningStore,
     reflector: Reflector | None,
     *,
-    voices: Voices = DEFAULT_VOICES,
     progress: Progress = quiet,
     require_model: Callable[[], Reflector] | None = None,
     concurrency: int = 1,
@@ -267,7 +265,7 @@ async def reflect_inbox(
                 await turns[i - 1].wait()
 
         try:
-            await _reflect_entry(store, path, get_model, voices, gate, progress, outcome, my_turn, tick)
+            await _reflect_entry(store, path, get_model, gate, progress, outcome, my_turn, tick)
         except Exception as exc:
             release(path)
             outcome.failed += 1
@@ -339,8 +337,8 @@ class _Work(msgspec.Struct):
         return self.entry.file if isinstance(self.entry, SessionEntry) else None
 
     @classmethod
-    def of(cls, entry: InboxEntry, voices: Voices) -> _Work:
-        plans = entry.surveyed(voices)
+    def of(cls, entry: InboxEntry) -> _Work:
+        plans = entry.surveyed()
         if isinstance(entry, SessionEntry):
             return cls(entry, entry.session_id, f"session {entry.session_id}", plans, edits=False)
         return cls(entry, entry.item.session_id or "", f"draft {entry.item.id}", plans, edits=True)
@@ -367,7 +365,6 @@ async def _reflect_entry(
     store: LearningStore,
     path: Path,
     get_model: Callable[[], Reflector],
-    voices: Voices,
     gate: _Gate,
     progress: Progress,
     outcome: ReflectOutcome,
@@ -387,7 +384,7 @@ async def _reflect_entry(
             set_aside(store, path, f"unreadable: {exc}")
         outcome.set_aside += 1
         return
-    work = _Work.of(entry, voices)
+    work = _Work.of(entry)
     retry = entry.retry
     bad_id = _entry_id_problem(entry)
     if bad_id is not None:

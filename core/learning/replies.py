@@ -131,13 +131,14 @@ def find_json(text: str) -> FoundJson:
 
 def _loads(candidate: str) -> Any:
     """`candidate` decoded, with a number too large for a float read as
-    `None` rather than refusing the whole object; `None` when it is not JSON."""
+    `_UNREADABLE` rather than refusing the whole object; `None` when it is
+    not JSON."""
     try:
         return msgspec.json.decode(candidate)
     except msgspec.DecodeError:
         pass
     try:
-        return json.loads(candidate, parse_float=_finite_or_none, parse_constant=lambda _: None)
+        return json.loads(candidate, parse_float=_finite_or_unreadable, parse_constant=lambda _: _UNREADABLE)
     except (ValueError, RecursionError):
         return None
 
@@ -243,7 +244,7 @@ class ReplyContract:
         # confidence `confidence_or_none` cannot interpret, so the reply
         # stands or falls on its other fields. The depth was bounded above.
         try:
-            return msgspec.convert(_without_nones(_loads(found.raw)), type=self.struct), None
+            return msgspec.convert(_without_unreadable(_loads(found.raw)), type=self.struct), None
         except msgspec.ValidationError:
             return None, "the reply held no JSON object that meets the reply contract"
 
@@ -406,18 +407,23 @@ def _mostly_markup(text: str) -> bool:
     return bool(_TAG.match(text)) or sum(map(len, tags)) * 3 >= len(text)
 
 
-def _finite_or_none(text: str) -> float | None:
+#: What `_loads` puts where a number past what a float holds stood.
+_UNREADABLE = object()
+
+
+def _finite_or_unreadable(text: str) -> object:
     value = float(text)
-    return value if math.isfinite(value) else None
+    return value if math.isfinite(value) else _UNREADABLE
 
 
-def _without_nones(node: Any) -> Any:
-    """`node` with every object key whose value is `None` left out, so an
-    optional field that held an unreadable number takes its default."""
+def _without_unreadable(node: Any) -> Any:
+    """`node` with every object key whose value was an unreadable number
+    left out, so an optional field that held one takes its default (and a
+    required one is missing, which fails the contract as it should)."""
     if isinstance(node, dict):
-        return {k: _without_nones(v) for k, v in node.items() if v is not None}
+        return {k: _without_unreadable(v) for k, v in node.items() if v is not _UNREADABLE}
     if isinstance(node, list):
-        return [_without_nones(v) for v in node]
+        return [_without_unreadable(v) for v in node if v is not _UNREADABLE]
     return node
 
 

@@ -69,6 +69,9 @@ class RuleChange(msgspec.Struct, kw_only=True, omit_defaults=True):
     absorbed_by: str | None = None
     #: … or the reflection that contradicts it.
     contradicted_by: RuleSource | None = None
+    #: What the validation ledger measured of the rule, per model, in a
+    #: person's words (`describe_tally`; `with_measurements`).
+    measured: str | None = None
 
 
 ADDED = "added"
@@ -188,6 +191,40 @@ def describe_tally(tallies: Mapping[str, RuleTally] | None) -> str:
             line += f", {t.attributed_regressions} attributed regression{'s' if t.attributed_regressions != 1 else ''}"
         parts.append(line)
     return "; ".join(parts)
+
+
+def describe_verdict(by_model: Mapping[str, Mapping[str, int]], stale: int = 0) -> str:
+    """A proposal's measured verdict, per model, for a person: "measured in
+    3 probes on smollm2-135m against the live rules: 2 improved, 0 regressed,
+    1 unchanged, 0 inconclusive"."""
+    if not by_model:
+        text = "not measured yet (mecha-sidecar validate DOMAIN --proposal ID)"
+    else:
+        parts = []
+        for model, counts in sorted(by_model.items()):
+            n = sum(counts.values())
+            unchanged = counts.get("unchanged_pass", 0) + counts.get("unchanged_fail", 0)
+            parts.append(
+                f"measured in {n} probe{'s' if n != 1 else ''} on {model} against the live rules: "
+                f"{counts.get('improved', 0)} improved, {counts.get('regressed', 0)} regressed, "
+                f"{unchanged} unchanged, {counts.get('inconclusive', 0)} inconclusive"
+            )
+        text = "; ".join(parts)
+    if stale:
+        text += f" ({stale} earlier probe{'s' if stale != 1 else ''} measured it against rules that have changed since)"
+    return text
+
+
+def with_measurements(
+    changes: Sequence[RuleChange], tallies_by_model: Mapping[str, Mapping[str, RuleTally]]
+) -> list[RuleChange]:
+    """`changes` with each rule's measured record filled in (a rule with no
+    id has none to look up)."""
+    return [
+        msgspec.structs.replace(c, measured=describe_tally(tallies_by_model.get(c.rule_id)))
+        if c.rule_id is not None else c
+        for c in changes
+    ]
 
 
 class RuleSources(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -51,6 +51,8 @@ def messages_body(request: CompletionRequest, cfg: ModelConfig, mode: Mode = "of
         "messages": [{"role": "user", "content": request.user}],
         "max_tokens": request.max_tokens,
     }
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
     if request.reply_schema is not None:
         body.update(anthropic_tool_fields(mode, request.reply_schema))
     return body

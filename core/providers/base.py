@@ -40,6 +40,9 @@ class CompletionRequest(msgspec.Struct, kw_only=True):
     #: Ask the server to constrain the reply to this shape, in whatever way
     #: its dialect offers (`providers.structured`); `None`: free text.
     reply_schema: ReplySchema | None = None
+    #: Sampling temperature, sent when given (`0`: the most likely reply, as
+    #: a paired measurement wants); `None`: the server's default.
+    temperature: float | None = None
 
 
 class CompletionResponse(msgspec.Struct, kw_only=True):

@@ -43,6 +43,8 @@ def chat_body(request: CompletionRequest, cfg: ModelConfig, mode: Mode = "off") 
         "max_tokens": request.max_tokens,
         "stream": False,
     }
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
     if request.reply_schema is not None:
         response_format = openai_response_format(mode, request.reply_schema)
         if response_format is not None:

@@ -64,12 +64,12 @@ mining the file naively taught the wrong lesson or missed the right one:
 - **Lines that are not records** — a last line cut off mid-write (the
   agent is still running), a bad byte, a lone surrogate, nesting past what
   the decoder follows, a `message` that is a string — are skipped with a
-  warning naming the file and line, and counted (`foreign.LineReader`); a
+  warning naming the file and line, and counted (`reader.LineReader`); a
   bookkeeping line's odd fields are never decoded at all. Only a file with
   no readable record is refused. A tool call's input is kept
-  `foreign.MAX_INPUT_DEPTH` levels deep.
+  `reader.MAX_INPUT_DEPTH` levels deep.
 
-Taint is rebuilt from the tools called (see `foreign.TaintPolicy`): the
+Taint is rebuilt from the tools called (see `reader.TaintPolicy`): the
 Claude Code policy below lists its built-in tools.
 """
 
@@ -81,19 +81,17 @@ from typing import Any
 
 import msgspec
 
-from mecha.core.sessions.foreign import (
+from mecha.core.sessions.mining import DENIAL_PREFIX
+from mecha.core.sessions.reader import (
     IMAGE_PLACEHOLDER,
     INTERRUPTED_RESULT,
     LINE_FAULTS,
-    LineReader,
+    ReaderCore,
     ReadSession,
     Source,
     TaintPolicy,
-    TaintTimeline,
     bounded,
-    note_lines,
 )
-from mecha.core.sessions.mining import DENIAL_PREFIX
 from mecha.core.sessions.transcript import Block, Message, Taint
 
 #: Claude Code's built-in tools, by what their results bring in.
@@ -283,22 +281,15 @@ def answers_text(result: str, raw: msgspec.Raw) -> str:
     return "\n".join(f"{q.strip()} → {a.strip()}" for q, a in pairs)
 
 
-class _Reader:
+class _Reader(ReaderCore):
     def __init__(self, name: str, policy: TaintPolicy, sidechain_file: bool):
-        self.name = name
-        self.lines = LineReader(name, "claude")
-        self.policy = policy
+        super().__init__(name, "claude", policy)
         self.sidechain_file = sidechain_file
         self.decided_sidechain = sidechain_file
-        self.out: list[Message] = []
-        self.taint = TaintTimeline()
-        self.calls: dict[str, Block] = {}
         #: The command line of each shell started in the background, by id.
         self.background: dict[str, str] = {}
         self.last_assistant_id: str | None = None
         self.last_assistant_at = -1
-        self.pending_denial: Block | None = None
-        self.interrupted = False
         self.queued: list[str] = []
         #: What the person typed into the queue and is still waiting there
         #: (`queue-operation` enqueues not yet moved on).
@@ -308,19 +299,9 @@ class _Reader:
         #: read as a second message.
         self.delivered_by_remove: list[str] = []
         self.delivered_by_attachment: list[str] = []
-        self.session_id: str | None = None
-        self.project: str | None = None
 
-    # ── wire helpers ──
-
-    def _results_message(self) -> Message | None:
-        if self.out and self.out[-1].role == "user" and self.out[-1].has_tool_results():
-            return self.out[-1]
-        return None
-
-    def _say_beside_results(self, message: Message, words: str) -> None:
-        assert isinstance(message.content, list)
-        message.content.append(Block.text_block(words))
+    def end(self) -> None:
+        self._flush_queued()
 
     def _flush_queued(self) -> None:
         for words in self.queued:
@@ -405,9 +386,9 @@ class _Reader:
         words = person_text(text)
         if not words:
             return False
-        results = self._results_message()
+        results = self.results_message()
         if results is not None:
-            self._say_beside_results(results, words)
+            self.say_beside(results, words)
         else:
             self.queued.append(words)
         return True
@@ -472,10 +453,7 @@ class _Reader:
                 if b.text.strip().startswith(INTERRUPT_MARKER):
                     self.interrupted = True
                     continue
-                ran = self.policy.person_shell_taint("Bash", b.text)
-                if ran is not None:
-                    # Its output reaches the model before whatever comes next.
-                    self.taint.bring(len(self.out), ran)
+                self.person_ran("Bash", b.text)
                 said = person_text(b.text)
                 if said:
                     words.append(said)
@@ -485,39 +463,26 @@ class _Reader:
                 words.append("[document]")
         said = " ".join(words).strip()
         if results:
-            message = self._results_message()
-            if message is None:
-                self.out.append(Message.tool_results(results))
-                message = self.out[-1]
+            fresh = self.results_message() is None
+            message = self.add_results(results)
+            if fresh:
                 self._flush_queued_into(message)
-            else:
-                assert isinstance(message.content, list)
-                message.content.extend(results)
             at = len(self.out) - 1
             for taint in brought:
                 self.taint.bring(at, taint)
             if said:
-                self._say_beside_results(message, said)
+                self.say_beside(message, said)
             return
         if not said:
             return
-        if self.pending_denial is not None:
-            self.pending_denial.content = f"{DENIAL_PREFIX} {said}"
-            self.pending_denial = None
-            self.interrupted = False
+        if self.fold_words(said):
             return
-        if self.interrupted:
-            self.interrupted = False
-            message = self._results_message()
-            if message is not None:
-                self._say_beside_results(message, said)
-                return
         self._flush_queued()
         self.out.append(Message.user(said))
 
     def _flush_queued_into(self, message: Message) -> None:
         for words in self.queued:
-            self._say_beside_results(message, words)
+            self.say_beside(message, words)
         self.queued = []
 
     def _result(self, b: _Block, line: _Line, brought: list[Taint], words: list[str], batch: list[Block]) -> Block:
@@ -530,7 +495,7 @@ class _Reader:
             return Block.tool_result(b.tool_use_id or "", INTERRUPTED_RESULT, True)
         reason = rejection_reason(text)
         if reason is not None:
-            if self.pending_denial is None and not self._denied_in_batch(batch):
+            if self.pending_denial is None and not self.denied_in_batch(batch):
                 block = Block.tool_result(b.tool_use_id or "", f"{DENIAL_PREFIX} {reason}".rstrip(), True)
                 if not reason:
                     self.pending_denial = block
@@ -555,12 +520,6 @@ class _Reader:
             if answer:
                 words.append(answer)
         return Block.tool_result(b.tool_use_id or "", text, is_error)
-
-    def _denied_in_batch(self, batch: list[Block]) -> bool:
-        """Whether the results of this batch of calls already hold a denial."""
-        message = self._results_message()
-        earlier = message.blocks() if message is not None else []
-        return any(blk.type == "tool_result" and (blk.content or "").startswith(DENIAL_PREFIX) for blk in [*earlier, *batch])
 
 
 def _prompt_text(prompt: str | list[_Inner] | None) -> str:
@@ -589,26 +548,9 @@ def read_claude_code(
     """One Claude Code session file as a wire transcript (see the module's
     docstring for every quirk handled)."""
     reader = _Reader(name, policy or CLAUDE_POLICY, is_subagent_path(path))
-    lines: list[int] = []
-    number = 0
-    for number, raw, torn in reader.lines.lines(data):
-        reader.line(number, raw, torn)
-        note_lines(lines, reader.out, number)
-    reader.lines.finish()
-    reader._flush_queued()
-    note_lines(lines, reader.out, number)
-    base = reader.session_id or (path.stem if path is not None else "session")
+    lines = reader.read(data)
+    base = reader.base_id(path)
     session_id = f"claude:{base}"
     if reader.sidechain_file and path is not None and path.stem != base:
         session_id = f"{session_id}/{path.stem}"
-    return ReadSession(
-        source="claude",
-        session_id=session_id,
-        messages=reader.out,
-        taint_timeline=reader.taint.checkpoints,
-        interactive=not reader.sidechain_file,
-        project=reader.project,
-        warnings=reader.lines.warnings,
-        skipped_lines=reader.lines.skipped,
-        lines=lines,
-    )
+    return reader.session("claude", session_id, lines, interactive=not reader.sidechain_file)

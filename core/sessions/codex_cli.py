@@ -40,9 +40,9 @@ Pure: bytes in, `ReadSession` out. Each line is `{"timestamp", "type",
 - **Lines that are not records** (cut off mid-write, a bad byte, a lone
   surrogate, nested too deeply, a field of an unknown shape) are skipped
   with a warning naming the file and line, and counted; only a file with no
-  readable record is refused (`foreign.LineReader`).
+  readable record is refused (`reader.LineReader`).
 
-Taint is rebuilt from the calls (see `foreign.TaintPolicy`): web search,
+Taint is rebuilt from the calls (see `reader.TaintPolicy`): web search,
 every MCP tool (Codex names them `server__tool`), unknown tools and any
 shell command not known to stay on the machine (`shell.py`) are untrusted. A
 `write_stdin` result (more output of a process an exec call left running,
@@ -58,19 +58,17 @@ from typing import Any
 
 import msgspec
 
-from mecha.core.sessions.foreign import (
+from mecha.core.sessions.mining import DENIAL_PREFIX
+from mecha.core.sessions.reader import (
     IMAGE_PLACEHOLDER,
     INTERRUPTED_RESULT,
     LINE_FAULTS,
-    LineReader,
+    ReaderCore,
     ReadSession,
     Source,
     TaintPolicy,
-    TaintTimeline,
     bounded,
-    note_lines,
 )
-from mecha.core.sessions.mining import DENIAL_PREFIX
 from mecha.core.sessions.transcript import Block, Message, Taint
 
 CODEX_POLICY = TaintPolicy(
@@ -210,33 +208,19 @@ def interactive_source(source: Any) -> bool:
     return source not in ("exec", "mcp")
 
 
-class _Reader:
+class _Reader(ReaderCore):
     def __init__(self, name: str, policy: TaintPolicy):
-        self.name = name
-        self.lines = LineReader(name, "codex")
-        self.policy = policy
-        self.out: list[Message] = []
-        self.taint = TaintTimeline()
-        self.calls: dict[str, Block] = {}
+        super().__init__(name, "codex", policy)
         #: The command each still-running exec session was started with.
         self.exec_sessions: dict[str, str | list[str]] = {}
-        self.session_id: str | None = None
-        self.project: str | None = None
         self.interactive = True
-        self.pending_denial: Block | None = None
-        self.aborted = False
         #: The person's words already read this turn (the item/event pair).
         self.said_this_turn: list[str] = []
         self.searches = 0
 
-    def _results_message(self) -> Message | None:
-        if self.out and self.out[-1].role == "user" and self.out[-1].has_tool_results():
-            return self.out[-1]
-        return None
-
     def _assistant_blocks(self, blocks: list[Block]) -> None:
         self.pending_denial = None
-        self.aborted = False
+        self.interrupted = False
         self.said_this_turn = []
         if self.out and self.out[-1].role == "assistant":
             content = self.out[-1].content
@@ -246,30 +230,15 @@ class _Reader:
             self.out.append(Message(role="assistant", content=blocks))
 
     def _results(self, blocks: list[Block], brought: Taint) -> None:
-        message = self._results_message()
-        if message is None:
-            self.out.append(Message.tool_results(blocks))
-        else:
-            assert isinstance(message.content, list)
-            message.content.extend(blocks)
+        self.add_results(blocks)
         self.taint.bring(len(self.out) - 1, brought)
 
     def person(self, words: str) -> None:
         if words in self.said_this_turn:
             return
         self.said_this_turn.append(words)
-        if self.pending_denial is not None:
-            self.pending_denial.content = f"{DENIAL_PREFIX} {words}"
-            self.pending_denial = None
-            self.aborted = False
+        if self.fold_words(words):
             return
-        if self.aborted:
-            self.aborted = False
-            message = self._results_message()
-            if message is not None:
-                assert isinstance(message.content, list)
-                message.content.append(Block.text_block(words))
-                return
         self.out.append(Message.user(words))
 
     def line(self, number: int, raw: bytes, torn: bool) -> None:
@@ -315,10 +284,7 @@ class _Reader:
                     elif c.text:
                         if c.text.strip().startswith("<turn_aborted>"):
                             self._abort()
-                        ran = self.policy.person_shell_taint("shell", c.text)
-                        if ran is not None:
-                            # Its output reaches the model before whatever comes next.
-                            self.taint.bring(len(self.out), ran)
+                        self.person_ran("shell", c.text)
                         said = person_text(c.text)
                         if said:
                             words.append(said)
@@ -352,7 +318,7 @@ class _Reader:
         text = output_text(p.output)
         call = self.calls.get(call_id)
         if text.strip().startswith(REJECTIONS):
-            first = self.pending_denial is None and not self._denied_in_batch()
+            first = self.pending_denial is None and not self.denied_in_batch()
             if first:
                 block = Block.tool_result(call_id, DENIAL_PREFIX, True)
                 self.pending_denial = block
@@ -378,23 +344,17 @@ class _Reader:
         failed = isinstance(p.output, dict) and p.output.get("success") is False
         self._results([Block.tool_result(call_id, text, failed)], brought)
 
-    def _denied_in_batch(self) -> bool:
-        message = self._results_message()
-        return message is not None and any(
-            b.type == "tool_result" and (b.content or "").startswith(DENIAL_PREFIX) for b in message.blocks()
-        )
-
     def _abort(self) -> None:
         """The person interrupted the turn: every call still without a result
         gets one saying so, and their next words ride beside it."""
-        if self.aborted:
+        if self.interrupted:
             return
         answered = {b.tool_use_id for m in self.out[-2:] if m.role == "user" for b in m.blocks()}
         last = next((m for m in reversed(self.out) if m.role == "assistant"), None)
         open_calls = [u for u in (last.tool_uses() if last else []) if u.id not in answered and u.name != "web_search"]
         if open_calls and self.out[-1].role == "assistant":
             self._results([Block.tool_result(u.id or "", INTERRUPTED_RESULT, True) for u in open_calls], Taint())
-        self.aborted = True
+        self.interrupted = True
 
     def _event(self, p: _Payload) -> None:
         if p.type == "user_message":
@@ -417,21 +377,6 @@ def read_codex(
     """One Codex CLI rollout file as a wire transcript (see the module's
     docstring for every quirk handled)."""
     reader = _Reader(name, policy or CODEX_POLICY)
-    lines: list[int] = []
-    number = 0
-    for number, raw, torn in reader.lines.lines(data):
-        reader.line(number, raw, torn)
-        note_lines(lines, reader.out, number)
-    reader.lines.finish()
-    base = reader.session_id or (path.stem if path is not None else "session")
-    return ReadSession(
-        source="codex",
-        session_id=f"codex:{base}",
-        messages=reader.out,
-        taint_timeline=reader.taint.checkpoints,
-        interactive=reader.interactive,
-        project=reader.project,
-        warnings=reader.lines.warnings,
-        skipped_lines=reader.lines.skipped,
-        lines=lines,
-    )
+    lines = reader.read(data)
+    base = reader.base_id(path)
+    return reader.session("codex", f"codex:{base}", lines, interactive=reader.interactive)

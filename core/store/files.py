@@ -271,7 +271,7 @@ def write_atomic(path: Path, data: bytes | Sequence[bytes | memoryview]) -> None
     except BaseException:
         discard_temp(tmp)
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
     # This directory's writer is here: what a killed one left, it clears.
     sweep_stale_temps(path.parent)
 
@@ -344,7 +344,7 @@ def _retry_unremoved(directory: Path | None) -> None:
         _UNREMOVED.discard(tmp)
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
     """Make a rename durable. Best effort: some filesystems refuse it."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)

@@ -28,12 +28,12 @@ import msgspec
 
 from mecha.core.errors import InvalidInput
 from mecha.core.identity import now
-from mecha.core.learning.survey import Planned, survey_draft, survey_session
+from mecha.core.learning.survey import Planned, survey_session
 from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
 from mecha.core.sessions.outbox import OutboxItem
 from mecha.core.sessions.transcript import Message, TaintCheckpoint
 from mecha.core.store import jobs as jobs_mod
-from mecha.core.store.files import ensure_private_dir, refuse_links, write_atomic
+from mecha.core.store.files import ensure_private_dir, process_alive, refuse_links, write_atomic
 from mecha.core.store.layout import GITIGNORE_FILE
 from mecha.core.store.learning_store import Attempt, LearningStore, SetAside
 
@@ -54,44 +54,32 @@ class SessionEntry(msgspec.Struct, tag="session", tag_field="kind", omit_default
     #: First (after the tag), so a file's head names its session
     #: (`_QUEUED_ID`).
     session_id: str
-    plans: list[Planned] | None = None
+    plans: list[Planned]
     #: The session file an import read it from (absent for a session the
     #: harness handed over).
     file: str | None = None
     #: Put back by a person (`inbox retry`) after it was set aside: asked
     #: again although its session is already marked mined.
     retry: bool = False
-    # An entry queued by a version that kept the transcript instead of its
-    # survey: read (surveyed at the pass with the voices it carries, else
-    # the pass's own), never written.
-    messages: list[Message] | None = None
-    taint_timeline: list[TaintCheckpoint] | None = None
-    interactive: bool = True
-    voices: Voices | None = None
     #: The project the session ran in (`layout.project_root` of its working
     #: directory); its reflections carry it. Absent: none known — global.
     project: str | None = None
 
-    def surveyed(self, voices: Voices) -> list[Planned]:
+    def surveyed(self) -> list[Planned]:
         """The interventions to reflect on."""
-        if self.plans is not None:
-            return self.plans
-        heard = self.voices if self.voices is not None else voices
-        return survey_session(self.messages or [], self.taint_timeline, interactive=self.interactive, voices=heard)
+        return self.plans
 
 
 class DraftEntry(msgspec.Struct, tag="draft", tag_field="kind", omit_defaults=True):
     """A sent-and-edited draft handed over for reflection, with the `edit`
-    intervention surveyed from it (`None` in an entry queued before the
-    survey was kept: surveyed at the pass)."""
+    intervention surveyed from it (`survey.survey_draft`)."""
 
     item: OutboxItem
-    plan: Planned | None = None
+    plan: Planned
     retry: bool = False
 
-    def surveyed(self, voices: Voices) -> list[Planned]:
-        plan = self.plan if self.plan is not None else survey_draft(self.item)
-        return [plan] if plan is not None else []
+    def surveyed(self) -> list[Planned]:
+        return [self.plan]
 
 
 def session_entry(
@@ -166,7 +154,7 @@ def _sweep_stale_staging(inbox: Path) -> None:
             pid = int(child.name[len(_STAGING_PREFIX) :].split("-", 1)[0])
         except ValueError:
             continue
-        if pid != os.getpid() and not jobs_mod._pid_alive(pid):
+        if pid != os.getpid() and not process_alive(pid):
             shutil.rmtree(child, ignore_errors=True)
 
 
@@ -281,7 +269,7 @@ def awaits_a_pass(store: LearningStore, entry: InboxEntry) -> bool:
         owner = _claim_owner(path)
         if owner is None and not path.name.endswith(".json"):
             continue
-        if owner is not None and jobs_mod._pid_alive(owner):
+        if owner is not None and process_alive(owner):
             if wanted in _ids_in_file(path, pattern):
                 return False
             continue
@@ -345,7 +333,7 @@ def claim_all(store: LearningStore) -> list[Path]:
             continue
         owner = _claim_owner(path)
         if owner is not None:
-            if owner == me or jobs_mod._pid_alive(owner):
+            if owner == me or process_alive(owner):
                 continue
             base = path.name.rsplit(_CLAIM, 1)[0]
         elif path.name.endswith(".json"):
@@ -427,16 +415,10 @@ def count_waiting(store: LearningStore) -> int:
 
 
 def _find_set_aside(store: LearningStore, ident: str) -> SetAside:
-    from mecha.core.errors import Ambiguous, NotFound
-    from mecha.core.identity import by_id_or_prefix
+    from mecha.core.identity import one_by_id_or_prefix
 
-    matches = by_id_or_prefix(list_set_aside(store), ident, lambda r: r.id)
-    if not matches:
-        raise NotFound(f"no set-aside inbox entry {ident!r} (see `mecha-sidecar inbox list`)")
-    if len(matches) > 1:
-        ids = [r.id for r in matches]
-        raise Ambiguous(f"{ident!r} matches {len(ids)} set-aside entries: {', '.join(ids)}", ids)
-    return matches[0]
+    missing = f"no set-aside inbox entry {ident!r} (see `mecha-sidecar inbox list`)"
+    return one_by_id_or_prefix(list_set_aside(store), ident, lambda r: r.id, plural="set-aside entries", missing=missing)
 
 
 def retry_set_aside(store: LearningStore, ident: str) -> SetAside:

@@ -23,7 +23,7 @@ from mecha.core.identity import now
 from mecha.core.store.files import ensure_private_dir, process_alive, refuse_links, write_atomic, writing
 from mecha.core.store.layout import JOBS_DIR, LOGS_DIR, job_log_name
 
-JobKind = Literal["reflect", "learn"]
+JobKind = Literal["reflect", "learn", "validate"]
 JobState = Literal["running", "done", "failed"]
 ProgressUnit = Literal["intervention", "call"]
 
@@ -37,7 +37,8 @@ class JobProgress(msgspec.Struct, kw_only=True, frozen=True):
     """How far a running pass has got, as the pass writes it into its own
     record: `done` of `total` units of work (a reflect pass counts the
     interventions it asks about — answered, usable or not; a learn pass its
-    one consolidation call). Everything a watcher shows — a terminal's bar,
+    one consolidation call, a validate pass the model calls of its probes).
+    Everything a watcher shows — a terminal's bar,
     an editor's `$/progress` — is computed from this and the record's
     `started_at` (`progress_text`), so every watcher says the same."""
 
@@ -107,10 +108,6 @@ def write_job(root: Path, job: Job) -> None:
     write_atomic(refuse_links(root, job_path(root, job.id)), _encoder.encode(job))
 
 
-def _pid_alive(pid: int) -> bool:
-    return process_alive(pid)
-
-
 def _seconds_since(stamp: str) -> float:
     from datetime import datetime
 
@@ -139,7 +136,7 @@ def settle(job: Job) -> Job:
         return job
     dead = False
     if job.pid is not None:
-        dead = not _pid_alive(job.pid)
+        dead = not process_alive(job.pid)
     elif _seconds_since(job.started_at) > SPAWN_GRACE_S:
         dead = True
     if not dead:

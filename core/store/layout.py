@@ -240,13 +240,21 @@ ATTEMPTS_FILE = "reflect_attempts.jsonl"
 #: model server accepted, the last rules block read): `layout.CACHE_DIR`,
 #: git-ignored, safe to delete.
 STRUCTURED_MODES_FILE = "cache/structured-modes.json"
+#: A change of several files made as one (accepting or rejecting a
+#: proposal): each new file staged here whole, then `journal/intent.json`
+#: naming where each goes, then the renames into place. An intent on disk
+#: is a change decided and not yet finished, which the next writer finishes
+#: (`transaction`); staged files without one are a change abandoned before
+#: it was decided. Process state: git-ignored.
+JOURNAL_DIR = "journal"
+INTENT_FILE = "journal/intent.json"
 
 #: What git must never sweep into history. Process state, not learning
 #: history: the writer lock, in-flight temp files, background jobs' records
 #: and logs, and transcripts waiting in the inbox (which may quote
 #: third-party content and must never enter history).
 GITIGNORE_ENTRIES: tuple[str, ...] = (
-    LOCK_FILE, "*" + TMP_SUFFIX, JOBS_DIR + "/", LOGS_DIR + "/", INBOX_DIR + "/", CACHE_DIR + "/"
+    LOCK_FILE, "*" + TMP_SUFFIX, JOBS_DIR + "/", LOGS_DIR + "/", INBOX_DIR + "/", CACHE_DIR + "/", JOURNAL_DIR + "/"
 )
 
 USER_KIND = "user"

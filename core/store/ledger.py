@@ -57,6 +57,12 @@ class ValidationRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: The model the probe drove — tallies compare only within one.
     model: str
     created_at: str
+    #: Why an `inconclusive` probe gave no verdict (a refused call, a judge
+    #: reply that was no answer), naming the arm. Omitted when absent.
+    reason: str | None = None
+    #: The pending proposal whose candidate block the treatment arm carried
+    #: (measured against the live block), when the probe measured one.
+    proposal_id: str | None = None
 
 
 class RuleTally(msgspec.Struct, kw_only=True):
@@ -126,6 +132,67 @@ def rule_tallies_by_model(
     return dict(sorted(out.items()))
 
 
+# ─── What a validate pass will do ───────────────────────────────────────────
+#
+# The wire shapes of `mecha/validate`'s plan, kept here (beside the rows a
+# pass writes) rather than with the probe itself: the wire module loads on
+# the harness's cold path, which must not load the providers.
+
+
+class PlannedProbe(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One probe a pass will run (or, in a dry run, would)."""
+
+    reflection_id: str
+    trigger: str
+    session_id: str
+    #: The person's words at the correction, bounded.
+    text: str
+    file: str | None = None
+    line: int | None = None
+    #: The message the correction rides in.
+    at: int | None = None
+    #: `rules_hash` of the treatment arm's block, and the rules it measures.
+    rules_hash: str
+    rule_ids: list[str] = msgspec.field(default_factory=list)
+    #: The ledger already holds this reflection measured under this block.
+    measured_before: bool = False
+
+
+#: Model calls one probe makes at most: the assistant's turn in each arm and
+#: a judge call for each (an arm whose turn failed is not judged).
+CALLS_PER_PROBE = 4
+
+
+class ValidationPlan(msgspec.Struct, kw_only=True):
+    """What a validate pass will do and what it costs, before any call."""
+
+    domain: str
+    budget: int
+    probes: list[PlannedProbe] = msgspec.field(default_factory=list)
+    calls_per_probe: int = CALLS_PER_PROBE
+    #: At most this many model calls in all.
+    calls: int = 0
+    #: The proposal whose candidate block is measured, when one is.
+    proposal_id: str | None = None
+    #: The reflections of the domain not probed, counted by why.
+    skipped: dict[str, int] = msgspec.field(default_factory=dict)
+
+
+class ProposalVerdict(msgspec.Struct, kw_only=True):
+    """What validate passes measured of a pending proposal: its candidate
+    block against the live one, from the ledger rows that carried it."""
+
+    #: Probes whose row measured the candidate block as it renders now.
+    probes: int = 0
+    #: Per model the probes drove: outcome → count.
+    by_model: dict[str, dict[str, int]] = msgspec.field(default_factory=dict)
+    #: Rows of this proposal measured against rules that have since changed
+    #: (another block than the candidate's now): not counted above.
+    stale: int = 0
+    #: The same, in a person's words (`sources.describe_verdict`).
+    measured: str = ""
+
+
 class LeapRun(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Audit record for one consolidation pass, appended to `runs.jsonl`."""
 
@@ -140,3 +207,6 @@ class LeapRun(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: The reflections an `unchanged` pass considered: until one outside
     #: them arrives, another pass would only be asked the same question.
     reflexion_ids: list[str] = msgspec.field(default_factory=list)
+    #: The scope the pass learned: a project's root, or `None` — global,
+    #: which is also what a run recorded before scopes reads as.
+    project: str | None = None

@@ -2,8 +2,8 @@
 
 Prints the table; with `--write`, also rewrites the README's benchmark
 section (between its markers) and `tests/bench/results.json`. With `--only`
-as well, the figures not run keep their rows from the earlier results, each
-marked with the run it came from.
+as well, the figures not run keep their rows from `results.json`, each
+saying which run measured it.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import platform
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from .common import Figure, compile_bytecode
 
@@ -36,8 +37,12 @@ FIGURES: dict[int, tuple[str, int, int]] = {
     9: ("claude_import", 3, 1),
     10: ("reflect_throughput", 3, 1),
     11: ("hooks", 15, 5),
-    12: ("structured_probe", 3, 1),
+    12: ("huge_reply", 5, 2),
+    14: ("learn_gate", 4, 1),
+    15: ("structured_probe", 3, 1),
 }
+#: Figures that need a real part (the local model) and run only when named in `--only`.
+OPT_IN = {14}
 #: Figures that come along with another's run.
 RIDES_WITH = {2: 1, 8: 1}
 #: Row key → the issue's figure number; rows print in this order.
@@ -61,10 +66,13 @@ NUMBER = {
     "reflect_c4": 10,
     "hook_session_end": 11,
     "hook_session_start": 11,
-    "probe_json_schema": 12,
-    "probe_llama_cpp_python": 12,
-    "probe_no_format": 12,
-    "probe_anthropic": 12,
+    "huge_reply_rss": 12,
+    "learn_gate_filed": 14,
+    "learn_gate_kept": 14,
+    "probe_json_schema": 15,
+    "probe_llama_cpp_python": 15,
+    "probe_no_format": 15,
+    "probe_anthropic": 15,
 }
 ORDER = list(NUMBER)
 
@@ -74,6 +82,8 @@ def _fmt(value: float, unit: str) -> str:
         return f"{value:.3g} {unit}" if value < 10 else f"{value:.0f} {unit}"
     if unit == "MB/s":
         return f"{value:.1f} {unit}"
+    if unit == "%":
+        return f"{value:.0f}%"
     if unit == "MiB":
         return f"{value:.1f} {unit}"
     return f"{value:.3g} {unit}"
@@ -124,50 +134,102 @@ def write_readme(text: str) -> None:
     README.write_text(head + BEGIN + "\n" + text.rstrip("\n") + "\n" + END + tail)
 
 
-def _kept(fresh: list[Figure]) -> list[tuple[Figure, dict[str, str]]]:
-    """The earlier results' figures this run did not measure, each with the
-    run it came from."""
-    try:
-        earlier = json.loads(RESULTS.read_text())
-    except (OSError, ValueError):
+def _figure_from_json(entry: dict[str, Any]) -> Figure:
+    return Figure(
+        key=entry["key"], title=entry["title"], unit=entry["unit"],
+        subject=entry["subject"]["value"], subject_label=entry["subject"]["label"],
+        baseline=entry["baseline"]["value"], baseline_label=entry["baseline"]["label"],
+        ratio=entry["ratio"], goal=entry["goal"], met=entry["met"], notes=entry["notes"], extra=entry["extra"],
+    )
+
+
+def _figure_json(f: Figure, run: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "number": NUMBER.get(f.key),
+        "key": f.key,
+        "title": f.title,
+        "unit": f.unit,
+        "subject": {"label": f.subject_label, "value": round(f.subject, 4)},
+        "baseline": {"label": f.baseline_label, "value": round(f.baseline, 4)},
+        "ratio": round(f.ratio, 4),
+        "goal": f.goal,
+        "met": f.met,
+        "notes": f.notes,
+        "extra": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in f.extra.items()},
+        "run": run,
+    }
+
+
+def _kept_rows(measured: set[int]) -> list[tuple[Figure, dict[str, Any]]]:
+    """The rows of `results.json` for figures this run did not measure,
+    with the run that measured each (an entry written before runs were
+    recorded per row is of the file's own run)."""
+    if not RESULTS.exists():
         return []
-    measured = {f.key for f in fresh}
-    kept = []
-    for row in earlier.get("figures", []):
-        if row["key"] in measured:
-            continue
-        origin = row.get("from") or {"command": earlier.get("command", "?"), "date": earlier.get("date", "?")}
-        figure = Figure(
-            key=row["key"], title=row["title"], subject=row["subject"]["value"], baseline=row["baseline"]["value"],
-            unit=row["unit"], subject_label=row["subject"]["label"], baseline_label=row["baseline"]["label"],
-            ratio=row["ratio"], goal=row["goal"], met=row["met"], notes=row.get("notes", []), extra=row.get("extra", {}),
-        )
-        kept.append((figure, origin))
-    return kept
+    earlier = json.loads(RESULTS.read_text())
+    whole = {"command": earlier.get("command"), "date": earlier.get("date")}
+    return [
+        (_figure_from_json(entry), entry.get("run") or whole)
+        for entry in earlier.get("figures", [])
+        if entry.get("number") not in measured and entry.get("key") in NUMBER
+    ]
 
 
-def _kept_note(kept: list[tuple[Figure, dict[str, str]]]) -> str:
-    runs = sorted({(o["date"], o["command"]) for _, o in kept})
-    numbers = sorted({NUMBER.get(f.key, 0) for f, _ in kept})
-    if not kept:
-        return ""
-    return (f"; figures {', '.join(map(str, numbers))} are kept from "
-            + " and ".join(f"`{c}` on {d}" for d, c in runs))
+def _provenance(rows: list[tuple[Figure, dict[str, Any]]], run: dict[str, Any]) -> str:
+    """A sentence per earlier run whose rows the table kept."""
+    by_run: dict[tuple[str, str], set[int]] = {}
+    for f, r in rows:
+        if r != run:
+            by_run.setdefault((str(r.get("command")), str(r.get("date"))), set()).add(NUMBER[f.key])
+    return "".join(
+        f" Figure{'s' if len(ns) > 1 else ''} {', '.join(map(str, sorted(ns)))}: kept from `{command}` on {date}."
+        for (command, date), ns in sorted(by_run.items(), key=lambda item: min(item[1]))
+    )
+
+
+def write_results(args: argparse.Namespace, figures: list[Figure], wanted: set[int], machine: dict[str, object],
+                  elapsed: float) -> None:
+    """Rewrite the README's table and `results.json`; with `--only`, the
+    figures not run keep their earlier rows."""
+    command = _command(args)
+    date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
+    run = {"command": command, "date": date}
+    rows = [(f, run) for f in figures]
+    if args.only:
+        measured = wanted | {n for n, rides in RIDES_WITH.items() if rides in wanted}
+        rows += _kept_rows(measured)
+    rows.sort(key=lambda row: ORDER.index(row[0].key) if row[0].key in ORDER else 99)
+    text = table([f for f, _ in rows])
+    section = (
+        f"{text}\n\n"
+        f"Produced by `{command}` on {date}: {machine['cores']} cores, {machine['system']}, "
+        f"{machine['implementation']} {machine['python']}, load average {machine['load_avg_at_start'][0]} "
+        f"at the start, {elapsed:.0f} s in all.{_provenance(rows, run)} Medians of interleaved repetitions; the "
+        "project's bytecode compiled first, as an installed wheel has it. Machine-readable: "
+        "[`tests/bench/results.json`](tests/bench/results.json)."
+    )
+    write_readme(section)
+    results = {
+        "command": command,
+        "date": date,
+        "machine": machine,
+        "seconds": round(elapsed, 1),
+        "figures": [_figure_json(f, r) for f, r in rows],
+    }
+    RESULTS.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+    print(f"wrote {README.name} and {RESULTS.relative_to(ROOT)}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="fewer repetitions: a rough table in about a minute")
     p.add_argument("--write", action="store_true", help="rewrite the README's table and tests/bench/results.json")
-    p.add_argument("--only", help="comma-separated figure numbers (1-12) to run")
+    p.add_argument("--only", help=f"comma-separated figure numbers ({min(FIGURES)}-{max(FIGURES)}) to run; {sorted(OPT_IN)} need the local model and run only when named")
     args = p.parse_args(argv)
 
-    wanted = set(FIGURES)
+    wanted = set(FIGURES) - OPT_IN
     if args.only:
-        wanted = set()
-        for n in args.only.split(","):
-            n_i = int(n)
-            wanted.add(RIDES_WITH.get(n_i, n_i))
+        wanted = {RIDES_WITH.get(int(n), int(n)) for n in args.only.split(",")}
     machine = _machine()
     started = time.time()
     compile_bytecode()
@@ -183,57 +245,10 @@ def main(argv: list[str] | None = None) -> int:
         got = mod.run(quick_rounds if args.quick else rounds)
         print(f"  done in {time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)
         figures.extend(got)
-    kept = _kept(figures) if args.write and args.only else []
-    origins = {f.key: origin for f, origin in kept}
-    figures.extend(f for f, _ in kept)
     figures.sort(key=lambda f: ORDER.index(f.key) if f.key in ORDER else 99)
-    text = table(figures)
-    print(text)
-    elapsed = time.time() - started
-
+    print(table(figures))
     if args.write:
-        command = _command(args)
-        date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
-        section = (
-            f"{text}\n\n"
-            f"Produced by `{command}` on {date}: {machine['cores']} cores, {machine['system']}, "
-            f"{machine['implementation']} {machine['python']}, load average {machine['load_avg_at_start'][0]} "
-            f"at the start, {elapsed:.0f} s in all{_kept_note(kept)}. Medians of interleaved repetitions; the project's "
-            "bytecode compiled first, as an installed wheel has it. Machine-readable: "
-            "[`tests/bench/results.json`](tests/bench/results.json)."
-        )
-        write_readme(section)
-        RESULTS.write_text(
-            json.dumps(
-                {
-                    "command": command,
-                    "date": date,
-                    "machine": machine,
-                    "seconds": round(elapsed, 1),
-                    "figures": [
-                        {
-                            "number": NUMBER.get(f.key),
-                            "key": f.key,
-                            "title": f.title,
-                            "unit": f.unit,
-                            "subject": {"label": f.subject_label, "value": round(f.subject, 4)},
-                            "baseline": {"label": f.baseline_label, "value": round(f.baseline, 4)},
-                            "ratio": round(f.ratio, 4),
-                            "goal": f.goal,
-                            "met": f.met,
-                            "notes": f.notes,
-                            "extra": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in f.extra.items()},
-                            **({"from": origins[f.key]} if f.key in origins else {}),
-                        }
-                        for f in figures
-                    ],
-                },
-                indent=2,
-                ensure_ascii=False,
-            )
-            + "\n"
-        )
-        print(f"wrote {README.name} and {RESULTS.relative_to(ROOT)}", file=sys.stderr)
+        write_results(args, figures, wanted, machine, time.time() - started)
     return 0
 
 

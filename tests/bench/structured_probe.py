@@ -1,4 +1,4 @@
-"""Figure 12: requests sent per usable reply in a fresh reflect pass, against
+"""Figure 15: requests sent per usable reply in a fresh reflect pass, against
 each kind of server the tests speak to.
 
 A fresh store (no structured mode remembered) and a pass over 4

@@ -3,7 +3,10 @@ and in an editor (proposals, set-aside inbox entries)."""
 
 from __future__ import annotations
 
-from mecha.core.identity import by_id_or_prefix
+import pytest
+
+from mecha.core.errors import Ambiguous, NotFound
+from mecha.core.identity import by_id_or_prefix, one_by_id_or_prefix
 
 IDS = ["p-20261101-aa", "p-20261101-aab", "p-20261102-cc"]
 
@@ -28,3 +31,19 @@ def test_nothing_and_the_empty_string_name_no_record() -> None:
     # Pins: an empty prefix matching every record.
     assert _named("") == []
     assert _named("q-") == []
+
+
+def test_one_record_is_named_or_the_failure_says_none_or_lists_them() -> None:
+    # Pins: each kind of record wording its own none-or-several failure
+    # (two copies that drift), or a several-match answered with the first.
+    def one(ident: str) -> str:
+        return one_by_id_or_prefix(IDS, ident, lambda r: r, plural="proposals", missing=f"no proposal {ident}")
+
+    assert one("p-20261102") == "p-20261102-cc"
+    assert one("p-20261101-aa") == "p-20261101-aa"
+    with pytest.raises(NotFound, match="^no proposal q-$"):
+        one("q-")
+    with pytest.raises(Ambiguous) as caught:
+        one("p-20261101")
+    assert caught.value.matches == ["p-20261101-aa", "p-20261101-aab"]
+    assert str(caught.value) == "`p-20261101` matches 2 proposals: p-20261101-aa, p-20261101-aab"

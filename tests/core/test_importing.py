@@ -85,7 +85,6 @@ def test_a_grown_session_queues_only_its_new_interventions_as_a_tail(store, tmp_
     assert tail.session_id.startswith("claude:a@")
     # The entry carries the new intervention as the import surveyed it, in
     # the whole session: what it answers, where it sits, how it classifies.
-    assert tail.messages is None
     (plan,) = tail.plans
     assert plan.intervention.text == "Link each entry to its PR."
     assert plan.intervention.context.endswith("Here is draft 1.")

@@ -152,6 +152,13 @@ def test_a_record_omits_an_absent_attribution_and_reads_the_seeds_json() -> None
     assert rec.attributed_rule_id == "r-1" and rec.rule_ids == ["r-1"]
 
 
+def test_an_inconclusive_row_keeps_its_reason_and_a_proposals_row_its_id() -> None:
+    rec = msgspec.structs.replace(record(INCONCLUSIVE, "t"), reason="the judge of the treatment arm: no JSON", proposal_id="p1")
+    back = msgspec.json.decode(msgspec.json.encode(rec), type=ValidationRecord)
+    assert (back.reason, back.proposal_id) == ("the judge of the treatment arm: no JSON", "p1")
+    assert rule_tallies([back])["r-a"].observations == 1
+
+
 def test_a_tally_has_the_documented_wire_shape() -> None:
     # Pins: DESIGN §8.8's field names drifting, or `last_validated` vanishing
     # when unset (clients read it as null).

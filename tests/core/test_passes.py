@@ -25,10 +25,10 @@ from mecha.core.learning.reflect import reflect_inbox
 from mecha.core.learning.reflection import Evidence, Origin, Reflector, Reflexion
 from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule
 from mecha.core.learning.survey import survey_draft, survey_session
-from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
+from mecha.core.sessions.mining import Voices
 from mecha.core.sessions.outbox import OutboxItem
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
-from mecha.core.store.inbox import DraftEntry, enqueue, entry_decoder, inbox_dir, session_entry
+from mecha.core.store.inbox import DraftEntry, enqueue, entry_decoder, inbox_dir, list_set_aside, session_entry
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 from tests.fakes import ScriptedProvider
 
@@ -133,7 +133,7 @@ async def test_the_pass_reflects_on_what_was_surveyed_whatever_its_own_voices(st
     enqueue(store, session_entry("s1", with_a_harness_notice(), CLEAN, voices=CI))
     provider = ScriptedProvider(lesson("Spell the British way."), lesson("A build notice is no correction."))
 
-    outcome = await reflect_inbox(store, Reflector(provider), voices=DEFAULT_VOICES)
+    outcome = await reflect_inbox(store, Reflector(provider))
 
     assert len(provider.requests) == 1
     assert "build 41 passed" not in provider.prompts()
@@ -142,28 +142,22 @@ async def test_the_pass_reflects_on_what_was_surveyed_whatever_its_own_voices(st
     assert outcome.reflections == 1 and "s1" in store.mined_sessions()
 
 
-async def test_an_entry_queued_with_its_whole_transcript_is_still_reflected_under_its_voices(store: LearningStore):
-    # Pins: an upgrade losing what an earlier version left in the inbox (it
-    # queued the transcript and the voices it was heard with).
-    legacy = {
-        "kind": "session",
-        "session_id": "old",
-        "messages": [json.loads(msgspec.json.encode(m)) for m in with_a_harness_notice()],
-        "taint_timeline": [{"at": 0, "taint": {}}],
-        "interactive": True,
-        "retry": False,
-        "voices": {"final_answer_nudge": DEFAULT_VOICES.final_answer_nudge, "harness_prefixes": ["[ci]"]},
-    }
+async def test_an_entry_without_its_survey_is_set_aside_not_lost(store: LearningStore):
+    # Pins: an inbox entry of a shape the pass cannot read (no survey, only
+    # a transcript) deleted, or blocking the entries behind it.
+    odd = {"kind": "session", "session_id": "old", "messages": [], "retry": False}
     directory = inbox_dir(store)
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "20261101T000000.000000Z-old.json").write_text(json.dumps(legacy))
-    provider = ScriptedProvider(lesson("Spell the British way."), lesson("A build notice is no correction."))
+    (directory / "20261101T000000.000000Z-old.json").write_text(json.dumps(odd))
+    enqueue(store, session_entry("s1", with_a_harness_notice(), CLEAN, voices=CI))
+    provider = ScriptedProvider(lesson("Spell the British way."))
 
     await reflect_inbox(store, Reflector(provider))
 
-    assert len(provider.requests) == 1
     assert [r.intervention for r in store.reflexions()] == ["Use British spelling."]
-    assert "old" in store.mined_sessions()
+    [aside] = list_set_aside(store)
+    assert aside.id.endswith("-old") and "plans" in aside.reason
+    assert "old" not in store.mined_sessions()
 
 
 def test_a_queued_draft_carries_its_edit_as_surveyed():
@@ -175,7 +169,7 @@ def test_a_queued_draft_carries_its_edit_as_surveyed():
     entry = DraftEntry(item, survey_draft(item))
     decoded = entry_decoder.decode(msgspec.json.encode(entry))
     assert isinstance(decoded, DraftEntry) and decoded.plan is not None
-    assert decoded.surveyed(DEFAULT_VOICES) == [decoded.plan]
+    assert decoded.surveyed() == [decoded.plan]
     assert decoded.plan.intervention.trigger.value == "edit"
 
 
@@ -257,14 +251,14 @@ async def test_an_edited_draft_becomes_a_writing_reflection_once(store: Learning
         id="o1", status="sent", tool="mail_send", kind="message",
         args={"body_markdown": "Dear Dr Vermeulen,"}, args_before={"body_markdown": "Hi Dirk,"},
     )
-    enqueue(store, DraftEntry(item))
+    enqueue(store, DraftEntry(item, survey_draft(item)))
     provider = ScriptedProvider(lesson("Open formally with a title.", "register"))
     await reflect_inbox(store, Reflector(provider))
     [r] = store.reflexions()
     assert (r.domain, r.trigger) == ("writing", "edit")
     assert "draft" in provider.requests[0].system
     assert "o1" in store.mined_outbox()
-    enqueue(store, DraftEntry(item))
+    enqueue(store, DraftEntry(item, survey_draft(item)))
     outcome = await reflect_inbox(store, Reflector(ScriptedProvider()))
     assert outcome.skipped_already_mined == 1 and len(store.reflexions()) == 1
 

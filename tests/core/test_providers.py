@@ -328,6 +328,17 @@ async def test_anthropic_dialect_sends_the_messages_shape_with_the_key_in_x_api_
 
 
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
+async def test_a_temperature_is_sent_when_asked_for_and_absent_otherwise(model_server: ModelServer, api: str) -> None:
+    model_server.script(reply("a"), reply("b"))
+    provider = provider_from_config(model_server.config(api))
+    await provider.complete(CompletionRequest(system="s", user="u", temperature=0.0))
+    await provider.complete(CompletionRequest(system="s", user="u"))
+    asked, default = model_server.requests
+    assert asked.body["temperature"] == 0
+    assert "temperature" not in default.body, "no temperature asked for: the server's default"
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
 async def test_an_empty_answer_cut_off_by_the_token_limit_is_max_tokens_not_a_failure(
     model_server: ModelServer, api: str
 ) -> None:

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from mecha.core.editor.features import Act
+from mecha.core.editor.results import Act
 from mecha.protocol.commands import COMMAND_IDS, COMMANDS, command_params
 
 

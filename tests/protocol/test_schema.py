@@ -14,16 +14,8 @@ import msgspec
 import pytest
 from jsonschema import Draft202012Validator
 
-from mecha.core.gate.appraisal import (
-    Affect,
-    Agency,
-    Appraisal,
-    Channel,
-    Cite,
-    GoalError,
-    appraisal_to_builtins,
-    appraise_session,
-)
+from mecha.core.gate.appraisal import Affect, Agency, Appraisal, Channel, Cite, GoalError, appraisal_to_builtins
+from mecha.core.gate.assembler import appraise_session
 from mecha.core.gate.candidate import Disposition, Judgement, Tally
 from mecha.core.gate.goal import GoalRef
 from mecha.core.gate.run import Homeostat, RunStats
@@ -205,7 +197,7 @@ def test_appraisal_as_appraisal_to_builtins_writes_it(doc: dict[str, Any]) -> No
 
 
 def test_appraisal_from_the_real_derivation(doc: dict[str, Any]) -> None:
-    from mecha.core.gate.appraisal import Probe, ProbeAt
+    from mecha.core.gate.assembler import Probe, ProbeAt
     from mecha.core.sessions.transcript import Message, TaintCheckpoint
     from tests.protocol.wire_examples import MESSAGES, STATS, TIMELINE
 

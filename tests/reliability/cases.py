@@ -85,6 +85,7 @@ VALID_PARAMS: dict[str, dict[str, Any]] = {
     },
     "mecha/ruleTallies": {"domain": "behavior"},
     "mecha/ruleSources": {"rule_id": "r-1"},
+    "mecha/validate": {"domain": "behavior", "dry_run": True},
     "mecha/judge": {
         "class": "prose",
         "prediction": _PREDICTION,

@@ -42,6 +42,7 @@ from mecha.core.identity import now
 from mecha.core.learning.learn import learnable_pool
 from mecha.core.learning.reflection import Origin, Reflexion
 from mecha.core.learning.rules import Rule
+from mecha.core.learning.survey import survey_draft
 from mecha.core.sessions.outbox import OutboxItem
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
 from mecha.core.store import jobs as jobs_mod
@@ -218,7 +219,10 @@ def template_handover(root: Path) -> dict[str, Any]:
 def template_reflect(root: Path) -> dict[str, Any]:
     store = _base_store(root)
     enqueue(store, session_entry(SESSION, _session_messages(), CLEAN))
-    enqueue(store, DraftEntry(_draft()))
+    draft = _draft()
+    plan = survey_draft(draft)
+    assert plan is not None, "the draft holds an edit"
+    enqueue(store, DraftEntry(draft, plan))
     _job(root, "reflect-job", "reflect")
     return {"job": "reflect-job"}
 

@@ -43,7 +43,7 @@ from mecha.core.learning.learn import learn_domain, learn_refusal
 from mecha.core.learning.proposals import accept_proposal
 from mecha.core.learning.reflect import reflect_inbox
 from mecha.core.learning.reflection import Evidence, Origin, Reflector
-from mecha.core.learning.survey import survey_session
+from mecha.core.learning.survey import survey_draft, survey_session
 from mecha.core.providers import provider_from_config
 from mecha.core.sessions.foreign import read_session
 from mecha.core.sessions.outbox import OutboxItem
@@ -283,7 +283,9 @@ def test_a_planted_instruction_never_reaches_a_model_a_reflection_a_proposal_or_
 
     enqueue(store, session_entry(f"poison-{n}", messages, timeline))
     if v.draft is not None:
-        enqueue(store, DraftEntry(v.draft))
+        plan = survey_draft(v.draft)
+        assert plan is not None, "the draft holds an edit"
+        enqueue(store, DraftEntry(v.draft, plan))
     accepted = asyncio.run(_loop(store, model))
 
     sent = [r.raw.decode("utf-8", "replace") for r in model.completions()]

@@ -49,6 +49,7 @@ DESIGN_METHODS = [
     "mecha/recordValidation",
     "mecha/ruleSources",
     "mecha/ruleTallies",
+    "mecha/validate",
     "mecha/judge",
     "mecha/judgeDrawn",
     "mecha/doctor",

@@ -342,7 +342,7 @@ def validation(outcome: str, at: str, *, domain: str = "behavior", rule_ids: lis
 
 
 def test_the_ledger_folds_into_tallies(sidecar: Sidecar) -> None:
-    assert sidecar.call("mecha/ruleTallies", {}) == {"tallies": {}}
+    assert sidecar.call("mecha/ruleTallies", {}) == {"tallies": {}, "by_model": {}, "measured": {}}
     assert sidecar.call("mecha/recordValidation", validation("improved", "2026-08-05T01:00:00Z")) == {}
     assert sidecar.call("mecha/recordValidation", validation("regressed", "2026-08-05T02:00:00Z", attributed="r-b")) == {}
     tallies = sidecar.call("mecha/ruleTallies", {})["tallies"]
@@ -351,6 +351,9 @@ def test_the_ledger_folds_into_tallies(sidecar: Sidecar) -> None:
     assert b["attributed_regressions"] == 1, "the bisection's verdict lands on r-b alone"
     assert b["last_validated"] == a["last_validated"] == "2026-08-05T02:00:00Z"
     assert set(a) == {"observations", "improved", "regressed", "attributed_regressions", "last_validated"}
+    folded = sidecar.call("mecha/ruleTallies", {})
+    assert folded["by_model"]["r-a"]["qwen"] == a, "one model: its tally is the whole tally"
+    assert folded["measured"]["r-b"] == "rode in 2 probes on qwen: 1 improved, 1 regressed, 1 attributed regression"
 
     lines = (sidecar.learning_dir / "validations.jsonl").read_text().splitlines()
     assert len(lines) == 2 and '"attributed_rule_id"' not in lines[0], "an absent attribution is omitted"

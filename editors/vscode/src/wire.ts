@@ -70,7 +70,7 @@ export interface Job {
   domain?: string;
   finished_at?: string;
   id: string;
-  kind: "learn" | "reflect";
+  kind: "learn" | "reflect" | "validate";
   log?: string;
   outcome?: string;
   pid?: number;
@@ -89,7 +89,8 @@ export interface JobFinishedParams {
  * How far a running pass has got, as the pass writes it into its own
  * record: `done` of `total` units of work (a reflect pass counts the
  * interventions it asks about — answered, usable or not; a learn pass its
- * one consolidation call). Everything a watcher shows — a terminal's bar,
+ * one consolidation call, a validate pass the model calls of its probes).
+ * Everything a watcher shows — a terminal's bar,
  * an editor's `$/progress` — is computed from this and the record's
  * `started_at` (`progress_text`), so every watcher says the same.
  */
@@ -135,10 +136,22 @@ export interface ProposalResult {
 
 export type ProposalStatus = "accepted" | "pending" | "rejected" | "rejected_by_gate";
 
+/**
+ * What validate passes measured of a pending proposal: its candidate
+ * block against the live one, from the ledger rows that carried it.
+ */
+export interface ProposalVerdict {
+  by_model: Record<string, Record<string, number>>;
+  measured: string;
+  probes: number;
+  stale: number;
+}
+
 export interface ProposalWithDiffResult {
   changes: RuleChange[];
   diff: string;
   proposal: Proposal;
+  verdict: ProposalVerdict;
 }
 
 /**
@@ -185,6 +198,7 @@ export interface RuleChange {
   absorbed_by?: string;
   change: string;
   contradicted_by?: RuleSource;
+  measured?: string;
   replaces?: string[];
   rule_id?: string;
   sources?: RuleSource[];

@@ -17,7 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mecha.core.editor.features import (
+from mecha.core.editor.diagnostics import check_document
+from mecha.core.editor.document import apply_edit, normalize_rule_text, rule_spans, span_at
+from mecha.core.editor.edits import toggle_edit
+from mecha.core.editor.hover import hover_for
+from mecha.core.editor.lenses import lens_for
+from mecha.core.editor.results import (
     ATTRIBUTED_REGRESSIONS,
     DUPLICATE_RULE,
     INVALID_VALUE,
@@ -34,16 +39,8 @@ from mecha.core.editor.features import (
     Finding,
     Range,
     TextEdit,
-    apply_edit,
-    check_document,
-    hover_for,
-    lens_for,
-    normalize_rule_text,
-    rule_spans,
-    rules_document_of,
-    span_at,
-    toggle_edit,
 )
+from mecha.core.editor.store_view import rules_document_of
 from mecha.core.errors import InvalidStore
 from mecha.core.learning.reflection import Origin, Reflexion
 from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET, Rule, RulesFile
@@ -910,17 +907,10 @@ def test_nothing_a_person_can_type_makes_the_checks_raise(text: str):
 
 # ─── code actions: chosen from a finding's data ─────────────────────────────
 
-from mecha.core.editor.features import (  # noqa: E402 - grouped with the tests that use them
-    PENDING_PROPOSAL,
-    QUICKFIX,
-    SOURCE,
-    PendingProposal,
-    code_actions_for,
-    fixes_for,
-    kind_wanted,
-    pending_of,
-    remove_rule_edit,
-)
+from mecha.core.editor.actions import code_actions_for, fixes_for, kind_wanted  # noqa: E402 - grouped with the tests that use them
+from mecha.core.editor.edits import remove_rule_edit  # noqa: E402
+from mecha.core.editor.results import PENDING_PROPOSAL, QUICKFIX, SOURCE, PendingProposal  # noqa: E402
+from mecha.core.editor.store_view import pending_of  # noqa: E402
 
 WITH_COPY = doc(
     '''
@@ -1089,13 +1079,8 @@ def test_only_the_domains_pending_proposals_count_with_active_rules_before_and_a
 
 # ─── what a document is checked against: its sibling, the store ─────────────
 
-from mecha.core.editor.features import (  # noqa: E402 - grouped with the tests that use them
-    document_lenses,
-    pending_in,
-    sibling_path,
-    sibling_rules,
-    tallies_in,
-)
+from mecha.core.editor.lenses import document_lenses  # noqa: E402 - grouped with the tests that use them
+from mecha.core.editor.store_view import pending_in, sibling_path, sibling_rules, tallies_in  # noqa: E402
 
 
 def _nothing_open(path: Path) -> str | None:

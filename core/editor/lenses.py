@@ -1,0 +1,52 @@
+"""The code lenses at the top of a rules document: active learned rules
+against the cap, the domain's section against the character budget, and
+the proposals waiting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mecha.core.editor.document import section_chars
+from mecha.core.editor.results import Act, Lens
+from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET, Rule, active_count
+from mecha.core.store.layout import USER_KIND, rules_file_name
+from mecha.core.store.learning_store import parse_rules_file
+
+
+def lens_for(domain: str, user_rules: Sequence[Rule], learned_rules: Sequence[Rule], pending: int) -> list[Lens]:
+    """The lenses at the top of a rules file: active learned rules against
+    the cap, the domain's rendered section against the character budget,
+    and pending proposals when there are any."""
+    active = active_count(learned_rules)
+    chars = section_chars(domain, user_rules, learned_rules)
+    show = [domain]
+    out = [
+        Lens(f"{active}/{MAX_ACTIVE_RULES_PER_DOMAIN} active rules", Act.SHOW_RULES_BLOCK, show),
+        Lens(f"{chars}/{RULES_CHAR_BUDGET} chars", Act.SHOW_RULES_BLOCK, list(show)),
+    ]
+    if pending > 0:
+        out.append(
+            Lens(
+                f"{pending} pending proposal{'s' if pending != 1 else ''}",
+                Act.LIST_PROPOSALS,
+                [{"status": "pending", "domain": domain}],
+            )
+        )
+    return out
+
+
+def document_lenses(domain: str, kind: str, text: str, sibling: Sequence[Rule], pending: int) -> list[Lens]:
+    """The lenses of one rules document as typed (`lens_for`): its rules
+    on its own side of the pair, the sibling's (`sibling_rules`) on the
+    other, and the domain's `pending` proposal count.
+
+    A document that does not parse gets no lenses at all: counts over
+    rules that cannot be read would be guesses that flicker as a person
+    types, and its `toml-syntax` diagnostic already says what is wrong."""
+    try:
+        mine = parse_rules_file(text, rules_file_name(domain, kind))
+    except Exception:  # not TOML, not rules, nested past the parser's depth
+        return []
+    user, learned = (mine, sibling) if kind == USER_KIND else (sibling, mine)
+    return lens_for(domain, user, learned, pending)

@@ -1,0 +1,454 @@
+"""What the Claude Code and Codex readers share: one reader core.
+
+A reader turns one session file into what `mecha/sessionEnded` is handed by
+the harness — a wire transcript, a taint timeline and an `interactive` flag —
+so an imported session goes through exactly the same mining, classification
+and passes as one the harness recorded. The readers (`claude_code.py`,
+`codex_cli.py`) spell only what their format says; this module holds the
+rest:
+
+- `ReadSession`, a reader's result, and `ReaderCore`, the state and moves
+  both readers make: the wire messages so far, the open results message,
+  the refused call waiting for the person's reason, the interrupted turn
+  whose next words ride beside its results, and the line loop;
+- the **taint policy**. Neither agent records taint, so it is rebuilt from
+  what the file says was called, failing closed: the conversation turns
+  untrusted from the first result of a tool that can bring a stranger's text
+  in — web fetch and search, every MCP tool, any tool the reader does not
+  know, a shell command not known to stay on the machine (`shell.py`) — and
+  private (but still trusted) from the first result that read the person's
+  own files. The lists are data (`TaintPolicy`) so a person can trust a
+  local MCP server, or distrust a tool the defaults call local;
+- **reading lines**: a line that is not a record is skipped with a warning,
+  never the session (`LineReader`).
+
+Format detection and `read_session`, the one entry point, are in
+`foreign.py`, above both readers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import IO, TypeVar
+
+import msgspec
+
+from mecha.core.errors import InvalidInput
+from mecha.core.sessions.mining import DENIAL_PREFIX
+from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
+
+#: What each format is called in a message about one of its files.
+FORMAT_NAMES = {"mecha": "a mecha transcript", "claude": "a Claude Code session", "codex": "a Codex CLI rollout"}
+
+#: What a picture in a person's message becomes in the wire transcript, in
+#: every reader: the words beside it are kept, the image is marked.
+IMAGE_PLACEHOLDER = "[image]"
+#: The result a reader gives a call the person interrupted before it ended.
+INTERRUPTED_RESULT = "(interrupted by the person)"
+
+
+class ReadSession(msgspec.Struct, kw_only=True):
+    """One session file, read: the wire transcript and what the file said
+    about it."""
+
+    source: str
+    session_id: str
+    messages: list[Message]
+    #: Rebuilt from the tools the file records (`None` only for a mecha JSONL
+    #: file that carried none — which classifies untrusted, fail closed).
+    taint_timeline: list[TaintCheckpoint] | None
+    interactive: bool = True
+    #: The working directory the agent ran in, when the file says.
+    project: str | None = None
+    #: Lines skipped on the way, each naming the file and the line (see
+    #: `LineReader`; past `NAMED_SKIPS` of them, one line says how many more).
+    warnings: list[str] = msgspec.field(default_factory=list)
+    #: How many lines were skipped as not records of the format.
+    skipped_lines: int = 0
+    #: For each message, the file line (1-based) it began on; empty when
+    #: the format does not say.
+    lines: list[int] = msgspec.field(default_factory=list)
+
+
+def note_lines(lines: list[int], messages: Sequence[object], number: int) -> None:
+    """Record `number` as the line of every message a reader added while
+    reading it (and forget lines of messages it took back)."""
+    del lines[len(messages):]
+    lines.extend([number] * (len(messages) - len(lines)))
+
+
+# ─── taint ──────────────────────────────────────────────────────────────────
+
+class TaintPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    """Which recorded tool results taint a conversation, and how.
+
+    `local` tools read or change the person's machine: their results make
+    the conversation private, not untrusted. `shell` tools are local only
+    when everything their command line runs is known to stay on the machine
+    (`shell.command_stays_local`; `shell_trust` is the person's change to
+    that allowlist); any other command is untrusted. `untrusted` tools bring
+    third-party text. Anything in none of the lists is untrusted — which is
+    how every MCP tool is read (`mcp__server__tool` in Claude Code,
+    `server__tool` in Codex) unless a person trusts it by name: fail closed.
+    """
+
+    local: frozenset[str]
+    shell: frozenset[str]
+    untrusted: frozenset[str]
+    #: Tools whose results are the person's own words (an answer to the
+    #: agent's question): neither private nor untrusted.
+    personal: frozenset[str] = frozenset()
+    #: Shell-command allowlist entries the person added (`"make"`, `"git
+    #: fetch"`) and took away, from `--trust-tool 'Bash(make)'`.
+    trusted_commands: frozenset[str] = frozenset()
+    distrusted_commands: frozenset[str] = frozenset()
+
+    def with_overrides(self, *, trust: Iterable[str] = (), distrust: Iterable[str] = ()) -> TaintPolicy:
+        """This policy with some tools moved: `trust` to local, `distrust` to
+        untrusted (a distrusted name wins over a trusted one). A value
+        spelled `TOOL(PROGRAM)` or `TOOL(PROGRAM SUBCOMMAND)` — `Bash(make)`,
+        `shell(git fetch)` — changes the shell-command allowlist instead, for
+        every shell tool."""
+        tools: dict[bool, set[str]] = {True: set(), False: set()}
+        commands: dict[bool, set[str]] = {True: set(), False: set()}
+        for trusted, values in ((True, trust), (False, distrust)):
+            for value in values:
+                entry = _command_entry(value)
+                (tools if entry is None else commands)[trusted].add(value if entry is None else entry)
+        trust_set, distrust_set = frozenset(tools[True]), frozenset(tools[False])
+        return msgspec.structs.replace(
+            self,
+            local=(self.local | trust_set) - distrust_set,
+            shell=self.shell - distrust_set,
+            personal=self.personal - distrust_set,
+            untrusted=(self.untrusted - trust_set) | distrust_set,
+            trusted_commands=(self.trusted_commands | commands[True]) - commands[False],
+            distrusted_commands=(self.distrusted_commands - commands[True]) | commands[False],
+        )
+
+    def taint_of(self, name: str | None, command: str | Sequence[str] | None = None) -> Taint:
+        """What the result of one call to `name` brings into the conversation."""
+        if name in self.untrusted:
+            return Taint(private=True, untrusted=True)
+        if name in self.personal:
+            return Taint()
+        if name in self.local:
+            return Taint(private=True)
+        if name in self.shell:
+            return Taint(private=True, untrusted=command is None or not self._stays_local(command))
+        return Taint(private=True, untrusted=True)
+
+    def person_shell_taint(self, tool: str, text: str) -> Taint | None:
+        """What a shell command the person ran themselves brings in —
+        Claude Code's `!` bash mode (`<bash-input>…`), Codex's `!`
+        (`<user_shell_command>…`): its output goes into the model's context
+        like a tool's, so it is decided like `tool`'s. `None` when `text` is
+        no such record."""
+        stripped = text.lstrip()
+        if not stripped.startswith(("<bash-input>", "<user_shell_command>")):
+            return None
+        found = _PERSON_SHELL.match(stripped)
+        command = None if found is None else (found.group(1) if found.group(1) is not None else found.group(2))
+        return self.taint_of(tool, command)
+
+    def _stays_local(self, command: str | Sequence[str]) -> bool:
+        # The parser loads here, on the first shell result read: never on
+        # the harness endpoint's path.
+        from mecha.core.sessions.shell import ShellTrust, command_stays_local
+
+        trust = ShellTrust(trusted=self.trusted_commands, distrusted=self.distrusted_commands)
+        return command_stays_local(command, trust)
+
+
+#: The command of a person's own shell command, in either agent's record.
+_PERSON_SHELL = re.compile(r"<bash-input>(.*?)</bash-input>|<user_shell_command>\s*<command>\n?(.*?)\n?</command>", re.DOTALL)
+_TOOL_COMMAND = re.compile(r"[\w.\-]+\((.*)\)", re.DOTALL)
+_COMMAND_ENTRY = re.compile(r"[\w.+:\[-]+(?: [\w.+:-]+)?")
+
+
+def _command_entry(value: str) -> str | None:
+    """`Bash(make)` → `"make"`, `shell(git fetch)` → `"git fetch"`; `None`
+    for a tool's name."""
+    match = _TOOL_COMMAND.fullmatch(value.strip())
+    if match is None:
+        return None
+    entry = " ".join(match.group(1).split())
+    if not _COMMAND_ENTRY.fullmatch(entry):
+        raise InvalidInput(f"{value!r}: a shell command to trust is a program, or a program and one subcommand: Bash(make), Bash(git fetch)")
+    return entry
+
+
+class TaintTimeline:
+    """Checkpoints appended as results arrive; taint only ever grows."""
+
+    def __init__(self) -> None:
+        self.current = Taint()
+        self.checkpoints = [TaintCheckpoint(at=0, taint=self.current)]
+
+    def bring(self, at: int, taint: Taint) -> None:
+        merged = Taint(private=self.current.private or taint.private, untrusted=self.current.untrusted or taint.untrusted)
+        if merged == self.current:
+            return
+        self.current = merged
+        if self.checkpoints[-1].at == at:
+            self.checkpoints[-1] = TaintCheckpoint(at=at, taint=merged)
+        else:
+            self.checkpoints.append(TaintCheckpoint(at=at, taint=merged))
+
+
+# ─── reading lines ──────────────────────────────────────────────────────────
+
+#: What a reader reads: a file's bytes, or the file itself (read line by
+#: line, so memory follows the longest line and the transcript, not the file).
+Source = bytes | IO[bytes]
+
+
+def numbered_lines(source: Source) -> Iterator[tuple[int, bytes, bool]]:
+    """`(line number, line, is_last_unterminated)` for each non-blank line.
+    The flag lets a reader forgive a last line an agent is still writing."""
+    if not isinstance(source, bytes | bytearray | memoryview):
+        number = 0
+        for chunk in source:
+            number += 1
+            torn = not chunk.endswith(b"\n")
+            line = chunk if torn else chunk[:-1]
+            if line and not line.isspace():
+                yield number, line, torn
+        return
+    data = bytes(source)
+    number = 0
+    start = 0
+    size = len(data)
+    while start < size:
+        end = data.find(b"\n", start)
+        torn = end < 0
+        if torn:
+            end = size
+        number += 1
+        line = data[start:end]
+        if line and not line.isspace():
+            yield number, line, torn
+        start = end + 1
+
+
+def line_error(path: str, fmt: str, number: int, why: str) -> InvalidInput:
+    return InvalidInput(f"{path}:{number}: reading as {FORMAT_NAMES[fmt]}: {why}")
+
+
+#: How many skipped lines of one file are named one by one; the rest are
+#: counted in one more warning. A file of a million bad lines must not make a
+#: million warnings.
+NAMED_SKIPS = 20
+
+T = TypeVar("T")
+
+#: What decoding a line can raise: not JSON (a bad byte and a lone surrogate
+#: included — msgspec refuses both), JSON of the wrong shape, or nesting
+#: deeper than the decoder follows (msgspec raises `RecursionError` near the
+#: interpreter's recursion limit; one such line once took a whole import down).
+LINE_FAULTS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+
+
+def line_fault(exc: BaseException) -> str:
+    """A decoding failure in words, for the warning that names the line."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to read"
+    return str(exc)
+
+
+#: How deep a tool call's arguments are kept. A line may nest as deep as
+#: the decoder follows (near the interpreter's recursion limit); kept that
+#: deep, the transcript could not be written to the inbox and read back by a
+#: pass with a deeper stack. No real call nests past a few levels.
+MAX_INPUT_DEPTH = 32
+DEEP_PLACEHOLDER = "[nested too deeply to keep]"
+
+
+def bounded(value: object, depth: int = MAX_INPUT_DEPTH) -> object:
+    """`value` with anything nested deeper than `depth` replaced by a
+    placeholder; the same object when nothing is (the common case costs a
+    walk, not a copy)."""
+    if isinstance(value, dict):
+        if depth <= 0:
+            return DEEP_PLACEHOLDER
+        out = {k: bounded(v, depth - 1) for k, v in value.items()}
+        return value if all(out[k] is value[k] for k in value) else out
+    if isinstance(value, list):
+        if depth <= 0:
+            return DEEP_PLACEHOLDER
+        items = [bounded(v, depth - 1) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    return value
+
+
+class LineReader:
+    """What every reader of a line-per-record format shares: a line that is
+    not a record of the format is skipped with a warning naming the file and
+    the line, and counted; a file is refused only when no line of it was a
+    record at all (`finish`). One odd line — a torn write, a bad byte, a
+    field of a shape a newer release writes — costs that line, never the
+    session."""
+
+    def __init__(self, name: str, fmt: str) -> None:
+        self.name = name
+        self.fmt = fmt
+        self.warnings: list[str] = []
+        self.skipped = 0
+        self.seen = 0
+        self._first_fault: tuple[int, str] | None = None
+
+    def decode(self, decoder: msgspec.json.Decoder[T], number: int, raw: bytes | msgspec.Raw, torn: bool = False) -> T | None:
+        """`raw` decoded, counted as a record; `None` (the line skipped) when
+        it is not one."""
+        try:
+            return decoder.decode(raw)
+        except LINE_FAULTS as exc:
+            self.skip(number, line_fault(exc), torn=torn)
+            return None
+
+    def skip(self, number: int, why: str, *, torn: bool = False) -> None:
+        self.skipped += 1
+        if self._first_fault is None:
+            self._first_fault = (number, why)
+        if self.skipped > NAMED_SKIPS:
+            return
+        if torn:
+            self.warnings.append(f"{self.name}:{number}: skipped a last line cut off mid-write")
+        else:
+            self.warnings.append(f"{self.name}:{number}: skipped a line that is not a record of {FORMAT_NAMES[self.fmt]}: {why}")
+
+    def lines(self, source: Source) -> Iterator[tuple[int, bytes, bool]]:
+        """`numbered_lines(source)`, counting them for `finish`."""
+        for item in numbered_lines(source):
+            self.seen += 1
+            yield item
+
+    def finish(self) -> None:
+        """Refuse the file when nothing in it was readable; otherwise say
+        how many skipped lines went unnamed."""
+        if self.seen == self.skipped and self._first_fault is not None:
+            number, why = self._first_fault
+            raise line_error(self.name, self.fmt, number, f"no line of the file is a readable record (the first: {why})")
+        if self.skipped > NAMED_SKIPS:
+            self.warnings.append(f"{self.name}: {self.skipped - NAMED_SKIPS} more line(s) skipped as not records of {FORMAT_NAMES[self.fmt]}")
+
+
+
+# ─── the reader core ────────────────────────────────────────────────────────
+
+class ReaderCore:
+    """The state and the moves of a reader, whichever agent wrote the file.
+
+    A subclass reads one line at a time (`line`) and says what the line
+    meant through the moves here: results go into the open results message
+    (`add_results`), the person's words after a refusal become its reason
+    and after an interrupt ride beside the cut-off results (`fold_words`), a
+    shell command the person ran taints what follows (`person_ran`).
+    `read` runs the line loop and builds the `ReadSession`."""
+
+    def __init__(self, name: str, fmt: str, policy: TaintPolicy) -> None:
+        self.name = name
+        self.lines = LineReader(name, fmt)
+        self.policy = policy
+        self.out: list[Message] = []
+        self.taint = TaintTimeline()
+        #: Every tool call so far, by id: a result is decided by its call.
+        self.calls: dict[str, Block] = {}
+        self.session_id: str | None = None
+        self.project: str | None = None
+        #: A refusal's result, waiting for the person's next words as its reason.
+        self.pending_denial: Block | None = None
+        #: The person interrupted the turn: their next words are a steer.
+        self.interrupted = False
+
+    def line(self, number: int, raw: bytes, torn: bool) -> None:
+        raise NotImplementedError
+
+    def end(self) -> None:
+        """After the last line: whatever the format leaves open."""
+
+    def read(self, data: Source) -> list[int]:
+        """Every line of `data` through `line`; the file line each message
+        began on. Refuses a file with no readable record (`LineReader`)."""
+        lines: list[int] = []
+        number = 0
+        for number, raw, torn in self.lines.lines(data):
+            self.line(number, raw, torn)
+            note_lines(lines, self.out, number)
+        self.lines.finish()
+        self.end()
+        note_lines(lines, self.out, number)
+        return lines
+
+    def base_id(self, path: Path | None) -> str:
+        """The session's id as the file gives it, else the file's name."""
+        return self.session_id or (path.stem if path is not None else "session")
+
+    def session(self, source: str, session_id: str, lines: list[int], *, interactive: bool) -> ReadSession:
+        return ReadSession(
+            source=source,
+            session_id=session_id,
+            messages=self.out,
+            taint_timeline=self.taint.checkpoints,
+            interactive=interactive,
+            project=self.project,
+            warnings=self.lines.warnings,
+            skipped_lines=self.lines.skipped,
+            lines=lines,
+        )
+
+    # ── moves ──
+
+    def results_message(self) -> Message | None:
+        """The last message, when it is the person's side holding results."""
+        if self.out and self.out[-1].role == "user" and self.out[-1].has_tool_results():
+            return self.out[-1]
+        return None
+
+    def say_beside(self, message: Message, words: str) -> None:
+        assert isinstance(message.content, list)
+        message.content.append(Block.text_block(words))
+
+    def add_results(self, blocks: list[Block]) -> Message:
+        """`blocks` into the open results message, or a new one; that message."""
+        message = self.results_message()
+        if message is None:
+            self.out.append(Message.tool_results(blocks))
+            return self.out[-1]
+        assert isinstance(message.content, list)
+        message.content.extend(blocks)
+        return message
+
+    def denied_in_batch(self, batch: Sequence[Block] = ()) -> bool:
+        """Whether this batch of results (the open message's, and `batch`)
+        already holds a denial: only the first refusal carries the reason."""
+        message = self.results_message()
+        earlier = message.blocks() if message is not None else []
+        return any(b.type == "tool_result" and (b.content or "").startswith(DENIAL_PREFIX) for b in [*earlier, *batch])
+
+    def fold_words(self, words: str) -> bool:
+        """The person's words as the reason of a refusal waiting for one, or
+        beside the results of a turn they interrupted; False when they are
+        neither (an ordinary turn of the person's)."""
+        if self.pending_denial is not None:
+            self.pending_denial.content = f"{DENIAL_PREFIX} {words}"
+            self.pending_denial = None
+            self.interrupted = False
+            return True
+        if self.interrupted:
+            self.interrupted = False
+            message = self.results_message()
+            if message is not None:
+                self.say_beside(message, words)
+                return True
+        return False
+
+    def person_ran(self, tool: str, text: str) -> None:
+        """A shell command the person ran themselves (`!`), if `text` is
+        one: its output reaches the model before whatever comes next, so it
+        taints from here as a call of `tool` with that command would."""
+        ran = self.policy.person_shell_taint(tool, text)
+        if ran is not None:
+            self.taint.bring(len(self.out), ran)

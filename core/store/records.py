@@ -1,0 +1,347 @@
+"""The store's ledgers: append-only JSONL files of records, and the id lists.
+
+`reflections.jsonl` (evidence), the mining ledgers (`mined.jsonl`,
+`mined_outbox.jsonl`, `distilled.jsonl`: one id a line), the reflector's
+attempts, `runs.jsonl`, `validations.jsonl` and `imported.jsonl`. Every
+append is one write of whole lines (`files.append_lines`); the one rewrite,
+marking reflections processed, is a temp sibling renamed into place.
+
+Damage stays local: one corrupt line costs that record and is logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import msgspec
+
+from mecha.core.learning.rules import validate_domain
+from mecha.core.store import files as _files
+from mecha.core.store.attempts import Attempt, AttemptState
+from mecha.core.store.codec import ENCODER, decoder
+from mecha.core.store.layout import (
+    ATTEMPTS_FILE,
+    DISTILLED_FILE,
+    IMPORTED_FILE,
+    MINED_FILE,
+    MINED_OUTBOX_FILE,
+    REFLECTIONS_FILE,
+    RUNS_FILE,
+    VALIDATIONS_FILE,
+)
+from mecha.core.store.ledger import LeapRun, ValidationRecord
+
+if TYPE_CHECKING:
+    # Imported where used: an agent run reads its rules block at startup and
+    # needs no reflections.
+    from mecha.core.learning.reflection import Reflexion
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class ImportRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One session file, as one import read it."""
+
+    source: str
+    path: str
+    size: int
+    mtime_ns: int
+    session_id: str
+    #: Keys of the interventions this import queued (see `intervention_key`).
+    keys: list[str] = msgspec.field(default_factory=list)
+    #: The inbox session id the new part was queued under, if any.
+    queued_as: str | None = None
+    imported_at: str = ""
+
+
+class _ReflexionHead(msgspec.Struct):
+    """What a pass filters reflections by, read without the rest of the line.
+    Same names, types and defaults as `Reflexion`'s (origin as its string)."""
+
+    domain: str
+    is_processed: bool = False
+    origin: str = "untrusted"
+    project: str | None = None
+
+
+class _MarkHead(msgspec.Struct):
+    """What marking needs to know of a line before deciding to touch it."""
+
+    id: str
+    is_processed: bool = False
+
+
+def _reflexion_decoder() -> msgspec.json.Decoder[Reflexion]:
+    from mecha.core.learning.reflection import Reflexion
+
+    return decoder(Reflexion)
+
+
+def _mark_lines(data: bytes, wanted: set[str], run_id: str) -> tuple[list[bytes | memoryview], int]:
+    """The reflections file with the `wanted`, unprocessed ones marked, as
+    chunks to write in order, and how many were marked. Blank lines are
+    dropped; every other line not being marked — a corrupt one included — is
+    kept byte for byte, each followed by a newline.
+
+    The file is walked line by line without splitting it into a list, and
+    the chunks are runs of untouched lines as views into `data`, so a large
+    file is neither copied line by line nor joined back together."""
+    view = memoryview(data)
+    chunks: list[bytes | memoryview] = []
+    marked = 0
+    head, full = decoder(_MarkHead), _reflexion_decoder()
+    run: int | None = None  # where the current run of untouched lines starts
+    size = len(data)
+    pos = 0
+    while pos <= size:
+        end = data.find(b"\n", pos)
+        if end == -1:
+            end = size
+        line = data[pos:end].strip()
+        replacement: bytes | None = None
+        if line:
+            try:
+                # The id and flag first; a line that would be marked is then
+                # decoded whole, so only a valid reflection is ever marked.
+                h = head.decode(line)
+                if h.id in wanted and not h.is_processed:
+                    r = full.decode(line)
+                    if r.id in wanted and not r.is_processed:
+                        # Re-encoded from the raw object, not the struct, so
+                        # fields a newer writer added survive the marking.
+                        obj = msgspec.json.decode(line)
+                        obj["is_processed"] = True
+                        obj["leap_run_id"] = run_id
+                        replacement = ENCODER.encode(obj) + b"\n"
+            except msgspec.DecodeError:
+                pass
+        if line and replacement is None:
+            if run is None:
+                run = pos
+        else:
+            if run is not None:
+                chunks.append(view[run:pos])  # through the newline before this line
+                run = None
+            if replacement is not None:
+                chunks.append(replacement)
+                marked += 1
+        pos = end + 1
+    if run is not None:
+        # The last line had no newline after it.
+        chunks.extend((view[run:size], b"\n"))
+    return chunks, marked
+
+
+
+def file_identity(path: Path) -> tuple[int, int, int] | None:
+    """`(inode, size, mtime)` of `path`, `None` when it does not exist: what
+    moves when anything appends to it or renames over it."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+class Records:
+    """The ledgers of the store at `root`."""
+
+    def __init__(self, root: Path):
+        self._root = root
+
+    def read_jsonl(self, name: str, read: msgspec.json.Decoder[T], what: str) -> list[T]:
+        path = self._root / name
+        data = _files.read_bytes(path)
+        if not data:
+            return []
+        out: list[T] = []
+        with _files.gc_paused():
+            for number, line in _files.nonblank_lines(data):
+                try:
+                    out.append(read.decode(line))
+                except msgspec.DecodeError as e:
+                    # One corrupt line costs one record, not the file.
+                    log.warning("skipping corrupt %s at %s line %d: %s", what, path, number, e)
+        return out
+
+    def append_records(self, name: str, records: Iterable[Any]) -> None:
+        lines = [ENCODER.encode(r) for r in records]
+        _files.append_lines(_files.refuse_links(self._root, self._root / name), lines)
+
+    def read_ids(self, name: str) -> set[str]:
+        data = _files.read_bytes(self._root / name)
+        if not data:
+            return set()
+        return {line.strip() for line in data.decode("utf-8", "replace").splitlines() if line.strip()}
+
+    def append_id(self, name: str, record_id: str) -> None:
+        from mecha.core.identity import validate_record_id
+
+        validate_record_id(record_id, "id")
+        _files.append_lines(_files.refuse_links(self._root, self._root / name), [record_id.encode("utf-8")])
+
+    def append_reflexion(self, r: Reflexion) -> None:
+        self.append_reflexions([r])
+
+    def append_reflexions(self, rs: Iterable[Reflexion]) -> None:
+        """Append reflections in one write. Each one's domain is checked first:
+        a later pass builds a rules path from it."""
+        rs = list(rs)
+        for r in rs:
+            validate_domain(r.domain)
+        self.append_records(REFLECTIONS_FILE, rs)
+
+    def reflexions(self) -> list[Reflexion]:
+        """Every readable reflection, in file order."""
+        return self.read_jsonl(REFLECTIONS_FILE, _reflexion_decoder(), "reflection")
+
+    def learnable_unprocessed(self, domain: str) -> list[Reflexion]:
+        """A domain's learnable, unprocessed reflections, in file order: what
+        `[r for r in reflexions() if r.domain == domain and not
+        r.is_processed and r.learnable()]` returns, without building every
+        other record. Each line's domain, flag and origin are read first;
+        only the lines that pass are decoded whole (and so validated whole,
+        as before). A corrupt line that the filter rules out costs nothing
+        and is not reported here."""
+        path = self._root / REFLECTIONS_FILE
+        data = _files.read_bytes(path)
+        if not data:
+            return []
+        head, full = decoder(_ReflexionHead), _reflexion_decoder()
+        out: list[Reflexion] = []
+        with _files.gc_paused():
+            for number, line in _files.nonblank_lines(data):
+                try:
+                    h = head.decode(line)
+                    if h.domain != domain or h.is_processed or h.origin != "clean":
+                        continue
+                    r = full.decode(line)
+                except msgspec.DecodeError as e:
+                    log.warning("skipping corrupt reflection at %s line %d: %s", path, number, e)
+                    continue
+                if r.learnable():
+                    out.append(r)
+        return out
+
+    def mark_reflexions_processed(self, ids: Iterable[str], run_id: str) -> int:
+        """Mark the named, not yet processed reflections as consumed by
+        `run_id`; returns how many changed.
+
+        The file is rewritten through a temp sibling and rename, so a crash
+        loses the marking, never a reflection. Only the changed lines are
+        re-encoded, and from their raw JSON, so fields this version does not
+        know survive; every other line — including one that does not parse —
+        is kept byte for byte. Callers hold the writer lock; as a second
+        guard, if the file changes between the read and the rename (an
+        append that did not take the lock), the marking is redone on the new
+        contents rather than overwriting it.
+        """
+        path = self._root / REFLECTIONS_FILE
+        for _attempt in range(5):
+            marked = self.marked_reflexions(ids, run_id)
+            if marked is None:
+                return 0
+            chunks, count, before = marked
+            if file_identity(path) != before:
+                continue
+            _files.write_atomic(path, chunks)
+            return count
+        raise RuntimeError(f"{path} kept changing while it was being marked; is a writer running without the lock?")
+
+    def marked_reflexions(
+        self, ids: Iterable[str], run_id: str
+    ) -> tuple[list[bytes | memoryview], int, tuple[int, int, int]] | None:
+        """The reflections file with the named, unprocessed ones marked as
+        consumed by `run_id` — as chunks to write in order — how many that
+        marks, and the identity (`file_identity`) of the file it was read
+        from; `None` when it would mark nothing. Writes nothing."""
+        wanted = set(ids)
+        path = self._root / REFLECTIONS_FILE
+        if not wanted:
+            return None
+        _files.refuse_links(self._root, path)
+        try:
+            with open(path, "rb") as f:
+                st = os.fstat(f.fileno())
+                data = f.read()
+        except FileNotFoundError:
+            return None
+        with _files.gc_paused():
+            chunks, marked = _mark_lines(data, wanted, run_id)
+        if marked == 0:
+            return None
+        return chunks, marked, (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    # ── mining ledgers ──
+
+    def mined_sessions(self) -> set[str]:
+        """Sessions already mined, so a reflect pass never re-reads one."""
+        return self.read_ids(MINED_FILE)
+
+    def mark_mined(self, session_id: str) -> None:
+        self.append_id(MINED_FILE, session_id)
+
+    def mined_outbox(self) -> set[str]:
+        """Outbox items already mined for writing reflections. A separate
+        ledger from sessions: an id in one never satisfies the other."""
+        return self.read_ids(MINED_OUTBOX_FILE)
+
+    def mark_outbox_mined(self, item_id: str) -> None:
+        self.append_id(MINED_OUTBOX_FILE, item_id)
+
+    def distilled_sessions(self) -> set[str]:
+        """Sessions already distilled to the knowledge graph — its own ledger,
+        so marking a session mined never makes it look distilled."""
+        return self.read_ids(DISTILLED_FILE)
+
+    def mark_distilled(self, session_id: str) -> None:
+        self.append_id(DISTILLED_FILE, session_id)
+
+    def attempt_states(self, keys: Iterable[str] | None = None) -> dict[str, AttemptState]:
+        """What the reflector has answered so far for each intervention key
+        (all keys on file when `keys` is `None`): folded from the attempts
+        ledger, oldest line first, so a `retry` line resets what came
+        before it."""
+        wanted = None if keys is None else set(keys)
+        states: dict[str, AttemptState] = {}
+        if wanted is not None and not wanted:
+            return states
+        for rec in self.read_jsonl(ATTEMPTS_FILE, decoder(Attempt), "reflector attempt"):
+            if wanted is not None and rec.key not in wanted:
+                continue
+            state = states.setdefault(rec.key, AttemptState())
+            state.apply(rec)
+        return states
+
+    def record_attempts(self, records: Iterable[Attempt]) -> None:
+        """Append reflector answers to the attempts ledger. Caller holds the lock."""
+        self.append_records(ATTEMPTS_FILE, records)
+
+    def append_run(self, run: LeapRun) -> None:
+        self.append_records(RUNS_FILE, [run])
+
+    def runs(self) -> list[LeapRun]:
+        return self.read_jsonl(RUNS_FILE, decoder(LeapRun), "run record")
+
+    def append_validation(self, rec: ValidationRecord) -> None:
+        validate_domain(rec.domain)
+        self.append_records(VALIDATIONS_FILE, [rec])
+
+    def validations(self) -> list[ValidationRecord]:
+        return self.read_jsonl(VALIDATIONS_FILE, decoder(ValidationRecord), "validation record")
+
+    # ── sessions imported from other agents ──
+
+    def append_imports(self, records: Iterable[ImportRecord]) -> None:
+        """Record what an import queued. Caller holds the lock."""
+        self.append_records(IMPORTED_FILE, records)
+
+    def imports(self) -> list[ImportRecord]:
+        """Every import record, oldest first."""
+        return self.read_jsonl(IMPORTED_FILE, decoder(ImportRecord), "import record")

@@ -1,0 +1,181 @@
+"""A full disk, for real: the store on a small tmpfs filled to a few KiB free.
+
+An accept is one change as far as the rules block can see: at every level
+of free room tried, it either lands whole (rules, status, marks and the
+history commit) or fails with the named `StoreFull` and leaves the rules as
+they were — or, once decided, says it is kept and is finished by the next
+writer. A reject then never leaves a rejected proposal's rules in the
+block, and no method answers an internal error while the disk is full.
+
+How it runs: the test mounts a tmpfs (`mount -t tmpfs -o size=…`), which
+needs root or CAP_SYS_ADMIN — as in CI and the development container. Where
+mounting is not allowed the test fails, saying so, rather than skipping: a
+full disk is not something an unprivileged stand-in (`RLIMIT_FSIZE`, a
+fake `os.write`) shows faithfully, since git and the kernel decide where
+the room runs out. Run it as root, or in a container with that capability.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mecha.core.store.learning_store import LearningStore
+from mecha.protocol import errors as codes
+from tests.wire.client import Sidecar, SpawnSidecar
+from tests.wire.conftest import spawn_sidecar  # noqa: F401 - the fixture
+from tests.wire.helpers import assistant_text, open_store, proposal, reflexion, rule, steered
+
+PID = "20261201T000000-full0001"
+NEW = [rule("Ask before deleting files", "r-new")]
+LEVELS_KIB = (4, 8, 16, 32)
+CLEAN_TIMELINE = [{"at": 0, "taint": {"private": False, "untrusted": False}}]
+
+
+class SmallDisk:
+    """A tmpfs of its own, filled to `fill(kib)` free by one filler file."""
+
+    def __init__(self, mount: Path):
+        self.mount = mount
+        self.filler = mount / "filler"
+
+    def fill(self, free_kib: int) -> int:
+        """Leave about `free_kib` KiB free; the free KiB measured."""
+        with open(self.filler, "ab") as f:
+            try:
+                while True:
+                    f.write(b"\0" * 65536)
+                    f.flush()
+            except OSError:
+                pass
+        size = self.filler.stat().st_size
+        os.truncate(self.filler, max(0, size - size % 4096 - free_kib * 1024))
+        st = os.statvfs(self.mount)
+        return st.f_bavail * st.f_frsize // 1024
+
+    def free(self) -> None:
+        self.filler.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[SmallDisk]:
+    mount = tmp_path / "fs"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", str(mount)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.fail(
+            "this test needs a real full filesystem and mounts a tmpfs for it, which needs root or "
+            f"CAP_SYS_ADMIN; mount said: {done.stderr.strip() or done.returncode}"
+        )
+    try:
+        yield SmallDisk(mount)
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False).stdout
+
+
+def a_store_with_a_proposal(root: Path) -> LearningStore:
+    store = open_store(root)
+    ids = [f"r{i}" for i in range(12)]
+    store.append_reflexions([reflexion(i) for i in ids])
+    store.write_proposal(proposal(PID, rules=NEW, reflexion_ids=ids))
+    store.commit("a proposal")
+    return store
+
+
+def ask(sc: Sidecar, method: str, params: dict) -> dict:
+    """The whole reply, a result or an error."""
+    reply: dict = sc.response(sc.request(method, params))
+    return reply
+
+
+def assert_named_full(err: dict) -> None:
+    assert err["code"] == codes.INVALID_STORE, err
+    assert err["data"]["name"] == "StoreFull", err
+    assert "is full" in err["message"] and err["data"]["path"], err
+
+
+def assert_one_change(store: LearningStore, where: str) -> None:
+    """What the block shows agrees with what the proposal says."""
+    status = store.proposal(PID).status.value
+    learned = store.learned_rules("behavior")
+    if status == "accepted":
+        assert learned == NEW, f"{where}: accepted, yet the block holds {learned}"
+        return
+    assert status in ("pending", "rejected"), f"{where}: {status}"
+    assert learned == [], f"{where}: {status}, yet its rules are live"
+    if status == "pending":
+        assert all(not r.is_processed for r in store.reflexions()), f"{where}: marked without a resolution"
+
+
+@pytest.mark.parametrize("free_kib", LEVELS_KIB)
+def test_an_accept_on_a_full_disk_is_whole_or_a_named_error_and_finishes_once_there_is_room(
+    small_disk: SmallDisk, spawn_sidecar: SpawnSidecar, free_kib: int  # noqa: F811
+) -> None:
+    # Pins: at 4 KiB free the rules written and then a traceback, the
+    # proposal still pending (a reject then left its rules in the block);
+    # at 8-32 KiB an accept that "succeeded" with no commit.
+    root = small_disk.mount / "learning"
+    store = a_store_with_a_proposal(root)
+    sc: Sidecar = spawn_sidecar(learning_dir=root, options={"learningDir": str(root)})
+    measured = small_disk.fill(free_kib)
+    assert measured <= free_kib + 4, measured
+    reply = ask(sc, "mecha/acceptProposal", {"id": PID})
+    where = f"{free_kib} KiB free"
+    if "error" in reply:
+        assert_named_full(reply["error"])
+        assert_one_change(store, where)
+        rejected = ask(sc, "mecha/rejectProposal", {"id": PID, "reason": "no room"})
+        if "error" in rejected:
+            assert rejected["error"]["code"] in (codes.INVALID_STORE, codes.NOT_PENDING), rejected
+            if rejected["error"]["code"] == codes.INVALID_STORE:
+                assert_named_full(rejected["error"])
+        assert_one_change(store, where + ", after a reject")
+    else:
+        assert reply["result"]["proposal"]["status"] == "accepted"
+        assert git(root, "log", "-1", "--format=%s").startswith(f"accept proposal {PID}"), where
+    ended = ask(
+        sc,
+        "mecha/sessionEnded",
+        {"session_id": "s-full", "messages": [*steered(), assistant_text("ok")], "taint_timeline": CLEAN_TIMELINE},
+    )
+    if "error" in ended:
+        assert_named_full(ended["error"])
+
+    small_disk.free()
+    with LearningStore(root).lock():
+        pass  # the next writer finishes what was kept
+    assert_one_change(store, where + ", once there was room")
+    status = store.proposal(PID).status.value
+    if status == "pending":
+        assert sc.call("mecha/acceptProposal", {"id": PID})["proposal"]["status"] == "accepted"
+    elif status == "rejected":
+        assert store.learned_rules("behavior") == []
+    if store.proposal(PID).status.value == "accepted":
+        assert store.learned_rules("behavior") == NEW
+        assert all(r.is_processed for r in store.reflexions())
+        assert f"accept proposal {PID}" in git(root, "log", "--format=%s"), where
+    assert git(root, "status", "--porcelain") == "", git(root, "status", "--porcelain") + sc.stderr[-3000:]
+    assert not (root / "journal" / "intent.json").exists()
+    assert sc.call("mecha/sessionEnded", {"session_id": "s-room", "messages": [*steered()], "taint_timeline": CLEAN_TIMELINE})
+
+
+def test_a_full_store_is_named_on_the_wire_under_the_invalid_store_code() -> None:
+    # Pins: a full disk answered as a bare InvalidStore (or -32603), which a
+    # client cannot tell from a store it may never write.
+    from mecha.core.errors import InvalidStore, StoreFull
+    from mecha.core.store.files import store_full
+
+    full = codes.rpc_error_from(store_full("/s/reflections.jsonl", kept="nothing was changed"))
+    assert (full.code, full.data) == (codes.INVALID_STORE, {"name": "StoreFull", "path": "/s/reflections.jsonl"})
+    assert "is full" in full.message and "nothing was changed" in full.message
+    plain = codes.rpc_error_from(InvalidStore("x", path="/s/a"))
+    assert plain.data == {"name": "InvalidStore", "path": "/s/a"}
+    assert isinstance(store_full("/s"), StoreFull)

@@ -1,0 +1,218 @@
+"""The shape of the code: no module imports, directly or through others, a
+module that imports it back — an import inside a function included, since it
+closes the cycle as surely on the path that runs it. Imports under
+`if TYPE_CHECKING:` do not count: they never run."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LAYERS = {"core": "mecha.core", "protocol": "mecha.protocol", "sidecar": "mecha.sidecar"}
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str
+    target: str
+    where: str
+    deferred: bool
+
+    def __str__(self) -> str:
+        how = "inside a function" if self.deferred else "at the top"
+        return f"{self.source} -> {self.target} ({self.where}, {how})"
+
+
+def _modules(root: Path, layers: dict[str, str]) -> dict[str, Path]:
+    """Dotted name -> file, for every module of the layers under `root`."""
+    out = {}
+    for folder, dotted in layers.items():
+        for path in sorted((root / folder).rglob("*.py")):
+            parts = list(path.relative_to(root / folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join([dotted, *parts])] = path
+    return out
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(tree: ast.Module) -> list[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import statement that can run, with whether it sits inside a
+    function; the body of `if TYPE_CHECKING:` is skipped (its `else` is not)."""
+    found: list[tuple[ast.Import | ast.ImportFrom, bool]] = []
+
+    def visit(node: ast.AST, deferred: bool) -> None:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append((node, deferred))
+            return
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.orelse:
+                visit(child, deferred)
+            return
+        inner = deferred or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        for child in ast.iter_child_nodes(node):
+            visit(child, inner)
+
+    visit(tree, False)
+    return found
+
+
+def _resolve(name: str, modules: dict[str, Path]) -> str | None:
+    """The longest known module `name` is or lies inside."""
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _targets(node: ast.Import | ast.ImportFrom, here: str, is_package: bool, modules: dict[str, Path]) -> set[str]:
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    else:
+        base = node.module or ""
+        if node.level:
+            package = here if is_package else here.rpartition(".")[0]
+            for _ in range(node.level - 1):
+                package = package.rpartition(".")[0]
+            base = f"{package}.{base}" if base else package
+        # `from package import name`: the name is a submodule or a name in
+        # the package; either way the import runs what it resolves to.
+        names = [f"{base}.{alias.name}" for alias in node.names] or [base]
+    out = set()
+    for name in names:
+        if not name.startswith("mecha."):
+            continue
+        target = _resolve(name, modules)
+        if target is not None:
+            out.add(target)
+    return out
+
+
+def import_graph(root: Path, layers: dict[str, str]) -> dict[str, list[Edge]]:
+    modules = _modules(root, layers)
+    graph: dict[str, list[Edge]] = {name: [] for name in modules}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node, deferred in _imports(tree):
+            for target in _targets(node, name, path.name == "__init__.py", modules):
+                if target != name:
+                    where = f"{path.relative_to(root)}:{node.lineno}"
+                    graph[name].append(Edge(name, target, where, deferred))
+    return graph
+
+
+def strongly_connected(graph: dict[str, list[Edge]]) -> list[list[str]]:
+    """Tarjan's components with more than one module, iteratively."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    counter = 0
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(graph[start]))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            for edge in edges:
+                nxt = edge.target
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(graph[nxt])))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        out.append(sorted(component))
+    return out
+
+
+def _a_cycle(graph: dict[str, list[Edge]], component: list[str]) -> list[Edge]:
+    """One concrete loop through the component's first module, as edges."""
+    members = set(component)
+    start = component[0]
+    came: dict[str, Edge] = {}
+    frontier = [start]
+    while frontier:
+        nxt_frontier = []
+        for node in frontier:
+            for edge in graph[node]:
+                if edge.target not in members:
+                    continue
+                if edge.target == start:
+                    path = [edge]
+                    while path[0].source != start:
+                        path.insert(0, came[path[0].source])
+                    return path
+                if edge.target not in came:
+                    came[edge.target] = edge
+                    nxt_frontier.append(edge.target)
+        frontier = nxt_frontier
+    raise AssertionError(f"no loop through {start}")
+
+
+def cycles_report(root: Path, layers: dict[str, str]) -> list[str]:
+    graph = import_graph(root, layers)
+    report = []
+    for component in strongly_connected(graph):
+        loop = "\n    ".join(str(edge) for edge in _a_cycle(graph, component))
+        report.append(f"{', '.join(component)}:\n    {loop}")
+    return report
+
+
+def test_no_module_imports_itself_back_through_any_path():
+    # Pins: a cycle closed by an import inside a function (the foreign
+    # reader and the readers it picks between, the request context and the
+    # job control, the first stage and the server), which keeps working
+    # until the day someone moves that import to the top.
+    report = cycles_report(ROOT, LAYERS)
+    assert not report, "import cycles (break each by moving the shared part down a layer):\n" + "\n".join(report)
+
+
+def test_the_cycle_guard_sees_deferred_imports_and_skips_type_checking(tmp_path: Path):
+    # Pins: a guard that only reads top-level imports, or that counts an
+    # import which never runs.
+    pkg = tmp_path / "core"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from mecha.core.sub import b\n")
+    (pkg / "sub" / "b.py").write_text("def f():\n    from ..a import thing\n    return thing\n")
+    (pkg / "c.py").write_text("import mecha.core.a\n")
+    (pkg / "d.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from mecha.core.c import x\n"
+    )
+    (pkg / "e.py").write_text("import mecha.core.d\nimport os\n")
+    found = cycles_report(tmp_path, {"core": "mecha.core"})
+    assert len(found) == 1, found
+    assert found[0].startswith("mecha.core.a, mecha.core.sub.b:"), found
+    assert "core/sub/b.py:2, inside a function" in found[0], found
+    (pkg / "d.py").write_text("import mecha.core.e\n")
+    found = cycles_report(tmp_path, {"core": "mecha.core"})
+    assert len(found) == 2 and found[1].startswith("mecha.core.d, mecha.core.e:"), found
