@@ -213,6 +213,9 @@ def test_the_local_server_serves_the_model_under_its_alias_and_goes_when_stopped
             listed = json.load(r)
         assert [m["id"] for m in listed["data"]] == [MODEL_ID]
         assert pid in _demo_llamas()
+        # Its OpenMP threads sleep while they wait (spinning, they starved a
+        # loaded machine's cores: a twentieth of the speed).
+        assert b"OMP_WAIT_POLICY=PASSIVE" in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     finally:
         server.stop()
     assert pid not in _demo_llamas()
