@@ -33,7 +33,7 @@ verbs:
                       queue the new interventions in Claude Code / Codex CLI sessions, start a reflect pass
   export claude|agents [FILE]
                       write the rules block into CLAUDE.md / AGENTS.md (a managed section)
-  proposals [list|show ID|accept ID|reject ID]
+  proposals [list|show ID|accept ID [--global]|reject ID]
   learn DOMAIN        start a consolidation pass per scope (proposes, never applies)
   reflect --sessions DIR
                       reflect every transcript file in DIR
@@ -115,6 +115,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--status")
     s.add_argument("--domain")
     s.add_argument("--reason")
+    s.add_argument("--global", dest="as_global", action="store_true",
+                   help="accept: send a project's proposal's new rules to the global rules, for every repository")
 
     s = sub.add_parser("learn", help="start a consolidation pass for a domain")
     s.add_argument("domain")
@@ -408,8 +410,8 @@ def _proposals(ctx: Any, args: argparse.Namespace) -> int:
         _emit(args, result, humane.proposal_with_diff)
         return 0
     if args.action == "accept":
-        result = call(ctx, "mecha/acceptProposal", {"id": args.id})
-        _emit(args, result, lambda r: "accepted " + humane.proposal_line(r["proposal"]))
+        result = call(ctx, "mecha/acceptProposal", {"id": args.id, "as_global": args.as_global})
+        _emit(args, result, humane.accepted)
         for export in result.get("exports", []):
             if export.get("error"):
                 print(f"mecha-sidecar: warning: the accept stands, but the export failed: {export['error']}", file=sys.stderr)
@@ -427,13 +429,9 @@ def _mining_context(ctx: Any, args: argparse.Namespace, *profiles: str) -> Any:
 
 
 def _policy(args: argparse.Namespace, source: str) -> Any:
-    from mecha.core.sessions.claude_code import CLAUDE_POLICY
-    from mecha.core.sessions.codex_cli import CODEX_POLICY
+    from mecha.core.sessions.foreign import policy_with
 
-    base = CODEX_POLICY if source == "codex" else CLAUDE_POLICY
-    if not args.trust_tool and not args.distrust_tool:
-        return None
-    return base.with_overrides(trust=args.trust_tool, distrust=args.distrust_tool)
+    return policy_with(source, args.trust_tool, args.distrust_tool)
 
 
 def _mine(ctx: Any, args: argparse.Namespace) -> int:
@@ -469,45 +467,30 @@ def _mine(ctx: Any, args: argparse.Namespace) -> int:
 
 
 def _import(ctx: Any, args: argparse.Namespace) -> int:
-    from mecha.core.agents.importing import DEFAULT_DIRS, find_session_files, import_sessions, parse_since
-
     from . import humane
+    from .handlers import call
 
-    ctx = _mining_context(ctx, args, args.source)
-    root = args.dir if args.dir is not None else DEFAULT_DIRS[args.source].expanduser()
-    since = parse_since(args.since) if args.since else None
-    if not root.exists():
-        find_session_files(root, args.source)  # says so, before a store is made
-    report = import_sessions(
-        ctx.store(),
-        args.source,
-        root,
-        voices=ctx.voices,
-        policy=_policy(args, args.source),
-        since=since,
-        project=args.project,
-        dry_run=args.dry_run,
-    )
-    for line in report.skipped:
+    params = {
+        "source": args.source, "dir": None if args.dir is None else str(args.dir), "dry_run": args.dry_run,
+        "since": args.since, "project": args.project, "voices": args.voices,
+        "trust_tools": args.trust_tool, "distrust_tools": args.distrust_tool,
+    }
+    result = call(ctx, "mecha/importSessions", params)
+    for line in result["skipped"]:
         print(f"mecha-sidecar: warning: skipped {line}", file=sys.stderr)
-    for line in report.warnings:
+    for line in result["warnings"]:
         print(f"mecha-sidecar: warning: {line}", file=sys.stderr)
-    summary = humane.import_builtins(report)
-    return _reflect_what_was_queued(ctx, args, summary, humane.import_summary, bool(report.queued) and not args.dry_run)
+    return _report_queued(ctx, args, result, humane.import_summary)
 
 
 def _export(ctx: Any, args: argparse.Namespace) -> int:
-    from mecha.core.agents.export import DEFAULT_TARGETS, export_block
-
     from .handlers import call
 
-    path = args.file if args.file is not None else DEFAULT_TARGETS[args.target].expanduser()
-    block = call(ctx, "mecha/rulesPromptBlock", {})["block"]
-    outcome = export_block(path, block, check=args.check)
-    result = {"path": str(path), "changed": outcome.changed, "up_to_date": not outcome.changed, "check": args.check}
+    params = {"target": args.target, "path": None if args.file is None else str(args.file), "check": args.check}
+    result = call(ctx, "mecha/exportRules", params)
     if args.check:
         _emit(args, result, lambda r: f"{r['path']}: {'up to date' if r['up_to_date'] else 'out of date (run export without --check)'}")
-        return 1 if outcome.changed else 0
+        return 1 if result["changed"] else 0
     _emit(args, result, lambda r: f"{r['path']}: {'rules section written' if r['changed'] else 'already up to date'}")
     return 0
 
@@ -614,24 +597,30 @@ def _reflect(ctx: Any, args: argparse.Namespace) -> int:
 def _reflect_what_was_queued(
     ctx: Any, args: argparse.Namespace, summary: dict[str, Any], render: Callable[[dict[str, Any]], str], start: bool
 ) -> int:
-    """After a verb queued sessions (`import`, `reflect --sessions`): when
-    it queued any — or work an earlier pass left pending waits in the inbox,
-    as `mecha/sessionEnded` does — one reflect pass over the inbox, reported
-    as the verb's summary plus the job (waited on unless `--no-wait`); else
-    the summary. Never for a dry run."""
+    """After `reflect --sessions` queued sessions: when it queued any — or
+    work an earlier pass left pending waits in the inbox, as
+    `mecha/sessionEnded` does — one reflect pass over the inbox."""
     from . import humane
     from .handlers import start_job
 
-    if not start and not getattr(args, "dry_run", False):
+    if not start:
         # Nothing new queued, but what an earlier pass left pending (answers
         # that were unusable) is asked again: the retry a pass's outcome names.
         from mecha.core.store.inbox import count_waiting
 
         start = count_waiting(ctx.store()) > 0
-    if not start:
+    if start:
+        summary["job"] = humane.builtins(start_job(ctx, "reflect"))
+    return _report_queued(ctx, args, summary, render)
+
+
+def _report_queued(ctx: Any, args: argparse.Namespace, summary: dict[str, Any], render: Callable[[dict[str, Any]], str]) -> int:
+    """A verb's summary of what it queued (`import`, `reflect --sessions`),
+    and the reflect pass it started, if it did (waited on unless
+    `--no-wait`)."""
+    if summary["job"] is None:
         _emit(args, summary, render)
         return 0
-    summary["job"] = humane.builtins(start_job(ctx, "reflect"))
     if not args.json:
         sys.stdout.write(render(summary) + "\n")
     return _finish_job(ctx, args, summary["job"], args.no_wait, quiet_start=True, extra=summary)

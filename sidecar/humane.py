@@ -48,10 +48,35 @@ def _one_line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def proposal_scope(p: dict[str, Any]) -> str:
+    """Which rules a proposal is for, in words: `global`, `project <root>`,
+    a promotion's projects, a project's proposal a person accepted as global."""
+    if p.get("promoted_from"):
+        return f"global (promotion: live in {len(p['promoted_from'])} projects)"
+    if p.get("project") is None:
+        return "global"
+    return f"project {p['project']}" + (", accepted as global" if p.get("accepted_as_global") else "")
+
+
 def proposal_line(p: dict[str, Any]) -> str:
     before = sum(1 for r in p["rules_before"] if r.get("enabled", True) and not r.get("retired_at"))
     after = sum(1 for r in p["rules"] if r.get("enabled", True) and not r.get("retired_at"))
-    return f"{p['id']}  {p['status']:<16} {p['domain']:<10} {before} -> {after} active rules  {p['created_at']}"
+    return (
+        f"{p['id']}  {p['status']:<16} {p['domain']:<10} {before} -> {after} active rules  {p['created_at']}  "
+        + proposal_scope(p)
+    )
+
+
+def accepted(r: dict[str, Any]) -> str:
+    """An accept's result: the proposal, then each promotion it filed."""
+    lines = ["accepted " + proposal_line(r["proposal"])]
+    for q in r.get("promotions") or []:
+        lesson = "; ".join(x["text"] for x in q["rules"][len(q["rules_before"]):])
+        lines.append(
+            f"filed promotion {q['id']}: {_one_line(lesson, 80)!r} is live in {len(q['promoted_from'])} projects; "
+            f"`mecha-sidecar proposals accept {q['id']}` makes it global"
+        )
+    return "\n".join(lines)
 
 
 def proposals(r: dict[str, Any]) -> str:
@@ -62,7 +87,8 @@ def proposals(r: dict[str, Any]) -> str:
 
 def proposal_with_diff(r: dict[str, Any]) -> str:
     p = r["proposal"]
-    lines = [proposal_line(p)]
+    lines = [proposal_line(p), f"scope: {proposal_scope(p)}"]
+    lines.extend(f"  from project {where}" for where in p.get("promoted_from") or [])
     if p.get("evidence"):
         lines.append(f"evidence: {p['evidence']}")
     if p.get("reason"):
@@ -73,7 +99,8 @@ def proposal_with_diff(r: dict[str, Any]) -> str:
     if changes:
         lines += ["", "why each change:"]
         for c in changes:
-            lines.append(f"  {c['change']}: {c['text']}")
+            where = c.get("scope") or "global"
+            lines.append(f"  {c['change']} ({where if where == 'global' else 'project ' + where}): {c['text']}")
             lines.extend(f"    replaces: {old}" for old in c.get("replaces", []))
             if c["change"] == "removed":
                 if c.get("absorbed_by"):
@@ -196,36 +223,6 @@ def reflect_summary(s: dict[str, Any]) -> str:
     if s["no_interventions"]:
         parts.append(f"{len(s['no_interventions'])} with no interventions")
     return "; ".join(parts)
-
-
-def import_builtins(report: Any) -> dict[str, Any]:
-    """An import report as plain builtins: per session, what was found and
-    what is (or would be) queued, counted per `trigger/origin`."""
-    sessions = [
-        {
-            "path": plan.path,
-            "session_id": plan.session_id,
-            "project": plan.project,
-            "found": plan.found,
-            "new": len(plan.fresh),
-            "counts": plan.counts(),
-            "held": plan.held,
-            "skipped_lines": plan.skipped_lines,
-        }
-        for plan in report.sessions
-    ]
-    return {
-        "source": report.source,
-        "root": report.root,
-        "sessions": sessions,
-        "unchanged": report.unchanged,
-        "filtered": report.filtered,
-        "skipped": list(report.skipped),
-        "skipped_lines": report.skipped_lines,
-        "queued": list(report.queued),
-        "dry_run": report.dry_run,
-        "job": None,
-    }
 
 
 def import_summary(s: dict[str, Any]) -> str:

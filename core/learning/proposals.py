@@ -18,12 +18,13 @@ import difflib
 
 import msgspec
 
-from mecha.core.errors import InvalidInput, NotFound, NotPending, Stale
+from mecha.core.errors import InvalidInput, NotFound, NotPending
 from mecha.core.identity import mint_proposal_id, mint_run_id, now
-from mecha.core.learning.rules import active_count, validate_domain
+from mecha.core.learning import promotion
+from mecha.core.learning.rules import Rule, active_count, validate_domain
 from mecha.core.learning.scope import scope_label
-from mecha.core.learning.sources import RuleChange, RuleSources, find_rule_sources, proposal_changes
-from mecha.core.store.layout import LEARNED_KIND
+from mecha.core.learning.sources import ADDED, RuleChange, RuleSources, find_rule_sources, proposal_changes
+from mecha.core.store.layout import GLOBAL_SCOPE, LEARNED_KIND
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 from mecha.core.store.ledger import rule_tallies_by_model
 
@@ -58,45 +59,76 @@ def _require_pending(p: Proposal) -> None:
         )
 
 
-def accept_proposal(store: LearningStore, proposal_id: str) -> Proposal:
+class Accepted(msgspec.Struct, frozen=True):
+    """What an accept did: the proposal as accepted, and the promotion
+    proposals it filed (`promotion.file_promotions`)."""
+
+    proposal: Proposal
+    promotions: list[Proposal] = msgspec.field(default_factory=list)
+
+
+def accept_proposal(store: LearningStore, proposal_id: str, *, as_global: bool = False) -> Proposal:
+    """`accept`, for a caller that needs only the accepted proposal."""
+    return accept(store, proposal_id, as_global=as_global).proposal
+
+
+def accept(store: LearningStore, proposal_id: str, *, as_global: bool = False) -> Accepted:
     """Write the proposal's rules as the learned rules of its domain in its
     scope (the global file, or its project's), mark its reflections
-    processed, record it accepted, and commit.
+    processed, record it accepted, and commit; then file a promotion
+    proposal for every lesson now live in two or more projects.
+
+    With `as_global`, a project's proposal sends the rules it adds to the
+    global file instead and the rest of it (rewrites, retirements) to the
+    project's (`promotion.apply_as_global`); a promotion proposal moves its
+    lesson from its projects' files into the global one
+    (`promotion.apply_promotion`).
 
     Refuses with `Stale` when the live learned rules no longer equal the set
-    the proposal was made against, and with `NotPending` when it was already
-    resolved.
+    the proposal was made against, with `NotPending` when it was already
+    resolved, and with `InvalidInput` for `as_global` on a proposal that is
+    global already or adds no rule.
     """
     with store.lock():
         p = store.proposal(proposal_id)
         _require_pending(p)
-        # Every file this accept writes is checked before any is: a link
-        # planted where one stands is refused with nothing changed.
-        store.refuse_links(
-            store.rules_path(p.domain, LEARNED_KIND, p.project), store.reflections_path, store.proposal_path(p.id)
-        )
-        live = store.learned_rules(p.domain, p.project)
-        # Live rules equal to the proposal's own are an accept that a crash
-        # cut short after writing them: finish it rather than call it stale.
-        if live != p.rules_before and live != p.rules:
-            raise Stale(
-                f"proposal {p.id} was made against the learned {p.domain} rules ({scope_label(p.project)}) as they "
-                f"stood on {p.created_at}, and they have changed since (an accept, a retirement or a hand edit); "
-                "reject it and run a new learn pass to get a proposal against the current rules"
-            )
-        p = msgspec.structs.replace(p, status=ProposalStatus.ACCEPTED, resolved_at=now())
+        if as_global:
+            writes = promotion.apply_as_global(store, p)
+        elif p.promoted_from:
+            p, writes = promotion.apply_promotion(store, p)
+        else:
+            writes = _apply_in_scope(store, p)
+        p = msgspec.structs.replace(p, status=ProposalStatus.ACCEPTED, resolved_at=now(), accepted_as_global=as_global)
         before, after = active_count(p.rules_before), active_count(p.rules)
+        where = "global, as a person chose" if as_global else scope_label(p.project)
         # One change: the rules, the marks and the status land together.
         store.resolve_proposal(
             p,
-            learned=[(p.domain, p.project, p.rules)] if live != p.rules else [],
+            learned=writes,
             processed=p.reflexion_ids,
             run_id=mint_run_id(),
-            message=f"accept proposal {p.id}: {p.domain} learned rules ({scope_label(p.project)}) {before} -> {after} active\n\n"
-            f"Accepted by a person. {len(p.reflexion_ids)} reflection(s) marked processed.\n"
+            message=f"accept proposal {p.id}: {p.domain} learned rules ({where}) {before} -> {after} active\n\n"
+            f"Accepted by a person{' into the global rules' if as_global else ''}. "
+            f"{len(p.reflexion_ids)} reflection(s) marked processed.\n"
             f"Evidence: {p.evidence or '(none recorded)'}",
         )
-        return p
+        return Accepted(p, promotion.file_promotions(store, p.domain))
+
+
+def _apply_in_scope(store: LearningStore, p: Proposal) -> list[promotion.Write]:
+    """`p`'s rules as its scope's learned rules, after the checks: what
+    the accept writes."""
+    # Every file this accept writes is checked before any is: a link
+    # planted where one stands is refused with nothing changed.
+    store.refuse_links(
+        store.rules_path(p.domain, LEARNED_KIND, p.project), store.reflections_path, store.proposal_path(p.id)
+    )
+    live = store.learned_rules(p.domain, p.project)
+    # Live rules equal to the proposal's own are an accept that a crash
+    # cut short after writing them: finish it rather than call it stale.
+    if live != p.rules_before and live != p.rules:
+        raise promotion.stale(p)
+    return [(p.domain, p.project, p.rules)] if live != p.rules else []
 
 
 def reject_proposal(store: LearningStore, proposal_id: str, reason: str | None = None) -> Proposal:
@@ -119,8 +151,22 @@ def reject_proposal(store: LearningStore, proposal_id: str, reason: str | None =
         return p
 
 
-def propose_retirement(store: LearningStore, domain: str, rule_id: str, reason: str) -> Proposal:
-    """A pending proposal whose only change is retiring one learned rule.
+def _scope_holding(store: LearningStore, domain: str, rule_id: str) -> tuple[str | None, list[Rule]] | None:
+    """The scope whose learned `domain` rules hold `rule_id` — global
+    first, then each project by path — and those rules."""
+    roots = sorted(root for root in store.projects().values() if root is not None)
+    for where in (None, *roots):
+        rules = store.learned_rules(domain, where)
+        if any(r.id == rule_id for r in rules):
+            return where, rules
+    return None
+
+
+def propose_retirement(
+    store: LearningStore, domain: str, rule_id: str, reason: str, *, project: str | None = None
+) -> Proposal:
+    """A pending proposal whose only change is retiring one learned rule, in
+    the scope that holds it (`project`'s rules when one is named).
 
     Retired rules stay in the file as evidence, never render, and are shown to
     the learner as never-to-re-derive.
@@ -130,10 +176,15 @@ def propose_retirement(store: LearningStore, domain: str, rule_id: str, reason: 
     if not reason.strip():
         raise InvalidInput("reason: a retirement needs a reason a person can check")
     with store.lock():
-        before = store.learned_rules(domain)
-        matches = [r for r in before if r.id == rule_id]
-        if not matches:
-            raise NotFound(f"no learned rule {rule_id!r} in domain {domain!r}")
+        if project is not None:
+            found: tuple[str | None, list[Rule]] | None = (project, store.learned_rules(domain, project))
+        else:
+            found = _scope_holding(store, domain, rule_id)
+        matches = [r for r in found[1] if r.id == rule_id] if found is not None else []
+        if found is None or not matches:
+            named = "" if project is None else f" in {scope_label(project)}"
+            raise NotFound(f"no learned rule {rule_id!r} in domain {domain!r}{named}")
+        where, before = found
         if matches[0].retired_at is not None:
             raise InvalidInput(f"rule_id: {rule_id} is already retired ({matches[0].retired_reason or 'no reason'})")
         stamp = now()
@@ -142,17 +193,13 @@ def propose_retirement(store: LearningStore, domain: str, rule_id: str, reason: 
             for r in before
         ]
         p = Proposal(
-            id=mint_proposal_id(),
-            domain=domain,
-            status=ProposalStatus.PENDING,
-            reflexion_ids=[],
-            rules_before=before,
-            rules=after,
-            evidence=f"retire {rule_id}: {reason.strip()}",
-            created_at=stamp,
+            id=mint_proposal_id(), domain=domain, status=ProposalStatus.PENDING, reflexion_ids=[],
+            rules_before=before, rules=after, evidence=f"retire {rule_id}: {reason.strip()}",
+            created_at=stamp, project=where,
         )
         store.write_proposal(p)
-        store.commit(f"propose retiring {rule_id} from {domain} ({p.id})\n\n{reason.strip()}")
+        label = "" if where is None else f" ({scope_label(where)})"
+        store.commit(f"propose retiring {rule_id} from {domain}{label} ({p.id})\n\n{reason.strip()}")
         return p
 
 
@@ -244,19 +291,41 @@ def should_announce(previous: PendingSummary | None, now: PendingSummary, *, aft
     return after_command or previous is None or previous.ids != now.ids
 
 
+def proposal_scope(p: Proposal) -> str:
+    """The scope a proposal is for, as the wire names it: `global`, or the
+    project's root."""
+    return GLOBAL_SCOPE if p.project is None else p.project
+
+
+def change_scope(p: Proposal, change: RuleChange) -> str:
+    """Where one rule a proposal changes lives: the proposal's scope, except
+    a rule a project's proposal adds once a person accepted it as global."""
+    if change.change == ADDED and p.accepted_as_global:
+        return GLOBAL_SCOPE
+    return proposal_scope(p)
+
+
 def proposal_changes_in(store: LearningStore, p: Proposal) -> list[RuleChange]:
     """What `p` adds, changes and removes, each rule with its sources as the
-    store records them."""
-    return proposal_changes(p.rules_before, p.rules, p.drops, {r.id: r for r in store.reflexions()})
+    store records them and the scope it lives in."""
+    changes = proposal_changes(p.rules_before, p.rules, p.drops, {r.id: r for r in store.reflexions()})
+    return [msgspec.structs.replace(c, scope=change_scope(p, c)) for c in changes]
 
 
 def rule_sources(store: LearningStore, rule_id: str) -> RuleSources:
     """Why the rule `rule_id` exists, from any domain's user or learned
-    rules; `NotFound` when no rules file holds it."""
+    rules in any scope (global first, then each project); `NotFound` when
+    no rules file holds it."""
     sets = []
     for domain in store.domains():
         sets.append((domain, "learned", store.learned_rules(domain)))
         sets.append((domain, "user", store.user_rules(domain)))
+    # A project's rules too: a lesson from a session in a project is learned
+    # for that project, and its rule is as much in need of a why.
+    for root in store.projects().values():
+        for domain in store.project_domains(root) if root is not None else ():
+            sets.append((domain, "learned", store.learned_rules(domain, root)))
+            sets.append((domain, "user", store.user_rules(domain, root)))
     found = find_rule_sources(rule_id, sets, {r.id: r for r in store.reflexions()}, rule_tallies_by_model(store.validations()))
     if found is None:
         raise NotFound(f"no rule {rule_id!r} in any rules file")

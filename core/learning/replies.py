@@ -112,8 +112,13 @@ def find_json(text: str) -> FoundJson:
         return FoundJson(None)
     scan(first)
     rescans = 0
-    while inside and rescans < MAX_RESCANS:
-        at = inside.pop(0)
+    # In order, by index: `inside` can hold a brace for every character of
+    # the text (190,000 `{` in a lesson's string), and taking each from the
+    # front of the list made the finder quadratic again.
+    taken = 0
+    while taken < len(inside) and rescans < MAX_RESCANS:
+        at = inside[taken]
+        taken += 1
         if at in covered:
             continue
         rescans += 1
@@ -130,15 +135,20 @@ def find_json(text: str) -> FoundJson:
 
 
 def _loads(candidate: str) -> Any:
-    """`candidate` decoded, with a number too large for a float read as
-    `_UNREADABLE` rather than refusing the whole object; `None` when it is
-    not JSON."""
+    """`candidate` decoded, with a number the decoder cannot hold — a float
+    past a float's range, an integer past 64 bits — read as `_UNREADABLE`
+    rather than refusing the whole object; `None` when it is not JSON."""
     try:
         return msgspec.json.decode(candidate)
     except msgspec.DecodeError:
         pass
     try:
-        return json.loads(candidate, parse_float=_finite_or_unreadable, parse_constant=lambda _: _UNREADABLE)
+        return json.loads(
+            candidate,
+            parse_float=_finite_or_unreadable,
+            parse_int=_int_or_unreadable,
+            parse_constant=lambda _: _UNREADABLE,
+        )
     except (ValueError, RecursionError):
         return None
 
@@ -416,15 +426,40 @@ def _finite_or_unreadable(text: str) -> object:
     return value if math.isfinite(value) else _UNREADABLE
 
 
+def _int_or_unreadable(text: str) -> object:
+    """An integer a float can stand for, else `_UNREADABLE`: a confidence
+    of 1 followed by 400 zeros refused the reply, and one of 5,000 digits
+    passed even Python's limit for reading an integer. Past 310 digits no
+    integer fits, so a long one is not converted at all."""
+    if len(text.lstrip("-")) > 310:
+        return _UNREADABLE
+    value = int(text)
+    return value if _fits_a_float(value) else _UNREADABLE
+
+
+def _fits_a_float(value: int) -> bool:
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
+
+
 def _without_unreadable(node: Any) -> Any:
     """`node` with every object key whose value was an unreadable number
     left out, so an optional field that held one takes its default (and a
     required one is missing, which fails the contract as it should)."""
     if isinstance(node, dict):
-        return {k: _without_unreadable(v) for k, v in node.items() if v is not _UNREADABLE}
+        return {k: _without_unreadable(v) for k, v in node.items() if not _unreadable(v)}
     if isinstance(node, list):
-        return [_without_unreadable(v) for v in node if v is not _UNREADABLE]
+        return [_without_unreadable(v) for v in node if not _unreadable(v)]
     return node
+
+
+def _unreadable(value: Any) -> bool:
+    """A number marked unreadable, or an integer (msgspec reads any length)
+    that no float can stand for."""
+    return value is _UNREADABLE or (type(value) is int and not _fits_a_float(value))
 
 
 def confidence_or_none(value: float | None) -> float | None:

@@ -71,11 +71,13 @@ def new_rules(before: Sequence[Rule], after: Sequence[Rule]) -> list[Rule]:
 def promotion_candidates(
     global_rules: Sequence[Rule], project_rules: Mapping[str, Sequence[Rule]], already: Iterable[str] = ()
 ) -> list[tuple[Rule, list[str]]]:
-    """Lessons live in two or more projects and not globally: each as the
-    first project's rule and the sorted projects that hold it. `already`
-    are lesson keys a promotion is already pending for (or was refused), so
-    none is proposed twice."""
-    skip = {same_lesson_key(r.text) for r in global_rules if r.retired_at is None} | set(already)
+    """Lessons live in two or more projects and not in the global rules:
+    each as the first project's rule and the sorted projects that hold it.
+    A lesson the global rules hold retired is not one either — a person
+    retired it from every repository. `already` are lesson keys a
+    promotion is already pending for (or was refused), so none is proposed
+    twice."""
+    skip = {same_lesson_key(r.text) for r in global_rules} | set(already)
     found: dict[str, tuple[Rule, set[str]]] = {}
     for project in sorted(project_rules):
         for rule in project_rules[project]:
@@ -84,6 +86,5 @@ def promotion_candidates(
             key = same_lesson_key(rule.text)
             if key in skip:
                 continue
-            first, where = found.setdefault(key, (rule, set()))
-            where.add(project)
+            found.setdefault(key, (rule, set()))[1].add(project)
     return [(rule, sorted(where)) for rule, where in found.values() if len(where) >= 2]

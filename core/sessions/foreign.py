@@ -187,6 +187,20 @@ def _format_of(head: _Head | None) -> str | None:
     return None
 
 
+def policy_with(source: str, trust: Iterable[str] = (), distrust: Iterable[str] = ()) -> TaintPolicy | None:
+    """The taint policy of `source`'s reader (`codex`, else Claude Code's)
+    with a person's changes (`TaintPolicy.with_overrides`); `None` — the
+    reader's own default — when there are none."""
+    trusted, distrusted = list(trust), list(distrust)
+    if not trusted and not distrusted:
+        return None
+    if source == "codex":
+        from mecha.core.sessions.codex_cli import CODEX_POLICY as base
+    else:
+        from mecha.core.sessions.claude_code import CLAUDE_POLICY as base
+    return base.with_overrides(trust=trusted, distrust=distrusted)
+
+
 def read_session(
     path: Path,
     fmt: str | None = None,

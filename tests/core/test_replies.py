@@ -79,10 +79,14 @@ def test_a_confidence_outside_0_to_1_is_dropped_not_the_reply(value, kept):
     assert confidence_or_none(value) == kept
 
 
-@pytest.mark.parametrize("number", ["0.1253978546453870E+2038", "1e400", "-1e999", "NaN", "Infinity"])
+@pytest.mark.parametrize(
+    "number", ["0.1253978546453870E+2038", "1e400", "-1e999", "NaN", "Infinity", "1" + "0" * 400, "-" + "9" * 400, "9" * 5000]
+)
 def test_a_confidence_past_what_a_float_holds_reads_as_no_confidence(number):
     # Pins: SmolLM2-135M on a real llama.cpp server wrote a confidence of
     # 0.125E+2038; the decoder refused the number, and with it the lesson.
+    # The long fuzz then found the same for an integer of 401 digits (and
+    # one of 5,000, past what Python reads at all).
     text = f'{{"reflexion": "Ask before deleting any file.", "error_type": "other", "confidence": {number}, "skip": false}}'
     reply = BEHAVIOR_CONTRACT.decode(text)
     assert reply is not None and reply.reflexion == "Ask before deleting any file." and reply.confidence is None
@@ -126,8 +130,13 @@ def test_the_finder_takes_the_first_object_that_decodes(text, found):
         "[" * 40_000 + "{" * 40_000,
         '{"k": [' * 20_000 + "]}" * 20_000,
         ('{"a": {"b": ' + "x" * 50) * 2_000,
+        # Every brace inside one string is a start to rescan from; taking
+        # them off the front of a list cost 8 s for 190,000 (found by the
+        # long fuzz's time limit: `examined` does not see that cost).
+        '{"skip": false, "reflexion": "' + "{" * 190_000 + '"}',
     ],
-    ids=["braces", "open-keys", "open-strings", "quoted-braces", "brace-quote", "brackets-then-braces", "deep-valid", "unclosed-objects"],
+    ids=["braces", "open-keys", "open-strings", "quoted-braces", "brace-quote", "brackets-then-braces", "deep-valid",
+         "unclosed-objects", "braces-in-a-string"],
 )
 def test_finding_json_costs_a_bounded_multiple_of_the_text_whatever_the_text(text):
     # Pins: 40,000 `{` taking 38 s — every start scanned to the end, a quadratic.

@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from mecha.core.errors import ModelFailure
+from mecha.core.errors import InvalidInput, ModelFailure, Stale
 from mecha.core.learning.consolidation import Learner
 from mecha.core.learning.learn import learn_domain, learn_refusal, learn_scopes, learnable_pool, scopes_ready
-from mecha.core.learning.proposals import accept_proposal
+from mecha.core.learning.proposals import accept, accept_proposal, propose_retirement, reject_proposal
 from mecha.core.learning.reflection import Origin, Reflexion
+from mecha.core.learning.rules import Rule
+from mecha.core.learning.scope import promotion_candidates
 from mecha.core.store.learning_store import LearningStore
 from tests.fakes import ScriptedProvider
 
@@ -152,3 +154,164 @@ async def test_a_scope_the_model_fails_is_reported_and_the_others_still_learn(st
     # Every scope failing is the pass failing.
     with pytest.raises(ModelFailure):
         await learn_scopes(store, "behavior", Learner(ScriptedProvider("I would rather not.")), project=None)
+
+
+# ─── accept --global ────────────────────────────────────────────────────────
+
+
+async def _project_proposal(store: LearningStore, project: str, *texts: str, prefix: str = "a") -> str:
+    store.append_reflexions([reflexion(f"{prefix}-{Path(project).name}-{i}", project) for i in range(3)])
+    outcome = await learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply(*texts))), project=project)
+    assert outcome.proposal_id is not None, outcome.outcome
+    return outcome.proposal_id
+
+
+async def test_accept_as_global_sends_the_new_rules_to_the_global_file(store: LearningStore, two: tuple[str, str]) -> None:
+    # Pins: `--global` dropping the lesson, leaving it in the project too (told
+    # twice), or losing what else the proposal changed in the project.
+    app, tool = two
+    store.write_learned_rules("behavior", [Rule(text="Keep the old rule.", id="r-old")], app)
+    pid = await _project_proposal(store, app, "Keep the old rule.", "Ask before deleting anything.")
+    done = accept(store, pid, as_global=True)
+    assert done.proposal.accepted_as_global and done.proposal.status.value == "accepted"
+    assert done.proposal.project == app, "the record still says where it was learned"
+    assert [r.text for r in store.learned_rules("behavior")] == ["Ask before deleting anything."]
+    assert [r.text for r in store.learned_rules("behavior", app)] == ["Keep the old rule."]
+    assert all(r.is_processed for r in store.reflexions())
+    assert store.render_block(None, tool).rule_ids == [store.learned_rules("behavior")[0].id]
+    assert git_log(store)[0].startswith(f"accept proposal {pid}: behavior learned rules (global, as a person chose)")
+
+
+async def test_accept_as_global_refuses_what_it_cannot_mean(store: LearningStore, two: tuple[str, str]) -> None:
+    app, _ = two
+    store.append_reflexions([reflexion(f"g{i}", None) for i in range(3)])
+    global_one = await learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply("Ask before deleting anything."))))
+    assert global_one.proposal_id is not None, global_one.outcome
+    with pytest.raises(InvalidInput, match="global rules already"):
+        accept(store, global_one.proposal_id or "", as_global=True)
+    store.write_learned_rules("behavior", [Rule(text="Tabs.", id="r-t")], app)
+    retire = propose_retirement(store, "behavior", "r-t", "wrong for this repository", project=app)
+    with pytest.raises(InvalidInput, match="adds no rule"):
+        accept(store, retire.id, as_global=True)
+    # Refused means nothing written and still pending.
+    assert store.proposal(retire.id).status.value == "pending"
+    assert [r.text for r in store.learned_rules("behavior", app)] == ["Tabs."]
+
+
+async def test_accept_as_global_is_refused_as_stale_when_the_project_moved(store: LearningStore, two: tuple[str, str]) -> None:
+    app, _ = two
+    pid = await _project_proposal(store, app, "Ask before deleting anything.")
+    store.write_learned_rules("behavior", [Rule(text="A hand edit.", id="r-h")], app)
+    with pytest.raises(Stale, match=f"project {app}"):
+        accept(store, pid, as_global=True)
+    assert store.learned_rules("behavior") == []
+
+
+# ─── promotions ─────────────────────────────────────────────────────────────
+
+
+async def test_a_lesson_learned_in_two_projects_is_proposed_for_promotion_never_applied(
+    store: LearningStore, two: tuple[str, str]
+) -> None:
+    # Pins: a lesson silently made global, or never offered for promotion.
+    app, tool = two
+    first = accept(store, await _project_proposal(store, app, "Run the tests before saying done."))
+    assert first.promotions == [], "one project is not two"
+    second = accept(store, await _project_proposal(store, tool, "run the tests before saying done"))
+    [promo] = second.promotions
+    assert promo.status.value == "pending" and promo.project is None
+    assert promo.promoted_from == sorted([app, tool])
+    assert [r.text for r in promo.rules] == ["Run the tests before saying done."]
+    assert promo.rules[0].sources == ["a-app-0", "a-tool-0"], "the lesson's sources in every project"
+    assert store.learned_rules("behavior") == [], "filed, never applied"
+    assert git_log(store)[0].startswith(f"propose promoting a behavior lesson to the global rules ({promo.id})")
+
+    # A third accept in either project files no second promotion of it.
+    third = accept(store, await _project_proposal(store, app, "Run the tests before saying done.", "Keep diffs small.", prefix="b"))
+    assert third.promotions == []
+
+    done = accept(store, promo.id)
+    assert done.promotions == []
+    [g] = store.learned_rules("behavior")
+    assert g.text == "Run the tests before saying done."
+    assert [r.text for r in store.learned_rules("behavior", app)] == ["Keep diffs small."]
+    assert store.learned_rules("behavior", tool) == []
+    for project in (app, tool):
+        assert store.render_block(None, project).rule_ids.count(g.id) == 1, "told once, from the global rules"
+
+
+async def test_a_rejected_promotion_is_not_proposed_again(store: LearningStore, two: tuple[str, str]) -> None:
+    app, tool = two
+    accept(store, await _project_proposal(store, app, "Run the tests before saying done."))
+    [promo] = accept(store, await _project_proposal(store, tool, "Run the tests before saying done.")).promotions
+    reject_proposal(store, promo.id, "each repository decides this for itself")
+    again = accept(store, await _project_proposal(store, tool, "Run the tests before saying done.", "Keep diffs small.", prefix="b"))
+    assert again.promotions == []
+    assert [p.id for p in store.proposals() if p.promoted_from] == [promo.id]
+
+
+async def test_a_promotion_lands_on_the_global_rules_as_they_are_when_accepted(store: LearningStore, two: tuple[str, str]) -> None:
+    # Another accept moved the global rules after the promotion was filed:
+    # the promotion adds one lesson, so it still means exactly that.
+    app, tool = two
+    store.append_reflexions([reflexion(f"g{i}", None) for i in range(3)])
+    glob = await learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply("Ask before deleting anything."))))
+    accept(store, await _project_proposal(store, app, "Run the tests before saying done."))
+    [promo] = accept(store, await _project_proposal(store, tool, "Run the tests before saying done.")).promotions
+    accept(store, glob.proposal_id or "")
+    # A pending promotion is the global scope's pending proposal.
+    assert f"proposal {promo.id} for behavior is still pending" in (learn_refusal(store, "behavior", 1) or "")
+    done = accept(store, promo.id)
+    assert [r.text for r in store.learned_rules("behavior")] == [
+        "Ask before deleting anything.", "Run the tests before saying done."]
+    assert [r.text for r in done.proposal.rules_before] == ["Ask before deleting anything."]
+
+
+def test_promotion_candidates_skip_a_lesson_the_global_rules_hold_even_retired() -> None:
+    a, b = "/src/a", "/src/b"
+    same = {a: [Rule(text="Ask first.", id="1")], b: [Rule(text="ask first", id="2")]}
+    [(rule, where)] = promotion_candidates([], same)
+    assert rule.id == "1" and where == [a, b]
+    assert promotion_candidates([Rule(text="Ask first", retired_at="x")], same) == []
+    assert promotion_candidates([], same, already={"ask first"}) == []
+    assert promotion_candidates([], {a: same[a], b: [Rule(text="Ask first.", enabled=False)]}) == []
+
+
+# ─── naming the scope ───────────────────────────────────────────────────────
+
+
+async def test_the_proposal_method_and_its_text_name_each_proposals_and_rules_scope(
+    store: LearningStore, two: tuple[str, str]
+) -> None:
+    # Pins: a person accepting a proposal without being told which
+    # repository (or all of them) its rules will reach.
+    from mecha.sidecar import humane
+    from mecha.sidecar.context import Context, InitializationOptions
+    from mecha.sidecar.handlers import call
+
+    app, tool = two
+    ctx = Context.from_options(InitializationOptions(learning_dir=str(store.root)))
+    pid = await _project_proposal(store, app, "Run the tests before saying done.")
+    shown = call(ctx, "mecha/proposal", {"id": pid})
+    assert shown["scope"] == app and shown["proposal"]["project"] == app
+    assert [c["scope"] for c in shown["changes"]] == [app]
+    assert f"in project {app} (live when proposed)" in shown["diff"]
+    text = humane.proposal_with_diff(shown)
+    assert f"scope: project {app}" in text and f"added (project {app}): Run the tests" in text
+
+    accepted = call(ctx, "mecha/acceptProposal", {"id": pid, "as_global": True})
+    assert accepted["proposal"]["accepted_as_global"] is True
+    again = call(ctx, "mecha/proposal", {"id": pid})
+    assert [c["scope"] for c in again["changes"]] == ["global"]
+    assert humane.proposal_line(again["proposal"]).endswith(f"project {app}, accepted as global")
+
+    accept(store, await _project_proposal(store, app, "Keep diffs small.", prefix="b"))
+    filed = call(ctx, "mecha/acceptProposal", {"id": await _project_proposal(store, tool, "keep diffs small")})
+    [promo] = filed["promotions"]
+    assert "filed promotion" in humane.accepted(filed) and promo["id"] in humane.accepted(filed)
+    shown = call(ctx, "mecha/proposal", {"id": promo["id"]})
+    assert shown["scope"] == "global" and shown["proposal"]["promoted_from"] == sorted([app, tool])
+    text = humane.proposal_with_diff(shown)
+    assert "scope: global (promotion: live in 2 projects)" in text and f"  from project {tool}" in text
+    listed = humane.proposals(call(ctx, "mecha/proposals", {}))
+    assert listed.count("global (promotion") == 1 and listed.count(f"project {tool}") == 1

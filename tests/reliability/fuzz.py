@@ -21,7 +21,14 @@ checks after every case that:
   command-line corpus's spellings, then mutated bytes) gets a yes or no from
   the trust decision, never an exception, in bounded time — and an
   unmutated line whose commands include one not on the allowlist is never
-  called local, nor a line of only allowlisted ones untrusted.
+  called local, nor a line of only allowlisted ones untrusted;
+- the hostile shapes (`tests/reliability/fuzz_shapes.py`): JSON nested past
+  every depth a reader follows, in frames, in imported session lines and in
+  model replies; replies with unbalanced braces, unclosed strings, numbers
+  past a float's range, or 600 MB long, through a real reflect pass against
+  the scripted model server over real HTTP; rule text that tries to end the
+  section an export writes — each with the same checks (a named error, no
+  hang, nothing lost) and its own.
 
 Background passes are not spawned: `start_job` is replaced by one that
 writes the job record a real start would, so a request that would start a
@@ -68,7 +75,9 @@ from mecha.sidecar import handlers
 from mecha.sidecar.context import Context
 from mecha.sidecar.rpc import Cancel, _encode_result
 from tests.core.shellcorpus import BROKEN, generate_line
-from tests.reliability.cases import REQUEST_METHODS, StallingReader, valid_params
+from tests.model_server import ModelServer, lessons_responder
+from tests.reliability.cases import RUN_METHODS, StallingReader, valid_params
+from tests.reliability.fuzz_shapes import ReplyCases, run_shape
 
 #: Methods that must never change the store.
 READ_ONLY = frozenset(
@@ -363,7 +372,7 @@ def mutate_bytes(rng: random.Random, data: bytes) -> bytes:
 
 
 def valid_request(rng: random.Random, method: str | None = None) -> dict[str, Any]:
-    method = method or rng.choice(REQUEST_METHODS)
+    method = method or rng.choice(RUN_METHODS)
     id_ = rng.choice([rng.randrange(1 << 31), f"id-{rng.randrange(1000)}"])
     return {"jsonrpc": "2.0", "id": id_, "method": method, "params": valid_params(method)}
 
@@ -391,7 +400,7 @@ def make_body(rng: random.Random) -> tuple[str, bytes]:
         if rng.random() < 0.3:
             msg.pop(key, None)
         else:
-            msg[key] = rng.choice([rand_json(rng), rng.choice(REQUEST_METHODS), rng.choice(TRICKY)])
+            msg[key] = rng.choice([rand_json(rng), rng.choice(RUN_METHODS), rng.choice(TRICKY)])
     elif kind == "random-bytes":
         return kind, bytes(rng.randrange(256) for _ in range(rng.randrange(64)))
     elif kind == "random-json":
@@ -510,6 +519,9 @@ class Fuzzer:
     failures: list[Failure] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     dispatched: int = 0
+    #: The scripted model server the reply shapes talk to.
+    server: ModelServer | None = None
+    replies: ReplyCases | None = None
     ctx: Context = field(init=False)
     dispatch: Callable[..., Any] = field(init=False)
 
@@ -645,6 +657,8 @@ class Fuzzer:
         elif roll < 0.2:
             kind = "shell"
             self.run_shell(case, rng)
+        elif roll < 0.3:
+            kind = run_shape(self, case, rng)
         else:
             kind, body = make_body(rng)
             self.run_body(case, kind, body)
@@ -664,13 +678,14 @@ def run(cases: int, seed: int, start: int = 0, reset_every: int = 500, out: Any 
     handlers.start_job = _fake_start_job
     env_saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("MECHA_")}
     tmp = Path(tempfile.mkdtemp(prefix="mecha-fuzz-"))
+    server = ModelServer(responder=lessons_responder).start()
     try:
         os.environ["MECHA_SIDECAR_CONFIG"] = str(tmp / "no-config.toml")
         template = tmp / "template"
         build_template(template)
         work = tmp / "work"
         work.mkdir()
-        fuzzer = Fuzzer(seed=seed, work=work, template=template)
+        fuzzer = Fuzzer(seed=seed, work=work, template=template, server=server)
         fuzzer.reset()
         started = time.monotonic()
         for i in range(start, start + cases):
@@ -692,6 +707,7 @@ def run(cases: int, seed: int, start: int = 0, reset_every: int = 500, out: Any 
                 print(f.describe(seed), file=out)
         return fuzzer.failures
     finally:
+        server.stop()
         handlers.start_job = saved
         os.environ.pop("MECHA_SIDECAR_CONFIG", None)
         os.environ.update(env_saved)

@@ -52,6 +52,7 @@ export type ShowRulesBlockCommandResult = RulesPromptBlockResult;
 
 export interface AcceptProposalResult {
   exports: ExportResult[];
+  promotions: Proposal[];
   proposal: Proposal;
 }
 
@@ -151,6 +152,7 @@ export interface ProposalWithDiffResult {
   changes: RuleChange[];
   diff: string;
   proposal: Proposal;
+  scope: string;
   verdict: ProposalVerdict;
 }
 
@@ -201,6 +203,7 @@ export interface RuleChange {
   measured?: string;
   replaces?: string[];
   rule_id?: string;
+  scope?: string;
   sources?: RuleSource[];
   text: string;
 }
