@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from mecha.core.errors import InvalidInput, NotFound
 from mecha.core.learning.rules import run_domains_including, validate_domain
@@ -27,8 +27,11 @@ Handler = Callable[[Context, Any, Cancel], Any]
 HANDLERS: dict[str, Handler] = {}
 
 
-def handles(method: str) -> Callable[[Handler], Handler]:
-    def register(fn: Handler) -> Handler:
+_H = TypeVar("_H", bound=Callable[..., Any])
+
+
+def handles(method: str) -> Callable[[_H], _H]:
+    def register(fn: _H) -> _H:
         assert method in m.METHODS, method
         HANDLERS[method] = fn
         return fn
@@ -390,7 +393,7 @@ def export_rules(ctx: Context, p: m.ExportRulesParams, cancel: Cancel) -> m.Expo
     return m.ExportRulesResult(path=str(path), changed=outcome.changed, up_to_date=not outcome.changed, check=p.check)
 
 
-def start_job(ctx: Context, kind: str, **kw: Any) -> jobs_mod.Job:
+def start_job(ctx: Context, kind: jobs_mod.JobKind, **kw: Any) -> jobs_mod.Job:
     from .jobs import start_pass
 
     return start_pass(ctx, kind, **kw)
