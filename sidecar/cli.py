@@ -193,7 +193,8 @@ class _WithParents:
         self._common = common
 
     def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
-        return self._sub.add_parser(name, parents=[self._common], **kwargs)  # type: ignore[no-any-return]
+        parser: argparse.ArgumentParser = self._sub.add_parser(name, parents=[self._common], **kwargs)
+        return parser
 
 
 def _mining_options(s: argparse.ArgumentParser) -> None:
@@ -266,9 +267,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return run_demo(keep=args.keep, timeout=args.timeout, local=args.local)
     if verb == "schema":
-        from mecha.protocol.schema import schema_json
+        # By name: a type checker takes `mecha.protocol.schema` for the
+        # folder of the checked-in schema beside the module.
+        from importlib import import_module
 
-        sys.stdout.write(schema_json())
+        sys.stdout.write(import_module("mecha.protocol.schema").schema_json())
         return 0
 
     from mecha.core.errors import LearningError
@@ -429,13 +432,9 @@ def _mining_context(ctx: Any, args: argparse.Namespace, *profiles: str) -> Any:
 
 
 def _policy(args: argparse.Namespace, source: str) -> Any:
-    from mecha.core.sessions.claude_code import CLAUDE_POLICY
-    from mecha.core.sessions.codex_cli import CODEX_POLICY
+    from mecha.core.sessions.foreign import policy_with
 
-    base = CODEX_POLICY if source == "codex" else CLAUDE_POLICY
-    if not args.trust_tool and not args.distrust_tool:
-        return None
-    return base.with_overrides(trust=args.trust_tool, distrust=args.distrust_tool)
+    return policy_with(source, args.trust_tool, args.distrust_tool)
 
 
 def _mine(ctx: Any, args: argparse.Namespace) -> int:
@@ -471,45 +470,30 @@ def _mine(ctx: Any, args: argparse.Namespace) -> int:
 
 
 def _import(ctx: Any, args: argparse.Namespace) -> int:
-    from mecha.core.agents.importing import DEFAULT_DIRS, find_session_files, import_sessions, parse_since
-
     from . import humane
+    from .handlers import call
 
-    ctx = _mining_context(ctx, args, args.source)
-    root = args.dir if args.dir is not None else DEFAULT_DIRS[args.source].expanduser()
-    since = parse_since(args.since) if args.since else None
-    if not root.exists():
-        find_session_files(root, args.source)  # says so, before a store is made
-    report = import_sessions(
-        ctx.store(),
-        args.source,
-        root,
-        voices=ctx.voices,
-        policy=_policy(args, args.source),
-        since=since,
-        project=args.project,
-        dry_run=args.dry_run,
-    )
-    for line in report.skipped:
+    params = {
+        "source": args.source, "dir": None if args.dir is None else str(args.dir), "dry_run": args.dry_run,
+        "since": args.since, "project": args.project, "voices": args.voices,
+        "trust_tools": args.trust_tool, "distrust_tools": args.distrust_tool,
+    }
+    result = call(ctx, "mecha/importSessions", params)
+    for line in result["skipped"]:
         print(f"mecha-sidecar: warning: skipped {line}", file=sys.stderr)
-    for line in report.warnings:
+    for line in result["warnings"]:
         print(f"mecha-sidecar: warning: {line}", file=sys.stderr)
-    summary = humane.import_builtins(report)
-    return _reflect_what_was_queued(ctx, args, summary, humane.import_summary, bool(report.queued) and not args.dry_run)
+    return _report_queued(ctx, args, result, humane.import_summary)
 
 
 def _export(ctx: Any, args: argparse.Namespace) -> int:
-    from mecha.core.agents.export import DEFAULT_TARGETS, export_block
-
     from .handlers import call
 
-    path = args.file if args.file is not None else DEFAULT_TARGETS[args.target].expanduser()
-    block = call(ctx, "mecha/rulesPromptBlock", {})["block"]
-    outcome = export_block(path, block, check=args.check)
-    result = {"path": str(path), "changed": outcome.changed, "up_to_date": not outcome.changed, "check": args.check}
+    params = {"target": args.target, "path": None if args.file is None else str(args.file), "check": args.check}
+    result = call(ctx, "mecha/exportRules", params)
     if args.check:
         _emit(args, result, lambda r: f"{r['path']}: {'up to date' if r['up_to_date'] else 'out of date (run export without --check)'}")
-        return 1 if outcome.changed else 0
+        return 1 if result["changed"] else 0
     _emit(args, result, lambda r: f"{r['path']}: {'rules section written' if r['changed'] else 'already up to date'}")
     return 0
 
@@ -530,7 +514,7 @@ def _hooks(ctx: Any, args: argparse.Namespace) -> int:
             for scope in scopes:
                 path = hk.settings_path(agent, scope, home=home, cwd=cwd)
                 rows.append({"agent": agent, "scope": scope, **humane.builtins(hk.installed(hk.read_settings(path), agent))})
-        result = {"files": rows, "store": str(ctx.root), "log": hk.hook_log_tail(ctx.root)}
+        result: dict[str, Any] = {"files": rows, "store": str(ctx.root), "log": hk.hook_log_tail(ctx.root)}
         _emit(args, result, humane.hooks_status)
         return 0
     if not args.agent:
@@ -578,7 +562,10 @@ def _reflect(ctx: Any, args: argparse.Namespace) -> int:
     ctx = _mining_context(ctx, args)
     store = ctx.store()
     waiting = store.mined_sessions() | queued_session_ids(store)
-    queued, skipped, empty, ready = [], [], [], []
+    queued: list[str] = []
+    skipped: list[str] = []
+    empty: list[str] = []
+    ready: list[m.SessionEndedParams] = []
     for path in sorted(directory.iterdir()):
         if path.suffix not in (".json", ".jsonl") or not path.is_file():
             continue
@@ -616,24 +603,30 @@ def _reflect(ctx: Any, args: argparse.Namespace) -> int:
 def _reflect_what_was_queued(
     ctx: Any, args: argparse.Namespace, summary: dict[str, Any], render: Callable[[dict[str, Any]], str], start: bool
 ) -> int:
-    """After a verb queued sessions (`import`, `reflect --sessions`): when
-    it queued any — or work an earlier pass left pending waits in the inbox,
-    as `mecha/sessionEnded` does — one reflect pass over the inbox, reported
-    as the verb's summary plus the job (waited on unless `--no-wait`); else
-    the summary. Never for a dry run."""
+    """After `reflect --sessions` queued sessions: when it queued any — or
+    work an earlier pass left pending waits in the inbox, as
+    `mecha/sessionEnded` does — one reflect pass over the inbox."""
     from . import humane
     from .handlers import start_job
 
-    if not start and not getattr(args, "dry_run", False):
+    if not start:
         # Nothing new queued, but what an earlier pass left pending (answers
         # that were unusable) is asked again: the retry a pass's outcome names.
         from mecha.core.store.inbox import count_waiting
 
         start = count_waiting(ctx.store()) > 0
-    if not start:
+    if start:
+        summary["job"] = humane.builtins(start_job(ctx, "reflect"))
+    return _report_queued(ctx, args, summary, render)
+
+
+def _report_queued(ctx: Any, args: argparse.Namespace, summary: dict[str, Any], render: Callable[[dict[str, Any]], str]) -> int:
+    """A verb's summary of what it queued (`import`, `reflect --sessions`),
+    and the reflect pass it started, if it did (waited on unless
+    `--no-wait`)."""
+    if summary["job"] is None:
         _emit(args, summary, render)
         return 0
-    summary["job"] = humane.builtins(start_job(ctx, "reflect"))
     if not args.json:
         sys.stdout.write(render(summary) + "\n")
     return _finish_job(ctx, args, summary["job"], args.no_wait, quiet_start=True, extra=summary)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from mecha.core.errors import InvalidInput, NotFound
 from mecha.core.learning.rules import run_domains_including, validate_domain
@@ -27,8 +27,11 @@ Handler = Callable[[Context, Any, Cancel], Any]
 HANDLERS: dict[str, Handler] = {}
 
 
-def handles(method: str) -> Callable[[Handler], Handler]:
-    def register(fn: Handler) -> Handler:
+_H = TypeVar("_H", bound=Callable[..., Any])
+
+
+def handles(method: str) -> Callable[[_H], _H]:
+    def register(fn: _H) -> _H:
         assert method in m.METHODS, method
         HANDLERS[method] = fn
         return fn
@@ -44,7 +47,15 @@ class _BlockCache:
     fingerprint (`LearningStore.rules_fingerprint`: name, inode, size, mtime
     and ctime of every rules file, a link's target included). A pass's
     rename gives a new inode, so it is seen on the next call; nothing is
-    served from a file that changed."""
+    served from a file that changed.
+
+    This is not a second cache but this process's view of the one the
+    store keeps on disk (`mecha.core.store.blockcache`, which the next run's
+    first stage answers from): the same answers under the same key, filled
+    where the disk copy is written (`ctx.on_block_rendered`), and both
+    refreshed together by what writes the rules (`refresh_blocks`, after an
+    accept). It holds the answers decoded, so a long-lived server does not
+    read and decode the file again at every call."""
 
     def __init__(self) -> None:
         self.key: tuple[Any, ...] | None = None
@@ -84,15 +95,7 @@ def rules_prompt_block(ctx: Context, p: m.RulesPromptBlockParams, cancel: Cancel
     store = ctx.existing_store()
     if store is None:
         return _empty_block(run_domains_including(p.domain), project)
-    rendered = store.render_block(p.domain, project)
-    result = m.RulesPromptBlockResult(
-        block=rendered.block,
-        rules_hash=rendered.rules_hash,
-        rule_ids=rendered.rule_ids,
-        domains=rendered.domains,
-        over_budget=_over_budget(store, project),
-        project=project,
-    )
+    result = _block_result(store, p.domain, project)
     # Kept only if no rules file changed while it was read: a block read
     # across an accept must not be filed under the identity from before it.
     if _block_cache.identity(ctx.root) == key:
@@ -100,6 +103,62 @@ def rules_prompt_block(ctx: Context, p: m.RulesPromptBlockParams, cancel: Cancel
         if ctx.on_block_rendered is not None:
             ctx.on_block_rendered(p.domain, project, result, key[1])
     return result
+
+
+def _block_result(store: LearningStore, domain: str | None, project: str | None) -> m.RulesPromptBlockResult:
+    rendered = store.render_block(domain, project)
+    return m.RulesPromptBlockResult(
+        block=rendered.block,
+        rules_hash=rendered.rules_hash,
+        rule_ids=rendered.rule_ids,
+        domains=rendered.domains,
+        over_budget=_over_budget(store, project),
+        project=project,
+    )
+
+
+def refresh_blocks(ctx: Context) -> int:
+    """After the rules changed (an accept): render again every answer the
+    block cache holds — on disk and in this process — under the new rules,
+    and keep them, so the next run's first stage answers at once instead of
+    handing over to the full server to render them. How many were kept on
+    disk.
+
+    A fingerprint is trusted beyond this process only once its newest change
+    is older than a clock tick (`layout.is_racy`), so this waits that long
+    (at most `RACY_FINE_NS`) before writing; where timestamps are coarse,
+    it does not wait and the next run renders them. A cache that cannot be
+    written is a later miss, never an error of the accept."""
+    import time
+
+    from mecha.core.store import blockcache
+    from mecha.core.store.layout import RACY_FINE_NS, racy_until
+
+    from ._version import code_identity
+
+    code = code_identity()
+    kept = blockcache.read(ctx.root, code)
+    wanted = set(_block_cache.value) | set(() if kept is None else blockcache.kept_keys(kept))
+    store = ctx.existing_store()
+    key = _block_cache.identity(ctx.root)
+    if store is None or key is None or not wanted:
+        return 0
+    results = {(d, pr): _block_result(store, d, pr) for d, pr in sorted(wanted, key=repr)}
+    if _block_cache.identity(ctx.root) != key:
+        return 0  # changed again while rendered: the next call renders it
+    _block_cache.key, _block_cache.value = key, results
+    until = racy_until(key[1])
+    if kept is None or (until is not None and until - time.time_ns() > RACY_FINE_NS):
+        return 0
+    if until is not None:
+        time.sleep(max(0, until - time.time_ns() + 1_000_000) / 1e9)
+    if _block_cache.identity(ctx.root) != key:
+        return 0
+    import msgspec
+
+    answers = {k: msgspec.json.encode(r) for k, r in results.items()}
+    written = blockcache.write_answers(ctx.root, code, key[1], answers, kept.initialize, time.time_ns(), merge=False)
+    return len(answers) if written else 0
 
 
 def _over_budget(store: Any, project: str | None = None) -> list[m.OverBudget]:
@@ -290,7 +349,51 @@ def inbox_drop(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.InboxDropResult
     return m.InboxDropResult(entry=drop_set_aside(ctx.store(), p.id))
 
 
-def start_job(ctx: Context, kind: str, **kw: Any) -> jobs_mod.Job:
+@handles("mecha/importSessions")
+def import_sessions(ctx: Context, p: m.ImportSessionsParams, cancel: Cancel) -> m.ImportSessionsResult:
+    from mecha.core.agents import importing
+    from mecha.core.sessions.foreign import policy_with
+    from mecha.core.store.inbox import count_waiting
+
+    mining = ctx.with_voices(p.source, extra=p.voices)
+    root = Path(p.dir) if p.dir is not None else importing.DEFAULT_DIRS[p.source].expanduser()
+    since = importing.parse_since(p.since) if p.since else None
+    if not root.exists():
+        importing.find_session_files(root, p.source)  # says so, before a store is made
+    store = mining.store()
+    report = importing.import_sessions(
+        store, p.source, root, voices=mining.voices, policy=policy_with(p.source, p.trust_tools, p.distrust_tools),
+        since=since, project=p.project, dry_run=p.dry_run,
+    )
+    # What an earlier pass left pending (answers that were unusable) is
+    # asked again too, as `mecha/sessionEnded` does: the retry a pass's
+    # outcome names.
+    job = None if p.dry_run or not (report.queued or count_waiting(store)) else start_job(mining, "reflect")
+    sessions = [
+        m.ImportedSession(
+            path=plan.path, session_id=plan.session_id, project=plan.project, found=plan.found, new=len(plan.fresh),
+            counts=plan.counts(), held=plan.held, skipped_lines=plan.skipped_lines,
+        )
+        for plan in report.sessions
+    ]
+    return m.ImportSessionsResult(
+        source=report.source, root=report.root, sessions=sessions, unchanged=report.unchanged, filtered=report.filtered,
+        skipped=report.skipped, skipped_lines=report.skipped_lines, queued=report.queued, dry_run=report.dry_run,
+        warnings=report.warnings, job=job,
+    )
+
+
+@handles("mecha/exportRules")
+def export_rules(ctx: Context, p: m.ExportRulesParams, cancel: Cancel) -> m.ExportRulesResult:
+    from mecha.core.agents.export import DEFAULT_TARGETS, export_block
+
+    path = Path(p.path) if p.path is not None else DEFAULT_TARGETS[p.target].expanduser()
+    block = rules_prompt_block(ctx, m.RulesPromptBlockParams(), cancel).block
+    outcome = export_block(path, block, check=p.check)
+    return m.ExportRulesResult(path=str(path), changed=outcome.changed, up_to_date=not outcome.changed, check=p.check)
+
+
+def start_job(ctx: Context, kind: jobs_mod.JobKind, **kw: Any) -> jobs_mod.Job:
     from .jobs import start_pass
 
     return start_pass(ctx, kind, **kw)
@@ -313,7 +416,7 @@ def proposals(ctx: Context, p: m.ProposalsParams, cancel: Cancel) -> m.Proposals
 
 @handles("mecha/proposal")
 def proposal(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.ProposalWithDiffResult:
-    from mecha.core.learning.proposals import proposal_changes_in, proposal_diff
+    from mecha.core.learning.proposals import proposal_changes_in, proposal_diff, proposal_scope
     from mecha.core.learning.sources import with_measurements
     from mecha.core.learning.validate import proposal_verdict
     from mecha.core.store.ledger import rule_tallies_by_model
@@ -323,6 +426,7 @@ def proposal(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.ProposalWithDiffR
     changes = with_measurements(proposal_changes_in(store, found), rule_tallies_by_model(store.validations()))
     return m.ProposalWithDiffResult(
         proposal=found, diff=proposal_diff(store, found), changes=changes, verdict=proposal_verdict(store, found),
+        scope=proposal_scope(found),
     )
 
 
@@ -331,6 +435,12 @@ def accept(ctx: Context, p: m.AcceptProposalParams, cancel: Cancel) -> m.AcceptP
     from mecha.core.learning.proposals import accept as accept_it
 
     done = accept_it(ctx.store(), p.id, as_global=p.as_global)
+    try:
+        refresh_blocks(ctx)
+    except Exception as exc:  # the accept has landed: a cache is never its error
+        import logging
+
+        logging.getLogger(__name__).warning("rules block cache not refreshed: %s", exc)
     return m.AcceptProposalResult(proposal=done.proposal, exports=reexport(ctx), promotions=done.promotions)
 
 
@@ -389,7 +499,7 @@ def propose_retirement(ctx: Context, p: m.ProposeRetirementParams, cancel: Cance
 def render_candidate(ctx: Context, p: m.ProposalIdParams, cancel: Cancel) -> m.RenderCandidateResult:
     store = ctx.store()
     found = store.proposal(p.proposal_id)
-    rendered = store.render_candidate(found.domain, found.rules)
+    rendered = store.render_candidate(found.domain, found.rules, found.project, scope=found.project)
     return m.RenderCandidateResult(block=rendered.block, rules_hash=rendered.rules_hash, rule_ids=rendered.rule_ids)
 
 

@@ -67,17 +67,6 @@ def proposal_line(p: dict[str, Any]) -> str:
     )
 
 
-def _rule_scope(p: dict[str, Any], change: dict[str, Any]) -> str:
-    """Where one changed rule of a proposal lives: the proposal's scope,
-    except a rule a project's proposal adds once a person accepted it as
-    global (a promotion's is global already)."""
-    if p.get("project") is None:
-        return "global"
-    if change["change"] == "added" and p.get("accepted_as_global"):
-        return "global"
-    return f"project {p['project']}"
-
-
 def accepted(r: dict[str, Any]) -> str:
     """An accept's result: the proposal, then each promotion it filed."""
     lines = ["accepted " + proposal_line(r["proposal"])]
@@ -110,7 +99,8 @@ def proposal_with_diff(r: dict[str, Any]) -> str:
     if changes:
         lines += ["", "why each change:"]
         for c in changes:
-            lines.append(f"  {c['change']} ({_rule_scope(p, c)}): {c['text']}")
+            where = c.get("scope") or "global"
+            lines.append(f"  {c['change']} ({where if where == 'global' else 'project ' + where}): {c['text']}")
             lines.extend(f"    replaces: {old}" for old in c.get("replaces", []))
             if c["change"] == "removed":
                 if c.get("absorbed_by"):
@@ -233,36 +223,6 @@ def reflect_summary(s: dict[str, Any]) -> str:
     if s["no_interventions"]:
         parts.append(f"{len(s['no_interventions'])} with no interventions")
     return "; ".join(parts)
-
-
-def import_builtins(report: Any) -> dict[str, Any]:
-    """An import report as plain builtins: per session, what was found and
-    what is (or would be) queued, counted per `trigger/origin`."""
-    sessions = [
-        {
-            "path": plan.path,
-            "session_id": plan.session_id,
-            "project": plan.project,
-            "found": plan.found,
-            "new": len(plan.fresh),
-            "counts": plan.counts(),
-            "held": plan.held,
-            "skipped_lines": plan.skipped_lines,
-        }
-        for plan in report.sessions
-    ]
-    return {
-        "source": report.source,
-        "root": report.root,
-        "sessions": sessions,
-        "unchanged": report.unchanged,
-        "filtered": report.filtered,
-        "skipped": list(report.skipped),
-        "skipped_lines": report.skipped_lines,
-        "queued": list(report.queued),
-        "dry_run": report.dry_run,
-        "job": None,
-    }
 
 
 def import_summary(s: dict[str, Any]) -> str:

@@ -23,8 +23,8 @@ from mecha.core.identity import mint_proposal_id, mint_run_id, now
 from mecha.core.learning import promotion
 from mecha.core.learning.rules import Rule, active_count, validate_domain
 from mecha.core.learning.scope import scope_label
-from mecha.core.learning.sources import RuleChange, RuleSources, find_rule_sources, proposal_changes
-from mecha.core.store.layout import LEARNED_KIND
+from mecha.core.learning.sources import ADDED, RuleChange, RuleSources, find_rule_sources, proposal_changes
+from mecha.core.store.layout import GLOBAL_SCOPE, LEARNED_KIND
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 from mecha.core.store.ledger import rule_tallies_by_model
 
@@ -291,15 +291,31 @@ def should_announce(previous: PendingSummary | None, now: PendingSummary, *, aft
     return after_command or previous is None or previous.ids != now.ids
 
 
+def proposal_scope(p: Proposal) -> str:
+    """The scope a proposal is for, as the wire names it: `global`, or the
+    project's root."""
+    return GLOBAL_SCOPE if p.project is None else p.project
+
+
+def change_scope(p: Proposal, change: RuleChange) -> str:
+    """Where one rule a proposal changes lives: the proposal's scope, except
+    a rule a project's proposal adds once a person accepted it as global."""
+    if change.change == ADDED and p.accepted_as_global:
+        return GLOBAL_SCOPE
+    return proposal_scope(p)
+
+
 def proposal_changes_in(store: LearningStore, p: Proposal) -> list[RuleChange]:
     """What `p` adds, changes and removes, each rule with its sources as the
-    store records them."""
-    return proposal_changes(p.rules_before, p.rules, p.drops, {r.id: r for r in store.reflexions()})
+    store records them and the scope it lives in."""
+    changes = proposal_changes(p.rules_before, p.rules, p.drops, {r.id: r for r in store.reflexions()})
+    return [msgspec.structs.replace(c, scope=change_scope(p, c)) for c in changes]
 
 
 def rule_sources(store: LearningStore, rule_id: str) -> RuleSources:
     """Why the rule `rule_id` exists, from any domain's user or learned
-    rules; `NotFound` when no rules file holds it."""
+    rules in any scope (global first, then each project); `NotFound` when
+    no rules file holds it."""
     sets = []
     for domain in store.domains():
         sets.append((domain, "learned", store.learned_rules(domain)))

@@ -69,6 +69,9 @@ class RuleChange(msgspec.Struct, kw_only=True, omit_defaults=True):
     absorbed_by: str | None = None
     #: … or the reflection that contradicts it.
     contradicted_by: RuleSource | None = None
+    #: Where the rule lives once the proposal is accepted: `global`, or the
+    #: project's root (`proposals.change_scope`).
+    scope: str | None = None
     #: What the validation ledger measured of the rule, per model, in a
     #: person's words (`describe_tally`; `with_measurements`).
     measured: str | None = None

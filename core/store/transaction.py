@@ -142,6 +142,13 @@ def run(root: Path, history: History, transaction: Transaction, message: str) ->
         _apply(root, history, intent)
     except StoreFull as exc:
         raise _kept(intent, exc, _placed(root, intent)) from None
+    except InvalidStore as exc:
+        # Refused mid-way (a folder turned read-only): decided all the same.
+        raise InvalidStore(
+            f"{exc}".split("; ")[0] + f"; the {intent.what} is decided and kept in the store's journal: "
+            "the next write finishes it once the store can be written",
+            path=exc.path,
+        ) from None
 
 
 def finish_interrupted(root: Path, history: History) -> str | None:

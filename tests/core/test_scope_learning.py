@@ -275,3 +275,43 @@ def test_promotion_candidates_skip_a_lesson_the_global_rules_hold_even_retired()
     assert promotion_candidates([Rule(text="Ask first", retired_at="x")], same) == []
     assert promotion_candidates([], same, already={"ask first"}) == []
     assert promotion_candidates([], {a: same[a], b: [Rule(text="Ask first.", enabled=False)]}) == []
+
+
+# ─── naming the scope ───────────────────────────────────────────────────────
+
+
+async def test_the_proposal_method_and_its_text_name_each_proposals_and_rules_scope(
+    store: LearningStore, two: tuple[str, str]
+) -> None:
+    # Pins: a person accepting a proposal without being told which
+    # repository (or all of them) its rules will reach.
+    from mecha.sidecar import humane
+    from mecha.sidecar.context import Context, InitializationOptions
+    from mecha.sidecar.handlers import call
+
+    app, tool = two
+    ctx = Context.from_options(InitializationOptions(learning_dir=str(store.root)))
+    pid = await _project_proposal(store, app, "Run the tests before saying done.")
+    shown = call(ctx, "mecha/proposal", {"id": pid})
+    assert shown["scope"] == app and shown["proposal"]["project"] == app
+    assert [c["scope"] for c in shown["changes"]] == [app]
+    assert f"in project {app} (live when proposed)" in shown["diff"]
+    text = humane.proposal_with_diff(shown)
+    assert f"scope: project {app}" in text and f"added (project {app}): Run the tests" in text
+
+    accepted = call(ctx, "mecha/acceptProposal", {"id": pid, "as_global": True})
+    assert accepted["proposal"]["accepted_as_global"] is True
+    again = call(ctx, "mecha/proposal", {"id": pid})
+    assert [c["scope"] for c in again["changes"]] == ["global"]
+    assert humane.proposal_line(again["proposal"]).endswith(f"project {app}, accepted as global")
+
+    accept(store, await _project_proposal(store, app, "Keep diffs small.", prefix="b"))
+    filed = call(ctx, "mecha/acceptProposal", {"id": await _project_proposal(store, tool, "keep diffs small")})
+    [promo] = filed["promotions"]
+    assert "filed promotion" in humane.accepted(filed) and promo["id"] in humane.accepted(filed)
+    shown = call(ctx, "mecha/proposal", {"id": promo["id"]})
+    assert shown["scope"] == "global" and shown["proposal"]["promoted_from"] == sorted([app, tool])
+    text = humane.proposal_with_diff(shown)
+    assert "scope: global (promotion: live in 2 projects)" in text and f"  from project {tool}" in text
+    listed = humane.proposals(call(ctx, "mecha/proposals", {}))
+    assert listed.count("global (promotion") == 1 and listed.count(f"project {tool}") == 1

@@ -46,8 +46,8 @@ export type RejectProposalCommandResult = ProposalResult;
 export type ShowProposalDiffCommandArguments = [id: string];
 export type ShowProposalDiffCommandResult = ShowProposalDiffResult;
 
-/** `mecha.showRulesBlock`: The rules block a run would get. */
-export type ShowRulesBlockCommandArguments = [domain?: string];
+/** `mecha.showRulesBlock`: The rules block a run would get (in a project, with its rules). */
+export type ShowRulesBlockCommandArguments = [domain?: string, project?: string];
 export type ShowRulesBlockCommandResult = RulesPromptBlockResult;
 
 export interface AcceptProposalResult {
@@ -152,6 +152,7 @@ export interface ProposalWithDiffResult {
   changes: RuleChange[];
   diff: string;
   proposal: Proposal;
+  scope: string;
   verdict: ProposalVerdict;
 }
 
@@ -202,6 +203,7 @@ export interface RuleChange {
   measured?: string;
   replaces?: string[];
   rule_id?: string;
+  scope?: string;
   sources?: RuleSource[];
   text: string;
 }
