@@ -215,6 +215,9 @@ class ExportResult(msgspec.Struct):
     #: Why the export failed, naming the file (`ExportFailed: …`); `null`
     #: when it did not. The accept stands either way.
     error: str | None = None
+    #: The project whose rules the file carries (its root); `null`: the
+    #: global rules.
+    project: str | None = None
 
 
 class AcceptProposalParams(msgspec.Struct):

@@ -31,8 +31,8 @@ verbs:
   mine FILE           print the interventions in a transcript file (mecha, Claude Code or Codex)
   import claude|codex [DIR]
                       queue the new interventions in Claude Code / Codex CLI sessions, start a reflect pass
-  export claude|agents [FILE]
-                      write the rules block into CLAUDE.md / AGENTS.md (a managed section)
+  export claude|agents [FILE] [--project DIR]
+                      write each scope's rules into CLAUDE.md / AGENTS.md (a managed section)
   proposals [list|show ID|accept ID [--global]|reject ID]
   learn DOMAIN        start a consolidation pass per scope (proposes, never applies)
   reflect --sessions DIR
@@ -141,8 +141,12 @@ def _parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("export", help="write the rules block into an agent's instructions file")
     s.add_argument("target", choices=["claude", "agents"])
-    s.add_argument("file", nargs="?", type=Path, help="the file (default: ~/.claude/CLAUDE.md, ./AGENTS.md)")
-    s.add_argument("--check", action="store_true", help="write nothing; exit 1 when the file is out of date")
+    s.add_argument("file", nargs="?", type=Path,
+                   help="one file, told its scope's rules (default: every scope's — for claude ~/.claude/CLAUDE.md "
+                   "and each project's CLAUDE.md, for agents each project's AGENTS.md)")
+    s.add_argument("--project", metavar="DIR", type=Path,
+                   help="only this project's file (its CLAUDE.md / AGENTS.md at its root, or FILE)")
+    s.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file is out of date")
 
     s = sub.add_parser("retire", help="propose retiring a learned rule")
     s.add_argument("domain")
@@ -499,19 +503,35 @@ def _import(ctx: Any, args: argparse.Namespace) -> int:
 
 
 def _export(ctx: Any, args: argparse.Namespace) -> int:
-    from mecha.core.agents.export import DEFAULT_TARGETS, export_block
+    """Every scope's file, one project's (`--project`) or one named file,
+    each told its scope's rules (`export_targets`); a file that fails is
+    named on stderr and the others are still written."""
+    import os
+    from pathlib import Path
 
-    from .handlers import call
+    from mecha.core.agents import export_targets as et
+    from mecha.core.learning.scope import resolve_project
 
-    path = args.file if args.file is not None else DEFAULT_TARGETS[args.target].expanduser()
-    block = call(ctx, "mecha/rulesPromptBlock", {})["block"]
-    outcome = export_block(path, block, check=args.check)
-    result = {"path": str(path), "changed": outcome.changed, "up_to_date": not outcome.changed, "check": args.check}
-    if args.check:
-        _emit(args, result, lambda r: f"{r['path']}: {'up to date' if r['up_to_date'] else 'out of date (run export without --check)'}")
-        return 1 if outcome.changed else 0
-    _emit(args, result, lambda r: f"{r['path']}: {'rules section written' if r['changed'] else 'already up to date'}")
-    return 0
+    from . import humane
+
+    home, store = Path.home(), ctx.existing_store()
+    project = None if args.project is None else resolve_project(os.path.abspath(args.project))
+    if args.file is not None:
+        named = et.target_for_file(args.target, args.file, home=home)
+        targets = [named if project is None else et.ExportTarget(args.target, named.path, project)]
+    elif project is not None:
+        targets = [et.project_target(args.target, project)]
+    else:
+        here = [resolve_project(os.getcwd())] if args.target == "agents" else []
+        targets = et.scope_targets(args.target, et.store_projects(store) + here, home=home)
+    results = et.export_all(store, targets, check=args.check)
+    for r in results:
+        if r.error is not None:
+            print(f"mecha-sidecar: {r.error}", file=sys.stderr)
+    result = {"exports": [humane.builtins(r) for r in results], "check": args.check}
+    _emit(args, result, humane.exports)
+    failed = any(r.error for r in results)
+    return 1 if failed or (args.check and any(r.changed for r in results)) else 0
 
 
 def _hooks(ctx: Any, args: argparse.Namespace) -> int:
