@@ -84,8 +84,9 @@ COMMANDS: dict[str, Command] = {
         _c(Act.PROPOSE_RETIREMENT, "mecha/proposeRetirement",
            (Argument("domain", str), Argument("rule_id", str), Argument("reason", str)), m.ProposalResult,
            "Propose retiring a learned rule."),
-        _c(Act.SHOW_RULES_BLOCK, "mecha/rulesPromptBlock", (Argument("domain", str, required=False),),
-           m.RulesPromptBlockResult, "The rules block a run would get."),
+        _c(Act.SHOW_RULES_BLOCK, "mecha/rulesPromptBlock",
+           (Argument("domain", str, required=False), Argument("project", str, required=False)),
+           m.RulesPromptBlockResult, "The rules block a run would get (in a project, with its rules)."),
     )
 }
 

@@ -187,6 +187,99 @@ class InboxDropResult(msgspec.Struct):
     entry: SetAside
 
 
+class ImportSessionsParams(msgspec.Struct):
+    #: Whose sessions: `claude` (Claude Code) or `codex` (Codex CLI).
+    source: Literal["claude", "codex"]
+    #: The folder they are in; absent: the agent's own under the home
+    #: (`~/.claude/projects`, `~/.codex/sessions`).
+    dir: str | None = None
+    #: Say what would be queued, per session; queue nothing, start nothing.
+    dry_run: bool = False
+    #: Only session files changed on or after this date (`YYYY-MM-DD`, or
+    #: an ISO date-time).
+    since: str | None = None
+    #: Only sessions whose working directory (or project folder) contains this.
+    project: str | None = None
+    #: User turns starting with one of these are no person's (`claude` or
+    #: `codex` names a built-in profile); added to the source's own profile
+    #: and `$MECHA_HARNESS_VOICES`.
+    voices: list[str] = msgspec.field(default_factory=list)
+    #: Tools whose results read as the person's own (not untrusted);
+    #: `Bash(PROGRAM)` or `Bash(PROGRAM SUBCOMMAND)` trusts one shell command.
+    trust_tools: list[str] = msgspec.field(default_factory=list)
+    #: Tools whose results read as untrusted; `Bash(PROGRAM)` takes a program
+    #: off the shell allowlist.
+    distrust_tools: list[str] = msgspec.field(default_factory=list)
+
+
+class ImportedSession(msgspec.Struct):
+    """One session file an import read."""
+
+    path: str
+    session_id: str
+    project: str | None
+    #: Interventions in the file, and how many were not imported before.
+    found: int
+    new: int
+    #: The new ones per `trigger/origin`.
+    counts: dict[str, int]
+    #: A last refusal held back until the person gives their reason.
+    held: int
+    #: Lines of the file skipped as not records of its format.
+    skipped_lines: int
+
+
+class ImportSessionsResult(msgspec.Struct):
+    source: str
+    #: The folder read.
+    root: str
+    sessions: list[ImportedSession]
+    #: Files whose size and mtime matched the last import: not read.
+    unchanged: int
+    #: Files left out by `since` or `project`.
+    filtered: int
+    #: Files skipped, each with why (not a session, unreadable).
+    skipped: list[str]
+    #: Lines skipped over every file read, as not records of their format.
+    skipped_lines: int
+    #: Session ids handed to the inbox.
+    queued: list[str]
+    dry_run: bool
+    #: Lines skipped on the way, each naming the file and the line.
+    warnings: list[str]
+    #: The reflect pass started over the inbox (`null`: nothing waits, or a
+    #: dry run).
+    job: Job | None = None
+
+
+class ExportRulesParams(msgspec.Struct):
+    #: Whose instructions file: `claude` (`CLAUDE.md`) or `agents` (`AGENTS.md`).
+    target: Literal["claude", "agents"]
+    #: One file, told the rules of the scope it is in. Absent, and no
+    #: `project`: every scope's file — for `claude` `~/.claude/CLAUDE.md` and
+    #: each project's `CLAUDE.md`, for `agents` each project's `AGENTS.md`
+    #: (and the sidecar's working directory's project's).
+    path: str | None = None
+    #: Write nothing; say whether the file is up to date.
+    check: bool = False
+    #: A directory (absolute): only its project's file (or `path`, told that
+    #: project's rules).
+    project: str | None = None
+
+
+class ExportRulesResult(msgspec.Struct):
+    #: The file (with several, the first).
+    path: str
+    #: Whether the file was written (with `check`: whether it would be);
+    #: with several, whether any was.
+    changed: bool
+    up_to_date: bool
+    check: bool
+    #: Every file exported, in order, each with its scope (`project`) and
+    #: what happened to it, `error` naming why one could not be written.
+    exports: list[ExportResult] = msgspec.field(default_factory=list)
+
+
 class ProposalsParams(msgspec.Struct):
     status: ProposalStatus | None = None
     domain: str | None = None
@@ -401,6 +494,10 @@ METHODS: dict[str, Method] = {
         _m("mecha/inboxRetry", IdParams, InboxRetryResult,
            "Put a set-aside entry back in the inbox and start a reflect pass over it."),
         _m("mecha/inboxDrop", IdParams, InboxDropResult, "Delete a set-aside entry for good."),
+        _m("mecha/importSessions", ImportSessionsParams, ImportSessionsResult,
+           "Queue the new interventions in Claude Code or Codex CLI sessions and start a reflect pass."),
+        _m("mecha/exportRules", ExportRulesParams, ExportRulesResult,
+           "Write the rules block into an agent's instructions file (a managed section), or check it."),
         _m("mecha/proposals", ProposalsParams, ProposalsResult, "Proposals, oldest first."),
         _m("mecha/proposal", IdParams, ProposalWithDiffResult,
            "One proposal by id or unique prefix, with the diff of the rendered block."),

@@ -433,13 +433,9 @@ def _mining_context(ctx: Any, args: argparse.Namespace, *profiles: str) -> Any:
 
 
 def _policy(args: argparse.Namespace, source: str) -> Any:
-    from mecha.core.sessions.claude_code import CLAUDE_POLICY
-    from mecha.core.sessions.codex_cli import CODEX_POLICY
+    from mecha.core.sessions.foreign import policy_with
 
-    base = CODEX_POLICY if source == "codex" else CLAUDE_POLICY
-    if not args.trust_tool and not args.distrust_tool:
-        return None
-    return base.with_overrides(trust=args.trust_tool, distrust=args.distrust_tool)
+    return policy_with(source, args.trust_tool, args.distrust_tool)
 
 
 def _mine(ctx: Any, args: argparse.Namespace) -> int:
@@ -475,63 +471,42 @@ def _mine(ctx: Any, args: argparse.Namespace) -> int:
 
 
 def _import(ctx: Any, args: argparse.Namespace) -> int:
-    from mecha.core.agents.importing import DEFAULT_DIRS, find_session_files, import_sessions, parse_since
-
     from . import humane
+    from .handlers import call
 
-    ctx = _mining_context(ctx, args, args.source)
-    root = args.dir if args.dir is not None else DEFAULT_DIRS[args.source].expanduser()
-    since = parse_since(args.since) if args.since else None
-    if not root.exists():
-        find_session_files(root, args.source)  # says so, before a store is made
-    report = import_sessions(
-        ctx.store(),
-        args.source,
-        root,
-        voices=ctx.voices,
-        policy=_policy(args, args.source),
-        since=since,
-        project=args.project,
-        dry_run=args.dry_run,
-    )
-    for line in report.skipped:
+    params = {
+        "source": args.source, "dir": None if args.dir is None else str(args.dir), "dry_run": args.dry_run,
+        "since": args.since, "project": args.project, "voices": args.voices,
+        "trust_tools": args.trust_tool, "distrust_tools": args.distrust_tool,
+    }
+    result = call(ctx, "mecha/importSessions", params)
+    for line in result["skipped"]:
         print(f"mecha-sidecar: warning: skipped {line}", file=sys.stderr)
-    for line in report.warnings:
+    for line in result["warnings"]:
         print(f"mecha-sidecar: warning: {line}", file=sys.stderr)
-    summary = humane.import_builtins(report)
-    return _reflect_what_was_queued(ctx, args, summary, humane.import_summary, bool(report.queued) and not args.dry_run)
+    return _report_queued(ctx, args, result, humane.import_summary)
 
 
 def _export(ctx: Any, args: argparse.Namespace) -> int:
-    """Every scope's file, one project's (`--project`) or one named file,
-    each told its scope's rules (`export_targets`); a file that fails is
-    named on stderr and the others are still written."""
+    """`mecha/exportRules`: every scope's file, one project's (`--project`)
+    or one named file, each told its scope's rules; a file that fails is
+    named on stderr, and with several the others are still written."""
     import os
-    from pathlib import Path
-
-    from mecha.core.agents import export_targets as et
-    from mecha.core.learning.scope import resolve_project
 
     from . import humane
+    from .handlers import call
 
-    home, store = Path.home(), ctx.existing_store()
-    project = None if args.project is None else resolve_project(os.path.abspath(args.project))
-    if args.file is not None:
-        named = et.target_for_file(args.target, args.file, home=home)
-        targets = [named if project is None else et.ExportTarget(args.target, named.path, project)]
-    elif project is not None:
-        targets = [et.project_target(args.target, project)]
-    else:
-        here = [resolve_project(os.getcwd())] if args.target == "agents" else []
-        targets = et.scope_targets(args.target, et.store_projects(store) + here, home=home)
-    results = et.export_all(store, targets, check=args.check)
-    for r in results:
-        if r.error is not None:
-            print(f"mecha-sidecar: {r.error}", file=sys.stderr)
-    result = {"exports": [humane.builtins(r) for r in results], "check": args.check}
+    params = {
+        "target": args.target, "path": None if args.file is None else str(args.file), "check": args.check,
+        "project": None if args.project is None else os.path.abspath(args.project),
+    }
+    result = call(ctx, "mecha/exportRules", params)
+    for e in result["exports"]:
+        if e.get("error"):
+            print(f"mecha-sidecar: {e['error']}", file=sys.stderr)
     _emit(args, result, humane.exports)
-    failed = any(r.error for r in results)
-    return 1 if failed or (args.check and any(r.changed for r in results)) else 0
+    failed = any(e.get("error") for e in result["exports"])
+    return 1 if failed or (args.check and result["changed"]) else 0
 
 
 def _hooks(ctx: Any, args: argparse.Namespace) -> int:
@@ -636,24 +611,30 @@ def _reflect(ctx: Any, args: argparse.Namespace) -> int:
 def _reflect_what_was_queued(
     ctx: Any, args: argparse.Namespace, summary: dict[str, Any], render: Callable[[dict[str, Any]], str], start: bool
 ) -> int:
-    """After a verb queued sessions (`import`, `reflect --sessions`): when
-    it queued any — or work an earlier pass left pending waits in the inbox,
-    as `mecha/sessionEnded` does — one reflect pass over the inbox, reported
-    as the verb's summary plus the job (waited on unless `--no-wait`); else
-    the summary. Never for a dry run."""
+    """After `reflect --sessions` queued sessions: when it queued any — or
+    work an earlier pass left pending waits in the inbox, as
+    `mecha/sessionEnded` does — one reflect pass over the inbox."""
     from . import humane
     from .handlers import start_job
 
-    if not start and not getattr(args, "dry_run", False):
+    if not start:
         # Nothing new queued, but what an earlier pass left pending (answers
         # that were unusable) is asked again: the retry a pass's outcome names.
         from mecha.core.store.inbox import count_waiting
 
         start = count_waiting(ctx.store()) > 0
-    if not start:
+    if start:
+        summary["job"] = humane.builtins(start_job(ctx, "reflect"))
+    return _report_queued(ctx, args, summary, render)
+
+
+def _report_queued(ctx: Any, args: argparse.Namespace, summary: dict[str, Any], render: Callable[[dict[str, Any]], str]) -> int:
+    """A verb's summary of what it queued (`import`, `reflect --sessions`),
+    and the reflect pass it started, if it did (waited on unless
+    `--no-wait`)."""
+    if summary["job"] is None:
         _emit(args, summary, render)
         return 0
-    summary["job"] = humane.builtins(start_job(ctx, "reflect"))
     if not args.json:
         sys.stdout.write(render(summary) + "\n")
     return _finish_job(ctx, args, summary["job"], args.no_wait, quiet_start=True, extra=summary)

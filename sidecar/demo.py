@@ -111,19 +111,19 @@ class _DemoStopped(Exception):
 def _choose_model(local: bool | None, root: Path) -> tuple[dict[str, Any] | None, Any]:
     """The model options the demo's sidecar gets, and the local server it
     started for them (or `None`)."""
-    from .localmodel import MODEL_ID, LocalModelUnavailable, LocalServer, find_local_model, server_available
+    from .localmodel import INSTALL_HINT, MODEL_ID, LocalModelUnavailable, LocalServer, ensure_local_model, server_available
 
     if local is False or (local is None and _model_configured()):
         return None, None
-    try:
-        model = find_local_model()
-        if not server_available():
-            raise LocalModelUnavailable("llama-cpp-python's server is not installed")
-    except LocalModelUnavailable as exc:
+    if not server_available():
         if local:
-            raise _DemoStopped(str(exc)) from None
+            raise _DemoStopped(f"xllamacpp, the local model server, is not installed; {INSTALL_HINT}")
         return None, None
-    _say(f"Starting a local model server (llama-cpp-python, {model.name}) on 127.0.0.1…")
+    try:
+        model = ensure_local_model(say=_say)
+    except LocalModelUnavailable as exc:
+        raise _DemoStopped(str(exc)) from None
+    _say(f"Starting a local model server (llama.cpp's, through xllamacpp; {model.name}) on 127.0.0.1…")
     started = time.monotonic()
     try:
         server = LocalServer(model, log=LearningStore(root).local_model_log_path).start()

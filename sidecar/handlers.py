@@ -44,7 +44,15 @@ class _BlockCache:
     fingerprint (`LearningStore.rules_fingerprint`: name, inode, size, mtime
     and ctime of every rules file, a link's target included). A pass's
     rename gives a new inode, so it is seen on the next call; nothing is
-    served from a file that changed."""
+    served from a file that changed.
+
+    This is not a second cache but this process's view of the one the
+    store keeps on disk (`mecha.core.store.blockcache`, which the next run's
+    first stage answers from): the same answers under the same key, filled
+    where the disk copy is written (`ctx.on_block_rendered`), and both
+    refreshed together by what writes the rules (`refresh_blocks`, after an
+    accept). It holds the answers decoded, so a long-lived server does not
+    read and decode the file again at every call."""
 
     def __init__(self) -> None:
         self.key: tuple[Any, ...] | None = None
@@ -84,15 +92,7 @@ def rules_prompt_block(ctx: Context, p: m.RulesPromptBlockParams, cancel: Cancel
     store = ctx.existing_store()
     if store is None:
         return _empty_block(run_domains_including(p.domain), project)
-    rendered = store.render_block(p.domain, project)
-    result = m.RulesPromptBlockResult(
-        block=rendered.block,
-        rules_hash=rendered.rules_hash,
-        rule_ids=rendered.rule_ids,
-        domains=rendered.domains,
-        over_budget=_over_budget(store, project),
-        project=project,
-    )
+    result = _block_result(store, p.domain, project)
     # Kept only if no rules file changed while it was read: a block read
     # across an accept must not be filed under the identity from before it.
     if _block_cache.identity(ctx.root) == key:
@@ -100,6 +100,62 @@ def rules_prompt_block(ctx: Context, p: m.RulesPromptBlockParams, cancel: Cancel
         if ctx.on_block_rendered is not None:
             ctx.on_block_rendered(p.domain, project, result, key[1])
     return result
+
+
+def _block_result(store: LearningStore, domain: str | None, project: str | None) -> m.RulesPromptBlockResult:
+    rendered = store.render_block(domain, project)
+    return m.RulesPromptBlockResult(
+        block=rendered.block,
+        rules_hash=rendered.rules_hash,
+        rule_ids=rendered.rule_ids,
+        domains=rendered.domains,
+        over_budget=_over_budget(store, project),
+        project=project,
+    )
+
+
+def refresh_blocks(ctx: Context) -> int:
+    """After the rules changed (an accept): render again every answer the
+    block cache holds — on disk and in this process — under the new rules,
+    and keep them, so the next run's first stage answers at once instead of
+    handing over to the full server to render them. How many were kept on
+    disk.
+
+    A fingerprint is trusted beyond this process only once its newest change
+    is older than a clock tick (`layout.is_racy`), so this waits that long
+    (at most `RACY_FINE_NS`) before writing; where timestamps are coarse,
+    it does not wait and the next run renders them. A cache that cannot be
+    written is a later miss, never an error of the accept."""
+    import time
+
+    from mecha.core.store import blockcache
+    from mecha.core.store.layout import RACY_FINE_NS, racy_until
+
+    from ._version import code_identity
+
+    code = code_identity()
+    kept = blockcache.read(ctx.root, code)
+    wanted = set(_block_cache.value) | set(() if kept is None else blockcache.kept_keys(kept))
+    store = ctx.existing_store()
+    key = _block_cache.identity(ctx.root)
+    if store is None or key is None or not wanted:
+        return 0
+    results = {(d, pr): _block_result(store, d, pr) for d, pr in sorted(wanted, key=repr)}
+    if _block_cache.identity(ctx.root) != key:
+        return 0  # changed again while rendered: the next call renders it
+    _block_cache.key, _block_cache.value = key, results
+    until = racy_until(key[1])
+    if kept is None or (until is not None and until - time.time_ns() > RACY_FINE_NS):
+        return 0
+    if until is not None:
+        time.sleep(max(0, until - time.time_ns() + 1_000_000) / 1e9)
+    if _block_cache.identity(ctx.root) != key:
+        return 0
+    import msgspec
+
+    answers = {k: msgspec.json.encode(r) for k, r in results.items()}
+    written = blockcache.write_answers(ctx.root, code, key[1], answers, kept.initialize, time.time_ns(), merge=False)
+    return len(answers) if written else 0
 
 
 def _over_budget(store: Any, project: str | None = None) -> list[m.OverBudget]:
@@ -290,6 +346,70 @@ def inbox_drop(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.InboxDropResult
     return m.InboxDropResult(entry=drop_set_aside(ctx.store(), p.id))
 
 
+@handles("mecha/importSessions")
+def import_sessions(ctx: Context, p: m.ImportSessionsParams, cancel: Cancel) -> m.ImportSessionsResult:
+    from mecha.core.agents import importing
+    from mecha.core.sessions.foreign import policy_with
+    from mecha.core.store.inbox import count_waiting
+
+    mining = ctx.with_voices(p.source, extra=p.voices)
+    root = Path(p.dir) if p.dir is not None else importing.DEFAULT_DIRS[p.source].expanduser()
+    since = importing.parse_since(p.since) if p.since else None
+    if not root.exists():
+        importing.find_session_files(root, p.source)  # says so, before a store is made
+    store = mining.store()
+    report = importing.import_sessions(
+        store, p.source, root, voices=mining.voices, policy=policy_with(p.source, p.trust_tools, p.distrust_tools),
+        since=since, project=p.project, dry_run=p.dry_run,
+    )
+    # What an earlier pass left pending (answers that were unusable) is
+    # asked again too, as `mecha/sessionEnded` does: the retry a pass's
+    # outcome names.
+    job = None if p.dry_run or not (report.queued or count_waiting(store)) else start_job(mining, "reflect")
+    sessions = [
+        m.ImportedSession(
+            path=plan.path, session_id=plan.session_id, project=plan.project, found=plan.found, new=len(plan.fresh),
+            counts=plan.counts(), held=plan.held, skipped_lines=plan.skipped_lines,
+        )
+        for plan in report.sessions
+    ]
+    return m.ImportSessionsResult(
+        source=report.source, root=report.root, sessions=sessions, unchanged=report.unchanged, filtered=report.filtered,
+        skipped=report.skipped, skipped_lines=report.skipped_lines, queued=report.queued, dry_run=report.dry_run,
+        warnings=report.warnings, job=job,
+    )
+
+
+@handles("mecha/exportRules")
+def export_rules(ctx: Context, p: m.ExportRulesParams, cancel: Cancel) -> m.ExportRulesResult:
+    """Each file chosen (`export_targets.chosen_targets`) told its scope's
+    rules. One file named (by `path` or `project`) fails as the method's
+    error; of several, each failure is named in its `exports` entry and the
+    rest are still written."""
+    import os
+
+    from mecha.core.agents import export_targets as et
+    from mecha.core.learning.scope import resolve_project
+
+    store = ctx.existing_store()
+    project = None if p.project is None else resolve_project(p.project)
+    path = None if p.path is None else Path(p.path)
+    targets = et.chosen_targets(
+        p.target, path, project, projects=et.store_projects(store), home=Path.home(), cwd=os.getcwd()
+    )
+    if path is not None or project is not None:
+        [target] = targets
+        outcome = et.export_to(store, target, check=p.check)
+        results = [et.TargetResult(str(target.path), target.project, changed=outcome.changed)]
+    else:
+        results = et.export_all(store, targets, check=p.check)
+    changed = any(r.changed for r in results)
+    return m.ExportRulesResult(
+        path=results[0].path if results else "", changed=changed, up_to_date=not changed, check=p.check,
+        exports=[m.ExportResult(path=r.path, changed=r.changed, error=r.error, project=r.project) for r in results],
+    )
+
+
 def start_job(ctx: Context, kind: str, **kw: Any) -> jobs_mod.Job:
     from .jobs import start_pass
 
@@ -332,6 +452,12 @@ def accept(ctx: Context, p: m.AcceptProposalParams, cancel: Cancel) -> m.AcceptP
     from mecha.core.learning.proposals import accept as accept_it
 
     done = accept_it(ctx.store(), p.id, as_global=p.as_global)
+    try:
+        refresh_blocks(ctx)
+    except Exception as exc:  # the accept has landed: a cache is never its error
+        import logging
+
+        logging.getLogger(__name__).warning("rules block cache not refreshed: %s", exc)
     return m.AcceptProposalResult(proposal=done.proposal, exports=reexport(ctx), promotions=done.promotions)
 
 

@@ -225,36 +225,6 @@ def reflect_summary(s: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def import_builtins(report: Any) -> dict[str, Any]:
-    """An import report as plain builtins: per session, what was found and
-    what is (or would be) queued, counted per `trigger/origin`."""
-    sessions = [
-        {
-            "path": plan.path,
-            "session_id": plan.session_id,
-            "project": plan.project,
-            "found": plan.found,
-            "new": len(plan.fresh),
-            "counts": plan.counts(),
-            "held": plan.held,
-            "skipped_lines": plan.skipped_lines,
-        }
-        for plan in report.sessions
-    ]
-    return {
-        "source": report.source,
-        "root": report.root,
-        "sessions": sessions,
-        "unchanged": report.unchanged,
-        "filtered": report.filtered,
-        "skipped": list(report.skipped),
-        "skipped_lines": report.skipped_lines,
-        "queued": list(report.queued),
-        "dry_run": report.dry_run,
-        "job": None,
-    }
-
-
 def import_summary(s: dict[str, Any]) -> str:
     lines = []
     for session in s["sessions"]:

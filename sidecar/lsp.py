@@ -31,12 +31,14 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import msgspec
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
+from pygls.workspace import TextDocument
 
 from mecha.core.editor import store_view
 from mecha.core.editor.actions import code_actions_for
@@ -44,7 +46,7 @@ from mecha.core.editor.diagnostics import check_document
 from mecha.core.editor.document import document_lines
 from mecha.core.editor.hover import hover_for
 from mecha.core.editor.lenses import document_lenses
-from mecha.core.editor.results import Act, CodeAction, Finding
+from mecha.core.editor.results import Act, CodeAction, Finding, Scope
 from mecha.core.learning.proposals import PendingSummary, pending_summary, should_announce
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.learning_store import LearningStore, ReflectionsById, store_identity
@@ -158,7 +160,9 @@ class MechaLanguageServer(LanguageServer):
         assert self.ctx is not None
         return self.ctx.root
 
-    def doc_kind(self, uri: str) -> tuple[str, str] | None:
+    def doc_kind(self, uri: str) -> store_view.RulesDocument | None:
+        """The rules document `uri` is (its domain, kind and scope), or
+        `None` for any other file."""
         path = to_fs_path(uri)
         if not path or self.ctx is None:
             return None
@@ -167,30 +171,35 @@ class MechaLanguageServer(LanguageServer):
     def store(self) -> LearningStore | None:
         return self.ctx.existing_store() if self.ctx else None
 
+    def open_document(self, uri: str | None) -> TextDocument | None:
+        """The open document at `uri`, however the client quoted it: pygls
+        keys its documents by the unquoted URI, and a client may send a
+        project's rules file (`behavior@app-….toml`) with `@` as `%40`."""
+        return self.workspace.text_documents.get(unquote(uri)) if uri else None
+
     def open_text(self, path: Path) -> str | None:
         """The open buffer's text for `path`, or `None` when it is not open."""
-        uri = from_fs_path(str(path))
-        doc = self.workspace.text_documents.get(uri) if uri else None
+        doc = self.open_document(from_fs_path(str(path)))
         return doc.source if doc is not None else None
 
-    def sibling_rules(self, domain: str, kind: str) -> list[Any]:
-        return store_view.sibling_rules(self.root(), domain, kind, self.open_text)
+    def sibling_rules(self, doc: store_view.RulesDocument) -> list[Any]:
+        return store_view.sibling_rules(doc, self.open_text)
 
     def findings_for(self, uri: str) -> tuple[str, list[str], list[Finding]] | None:
         """The open document's text, its lines and the findings on
         it; `None` for a document that is not a rules file."""
-        kind = self.doc_kind(uri)
-        if kind is None:
+        doc = self.doc_kind(uri)
+        if doc is None:
             return None
-        domain, which = kind
         text = self.workspace.get_text_document(uri).source
         findings = check_document(
-            domain,
-            which,
+            doc.domain,
+            doc.kind,
             text,
-            other_rules=self.sibling_rules(domain, which),
+            other_rules=self.sibling_rules(doc),
             tallies=store_view.tallies_in(self.store()),
-            pending=store_view.pending_in(self.store(), domain),
+            pending=store_view.pending_in(self.store(), doc),
+            in_project=doc.project_id is not None,
         )
         return text, document_lines(text) or [""], findings
 
@@ -202,7 +211,9 @@ class MechaLanguageServer(LanguageServer):
         return [_diagnostic(f, lines) for f in findings]
 
     def publish(self, uri: str) -> None:
-        doc = self.workspace.text_documents.get(uri)
+        """Publish the open document's diagnostics, under the URI as its
+        client spelled it."""
+        doc = self.open_document(uri)
         if doc is None:
             return
         try:
@@ -212,7 +223,7 @@ class MechaLanguageServer(LanguageServer):
             diagnostics = []
             self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Error, message=f"mecha: {exc}"))
         self.text_document_publish_diagnostics(
-            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=doc.version)
+            lsp.PublishDiagnosticsParams(uri=doc.uri, diagnostics=diagnostics, version=doc.version)
         )
 
     def publish_all(self) -> None:
@@ -223,12 +234,45 @@ class MechaLanguageServer(LanguageServer):
     def publish_sibling(self, uri: str) -> None:
         """The domain's other rules file, if open, is checked against this
         buffer (restating, the budget): recheck it when this one changes."""
-        kind = self.doc_kind(uri)
-        if kind is None:
+        doc = self.doc_kind(uri)
+        if doc is None:
             return
-        sibling = from_fs_path(str(store_view.sibling_path(self.root(), *kind)))
-        if sibling and sibling != uri and sibling in self.workspace.text_documents:
+        sibling = from_fs_path(str(store_view.sibling_path(doc)))
+        if sibling and unquote(sibling) != unquote(uri) and self.open_document(sibling) is not None:
             self.publish(sibling)
+
+    def scope_of(self, doc: store_view.RulesDocument, text: str) -> Scope:
+        return store_view.document_scope(doc, text, self.open_text)
+
+    def hover(self, params: lsp.HoverParams) -> lsp.Hover | None:
+        """The rule under the cursor (`hover_for`), with its scope."""
+        doc = self.doc_kind(params.text_document.uri)
+        if doc is None:
+            return None
+        source = self.workspace.get_text_document(params.text_document.uri).source
+        lines = document_lines(source)
+        line = params.position.line
+        col = _from_utf16(lines[line], params.position.character) if line < len(lines) else 0
+        text = hover_for(
+            source, line, col, domain=doc.domain, kind=doc.kind,
+            reflections_by_id=self.reflections.of(self.store()), tallies=store_view.tallies_in(self.store()),
+            scope=self.scope_of(doc, source).label,
+        )
+        if text is None:
+            return None
+        return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text))
+
+    def code_lenses(self, uri: str) -> list[lsp.CodeLens] | None:
+        """The lenses at the top of a rules document (`document_lenses`),
+        counted in its scope."""
+        doc = self.doc_kind(uri)
+        if doc is None:
+            return None
+        text = self.workspace.get_text_document(uri).source
+        pending = len(store_view.pending_in(self.store(), doc))
+        lenses = document_lenses(doc.domain, doc.kind, text, self.sibling_rules(doc), pending, self.scope_of(doc, text))
+        top = lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=0, character=0))
+        return [lsp.CodeLens(range=top, command=_command(lens.title, lens.act, lens.arguments)) for lens in lenses]
 
     # ── watching the store ──
     def store_identity(self) -> Any:
@@ -353,20 +397,7 @@ def build_server() -> MechaLanguageServer:
 
     @ls.feature(lsp.TEXT_DOCUMENT_HOVER)
     def hover(ls: MechaLanguageServer, params: lsp.HoverParams) -> lsp.Hover | None:
-        kind = ls.doc_kind(params.text_document.uri)
-        if kind is None:
-            return None
-        doc = ls.workspace.get_text_document(params.text_document.uri)
-        lines = document_lines(doc.source)
-        line = params.position.line
-        col = _from_utf16(lines[line], params.position.character) if line < len(lines) else 0
-        text = hover_for(
-            doc.source, line, col, domain=kind[0], kind=kind[1],
-            reflections_by_id=ls.reflections.of(ls.store()), tallies=store_view.tallies_in(ls.store()),
-        )
-        if text is None:
-            return None
-        return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text))
+        return ls.hover(params)
 
     @ls.feature(
         lsp.TEXT_DOCUMENT_CODE_ACTION,
@@ -384,15 +415,7 @@ def build_server() -> MechaLanguageServer:
 
     @ls.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
     def code_lens(ls: MechaLanguageServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens] | None:
-        kind = ls.doc_kind(params.text_document.uri)
-        if kind is None:
-            return None
-        domain, which = kind
-        text = ls.workspace.get_text_document(params.text_document.uri).source
-        pending = len(store_view.pending_in(ls.store(), domain))
-        lenses = document_lenses(domain, which, text, ls.sibling_rules(domain, which), pending)
-        top = lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=0, character=0))
-        return [lsp.CodeLens(range=top, command=_command(lens.title, lens.act, lens.arguments)) for lens in lenses]
+        return ls.code_lenses(params.text_document.uri)
 
     for name in COMMANDS:
         # Registered so `executeCommandProvider` lists them; execution is

@@ -260,6 +260,21 @@ def structured_mode(request: Any, dialect: Dialect) -> str:
     return "off"
 
 
+def refusal_body(mode: str) -> dict[str, Any]:
+    """The error body a server that does not take `mode` answers with, as
+    real ones word it: llama-cpp-python's validation error for `json_schema`
+    (sent with HTTP 500), OpenAI's for a `response_format` a model does not
+    take, and a tool-less Messages server's for `tools`."""
+    if mode == "json_schema":
+        message = ("1 validation error for CreateChatCompletionRequest\nresponse_format.type\n  Input should be "
+                   "'text' or 'json_object' [type=literal_error, input_value='json_schema', input_type=str]")
+        return {"error": {"message": message, "type": "internal_server_error", "param": None, "code": None}}
+    if mode == "tool":
+        return {"type": "error", "error": {"type": "invalid_request_error", "message": "tools: tool use is not supported"}}
+    return {"error": {"message": f"Invalid parameter: 'response_format' of type '{mode}' is not supported with this model.",
+                      "type": "invalid_request_error", "param": "response_format", "code": None}}
+
+
 def _openai(model: str, message: dict[str, Any], finish: str) -> dict[str, Any]:
     return {
         "id": "chatcmpl-scripted",
@@ -318,9 +333,12 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         mode = structured_mode(record.body, dialect)
         if mode in owner.rejects:
-            # As llama-cpp-python's server answers a `json_schema` request:
-            # an error, every time, and no script step consumed.
-            self._send_json(owner.reject_status, {"error": {"message": f"unsupported response format: {mode}"}})
+            # As a server that takes no such reply mode answers: an error,
+            # every time, and no script step consumed.
+            if owner.reject_body is not None:
+                self._send(owner.reject_status, owner.reject_body, "application/json")
+            else:
+                self._send_json(owner.reject_status, refusal_body(mode))
             return
         if owner.latency_s and owner._closing.wait(owner.latency_s):
             return
@@ -445,6 +463,7 @@ class ModelServer:
         models: tuple[str, ...] = ("scripted-model",),
         rejects: frozenset[str] = frozenset(),
         reject_status: int = 500,
+        reject_body: bytes | None = None,
         latency_s: float = 0.0,
     ):
         self._port = port
@@ -453,6 +472,9 @@ class ModelServer:
         #: Structured modes (`structured_mode`) answered with `reject_status`.
         self.rejects = rejects
         self.reject_status = reject_status
+        #: What a rejection says; `None`: the words real servers use
+        #: (`refusal_body`), which name the refused field.
+        self.reject_body = reject_body
         #: Every completion waits this long first, like a model computing.
         self.latency_s = latency_s
         self._script: list[Action] = []

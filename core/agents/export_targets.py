@@ -85,6 +85,22 @@ def scope_targets(agent: str, projects: Iterable[str], *, home: Path) -> list[Ex
     return out + [project_target(agent, p) for p in sorted(set(projects))]
 
 
+def chosen_targets(
+    agent: str, path: Path | None, project: str | None, *, projects: Iterable[str], home: Path, cwd: str
+) -> list[ExportTarget]:
+    """The files an export writes: `path` alone, told its own scope's rules
+    (`project`'s when one is named); `project`'s own file; or, with
+    neither, every scope's (`scope_targets`) — for `agents` the working
+    directory's project's too, as `AGENTS.md` there always was."""
+    if path is not None:
+        named = target_for_file(agent, path, home=home)
+        return [named if project is None else ExportTarget(agent, named.path, project)]
+    if project is not None:
+        return [project_target(agent, project)]
+    here = [project_root(cwd)] if agent == "agents" else []
+    return scope_targets(agent, [*projects, *here], home=home)
+
+
 def store_projects(store: LearningStore | None) -> list[str]:
     """The roots of every project the store holds rules for."""
     if store is None:

@@ -50,6 +50,10 @@ from mecha.core.learning.rules import (
 from mecha.core.store.layout import LEARNED_KIND, USER_KIND
 from mecha.core.store.ledger import RuleTally
 
+#: The top-level key a project's rules file names its project's root by
+#: (the store's writer puts it there; `rules_text.rules_file_project` reads it).
+PROJECT_KEY = "project"
+
 #: The keys a `[[rules]]` table may hold, with the type each must convert to —
 #: read off `Rule` itself so a new field is known here the day it exists.
 _RULE_FIELDS: dict[str, Any] = {f.encode_name: f.type for f in msgspec.structs.fields(Rule)}
@@ -97,6 +101,7 @@ def check_document(
     other_rules: Sequence[Rule],
     tallies: Mapping[str, RuleTally],
     pending: Sequence[PendingProposal] = (),
+    in_project: bool = False,
 ) -> list[Finding]:
     """Every finding on one rules document, sorted by position.
 
@@ -108,6 +113,10 @@ def check_document(
     rule id. `pending` are the domain's pending proposals: a learned file
     gets one `pending-proposal` finding for each, on line 0, whose `data`
     carries what accepting, rejecting and showing it need.
+
+    `in_project` says the document is one project's (`rules/<domain>@<id>…`):
+    it may then name its project (a top-level `project` string), and its
+    section is measured as a project's section of the block.
 
     A document that does not parse gets only `toml-syntax` (and
     `unrouted-domain` and `pending-proposal`): every other check needs the
@@ -126,7 +135,7 @@ def check_document(
             _finding(TOML_SYNTAX, f"not valid TOML: {message}", _syntax_range(str(e), lines), {"domain": domain})
         )
         return _sorted(out)
-    doc = _Doc(domain, kind, lines, scan(text))
+    doc = _Doc(domain, kind, lines, scan(text), in_project)
     out.extend(_top_key_findings(doc, raw))
     items = raw.get("rules", [])
     if not isinstance(items, list):
@@ -151,8 +160,9 @@ class _Doc:
     its lines, where its tables sit, and where a finding about the rules as
     a whole goes (`rules_at`)."""
 
-    def __init__(self, domain: str, kind: str, lines: list[str], layout: Layout):
+    def __init__(self, domain: str, kind: str, lines: list[str], layout: Layout, in_project: bool):
         self.domain = domain
+        self.in_project = in_project
         self.kind = kind
         self.lines = lines
         self.layout = layout
@@ -199,16 +209,22 @@ def _domain_findings(domain: str, kind: str, lines: Sequence[str], pending: Sequ
 
 
 def _top_key_findings(doc: _Doc, raw: Mapping[str, Any]) -> list[Finding]:
-    return [
-        _finding(
-            UNKNOWN_KEY,
-            f"unknown top-level key `{key}`: a rules file holds only `[[rules]]` tables",
-            doc.layout.top_keys.get(key, doc.line0),
-            {**doc.top, "key": key},
-        )
-        for key in raw
-        if key != "rules"
-    ]
+    """Top-level keys other than `rules`: a project's file may name its
+    project's root (a string); nothing else belongs there."""
+    out: list[Finding] = []
+    for key, value in raw.items():
+        where = doc.layout.top_keys.get(key, doc.line0)
+        if key == "rules":
+            continue
+        if key == PROJECT_KEY and doc.in_project:
+            if not isinstance(value, str):
+                message = f"`{PROJECT_KEY}` must be a string, the root of the project these rules belong to, not {_toml_type(value)}"
+                out.append(_finding(INVALID_VALUE, message, where, {**doc.top, "key": key}))
+            continue
+        holds = "only `[[rules]]` tables" + (f" and its `{PROJECT_KEY}`" if doc.in_project else "")
+        message = f"unknown top-level key `{key}`: a rules file holds {holds}"
+        out.append(_finding(UNKNOWN_KEY, message, where, {**doc.top, "key": key}))
+    return out
 
 
 def _table_findings(doc: _Doc, index: int, item: object) -> tuple[list[Finding], Rule | None]:
@@ -270,7 +286,7 @@ def _budget_findings(doc: _Doc, decoded: Sequence[Rule | None], other_rules: Seq
     rules as typed with the sibling's."""
     present = [r for r in decoded if r is not None]
     user, learned = (present, list(other_rules)) if doc.kind == USER_KIND else (list(other_rules), present)
-    chars = section_chars(doc.domain, user, learned)
+    chars = section_chars(doc.domain, user, learned, project=doc.in_project)
     if chars <= RULES_CHAR_BUDGET:
         return []
     message = (

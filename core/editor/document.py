@@ -71,11 +71,12 @@ def normalize_rule_text(text: str) -> str:
     return " ".join(text.casefold().split()).rstrip(_TRAILING_PUNCTUATION + " ")
 
 
-def section_chars(domain: str, user: Sequence[Rule], learned: Sequence[Rule]) -> int:
+def section_chars(domain: str, user: Sequence[Rule], learned: Sequence[Rule], *, project: bool = False) -> int:
     """How many characters the domain's section of the rules block renders
-    to from these rules (0 when it renders to nothing): what the character
-    budget is measured on."""
-    section = domain_rules_section(domain, user, learned)
+    to from these rules (0 when it renders to nothing), in a project's
+    block when `project`: what the character budget is measured on, per
+    scope."""
+    section = domain_rules_section(domain, user, learned, project=project)
     return 0 if section is None else len(section)
 
 

@@ -10,7 +10,7 @@ from mecha.core.editor.document import rule_spans, span_at
 from mecha.core.learning.reflection import Reflexion
 from mecha.core.learning.rules import Rule
 from mecha.core.learning.sources import describe_source, no_sources_note, sources_of
-from mecha.core.store.layout import LEARNED_KIND
+from mecha.core.store.layout import GLOBAL_SCOPE, LEARNED_KIND
 from mecha.core.store.ledger import RuleTally
 
 
@@ -23,8 +23,10 @@ def hover_for(
     kind: str,
     reflections_by_id: Mapping[str, Reflexion],
     tallies: Mapping[str, RuleTally],
+    scope: str = GLOBAL_SCOPE,
 ) -> str | None:
-    """Markdown for the rule under the cursor: its identity, lineage (the
+    """Markdown for the rule under the cursor: its identity and the scope it
+    applies in (`scope`, as `store_view.document_scope` names it), lineage (the
     lessons it was learned from, not bare ids), what the ledger measured,
     and its retirement. `None` outside any rule, or on a table that does not
     decode (its diagnostics say why). A rule is a block of whole lines, so
@@ -37,7 +39,7 @@ def hover_for(
     who = "Learned rule" if kind == LEARNED_KIND else "Your rule"
     name = f"`{rule.id}`" if rule.id else f"{span.index + 1} (no id)"
     state = "retired" if rule.retired_at is not None else ("active" if rule.enabled else "disabled")
-    out = [f"**{who} {name}** · `{domain}` · {state}", ""]
+    out = [f"**{who} {name}** · `{domain}` · {state} · {scope}", ""]
     facts = _facts(rule)
     if facts:
         out += [" · ".join(facts), ""]

@@ -1,6 +1,6 @@
 """The code lenses at the top of a rules document: active learned rules
-against the cap, the domain's section against the character budget, and
-the proposals waiting.
+against the cap, the domain's section against the character budget, the
+proposals waiting, and the scope the file's rules apply in.
 """
 
 from __future__ import annotations
@@ -8,21 +8,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mecha.core.editor.document import section_chars
-from mecha.core.editor.results import Act, Lens
+from mecha.core.editor.results import GLOBAL, Act, Lens, Scope
 from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET, Rule, active_count
 from mecha.core.store.layout import USER_KIND, rules_file_name
-from mecha.core.store.learning_store import parse_rules_file
+from mecha.core.store.rules_text import parse_rules_file
 
 
-def lens_for(domain: str, user_rules: Sequence[Rule], learned_rules: Sequence[Rule], pending: int) -> list[Lens]:
+def lens_for(
+    domain: str, user_rules: Sequence[Rule], learned_rules: Sequence[Rule], pending: int, scope: Scope = GLOBAL
+) -> list[Lens]:
     """The lenses at the top of a rules file: active learned rules against
-    the cap, the domain's rendered section against the character budget,
-    and pending proposals when there are any."""
+    the cap, the domain's rendered section against the character budget
+    (both per scope), pending proposals when there are any, and the scope
+    the file's rules apply in. The counts and the scope show the rules
+    block a run in that scope gets: a project's, with its root."""
     active = active_count(learned_rules)
-    chars = section_chars(domain, user_rules, learned_rules)
-    show = [domain]
+    chars = section_chars(domain, user_rules, learned_rules, project=scope.in_project)
+    show: list[object] = [domain] if scope.project is None else [domain, scope.project]
     out = [
-        Lens(f"{active}/{MAX_ACTIVE_RULES_PER_DOMAIN} active rules", Act.SHOW_RULES_BLOCK, show),
+        Lens(f"{active}/{MAX_ACTIVE_RULES_PER_DOMAIN} active rules", Act.SHOW_RULES_BLOCK, list(show)),
         Lens(f"{chars}/{RULES_CHAR_BUDGET} chars", Act.SHOW_RULES_BLOCK, list(show)),
     ]
     if pending > 0:
@@ -33,13 +37,17 @@ def lens_for(domain: str, user_rules: Sequence[Rule], learned_rules: Sequence[Ru
                 [{"status": "pending", "domain": domain}],
             )
         )
+    out.append(Lens(f"scope: {scope.label}", Act.SHOW_RULES_BLOCK, list(show)))
     return out
 
 
-def document_lenses(domain: str, kind: str, text: str, sibling: Sequence[Rule], pending: int) -> list[Lens]:
+def document_lenses(
+    domain: str, kind: str, text: str, sibling: Sequence[Rule], pending: int, scope: Scope = GLOBAL
+) -> list[Lens]:
     """The lenses of one rules document as typed (`lens_for`): its rules
     on its own side of the pair, the sibling's (`sibling_rules`) on the
-    other, and the domain's `pending` proposal count.
+    other, the `pending` proposal count of its domain and scope, and the
+    scope.
 
     A document that does not parse gets no lenses at all: counts over
     rules that cannot be read would be guesses that flicker as a person
@@ -49,4 +57,4 @@ def document_lenses(domain: str, kind: str, text: str, sibling: Sequence[Rule], 
     except Exception:  # not TOML, not rules, nested past the parser's depth
         return []
     user, learned = (mine, sibling) if kind == USER_KIND else (sibling, mine)
-    return lens_for(domain, user, learned, pending)
+    return lens_for(domain, user, learned, pending, scope)

@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from mecha.core.learning.rules import Rule
+from mecha.core.store.layout import GLOBAL_SCOPE
 
 # ─── Codes and severities (the contract in editors/README.md) ───────────────
 
@@ -148,6 +149,21 @@ class RuleSpan(msgspec.Struct):
         """The `text` value's range, quotes included; several lines for a
         multi-line string."""
         return self.value_ranges.get("text")
+
+
+class Scope(msgspec.Struct, frozen=True):
+    """Where a document's rules apply, as the editor shows it. `label` names
+    it to a person (`global`, or `project <root>`); `project` is the
+    project's root when the document is a project's and its files name it;
+    `in_project` whether it is a project's at all."""
+
+    label: str = GLOBAL_SCOPE
+    project: str | None = None
+    in_project: bool = False
+
+
+#: The global scope, as a document of `rules/<domain>.<kind>.toml` has it.
+GLOBAL = Scope()
 
 
 class Lens(msgspec.Struct, frozen=True):

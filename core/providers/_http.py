@@ -6,7 +6,9 @@ show — and `post_json` only wires them together, so each rule is tested on
 its own and the loop stays readable.
 
 Retries: a 429, any 5xx, a timeout or a connection failure is retried, at most
-`max_retries` times, with exponential backoff and jitter capped at
+`max_retries` times — except an error whose body names the request field
+that carries the reply mode (`structured.ModeRefused`: the server refusing
+the mode, which asking again will not change), with exponential backoff and jitter capped at
 `max_backoff_s`. A `Retry-After` from the server replaces the computed wait
 (capped the same way): it is the one signal that says how long the server
 actually needs. Any other 4xx is the request's fault, and sending it again
@@ -55,6 +57,7 @@ import msgspec
 from mecha.core.errors import ModelFailure, UnusableReply
 from mecha.core.nesting import MAX_REPLY_DEPTH, json_nesting
 from mecha.core.providers.config import ModelConfig
+from mecha.core.providers.structured import MODE_FIELDS, ModeRefused, names_mode_field
 
 log = logging.getLogger("mecha.core.providers")
 
@@ -202,12 +205,14 @@ class _Attempt(Exception):
     """One failed attempt, already described safely; `retry_after` from the
     server if it sent one."""
 
-    def __init__(self, detail: str, *, retryable: bool, retry_after: float | None = None, status: int | None = None):
+    def __init__(self, detail: str, *, retryable: bool, retry_after: float | None = None, status: int | None = None,
+                 mode_refused: bool = False):
         super().__init__(detail)
         self.detail = detail
         self.retryable = retryable
         self.retry_after = retry_after
         self.status = status
+        self.mode_refused = mode_refused
 
 
 async def post_json(
@@ -234,16 +239,18 @@ async def post_json(
     if max_tokens is None:
         asked = body.get("max_tokens")
         max_tokens = asked if isinstance(asked, int) else 4096
+    carries_mode = any(field in body for field in MODE_FIELDS.get(cfg.api, ()))
     async with new_client(cfg.timeout_s) as client:
         for attempt in range(1, total + 1):
             try:
-                return await _attempt(client, cfg, url, headers, payload, secrets, max_tokens)
+                return await _attempt(client, cfg, url, headers, payload, secrets, max_tokens, carries_mode)
             except _TooLarge as big:
                 raise UnusableReply(f"{label} at {shown_url}: {big.detail}; not retried") from None
             except _Attempt as failure:
                 where = f"{label} at {shown_url}"
                 if not failure.retryable:
-                    raise ModelFailure(
+                    kind = ModeRefused if failure.mode_refused else ModelFailure
+                    raise kind(
                         f"{where}: {failure.detail} (attempt {attempt} of {total}, not retried)",
                         status=failure.status,
                     ) from None
@@ -302,6 +309,7 @@ async def _attempt(
     payload: bytes,
     secrets: tuple[str, ...],
     max_tokens: int,
+    carries_mode: bool = False,
 ) -> Any:
     # Asked uncompressed: a bound on the decoded body is the one that matters,
     # and a compressed body can grow a thousandfold in one chunk.
@@ -330,11 +338,13 @@ async def _attempt(
                 f"; check the key in ${cfg.api_key_env}" if cfg.api_key_env
                 else "; the server wants an API key: set apiKeyEnv / api_key_env to the variable that holds it"
             )
+        refused = carries_mode and names_mode_field(cfg.api, status, text)
         raise _Attempt(
             f"HTTP {status}: {excerpt(text) or '(empty body)'}{hint}",
-            retryable=retryable_status(status),
+            retryable=retryable_status(status) and not refused,
             retry_after=parse_retry_after(retry_after),
             status=status,
+            mode_refused=refused,
         )
     if json_nesting(content, MAX_REPLY_DEPTH) > MAX_REPLY_DEPTH:
         raise _TooLarge(f"the reply body nests deeper than {MAX_REPLY_DEPTH} levels, more than any reply has; not decoded")

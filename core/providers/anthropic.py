@@ -109,7 +109,8 @@ class AnthropicProvider:
     def __init__(self, cfg: ModelConfig, *, env: Mapping[str, str] | None = None, memory: ModeMemory | None = None):
         self.cfg = cfg
         self._env = os.environ if env is None else env
-        self.memory = memory
+        # Without a store's memory, what this provider finds lasts its life.
+        self.memory = memory if memory is not None else ModeMemory()
 
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
         """One completion; a reply schema is asked for as a forced tool

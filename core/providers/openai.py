@@ -101,7 +101,8 @@ class OpenAIProvider:
     def __init__(self, cfg: ModelConfig, *, env: Mapping[str, str] | None = None, memory: ModeMemory | None = None):
         self.cfg = cfg
         self._env = os.environ if env is None else env
-        self.memory = memory
+        # Without a store's memory, what this provider finds lasts its life.
+        self.memory = memory if memory is not None else ModeMemory()
 
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
         """One completion; constrained to `request.reply_schema` as the

@@ -17,10 +17,16 @@ With `structured = "auto"` (the default) a provider starts at the top of its
 dialect's chain and steps down only when the *server* turns a request down:
 it answered with an HTTP status that is not a transient one (see
 `steps_down_after`). A timeout or a refused connection says nothing about
-what the server accepts, so it fails the call like any other. The mode a
-server accepted is remembered per base URL and model (`ModeMemory`, a small
-file the pass keeps in the store) so later passes do not probe again. A mode
-named explicitly is used alone, never stepped down from.
+what the server accepts, so it fails the call like any other. An error whose
+body names the field that carries the mode (`response_format`; `tools`,
+`tool_choice`) is the server refusing that mode (`ModeRefused`): certain, so
+it is not retried as a transient fault, and the next mode is asked at once.
+The mode a server accepted is remembered per base URL and model
+(`ModeMemory`, a small file the pass keeps in the store) so later passes do
+not probe again. While it is unknown, one call probes and the calls that
+come meanwhile wait for its answer: a pass of concurrent calls finds the
+mode once, not once per call. A mode named explicitly is used alone, never
+stepped down from.
 
 A small local model unconstrained wrote no usable JSON in 8 tries; the same
 prompts constrained gave 8 usable replies of 8. That is the whole reason for
@@ -34,6 +40,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal
+
+import anyio
 
 from mecha.core.errors import ModelFailure
 from mecha.core.providers.base import ReplySchema
@@ -68,6 +76,28 @@ def modes_to_try(api: str, setting: str, remembered: str | None) -> tuple[Mode, 
     if remembered in chain:
         return chain[chain.index(remembered) :]
     return chain
+
+
+#: The request fields that carry each dialect's reply mode: an error body
+#: that names one is the server refusing the mode (`ModeRefused`).
+MODE_FIELDS: dict[str, tuple[str, ...]] = {
+    "openai": ("response_format",),
+    "anthropic": ("tool_choice", "tools"),
+}
+
+
+class ModeRefused(ModelFailure):
+    """The server turned down the reply mode itself: it answered an error
+    status whose body names the request field that carries the mode. Not a
+    transient fault (asking again gets the same answer), so it is not
+    retried, and the next mode is asked with the whole retry budget."""
+
+
+def names_mode_field(api: str, status: int, body: str) -> bool:
+    """Whether an error answer is a refusal of the reply mode: a status that
+    is about the request (`steps_down_after`) and a body naming the field
+    the mode travels in."""
+    return steps_down_after(status) and any(field in body for field in MODE_FIELDS.get(api, ()))
 
 
 def steps_down_after(status: int | None) -> bool:
@@ -126,6 +156,10 @@ class ModeMemory:
     def __init__(self, path: Path | None = None, *, root: Path | None = None):
         self.path = path
         self.root = root if root is not None else (path.parent if path is not None else None)
+        #: What this process found or read, so a call does not read the file.
+        self._known: dict[str, str] = {}
+        #: Per key, the probe in flight: set when it has its answer.
+        self._probes: dict[str, anyio.Event] = {}
 
     @staticmethod
     def key(api: str, base_url: str, model: str) -> str:
@@ -143,9 +177,15 @@ class ModeMemory:
         return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
 
     def get(self, key: str) -> str | None:
-        return self._read().get(key)
+        if key not in self._known:
+            found = self._read().get(key)
+            if found is None:
+                return None
+            self._known[key] = found
+        return self._known[key]
 
     def put(self, key: str, mode: str) -> None:
+        self._known[key] = mode
         if self.path is None or self.root is None:
             return
         data = self._read()
@@ -162,31 +202,53 @@ class ModeMemory:
             pass
 
 
-async def complete_structured(
-    cfg: Any,
-    memory: ModeMemory | None,
-    request: Any,
-    send: Callable[[Any, Mode, bool], Awaitable[Any]],
-) -> Any:
-    """One call through the modes `cfg` allows: `send(request, mode, once)`
-    per mode until one is accepted, stepping down only past a server's
-    refusal (`steps_down_after`). The accepted mode is remembered under
-    `auto` and set on the response; when none is accepted, the first failure
-    is raised — it is the one that names what went wrong.
+Send = Callable[[Any, Mode, bool], Awaitable[Any]]
 
-    A 4xx is a plain refusal, and the next mode gets the whole retry budget.
-    A 5xx that outlasted its retries is ambiguous — llama-cpp-python's server
-    refuses `json_schema` that way, and a broken server fails everything that
-    way — so the next mode is tried once (`once`): an answer proves it was a
-    refusal of the mode, another 5xx proves the server is failing, and the
-    pass fails with the first fault after a single extra request.
-    """
+
+async def complete_structured(cfg: Any, memory: ModeMemory | None, request: Any, send: Send) -> Any:
+    """One call through the modes `cfg` allows: `send(request, mode, once)`
+    per mode until one is accepted (`_through_modes`). Under `auto` the
+    accepted mode is remembered; while it is unknown, one call probes and
+    the calls that come meanwhile wait for its answer, then start from the
+    mode it found. A probe that failed for a reason that says nothing about
+    the mode (a timeout, a dead server) lets them go on together, as they
+    would have without it."""
     if request.reply_schema is None or cfg.structured == "off":
         response = await send(request, "off", False)
         response.structured = "off"
         return response
+    if cfg.structured != "auto" or memory is None:
+        return await _through_modes(cfg, None, "", request, send)
     key = ModeMemory.key(cfg.api, cfg.base_url, request.model or cfg.model)
-    remembered = memory.get(key) if memory is not None and cfg.structured == "auto" else None
+    if memory.get(key) is None:
+        probe = memory._probes.get(key)
+        if probe is None:
+            memory._probes[key] = probe = anyio.Event()
+            try:
+                return await _through_modes(cfg, memory, key, request, send)
+            finally:
+                del memory._probes[key]
+                probe.set()
+        await probe.wait()
+    return await _through_modes(cfg, memory, key, request, send)
+
+
+async def _through_modes(cfg: Any, memory: ModeMemory | None, key: str, request: Any, send: Send) -> Any:
+    """`send` per mode until one is accepted, stepping down only past a
+    server's refusal (`steps_down_after`); the accepted mode is set on the
+    response and remembered in `memory` (under `key`). When none is
+    accepted, the first failure that was not a mere refusal of a mode is
+    raised — it is the one that names what went wrong.
+
+    A `ModeRefused` or a 4xx is a plain refusal, and the next mode gets the
+    whole retry budget. A 5xx that outlasted its retries without naming the
+    mode is ambiguous — a server may refuse a mode that way, and a broken
+    server fails everything that way — so the next mode is tried once
+    (`once`): an answer proves it was a refusal of the mode, another 5xx
+    proves the server is failing, and the pass fails with the first fault
+    after a single extra request.
+    """
+    remembered = memory.get(key) if memory is not None else None
     modes = modes_to_try(cfg.api, cfg.structured, remembered)
     first: ModelFailure | None = None
     once = False
@@ -194,17 +256,18 @@ async def complete_structured(
         try:
             response = await send(request, mode, once)
         except ModelFailure as exc:
-            if first is None:
+            refused = isinstance(exc, ModeRefused)
+            if first is None and not refused:
                 first = exc
-            server_failing = once and (exc.status is None or exc.status >= 500)
-            if i == len(modes) - 1 or server_failing or not steps_down_after(exc.status):
-                raise first from None
-            if exc.status is not None and exc.status >= 500:
+            server_failing = once and not refused and (exc.status is None or exc.status >= 500)
+            if i == len(modes) - 1 or server_failing or not (refused or steps_down_after(exc.status)):
+                raise (first or exc) from None
+            if not refused and exc.status is not None and exc.status >= 500:
                 once = True
             log.warning("the server turned down %s replies (%s); trying %s", mode, exc, modes[i + 1])
             continue
         response.structured = mode
-        if memory is not None and cfg.structured == "auto" and mode != remembered:
+        if memory is not None and mode != remembered:
             memory.put(key, mode)
         return response
     raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover

@@ -113,7 +113,8 @@ SNIFF_LINES = 64
 
 def _line_head(source: Source, skip: int = 0) -> _Head | None:
     """The first line of `source` (after `skip` non-blank ones) that decodes
-    as a record head, within `SNIFF_LINES` lines."""
+    as the head of a record of a known format, within `SNIFF_LINES` lines;
+    with `skip` 0, the first line's head, whatever it is."""
     lines = numbered_lines(source)
     for i in range(SNIFF_LINES):
         item = next(lines, None)
@@ -122,11 +123,13 @@ def _line_head(source: Source, skip: int = 0) -> _Head | None:
         if i < skip:
             continue
         try:
-            return msgspec.json.decode(item[1], type=_Head)
+            head = msgspec.json.decode(item[1], type=_Head)
         except LINE_FAULTS:
             if skip == 0:
                 return None  # the first line alone, first: see `detect_format`
             continue
+        if skip == 0 or _format_of(head) is not None:
+            return head
     return None
 
 
@@ -135,27 +138,33 @@ def detect_format(data: Source) -> str | None:
     none of them. Decided on structure, not on the file's name: a person
     renames files, and every format here is `.jsonl`. The first line is
     tried, then the whole file as one object (a pretty-printed transcript),
-    then the next lines (a session whose first line is not a record). Given
-    an open file, it reads the head and leaves the file where it found it."""
+    then the next lines (a session whose first line is not a record — or
+    is JSON of no format's shape: a line of objects nested 40 deep first
+    once made a whole Claude Code session "not a session file"). Given an
+    open file, it reads the head and leaves the file where it found it."""
     if not isinstance(data, bytes | bytearray | memoryview):
         start = data.tell()
         try:
-            head = _line_head(data)
-            if head is None:
+            fmt = _format_of(_line_head(data))
+            if fmt is None:
                 data.seek(start)
                 whole = data.read(_WHOLE_OBJECT_LIMIT + 1)
-                head = _whole_object_head(whole) if len(whole) <= _WHOLE_OBJECT_LIMIT else None
-            if head is None:
+                fmt = _format_of(_whole_object_head(whole)) if len(whole) <= _WHOLE_OBJECT_LIMIT else None
+            if fmt is None:
                 data.seek(start)
-                head = _line_head(data, skip=1)
+                fmt = _format_of(_line_head(data, skip=1))
         finally:
             data.seek(start)
-        return _format_of(head)
+        return fmt
     stripped = bytes(data).lstrip()
     if not stripped:
         return None
-    head = _line_head(stripped) or _whole_object_head(stripped) or _line_head(stripped, skip=1)
-    return _format_of(head)
+    fmt = _format_of(_line_head(stripped))
+    if fmt is None:
+        fmt = _format_of(_whole_object_head(stripped))
+    if fmt is None:
+        fmt = _format_of(_line_head(stripped, skip=1))
+    return fmt
 
 
 #: A pretty-printed transcript (one JSON object over many lines) is looked
@@ -185,6 +194,20 @@ def _format_of(head: _Head | None) -> str | None:
     if head.type in _CLAUDE_TYPES or head.sessionId is not None or head.parentUuid is not None:
         return "claude"
     return None
+
+
+def policy_with(source: str, trust: Iterable[str] = (), distrust: Iterable[str] = ()) -> TaintPolicy | None:
+    """The taint policy of `source`'s reader (`codex`, else Claude Code's)
+    with a person's changes (`TaintPolicy.with_overrides`); `None` — the
+    reader's own default — when there are none."""
+    trusted, distrusted = list(trust), list(distrust)
+    if not trusted and not distrusted:
+        return None
+    if source == "codex":
+        from mecha.core.sessions.codex_cli import CODEX_POLICY as base
+    else:
+        from mecha.core.sessions.claude_code import CLAUDE_POLICY as base
+    return base.with_overrides(trust=trusted, distrust=distrusted)
 
 
 def read_session(

@@ -356,6 +356,8 @@ class ReaderCore:
         self.taint = TaintTimeline()
         #: Every tool call so far, by id: a result is decided by its call.
         self.calls: dict[str, Block] = {}
+        #: The calls whose results have been read (or given up on).
+        self.answered: set[str] = set()
         self.session_id: str | None = None
         self.project: str | None = None
         #: A refusal's result, waiting for the person's next words as its reason.
@@ -375,7 +377,10 @@ class ReaderCore:
         lines: list[int] = []
         number = 0
         for number, raw, torn in self.lines.lines(data):
+            skipped = self.lines.skipped
             self.line(number, raw, torn)
+            if self.lines.skipped > skipped:
+                self.unread_line()
             note_lines(lines, self.out, number)
         self.lines.finish()
         self.end()
@@ -399,6 +404,22 @@ class ReaderCore:
             lines=lines,
         )
 
+    def unread_line(self) -> None:
+        """A line (or part of one) could not be read while calls waited for
+        their results: it may have been one of them, carrying a stranger's
+        text that the assistant goes on to quote, with no result read to
+        say so. Fail closed: untrusted from here — from the last message
+        when it is the assistant's, which the next lines may still extend
+        (with no result between, the assistant's next words join it). A
+        result nested past what the decoder follows, after a `curl`, once
+        left the person's next words clean with the planted instruction
+        quoted as their context."""
+        waiting = [i for i in self.calls if i not in self.answered]
+        if waiting:
+            self.answered.update(waiting)
+            open_turn = bool(self.out) and self.out[-1].role == "assistant"
+            self.taint.bring(len(self.out) - 1 if open_turn else len(self.out), Taint(untrusted=True))
+
     # ── moves ──
 
     def results_message(self) -> Message | None:
@@ -413,6 +434,7 @@ class ReaderCore:
 
     def add_results(self, blocks: list[Block]) -> Message:
         """`blocks` into the open results message, or a new one; that message."""
+        self.answered.update(b.tool_use_id for b in blocks if b.type == "tool_result" and b.tool_use_id)
         message = self.results_message()
         if message is None:
             self.out.append(Message.tool_results(blocks))

@@ -151,14 +151,30 @@ def write(
     (`_files.refuse_links`); an I/O failure is not an error — a cache that
     cannot be written is a cache miss later.
     """
+    return write_answers(root, code, fingerprint, {(domain, project): answer}, initialize, now_ns, merge=True)
+
+
+def write_answers(
+    root: str | os.PathLike[str],
+    code: Sequence[object],
+    fingerprint: list[Any] | None,
+    answers: dict[tuple[str | None, str | None], bytes],
+    initialize: bytes,
+    now_ns: int,
+    *,
+    merge: bool,
+) -> bool:
+    """Keep `answers` — `(domain, project)` → answer — under `fingerprint`
+    in one write; with `merge`, beside the answers already kept under the
+    same one, else in their place. Refuses as `write` does."""
     from pathlib import Path
 
     from mecha.core.errors import InvalidStore
     from mecha.core.store import files as _files
 
-    if fingerprint is None or is_racy(fingerprint, now_ns):
+    if fingerprint is None or is_racy(fingerprint, now_ns) or not answers:
         return False
-    if not answer or not initialize or b"\n" in answer or b"\n" in initialize:
+    if not initialize or b"\n" in initialize or any(not a or b"\n" in a for a in answers.values()):
         return False
     base = Path(root)
     try:
@@ -169,15 +185,33 @@ def write(
         _files.ensure_private_dir(folder, root=base)
         path = _files.refuse_links(base, folder / CACHE_FILE)
         rules = _key(fingerprint)
-        answers: dict[bytes, bytes] = {}
-        kept = read(base, code)
+        lines_by_key: dict[bytes, bytes] = {}
+        kept = read(base, code) if merge else None
         if kept is not None and kept.rules == rules and kept.initialize == initialize:
-            answers.update(kept.answers)
-        answers[answer_key(domain, project)] = answer
+            lines_by_key.update(kept.answers)
+        for (domain, project), answer in answers.items():
+            lines_by_key[answer_key(domain, project)] = answer
         lines = [HEADER, _key(list(code)), rules, initialize]
-        for key, value in answers.items():
+        for key, value in lines_by_key.items():
             lines += [key, value]
         _files.write_atomic(path, b"\n".join(lines) + b"\n")
     except (OSError, InvalidStore):
         return False
     return True
+
+
+def kept_keys(kept: Kept) -> list[tuple[str | None, str | None]]:
+    """The `(domain, project)` of every answer `kept` holds (whatever the
+    fingerprint it was kept under): what a writer of the rules renders
+    again. A key line that is not one is left out."""
+    import ast
+
+    out: list[tuple[str | None, str | None]] = []
+    for line in kept.answers:
+        try:
+            value = ast.literal_eval(line.decode("utf-8"))
+        except (ValueError, SyntaxError, UnicodeDecodeError):
+            continue
+        if isinstance(value, list) and len(value) == 2 and all(v is None or isinstance(v, str) for v in value):
+            out.append((value[0], value[1]))
+    return out

@@ -26,14 +26,14 @@ from typing import Literal
 
 import msgspec
 
-from mecha.core.errors import InvalidInput
+from mecha.core.errors import InvalidInput, StoreFull
 from mecha.core.identity import now
 from mecha.core.learning.survey import Planned, survey_session
 from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
 from mecha.core.sessions.outbox import OutboxItem
 from mecha.core.sessions.transcript import Message, TaintCheckpoint
 from mecha.core.store import jobs as jobs_mod
-from mecha.core.store.files import ensure_private_dir, process_alive, refuse_links, write_atomic
+from mecha.core.store.files import ensure_private_dir, process_alive, refuse_links, store_full, write_atomic
 from mecha.core.store.layout import GITIGNORE_FILE
 from mecha.core.store.learning_store import Attempt, LearningStore, SetAside
 
@@ -124,8 +124,17 @@ def _ready_inbox(store: LearningStore) -> Path:
 def enqueue(store: LearningStore, entry: InboxEntry) -> Path:
     """Write one unit of reflect work where any later pass will find it."""
     path = _ready_inbox(store) / inbox_name(entry)
-    write_atomic(path, msgspec.json.encode(entry))
+    _write_entry(path, entry, "it was not queued: nothing of it is in the inbox")
     return path
+
+
+def _write_entry(path: Path, entry: InboxEntry, kept: str) -> None:
+    """Write one entry whole; a full disk is `StoreFull` saying `kept`
+    rather than naming a file that never was."""
+    try:
+        write_atomic(path, msgspec.json.encode(entry))
+    except StoreFull as exc:
+        raise store_full(path.parent, kept=kept) from exc
 
 
 # ─── staging (an import's entries, queued in one step) ─────────────────────
@@ -162,7 +171,9 @@ def stage(staging: Path, entry: InboxEntry) -> Path:
     """Write an entry into a staging folder (`staging_dir`), named as it will
     be queued."""
     path = staging / inbox_name(entry)
-    write_atomic(path, msgspec.json.encode(entry))
+    _write_entry(
+        path, entry, "this import queued nothing: what it had read is removed again"
+    )
     return path
 
 

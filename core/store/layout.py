@@ -395,16 +395,29 @@ def is_racy(fingerprint: list[list[Any]] | None, now_ns: int) -> bool:
 
     Fails closed: a racy fingerprint costs a cache miss, never a stale
     answer."""
+    until = racy_until(fingerprint)
+    return until is not None and until > now_ns
+
+
+#: A time no clock reaches: when a fingerprint taken mid-change is trusted.
+_NEVER = 1 << 128
+
+
+def racy_until(fingerprint: list[list[Any]] | None) -> int | None:
+    """The time (`time.time_ns()`) from which `fingerprint` is no longer
+    racy (`is_racy`): its newest stamp plus the window its filesystem
+    needs; `None` when it never was; a time far ahead for a fingerprint
+    taken while an entry vanished, which never becomes trustworthy."""
     if fingerprint is None:
-        return False
+        return None
     stamps: list[int] = []
     for ident in fingerprint:
         if len(ident) < 7:
-            return True
+            return _NEVER
         stamps += ident[4:6]
         if ident[6]:
             stamps += ident[6][3:5]
     if not stamps:
-        return False
+        return None
     window = RACY_COARSE_NS if any(s % 1_000_000_000 == 0 for s in stamps) else RACY_FINE_NS
-    return max(stamps) > now_ns - window
+    return max(stamps) + window

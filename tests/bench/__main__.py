@@ -39,6 +39,7 @@ FIGURES: dict[int, tuple[str, int, int]] = {
     11: ("hooks", 15, 5),
     12: ("huge_reply", 5, 2),
     14: ("learn_gate", 4, 1),
+    15: ("structured_probe", 3, 1),
 }
 #: Figures that need a real part (the local model) and run only when named in `--only`.
 OPT_IN = {14}
@@ -68,6 +69,10 @@ NUMBER = {
     "huge_reply_rss": 12,
     "learn_gate_filed": 14,
     "learn_gate_kept": 14,
+    "probe_json_schema": 15,
+    "probe_llama_cpp_python": 15,
+    "probe_no_format": 15,
+    "probe_anthropic": 15,
 }
 ORDER = list(NUMBER)
 

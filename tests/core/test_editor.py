@@ -38,12 +38,14 @@ from mecha.core.editor.results import (
     Act,
     Finding,
     Range,
+    Scope,
     TextEdit,
 )
-from mecha.core.editor.store_view import rules_document_of
+from mecha.core.editor.store_view import RulesDocument, rules_document_of
 from mecha.core.errors import InvalidStore
 from mecha.core.learning.reflection import Origin, Reflexion
 from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET, Rule, RulesFile
+from mecha.core.store.layout import project_id, rules_file_name
 from mecha.core.store.learning_store import parse_rules_file
 from mecha.core.store.ledger import RuleTally
 
@@ -61,8 +63,9 @@ def check(
     kind: str = "learned",
     other: list[Rule] | None = None,
     tallies: dict[str, RuleTally] | None = None,
+    in_project: bool = False,
 ) -> list[Finding]:
-    return check_document(domain, kind, text, other_rules=other or [], tallies=tallies or {})
+    return check_document(domain, kind, text, other_rules=other or [], tallies=tallies or {}, in_project=in_project)
 
 
 def of(findings: list[Finding], code: str) -> list[Finding]:
@@ -573,18 +576,36 @@ def test_every_finding_names_its_domain_and_rule_findings_their_rule():
 # ─── rules_document_of ──────────────────────────────────────────────────────
 
 
+def _named(path: Path, root: Path) -> tuple[str, str, str | None] | None:
+    doc = rules_document_of(path, root)
+    return None if doc is None else (doc.domain, doc.kind, doc.project_id)
+
+
 def test_only_domain_files_directly_under_rules_are_rules_documents(tmp_path: Path):
     root = tmp_path / "learning"
     rules = root / "rules"
-    assert rules_document_of(rules / "behavior.user.toml", root) == ("behavior", "user")
-    assert rules_document_of(rules / "triage.learned.toml", root) == ("triage", "learned")
+    assert _named(rules / "behavior.user.toml", root) == ("behavior", "user", None)
+    assert _named(rules / "triage.learned.toml", root) == ("triage", "learned", None)
     assert rules_document_of(rules / "notes.toml", root) is None
     assert rules_document_of(rules / "Bad Name.user.toml", root) is None
     assert rules_document_of(rules / ".user.toml", root) is None
     assert rules_document_of(rules / "old" / "behavior.user.toml", root) is None
     assert rules_document_of(root / "behavior.user.toml", root) is None
     assert rules_document_of(tmp_path / "rules" / "behavior.user.toml", root) is None
-    assert rules_document_of(rules / ".." / "rules" / "writing.user.toml", root) == ("writing", "user")
+    assert _named(rules / ".." / "rules" / "writing.user.toml", root) == ("writing", "user", None)
+
+
+def test_a_projects_rules_files_are_rules_documents_of_that_project(tmp_path: Path):
+    # Pins: an editor that knows only the global names, so a project's
+    # learned rules get no diagnostics, hover or lens at all.
+    root = tmp_path / "learning"
+    rules = root / "rules"
+    pid = project_id("/work/app")
+    assert _named(rules / f"behavior@{pid}.learned.toml", root) == ("behavior", "learned", pid)
+    assert _named(rules / f"behavior@{pid}.user.toml", root) == ("behavior", "user", pid)
+    assert _named(rules / "behavior@app.learned.toml", root) is None, "not a project id: not a rules file"
+    assert _named(rules / f"Bad@{pid}.learned.toml", root) is None
+    assert _named(rules / "old" / f"behavior@{pid}.learned.toml", root) is None
 
 
 # ─── toggle_edit ────────────────────────────────────────────────────────────
@@ -734,6 +755,17 @@ def test_a_hover_for_an_unmeasured_user_rule_and_outside_rules():
     assert unmeasured is not None and "no validation recorded yet" in unmeasured
 
 
+def test_a_hover_names_the_rules_scope():
+    # Pins: a project's rule hovered as if it applied everywhere.
+    text = '[[rules]]\ntext = "Be brief."\n'
+    global_hover = hover_for(text, 0, 0, domain="writing", kind="user", reflections_by_id={}, tallies={})
+    assert global_hover is not None and global_hover.startswith("**Your rule 1 (no id)** · `writing` · active · global\n")
+    project = hover_for(
+        text, 0, 0, domain="writing", kind="learned", reflections_by_id={}, tallies={}, scope="project /work/app"
+    )
+    assert project is not None and project.splitlines()[0].endswith("· active · project /work/app")
+
+
 # ─── lens ───────────────────────────────────────────────────────────────────
 
 
@@ -746,16 +778,35 @@ def test_the_lenses_count_active_rules_chars_and_pending_proposals():
         f"1/{MAX_ACTIVE_RULES_PER_DOMAIN} active rules",
         f"{chars}/{RULES_CHAR_BUDGET} chars",
         "2 pending proposals",
+        "scope: global",
     ]
     assert lenses[0].act == Act.SHOW_RULES_BLOCK and lenses[0].arguments == ["behavior"]
     assert lenses[2].act == Act.LIST_PROPOSALS
     assert lenses[2].arguments == [{"status": "pending", "domain": "behavior"}]
+    assert lenses[3].act == Act.SHOW_RULES_BLOCK and lenses[3].arguments == ["behavior"]
     assert [lens.title for lens in lens_for("behavior", [], [], pending=1)] == [
         f"0/{MAX_ACTIVE_RULES_PER_DOMAIN} active rules",
         f"0/{RULES_CHAR_BUDGET} chars",
         "1 pending proposal",
+        "scope: global",
     ]
-    assert len(lens_for("behavior", user, learned, pending=0)) == 2
+    assert len(lens_for("behavior", user, learned, pending=0)) == 3
+
+
+def test_a_projects_lenses_name_the_project_and_count_its_section():
+    # Pins: a project's file whose lenses say nothing of where its rules
+    # apply, measure its section as the global one (its heading is longer),
+    # or show the global rules block when clicked.
+    scope = Scope("project /work/app", "/work/app", in_project=True)
+    learned = [Rule(text="Ask first.")]
+    lenses = lens_for("behavior", [], learned, 0, scope)
+    chars = len("### behavior (this project)\n- Ask first.")
+    assert [lens.title for lens in lenses] == [
+        f"1/{MAX_ACTIVE_RULES_PER_DOMAIN} active rules",
+        f"{chars}/{RULES_CHAR_BUDGET} chars",
+        "scope: project /work/app",
+    ]
+    assert all(lens.arguments == ["behavior", "/work/app"] for lens in lenses)
 
 
 # ─── properties over generated files ────────────────────────────────────────
@@ -1067,7 +1118,7 @@ def test_only_the_domains_pending_proposals_count_with_active_rules_before_and_a
         )
 
     found = pending_of(
-        "behavior",
+        _doc(Path("/store"), "behavior", "learned"),
         [
             proposal("p-1", "behavior", ProposalStatus.PENDING),
             proposal("p-2", "behavior", ProposalStatus.ACCEPTED),
@@ -1080,19 +1131,34 @@ def test_only_the_domains_pending_proposals_count_with_active_rules_before_and_a
 # ─── what a document is checked against: its sibling, the store ─────────────
 
 from mecha.core.editor.lenses import document_lenses  # noqa: E402 - grouped with the tests that use them
-from mecha.core.editor.store_view import pending_in, sibling_path, sibling_rules, tallies_in  # noqa: E402
+from mecha.core.editor.store_view import (  # noqa: E402
+    document_scope,
+    pending_in,
+    sibling_path,
+    sibling_rules,
+    tallies_in,
+)
 
 
 def _nothing_open(path: Path) -> str | None:
     return None
 
 
-def test_a_rules_files_sibling_is_the_same_domains_other_kind(tmp_path: Path):
-    # Pins: a learned file checked against itself, or against another
-    # domain's rules, so a restated rule or the shared budget goes unseen.
+def _doc(root: Path, domain: str, kind: str, project: str | None = None) -> RulesDocument:
+    found = rules_document_of(root / "rules" / rules_file_name(domain, kind, project), root)
+    assert found is not None
+    return found
+
+
+def test_a_rules_files_sibling_is_the_same_domains_other_kind_in_the_same_scope(tmp_path: Path):
+    # Pins: a learned file checked against itself, against another domain's
+    # rules or another scope's, so a restated rule or the shared budget
+    # goes unseen.
     root = tmp_path / "learning"
-    assert sibling_path(root, "behavior", "learned") == root / "rules" / "behavior.user.toml"
-    assert sibling_path(root, "behavior", "user") == root / "rules" / "behavior.learned.toml"
+    assert sibling_path(_doc(root, "behavior", "learned")) == root / "rules" / "behavior.user.toml"
+    assert sibling_path(_doc(root, "behavior", "user")) == root / "rules" / "behavior.learned.toml"
+    pid = project_id("/work/app")
+    assert sibling_path(_doc(root, "behavior", "learned", "/work/app")) == root / "rules" / f"behavior@{pid}.user.toml"
 
 
 def test_the_sibling_is_read_from_its_open_buffer_before_the_disk(tmp_path: Path):
@@ -1104,9 +1170,10 @@ def test_the_sibling_is_read_from_its_open_buffer_before_the_disk(tmp_path: Path
     user = root / "rules" / "behavior.user.toml"
     user.write_text('[[rules]]\ntext = "On disk."\n')
     buffers = {user: '[[rules]]\ntext = "Typed."\n\n[[rules]]\ntext = "Unsaved."\n'}
-    assert [r.text for r in sibling_rules(root, "behavior", "learned", buffers.get)] == ["Typed.", "Unsaved."]
-    assert [r.text for r in sibling_rules(root, "behavior", "learned", _nothing_open)] == ["On disk."]
-    assert sibling_rules(root, "behavior", "user", _nothing_open) == [], "no learned file yet: no rules"
+    learned = _doc(root, "behavior", "learned")
+    assert [r.text for r in sibling_rules(learned, buffers.get)] == ["Typed.", "Unsaved."]
+    assert [r.text for r in sibling_rules(learned, _nothing_open)] == ["On disk."]
+    assert sibling_rules(_doc(root, "behavior", "user"), _nothing_open) == [], "no learned file yet: no rules"
 
 
 @pytest.mark.parametrize(
@@ -1126,13 +1193,13 @@ def test_a_broken_sibling_counts_as_no_rules(tmp_path: Path, buffer: str | None,
     (root / "rules").mkdir(parents=True)
     user = root / "rules" / "behavior.user.toml"
     user.write_bytes(disk if disk is not None else b'[[rules]]\ntext = "Fine on disk."\n')
-    assert sibling_rules(root, "behavior", "learned", {user: buffer}.get) == []
+    assert sibling_rules(_doc(root, "behavior", "learned"), {user: buffer}.get) == []
 
 
 def test_without_a_store_nothing_is_pending_and_nothing_measured(tmp_path: Path):
     # Pins: an editor opened on a rules folder before any run made a store
     # failing every diagnostic instead of showing the file's own findings.
-    assert pending_in(None, "behavior") == []
+    assert pending_in(None, _doc(tmp_path / "learning", "behavior", "learned")) == []
     assert tallies_in(None) == {}
 
 
@@ -1154,7 +1221,7 @@ def test_pending_proposals_and_tallies_are_read_from_the_store(tmp_path: Path):
                 rules_before=[], rules=[Rule(text="a", id="r-1")],
             )
         )
-    assert pending_in(store, "behavior") == [PendingProposal("p-1", 0, 1)]
+    assert pending_in(store, _doc(store.root, "behavior", "learned")) == [PendingProposal("p-1", 0, 1)]
     assert tallies_in(store) == {}
     store.append_validation(
         ValidationRecord(
@@ -1185,3 +1252,65 @@ def test_a_document_that_does_not_parse_has_no_lenses():
     # or the lens request failing.
     for broken in ('[[rules]\ntext = "half', '[[rules]]\ntext = 5\n', "rules = " + "[" * 5000):
         assert document_lenses("behavior", "learned", broken, [], 3) == [], broken[:20]
+
+
+# ─── scopes: a project's rules files ────────────────────────────────────────
+
+
+def test_a_projects_file_may_name_its_project_and_a_global_one_may_not():
+    # Pins: every project file the store writes flagged `unknown-key` on its
+    # own `project` line, or a non-string project passing unremarked.
+    text = '# The learned rules of the project at /work/app.\nproject = "/work/app"\n\n[[rules]]\ntext = "Ask first."\n'
+    assert check(text, in_project=True) == []
+    flagged = check(text)
+    assert [(f.code, f.start_line) for f in flagged] == [(UNKNOWN_KEY, 1)]
+    assert flagged[0].message == "unknown top-level key `project`: a rules file holds only `[[rules]]` tables"
+    wrong = check('project = 3\n\n[[rules]]\ntext = "Ask first."\n', in_project=True)
+    assert [(f.code, f.start_line, f.data.get("key")) for f in wrong] == [(INVALID_VALUE, 0, "project")]
+    other = check('owner = "me"\n', in_project=True)
+    assert [f.code for f in other] == [UNKNOWN_KEY]
+    assert other[0].message.endswith("holds only `[[rules]]` tables and its `project`")
+
+
+def test_a_projects_budget_is_measured_on_its_own_section():
+    # Pins: a project's section measured without its `(this project)`
+    # heading, so a file at the budget's edge is not flagged.
+    heading = len("### behavior (this project)\n- ")
+    text = f'[[rules]]\ntext = "{"x" * (RULES_CHAR_BUDGET - heading + 1)}"\n'
+    assert [f.code for f in check(text) if f.code == OVER_CHAR_BUDGET] == []
+    assert [f.code for f in check(text, in_project=True) if f.code == OVER_CHAR_BUDGET] == [OVER_CHAR_BUDGET]
+
+
+def test_a_documents_scope_is_read_from_its_own_project_key_then_its_siblings(tmp_path: Path):
+    # Pins: a project's file named by an id nobody can read, or the path
+    # of a buffer the person has not saved read from disk instead.
+    root = tmp_path / "learning"
+    (root / "rules").mkdir(parents=True)
+    learned = _doc(root, "behavior", "learned", "/work/app")
+    user = _doc(root, "behavior", "user", "/work/app")
+    assert document_scope(_doc(root, "behavior", "learned"), 'project = "/x"\n', _nothing_open) == Scope("global")
+    assert document_scope(learned, 'project = "/work/app"\n', _nothing_open) == Scope(
+        "project /work/app", "/work/app", in_project=True
+    )
+    assert document_scope(learned, "", _nothing_open) == Scope(f"project {learned.project_id}", None, in_project=True)
+    user.path.write_text('project = "/work/app"\n')
+    assert document_scope(learned, "", _nothing_open).project == "/work/app", "the sibling on disk names it"
+    assert document_scope(learned, "", {user.path: 'project = "/moved/app"\n'}.get).project == "/moved/app"
+
+
+def test_a_documents_pending_proposals_are_its_scopes(tmp_path: Path):
+    # Pins: a project's proposal offered for review on the global file (an
+    # accept there writes another file than the one open), or the other way.
+    from mecha.core.store.learning_store import Proposal, ProposalStatus
+
+    def proposal(pid: str, project: str | None) -> Proposal:
+        return Proposal(
+            id=pid, domain="behavior", status=ProposalStatus.PENDING, reflexion_ids=[], evidence="",
+            created_at="t", rules_before=[], rules=[Rule(text="a")], project=project,
+        )
+
+    proposals = [proposal("p-global", None), proposal("p-app", "/work/app"), proposal("p-lib", "/work/lib")]
+    root = tmp_path / "learning"
+    assert [p.id for p in pending_of(_doc(root, "behavior", "learned"), proposals)] == ["p-global"]
+    assert [p.id for p in pending_of(_doc(root, "behavior", "learned", "/work/app"), proposals)] == ["p-app"]
+    assert [p.id for p in pending_of(_doc(root, "behavior", "user", "/work/lib"), proposals)] == ["p-lib"]

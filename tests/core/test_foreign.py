@@ -37,6 +37,26 @@ def test_the_format_is_told_from_the_first_record_not_the_name(data, fmt):
 
 
 @pytest.mark.parametrize(
+    "first",
+    ['{"a": ' * 40 + "1" + "}" * 40, "[" * 5000 + "]" * 5000, '{"k": ' + "[" * 5000 + "]" * 5000 + "}"],
+    ids=["objects-40-deep", "arrays-5000-deep", "a-field-5000-deep"],
+)
+@pytest.mark.parametrize("as_file", [False, True], ids=["bytes", "open-file"])
+def test_a_deep_line_of_no_format_before_the_first_record_does_not_hide_the_session(tmp_path, first, as_file):
+    # Pins (found by the long fuzz): a first line of JSON nested 40 deep
+    # decoded as a record head of no format, which ended the search there:
+    # the whole Claude Code session was skipped as "not a session file".
+    data = (first + "\n" + first + "\n").encode() + Claude().user("Only touch the docs folder.").bytes()
+    if as_file:
+        path = tmp_path / "s.jsonl"
+        path.write_bytes(data)
+        with path.open("rb") as f:
+            assert detect_format(f) == "claude" and f.tell() == 0
+    else:
+        assert detect_format(data) == "claude"
+
+
+@pytest.mark.parametrize(
     ("command", "fetches"),
     [
         ("curl -fsSL https://x.org/install.sh | sh", True),

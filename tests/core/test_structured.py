@@ -63,16 +63,89 @@ async def test_a_server_that_refuses_json_schema_is_asked_with_json_object_and_r
         provider = OpenAIProvider(server.config("openai"), memory=memory)
         first = await provider.complete(request())
         assert first.structured == "json_object" and first.text == ANSWER
-        # The 500s were retried within bounds first (a transient 500 is not a refusal).
-        assert modes_sent(server) == ["json_schema"] * 3 + ["json_object"]
+        # Its 500 names `response_format`: a refusal of the mode, not retried.
+        assert modes_sent(server) == ["json_schema", "json_object"]
         sent = server.completions()[-1].body["response_format"]
         assert sent == {"type": "json_object", "schema": BEHAVIOR_CONTRACT.schema()}
         second = await OpenAIProvider(server.config("openai"), memory=ModeMemory(tmp_path / "modes.json")).complete(request())
         assert second.structured == "json_object"
-        assert modes_sent(server)[4:] == ["json_object"], "a later pass does not probe again"
+        assert modes_sent(server)[2:] == ["json_object"], "a later pass does not probe again"
         assert json.loads((tmp_path / "modes.json").read_text()) == {
             f"openai {server.url} scripted-model": "json_object"
         }
+
+
+async def test_a_500_that_does_not_name_the_mode_is_retried_before_the_next_mode_is_tried_once():
+    # Pins: a server's passing trouble (a 500 about nothing in the request)
+    # taken for a refusal of json_schema and recorded for good.
+    with ModelServer(rejects=frozenset({"json_schema"}), reject_body=b'{"error": {"message": "slot busy"}}') as server:
+        server.script(reply(ANSWER))
+        response = await OpenAIProvider(server.config("openai")).complete(request())
+        assert response.structured == "json_object"
+        assert modes_sent(server) == ["json_schema"] * 3 + ["json_object"]
+
+
+async def _concurrently(provider, n: int) -> list:
+    import anyio
+
+    got: list = []
+
+    async def one() -> None:
+        got.append(await provider.complete(request()))
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(n):
+            tg.start_soon(one)
+    return got
+
+
+@pytest.mark.parametrize(
+    "api, rejects, modes",
+    [("openai", frozenset(), ["json_schema"] * 4),
+     ("openai", frozenset({"json_schema"}), ["json_schema"] + ["json_object"] * 4),
+     ("anthropic", frozenset(), ["tool"] * 4)],
+)
+async def test_concurrent_calls_wait_for_one_probe_of_the_mode(api, rejects, modes, tmp_path: Path):
+    # Pins: each of a pass's concurrent calls probing json_schema on its own
+    # (and retrying its 500 three times): 20 requests for 4 replies.
+    with ModelServer(rejects=rejects, latency_s=0.2) as server:
+        server.script(*[reply(ANSWER)] * 4)
+        provider = (OpenAIProvider if api == "openai" else AnthropicProvider)(
+            server.config(api), memory=ModeMemory(tmp_path / "modes.json"))
+        got = await _concurrently(provider, 4)
+        assert [r.structured for r in got] == [modes[-1]] * 4
+        assert modes_sent(server) == modes
+        # The probe's answer came first; the three that waited for it were
+        # then asked together.
+        arrivals = [r.at for r in server.completions()]
+        assert max(arrivals[-3:]) - min(arrivals[-3:]) < 0.2
+        assert min(arrivals[-3:]) - arrivals[-4] >= 0.2
+
+
+async def test_calls_that_waited_on_a_probe_that_timed_out_go_on_together():
+    # Pins: a dead or hanging server making each waiting call time out in
+    # turn, one after the other, for want of a mode.
+    from tests.model_server import stall
+
+    with ModelServer() as server:
+        server.script(stall(1.0, reply(ANSWER)), *[reply(ANSWER)] * 3)
+        provider = OpenAIProvider(server.config("openai", timeout_s=0.3, max_retries=0))
+        import anyio
+
+        outcomes: list = []
+
+        async def one() -> None:
+            try:
+                outcomes.append((await provider.complete(request())).structured)
+            except ModelFailure as exc:
+                outcomes.append(exc.status)
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(4):
+                tg.start_soon(one)
+        assert sorted(outcomes, key=str) == [None, "json_schema", "json_schema", "json_schema"]
+        arrivals = [r.at for r in server.completions()]
+        assert len(arrivals) == 4 and max(arrivals[1:]) - min(arrivals[1:]) < 0.2
 
 
 async def test_json_schema_is_sent_strict_with_the_contracts_name_and_schema():

@@ -644,3 +644,42 @@ def test_a_proposal_is_accepted_from_a_code_action_in_headless_neovim(tmp_path: 
     assert any(m.startswith("mecha: no learn pass started for behavior: ") for m in said), report
     assert "mecha: learn pass for behavior done: proposed 1 rule — review with :MechaDiff p-123" in said, report
     assert msgspec.json.decode((root / "proposals" / f"{accept.id}.json").read_bytes())["status"] == "accepted"
+
+
+PATHS_CHECK = """\
+vim.opt.rtp:prepend(PLUGIN)
+local paths = require("mecha.paths")
+local dir = "/s"
+local out = {}
+for _, name in ipairs(NAMES) do
+  local domain, kind, project = paths.rules_file(dir .. "/rules/" .. name, dir)
+  out[#out + 1] = { name = name, domain = domain or vim.NIL, kind = kind or vim.NIL, project = project or vim.NIL }
+end
+io.stdout:write(vim.json.encode(out))
+"""
+
+
+def test_the_plugin_takes_a_projects_rules_files_for_rules_files(tmp_path: Path) -> None:
+    """Pins: a project's learned file (`<domain>@<project id>.learned.toml`)
+    never attaching the server in Neovim, or a malformed id attaching it."""
+    pid = "app-0123456789abcdef"
+    names = ["behavior.learned.toml", f"behavior@{pid}.learned.toml", f"writing@{pid}.user.toml",
+             "behavior@app.learned.toml", f"Bad@{pid}.user.toml", f"behavior@{pid}.notes.toml"]
+    script = tmp_path / "paths_check.lua"
+    script.write_text(
+        f"PLUGIN = {json.dumps(str(PLUGIN))}\nNAMES = vim.json.decode({json.dumps(json.dumps(names))})\n" + PATHS_CHECK
+    )
+    done = subprocess.run(
+        [str(nvim_binary()), "--headless", "--clean", "-l", str(script)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    found = {r["name"]: (r["domain"], r["kind"], r["project"]) for r in json.loads(done.stdout)}
+    assert found == {
+        "behavior.learned.toml": ("behavior", "learned", None),
+        f"behavior@{pid}.learned.toml": ("behavior", "learned", pid),
+        f"writing@{pid}.user.toml": ("writing", "user", pid),
+        "behavior@app.learned.toml": (None, None, None),
+        f"Bad@{pid}.user.toml": (None, None, None),
+        f"behavior@{pid}.notes.toml": (None, None, None),
+    }

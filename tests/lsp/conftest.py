@@ -40,6 +40,7 @@ from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 from mecha.core.learning.reflection import Origin, Reflexion
 from mecha.core.learning.rules import Rule
+from mecha.core.store.layout import rules_file_name
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 from mecha.core.store.ledger import REGRESSED, ValidationRecord
 from tests.model_server import ModelServer, lessons_responder
@@ -402,8 +403,8 @@ class Store:
         self.root = root
         self.store = LearningStore.open(root)
 
-    def path(self, domain: str, kind: str) -> Path:
-        return self.root / "rules" / f"{domain}.{kind}.toml"
+    def path(self, domain: str, kind: str, project: str | None = None) -> Path:
+        return self.root / "rules" / rules_file_name(domain, kind, project)
 
     def uri(self, domain: str, kind: str) -> str:
         uri = from_fs_path(str(self.path(domain, kind)))
@@ -416,10 +417,11 @@ class Store:
         path.write_text(text, encoding="utf-8")
         return path
 
-    def learned(self, domain: str, rules: Sequence[Rule]) -> Path:
-        """Learned rules as an accept writes them."""
-        self.store.write_learned_rules(domain, rules)
-        return self.path(domain, "learned")
+    def learned(self, domain: str, rules: Sequence[Rule], project: str | None = None) -> Path:
+        """Learned rules as an accept writes them (globally, or for the
+        project whose root is `project`)."""
+        self.store.write_learned_rules(domain, rules, project)
+        return self.path(domain, "learned", project)
 
     def proposal(
         self,
@@ -429,10 +431,12 @@ class Store:
         domain: str = "behavior",
         rules_before: Sequence[Rule] | None = None,
         reflexion_ids: Sequence[str] = (),
+        project: str | None = None,
     ) -> Proposal:
         """A pending proposal, written as a pass writes one; `rules_before`
-        defaults to the live learned rules (so it can be accepted)."""
-        before = list(self.store.learned_rules(domain) if rules_before is None else rules_before)
+        defaults to the live learned rules of its scope (so it can be
+        accepted)."""
+        before = list(self.store.learned_rules(domain, project) if rules_before is None else rules_before)
         p = Proposal(
             id=pid,
             domain=domain,
@@ -442,6 +446,7 @@ class Store:
             rules=list(rules),
             evidence="",
             created_at=WHEN,
+            project=project,
         )
         self.store.write_proposal(p)
         return p

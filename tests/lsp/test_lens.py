@@ -38,7 +38,9 @@ async def test_lens_shows_active_rules_chars_and_pending_proposals(client: Mecha
     uri, _ = await client.open(learned)
 
     lenses = await client.lenses(uri)
-    assert titles(lenses) == [f"3/{MAX_ACTIVE_RULES_PER_DOMAIN} active rules", f"{chars}/{RULES_CHAR_BUDGET} chars"]
+    assert titles(lenses) == [
+        f"3/{MAX_ACTIVE_RULES_PER_DOMAIN} active rules", f"{chars}/{RULES_CHAR_BUDGET} chars", "scope: global"
+    ]
     assert (MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET) == (15, 1600)
     for lens in lenses:
         assert lens.range.start.line == 0 and lens.range.end.line == 0
@@ -79,7 +81,7 @@ async def test_lens_follows_the_unsaved_buffer(client: MechaClient, store: Store
     await client.change(uri, learned.read_text().replace("enabled = true", "enabled = false", 1))
     got = titles(await client.lenses(uri))
     chars = len(domain_rules_section("behavior", [], LEARNED[1:3]) or "")
-    assert got == ["2/15 active rules", f"{chars}/1600 chars"]
+    assert got == ["2/15 active rules", f"{chars}/1600 chars", "scope: global"]
 
 
 async def test_a_proposal_appearing_asks_for_a_lens_refresh_if_the_client_supports_it(
@@ -103,7 +105,7 @@ async def test_a_proposal_appearing_asks_for_a_lens_refresh_if_the_client_suppor
     assert changed == {"pending": 0, "by_domain": {}}
     await check_refresh(client, since=events)
     chars = len(domain_rules_section("behavior", [], LEARNED[:1]) or "")
-    assert titles(await client.lenses(uri)) == ["1/15 active rules", f"{chars}/1600 chars"]
+    assert titles(await client.lenses(uri)) == ["1/15 active rules", f"{chars}/1600 chars", "scope: global"]
 
 
 async def check_refresh(client: MechaClient, *, since: int) -> None:

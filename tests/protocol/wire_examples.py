@@ -33,6 +33,7 @@ from tests.model_server import ModelServer, _learner_rules, reply, request_promp
 from tests.processes import wait_for_passes
 
 TIMEOUT = 30.0
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 # ─── a transcript small enough to read ──────────────────────────────────────
 
@@ -452,6 +453,18 @@ def _drive(rec: Recorder, root: Path, model_url: str) -> None:
     )
     rec.result("mecha/doctor", {})
 
+    # Another agent's sessions in (the person's home is the capture's), and
+    # the rules out into its instructions file.
+    home = root.parent / "home"
+    shutil.copytree(FIXTURES / "claude-code" / "projects", home / ".claude" / "projects")
+    rec.result("mecha/importSessions", {"source": "claude", "dry_run": True})
+    agents = home / "src" / "AGENTS.md"
+    agents.parent.mkdir(parents=True)
+    agents.write_text("# Working on this repository\n\nRun `make check` before pushing.\n")
+    rec.result("mecha/exportRules", {"target": "agents", "path": str(agents)})
+    rec.result("mecha/exportRules", {"target": "agents", "path": str(agents), "check": True},
+               title="mecha/exportRules (check)")
+
     # Errors.
     rec.call("mecha/proposal", {"id": "20991231"}, title="NotFound", tags={"error"})
     rec.call("mecha/learn", {"domain": "../etc"}, title="InvalidDomain", tags={"error"})
@@ -487,7 +500,8 @@ def _first_reflexion_id(root: Path) -> str:
 
 
 def _placeholders(text: str, cap: Capture) -> str:
-    return text.replace(str(cap.root), "~/.mecha/learning").replace(cap.model_url, "http://127.0.0.1:8080")
+    text = text.replace(str(cap.root), "~/.mecha/learning").replace(str(cap.root.parent / "home"), "~")
+    return text.replace(cap.model_url, "http://127.0.0.1:8080")
 
 
 class _Raw:

@@ -42,6 +42,15 @@ SAMPLE: dict[str, Any] = {
 #: Methods a client can request (the notification is sent, never served).
 REQUEST_METHODS = sorted(name for name, spec in METHODS.items() if not spec.notification)
 
+#: Methods that read or write the person's own files outside the store, by
+#: design, wherever a request points them (another agent's sessions, its
+#: instructions file): never run with fuzzed params, whose paths would be
+#: this machine's (`/etc/passwd`, `~`). Their params are still decoded.
+OUTSIDE_THE_STORE = frozenset({"mecha/importSessions", "mecha/exportRules"})
+
+#: What the running fuzz sends.
+RUN_METHODS = [name for name in REQUEST_METHODS if name not in OUTSIDE_THE_STORE]
+
 _PREDICTION = {"metric": "tool_error_rate", "rationale": "fewer failed calls"}
 _ARM = {"turns": 5, "tool_calls": 6, "tool_errors": 1, "stop_cause": "completed"}
 
@@ -68,6 +77,17 @@ VALID_PARAMS: dict[str, dict[str, Any]] = {
     "mecha/inbox": {},
     "mecha/inboxRetry": {"id": "20260101T000000"},
     "mecha/inboxDrop": {"id": "20260101T000000"},
+    "mecha/importSessions": {
+        "source": "claude",
+        "dir": "sessions",
+        "dry_run": True,
+        "since": "2026-01-01",
+        "project": "invoices",
+        "voices": ["[ci]"],
+        "trust_tools": ["Bash(make)"],
+        "distrust_tools": ["WebFetch"],
+    },
+    "mecha/exportRules": {"target": "agents", "path": "AGENTS.md", "check": True},
     "mecha/proposals": {"status": "pending", "domain": "behavior"},
     "mecha/proposal": {"id": "20260101T000000"},
     "mecha/acceptProposal": {"id": "20260101T000000-0000aaaa"},

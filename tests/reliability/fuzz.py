@@ -76,7 +76,7 @@ from mecha.sidecar.context import Context
 from mecha.sidecar.rpc import Cancel, _encode_result
 from tests.core.shellcorpus import BROKEN, generate_line
 from tests.model_server import ModelServer, lessons_responder
-from tests.reliability.cases import REQUEST_METHODS, StallingReader, valid_params
+from tests.reliability.cases import RUN_METHODS, StallingReader, valid_params
 from tests.reliability.fuzz_shapes import ReplyCases, run_shape
 
 #: Methods that must never change the store.
@@ -372,7 +372,7 @@ def mutate_bytes(rng: random.Random, data: bytes) -> bytes:
 
 
 def valid_request(rng: random.Random, method: str | None = None) -> dict[str, Any]:
-    method = method or rng.choice(REQUEST_METHODS)
+    method = method or rng.choice(RUN_METHODS)
     id_ = rng.choice([rng.randrange(1 << 31), f"id-{rng.randrange(1000)}"])
     return {"jsonrpc": "2.0", "id": id_, "method": method, "params": valid_params(method)}
 
@@ -400,7 +400,7 @@ def make_body(rng: random.Random) -> tuple[str, bytes]:
         if rng.random() < 0.3:
             msg.pop(key, None)
         else:
-            msg[key] = rng.choice([rand_json(rng), rng.choice(REQUEST_METHODS), rng.choice(TRICKY)])
+            msg[key] = rng.choice([rand_json(rng), rng.choice(RUN_METHODS), rng.choice(TRICKY)])
     elif kind == "random-bytes":
         return kind, bytes(rng.randrange(256) for _ in range(rng.randrange(64)))
     elif kind == "random-json":

@@ -179,3 +179,45 @@ def test_a_full_store_is_named_on_the_wire_under_the_invalid_store_code() -> Non
     plain = codes.rpc_error_from(InvalidStore("x", path="/s/a"))
     assert plain.data == {"name": "InvalidStore", "path": "/s/a"}
     assert isinstance(store_full("/s"), StoreFull)
+
+
+CLAUDE_PROJECTS = Path(__file__).resolve().parents[1] / "fixtures" / "claude-code" / "projects"
+
+
+@pytest.mark.parametrize("free_kib", LEVELS_KIB)
+def test_an_import_on_a_full_disk_is_a_named_error_and_queues_each_session_once_there_is_room(
+    small_disk: SmallDisk, tmp_path: Path, free_kib: int
+) -> None:
+    # Pins: an import on a full disk dying with a traceback, or naming a
+    # staging file it never wrote as "kept".
+    import shutil
+    import sys
+
+    from mecha.core.store.inbox import queued_session_ids
+    from tests.e2e.conftest import clean_env
+
+    home = tmp_path / "home"
+    shutil.copytree(CLAUDE_PROJECTS, home / ".claude" / "projects")
+    root = small_disk.mount / "learning"
+    open_store(root)
+    env = clean_env(tmp_path)
+
+    def import_claude() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "mecha.sidecar", "--learning-dir", str(root), "import", "claude", "--no-wait"],
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+        )
+
+    small_disk.fill(free_kib)
+    full = import_claude()
+    assert "Traceback" not in full.stderr, full.stderr[-3000:]
+    if full.returncode != 0:
+        assert "StoreFull" in full.stderr and "is full" in full.stderr, full.stderr[-2000:]
+    small_disk.free()
+    again = import_claude()
+    assert again.returncode == 0, again.stderr[-2000:]
+    store = LearningStore(root)
+    waiting = queued_session_ids(store) | store.mined_sessions()
+    assert any(s.startswith("claude:") for s in waiting), (full.stderr[-1000:], again.stdout)
+    entries = [p for p in (root / "inbox").glob("*.json")]
+    assert len(entries) <= 1, [p.name for p in entries]

@@ -492,3 +492,37 @@ def test_a_projects_block_is_kept_per_project_and_served_as_the_full_server_woul
         assert run.result(2)["rule_ids"] == ids, params
         assert run.by_id() == full.by_id(), params
     assert exchange(tmp_path, cold_path(root, {"project": "relative"})).error(2)["code"] == -32602
+
+
+def test_the_first_run_after_an_accept_is_answered_by_the_first_stage(tmp_path: Path) -> None:
+    # Pins: an accept leaving the block cache keyed by the rules before it,
+    # so the first run after every accept paid for the full server (its
+    # imports and a render) instead of the cached answer.
+    from mecha.core.store.learning_store import Proposal, ProposalStatus
+
+    root = tmp_path / "learning"
+    _layout(root)
+    store = open_store(root)
+    before = store.learned_rules("behavior")
+    pid = "20261201T000000-cache001"
+    store.write_proposal(
+        Proposal(
+            id=pid, domain="behavior", status=ProposalStatus.PENDING, reflexion_ids=[], rules_before=before,
+            rules=[*before, rule("Run the tests before saying done", "r-new")], evidence="", created_at="2026-12-01T00:00:00Z",
+        )
+    )
+    cached(tmp_path, root)
+    cached_triage = exchange(tmp_path, cold_path(root, {"domain": "triage"}))
+    assert not cached_triage.first_stage_only, "triage was not kept yet"
+
+    accepted = subprocess.run(
+        [sys.executable, "-m", "mecha.sidecar", "--learning-dir", str(root), "proposals", "accept", pid],
+        capture_output=True, text=True, env=clean_env(tmp_path), cwd=tmp_path, timeout=60,
+    )
+    assert accepted.returncode == 0, accepted.stderr
+    for params in (None, {"domain": "triage"}):
+        run = exchange(tmp_path, cold_path(root, params))
+        assert run.first_stage_only, f"{params}: the first run after the accept went to the full server"
+        full = exchange(tmp_path, cold_path(root, params), full=True)
+        assert run.by_id() == full.by_id(), params
+        assert "Run the tests before saying done" in json.dumps(run.result(2)), params

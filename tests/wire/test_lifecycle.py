@@ -25,8 +25,8 @@ from .helpers import (
     write_user_rules,
 )
 
-#: DESIGN §5's method table, spelled out so a method dropped from the
-#: server's table fails here.
+#: The contract's method table (protocol/README.md), spelled out so a method
+#: dropped from the server's table fails here.
 DESIGN_METHODS = [
     "mecha/rulesPromptBlock",
     "mecha/extractInterventions",
@@ -41,6 +41,8 @@ DESIGN_METHODS = [
     "mecha/inbox",
     "mecha/inboxRetry",
     "mecha/inboxDrop",
+    "mecha/importSessions",
+    "mecha/exportRules",
     "mecha/proposals",
     "mecha/proposal",
     "mecha/acceptProposal",

@@ -88,12 +88,24 @@ export const RULES_GLOBS = ["**/rules/*.user.toml", "**/rules/*.learned.toml"] a
 /** The documents the server is told about: rules files on disk, as TOML. */
 export const DOCUMENT_SELECTOR = RULES_GLOBS.map((pattern) => ({ scheme: "file", language: "toml", pattern }));
 
-const RULES_FILE_RE = /(?:^|[\\/])rules[\\/]([a-z0-9][a-z0-9_-]{0,63})\.(user|learned)\.toml$/;
+/**
+ * `rules/<domain>.<kind>.toml`, or a project's `rules/<domain>@<project id>.<kind>.toml`
+ * (the id `<slug>-<16 hex digits>`, as the store's layout spells it).
+ */
+const RULES_FILE_RE =
+  /(?:^|[\\/])rules[\\/]([a-z0-9][a-z0-9_-]{0,63})(?:@([a-z0-9][a-z0-9_-]{0,39}-[0-9a-f]{16}))?\.(user|learned)\.toml$/;
 
-/** The domain and kind of a rules file path, or `undefined` for anything else. */
-export function rulesFile(fsPath: string): { domain: string; kind: "user" | "learned" } | undefined {
+/** The domain, kind and project id (a project's file) of a rules file path, or `undefined` for anything else. */
+export function rulesFile(fsPath: string): { domain: string; kind: "user" | "learned"; project?: string } | undefined {
   const m = RULES_FILE_RE.exec(fsPath);
-  return m ? { domain: m[1], kind: m[2] as "user" | "learned" } : undefined;
+  if (!m) {
+    return undefined;
+  }
+  const found: { domain: string; kind: "user" | "learned"; project?: string } = { domain: m[1], kind: m[3] as "user" | "learned" };
+  if (m[2] !== undefined) {
+    found.project = m[2];
+  }
+  return found;
 }
 
 const DOMAIN_RE = /^[a-z0-9][a-z0-9_-]{0,63}$/;

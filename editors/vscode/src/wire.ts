@@ -46,8 +46,8 @@ export type RejectProposalCommandResult = ProposalResult;
 export type ShowProposalDiffCommandArguments = [id: string];
 export type ShowProposalDiffCommandResult = ShowProposalDiffResult;
 
-/** `mecha.showRulesBlock`: The rules block a run would get. */
-export type ShowRulesBlockCommandArguments = [domain?: string];
+/** `mecha.showRulesBlock`: The rules block a run would get (in a project, with its rules). */
+export type ShowRulesBlockCommandArguments = [domain?: string, project?: string];
 export type ShowRulesBlockCommandResult = RulesPromptBlockResult;
 
 export interface AcceptProposalResult {

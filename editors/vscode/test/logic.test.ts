@@ -119,6 +119,13 @@ describe("settings and server arguments", () => {
     assert.deepEqual(rulesFile("C:\\s\\rules\\writing.user.toml"), { domain: "writing", kind: "user" });
     assert.equal(rulesFile("/s/rules/Behavior.learned.toml"), undefined);
     assert.equal(rulesFile("/s/Cargo.toml"), undefined);
+    assert.deepEqual(rulesFile("/s/rules/behavior@app-0123456789abcdef.learned.toml"), {
+      domain: "behavior",
+      kind: "learned",
+      project: "app-0123456789abcdef",
+    });
+    assert.equal(rulesFile("/s/rules/behavior@app.learned.toml"), undefined, "not a project id");
+    assert.equal(rulesFile("/s/rules/behavior@-x-0123456789abcdef.learned.toml"), undefined);
   });
 
   test("domain names are checked the way the store checks them", () => {

@@ -1,7 +1,8 @@
 --- Where the learning store is, and which buffers are its rules files.
 ---
 --- The server only understands `<learning_dir>/rules/<domain>.user.toml` and
---- `<learning_dir>/rules/<domain>.learned.toml`; every other TOML file in the
+--- `<learning_dir>/rules/<domain>.learned.toml`, and a project's
+--- `<domain>@<project id>.user.toml` / `.learned.toml`; every other TOML file in the
 --- editor (Cargo.toml, pyproject.toml, …) must never see it. This module is
 --- that decision, kept pure so it can be tested and reasoned about alone.
 --- Paths are compared after resolving symlinks, because a temp or home
@@ -29,6 +30,41 @@ function M.valid_domain(domain)
   return type(domain) == "string"
     and #domain <= DOMAIN_MAX
     and domain:match("^[a-z0-9][a-z0-9_%-]*$") ~= nil
+end
+
+--- A project id as `core/store/layout.py` spells one: `<slug>-<16 hex digits>`,
+--- the slug 1-40 of `[a-z0-9_-]` starting with a letter or digit.
+---@param id string
+---@return boolean
+function M.valid_project_id(id)
+  local slug, digest = id:match("^(.+)%-(%x+)$")
+  return slug ~= nil
+    and #slug <= 40
+    and slug:match("^[a-z0-9][a-z0-9_%-]*$") ~= nil
+    and #digest == 16
+    and digest:match("^[0-9a-f]+$") ~= nil
+end
+
+--- `domain, kind, project id or nil` of a rules file's name, or nil.
+---@param name string
+---@return string? domain
+---@return string? kind
+---@return string? project
+local function split_name(name)
+  local stem, kind = name:match("^(.+)%.(%a+)%.toml$")
+  if not stem or not M.KINDS[kind] then
+    return nil
+  end
+  local domain, project = stem:match("^([^@]+)@(.+)$")
+  if domain == nil then
+    domain = stem
+  elseif not M.valid_project_id(project) then
+    return nil
+  end
+  if not M.valid_domain(domain) then
+    return nil
+  end
+  return domain, kind, project
 end
 
 --- `$MECHA_LEARNING_DIR`, else `~/.mecha/learning` — the sidecar's default.
@@ -63,12 +99,14 @@ function M.resolve(path)
   return path
 end
 
---- The `domain` and `kind` of a rules file, or nil when `path` is not one.
+--- The `domain` and `kind` of a rules file (and its project id, for a
+--- project's), or nil when `path` is not one.
 --- Both arguments are expected resolved (`M.resolve`).
 ---@param path string
 ---@param learning_dir string
 ---@return string? domain
 ---@return string? kind
+---@return string? project
 function M.rules_file(path, learning_dir)
   if type(path) ~= "string" or path == "" then
     return nil
@@ -76,11 +114,7 @@ function M.rules_file(path, learning_dir)
   if vim.fs.dirname(path) ~= learning_dir .. "/rules" then
     return nil
   end
-  local domain, kind = vim.fs.basename(path):match("^(.+)%.(%a+)%.toml$")
-  if not domain or not M.KINDS[kind] or not M.valid_domain(domain) then
-    return nil
-  end
-  return domain, kind
+  return split_name(vim.fs.basename(path))
 end
 
 --- The domains with a rules file on disk, sorted (for command completion).
@@ -94,8 +128,8 @@ function M.domains(learning_dir)
     if not name then
       break
     end
-    local domain, kind = name:match("^(.+)%.(%a+)%.toml$")
-    if domain and M.KINDS[kind] and M.valid_domain(domain) and not seen[domain] then
+    local domain = split_name(name)
+    if domain and not seen[domain] then
       seen[domain] = true
       out[#out + 1] = domain
     end

@@ -1,0 +1,96 @@
+"""A project's rules files in the editor: they are rules documents of their
+own scope — checked against their own sibling, shown their own scope's
+proposals — and the hover and the lens name the project they apply in."""
+
+from __future__ import annotations
+
+from lsprotocol import types as lsp
+
+from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET, domain_rules_section
+
+from .conftest import MechaClient, Store, has_code, rule
+
+RULES = [rule("Indent with two spaces", "r-app-1"), rule("Run make check before committing", "r-app-2")]
+
+
+def project_dir(store: Store) -> str:
+    app = store.root.parent / "app"
+    (app / ".git").mkdir(parents=True, exist_ok=True)
+    return str(app)
+
+
+def titles(lenses: list[lsp.CodeLens]) -> list[str]:
+    return [lens.command.title for lens in lenses if lens.command is not None]
+
+
+def hover_head(h: lsp.Hover | None) -> str:
+    assert h is not None and isinstance(h.contents, lsp.MarkupContent)
+    return h.contents.value.splitlines()[0]
+
+
+async def test_a_projects_learned_file_is_checked_and_names_its_project(client: MechaClient, store: Store) -> None:
+    app = project_dir(store)
+    path = store.learned("behavior", RULES, app)
+    assert path.name.startswith("behavior@app-") and f'project = "{app}"' in path.read_text()
+    uri, diags = await client.open(path)
+    assert diags == [], "the project's own `project` key is no unknown key"
+
+    assert hover_head(await client.hover(uri, path.read_text().splitlines().index("[[rules]]") + 1)).endswith(
+        f"· active · project {app}"
+    )
+    lenses = await client.lenses(uri)
+    chars = len(domain_rules_section("behavior", [], RULES, project=True) or "")
+    assert titles(lenses) == [
+        f"2/{MAX_ACTIVE_RULES_PER_DOMAIN} active rules",
+        f"{chars}/{RULES_CHAR_BUDGET} chars",
+        f"scope: project {app}",
+    ]
+    for lens in lenses:
+        assert lens.command is not None and list(lens.command.arguments or []) == ["behavior", app]
+    # Clicked, a lens shows the block a run in that project gets: the
+    # global rules, then the project's.
+    shown = await client.command("mecha.showRulesBlock", "behavior", app)
+    assert shown == await client.request("mecha/rulesPromptBlock", {"domain": "behavior", "project": app})
+    assert "### behavior (this project)\n- Indent with two spaces" in shown["block"]
+
+
+async def test_a_projects_user_file_is_checked_against_the_projects_learned_rules(
+    client: MechaClient, store: Store
+) -> None:
+    app = project_dir(store)
+    learned = store.learned("behavior", RULES, app)
+    store.learned("behavior", [rule("Answer in English", "r-global")])
+    luri, diags = await client.open(learned)
+    assert diags == []
+    # The project's own user file restates the project's learned rule (not
+    # the global one): that is what its learned sibling is told.
+    user = store.path("behavior", "user", app)
+    user.write_text('[[rules]]\ntext = "Indent with two spaces"\n')
+    uuri, diags = await client.open(user)
+    assert diags == []
+    assert hover_head(await client.hover(uuri, 1)).endswith(f"· active · project {app}"), "named by its sibling's key"
+    since = client.mark()
+    await client.change(uuri, '[[rules]]\ntext = "Answer in English"\n')
+    diags = await client.wait_diagnostics(luri, since=since, where=lambda d: not d)
+    assert diags == [], "a global rule is not the project's sibling"
+    since = client.mark()
+    await client.change(uuri, '[[rules]]\ntext = "Indent with two spaces"\n')
+    diags = await client.wait_diagnostics(luri, since=since, where=has_code("restates-user-rule"))
+    assert [d.code for d in diags] == ["restates-user-rule"]
+
+
+async def test_a_proposal_shows_on_its_own_scopes_file_only(client: MechaClient, store: Store) -> None:
+    app = project_dir(store)
+    project_file = store.learned("behavior", RULES, app)
+    global_file = store.learned("behavior", [rule("Answer in English", "r-global")])
+    puri, _ = await client.open(project_file)
+    guri, _ = await client.open(global_file)
+
+    since = client.mark()
+    store.proposal("p-app", [*RULES, rule("Prefer tabs in Makefiles", "r-app-3")], project=app)
+    diags = await client.wait_diagnostics(puri, since=since, where=has_code("pending-proposal"))
+    assert [(d.code, d.data["proposal_id"]) for d in diags] == [("pending-proposal", "p-app")]
+    assert "1 pending proposal" in titles(await client.lenses(puri))
+    assert all(d.code != "pending-proposal" for d in client.diagnostics_of(guri))
+    assert "1 pending proposal" not in titles(await client.lenses(guri))
+    assert titles(await client.lenses(guri))[-1] == "scope: global"
