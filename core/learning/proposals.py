@@ -86,12 +86,15 @@ def accept(store: LearningStore, proposal_id: str, *, as_global: bool = False) -
 
     Refuses with `Stale` when the live learned rules no longer equal the set
     the proposal was made against, with `NotPending` when it was already
-    resolved, and with `InvalidInput` for `as_global` on a proposal that is
-    global already or adds no rule.
+    resolved, and with `InvalidInput` for `as_global` on a project's
+    proposal that adds no rule. `as_global` on a global proposal (or a
+    promotion) is a plain accept: it is for every repository already.
     """
     with store.lock():
         p = store.proposal(proposal_id)
         _require_pending(p)
+        # A global proposal (a promotion too) is for every repository already.
+        as_global = as_global and p.project is not None
         if as_global:
             writes = promotion.apply_as_global(store, p)
         elif p.promoted_from:
