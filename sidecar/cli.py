@@ -197,7 +197,8 @@ class _WithParents:
         self._common = common
 
     def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
-        return self._sub.add_parser(name, parents=[self._common], **kwargs)  # type: ignore[no-any-return]
+        parser: argparse.ArgumentParser = self._sub.add_parser(name, parents=[self._common], **kwargs)
+        return parser
 
 
 def _mining_options(s: argparse.ArgumentParser) -> None:
@@ -270,9 +271,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return run_demo(keep=args.keep, timeout=args.timeout, local=args.local)
     if verb == "schema":
-        from mecha.protocol.schema import schema_json
+        # By name: a type checker takes `mecha.protocol.schema` for the
+        # folder of the checked-in schema beside the module.
+        from importlib import import_module
 
-        sys.stdout.write(schema_json())
+        sys.stdout.write(import_module("mecha.protocol.schema").schema_json())
         return 0
 
     from mecha.core.errors import LearningError
@@ -525,7 +528,7 @@ def _hooks(ctx: Any, args: argparse.Namespace) -> int:
             for scope in scopes:
                 path = hk.settings_path(agent, scope, home=home, cwd=cwd)
                 rows.append({"agent": agent, "scope": scope, **humane.builtins(hk.installed(hk.read_settings(path), agent))})
-        result = {"files": rows, "store": str(ctx.root), "log": hk.hook_log_tail(ctx.root)}
+        result: dict[str, Any] = {"files": rows, "store": str(ctx.root), "log": hk.hook_log_tail(ctx.root)}
         _emit(args, result, humane.hooks_status)
         return 0
     if not args.agent:
@@ -573,7 +576,10 @@ def _reflect(ctx: Any, args: argparse.Namespace) -> int:
     ctx = _mining_context(ctx, args)
     store = ctx.store()
     waiting = store.mined_sessions() | queued_session_ids(store)
-    queued, skipped, empty, ready = [], [], [], []
+    queued: list[str] = []
+    skipped: list[str] = []
+    empty: list[str] = []
+    ready: list[m.SessionEndedParams] = []
     for path in sorted(directory.iterdir()):
         if path.suffix not in (".json", ".jsonl") or not path.is_file():
             continue

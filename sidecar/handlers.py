@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from mecha.core.errors import InvalidInput, NotFound
 from mecha.core.learning.rules import run_domains_including, validate_domain
@@ -27,8 +27,11 @@ Handler = Callable[[Context, Any, Cancel], Any]
 HANDLERS: dict[str, Handler] = {}
 
 
-def handles(method: str) -> Callable[[Handler], Handler]:
-    def register(fn: Handler) -> Handler:
+_H = TypeVar("_H", bound=Callable[..., Any])
+
+
+def handles(method: str) -> Callable[[_H], _H]:
+    def register(fn: _H) -> _H:
         assert method in m.METHODS, method
         HANDLERS[method] = fn
         return fn
@@ -244,7 +247,7 @@ def session_ended(
     from mecha.core.identity import validate_record_id
     from mecha.core.learning.reflection import Origin
     from mecha.core.learning.scope import resolve_project
-    from mecha.core.store.inbox import count_waiting, hand_over, session_entry
+    from mecha.core.store.inbox import HandOver, count_waiting, hand_over, session_entry
 
     validate_record_id(p.session_id, "session_id")
     project = None if p.project is None else resolve_project(p.project)
@@ -266,9 +269,9 @@ def session_ended(
     return m.SessionEndedResult(
         interventions=len(plans),
         learnable=learnable,
-        already_mined=done == "mined",
+        already_mined=done is HandOver.MINED,
         job=job,
-        already_queued=done == "waiting",
+        already_queued=done is HandOver.WAITING,
     )
 
 
@@ -276,7 +279,7 @@ def session_ended(
 def draft_resolved(ctx: Context, p: m.DraftResolvedParams, cancel: Cancel) -> m.DraftResolvedResult:
     from mecha.core.identity import validate_record_id
     from mecha.core.learning.survey import survey_draft
-    from mecha.core.store.inbox import DraftEntry, hand_over
+    from mecha.core.store.inbox import DraftEntry, HandOver, hand_over
 
     validate_record_id(p.item.id, "item.id")
     if p.item.session_id is not None:
@@ -290,7 +293,7 @@ def draft_resolved(ctx: Context, p: m.DraftResolvedParams, cancel: Cancel) -> m.
         return m.DraftResolvedResult(intervention=None, already_mined=False, job=None)
     done, job = hand_over(store, DraftEntry(p.item, plan), lambda: start_job(ctx, "reflect", session_id=p.item.session_id))
     return m.DraftResolvedResult(
-        intervention=intervention, already_mined=done == "mined", job=job, already_queued=done == "waiting"
+        intervention=intervention, already_mined=done is HandOver.MINED, job=job, already_queued=done == "waiting"
     )
 
 
@@ -410,7 +413,7 @@ def export_rules(ctx: Context, p: m.ExportRulesParams, cancel: Cancel) -> m.Expo
     )
 
 
-def start_job(ctx: Context, kind: str, **kw: Any) -> jobs_mod.Job:
+def start_job(ctx: Context, kind: jobs_mod.JobKind, **kw: Any) -> jobs_mod.Job:
     from .jobs import start_pass
 
     return start_pass(ctx, kind, **kw)

@@ -21,8 +21,8 @@ import os
 import re
 import shutil
 from collections.abc import Callable, Sequence
+from enum import Enum
 from pathlib import Path
-from typing import Literal
 
 import msgspec
 
@@ -222,9 +222,13 @@ def _queued_ids(store: LearningStore, head: re.Pattern[bytes]) -> set[str]:
     return out
 
 
-#: What a hand-over did: queued the work, or found it mined already, or
-#: found it waiting already (in the inbox, claimed or not, or set aside).
-HandOver = Literal["queued", "mined", "waiting"]
+class HandOver(str, Enum):
+    """What a hand-over did: queued the work, or found it mined already, or
+    found it waiting already (in the inbox, claimed or not, or set aside)."""
+
+    QUEUED = "queued"
+    MINED = "mined"
+    WAITING = "waiting"
 
 
 def hand_over(
@@ -247,17 +251,17 @@ def hand_over(
     with store.lock():
         if isinstance(entry, SessionEntry):
             if entry.session_id in store.mined_sessions():
-                return "mined", None
+                return HandOver.MINED, None
             waiting = entry.session_id in queued_session_ids(store)
         else:
             if entry.item.id in store.mined_outbox():
-                return "mined", None
+                return HandOver.MINED, None
             waiting = entry.item.id in queued_draft_ids(store)
         if waiting:
             job = start_pass() if start_pass is not None and awaits_a_pass(store, entry) else None
-            return "waiting", job
+            return HandOver.WAITING, job
         enqueue(store, entry)
-        return "queued", start_pass() if start_pass is not None else None
+        return HandOver.QUEUED, start_pass() if start_pass is not None else None
 
 
 def awaits_a_pass(store: LearningStore, entry: InboxEntry) -> bool:
