@@ -91,15 +91,26 @@ class RulesReply(msgspec.Struct):
 
 #: The reply contract both frames state (generated from `RulesReply`), the
 #: schema each learner request carries, and what `parse_learner_reply` reads.
-#: A rule is a sentence or two (`ReplyRule.rule`); a set holds at most the
-#: cap, and each rule left out may be one small `dropped` object.
+#: A rule is a sentence or two (`ReplyRule.rule`).
 RULE_SENTENCES = 2
+
+
+def learner_budget(live_rules: int, reflections: int) -> int:
+    """The `max_tokens` of one learner call: a set of at most as many rules
+    as it could hold — each rule cites a reflection or rewrites a live rule,
+    so no more than those together, and never more than the cap — of a
+    sentence or two each, with one small `dropped` object per live rule."""
+    rules = max(1, min(MAX_ACTIVE_RULES_PER_DOMAIN, live_rules + reflections))
+    drops = min(MAX_ACTIVE_RULES_PER_DOMAIN, live_rules)
+    return reply_budget(sentences=RULE_SENTENCES * rules, objects=rules + drops + 1)
+
+
 LEARNER_CONTRACT = ReplyContract(
     "learned_rules",
     RulesReply,
     summary="An empty list is a valid answer when no reflection deserves a rule yet.",
-    max_tokens=reply_budget(sentences=RULE_SENTENCES * MAX_ACTIVE_RULES_PER_DOMAIN,
-                            objects=2 * MAX_ACTIVE_RULES_PER_DOMAIN + 1),
+    # The most any call asks for; each call sizes its own (`learner_budget`).
+    max_tokens=learner_budget(MAX_ACTIVE_RULES_PER_DOMAIN, MAX_ACTIVE_RULES_PER_DOMAIN),
 )
 LEARNER_REPLY_SHAPE = LEARNER_CONTRACT.describe()
 
@@ -302,7 +313,7 @@ class Learner:
         request = CompletionRequest(
             system=learner_frames(domain),
             user=learner_user_prompt(domain, user_rules, learned_rules, usable),
-            max_tokens=LEARNER_CONTRACT.max_tokens,
+            max_tokens=learner_budget(sum(r.retired_at is None for r in learned_rules), len(usable)),
             model=self.model,
             reply_schema=LEARNER_CONTRACT.reply_schema(),
         )

@@ -10,10 +10,10 @@ import json
 import pytest
 
 from mecha.core.errors import UnusableReply
-from mecha.core.learning.consolidation import LEARNER_CONTRACT, Learner
+from mecha.core.learning.consolidation import LEARNER_CONTRACT, Learner, learner_budget
 from mecha.core.learning.reflection import BEHAVIOR_CONTRACT, WRITING_CONTRACT, Reflector
 from mecha.core.learning.replies import THINKING_TOKENS, reply_budget
-from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN
+from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule
 from mecha.core.providers import OpenAIProvider
 from mecha.core.providers._http import reply_byte_bound
 from mecha.core.sessions.mining import Intervention, Trigger
@@ -36,10 +36,14 @@ def test_each_contract_asks_for_what_its_reply_can_hold_not_a_round_4096():
     # Pins: every request asking max_tokens 4,096 for a lesson of three
     # sentences (a small model rambled to the limit: minutes of a CPU pass).
     assert BEHAVIOR_CONTRACT.max_tokens == WRITING_CONTRACT.max_tokens == reply_budget(sentences=3) < 1024
-    # A whole rule set: the cap's rules of a sentence or two, and as many drops.
-    assert LEARNER_CONTRACT.max_tokens == reply_budget(
-        sentences=2 * MAX_ACTIVE_RULES_PER_DOMAIN, objects=2 * MAX_ACTIVE_RULES_PER_DOMAIN + 1)
-    assert BEHAVIOR_CONTRACT.max_tokens < LEARNER_CONTRACT.max_tokens < 8192
+    # A whole rule set at most: the cap's rules of a sentence or two, and as many drops.
+    cap = MAX_ACTIVE_RULES_PER_DOMAIN
+    assert LEARNER_CONTRACT.max_tokens == reply_budget(sentences=2 * cap, objects=2 * cap + 1) < 8192
+    # A call holds no more rules than its live rules and reflections together.
+    assert learner_budget(1, 3) == reply_budget(sentences=2 * 4, objects=4 + 1 + 1)
+    assert learner_budget(0, 0) == reply_budget(sentences=2, objects=2)
+    assert learner_budget(40, 40) == LEARNER_CONTRACT.max_tokens
+    assert BEHAVIOR_CONTRACT.max_tokens < learner_budget(1, 3) < LEARNER_CONTRACT.max_tokens
     # Room for a lesson of three long sentences, twice over.
     assert reply_budget(sentences=3) >= 2 * len(LESSON)
 
@@ -49,9 +53,10 @@ async def test_the_reflector_and_the_learner_send_their_contracts_budget():
         server.script(reply(LESSON), reply(RULES))
         provider = OpenAIProvider(server.config("openai"))
         assert await Reflector(provider).reflect(steer(), strict=True) is not None
-        answer = await Learner(provider).learn("behavior", [], [], [], strict=True)
+        live = [Rule(text="Confirm destructive shell commands first.")]
+        answer = await Learner(provider).learn("behavior", [], live, [], strict=True)
         assert answer is not None
-        assert sent_budgets(server) == [BEHAVIOR_CONTRACT.max_tokens, LEARNER_CONTRACT.max_tokens]
+        assert sent_budgets(server) == [BEHAVIOR_CONTRACT.max_tokens, learner_budget(1, 0)]
 
 
 async def test_a_model_that_spent_the_budget_thinking_is_asked_once_more_with_room_to_think():
