@@ -37,6 +37,17 @@ class Incoming(msgspec.Struct, omit_defaults=True):
         return self.id is msgspec.UNSET and self.method is not msgspec.UNSET
 
     @property
+    def method_name(self) -> str:
+        """The method a request or notification names (`""` for a response)."""
+        return self.method if isinstance(self.method, str) else ""
+
+    @property
+    def request_id(self) -> Id:
+        """The id a reply carries: a request's own (`None` for a
+        notification, or a request that sent `null`)."""
+        return None if isinstance(self.id, msgspec.UnsetType) else self.id
+
+    @property
     def is_response(self) -> bool:
         return self.method is msgspec.UNSET and (
             self.result is not msgspec.UNSET or self.error is not msgspec.UNSET

@@ -22,11 +22,20 @@ def code_identity() -> list[object]:
     files: list[list[object]] = []
     for package in (mecha.core, mecha.protocol, mecha.sidecar):
         for folder in package.__path__:
-            with os.scandir(folder) as entries:
-                for entry in entries:
-                    if entry.name.endswith(".py"):
-                        st = entry.stat()
-                        files.append([package.__name__, entry.name, st.st_ino, st.st_size, st.st_mtime_ns])
+            _module_files(package.__name__, folder, "", files)
     files.sort()
     out.extend(files)
     return out
+
+
+def _module_files(package: str, folder: str, prefix: str, out: list[list[object]]) -> None:
+    """Every `.py` file under `folder`, its subpackages' included (the store,
+    the passes, … render answers too), as `[package, relative name, inode,
+    size, mtime]`."""
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.endswith(".py"):
+                st = entry.stat()
+                out.append([package, prefix + entry.name, st.st_ino, st.st_size, st.st_mtime_ns])
+            elif entry.is_dir(follow_symlinks=False) and entry.name != "__pycache__" and not entry.name.startswith("."):
+                _module_files(package, entry.path, prefix + entry.name + "/", out)

@@ -19,7 +19,8 @@ from typing import Any
 
 import msgspec
 
-from mecha.protocol.framing import FrameReader, encode_frame
+from mecha.protocol.framing import FrameReader
+from mecha.protocol.plainwire import encode_frame
 
 
 class ServerError(Exception):

@@ -36,7 +36,7 @@ class Context(msgspec.Struct):
     #: Sends a notification to the peer; `None` for the CLI.
     notify: Callable[[str, Any], None] | None = None
     #: Called with each job a handler starts, as it starts.
-    on_job_started: Callable[[Any], None] | None = None
+    on_job_started: Callable[[Any], object] | None = None
     #: Called with a started job's final record when its process ends
     #: (`jobs.start_pass` watches the process when this is set).
     on_job_finished: Callable[[Any], None] | None = None
@@ -53,7 +53,7 @@ class Context(msgspec.Struct):
         raw: bytes | None,
         notify: Callable[[str, Any], None],
         *,
-        on_job_event: Callable[[], None] | None = None,
+        on_job_event: Callable[[], object] | None = None,
     ) -> Context:
         """The context an endpoint's `initialize` sets up, the same on both:
         the params decoded (-32602 naming what is wrong), the store root and

@@ -153,6 +153,7 @@ def _wait_for_job(c: SidecarClient, root: Path, job_id: str, timeout: float) -> 
                     f"the background pass {job_id} did not finish within {timeout:.0f} s (it goes on by itself; "
                     "run the demo with a longer --timeout, or a faster model)"
                 )
+            finished: dict[str, Any] | None
             try:
                 finished = c.wait_for("mecha/jobFinished", timeout=1.0)["job"]
             except TimeoutError:

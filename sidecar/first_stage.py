@@ -76,7 +76,7 @@ class FirstStage:
         self.root = ""
         self.cache: blockcache.Kept | None = None
         #: Answers already looked up under `fingerprint`.
-        self.fingerprint: list | None = None
+        self.fingerprint: list[list[object]] | None = None
         #: `(domain, project root)` → answer.
         self.answers: dict[tuple[str | None, str | None], bytes] = {}
 
@@ -96,7 +96,7 @@ class FirstStage:
                     return self.exit_code()  # the input ended between frames
                 continue
             found = pw.plain_frame(self.buf, self.pos)
-            if found == pw.INCOMPLETE:
+            if isinstance(found, str):  # `pw.INCOMPLETE`
                 if not self._fill(MID_FRAME_WAIT_S):
                     return None
                 continue
@@ -164,7 +164,7 @@ class FirstStage:
     def _initialize(self, msg: pw.Plain, body: bytes) -> str:
         assert msg.id is not None
         learning_dir = pw.initialize_learning_dir(msg.params)
-        if learning_dir is pw.REFUSED or (isinstance(learning_dir, str) and root_problem(learning_dir)):
+        if not (learning_dir is None or isinstance(learning_dir, str)) or (learning_dir and root_problem(learning_dir)):
             return _HAND_OVER  # the full server names what is wrong with it
         # `Context.from_options`: `learningDir` when given and not empty.
         root = resolve_root(learning_dir)
@@ -183,9 +183,9 @@ class FirstStage:
     def _rules_block(self, msg: pw.Plain) -> str:
         assert msg.id is not None and self.cache is not None
         params = pw.rules_block_params(msg.params)
-        if params is pw.REFUSED:
+        if not isinstance(params, tuple):  # `pw.REFUSED`
             return _HAND_OVER
-        domain, project = params  # type: ignore[misc]
+        domain, project = params
         # As the full server resolves it (`scope.resolve_project`): the
         # run's directory up to its git root.
         if project is not None:

@@ -23,7 +23,7 @@ from .context import Context
 
 def start_pass(
     ctx: Context,
-    kind: str,
+    kind: jobs_mod.JobKind,
     *,
     domain: str | None = None,
     session_id: str | None = None,
@@ -37,7 +37,7 @@ def start_pass(
     log_rel = job_log_name(job_id)
     job = jobs_mod.Job(
         id=job_id,
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         domain=domain,
         state="running",
         started_at=now(),

@@ -495,7 +495,7 @@ def _wire_path(line: str) -> str:
     if not at:
         return line
 
-    def camel(m: Any) -> str:
+    def camel(m: re.Match[str]) -> str:
         first, *rest = m.group().removesuffix("_").split("_")
         return first + "".join(p.title() for p in rest)
 
@@ -606,7 +606,7 @@ class _LspLoop:
         if msg.is_response:
             self.to_pygls(body)  # to a request pygls sent (a lens refresh, progress)
             return
-        admission = self.lifecycle.admit(msg.method, msg.is_request)
+        admission = self.lifecycle.admit(msg.method_name, msg.is_request)
         verdict = admission.verdict
         if verdict == lc.EXIT:
             self.finish(self.lifecycle.exit_code)
@@ -623,7 +623,7 @@ class _LspLoop:
         elif verdict == lc.PROTOCOL or (verdict == lc.SERVE and msg.is_notification):
             self.to_pygls(body)
         elif verdict == lc.SERVE:
-            self.serve_request(msg.id, msg.method, msg.params or None, body)
+            self.serve_request(msg.id, msg.method_name, msg.params or None, body)
         # lc.DROP: nobody to answer
 
     def cancel(self, params: Any) -> bool:
@@ -803,7 +803,7 @@ def serve_lsp() -> int:
     writer = FrameWriter(proto_out, quiet_when_gone=True)
     ls.protocol.set_writer(_PyglsWriter(writer))
     code = asyncio.run(_LspLoop(ls, writer).run())
-    ls.shutdown()
+    ls.shutdown()  # type: ignore[no-untyped-call]  # pygls leaves it unannotated
     return code
 
 

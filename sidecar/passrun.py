@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -22,14 +23,19 @@ from mecha.core.store.learning_store import LearningStore
 
 from .context import model_options_from_environment
 
+if TYPE_CHECKING:
+    from mecha.core.providers.anthropic import AnthropicProvider
+    from mecha.core.providers.config import ModelConfig
+    from mecha.core.providers.openai import OpenAIProvider
 
-def _config():
+
+def _config() -> ModelConfig | None:
     from mecha.core.providers import default_config_path, resolve_model_config
 
     return resolve_model_config(model_options_from_environment(), os.environ, default_config_path())
 
 
-def _provider(store: LearningStore):
+def _provider(store: LearningStore) -> tuple[OpenAIProvider | AnthropicProvider, str | None]:
     from mecha.core.providers import require_provider
     from mecha.core.providers.structured import ModeMemory
 
@@ -91,7 +97,7 @@ def run_pass(
     try:
         job = jobs_mod.read_job(root, job_id)
     except Exception:
-        job = jobs_mod.Job(id=job_id, kind=kind, domain=domain, state="running", started_at=now())  # type: ignore[arg-type]
+        job = jobs_mod.Job(id=job_id, kind=jobs_mod.job_kind(kind), domain=domain, state="running", started_at=now())
     job = msgspec.structs.replace(job, pid=os.getpid(), state="running")
     jobs_mod.write_job(root, job)
     log.info("pass %s %s started (pid %d)", kind, job_id, os.getpid())

@@ -155,15 +155,16 @@ class RpcServer:
                 continue  # a response to a request this server never sends
             # What cannot wait for the queue: a cancel applies now, and
             # nothing after an `exit` is read.
-            verdict = self.lifecycle.admit(msg.method, msg.is_request).verdict
+            verdict = self.lifecycle.admit(msg.method_name, msg.is_request).verdict
             if verdict == lc.CANCEL:
                 self._cancel(msg)
                 continue
-            if msg.is_request and msg.id is not None:
+            rid = msg.request_id
+            if msg.is_request and rid is not None:
                 with self.cancels_lock:
-                    self.cancels.setdefault(msg.id, Cancel())
+                    self.cancels.setdefault(rid, Cancel())
             with self.outstanding_lock:
-                inline = msg.is_request and msg.method in INLINE_METHODS and self.outstanding == 0
+                inline = msg.is_request and msg.method_name in INLINE_METHODS and self.outstanding == 0
                 if not inline:
                     self.outstanding += 1
                     self.queue.put(msg)
@@ -196,7 +197,7 @@ class RpcServer:
         reader.start()
         while True:
             msg = self.queue.get()
-            if msg is None or self.lifecycle.admit(msg.method, msg.is_request).verdict == lc.EXIT:
+            if msg is None or self.lifecycle.admit(msg.method_name, msg.is_request).verdict == lc.EXIT:
                 return self.lifecycle.exit_code
             try:
                 if msg.is_notification:
@@ -208,7 +209,7 @@ class RpcServer:
                     self.outstanding -= 1
 
     def _serve_notification(self, msg: Incoming) -> None:
-        method = msg.method
+        method = msg.method_name
         # Dropped before `initialize` and after `shutdown`, and LSP's own
         # (`initialized`, `$/setTrace`): this endpoint has nothing to do with them.
         if self.lifecycle.admit(method, False).verdict != lc.SERVE:
@@ -219,10 +220,10 @@ class RpcServer:
             log.warning("notification %s failed: %s", method, exc)
 
     def _serve_request(self, msg: Incoming) -> None:
-        id = msg.id
-        method = msg.method
+        id = msg.request_id
+        method = msg.method_name
         with self.cancels_lock:
-            cancel = self.cancels.get(id) or Cancel()
+            cancel = (self.cancels.get(id) if id is not None else None) or Cancel()
         try:
             if cancel.cancelled:
                 raise RpcError(codes.REQUEST_CANCELLED, f"request {id!r} was cancelled")
@@ -246,8 +247,9 @@ class RpcServer:
                 log.exception("%s failed", method)
             body = encode_error(id, err)
         finally:
-            with self.cancels_lock:
-                self.cancels.pop(id, None)
+            if id is not None:
+                with self.cancels_lock:
+                    self.cancels.pop(id, None)
         self.send(body)
 
 

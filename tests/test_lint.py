@@ -1,6 +1,6 @@
 """The linter and the type checker, as part of the test suite: ruff over the
-whole tree, mypy strict over `mecha.core` and `mecha.protocol` (settings in
-pyproject.toml). Any finding fails, with the tool's own report."""
+whole tree, mypy strict over `mecha.core`, `mecha.protocol` and
+`mecha.sidecar` (settings in pyproject.toml). Any finding fails, with the tool's own report."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def test_ruff_finds_nothing_anywhere_in_the_tree():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_mypy_strict_finds_nothing_in_core_and_protocol(tmp_path: Path):
+def test_mypy_strict_finds_nothing_in_the_three_layers(tmp_path: Path):
     # Pins: a str written into a field typed as an enum (and the shims it
     # bred), a None match dereferenced — what a type checker would have said.
     _tool("mypy")
@@ -47,7 +47,7 @@ def test_mypy_strict_finds_nothing_in_core_and_protocol(tmp_path: Path):
     env = {**os.environ, "MYPYPATH": str(tmp_path / "src")}
     done = subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
-         "--cache-dir", str(tmp_path / "cache"), "-p", "mecha.core", "-p", "mecha.protocol"],
+         "--cache-dir", str(tmp_path / "cache"), "-p", "mecha.core", "-p", "mecha.protocol", "-p", "mecha.sidecar"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
     )
     report = done.stdout.replace(str(tree) + os.sep, "")

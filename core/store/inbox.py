@@ -21,19 +21,19 @@ import os
 import re
 import shutil
 from collections.abc import Callable, Sequence
+from enum import Enum
 from pathlib import Path
-from typing import Literal
 
 import msgspec
 
-from mecha.core.errors import InvalidInput
+from mecha.core.errors import InvalidInput, StoreFull
 from mecha.core.identity import now
 from mecha.core.learning.survey import Planned, survey_session
 from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
 from mecha.core.sessions.outbox import OutboxItem
 from mecha.core.sessions.transcript import Message, TaintCheckpoint
 from mecha.core.store import jobs as jobs_mod
-from mecha.core.store.files import ensure_private_dir, process_alive, refuse_links, write_atomic
+from mecha.core.store.files import ensure_private_dir, process_alive, refuse_links, store_full, write_atomic
 from mecha.core.store.layout import GITIGNORE_FILE
 from mecha.core.store.learning_store import Attempt, LearningStore, SetAside
 
@@ -124,8 +124,17 @@ def _ready_inbox(store: LearningStore) -> Path:
 def enqueue(store: LearningStore, entry: InboxEntry) -> Path:
     """Write one unit of reflect work where any later pass will find it."""
     path = _ready_inbox(store) / inbox_name(entry)
-    write_atomic(path, msgspec.json.encode(entry))
+    _write_entry(path, entry, "it was not queued: nothing of it is in the inbox")
     return path
+
+
+def _write_entry(path: Path, entry: InboxEntry, kept: str) -> None:
+    """Write one entry whole; a full disk is `StoreFull` saying `kept`
+    rather than naming a file that never was."""
+    try:
+        write_atomic(path, msgspec.json.encode(entry))
+    except StoreFull as exc:
+        raise store_full(path.parent, kept=kept) from exc
 
 
 # ─── staging (an import's entries, queued in one step) ─────────────────────
@@ -162,7 +171,9 @@ def stage(staging: Path, entry: InboxEntry) -> Path:
     """Write an entry into a staging folder (`staging_dir`), named as it will
     be queued."""
     path = staging / inbox_name(entry)
-    write_atomic(path, msgspec.json.encode(entry))
+    _write_entry(
+        path, entry, "this import queued nothing: what it had read is removed again"
+    )
     return path
 
 
@@ -211,9 +222,13 @@ def _queued_ids(store: LearningStore, head: re.Pattern[bytes]) -> set[str]:
     return out
 
 
-#: What a hand-over did: queued the work, or found it mined already, or
-#: found it waiting already (in the inbox, claimed or not, or set aside).
-HandOver = Literal["queued", "mined", "waiting"]
+class HandOver(str, Enum):
+    """What a hand-over did: queued the work, or found it mined already, or
+    found it waiting already (in the inbox, claimed or not, or set aside)."""
+
+    QUEUED = "queued"
+    MINED = "mined"
+    WAITING = "waiting"
 
 
 def hand_over(
@@ -236,17 +251,17 @@ def hand_over(
     with store.lock():
         if isinstance(entry, SessionEntry):
             if entry.session_id in store.mined_sessions():
-                return "mined", None
+                return HandOver.MINED, None
             waiting = entry.session_id in queued_session_ids(store)
         else:
             if entry.item.id in store.mined_outbox():
-                return "mined", None
+                return HandOver.MINED, None
             waiting = entry.item.id in queued_draft_ids(store)
         if waiting:
             job = start_pass() if start_pass is not None and awaits_a_pass(store, entry) else None
-            return "waiting", job
+            return HandOver.WAITING, job
         enqueue(store, entry)
-        return "queued", start_pass() if start_pass is not None else None
+        return HandOver.QUEUED, start_pass() if start_pass is not None else None
 
 
 def awaits_a_pass(store: LearningStore, entry: InboxEntry) -> bool:

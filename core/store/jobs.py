@@ -24,6 +24,15 @@ from mecha.core.store.files import ensure_private_dir, process_alive, refuse_lin
 from mecha.core.store.layout import JOBS_DIR, LOGS_DIR, job_log_name
 
 JobKind = Literal["reflect", "learn", "validate"]
+_JOB_KINDS: dict[str, JobKind] = {"reflect": "reflect", "learn": "learn", "validate": "validate"}
+
+
+def job_kind(value: str) -> JobKind:
+    """`value` as a job kind, or `InvalidInput` naming it."""
+    kind = _JOB_KINDS.get(value)
+    if kind is None:
+        raise InvalidInput(f"{value!r} is not a kind of pass: {', '.join(_JOB_KINDS)}")
+    return kind
 JobState = Literal["running", "done", "failed"]
 ProgressUnit = Literal["intervention", "call"]
 

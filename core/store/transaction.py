@@ -142,6 +142,13 @@ def run(root: Path, history: History, transaction: Transaction, message: str) ->
         _apply(root, history, intent)
     except StoreFull as exc:
         raise _kept(intent, exc, _placed(root, intent)) from None
+    except InvalidStore as exc:
+        # Refused mid-way (a folder turned read-only): decided all the same.
+        raise InvalidStore(
+            f"{exc}".split("; ")[0] + f"; the {intent.what} is decided and kept in the store's journal: "
+            "the next write finishes it once the store can be written",
+            path=exc.path,
+        ) from None
 
 
 def finish_interrupted(root: Path, history: History) -> str | None:
@@ -208,6 +215,9 @@ def _placed(root: Path, intent: Intent) -> bool:
 
 
 def _sweep_abandoned(journal: Path) -> None:
+    """Remove what `journal/` holds but an intent, and the folder itself
+    once it is empty: a store with no change in flight has no journal, so a
+    writer's check for one is a single `stat`."""
     try:
         names = os.listdir(journal)
     except FileNotFoundError:
@@ -215,6 +225,10 @@ def _sweep_abandoned(journal: Path) -> None:
     for name in names:
         if name != os.path.basename(INTENT_FILE):
             _files.discard_temp(journal / name)
+    try:
+        os.rmdir(journal)
+    except OSError:
+        pass  # an intent is kept there, or a temp could not go yet
 
 
 def _kept(intent: Intent, exc: StoreFull, placed: bool) -> StoreFull:

@@ -215,3 +215,15 @@ def test_an_answer_that_is_not_one_line_is_not_kept(tmp_path: Path) -> None:
     root = _store(tmp_path)
     assert not _write(root, answer=b'{"block":\n"x"}')
     assert not _write(root, answer=b"")
+
+
+def test_the_code_identity_covers_every_subpackage_that_renders_an_answer() -> None:
+    # Pins: an edited module of a subpackage (the store, the passes) left
+    # out of the identity, so a cache rendered by the old code was served.
+    from mecha.sidecar._version import code_identity
+
+    names = {(entry[0], entry[1]) for entry in code_identity()[1:]}  # type: ignore[index]
+    assert ("mecha.core", "store/learning_store.py") in names
+    assert ("mecha.core", "store/blockcache.py") in names
+    assert ("mecha.sidecar", "first_stage.py") in names
+    assert not any("__pycache__" in name for _, name in names)

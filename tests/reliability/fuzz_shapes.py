@@ -14,15 +14,16 @@ but a named error (`LearningError`), nothing took longer than
   field nobody reads — imported into the store: the person's words on the
   other lines are queued, the entry a pass reads back decodes and holds
   them, no line but a deep one is skipped, and each skip is named;
-- **deep-reply**, **hostile-reply**, **huge-reply**: a reflect pass (the
+- **deep-reply**, **hostile-reply**, **huge-reply**: a reflect or learn pass (the
   real one, over real HTTP to the scripted server) whose reply is nested
   deep, holds unbalanced braces, unclosed strings or numbers past a float's
   range, or runs to 600 MB with or without a `Content-Length`: the pass ends
   with a lesson (one no longer than a person's words may be) or a named
   unusable answer, the server was not read past the reply's bound, the
-  session is either mined with its lesson or still waiting in the inbox,
-  and the writer lock is free. A well-formed answer with a number past a
-  float's range is still an answer: its lesson is kept;
+  session is either mined with its lesson or still waiting in the inbox, a
+  learn pass that failed left its pool whole and proposed nothing, and the
+  writer lock is free. A well-formed answer with a number past a float's
+  range is still an answer: its lesson, or its rule, is kept;
 - **export-rule**: a rule whose text holds line breaks of every kind, the
   managed section's markers, a BOM, a NUL, exported into a person's file
   (with or without a BOM, CRLF, an existing section): the export succeeds,
@@ -39,9 +40,11 @@ import random
 import shutil
 import time
 import traceback
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mecha.core.errors import LearningError, UnusableReply
+from mecha.core.store.learning_store import LearningStore
 
 if TYPE_CHECKING:
     from tests.model_server import ModelServer
@@ -199,163 +202,224 @@ def run_deep_session(fz: Fuzzer, case: int, rng: random.Random) -> None:
 # ─── hostile replies, through a real reflect pass ───────────────────────────
 
 
-def answer(confidence: str = "0.8", lesson: str = LESSON) -> str:
-    return f'{{"skip": false, "reflexion": {json.dumps(lesson)}, "error_type": "overreach", "confidence": {confidence}}}'
+def answer_parts(pass_: str, confidence: str = "0.8") -> tuple[str, str]:
+    """What an answer of `pass_` (`reflect`, `learn`) holds before and after
+    its lesson's (or rule's) text."""
+    if pass_ == "learn":
+        return ('{"rules": [{"rule": "', f'", "based_on": ["R1"], "replaces": [], "confidence": {confidence}, '
+                '"based_on_count": 2}], "dropped": []}')
+    return '{"skip": false, "reflexion": "', f'", "error_type": "overreach", "confidence": {confidence}}}'
+
+
+def answer(pass_: str, confidence: str = "0.8") -> str:
+    head, tail = answer_parts(pass_, confidence)
+    return head + LESSON + tail
 
 
 #: Numbers no float holds, and spellings JSON does not have.
 OUT_OF_RANGE = ["1e999", "-1e400", "1" + "0" * 400, "1.2E+2037", "9" * 5000, "1e-99999", "NaN", "Infinity", "-Infinity"]
 
 
-def hostile_text(rng: random.Random) -> tuple[str, bool]:
+def hostile_text(rng: random.Random, pass_: str) -> tuple[str, bool]:
     """A reply's text, and whether it holds a well-formed answer that must
     be read (a number past a float's range reads as absent, not as no
     answer)."""
     roll = rng.randrange(9)
     n = rng.choice([1, 2, 10, 1000, 40_000])
+    whole = answer(pass_)
     if roll == 0:
-        return answer(rng.choice(OUT_OF_RANGE[:6])), True
+        return answer(pass_, rng.choice(OUT_OF_RANGE[:6])), True
     if roll == 1:
         return rng.choice(["{", "}", "{}", "}{", '{"', '"{']) * n, False
     if roll == 2:
-        return answer()[: rng.randrange(1, len(answer()))], False  # cut off: an unclosed string or object
+        return whole[: rng.randrange(1, len(whole))], False  # cut off: an unclosed string or object
     if roll == 3:
-        return '{"reflexion": "' + "\\" * rng.randrange(1, 4) + '"' * n, False
+        return answer_parts(pass_)[0] + "\\" * rng.randrange(1, 4) + '"' * n, False
     if roll == 4:
-        return "{" * n + answer(), True  # braces never closed, then the answer
+        return "{" * n + whole, True  # braces never closed, then the answer
     if roll == 5:
-        return answer(rng.choice(OUT_OF_RANGE)), False
+        return answer(pass_, rng.choice(OUT_OF_RANGE)), False
     if roll == 6:
         junk = rng.choice(['"', "{", '{"a": "', "\\", "}"]) * rng.choice([1, 3, 50])
-        return f"Here you go: {junk} {answer()}", True
+        return f"Here you go: {junk} {whole}", True
     if roll == 7:
-        return answer(f"[{'1e999, ' * n}0]"), False
-    return json.dumps({"skip": False, "reflexion": LESSON, "confidence": 0.8, "numbers": [1e308] * 3}).replace(
-        "1e+308", rng.choice(OUT_OF_RANGE)), False
+        return answer(pass_, f"[{'1e999, ' * n}0]"), False
+    number = rng.choice(OUT_OF_RANGE)
+    return whole[:-1] + f', "numbers": [{number}, {number}]}}', False
 
 
-def deep_reply(rng: random.Random) -> Any:
+def deep_reply(rng: random.Random, pass_: str) -> Any:
     from tests.model_server import garbage, reply
 
     roll = rng.randrange(5)
     d = deep(rng)
     if roll == 0:
-        return reply(answer(d))
+        return reply(answer(pass_, d))
     if roll == 1:
         return reply(d)
     if roll == 2:
-        return reply(f"Thinking: {d}\n{answer()}")
+        return reply(f"Thinking: {d}\n{answer(pass_)}")
     if roll == 3:
-        return reply(answer().replace("}", f', "extra": {d}}}'))
+        return reply(answer(pass_)[:-1] + f', "extra": {d}}}')
     # The body itself nested deep, around a well-formed envelope's fields.
     return garbage(('{"choices": [{"message": {"role": "assistant", "content": "x"}, "x": ' + d + "}]}").encode())
 
 
-def huge_reply(rng: random.Random) -> tuple[Any, int]:
+def huge_reply(rng: random.Random, pass_: str) -> tuple[Any, int]:
     """A `huge` reply and the size of its text."""
     from tests.model_server import huge
 
     size = rng.choice([100_000, 190_000, 200_000, 1 << 20, 30_000_000, 600_000_000])
-    head, tail = '{"skip": false, "reflexion": "', '", "error_type": "other", "confidence": 0.8}'
+    head, tail = answer_parts(pass_)
     fill = rng.choice(["x", "All work and no play. ", '\\"', "\u00e9", "{"])
     return huge(head, fill, size // len(fill), tail, sized=rng.random() < 0.5), size
 
 
 class ReplyCases:
-    """A store template and the scripted server for the reply kinds."""
+    """Store templates and the scripted server for the reply kinds: a store
+    with one session waiting for the reflect pass, and one with learnable
+    reflections waiting for the learn pass."""
 
     def __init__(self, fz: Fuzzer, server: ModelServer):
-        from mecha.core.store.learning_store import LearningStore
-
         self.fz = fz
         self.server = server
-        self.template = fz.work.parent / "reply-template"
-        LearningStore.open(self.template)
+        self.templates = {"reflect": fz.work.parent / "reflect-template", "learn": fz.work.parent / "learn-template"}
+        _reflect_template(self.templates["reflect"])
+        _learn_template(self.templates["learn"])
         self.root = fz.work.parent / "reply-store"
 
     def run(self, case: int, kind: str, rng: random.Random) -> None:
         from tests.model_server import reply
 
-        must_read = False
-        size = 0
+        pass_ = rng.choice(["reflect", "learn"])
+        must_read, size = False, 0
         if kind == "deep-reply":
-            action = deep_reply(rng)
+            action = deep_reply(rng, pass_)
         elif kind == "hostile-reply":
-            text, must_read = hostile_text(rng)
+            text, must_read = hostile_text(rng, pass_)
             action = reply(text)
         else:
-            action, size = huge_reply(rng)
+            action, size = huge_reply(rng, pass_)
+        kind_ = f"{kind} ({pass_})"
         shown = repr(action)[:400].encode()
-        store = self._fresh(case)
+        shutil.rmtree(self.root, ignore_errors=True)
+        shutil.copytree(self.templates[pass_], self.root, symlinks=True)
         self.server.clear()
         self.server.script(action)
         started, sent = time.monotonic(), self.server.sent
-        error = self._pass(store)
+        error = self._pass(pass_)
         took = time.monotonic() - started
         if took > CASE_LIMIT_S:
-            self.fz.fail(case, kind, f"the pass took {took:.1f}s", shown)
+            self.fz.fail(case, kind_, f"the pass took {took:.1f}s", shown)
         if isinstance(error, BaseException) and not isinstance(error, LearningError):
             tb = "".join(traceback.format_exception(error)[-3:]).strip()
-            self.fz.fail(case, kind, f"the pass raised {type(error).__name__}: {error}\n    {tb}", shown)
+            self.fz.fail(case, kind_, f"the pass raised {type(error).__name__}: {error}\n    {tb}", shown)
             return
         if self.server.sent - sent > 16 << 20:
-            self.fz.fail(case, kind, f"the pass read {self.server.sent - sent:,} bytes of a reply", shown)
+            self.fz.fail(case, kind_, f"the pass read {self.server.sent - sent:,} bytes of a reply", shown)
         if size > 600_000 and not isinstance(error, UnusableReply):
-            self.fz.fail(case, kind, f"a {size:,}-byte reply was not an unusable answer: {error!r}", shown)
-        self._whole(case, kind, store, error, must_read, shown)
+            self.fz.fail(case, kind_, f"a {size:,}-byte reply was not an unusable answer: {error!r}", shown)
+        whole = _reflect_whole if pass_ == "reflect" else _learn_whole
+        for what in whole(self.root, error, must_read):
+            self.fz.fail(case, kind_, what, shown)
+        lock = LearningStore(self.root).try_lock()
+        if lock is None:
+            self.fz.fail(case, kind_, "the pass left the writer lock held", shown)
+        else:
+            lock.release()
 
-    def _fresh(self, case: int) -> Any:
-        from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
-        from mecha.core.store.inbox import enqueue, session_entry
-        from mecha.core.store.learning_store import LearningStore
-
-        shutil.rmtree(self.root, ignore_errors=True)
-        shutil.copytree(self.template, self.root, symlinks=True)
-        store = LearningStore(self.root)
-        messages = [
-            Message.user("Tidy the docs."),
-            Message.assistant([Block.tool_use("t1", "fs_read", {"path": "a.md"})]),
-            Message.tool_results([Block.tool_result("t1", "contents"), Block.text_block(WORDS)]),
-            Message.assistant("Done."),
-        ]
-        enqueue(store, session_entry(f"reply-{case}", messages, [TaintCheckpoint(at=0, taint=Taint())]))
-        return store
-
-    def _pass(self, store: Any) -> BaseException | None:
+    def _pass(self, pass_: str) -> BaseException | None:
+        from mecha.core.learning.consolidation import Learner
+        from mecha.core.learning.learn import learn_domain
         from mecha.core.learning.reflect import reflect_inbox
         from mecha.core.learning.reflection import Reflector
         from mecha.core.providers import provider_from_config
 
-        cfg = self.server.config("openai", timeout_s=5.0, max_retries=0)
+        provider = provider_from_config(self.server.config("openai", timeout_s=5.0, max_retries=0))
+        store = LearningStore(self.root)
         try:
-            asyncio.run(reflect_inbox(store, Reflector(provider_from_config(cfg), "scripted-model")))
+            if pass_ == "reflect":
+                asyncio.run(reflect_inbox(store, Reflector(provider, "scripted-model")))
+            else:
+                asyncio.run(learn_domain(store, "behavior", Learner(provider, "scripted-model"), minimum=1))
         except BaseException as exc:  # judged by the caller: a named error or a crash
             return exc
         return None
 
-    def _whole(self, case: int, kind: str, store: Any, error: BaseException | None, must_read: bool, shown: bytes) -> None:
-        from mecha.core.sessions.mining import INTERVENTION_BUDGET
-        from mecha.core.store.inbox import inbox_dir
 
-        session = f"reply-{case}"
-        kept = [r for r in store.reflexions() if r.session_id == session]
-        waiting = [p for p in inbox_dir(store).iterdir() if not p.name.startswith(".")]
-        if kept:
-            if session not in store.mined_sessions():
-                self.fz.fail(case, kind, "a lesson was written but the session not marked mined", shown)
-            if len(kept[0].reflexion_text) > INTERVENTION_BUDGET:
-                self.fz.fail(case, kind, f"a lesson of {len(kept[0].reflexion_text):,} characters was stored", shown)
-        elif len(waiting) != 1:
-            self.fz.fail(case, kind, f"no lesson, and {len(waiting)} entries wait in the inbox: the session was lost", shown)
-        elif error is None:
-            self.fz.fail(case, kind, "no lesson and no error: the pass said nothing of an unusable answer", shown)
-        if must_read and (not kept or kept[0].reflexion_text != LESSON):
-            self.fz.fail(case, kind, f"a well-formed answer was not read ({error!r})", shown)
-        lock = store.try_lock()
-        if lock is None:
-            self.fz.fail(case, kind, "the pass left the writer lock held", shown)
-        else:
-            lock.release()
+REFLECT_SESSION = "reply-session"
+
+
+def _reflect_template(root: Path) -> None:
+    from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
+    from mecha.core.store.inbox import enqueue, session_entry
+
+    messages = [
+        Message.user("Tidy the docs."),
+        Message.assistant([Block.tool_use("t1", "fs_read", {"path": "a.md"})]),
+        Message.tool_results([Block.tool_result("t1", "contents"), Block.text_block(WORDS)]),
+        Message.assistant("Done."),
+    ]
+    enqueue(LearningStore.open(root), session_entry(REFLECT_SESSION, messages, [TaintCheckpoint(at=0, taint=Taint())]))
+
+
+def _learn_template(root: Path) -> None:
+    from mecha.core.identity import now
+    from mecha.core.learning.reflection import Origin, Reflexion
+
+    store = LearningStore.open(root)
+    store.append_reflexions([
+        Reflexion(id=f"pool-{i}", domain="behavior", session_id=f"s{i}", trigger="steer", context="ctx",
+                  intervention=WORDS, reflexion_text=f"Only touch the docs folder unless told otherwise, part {i}.",
+                  created_at=now(), origin=Origin.CLEAN)
+        for i in range(2)
+    ])
+    store.commit("fuzz: a learnable pool")
+
+
+def _reflect_whole(root: Path, error: BaseException | None, must_read: bool) -> list[str]:
+    """What is wrong with the store after a reflect pass over its one
+    session: the session is mined with its lesson, or waits in the inbox."""
+    from mecha.core.sessions.mining import INTERVENTION_BUDGET
+    from mecha.core.store.inbox import inbox_dir
+
+    store = LearningStore(root)
+    kept = [r for r in store.reflexions() if r.session_id == REFLECT_SESSION]
+    waiting = [p for p in inbox_dir(store).iterdir() if not p.name.startswith(".")]
+    wrong = []
+    if kept:
+        if REFLECT_SESSION not in store.mined_sessions():
+            wrong.append("a lesson was written but the session not marked mined")
+        if len(kept[0].reflexion_text) > INTERVENTION_BUDGET:
+            wrong.append(f"a lesson of {len(kept[0].reflexion_text):,} characters was stored")
+    elif len(waiting) != 1:
+        wrong.append(f"no lesson, and {len(waiting)} entries wait in the inbox: the session was lost")
+    elif error is None:
+        wrong.append("no lesson and no error: the pass said nothing of an unusable answer")
+    if must_read and (not kept or kept[0].reflexion_text != LESSON):
+        wrong.append(f"a well-formed answer was not read ({error!r})")
+    return wrong
+
+
+def _learn_whole(root: Path, error: BaseException | None, must_read: bool) -> list[str]:
+    """What is wrong with the store after a learn pass: a failed one left
+    the pool whole and proposed nothing; one that proposed holds the rule."""
+    from mecha.core.learning.learn import learnable_pool
+
+    store = LearningStore(root)
+    pool = learnable_pool(store, "behavior")
+    proposals = store.proposals()
+    wrong = []
+    if error is not None:
+        if len(pool) != 2:
+            wrong.append(f"the pass failed ({error!r}) but the pool holds {len(pool)} of 2 reflections")
+        if proposals:
+            wrong.append(f"the pass failed ({error!r}) but proposed {len(proposals)}")
+    elif must_read and not any(LESSON in (r.text for r in p.rules) for p in proposals):
+        wrong.append(f"a well-formed answer was not read ({[p.rules for p in proposals]})")
+    if must_read and error is not None:
+        wrong.append(f"a well-formed answer was refused: {error!r}")
+    return wrong
 
 
 # ─── section-ending rule text ───────────────────────────────────────────────

@@ -7,12 +7,13 @@ they were — or, once decided, says it is kept and is finished by the next
 writer. A reject then never leaves a rejected proposal's rules in the
 block, and no method answers an internal error while the disk is full.
 
-How it runs: the test mounts a tmpfs (`mount -t tmpfs -o size=…`), which
-needs root or CAP_SYS_ADMIN — as in CI and the development container. Where
-mounting is not allowed the test fails, saying so, rather than skipping: a
-full disk is not something an unprivileged stand-in (`RLIMIT_FSIZE`, a
-fake `os.write`) shows faithfully, since git and the kernel decide where
-the room runs out. Run it as root, or in a container with that capability.
+How it runs: the test mounts a 4 MiB tmpfs (`mount -t tmpfs -o size=…`,
+owned by the test's user), as root when it is root, else through
+passwordless `sudo -n` (a CI runner's). Where neither is allowed the test
+fails, saying so, rather than skipping: a full disk is not something an
+unprivileged stand-in (`RLIMIT_FSIZE`, a fake `os.write`) shows
+faithfully, since git and the kernel decide where the room runs out. Run it
+as root, in a container with CAP_SYS_ADMIN, or with passwordless sudo.
 """
 
 from __future__ import annotations
@@ -61,20 +62,34 @@ class SmallDisk:
         self.filler.unlink(missing_ok=True)
 
 
+def _as_root(argv: list[str]) -> list[str]:
+    """`argv` as root: itself when this process is, else through `sudo -n`
+    (a CI runner's passwordless sudo), which fails at once where there is
+    none rather than asking for a password."""
+    return argv if os.geteuid() == 0 else ["sudo", "-n", *argv]
+
+
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[SmallDisk]:
     mount = tmp_path / "fs"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", str(mount)], capture_output=True, text=True)
-    if done.returncode != 0:
+    options = f"size=4m,mode=0700,uid={os.getuid()},gid={os.getgid()}"
+    try:
+        done = subprocess.run(
+            _as_root(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount)]), capture_output=True, text=True
+        )
+        said = done.stderr.strip() or f"exit status {done.returncode}"
+    except FileNotFoundError as exc:  # no mount, or no sudo
+        done, said = None, str(exc)
+    if done is None or done.returncode != 0:
         pytest.fail(
-            "this test needs a real full filesystem and mounts a tmpfs for it, which needs root or "
-            f"CAP_SYS_ADMIN; mount said: {done.stderr.strip() or done.returncode}"
+            "this test needs a real full filesystem and mounts a small tmpfs for it, which needs root, "
+            f"CAP_SYS_ADMIN or passwordless sudo; mounting said: {said}"
         )
     try:
         yield SmallDisk(mount)
     finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
+        subprocess.run(_as_root(["umount", "-l", str(mount)]), check=False, capture_output=True)
 
 
 def git(root: Path, *args: str) -> str:
@@ -179,3 +194,45 @@ def test_a_full_store_is_named_on_the_wire_under_the_invalid_store_code() -> Non
     plain = codes.rpc_error_from(InvalidStore("x", path="/s/a"))
     assert plain.data == {"name": "InvalidStore", "path": "/s/a"}
     assert isinstance(store_full("/s"), StoreFull)
+
+
+CLAUDE_PROJECTS = Path(__file__).resolve().parents[1] / "fixtures" / "claude-code" / "projects"
+
+
+@pytest.mark.parametrize("free_kib", LEVELS_KIB)
+def test_an_import_on_a_full_disk_is_a_named_error_and_queues_each_session_once_there_is_room(
+    small_disk: SmallDisk, tmp_path: Path, free_kib: int
+) -> None:
+    # Pins: an import on a full disk dying with a traceback, or naming a
+    # staging file it never wrote as "kept".
+    import shutil
+    import sys
+
+    from mecha.core.store.inbox import queued_session_ids
+    from tests.e2e.conftest import clean_env
+
+    home = tmp_path / "home"
+    shutil.copytree(CLAUDE_PROJECTS, home / ".claude" / "projects")
+    root = small_disk.mount / "learning"
+    open_store(root)
+    env = clean_env(tmp_path)
+
+    def import_claude() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "mecha.sidecar", "--learning-dir", str(root), "import", "claude", "--no-wait"],
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+        )
+
+    small_disk.fill(free_kib)
+    full = import_claude()
+    assert "Traceback" not in full.stderr, full.stderr[-3000:]
+    if full.returncode != 0:
+        assert "StoreFull" in full.stderr and "is full" in full.stderr, full.stderr[-2000:]
+    small_disk.free()
+    again = import_claude()
+    assert again.returncode == 0, again.stderr[-2000:]
+    store = LearningStore(root)
+    waiting = queued_session_ids(store) | store.mined_sessions()
+    assert any(s.startswith("claude:") for s in waiting), (full.stderr[-1000:], again.stdout)
+    entries = [p for p in (root / "inbox").glob("*.json")]
+    assert len(entries) <= 1, [p.name for p in entries]

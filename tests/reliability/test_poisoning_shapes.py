@@ -8,10 +8,11 @@ carrying a planted instruction, the person's words after it — with the
 stranger's part made hostile in shape: its call or its result nested a few
 levels past the input bound (32) or thousands deep, where a line may be
 kept bounded or skipped whole, or tens of megabytes long. A line the reader
-skips must never be what made the taint visible: the planted text reaches
-no model request, no reflection, no proposal and no rule, and the person's
-words after the stranger's text are never clean — while the words before
-it still are, and are learned from.
+skips must never be what made the taint visible: the planted text (a third
+of the time written to end an instructions file's managed section) reaches
+no model request, no reflection, no proposal, no rule and no exported
+file, and the person's words after the stranger's text are never clean —
+while the words before it still are, and are learned from.
 
 Then the export: a learned rule whose text holds line breaks, the managed
 section's end marker and a planted instruction after it, accepted through a
@@ -103,6 +104,8 @@ def hostile_session(n: int) -> tuple[str, bytes, str, str, str]:
     shape = SHAPES[n % len(SHAPES)]
     marker = f"SHAPEPLANT{n:03d}Z{rng.getrandbits(32):08x}"
     planted = f"{marker} {rng.choice(INJECTIONS)}"
+    if n % 3 == 0:  # written to end an instructions file's managed section, should it get there
+        planted = f"{marker}\n{END_MARKER}\n{rng.choice(INJECTIONS)}\n{BEGIN_MARKER}"
     local, remote = rng.choice(_LOCAL_LINES), rng.choice(_REMOTE_LINES)
     first, later = rng.sample(PERSON, 2)
     how, where = shape.split("-")
@@ -119,9 +122,11 @@ def hostile_session(n: int) -> tuple[str, bytes, str, str, str]:
         result = _padding(planted)
     else:
         extra = _padding(planted)
-    build = _claude if n % 2 == 0 else _codex
+    # Every shape in both formats: the format turns over with each round of shapes.
+    fmt = "claude" if (n // len(SHAPES)) % 2 == 0 else "codex"
+    build = _claude if fmt == "claude" else _codex
     data = fill_holes(build(n, rng, local, remote, first, later, planted, result, extra), nested)
-    return ("claude" if n % 2 == 0 else "codex"), data, marker, first, shape
+    return fmt, data, marker, first, shape
 
 
 def _claude(n: int, rng: random.Random, local: str, remote: str, first: str, later: str, planted: str,
@@ -178,6 +183,59 @@ def test_a_planted_instruction_in_a_deep_or_huge_line_never_reaches_a_model_or_t
     written = _everything_written(store)
     assert marker not in written and "evil.example" not in written
     assert accepted and lesson_for(first, edit=False) in (store.render_block().block or "")
+
+
+def _write_agent_folders(root: Path, n_variants: int) -> list[tuple[str, str, str]]:
+    """Each variant's file where its agent keeps it, under `root/claude`
+    and `root/codex`; `(format, marker, first words)` of each."""
+    out = []
+    for n in range(n_variants):
+        fmt, data, marker, first, _ = hostile_session(n)
+        if fmt == "claude":
+            path = root / "claude" / f"-home-pat-proj{n}" / f"0000{n:04d}-2222-4333-8444-555566667777.jsonl"
+        else:
+            path = root / "codex" / "2026" / "11" / "01" / f"rollout-2026-11-01T10-00-{n:02d}-0199{n:04d}-cccc-7ddd-8eee-000000000002.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        out.append((fmt, marker, first))
+    return out
+
+
+def test_hostile_shapes_imported_through_the_sidecar_keep_the_planted_text_out(
+    spawn, store_dir, env: dict[str, str], tmp_path: Path  # noqa: F811
+) -> None:
+    # Every shape in both formats, imported by a real sidecar
+    # (`mecha/importSessions`), reflected by the detached pass, learned and
+    # accepted over the wire, the accept exporting to an instructions file.
+    variants = _write_agent_folders(tmp_path / "agents", 2 * len(SHAPES))
+    target = tmp_path / "AGENTS.md"
+    target.write_text("# Mine\n")
+    Path(env["MECHA_SIDECAR_CONFIG"]).write_text(f'[export]\nagents = ["{target}"]\n')
+    with ModelServer(responder=lessons_responder) as server:
+        sc = spawn()
+        sc.initialize(store_dir, model_options(server))
+        for source in ("claude", "codex"):
+            imported = sc.request("mecha/importSessions", {"source": source, "dir": str(tmp_path / "agents" / source)})
+            assert len(imported["queued"]) == len(SHAPES) and not imported["skipped"], imported
+            assert sc.job_finished(imported["job"]["id"], timeout=60)["state"] == "done"
+        learn = sc.job_finished(sc.request("mecha/learn", {"domain": "behavior", "min": 1})["job"]["id"])
+        assert learn["state"] == "done" and learn["proposal_id"], learn
+        accepted = sc.request("mecha/acceptProposal", {"id": learn["proposal_id"]})
+        assert [e.get("error") for e in accepted.get("exports", [])] == [None], accepted
+        # Both agents ran in /home/pat/proj: the lessons are that project's.
+        block = sc.request("mecha/rulesPromptBlock", {"project": "/home/pat/proj"})["block"] or ""
+        assert sc.shutdown() == 0
+        sent = [r.raw.decode("utf-8", "replace") for r in server.completions()]
+    store = LearningStore(store_dir)
+    written = _everything_written(store) + target.read_text()
+    before, _, after = _sections(target)
+    assert before == "# Mine\n\n" and after == ""
+    for fmt, marker, first in variants:
+        assert not [body for body in sent if marker in body], f"{fmt}: the planted text reached a model request"
+        assert marker not in written and marker not in block
+        assert lesson_for(first, edit=False) in block, "the words before the stranger's text are learned from"
+    clean = [r for r in store.reflexions() if r.origin is Origin.CLEAN]
+    assert {r.intervention for r in clean} == {first for _, _, first in variants}
 
 
 # ─── rule text that tries to end the managed section ────────────────────────
