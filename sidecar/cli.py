@@ -31,8 +31,8 @@ verbs:
   mine FILE           print the interventions in a transcript file (mecha, Claude Code or Codex)
   import claude|codex [DIR]
                       queue the new interventions in Claude Code / Codex CLI sessions, start a reflect pass
-  export claude|agents [FILE]
-                      write the rules block into CLAUDE.md / AGENTS.md (a managed section)
+  export claude|agents [FILE] [--project DIR]
+                      write each scope's rules into CLAUDE.md / AGENTS.md (a managed section)
   proposals [list|show ID|accept ID [--global]|reject ID]
   learn DOMAIN        start a consolidation pass per scope (proposes, never applies)
   reflect --sessions DIR
@@ -160,8 +160,12 @@ def _store_verbs(sub: _WithParents) -> None:
 
     s = sub.add_parser("export", help="write the rules block into an agent's instructions file")
     s.add_argument("target", choices=["claude", "agents"])
-    s.add_argument("file", nargs="?", type=Path, help="the file (default: ~/.claude/CLAUDE.md, ./AGENTS.md)")
-    s.add_argument("--check", action="store_true", help="write nothing; exit 1 when the file is out of date")
+    s.add_argument("file", nargs="?", type=Path,
+                   help="one file, told its scope's rules (default: every scope's — for claude ~/.claude/CLAUDE.md "
+                   "and each project's CLAUDE.md, for agents each project's AGENTS.md)")
+    s.add_argument("--project", metavar="DIR", type=Path,
+                   help="only this project's file (its CLAUDE.md / AGENTS.md at its root, or FILE)")
+    s.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file is out of date")
 
     s = sub.add_parser("retire", help="propose retiring a learned rule")
     s.add_argument("domain")
@@ -508,15 +512,25 @@ def _import(ctx: Any, args: argparse.Namespace) -> int:
 
 
 def _export(ctx: Any, args: argparse.Namespace) -> int:
+    """`mecha/exportRules`: every scope's file, one project's (`--project`)
+    or one named file, each told its scope's rules; a file that fails is
+    named on stderr, and with several the others are still written."""
+    import os
+
+    from . import humane
     from .handlers import call
 
-    params = {"target": args.target, "path": None if args.file is None else str(args.file), "check": args.check}
+    params = {
+        "target": args.target, "path": None if args.file is None else str(args.file), "check": args.check,
+        "project": None if args.project is None else os.path.abspath(args.project),
+    }
     result = call(ctx, "mecha/exportRules", params)
-    if args.check:
-        _emit(args, result, lambda r: f"{r['path']}: {'up to date' if r['up_to_date'] else 'out of date (run export without --check)'}")
-        return 1 if result["changed"] else 0
-    _emit(args, result, lambda r: f"{r['path']}: {'rules section written' if r['changed'] else 'already up to date'}")
-    return 0
+    for e in result["exports"]:
+        if e.get("error"):
+            print(f"mecha-sidecar: {e['error']}", file=sys.stderr)
+    _emit(args, result, humane.exports)
+    failed = any(e.get("error") for e in result["exports"])
+    return 1 if failed or (args.check and result["changed"]) else 0
 
 
 def _hooks(ctx: Any, args: argparse.Namespace) -> int:
