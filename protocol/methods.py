@@ -255,19 +255,29 @@ class ImportSessionsResult(msgspec.Struct):
 class ExportRulesParams(msgspec.Struct):
     #: Whose instructions file: `claude` (`CLAUDE.md`) or `agents` (`AGENTS.md`).
     target: Literal["claude", "agents"]
-    #: The file; absent: `~/.claude/CLAUDE.md`, or `AGENTS.md` in the
-    #: sidecar's working directory.
+    #: One file, told the rules of the scope it is in. Absent, and no
+    #: `project`: every scope's file — for `claude` `~/.claude/CLAUDE.md` and
+    #: each project's `CLAUDE.md`, for `agents` each project's `AGENTS.md`
+    #: (and the sidecar's working directory's project's).
     path: str | None = None
     #: Write nothing; say whether the file is up to date.
     check: bool = False
+    #: A directory (absolute): only its project's file (or `path`, told that
+    #: project's rules).
+    project: str | None = None
 
 
 class ExportRulesResult(msgspec.Struct):
+    #: The file (with several, the first).
     path: str
-    #: Whether the file was written (with `check`: whether it would be).
+    #: Whether the file was written (with `check`: whether it would be);
+    #: with several, whether any was.
     changed: bool
     up_to_date: bool
     check: bool
+    #: Every file exported, in order, each with its scope (`project`) and
+    #: what happened to it, `error` naming why one could not be written.
+    exports: list[ExportResult] = msgspec.field(default_factory=list)
 
 
 class ProposalsParams(msgspec.Struct):
@@ -298,6 +308,9 @@ class ExportResult(msgspec.Struct):
     #: Why the export failed, naming the file (`ExportFailed: …`); `null`
     #: when it did not. The accept stands either way.
     error: str | None = None
+    #: The project whose rules the file carries (its root); `null`: the
+    #: global rules.
+    project: str | None = None
 
 
 class AcceptProposalParams(msgspec.Struct):

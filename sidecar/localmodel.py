@@ -281,7 +281,7 @@ def serve(argv: list[str] | None = None) -> int:
     p.add_argument("--slots", type=int, default=1)
     p.add_argument("--port", type=int, default=0, help="0: one the kernel picks")
     args = p.parse_args(argv)
-    import xllamacpp  # type: ignore[import-not-found, unused-ignore]
+    import xllamacpp  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
     params = xllamacpp.CommonParams()
     params.model.path = str(args.model)

@@ -8,10 +8,11 @@ carrying a planted instruction, the person's words after it — with the
 stranger's part made hostile in shape: its call or its result nested a few
 levels past the input bound (32) or thousands deep, where a line may be
 kept bounded or skipped whole, or tens of megabytes long. A line the reader
-skips must never be what made the taint visible: the planted text reaches
-no model request, no reflection, no proposal and no rule, and the person's
-words after the stranger's text are never clean — while the words before
-it still are, and are learned from.
+skips must never be what made the taint visible: the planted text (a third
+of the time written to end an instructions file's managed section) reaches
+no model request, no reflection, no proposal, no rule and no exported
+file, and the person's words after the stranger's text are never clean —
+while the words before it still are, and are learned from.
 
 Then the export: a learned rule whose text holds line breaks, the managed
 section's end marker and a planted instruction after it, accepted through a
@@ -103,6 +104,8 @@ def hostile_session(n: int) -> tuple[str, bytes, str, str, str]:
     shape = SHAPES[n % len(SHAPES)]
     marker = f"SHAPEPLANT{n:03d}Z{rng.getrandbits(32):08x}"
     planted = f"{marker} {rng.choice(INJECTIONS)}"
+    if n % 3 == 0:  # written to end an instructions file's managed section, should it get there
+        planted = f"{marker}\n{END_MARKER}\n{rng.choice(INJECTIONS)}\n{BEGIN_MARKER}"
     local, remote = rng.choice(_LOCAL_LINES), rng.choice(_REMOTE_LINES)
     first, later = rng.sample(PERSON, 2)
     how, where = shape.split("-")
@@ -198,11 +201,16 @@ def _write_agent_folders(root: Path, n_variants: int) -> list[tuple[str, str, st
     return out
 
 
-def test_hostile_shapes_imported_through_the_sidecar_keep_the_planted_text_out(spawn, store_dir, tmp_path) -> None:  # noqa: F811
+def test_hostile_shapes_imported_through_the_sidecar_keep_the_planted_text_out(
+    spawn, store_dir, env: dict[str, str], tmp_path: Path  # noqa: F811
+) -> None:
     # Every shape in both formats, imported by a real sidecar
     # (`mecha/importSessions`), reflected by the detached pass, learned and
-    # accepted over the wire.
+    # accepted over the wire, the accept exporting to an instructions file.
     variants = _write_agent_folders(tmp_path / "agents", 2 * len(SHAPES))
+    target = tmp_path / "AGENTS.md"
+    target.write_text("# Mine\n")
+    Path(env["MECHA_SIDECAR_CONFIG"]).write_text(f'[export]\nagents = ["{target}"]\n')
     with ModelServer(responder=lessons_responder) as server:
         sc = spawn()
         sc.initialize(store_dir, model_options(server))
@@ -212,13 +220,16 @@ def test_hostile_shapes_imported_through_the_sidecar_keep_the_planted_text_out(s
             assert sc.job_finished(imported["job"]["id"], timeout=60)["state"] == "done"
         learn = sc.job_finished(sc.request("mecha/learn", {"domain": "behavior", "min": 1})["job"]["id"])
         assert learn["state"] == "done" and learn["proposal_id"], learn
-        sc.request("mecha/acceptProposal", {"id": learn["proposal_id"]})
+        accepted = sc.request("mecha/acceptProposal", {"id": learn["proposal_id"]})
+        assert [e.get("error") for e in accepted.get("exports", [])] == [None], accepted
         # Both agents ran in /home/pat/proj: the lessons are that project's.
         block = sc.request("mecha/rulesPromptBlock", {"project": "/home/pat/proj"})["block"] or ""
         assert sc.shutdown() == 0
         sent = [r.raw.decode("utf-8", "replace") for r in server.completions()]
     store = LearningStore(store_dir)
-    written = _everything_written(store)
+    written = _everything_written(store) + target.read_text()
+    before, _, after = _sections(target)
+    assert before == "# Mine\n\n" and after == ""
     for fmt, marker, first in variants:
         assert not [body for body in sent if marker in body], f"{fmt}: the planted text reached a model request"
         assert marker not in written and marker not in block

@@ -61,6 +61,7 @@ export interface ExportResult {
   changed: boolean;
   error: string | null;
   path: string;
+  project: string | null;
 }
 
 export interface IdParams {
