@@ -58,8 +58,10 @@ from tests.reliability.test_poisoning import (
     model,  # noqa: F401 - the module's scripted model server
 )
 
-SHAPES = ["deep-result", "deeper-result", "deep-call", "deeper-call", "huge-result", "huge-call"]
-VARIANTS = 18
+#: `deeper-both`: the call's line and its result's both past what the
+#: decoder follows — nothing read says a tool ran, but the assistant quotes it.
+SHAPES = ["deep-result", "deeper-result", "deep-call", "deeper-call", "deeper-both", "huge-result", "huge-call"]
+VARIANTS = 3 * len(SHAPES)
 #: A few levels past the input bound (kept, bounded), and far past what
 #: the decoder follows (the line is skipped).
 DEPTH = {"deep": 40, "deeper": 5000}
@@ -114,9 +116,9 @@ def hostile_session(n: int) -> tuple[str, bytes, str, str, str]:
     nested = None
     if how in DEPTH:
         nested = nest(result, DEPTH[how])
-        if where == "result":
+        if where in ("result", "both"):
             result = HOLE  # the tool's structured result
-        else:
+        if where in ("call", "both"):
             extra = HOLE
     elif where == "result":
         result = _padding(planted)
