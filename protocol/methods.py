@@ -255,19 +255,29 @@ class ImportSessionsResult(msgspec.Struct):
 class ExportRulesParams(msgspec.Struct):
     #: Whose instructions file: `claude` (`CLAUDE.md`) or `agents` (`AGENTS.md`).
     target: Literal["claude", "agents"]
-    #: The file; absent: `~/.claude/CLAUDE.md`, or `AGENTS.md` in the
-    #: sidecar's working directory.
+    #: One file, told the rules of the scope it is in. Absent, and no
+    #: `project`: every scope's file — for `claude` `~/.claude/CLAUDE.md` and
+    #: each project's `CLAUDE.md`, for `agents` each project's `AGENTS.md`
+    #: (and the sidecar's working directory's project's).
     path: str | None = None
     #: Write nothing; say whether the file is up to date.
     check: bool = False
+    #: A directory (absolute): only its project's file (or `path`, told that
+    #: project's rules).
+    project: str | None = None
 
 
 class ExportRulesResult(msgspec.Struct):
+    #: The file (with several, the first).
     path: str
-    #: Whether the file was written (with `check`: whether it would be).
+    #: Whether the file was written (with `check`: whether it would be);
+    #: with several, whether any was.
     changed: bool
     up_to_date: bool
     check: bool
+    #: Every file exported, in order, each with its scope (`project`) and
+    #: what happened to it, `error` naming why one could not be written.
+    exports: list[ExportResult] = msgspec.field(default_factory=list)
 
 
 class ProposalsParams(msgspec.Struct):
@@ -298,6 +308,9 @@ class ExportResult(msgspec.Struct):
     #: Why the export failed, naming the file (`ExportFailed: …`); `null`
     #: when it did not. The accept stands either way.
     error: str | None = None
+    #: The project whose rules the file carries (its root); `null`: the
+    #: global rules.
+    project: str | None = None
 
 
 class AcceptProposalParams(msgspec.Struct):
@@ -425,6 +438,40 @@ class ShowProposalDiffResult(msgspec.Struct):
     uri: str
     id: str
     diff: str
+
+
+class ProposalSummary(msgspec.Struct):
+    """One proposal as an editor lists it, in the server's words: a client
+    shows these and counts nothing itself."""
+
+    id: str
+    #: `behavior · 3 → 4 active rules` (` · project <root>` for a project's).
+    title: str
+    active_before: int
+    active_after: int
+    #: `global`, or `project <root>`.
+    scope: str
+    #: The rules file an accept writes, by name.
+    writes: str
+
+
+class ProposalListResult(msgspec.Struct):
+    """The `mecha.listProposals` command's result: the `mecha/proposals`
+    listing, and a summary of each proposal, in the same order."""
+
+    proposals: list[Proposal]
+    summaries: list[ProposalSummary]
+
+
+class ReviewedProposalResult(msgspec.Struct):
+    """The result of `mecha.acceptProposal`, `mecha.rejectProposal` and
+    `mecha.proposeRetirement`: their method's result, and `message`, the
+    line a client shows for it (spelled by the server, once)."""
+
+    proposal: Proposal
+    message: str
+    #: An accept's export targets (`mecha/acceptProposal`); empty otherwise.
+    exports: list[ExportResult] = msgspec.field(default_factory=list)
 
 
 def proposal_diff_uri(proposal_id: str) -> str:

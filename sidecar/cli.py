@@ -31,8 +31,8 @@ verbs:
   mine FILE           print the interventions in a transcript file (mecha, Claude Code or Codex)
   import claude|codex [DIR]
                       queue the new interventions in Claude Code / Codex CLI sessions, start a reflect pass
-  export claude|agents [FILE]
-                      write the rules block into CLAUDE.md / AGENTS.md (a managed section)
+  export claude|agents [FILE] [--project DIR]
+                      write each scope's rules into CLAUDE.md / AGENTS.md (a managed section)
   proposals [list|show ID|accept ID [--global]|reject ID]
   learn DOMAIN        start a consolidation pass per scope (proposes, never applies)
   reflect --sessions DIR
@@ -55,8 +55,10 @@ verbs:
 
 
 def _parser() -> argparse.ArgumentParser:
+    """The whole command line. Over 60 lines on purpose: it is a table, each
+    verb's arguments beside its help, and split per verb it would only be
+    scattered."""
     import argparse
-    from pathlib import Path
 
     p = argparse.ArgumentParser(
         prog="mecha-sidecar",
@@ -73,6 +75,16 @@ def _parser() -> argparse.ArgumentParser:
     _global_options(common, default=argparse.SUPPRESS)
     real_sub = p.add_subparsers(dest="verb", metavar="VERB")
     sub = _WithParents(real_sub, common)
+    _endpoint_verbs(sub)
+    _learning_verbs(sub)
+    _store_verbs(sub)
+    return p
+
+
+def _endpoint_verbs(sub: _WithParents) -> None:
+    """The endpoints, the detached pass, the demo and the pure readings."""
+    import argparse
+    from pathlib import Path
 
     s = sub.add_parser("serve", help="the harness endpoint on stdio")
     s.add_argument("--stdio", action="store_true", help=argparse.SUPPRESS)
@@ -109,6 +121,11 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--format", choices=["mecha", "claude", "codex"], help="the file's format (default: detected)")
     _mining_options(s)
 
+
+def _learning_verbs(sub: _WithParents) -> None:
+    """Reviewing proposals, and handing the loop its work."""
+    from pathlib import Path
+
     s = sub.add_parser("proposals", help="list, show, accept or reject proposals")
     s.add_argument("action", nargs="?", default="list", choices=["list", "show", "accept", "reject"])
     s.add_argument("id", nargs="?")
@@ -139,10 +156,19 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--no-wait", action="store_true", help="return once the reflect pass has started")
     _mining_options(s)
 
+
+def _store_verbs(sub: _WithParents) -> None:
+    """Exports, measurements, hooks and what the store holds."""
+    from pathlib import Path
+
     s = sub.add_parser("export", help="write the rules block into an agent's instructions file")
     s.add_argument("target", choices=["claude", "agents"])
-    s.add_argument("file", nargs="?", type=Path, help="the file (default: ~/.claude/CLAUDE.md, ./AGENTS.md)")
-    s.add_argument("--check", action="store_true", help="write nothing; exit 1 when the file is out of date")
+    s.add_argument("file", nargs="?", type=Path,
+                   help="one file, told its scope's rules (default: every scope's — for claude ~/.claude/CLAUDE.md "
+                   "and each project's CLAUDE.md, for agents each project's AGENTS.md)")
+    s.add_argument("--project", metavar="DIR", type=Path,
+                   help="only this project's file (its CLAUDE.md / AGENTS.md at its root, or FILE)")
+    s.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file is out of date")
 
     s = sub.add_parser("retire", help="propose retiring a learned rule")
     s.add_argument("domain")
@@ -174,7 +200,6 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("rule_id", help="a rule's id (hover it in an editor, or see `proposals show`)")
     sub.add_parser("doctor", help="health checks")
     sub.add_parser("schema", help="print the JSON Schema")
-    return p
 
 
 def _global_options(p: argparse.ArgumentParser, default: Any) -> None:
@@ -306,80 +331,86 @@ def _emit(args: argparse.Namespace, result: Any, human: Any) -> None:
 
 
 def _run_verb(verb: str, args: argparse.Namespace) -> int:
+    """Each verb as a row: the handler it calls with which params, and how
+    its result is shown. Over 60 lines on purpose: it is the table of verbs
+    (the long ones are functions of their own)."""
     from . import humane
     from .handlers import call
 
     ctx = _context(args)
-    if verb == "block":
+    own = {
+        "block": _block, "mine": _mine, "import": _import, "export": _export, "hooks": _hooks,
+        "proposals": _proposals, "learn": _learn, "reflect": _reflect, "validate": _validate, "inbox": _inbox,
+    }.get(verb)
+    if own is not None:
+        return own(ctx, args)
+    # The verbs that are one call and its result, as a person reads it.
+    plain: dict[str, tuple[str, dict[str, Any], Callable[[Any], str]]] = {
+        "jobs": ("mecha/jobs", {}, humane.jobs),
+        "tallies": ("mecha/ruleTallies", {"domain": getattr(args, "domain", None)}, humane.tallies),
+        "why": ("mecha/ruleSources", {"rule_id": getattr(args, "rule_id", None)}, humane.rule_sources),
+        "doctor": ("mecha/doctor", {}, humane.doctor),
+    }
+    if verb == "retire":
+        params = {"domain": args.domain, "rule_id": args.rule_id, "reason": args.reason}
+        plain[verb] = ("mecha/proposeRetirement", params, lambda r: humane.proposal_line(r["proposal"]))
+    if verb not in plain:
+        raise ValueError(f"unknown verb {verb!r}")
+    method, params, human = plain[verb]
+    result = call(ctx, method, params)
+    _emit(args, result, human)
+    if verb == "doctor":
+        return 0 if all(c["ok"] for c in result["checks"]) else 1
+    return 0
+
+
+def _block(ctx: Any, args: argparse.Namespace) -> int:
+    import os
+
+    from . import humane
+    from .handlers import call
+
+    project = os.path.abspath(args.project if args.project is not None else os.getcwd())
+    result = call(ctx, "mecha/rulesPromptBlock", {"domain": args.domain, "project": project})
+    _emit(args, result, humane.block)
+    return 0
+
+
+def _learn(ctx: Any, args: argparse.Namespace) -> int:
+    from .handlers import call
+
+    params: dict[str, Any] = {"domain": args.domain}
+    if args.min is not None:
+        params["min"] = args.min
+    if args.project is not None:
         import os
 
-        project = os.path.abspath(args.project if args.project is not None else os.getcwd())
-        result = call(ctx, "mecha/rulesPromptBlock", {"domain": args.domain, "project": project})
-        _emit(args, result, humane.block)
+        params["project"] = os.path.abspath(args.project)
+    result = call(ctx, "mecha/learn", params)
+    if result.get("job") is None:
+        _emit(args, result, lambda r: f"nothing started: {r.get('reason')}")
         return 0
-    if verb == "mine":
-        return _mine(ctx, args)
-    if verb == "import":
-        return _import(ctx, args)
-    if verb == "export":
-        return _export(ctx, args)
-    if verb == "hooks":
-        return _hooks(ctx, args)
-    if verb == "proposals":
-        return _proposals(ctx, args)
-    if verb == "learn":
-        params: dict[str, Any] = {"domain": args.domain}
-        if args.min is not None:
-            params["min"] = args.min
-        if args.project is not None:
-            import os
+    return _finish_job(ctx, args, result["job"], args.no_wait)
 
-            params["project"] = os.path.abspath(args.project)
-        result = call(ctx, "mecha/learn", params)
-        if result.get("job") is None:
-            _emit(args, result, lambda r: f"nothing started: {r.get('reason')}")
-            return 0
-        return _finish_job(ctx, args, result["job"], args.no_wait)
-    if verb == "reflect":
-        return _reflect(ctx, args)
-    if verb == "validate":
-        return _validate(ctx, args)
-    if verb == "retire":
-        result = call(ctx, "mecha/proposeRetirement", {"domain": args.domain, "rule_id": args.rule_id, "reason": args.reason})
-        _emit(args, result, lambda r: humane.proposal_line(r["proposal"]))
+
+def _inbox(ctx: Any, args: argparse.Namespace) -> int:
+    from . import humane
+    from .handlers import call
+
+    if args.action == "list":
+        result = call(ctx, "mecha/inbox", {})
+        _emit(args, result, humane.inbox)
         return 0
-    if verb == "jobs":
-        result = call(ctx, "mecha/jobs", {})
-        _emit(args, result, humane.jobs)
+    if not args.id:
+        raise ValueError(f"inbox {args.action} needs the id of a set-aside entry (see `mecha-sidecar inbox list`)")
+    if args.action == "drop":
+        result = call(ctx, "mecha/inboxDrop", {"id": args.id})
+        _emit(args, result, lambda r: f"dropped {humane.set_aside_line(r['entry'])}")
         return 0
-    if verb == "inbox":
-        if args.action == "list":
-            result = call(ctx, "mecha/inbox", {})
-            _emit(args, result, humane.inbox)
-            return 0
-        if not args.id:
-            raise ValueError(f"inbox {args.action} needs the id of a set-aside entry (see `mecha-sidecar inbox list`)")
-        if args.action == "drop":
-            result = call(ctx, "mecha/inboxDrop", {"id": args.id})
-            _emit(args, result, lambda r: f"dropped {humane.set_aside_line(r['entry'])}")
-            return 0
-        result = call(ctx, "mecha/inboxRetry", {"id": args.id})
-        if not args.json:
-            print(f"back in the inbox: {humane.set_aside_line(result['entry'])}")
-        return _finish_job(ctx, args, result["job"], args.no_wait)
-    if verb == "tallies":
-        result = call(ctx, "mecha/ruleTallies", {"domain": args.domain})
-        _emit(args, result, humane.tallies)
-        return 0
-    if verb == "why":
-        result = call(ctx, "mecha/ruleSources", {"rule_id": args.rule_id})
-        _emit(args, result, humane.rule_sources)
-        return 0
-    if verb == "doctor":
-        result = call(ctx, "mecha/doctor", {})
-        _emit(args, result, humane.doctor)
-        return 0 if all(c["ok"] for c in result["checks"]) else 1
-    raise ValueError(f"unknown verb {verb!r}")
+    result = call(ctx, "mecha/inboxRetry", {"id": args.id})
+    if not args.json:
+        print(f"back in the inbox: {humane.set_aside_line(result['entry'])}")
+    return _finish_job(ctx, args, result["job"], args.no_wait)
 
 
 def _validate(ctx: Any, args: argparse.Namespace) -> int:
@@ -487,15 +518,25 @@ def _import(ctx: Any, args: argparse.Namespace) -> int:
 
 
 def _export(ctx: Any, args: argparse.Namespace) -> int:
+    """`mecha/exportRules`: every scope's file, one project's (`--project`)
+    or one named file, each told its scope's rules; a file that fails is
+    named on stderr, and with several the others are still written."""
+    import os
+
+    from . import humane
     from .handlers import call
 
-    params = {"target": args.target, "path": None if args.file is None else str(args.file), "check": args.check}
+    params = {
+        "target": args.target, "path": None if args.file is None else str(args.file), "check": args.check,
+        "project": None if args.project is None else os.path.abspath(args.project),
+    }
     result = call(ctx, "mecha/exportRules", params)
-    if args.check:
-        _emit(args, result, lambda r: f"{r['path']}: {'up to date' if r['up_to_date'] else 'out of date (run export without --check)'}")
-        return 1 if result["changed"] else 0
-    _emit(args, result, lambda r: f"{r['path']}: {'rules section written' if r['changed'] else 'already up to date'}")
-    return 0
+    for e in result["exports"]:
+        if e.get("error"):
+            print(f"mecha-sidecar: {e['error']}", file=sys.stderr)
+    _emit(args, result, humane.exports)
+    failed = any(e.get("error") for e in result["exports"])
+    return 1 if failed or (args.check and result["changed"]) else 0
 
 
 def _hooks(ctx: Any, args: argparse.Namespace) -> int:

@@ -385,12 +385,32 @@ def import_sessions(ctx: Context, p: m.ImportSessionsParams, cancel: Cancel) -> 
 
 @handles("mecha/exportRules")
 def export_rules(ctx: Context, p: m.ExportRulesParams, cancel: Cancel) -> m.ExportRulesResult:
-    from mecha.core.agents.export import DEFAULT_TARGETS, export_block
+    """Each file chosen (`export_targets.chosen_targets`) told its scope's
+    rules. One file named (by `path` or `project`) fails as the method's
+    error; of several, each failure is named in its `exports` entry and the
+    rest are still written."""
+    import os
 
-    path = Path(p.path) if p.path is not None else DEFAULT_TARGETS[p.target].expanduser()
-    block = rules_prompt_block(ctx, m.RulesPromptBlockParams(), cancel).block
-    outcome = export_block(path, block, check=p.check)
-    return m.ExportRulesResult(path=str(path), changed=outcome.changed, up_to_date=not outcome.changed, check=p.check)
+    from mecha.core.agents import export_targets as et
+    from mecha.core.learning.scope import resolve_project
+
+    store = ctx.existing_store()
+    project = None if p.project is None else resolve_project(p.project)
+    path = None if p.path is None else Path(p.path)
+    targets = et.chosen_targets(
+        p.target, path, project, projects=et.store_projects(store), home=Path.home(), cwd=os.getcwd()
+    )
+    if path is not None or project is not None:
+        [target] = targets
+        outcome = et.export_to(store, target, check=p.check)
+        results = [et.TargetResult(str(target.path), target.project, changed=outcome.changed)]
+    else:
+        results = et.export_all(store, targets, check=p.check)
+    changed = any(r.changed for r in results)
+    return m.ExportRulesResult(
+        path=results[0].path if results else "", changed=changed, up_to_date=not changed, check=p.check,
+        exports=[m.ExportResult(path=r.path, changed=r.changed, error=r.error, project=r.project) for r in results],
+    )
 
 
 def start_job(ctx: Context, kind: jobs_mod.JobKind, **kw: Any) -> jobs_mod.Job:
@@ -445,40 +465,30 @@ def accept(ctx: Context, p: m.AcceptProposalParams, cancel: Cancel) -> m.AcceptP
 
 
 def reexport(ctx: Context) -> list[m.ExportResult]:
-    """Rewrite every `[export]` target of `sidecar.toml` with the block a run
-    now gets, so an accept reaches the other agents too. The accept has
-    already happened: a target that cannot be written is logged and
-    reported in the result, never an error of the accept — whatever went
-    wrong, an error here would tell the client the accept failed when it
-    had landed."""
+    """Rewrite every `[export]` target of `sidecar.toml`, each with the rules
+    of its scope as they now stand (`export_targets`), so an accept reaches
+    the other agents too. The accept has already happened: a target that
+    cannot be written is logged and reported in the result, never an error
+    of the accept — whatever went wrong, an error here would tell the
+    client the accept failed when it had landed."""
     import logging
 
-    from mecha.core.agents.export import configured_targets, export_block
+    from mecha.core.agents.export_targets import configured_targets, export_all, store_projects
     from mecha.core.providers.config import default_config_path
 
     log = logging.getLogger(__name__)
     config = default_config_path()
+    store = ctx.existing_store()
     try:
-        targets = configured_targets(config)
+        targets = configured_targets(config, projects=store_projects(store))
     except InvalidInput as exc:
         log.warning("export targets not read: %s", exc)
         return [m.ExportResult(path=str(config), error=f"{type(exc).__name__}: {exc}")]
-    if not targets:
-        return []
-    block = HANDLERS["mecha/rulesPromptBlock"](ctx, m.RulesPromptBlockParams(), Cancel()).block
-    results = []
-    for target in targets:
-        try:
-            outcome = export_block(target, block)
-        except Exception as exc:  # whatever it is, the accept stands (see the docstring)
-            if isinstance(exc, InvalidInput):
-                log.warning("export to %s failed: %s", target, exc)
-            else:
-                log.exception("export to %s failed", target)
-            results.append(m.ExportResult(path=str(target), error=f"{type(exc).__name__}: {exc}"))
-        else:
-            results.append(m.ExportResult(path=str(target), changed=outcome.changed))
-    return results
+    results = export_all(store, targets)
+    for r in results:
+        if r.error is not None:
+            log.warning("export to %s failed: %s", r.path, r.error)
+    return [m.ExportResult(path=r.path, changed=r.changed, error=r.error, project=r.project) for r in results]
 
 
 @handles("mecha/rejectProposal")

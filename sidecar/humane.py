@@ -292,3 +292,18 @@ def hooks_status(r: dict[str, Any]) -> str:
     else:
         lines.append("no hook has run yet")
     return "\n".join(lines)
+
+
+def exports(r: dict[str, Any]) -> str:
+    """An export's files, one line each, with the scope each was told."""
+    lines = []
+    for e in r["exports"]:
+        if e.get("error"):
+            continue  # said on stderr, by name
+        where = "global rules" if e.get("project") is None else f"project {e['project']}"
+        if r.get("check"):
+            state = "out of date (run export without --check)" if e["changed"] else "up to date"
+        else:
+            state = "rules section written" if e["changed"] else "already up to date"
+        lines.append(f"{e['path']}: {state} ({where})")
+    return "\n".join(lines)

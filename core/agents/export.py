@@ -51,13 +51,12 @@ import contextlib
 import errno
 import os
 import stat
-import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import msgspec
 
-from mecha.core.errors import ExportFailed, InvalidInput
+from mecha.core.errors import ExportFailed
 
 BEGIN_MARKER = "<!-- mecha:rules:begin — written by `mecha-sidecar export`; edits inside are replaced -->"
 END_MARKER = "<!-- mecha:rules:end -->"
@@ -501,44 +500,3 @@ def _exchange(a: Path, b: Path) -> bool:
     if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):  # EINVAL: not on this filesystem
         return False
     raise OSError(code, os.strerror(code), str(b))
-
-
-# ─── configured targets ─────────────────────────────────────────────────────
-
-
-def configured_targets(config_path: Path) -> list[Path]:
-    """The `[export]` table of `sidecar.toml`: `claude = "<file>"`,
-    `agents = ["<file>", …]` (`claude = true` for its default file); a
-    relative path is relative to the config file's folder. A file with no
-    such table (or none at all) configures nothing. Read only when an accept
-    asks, never on a run's path.
-    """
-    try:
-        data = config_path.read_bytes()
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    except OSError as exc:
-        raise InvalidInput(f"{config_path}: {exc.strerror or exc}") from None
-    if b"[export" not in data:
-        return []
-    try:
-        table = tomllib.loads(data.decode("utf-8")).get("export")
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"{config_path}: {exc}") from None
-    if table is None:
-        return []
-    if not isinstance(table, dict):
-        raise InvalidInput(f"{config_path}: [export] must be a table")
-    out: list[Path] = []
-    for key, value in table.items():
-        if key not in DEFAULT_TARGETS:
-            raise InvalidInput(f"{config_path}: [export] {key}: unknown target (known: {', '.join(DEFAULT_TARGETS)})")
-        values = value if isinstance(value, list) else [value]
-        for v in values:
-            if v is True and key == "claude":
-                v = str(DEFAULT_TARGETS[key])
-            if not isinstance(v, str) or not v:
-                raise InvalidInput(f"{config_path}: [export] {key}: expected a file path or a list of them")
-            target = Path(v).expanduser()
-            out.append(target if target.is_absolute() else config_path.parent / target)
-    return out

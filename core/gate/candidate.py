@@ -579,75 +579,73 @@ def judge_slices(
     both = [*selection, *holdout]
     work_baseline = sum(work(p)[0] for p in both)
     work_candidate = sum(work(p)[1] for p in both)
+    disposition = _selection_verdict(sel, work_baseline, work_candidate)
+    if disposition is None:
+        informative = sum(1 for p in holdout if cost(p)[1] > 0.0)
+        disposition = _holdout_verdict(class_, hold, informative)
+    return Judgement(
+        disposition=disposition,
+        selection=sel,
+        holdout=hold,
+        work_baseline=work_baseline,
+        work_candidate=work_candidate,
+    )
 
-    def judgement(disposition: Disposition) -> Judgement:
-        return Judgement(
-            disposition=disposition,
-            selection=sel,
-            holdout=hold,
-            work_baseline=work_baseline,
-            work_candidate=work_candidate,
-        )
 
+def _selection_verdict(sel: Tally, work_baseline: int, work_candidate: int) -> Disposition | None:
+    """The gate's first checks: the work guardrail, then the selection
+    slice's size and score. `None` when the change gets as far as the holdout."""
     if work_fell(work_baseline, work_candidate):
-        return judgement(
-            Disposition.reject(
-                f"work fell from {work_baseline} tool calls to {work_candidate}: "
-                "a gain bought by attempting less is not a gain"
-            )
+        return Disposition.reject(
+            f"work fell from {work_baseline} tool calls to {work_candidate}: "
+            "a gain bought by attempting less is not a gain"
         )
     if sel.total() < MIN_SELECTION_PAIRS:
-        return judgement(
-            Disposition.propose(
-                f"only {sel.total()} paired episode(s) in the selection slice, below the "
-                f"floor of {MIN_SELECTION_PAIRS} — read it rather than trusting it"
-            )
+        return Disposition.propose(
+            f"only {sel.total()} paired episode(s) in the selection slice, below the "
+            f"floor of {MIN_SELECTION_PAIRS} — read it rather than trusting it"
         )
     if not sel.better():
-        return judgement(
-            Disposition.reject(
-                f"did not beat the original: {sel.wins} better, {sel.losses} worse, "
-                f"{sel.ties} unchanged"
-            )
+        return Disposition.reject(
+            f"did not beat the original: {sel.wins} better, {sel.losses} worse, "
+            f"{sel.ties} unchanged"
         )
+    return None
+
+
+def _holdout_verdict(class_: ChangeClass, hold: Tally, informative: int) -> Disposition:
+    """The rest, for a change that won on the selection slice: the holdout's
+    size, its loss check, its headroom (`informative`: held-out episodes
+    with any of the metric), then whether the class may be accepted at all."""
     if hold.total() < MIN_HOLDOUT_PAIRS:
-        return judgement(
-            Disposition.propose(
-                f"won on the selection slice but the holdout has only {hold.total()} "
-                f"episode(s), below {MIN_HOLDOUT_PAIRS} — nothing has confirmed it on "
-                "unseen work"
-            )
+        return Disposition.propose(
+            f"won on the selection slice but the holdout has only {hold.total()} "
+            f"episode(s), below {MIN_HOLDOUT_PAIRS} — nothing has confirmed it on "
+            "unseen work"
         )
     if not hold.not_worse():
-        return judgement(
-            Disposition.reject(
-                f"won on selection and lost on the holdout ({hold.wins} better, "
-                f"{hold.losses} worse): the gain did not survive episodes it was not "
-                "chosen on"
-            )
+        return Disposition.reject(
+            f"won on selection and lost on the holdout ({hold.wins} better, "
+            f"{hold.losses} worse): the gain did not survive episodes it was not "
+            "chosen on"
         )
     # After the loss check, never before it: a holdout that found a loss has
     # spoken whatever its headroom, and checking headroom first would turn a
     # detected regression into "thin evidence" — the opposite finding. What
     # reaches here is the all-ties shape, where size and power come apart.
-    informative = sum(1 for p in holdout if cost(p)[1] > 0.0)
     if informative < MIN_INFORMATIVE_HOLDOUT:
-        return judgement(
-            Disposition.propose(
-                "won on the selection slice, and nothing got worse on the holdout — but "
-                f"only {informative} of {hold.total()} held-out episode(s) had any of this "
-                "metric to begin with, so the holdout ruled out a regression without ever "
-                "being able to confirm a gain"
-            )
+        return Disposition.propose(
+            "won on the selection slice, and nothing got worse on the holdout — but "
+            f"only {informative} of {hold.total()} held-out episode(s) had any of this "
+            "metric to begin with, so the holdout ruled out a regression without ever "
+            "being able to confirm a gain"
         )
     if not class_.auto_acceptable():
-        return judgement(
-            Disposition.propose(
-                f"measured better, but a {class_.value} change is a person's decision "
-                "however it scored"
-            )
+        return Disposition.propose(
+            f"measured better, but a {class_.value} change is a person's decision "
+            "however it scored"
         )
-    return judgement(Disposition.accept())
+    return Disposition.accept()
 
 
 def judge_with(

@@ -25,10 +25,12 @@ from mecha.core.errors import UnusableReply
 from mecha.core.learning.reflection import Reflexion
 from mecha.core.learning.replies import (
     ReplyContract,
+    complete_within_budget,
     confidence_or_none,
     no_lesson_reason,
     not_an_instruction_reason,
     refuse_unusable,
+    reply_budget,
 )
 from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Refusal, Rule, RuleDrop
 from mecha.core.providers.base import CompletionRequest, Provider
@@ -89,10 +91,26 @@ class RulesReply(msgspec.Struct):
 
 #: The reply contract both frames state (generated from `RulesReply`), the
 #: schema each learner request carries, and what `parse_learner_reply` reads.
+#: A rule is a sentence or two (`ReplyRule.rule`).
+RULE_SENTENCES = 2
+
+
+def learner_budget(live_rules: int, reflections: int) -> int:
+    """The `max_tokens` of one learner call: a set of at most as many rules
+    as it could hold — each rule cites a reflection or rewrites a live rule,
+    so no more than those together, and never more than the cap — of a
+    sentence or two each, with one small `dropped` object per live rule."""
+    rules = max(1, min(MAX_ACTIVE_RULES_PER_DOMAIN, live_rules + reflections))
+    drops = min(MAX_ACTIVE_RULES_PER_DOMAIN, live_rules)
+    return reply_budget(sentences=RULE_SENTENCES * rules, objects=rules + drops + 1)
+
+
 LEARNER_CONTRACT = ReplyContract(
     "learned_rules",
     RulesReply,
     summary="An empty list is a valid answer when no reflection deserves a rule yet.",
+    # The most any call asks for; each call sizes its own (`learner_budget`).
+    max_tokens=learner_budget(MAX_ACTIVE_RULES_PER_DOMAIN, MAX_ACTIVE_RULES_PER_DOMAIN),
 )
 LEARNER_REPLY_SHAPE = LEARNER_CONTRACT.describe()
 
@@ -268,9 +286,6 @@ def learner_user_prompt(
 class Learner:
     """Runs one consolidation call for a domain."""
 
-    #: Reasoning first, then a whole rule set: twice the reflector's budget.
-    MAX_TOKENS = 8192
-
     def __init__(self, provider: Provider, model: str | None = None):
         self.provider = provider
         self.model = model
@@ -298,11 +313,11 @@ class Learner:
         request = CompletionRequest(
             system=learner_frames(domain),
             user=learner_user_prompt(domain, user_rules, learned_rules, usable),
-            max_tokens=self.MAX_TOKENS,
+            max_tokens=learner_budget(sum(r.retired_at is None for r in learned_rules), len(usable)),
             model=self.model,
             reply_schema=LEARNER_CONTRACT.reply_schema(),
         )
-        response = await self.provider.complete(request)
+        response = await complete_within_budget(self.provider, request)
         answer = parse_learner_reply(response.text)
         why = unusable_rule_set(answer)
         if strict:

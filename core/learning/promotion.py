@@ -71,8 +71,7 @@ def apply_as_global(store: LearningStore, p: Proposal) -> list[Write]:
     adds to the global file, the rest to the project's; after the checks of
     a plain accept (links, `Stale`), each refusal before anything is
     written."""
-    if p.project is None:
-        raise InvalidInput(f"as_global: proposal {p.id} is for the global rules already; accept it without --global")
+    assert p.project is not None, "a global proposal is accepted as it is"
     added = new_rules(p.rules_before, p.rules)
     if not added:
         raise InvalidInput(f"as_global: proposal {p.id} adds no rule to send to the global rules; accept it without --global")

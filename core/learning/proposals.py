@@ -86,12 +86,15 @@ def accept(store: LearningStore, proposal_id: str, *, as_global: bool = False) -
 
     Refuses with `Stale` when the live learned rules no longer equal the set
     the proposal was made against, with `NotPending` when it was already
-    resolved, and with `InvalidInput` for `as_global` on a proposal that is
-    global already or adds no rule.
+    resolved, and with `InvalidInput` for `as_global` on a project's
+    proposal that adds no rule. `as_global` on a global proposal (or a
+    promotion) is a plain accept: it is for every repository already.
     """
     with store.lock():
         p = store.proposal(proposal_id)
         _require_pending(p)
+        # A global proposal (a promotion too) is for every repository already.
+        as_global = as_global and p.project is not None
         if as_global:
             writes = promotion.apply_as_global(store, p)
         elif p.promoted_from:
@@ -100,14 +103,15 @@ def accept(store: LearningStore, proposal_id: str, *, as_global: bool = False) -
             writes = _apply_in_scope(store, p)
         p = msgspec.structs.replace(p, status=ProposalStatus.ACCEPTED, resolved_at=now(), accepted_as_global=as_global)
         before, after = active_count(p.rules_before), active_count(p.rules)
-        where = "global, as a person chose" if as_global else scope_label(p.project)
+        # A global proposal's subject reads as it did before scopes.
+        where = " (global, as a person chose)" if as_global else ("" if p.project is None else f" ({scope_label(p.project)})")
         # One change: the rules, the marks and the status land together.
         store.resolve_proposal(
             p,
             learned=writes,
             processed=p.reflexion_ids,
             run_id=mint_run_id(),
-            message=f"accept proposal {p.id}: {p.domain} learned rules ({where}) {before} -> {after} active\n\n"
+            message=f"accept proposal {p.id}: {p.domain} learned rules{where} {before} -> {after} active\n\n"
             f"Accepted by a person{' into the global rules' if as_global else ''}. "
             f"{len(p.reflexion_ids)} reflection(s) marked processed.\n"
             f"Evidence: {p.evidence or '(none recorded)'}",

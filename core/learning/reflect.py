@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -27,6 +28,9 @@ from mecha.core.learning.reflection import FoundAt, Reflector, Reflexion
 from mecha.core.learning.survey import Planned
 from mecha.core.store.inbox import DraftEntry, InboxEntry, SessionEntry, claim_all, entry_decoder, release, set_aside
 from mecha.core.store.learning_store import MAX_UNUSABLE_ANSWERS, Attempt, AttemptState, LearningStore
+
+if TYPE_CHECKING:
+    import asyncio
 
 log = logging.getLogger(__name__)
 
@@ -244,12 +248,7 @@ async def reflect_inbox(
     with store.lock():
         claimed = claim_all(store)
     gate = _Gate(concurrency)
-    model: list[Reflector] = []
-
-    def get_model() -> Reflector:
-        if not model:
-            model.append(_model(reflector, require_model))
-        return model[0]
+    get_model = _lazy_model(reflector, require_model)
 
     def tick() -> None:
         if counts is not None:
@@ -259,28 +258,56 @@ async def reflect_inbox(
     # order (oldest first), so the history reads as the sessions happened.
     turns = [asyncio.Event() for _ in claimed]
 
-    async def one(i: int, path: Path) -> None:
-        async def my_turn() -> None:
-            if i:
-                await turns[i - 1].wait()
+    def run(path: Path, my_turn: Callable[[], Awaitable[None]]) -> Awaitable[None]:
+        return _reflect_entry(store, path, get_model, gate, progress, outcome, my_turn, tick)
 
-        try:
-            await _reflect_entry(store, path, get_model, gate, progress, outcome, my_turn, tick)
-        except Exception as exc:
-            release(path)
-            outcome.failed += 1
-            outcome.errors.append(str(exc) or type(exc).__name__)
-            if gate.stopped is None:
-                gate.stopped = exc
-        finally:
-            turns[i].set()
-
-    await asyncio.gather(*(one(i, path) for i, path in enumerate(claimed)))
+    await asyncio.gather(*(_in_turn(turns, i, path, run, gate, outcome) for i, path in enumerate(claimed)))
     failure = pass_failure(outcome, gate.stopped)
     if failure is not None:
         progress(f"stopped: {failure}; so far: {outcome.summary()}")
         raise failure
     return outcome
+
+
+async def _in_turn(
+    turns: list[asyncio.Event],
+    i: int,
+    path: Path,
+    run: Callable[[Path, Callable[[], Awaitable[None]]], Awaitable[None]],
+    gate: _Gate,
+    outcome: ReflectOutcome,
+) -> None:
+    """Entry `i` of the pass: `run` over it, writing only once the entry
+    before it has written (`turns`). A failure puts the entry back and stops
+    the pass from starting more calls."""
+
+    async def my_turn() -> None:
+        if i:
+            await turns[i - 1].wait()
+
+    try:
+        await run(path, my_turn)
+    except Exception as exc:
+        release(path)
+        outcome.failed += 1
+        outcome.errors.append(str(exc) or type(exc).__name__)
+        if gate.stopped is None:
+            gate.stopped = exc
+    finally:
+        turns[i].set()
+
+
+def _lazy_model(reflector: Reflector | None, require_model: Callable[[], Reflector] | None) -> Callable[[], Reflector]:
+    """The reflector, found on first use: a pass with nothing to ask needs
+    no model, and one without a model says so only when it would ask."""
+    model: list[Reflector] = []
+
+    def get() -> Reflector:
+        if not model:
+            model.append(_model(reflector, require_model))
+        return model[0]
+
+    return get
 
 
 def _model(reflector: Reflector | None, require_model: Callable[[], Reflector] | None) -> Reflector:
@@ -371,57 +398,18 @@ async def _reflect_entry(
     my_turn: Callable[[], Awaitable[None]],
     tick: Callable[[], None],
 ) -> None:
-    import asyncio
-
-    from mecha.core.identity import now as stamp
-
-    try:
-        entry = entry_decoder.decode(path.read_bytes())
-    except (OSError, msgspec.DecodeError) as exc:
-        log.warning("unreadable inbox entry %s: %s", path.name, exc)
-        await my_turn()
-        with store.lock():
-            set_aside(store, path, f"unreadable: {exc}")
-        outcome.set_aside += 1
+    """One inbox entry, claimed at `path`: ask what is still open, then —
+    in the entries' order (`my_turn`) and under the lock — record the
+    answers, and mark it mined, set it aside or put it back."""
+    opened = await _open_entry(store, path, progress, outcome, my_turn)
+    if opened is None:
         return
-    work = _Work.of(entry)
-    retry = entry.retry
-    bad_id = _entry_id_problem(entry)
-    if bad_id is not None:
-        # Queued before ids were checked where they enter: it could never be
-        # recorded mined, so every pass would ask the model for it again.
-        await my_turn()
-        with store.lock():
-            set_aside(store, path, f"{work.label}: the id {bad_id}; it can never be recorded mined")
-        outcome.set_aside += 1
-        return
-    if work.mined(store) and not retry:
-        await my_turn()
-        progress(f"{work.label} is already mined; skipped")
-        outcome.skipped_already_mined += 1
-        path.unlink(missing_ok=True)
-        return
+    entry, work = opened
     keys = [intervention_key(entry, p) for p in work.plans]
     states = store.attempt_states(keys)
     todo = [(p, k) for p, k in zip(work.plans, keys) if not states.get(k, _UNSETTLED).settled]
     progress(f"{work.label}: {len(work.plans)} intervention(s), {len(todo)} to ask")
-    answers: list[_Answer | BaseException] = []
-    if todo:
-        reflector = get_model()
-        outcome.to_ask += len(todo)
-        # Told once every entry has said what it will ask (they all start
-        # before any answer can come back), so the first count is the whole.
-        asyncio.get_running_loop().call_soon(tick)
-        project = entry.project if isinstance(entry, SessionEntry) else None
-
-        async def counted(plan: Planned, key: str) -> _Answer | BaseException:
-            answer = await _ask(gate, reflector, plan, key, work.session_id, progress, project, work.file)
-            if isinstance(answer, _Answer):
-                outcome.answered += 1
-                tick()
-            return answer
-
-        answers = list(await asyncio.gather(*(counted(p, k) for p, k in todo)))
+    answers = await _ask_all(todo, entry, work, get_model, gate, progress, outcome, tick) if todo else []
     got = [a for a in answers if isinstance(a, _Answer)]
     interrupted = len(got) < len(answers)
     await my_turn()
@@ -431,79 +419,186 @@ async def _reflect_entry(
         outcome.errors.append(f"{work.label}: {len(todo)} intervention(s) pending (the pass was interrupted)")
         return
     with store.lock():
-        if work.mined(store) and not retry:
-            progress(f"{work.label} was mined by another pass meanwhile; skipped")
-            outcome.skipped_already_mined += 1
-            path.unlink(missing_ok=True)
-            return
-        at = stamp()
-        states = store.attempt_states(keys)
-        records: list[Attempt] = []
-        newly_aside: list[str] = []
-        for a in got:
-            if a.usable:
-                records.append(Attempt(key=a.key, state="answered", at=at))
-            elif a.permanent is not None:
-                records.append(Attempt(key=a.key, state="set_aside", at=at, reason=a.permanent))
-                newly_aside.append(a.key)
-            else:
-                records.append(Attempt(key=a.key, state="unusable", at=at, reason=a.unusable))
-                if states.get(a.key, _UNSETTLED).unusable + 1 >= MAX_UNUSABLE_ANSWERS:
-                    why = f"{MAX_UNUSABLE_ANSWERS} unusable answers; the last: {a.unusable}"
-                    records.append(Attempt(key=a.key, state="set_aside", at=at, reason=why))
-                    newly_aside.append(a.key)
-        reflections = _not_on_file(store, [a.reflexion for a in got if a.reflexion is not None], work.session_id, edits=work.edits)
-        store.append_reflexions(reflections)
-        store.record_attempts(records)
-        for rec in records:
-            states.setdefault(rec.key, AttemptState()).apply(rec)
-        learnable = sum(1 for r in reflections if r.learnable())
-        outcome.reflections += len(reflections)
-        outcome.learnable += learnable
-        outcome.skipped_no_lesson += sum(1 for a in got if a.skipped)
-        outcome.unusable += sum(1 for a in got if not a.usable and a.permanent is None)
-        outcome.usable += sum(1 for a in got if a.usable)
-        for a in got:
-            if a.unusable and a.permanent is None and a.unusable not in outcome.unusable_why:
-                outcome.unusable_why.append(a.unusable)
-        outcome.set_aside += len(newly_aside)
-        complete = all(states.get(k, _UNSETTLED).settled for k in keys)
-        if complete and not work.mined(store):
-            work.mark_mined(store)
-        aside = [k for k in keys if states.get(k, _UNSETTLED).set_aside is not None]
-        summary = ", ".join(f"{p.intervention.trigger.value}@{p.intervention.at}={p.origin.value}" for p in work.plans)
-        if complete:
-            verb = "retried" if retry else "reflect"
-            message = (
-                f"{verb} {work.label}: {len(reflections)} reflection(s), {learnable} learnable\n\n"
-                f"{len(work.plans)} intervention(s) found; {summary or 'none'}"
-            )
-            if aside:
-                message += f"\n{len(aside)} set aside: " + "; ".join(f"{k}: {states[k].set_aside}" for k in aside)
-        else:
-            pending = [k for k in keys if not states.get(k, _UNSETTLED).settled]
-            message = (
-                f"reflect {work.label}: {len(reflections)} reflection(s) so far, {len(pending)} intervention(s) pending\n\n"
-                f"{len(work.plans)} intervention(s) found; {summary}"
-            )
-        store.commit(message)
-        if complete:
-            work.count(outcome)
-            if aside:
-                reasons = "; ".join(f"{k}: {states[k].set_aside}" for k in aside)
-                set_aside(store, path, f"{len(aside)} intervention(s) set aside — {reasons}", keys=aside)
-            else:
-                path.unlink(missing_ok=True)
-            return
+        left = _settle(store, path, work, entry.retry, keys, got, progress, outcome)
+    if left is None:
+        return
     # Work left: back to the inbox for a later pass (answers so far recorded).
     release(path)
-    left = len([k for k in keys if not states.get(k, _UNSETTLED).settled])
     if interrupted:
         outcome.failed += 1
         outcome.errors.append(f"{work.label}: {left} intervention(s) pending (the pass was interrupted)")
     else:
         outcome.pending += left
         log.info("%s: %d intervention(s) pending after unusable answers", work.label, left)
+
+
+async def _open_entry(
+    store: LearningStore, path: Path, progress: Progress, outcome: ReflectOutcome, my_turn: Callable[[], Awaitable[None]]
+) -> tuple[InboxEntry, _Work] | None:
+    """The entry at `path` as work to ask about; `None` when it is settled
+    here already: unreadable or with an id that can never be recorded (set
+    aside), or already mined (dropped)."""
+    try:
+        entry = entry_decoder.decode(path.read_bytes())
+    except (OSError, msgspec.DecodeError) as exc:
+        log.warning("unreadable inbox entry %s: %s", path.name, exc)
+        await my_turn()
+        with store.lock():
+            set_aside(store, path, f"unreadable: {exc}")
+        outcome.set_aside += 1
+        return None
+    work = _Work.of(entry)
+    bad_id = _entry_id_problem(entry)
+    if bad_id is not None:
+        # Queued before ids were checked where they enter: it could never be
+        # recorded mined, so every pass would ask the model for it again.
+        await my_turn()
+        with store.lock():
+            set_aside(store, path, f"{work.label}: the id {bad_id}; it can never be recorded mined")
+        outcome.set_aside += 1
+        return None
+    if work.mined(store) and not entry.retry:
+        await my_turn()
+        progress(f"{work.label} is already mined; skipped")
+        outcome.skipped_already_mined += 1
+        path.unlink(missing_ok=True)
+        return None
+    return entry, work
+
+
+async def _ask_all(
+    todo: list[tuple[Planned, str]],
+    entry: InboxEntry,
+    work: _Work,
+    get_model: Callable[[], Reflector],
+    gate: _Gate,
+    progress: Progress,
+    outcome: ReflectOutcome,
+    tick: Callable[[], None],
+) -> list[_Answer | BaseException]:
+    """Every open intervention asked at once (the gate bounds how many run),
+    each answer counted as it comes."""
+    import asyncio
+
+    reflector = get_model()
+    outcome.to_ask += len(todo)
+    # Told once every entry has said what it will ask (they all start
+    # before any answer can come back), so the first count is the whole.
+    asyncio.get_running_loop().call_soon(tick)
+    project = entry.project if isinstance(entry, SessionEntry) else None
+
+    async def counted(plan: Planned, key: str) -> _Answer | BaseException:
+        answer = await _ask(gate, reflector, plan, key, work.session_id, progress, project, work.file)
+        if isinstance(answer, _Answer):
+            outcome.answered += 1
+            tick()
+        return answer
+
+    return list(await asyncio.gather(*(counted(p, k) for p, k in todo)))
+
+
+def _attempt_records(got: list[_Answer], states: dict[str, AttemptState], at: str) -> tuple[list[Attempt], list[str]]:
+    """The attempts-ledger records of these answers, and the keys they set
+    aside (a permanent refusal, or the last unusable answer allowed)."""
+    records: list[Attempt] = []
+    newly_aside: list[str] = []
+    for a in got:
+        if a.usable:
+            records.append(Attempt(key=a.key, state="answered", at=at))
+        elif a.permanent is not None:
+            records.append(Attempt(key=a.key, state="set_aside", at=at, reason=a.permanent))
+            newly_aside.append(a.key)
+        else:
+            records.append(Attempt(key=a.key, state="unusable", at=at, reason=a.unusable))
+            if states.get(a.key, _UNSETTLED).unusable + 1 >= MAX_UNUSABLE_ANSWERS:
+                why = f"{MAX_UNUSABLE_ANSWERS} unusable answers; the last: {a.unusable}"
+                records.append(Attempt(key=a.key, state="set_aside", at=at, reason=why))
+                newly_aside.append(a.key)
+    return records, newly_aside
+
+
+def _count_answers(outcome: ReflectOutcome, got: list[_Answer], reflections: list[Reflexion], newly_aside: list[str]) -> None:
+    outcome.reflections += len(reflections)
+    outcome.learnable += sum(1 for r in reflections if r.learnable())
+    outcome.skipped_no_lesson += sum(1 for a in got if a.skipped)
+    outcome.unusable += sum(1 for a in got if not a.usable and a.permanent is None)
+    outcome.usable += sum(1 for a in got if a.usable)
+    for a in got:
+        if a.unusable and a.permanent is None and a.unusable not in outcome.unusable_why:
+            outcome.unusable_why.append(a.unusable)
+    outcome.set_aside += len(newly_aside)
+
+
+def _settle(
+    store: LearningStore,
+    path: Path,
+    work: _Work,
+    retry: bool,
+    keys: list[str],
+    got: list[_Answer],
+    progress: Progress,
+    outcome: ReflectOutcome,
+) -> int | None:
+    """Record the answers and commit; the entry marked mined and dropped, or
+    set aside, when every intervention is settled. How many are still open
+    (the caller puts the entry back), or `None` when it is settled. Caller
+    holds the lock."""
+    from mecha.core.identity import now as stamp
+
+    if work.mined(store) and not retry:
+        progress(f"{work.label} was mined by another pass meanwhile; skipped")
+        outcome.skipped_already_mined += 1
+        path.unlink(missing_ok=True)
+        return None
+    states = store.attempt_states(keys)
+    records, newly_aside = _attempt_records(got, states, stamp())
+    reflections = _not_on_file(store, [a.reflexion for a in got if a.reflexion is not None], work.session_id, edits=work.edits)
+    store.append_reflexions(reflections)
+    store.record_attempts(records)
+    for rec in records:
+        states.setdefault(rec.key, AttemptState()).apply(rec)
+    _count_answers(outcome, got, reflections, newly_aside)
+    complete = all(states.get(k, _UNSETTLED).settled for k in keys)
+    if complete and not work.mined(store):
+        work.mark_mined(store)
+    aside = [k for k in keys if states.get(k, _UNSETTLED).set_aside is not None]
+    store.commit(_commit_message(work, retry, reflections, states, keys, complete, aside))
+    if not complete:
+        return len([k for k in keys if not states.get(k, _UNSETTLED).settled])
+    work.count(outcome)
+    if aside:
+        reasons = "; ".join(f"{k}: {states[k].set_aside}" for k in aside)
+        set_aside(store, path, f"{len(aside)} intervention(s) set aside — {reasons}", keys=aside)
+    else:
+        path.unlink(missing_ok=True)
+    return None
+
+
+def _commit_message(
+    work: _Work,
+    retry: bool,
+    reflections: list[Reflexion],
+    states: dict[str, AttemptState],
+    keys: list[str],
+    complete: bool,
+    aside: list[str],
+) -> str:
+    learnable = sum(1 for r in reflections if r.learnable())
+    summary = ", ".join(f"{p.intervention.trigger.value}@{p.intervention.at}={p.origin.value}" for p in work.plans)
+    if complete:
+        verb = "retried" if retry else "reflect"
+        message = (
+            f"{verb} {work.label}: {len(reflections)} reflection(s), {learnable} learnable\n\n"
+            f"{len(work.plans)} intervention(s) found; {summary or 'none'}"
+        )
+        if aside:
+            message += f"\n{len(aside)} set aside: " + "; ".join(f"{k}: {states[k].set_aside}" for k in aside)
+        return message
+    pending = [k for k in keys if not states.get(k, _UNSETTLED).settled]
+    return (
+        f"reflect {work.label}: {len(reflections)} reflection(s) so far, {len(pending)} intervention(s) pending\n\n"
+        f"{len(work.plans)} intervention(s) found; {summary}"
+    )
 
 
 _UNSETTLED = AttemptState()

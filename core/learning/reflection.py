@@ -25,7 +25,14 @@ import msgspec
 
 from mecha.core.errors import UnusableReply
 from mecha.core.identity import mint_reflexion_id, now
-from mecha.core.learning.replies import ReplyContract, confidence_or_none, no_lesson_reason, refuse_unusable
+from mecha.core.learning.replies import (
+    ReplyContract,
+    complete_within_budget,
+    confidence_or_none,
+    no_lesson_reason,
+    refuse_unusable,
+    reply_budget,
+)
 from mecha.core.providers.base import CompletionRequest, Provider
 from mecha.core.sessions.mining import INTERVENTION_BUDGET, Intervention, Trigger, bound_text
 from mecha.core.sessions.transcript import Taint
@@ -162,11 +169,15 @@ class WritingReply(msgspec.Struct):
 
 #: The reply contracts: prompt paragraph, request schema and parser, each
 #: from its Struct (`replies.ReplyContract`).
+#: A lesson is one to three sentences (`_LESSON`), in one object.
+LESSON_SENTENCES = 3
 BEHAVIOR_CONTRACT = ReplyContract(
-    "reflection", BehaviorReply, summary="Set skip to true when there is nothing to learn."
+    "reflection", BehaviorReply, summary="Set skip to true when there is nothing to learn.",
+    max_tokens=reply_budget(sentences=LESSON_SENTENCES),
 )
 WRITING_CONTRACT = ReplyContract(
-    "writing_reflection", WritingReply, summary="Set skip to true when there is nothing to learn."
+    "writing_reflection", WritingReply, summary="Set skip to true when there is nothing to learn.",
+    max_tokens=reply_budget(sentences=LESSON_SENTENCES),
 )
 
 REFLECTOR_SYSTEM = (
@@ -270,9 +281,6 @@ class Reflector:
     """Turns interventions into reflections, one model call each: a bare
     provider, no tools, no history."""
 
-    #: Sized for reasoning models, which think before the JSON appears.
-    MAX_TOKENS = 4096
-
     def __init__(self, provider: Provider, model: str | None = None):
         self.provider = provider
         self.model = model
@@ -300,11 +308,11 @@ class Reflector:
         request = CompletionRequest(
             system=system,
             user=reflector_user_prompt(i, evidence),
-            max_tokens=self.MAX_TOKENS,
+            max_tokens=contract.max_tokens,
             model=self.model,
             reply_schema=contract.reply_schema(),
         )
-        response = await self.provider.complete(request)
+        response = await complete_within_budget(self.provider, request)
         reply, unread = contract.read(response.text)
         if strict:
             try:

@@ -8,6 +8,7 @@ envelope and strict about the object.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 from collections.abc import Sequence
@@ -17,7 +18,9 @@ import msgspec
 
 from mecha.core.errors import UnusableReply
 from mecha.core.nesting import MAX_REPLY_DEPTH, json_nesting
-from mecha.core.providers.base import CompletionResponse, ReplySchema, StopReason
+from mecha.core.providers.base import CompletionRequest, CompletionResponse, ReplySchema, StopReason
+
+log = logging.getLogger("mecha.core.learning")
 
 #: How many times the JSON finder starts a fresh scan at a `{` that the
 #: first scan read as inside a string (see `find_json`). Each costs at most
@@ -61,6 +64,10 @@ def find_json(text: str) -> FoundJson:
     inside a bounded number of candidate objects, and trying them in order
     (each measured before it is decoded, `nesting.json_nesting`) costs a
     bounded multiple of the text's length.
+
+    Over 60 lines on purpose: the scan is one loop over every character of
+    every reply, its state in locals; split into helpers, each character
+    would pay a call.
     """
     spans: dict[int, int] = {}
     covered: set[int] = set()
@@ -197,15 +204,63 @@ def refuse_unusable(response: CompletionResponse, parsed: bool, who: str, conseq
 # unconstrained, 8 of 8 once the same prompts carried the schema.
 
 
+# ─── Reply budgets ──────────────────────────────────────────────────────────
+#
+# A request's `max_tokens` is sized from what its contract asks for, not set
+# to a round number: a lesson of one to three sentences, a rule set of at
+# most so many rules of a sentence or two. A small model that rambles inside
+# its JSON string is then cut off after a few hundred tokens rather than
+# 4,096 (on a CPU, minutes of a pass spent on an answer that is unusable
+# anyway), and the reply body bound derived from `max_tokens`
+# (`providers._http.reply_byte_bound`) shrinks with it.
+
+#: One sentence of a lesson or a rule, generously: a long English sentence
+#: is 30 to 40 tokens.
+TOKENS_PER_SENTENCE = 48
+#: The JSON around one object's fields: keys, quotes, an enum word, a number,
+#: a flag, a short list of ids.
+TOKENS_PER_OBJECT = 48
+#: Room beyond the contract, for a line before the object or a padded one.
+BUDGET_HEADROOM = 2
+#: What a model that spent a whole contract budget thinking, and so wrote
+#: nothing, gets on top of it for a second try (`complete_within_budget`).
+THINKING_TOKENS = 4096
+
+
+def reply_budget(*, sentences: int, objects: int = 1) -> int:
+    """The `max_tokens` for a reply of at most `sentences` sentences in at
+    most `objects` JSON objects."""
+    return BUDGET_HEADROOM * (sentences * TOKENS_PER_SENTENCE + objects * TOKENS_PER_OBJECT)
+
+
+async def complete_within_budget(provider: Any, request: CompletionRequest) -> CompletionResponse:
+    """`provider.complete(request)`, asked once more with `THINKING_TOKENS`
+    more when the reply was cut off at the budget with nothing written: a
+    reasoning model spends tokens thinking before the first word of its
+    answer, and a contract's budget can be all thinking. A reply cut off
+    after it started (a model that rambles) is not asked again: more room
+    would only buy more rambling."""
+    response: CompletionResponse = await provider.complete(request)
+    if response.stop_reason is StopReason.MAX_TOKENS and not response.text.strip():
+        log.warning("the model spent its %d-token budget before writing anything; asking once more with %d more",
+                    request.max_tokens, THINKING_TOKENS)
+        roomier = msgspec.structs.replace(request, max_tokens=request.max_tokens + THINKING_TOKENS)
+        response = await provider.complete(roomier)
+    return response
+
+
 class ReplyContract:
     """One pass's reply shape, from one msgspec Struct: the schema a server
     is asked to hold the model to (`schema()`), the paragraph the prompt
-    states it with (`describe()`), and the decoder (`decode()`)."""
+    states it with (`describe()`), the decoder (`decode()`), and the reply
+    budget a request under it asks for (`max_tokens`, `reply_budget`)."""
 
-    def __init__(self, name: str, struct: type, *, summary: str):
+    def __init__(self, name: str, struct: type, *, summary: str, max_tokens: int | None = None):
         self.name = name
         self.struct = struct
         self.summary = summary
+        #: Default: one object of up to three sentences.
+        self.max_tokens = max_tokens if max_tokens is not None else reply_budget(sentences=3)
         self._schema: dict[str, Any] | None = None
 
     def schema(self) -> dict[str, Any]:

@@ -484,12 +484,14 @@ class ArmResult(msgspec.Struct, kw_only=True):
 
 async def run_arm(provider: Provider, model: str | None, probe: Probe, block: str | None, arm: str) -> ArmResult:
     """One arm: the assistant's turn under `block`, then the judge's verdict
-    on it. A refused, cut-off or empty call, or a judge reply that is no
-    answer, gives no verdict and says why; a transport failure raises."""
+    on it. A refused or empty call, or a judge reply that is no answer (one
+    cut off before its JSON closed included), gives no verdict and says why;
+    a transport failure raises."""
     response = await provider.complete(turn_request(probe, block, model))
-    fault = reply_fault(response)
-    if fault is not None:
-        return ArmResult(spared=None, why=f"the {arm} arm's turn: {fault}", calls=1)
+    # A turn cut off at its token limit is still how the turn began, and is
+    # judged; a refusal or an empty reply is no turn.
+    if response.stop_reason is StopReason.REFUSAL or not response.text.strip():
+        return ArmResult(spared=None, why=f"the {arm} arm's turn: {reply_fault(response)}", calls=1)
     verdict = await provider.complete(judge_request(probe, response.text, model))
     fault = reply_fault(verdict)
     if verdict.stop_reason is StopReason.REFUSAL or not verdict.text.strip():

@@ -169,37 +169,50 @@ def extract_interventions(
     messages are the harness speaking, except for text riding beside the
     results, which is the person steering.
     """
-    found: list[Intervention] = []
-    last_assistant_text = ""
-    seen_task = False
-    # What the assistant last did, kept as its parts and rendered only when
-    # an intervention cites it: rendering means JSON-encoding every tool
-    # call's input, and most assistant turns are never cited.
-    doing_text = ""
-    doing_uses: Sequence[Block] = ()
-    doing: str | None = ""
-    # The tool calls of the last assistant message (`tools_before`).
-    last_uses: Sequence[Block] = ()
-
-    def current_doing() -> str:
-        nonlocal doing
-        if doing is None:
-            parts = [truncate(doing_text, CONTEXT_BUDGET // 2)] if doing_text else []
-            parts += [f"{use.name} {truncate(_render_input(use.input), 120)}" for use in doing_uses]
-            doing = truncate("\n".join(parts), CONTEXT_BUDGET)
-        return doing
-
+    miner = _Miner(voices)
     for index, message in enumerate(messages):
         if message.role == "assistant":
-            text = message.text().strip()
-            uses = message.tool_uses()
-            if text:
-                last_assistant_text = text
-            if text or uses:
-                doing_text, doing_uses, doing = text, uses, None
-            last_uses = uses
-            continue
+            miner.assistant(message)
+        else:
+            miner.person(index, message)
+    _fill_aftermath(miner.found, messages)
+    return miner.found
 
+
+class _Miner:
+    """The walk `extract_interventions` makes, one message at a time."""
+
+    def __init__(self, voices: Voices) -> None:
+        self.voices = voices
+        self.found: list[Intervention] = []
+        self.last_assistant_text = ""
+        self.seen_task = False
+        # What the assistant last did, kept as its parts and rendered only
+        # when an intervention cites it: rendering means JSON-encoding every
+        # tool call's input, and most assistant turns are never cited.
+        self.doing_text = ""
+        self.doing_uses: Sequence[Block] = ()
+        self.doing: str | None = ""
+        # The tool calls of the last assistant message (`tools_before`).
+        self.last_uses: Sequence[Block] = ()
+
+    def current_doing(self) -> str:
+        if self.doing is None:
+            parts = [truncate(self.doing_text, CONTEXT_BUDGET // 2)] if self.doing_text else []
+            parts += [f"{use.name} {truncate(_render_input(use.input), 120)}" for use in self.doing_uses]
+            self.doing = truncate("\n".join(parts), CONTEXT_BUDGET)
+        return self.doing
+
+    def assistant(self, message: Message) -> None:
+        text = message.text().strip()
+        uses = message.tool_uses()
+        if text:
+            self.last_assistant_text = text
+        if text or uses:
+            self.doing_text, self.doing_uses, self.doing = text, uses, None
+        self.last_uses = uses
+
+    def person(self, index: int, message: Message) -> None:
         steer_parts: list[str] = []
         has_results = False
         for block in message.blocks():
@@ -207,45 +220,22 @@ def extract_interventions(
                 has_results = True
                 content = block.content or ""
                 if block.is_error and content.startswith(DENIAL_PREFIX):
-                    found.append(
-                        Intervention(
-                            trigger=Trigger.DENIAL,
-                            context=current_doing(),
-                            text=content[len(DENIAL_PREFIX) :].strip(),
-                            at=index,
-                            tools_before=_distinct_names(last_uses),
-                        )
-                    )
+                    self._add(Trigger.DENIAL, self.current_doing(), content[len(DENIAL_PREFIX) :].strip(), index)
             elif block.type == "text":
                 steer_parts.append(block.text or "")
         said = "".join(steer_parts).strip()
-
         if has_results:
-            if said and voices.is_person(said):
-                found.append(
-                    Intervention(
-                        trigger=Trigger.STEER,
-                        context=current_doing(),
-                        text=said,
-                        at=index,
-                        tools_before=_distinct_names(last_uses),
-                    )
-                )
+            if said and self.voices.is_person(said):
+                self._add(Trigger.STEER, self.current_doing(), said, index)
         elif said:
-            if seen_task and last_assistant_text and voices.is_person(said):
-                found.append(
-                    Intervention(
-                        trigger=Trigger.FOLLOWUP,
-                        context=truncate(last_assistant_text, CONTEXT_BUDGET),
-                        text=said,
-                        at=index,
-                        tools_before=_distinct_names(last_uses),
-                    )
-                )
-            seen_task = True
+            if self.seen_task and self.last_assistant_text and self.voices.is_person(said):
+                self._add(Trigger.FOLLOWUP, truncate(self.last_assistant_text, CONTEXT_BUDGET), said, index)
+            self.seen_task = True
 
-    _fill_aftermath(found, messages)
-    return found
+    def _add(self, trigger: Trigger, context: str, text: str, at: int) -> None:
+        self.found.append(
+            Intervention(trigger=trigger, context=context, text=text, at=at, tools_before=_distinct_names(self.last_uses))
+        )
 
 
 def _fill_aftermath(found: list[Intervention], messages: Sequence[Message]) -> None:

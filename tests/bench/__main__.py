@@ -40,9 +40,10 @@ FIGURES: dict[int, tuple[str, int, int]] = {
     12: ("huge_reply", 5, 2),
     14: ("learn_gate", 4, 1),
     15: ("structured_probe", 3, 1),
+    16: ("reply_budget", 2, 1),
 }
 #: Figures that need a real part (the local model) and run only when named in `--only`.
-OPT_IN = {14}
+OPT_IN = {14, 16}
 #: Figures that come along with another's run.
 RIDES_WITH = {2: 1, 8: 1}
 #: Row key → the issue's figure number; rows print in this order.
@@ -73,6 +74,7 @@ NUMBER = {
     "probe_llama_cpp_python": 15,
     "probe_no_format": 15,
     "probe_anthropic": 15,
+    "reply_budget_pass": 16,
 }
 ORDER = list(NUMBER)
 

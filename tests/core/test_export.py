@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from mecha.core.agents import export as export_mod
-from mecha.core.agents.export import BEGIN_MARKER, END_MARKER, NO_RULES, configured_targets, export_block, splice
+from mecha.core.agents.export import BEGIN_MARKER, END_MARKER, NO_RULES, export_block, splice
+from mecha.core.agents.export_targets import configured_targets
 from mecha.core.errors import ExportFailed, InvalidInput
 from mecha.core.learning.rules import Rule
 from mecha.core.store.learning_store import LearningStore
@@ -97,9 +98,8 @@ def test_export_targets_come_from_the_export_table_only(tmp_path):
     # Pins: a broken [model] table (or none) breaking exports; relative paths resolved against the cwd.
     config = tmp_path / "sidecar.toml"
     config.write_text('[model]\napi = "openai"\n\n[export]\nagents = ["proj/AGENTS.md", "/abs/AGENTS.md"]\nclaude = true\n')
-    targets = configured_targets(config)
-    assert targets[:2] == [tmp_path / "proj" / "AGENTS.md", Path("/abs/AGENTS.md")]
-    assert targets[2].name == "CLAUDE.md" and targets[2].is_absolute()
+    targets = [t.path for t in configured_targets(config, home=tmp_path / "home")]
+    assert targets == [tmp_path / "proj" / "AGENTS.md", Path("/abs/AGENTS.md"), tmp_path / "home" / ".claude" / "CLAUDE.md"]
     assert configured_targets(tmp_path / "none.toml") == []
     config.write_text("[export]\nvim = '~/.vimrc'\n")
     with pytest.raises(InvalidInput, match="unknown target"):

@@ -187,8 +187,9 @@ async def test_accept_as_global_refuses_what_it_cannot_mean(store: LearningStore
     store.append_reflexions([reflexion(f"g{i}", None) for i in range(3)])
     global_one = await learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply("Ask before deleting anything."))))
     assert global_one.proposal_id is not None, global_one.outcome
-    with pytest.raises(InvalidInput, match="global rules already"):
-        accept(store, global_one.proposal_id or "", as_global=True)
+    plain = accept(store, global_one.proposal_id or "", as_global=True)
+    assert not plain.proposal.accepted_as_global, "a global proposal is global already"
+    assert [r.text for r in store.learned_rules("behavior")] == ["Ask before deleting anything."]
     store.write_learned_rules("behavior", [Rule(text="Tabs.", id="r-t")], app)
     retire = propose_retirement(store, "behavior", "r-t", "wrong for this repository", project=app)
     with pytest.raises(InvalidInput, match="adds no rule"):
@@ -315,3 +316,65 @@ async def test_the_proposal_method_and_its_text_name_each_proposals_and_rules_sc
     assert "scope: global (promotion: live in 2 projects)" in text and f"  from project {tool}" in text
     listed = humane.proposals(call(ctx, "mecha/proposals", {}))
     assert listed.count("global (promotion") == 1 and listed.count(f"project {tool}") == 1
+
+
+# ─── a store from before scopes ─────────────────────────────────────────────
+
+
+def _old_reflection(n: int) -> str:
+    return json.dumps({
+        "id": f"rx-old-{n}", "domain": "behavior", "session_id": f"s-old-{n}", "trigger": "steer",
+        "context": "c", "intervention": f"stop {n}", "reflexion_text": "Stop when asked.", "error_type": None,
+        "confidence": 0.9, "is_processed": False, "leap_run_id": None,
+        "created_at": "2026-01-01T00:00:00.000000Z", "origin": "clean", "evidence": "full",
+    })
+
+
+async def test_a_store_laid_out_before_scopes_learns_and_accepts_as_global(tmp_path: Path) -> None:
+    # Pins: an upgrade that files a person's old lessons under some project,
+    # loses the memory of an unchanged pass, or refuses an old pending
+    # proposal as belonging nowhere.
+    root = tmp_path / "learning"
+    (root / "rules").mkdir(parents=True)
+    (root / "proposals").mkdir()
+    (root / "rules" / "behavior.learned.toml").write_text('[[rules]]\nid = "r-old"\ntext = "Ask before deleting."\n')
+    (root / "reflections.jsonl").write_text("".join(_old_reflection(n) + "\n" for n in range(3)))
+    (root / "runs.jsonl").write_text(json.dumps({
+        "id": "run-old", "domain": "writing", "reflexions_processed": 0, "rules_before": 0, "rules_after": 0,
+        "created_at": "2026-01-01T00:00:00.000000Z", "unchanged": True, "reflexion_ids": ["rx-w"],
+    }) + "\n")
+    old_proposal = {
+        "id": "p-old", "domain": "writing", "status": "pending", "reflexion_ids": [], "rules_before": [],
+        "rules": [{"text": "Write in plain words."}], "evidence": "", "created_at": "2026-01-01T00:00:00.000000Z",
+        "resolved_at": None, "reason": None,
+    }
+    (root / "proposals" / "p-old.json").write_text(json.dumps(old_proposal))
+    store = LearningStore.open(root)
+    app = git_repo(tmp_path / "app")
+
+    assert [r.project for r in store.runs()] == [None]
+    assert scopes_ready(store, "behavior") == ([None], None)
+    [(scope, outcome)] = await learn_scopes(store, "behavior", Learner(ScriptedProvider(rules_reply(
+        "Ask before deleting.", "Stop when the person asks you to stop."))))
+    assert scope is None and outcome.status == "pending"
+    accept(store, outcome.proposal_id or "")
+    accept(store, "p-old")
+    assert [r.text for r in store.learned_rules("behavior")] == ["Ask before deleting.", "Stop when the person asks you to stop."]
+    assert [r.text for r in store.learned_rules("writing")] == ["Write in plain words."]
+    assert store.projects() == {}
+    assert store.render_block(None, app).rule_ids == store.render_block().rule_ids
+    block = store.render_block().block or ""
+    assert "Stop when the person asks you to stop." in block and "Write in plain words." in block
+    assert "(this project)" not in (store.render_block(None, app).block or "")
+
+
+async def test_a_project_pass_proposes_no_lesson_the_global_rules_hold(store: LearningStore, two: tuple[str, str]) -> None:
+    # Pins: a promoted lesson learned back into a project, so its runs are
+    # told it twice and no promotion can ever remove the copy.
+    app, _ = two
+    store.write_learned_rules("behavior", [Rule(text="Run the tests before saying done.", id="r-g")])
+    pid = await _project_proposal(store, app, "run the tests before saying done", "Indent with two spaces.")
+    p = store.proposal(pid)
+    assert [r.text for r in p.rules] == ["Indent with two spaces."]
+    [refusal] = p.refusals
+    assert refusal.rule == "run the tests before saying done" and "global rules hold this lesson" in refusal.reason

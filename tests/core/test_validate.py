@@ -247,6 +247,20 @@ async def test_a_refused_turn_is_inconclusive_and_skips_its_judge(
     assert len(model_server.completions()) == 3 and outcome.stopped is None
 
 
+async def test_a_turn_cut_off_at_its_token_limit_is_still_judged(
+    store: LearningStore, tmp_path: Path, model_server: ModelServer
+) -> None:
+    sid = next(holdout_ids())
+    store.append_reflexion(reflection("r1", sid, write_session(tmp_path, sid)))
+    probes, _ = prepare(store, "behavior")
+    model_server.script(reply("I change RELEASE.md only and", stop="length"), judged(False), reply(""), judged(True))
+    await run_validation(store, probes, OpenAIProvider(model_server.config("openai")), None, "m")
+    [row] = store.validations()
+    assert row.outcome == "inconclusive" and row.reason == "the baseline arm's turn: the model sent an empty reply"
+    judged_turns = [r.body for r in model_server.completions() if "response_format" in r.body]
+    assert len(judged_turns) == 1 and "I change RELEASE.md only and" in judged_turns[0]["messages"][1]["content"]
+
+
 async def test_a_call_that_fails_outright_stops_the_pass_and_keeps_only_whole_probes(
     store: LearningStore, tmp_path: Path, model_server: ModelServer
 ) -> None:

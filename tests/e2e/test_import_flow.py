@@ -43,8 +43,17 @@ def home(tmp_path) -> Path:
     return tmp_path / "home"
 
 
+def _sessions_ran_in(home: Path, repo: Path) -> Path:
+    """The bundled sessions, recorded as run in `repo` (a real repository)."""
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    for session in (home / ".claude" / "projects").rglob("*.jsonl"):
+        session.write_text(session.read_text().replace('"/home/dana/src/invoices"', json.dumps(str(repo))))
+    return repo.resolve()
+
+
 def test_import_review_accept_export_on_a_fresh_machine(cli, server, home, store_dir, tmp_path):
     # Pins: the README's walk-through for Claude Code users failing anywhere along the way.
+    repo = _sessions_ran_in(home, tmp_path / "src" / "invoices")
     dry = cli("import", "claude", "--dry-run", model_url=server.url)
     assert dry.returncode == 0, dry.stderr
     assert "4 new of 4 (denial/clean 1, followup/clean 1, steer/clean 2)" in dry.stdout
@@ -58,6 +67,7 @@ def test_import_review_accept_export_on_a_fresh_machine(cli, server, home, store
     assert any(s.startswith("Never force-push") for s in said)
     assert any(s.startswith("Run only tests/test_totals.py") for s in said)
     assert any(s.startswith("No: totals must round half-even") for s in said)
+    assert {r["project"] for r in store_lines(store_dir, "reflections.jsonl")} == {str(repo)}
     assert len(server.completions()) == 4
 
     again = cli("import", "claude", model_url=server.url)
@@ -67,29 +77,35 @@ def test_import_review_accept_export_on_a_fresh_machine(cli, server, home, store
     learned = cli("learn", "behavior", model_url=server.url)
     assert learned.returncode == 0, learned.stderr
     (proposal,) = json.loads(cli("--json", "proposals").stdout)["proposals"]
+    assert proposal["project"] == str(repo), "learned for the repository the sessions ran in"
 
-    agents = tmp_path / "proj" / "AGENTS.md"
-    agents.parent.mkdir()
+    agents = repo / "AGENTS.md"
     agents.write_text("# Project rules\n\nUse tabs.\n")
     config = tmp_path / "sidecar.toml"
     config.write_text(f'[export]\nagents = "{agents}"\n')
     accepted = cli("proposals", "accept", proposal["id"], MECHA_SIDECAR_CONFIG=str(config))
     assert accepted.returncode == 0, accepted.stderr
-    block = json.loads(cli("--json", "block").stdout)["block"]
+    block = json.loads(cli("--json", "block", "--project", str(repo)).stdout)["block"]
+    assert "(this project)" in block
+    assert json.loads(cli("--json", "block").stdout)["block"] is None, "not told outside the repository"
     text = agents.read_text()
     assert text.startswith("# Project rules\n\nUse tabs.\n\n<!-- mecha:rules:begin") and block in text  # an accept re-exports
 
-    claude_md = home / ".claude" / "CLAUDE.md"
+    claude_md, project_md = home / ".claude" / "CLAUDE.md", repo / "CLAUDE.md"
     assert cli("export", "claude", "--check").returncode == 1  # not written yet
     exported = cli("export", "claude")
     assert exported.returncode == 0, exported.stderr
-    assert block in claude_md.read_text()
+    assert f"{project_md}: rules section written (project {repo})" in exported.stdout
+    assert "Never force-push" not in claude_md.read_text(), "a project's lesson stays out of the global file"
+    assert "(no learned rules are active yet)" in claude_md.read_text()
+    assert "### behavior (this project)" in project_md.read_text() and "Never force-push" in project_md.read_text()
     assert cli("export", "claude", "--check").returncode == 0
     assert "already up to date" in cli("export", "claude").stdout
 
-    claude_md.write_text(claude_md.read_text() + "<!-- mecha:rules:begin -->\n")
+    project_md.write_text(project_md.read_text() + "<!-- mecha:rules:begin -->\n")
     damaged = cli("export", "claude")
     assert damaged.returncode == 1 and "markers are damaged" in damaged.stderr
+    assert f"{claude_md}: already up to date" in damaged.stdout, "the other files are still exported"
 
 
 def test_a_grown_session_reimported_reflects_only_what_is_new(cli, server, home, store_dir):
@@ -156,7 +172,7 @@ def test_a_planted_instruction_in_a_shell_commands_output_is_never_learnable(cli
     assert learned.returncode == 0, learned.stderr
     (proposal,) = json.loads(cli("--json", "proposals").stdout)["proposals"]
     assert cli("proposals", "accept", proposal["id"]).returncode == 0
-    block = json.loads(cli("--json", "block").stdout)["block"]
+    block = json.loads(cli("--json", "block", "--project", "/home/pat/shop").stdout)["block"]
     assert "one line" in block  # the clean lesson is learned: the guard is not a refusal
     assert "staging" not in block
     for body in (r.raw.decode("utf-8", "replace") for r in server.completions()):
@@ -296,7 +312,7 @@ def test_an_accept_with_export_targets_that_fail_lands_and_names_each_failed_exp
     assert list(exports) == [str(loop), str(locked), str(good)]
     assert exports[str(loop)]["error"].startswith("ExportFailed: ") and "symbolic links" in exports[str(loop)]["error"]
     assert "read-only (mode 0444)" in exports[str(locked)]["error"] and not exports[str(locked)]["changed"]
-    assert exports[str(good)] == {"path": str(good), "changed": True, "error": None}
+    assert exports[str(good)] == {"path": str(good), "changed": True, "error": None, "project": str(tmp_path)}
     assert locked.read_text() == "# Mine\n" and "Run the tests before committing" in good.read_text()
     listed = sc.call("mecha/proposals", {"status": "accepted"})["proposals"]
     assert PENDING_ID in {p["id"] for p in listed}

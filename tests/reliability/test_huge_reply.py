@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from mecha.core.learning.reflection import BEHAVIOR_CONTRACT
+from mecha.core.providers._http import reply_byte_bound
 from mecha.core.store.inbox import inbox_dir, list_set_aside
 from mecha.core.store.learning_store import LearningStore
 from tests.bench.huge_reply import REPLY_MB, huge_reply, run_pass_process, seed_store
@@ -59,7 +61,10 @@ def test_a_600_mb_reply_ends_the_pass_process_as_a_named_unusable_reply_and_the_
         assert r.job["state"] == "failed" and r.job.get("pid") is None and r.job["finished_at"], r.job
         outcome = r.job["outcome"]
         assert outcome.startswith("UnusableReply: no usable answer from the model"), outcome
-        assert "the reply body is larger than 196,608 bytes" in outcome and "max_tokens (4096)" in outcome
+        # The bound follows the reflector's reply budget, which its contract sizes.
+        budget = BEHAVIOR_CONTRACT.max_tokens
+        assert f"the reply body is larger than {reply_byte_bound(budget):,} bytes" in outcome
+        assert f"max_tokens ({budget})" in outcome
         assert "not retried" in outcome and "1 intervention(s) pending" in outcome
         if sized:
             assert "declares 6" in outcome and "none of it read" in outcome

@@ -1,0 +1,219 @@
+"""Which instructions file gets which rules: the export, per scope.
+
+Rules are global or one project's (`mecha.core.learning.scope`), and the
+agents read their instructions the same way:
+
+- **Claude Code** reads `~/.claude/CLAUDE.md` in every session and a
+  project's `CLAUDE.md` (or `.claude/CLAUDE.md`) in that project. So the
+  global rules go into `~/.claude/CLAUDE.md`, and a project's `CLAUDE.md`
+  gets that project's rules alone — the global ones are read already, and
+  twice would only spend the agent's context.
+- **Codex and other `AGENTS.md` readers**: this export knows no global file
+  for them, so a project's `AGENTS.md` gets the block a run in that project
+  gets — the global rules, then the project's.
+
+A file named by hand (`export claude FILE`, a path in `[export]`) is told
+the rules of the scope it is in: an `AGENTS.md` those of its folder's
+project; a `CLAUDE.md` at a repository's root (or in its `.claude/` folder)
+that repository's, any other `CLAUDE.md` the global rules. `[export] claude
+= true` / `agents = true` mean every scope, as `export claude` / `export
+agents` with no file do: for `claude` the global file and every project's
+`CLAUDE.md`; for `agents` every project's `AGENTS.md`. Every project the
+store holds rules for is a target there; a project whose folder is gone is
+reported, not created, and a project file with no rules section yet is
+given one only when there is a rule for it.
+
+What goes into each file is written by `export.export_block`, with all of
+its safety (the managed section, the checks, the exchange).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Iterable
+from pathlib import Path
+
+import msgspec
+
+from mecha.core.agents.export import DEFAULT_TARGETS, ExportOutcome, export_block
+from mecha.core.errors import ExportFailed, InvalidInput
+from mecha.core.learning.rules import run_domains_including
+from mecha.core.store.layout import GIT_MARKER, project_root
+from mecha.core.store.learning_store import LearningStore
+from mecha.core.store.rules_block import render_rules
+
+#: What each agent calls its instructions file in a project.
+PROJECT_FILES = {"claude": "CLAUDE.md", "agents": "AGENTS.md"}
+
+
+class ExportTarget(msgspec.Struct, frozen=True):
+    """One file to export into, and whose rules it is told."""
+
+    #: `claude` or `agents`: which agent reads it (and so what it holds).
+    agent: str
+    path: Path
+    #: The project whose rules it carries (its root); `None`: the global rules.
+    project: str | None = None
+
+
+def global_claude_file(home: Path) -> Path:
+    return home / ".claude" / "CLAUDE.md"
+
+
+def target_for_file(agent: str, path: Path, *, home: Path) -> ExportTarget:
+    """The scope of a file named by hand (see the module docstring)."""
+    path = Path(os.path.abspath(path.expanduser()))
+    if agent == "agents":
+        return ExportTarget(agent, path, project_root(path.parent))
+    if path == Path(os.path.abspath(global_claude_file(home))):
+        return ExportTarget(agent, path, None)
+    folder = path.parent.parent if path.parent.name == ".claude" else path.parent
+    is_root = os.path.lexists(folder / GIT_MARKER) and project_root(folder) == os.path.realpath(folder)
+    return ExportTarget(agent, path, project_root(folder) if is_root else None)
+
+
+def project_target(agent: str, project: str) -> ExportTarget:
+    """A project's own instructions file for `agent`, at its root."""
+    return ExportTarget(agent, Path(project) / PROJECT_FILES[agent], project)
+
+
+def scope_targets(agent: str, projects: Iterable[str], *, home: Path) -> list[ExportTarget]:
+    """Every scope's file for `agent`: the global `CLAUDE.md` (for claude),
+    then each project's file, by path."""
+    out = [ExportTarget(agent, global_claude_file(home), None)] if agent == "claude" else []
+    return out + [project_target(agent, p) for p in sorted(set(projects))]
+
+
+def chosen_targets(
+    agent: str, path: Path | None, project: str | None, *, projects: Iterable[str], home: Path, cwd: str
+) -> list[ExportTarget]:
+    """The files an export writes: `path` alone, told its own scope's rules
+    (`project`'s when one is named); `project`'s own file; or, with
+    neither, every scope's (`scope_targets`) — for `agents` the working
+    directory's project's too, as `AGENTS.md` there always was."""
+    if path is not None:
+        named = target_for_file(agent, path, home=home)
+        return [named if project is None else ExportTarget(agent, named.path, project)]
+    if project is not None:
+        return [project_target(agent, project)]
+    here = [project_root(cwd)] if agent == "agents" else []
+    return scope_targets(agent, [*projects, *here], home=home)
+
+
+def store_projects(store: LearningStore | None) -> list[str]:
+    """The roots of every project the store holds rules for."""
+    if store is None:
+        return []
+    return sorted(root for root in store.projects().values() if root is not None)
+
+
+def block_for(store: LearningStore | None, target: ExportTarget) -> str | None:
+    """The rules `target` is told: a project's `CLAUDE.md` its project's
+    rules alone, anything else the block a run in its scope gets."""
+    if store is None:
+        return None
+    if target.agent == "claude" and target.project is not None:
+        project = target.project
+        sets = [(d, store.user_rules(d, project), store.learned_rules(d, project)) for d in run_domains_including(None)]
+        return render_rules([], sets).block
+    return store.render_block(None, target.project).block
+
+
+def export_to(store: LearningStore | None, target: ExportTarget, *, check: bool = False) -> ExportOutcome:
+    """Write `target`'s rules into it (`export.export_block`). A project
+    file is not created for nothing: with no rule for it and no section in
+    it yet, it is left as it is; and a project whose folder is gone is an
+    `ExportFailed` naming it, since writing there would make the folder."""
+    block = block_for(store, target)
+    if target.project is not None:
+        if not os.path.isdir(target.path.parent):
+            raise ExportFailed(
+                f"{target.path}: the folder of the project at {target.project} is not there (moved or removed); "
+                "nothing was written"
+            )
+        if block is None and not _has_section(target.path):
+            return ExportOutcome(path=str(target.path), changed=False)
+    return export_block(target.path, block, check=check)
+
+
+def _has_section(path: Path) -> bool:
+    try:
+        return b"<!-- mecha:rules:begin" in path.read_bytes()
+    except OSError:
+        return False
+
+
+def configured_targets(config_path: Path, *, projects: Iterable[str] = (), home: Path | None = None) -> list[ExportTarget]:
+    """The `[export]` table of `sidecar.toml`: `claude` / `agents` each `true`
+    (every scope's file, `scope_targets`), a file path, or a list of paths
+    (each told its own scope's rules, `target_for_file`); a relative path is
+    relative to the config file's folder. A file with no such table (or none
+    at all) configures nothing. Read only when an accept asks, never on a
+    run's path."""
+    table = _export_table(config_path)
+    if not table:
+        return []
+    home = Path.home() if home is None else home
+    out: list[ExportTarget] = []
+    for key, value in table.items():
+        if key not in DEFAULT_TARGETS:
+            raise InvalidInput(f"{config_path}: [export] {key}: unknown target (known: {', '.join(DEFAULT_TARGETS)})")
+        if value is True:
+            out += scope_targets(key, projects, home=home)
+            continue
+        for v in value if isinstance(value, list) else [value]:
+            if not isinstance(v, str) or not v:
+                raise InvalidInput(f"{config_path}: [export] {key}: expected true, a file path or a list of them")
+            target = Path(v).expanduser()
+            out.append(target_for_file(key, target if target.is_absolute() else config_path.parent / target, home=home))
+    return out
+
+
+def _export_table(config_path: Path) -> dict[str, object] | None:
+    try:
+        data = config_path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise InvalidInput(f"{config_path}: {exc.strerror or exc}") from None
+    if b"[export" not in data:
+        return None
+    try:
+        table = tomllib.loads(data.decode("utf-8")).get("export")
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"{config_path}: {exc}") from None
+    if table is not None and not isinstance(table, dict):
+        raise InvalidInput(f"{config_path}: [export] must be a table")
+    return table
+
+
+class TargetResult(msgspec.Struct, frozen=True):
+    """What one export did: the file, its scope, and whether it was written
+    (with `check`: whether it is out of date), or why it could not be."""
+
+    path: str
+    project: str | None = None
+    changed: bool = False
+    error: str | None = None
+
+
+def export_all(store: LearningStore | None, targets: Iterable[ExportTarget], *, check: bool = False) -> list[TargetResult]:
+    """Each target exported in turn (`export_to`), one failing never
+    stopping the rest: every failure is reported by name in its result
+    (`ExportFailed: <file>: …`), and one this module did not foresee is
+    logged with its traceback too."""
+    import logging
+
+    log = logging.getLogger(__name__)
+    out: list[TargetResult] = []
+    for target in targets:
+        try:
+            outcome = export_to(store, target, check=check)
+        except Exception as exc:  # reported per file; the others still go
+            if not isinstance(exc, InvalidInput):
+                log.exception("export to %s failed", target.path)
+            out.append(TargetResult(str(target.path), target.project, error=f"{type(exc).__name__}: {exc}"))
+        else:
+            out.append(TargetResult(str(target.path), target.project, changed=outcome.changed))
+    return out
