@@ -293,7 +293,7 @@ class MechaLanguageServer(LanguageServer):
         col = _from_utf16(lines[line], params.position.character) if line < len(lines) else 0
         text = hover_for(
             source, line, col, domain=doc.domain, kind=doc.kind,
-            reflections_by_id=self.reflections.of(self.store()), tallies=store_view.tallies_in(self.store()),
+            reflections_by_id=self.reflections.of(self.store()), tallies=store_view.tallies_by_model_in(self.store()),
             scope=self.scope_of(doc, source).label,
         )
         if text is None:

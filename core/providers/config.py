@@ -39,6 +39,7 @@ Api = Literal["openai", "anthropic"]
 
 #: The two dialects a provider speaks. Read by `_validate` and by the factory.
 APIS: tuple[str, ...] = ("openai", "anthropic")
+_API: dict[str, Api] = {"openai": "openai", "anthropic": "anthropic"}
 
 #: Where the Anthropic Messages API lives when no base URL is given. There is no
 #: such default for `openai`: the dialect is spoken by a dozen local servers,
@@ -319,8 +320,8 @@ def _validate(raw: Mapping[str, Any], names: Mapping[str, str], source: str) -> 
     mapping field → spelling) → a `ModelConfig`, or an error naming the key
     as the source spells it."""
     src = _Source(raw, names, source)
-    api = (src.text("api") or "openai").lower()
-    if api not in APIS:
+    api = _API.get((src.text("api") or "openai").lower())
+    if api is None:
         raise src.bad("api", f"is {src.get('api')!r}; expected one of {', '.join(APIS)}")
 
     model = src.text("model")
@@ -345,7 +346,7 @@ def _validate(raw: Mapping[str, Any], names: Mapping[str, str], source: str) -> 
             f"is {src.get('structured')!r}; the {api} dialect takes one of {', '.join(STRUCTURED_BY_API[api])}",
         )
     return ModelConfig(
-        api=api,  # type: ignore[arg-type]  # checked against APIS above
+        api=api,
         base_url=base_url,
         model=model,
         api_key_env=api_key_env,
