@@ -71,18 +71,18 @@ _ID = Argument("id", str)
 COMMANDS: dict[str, Command] = {
     c.id: c
     for c in (
-        _c(Act.ACCEPT_PROPOSAL, "mecha/acceptProposal", (_ID,), m.AcceptProposalResult,
+        _c(Act.ACCEPT_PROPOSAL, "mecha/acceptProposal", (_ID,), m.ReviewedProposalResult,
            "Accept a pending proposal (id or unique prefix)."),
         _c(Act.REJECT_PROPOSAL, "mecha/rejectProposal", (_ID, Argument("reason", str, required=False)),
-           m.ProposalResult, "Reject a pending proposal, with an optional reason."),
+           m.ReviewedProposalResult, "Reject a pending proposal, with an optional reason."),
         _c(Act.SHOW_PROPOSAL_DIFF, "mecha/proposal", (_ID,), m.ShowProposalDiffResult,
            "A proposal's diff, and the URI a client shows it under."),
         _c(Act.LIST_PROPOSALS, "mecha/proposals", (Argument("filters", m.ProposalsParams, required=False),),
-           m.ProposalsResult, "Proposals, filtered by status and domain."),
+           m.ProposalListResult, "Proposals, filtered by status and domain, each with its summary."),
         _c(Act.LEARN_NOW, "mecha/learn", (Argument("domain", str),), m.LearnResult,
            "Start a learn pass for a domain."),
         _c(Act.PROPOSE_RETIREMENT, "mecha/proposeRetirement",
-           (Argument("domain", str), Argument("rule_id", str), Argument("reason", str)), m.ProposalResult,
+           (Argument("domain", str), Argument("rule_id", str), Argument("reason", str)), m.ReviewedProposalResult,
            "Propose retiring a learned rule."),
         _c(Act.SHOW_RULES_BLOCK, "mecha/rulesPromptBlock",
            (Argument("domain", str, required=False), Argument("project", str, required=False)),

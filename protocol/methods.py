@@ -440,6 +440,40 @@ class ShowProposalDiffResult(msgspec.Struct):
     diff: str
 
 
+class ProposalSummary(msgspec.Struct):
+    """One proposal as an editor lists it, in the server's words: a client
+    shows these and counts nothing itself."""
+
+    id: str
+    #: `behavior · 3 → 4 active rules` (` · project <root>` for a project's).
+    title: str
+    active_before: int
+    active_after: int
+    #: `global`, or `project <root>`.
+    scope: str
+    #: The rules file an accept writes, by name.
+    writes: str
+
+
+class ProposalListResult(msgspec.Struct):
+    """The `mecha.listProposals` command's result: the `mecha/proposals`
+    listing, and a summary of each proposal, in the same order."""
+
+    proposals: list[Proposal]
+    summaries: list[ProposalSummary]
+
+
+class ReviewedProposalResult(msgspec.Struct):
+    """The result of `mecha.acceptProposal`, `mecha.rejectProposal` and
+    `mecha.proposeRetirement`: their method's result, and `message`, the
+    line a client shows for it (spelled by the server, once)."""
+
+    proposal: Proposal
+    message: str
+    #: An accept's export targets (`mecha/acceptProposal`); empty otherwise.
+    exports: list[ExportResult] = msgspec.field(default_factory=list)
+
+
 def proposal_diff_uri(proposal_id: str) -> str:
     return f"mecha-proposal:/{proposal_id}.diff"
 

@@ -55,6 +55,9 @@ verbs:
 
 
 def _parser() -> argparse.ArgumentParser:
+    """The whole command line. Over 60 lines on purpose: it is a table, each
+    verb's arguments beside its help, and split per verb it would only be
+    scattered."""
     import argparse
 
     p = argparse.ArgumentParser(
@@ -328,6 +331,9 @@ def _emit(args: argparse.Namespace, result: Any, human: Any) -> None:
 
 
 def _run_verb(verb: str, args: argparse.Namespace) -> int:
+    """Each verb as a row: the handler it calls with which params, and how
+    its result is shown. Over 60 lines on purpose: it is the table of verbs
+    (the long ones are functions of their own)."""
     from . import humane
     from .handlers import call
 

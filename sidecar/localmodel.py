@@ -196,8 +196,8 @@ class LocalServer:
             self.proc = subprocess.Popen(self.argv(model), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=err, start_new_session=True, env=server_env(os.environ))
         finally:
-            if self.log is not None:
-                err.close()  # type: ignore[union-attr]
+            if not isinstance(err, int):
+                err.close()
         try:
             self.base_url = self._wait_listening(timeout_s)
             self._wait_ready(time.monotonic() + timeout_s)

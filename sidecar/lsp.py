@@ -40,7 +40,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import TextDocument
 
-from mecha.core.editor import store_view
+from mecha.core.editor import review, store_view
 from mecha.core.editor.actions import code_actions_for
 from mecha.core.editor.diagnostics import check_document
 from mecha.core.editor.document import document_lines
@@ -48,8 +48,10 @@ from mecha.core.editor.hover import hover_for
 from mecha.core.editor.lenses import document_lenses
 from mecha.core.editor.results import Act, CodeAction, Finding, Scope
 from mecha.core.learning.proposals import PendingSummary, pending_summary, should_announce
+from mecha.core.learning.rules import active_count
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.learning_store import LearningStore, ReflectionsById, store_identity
+from mecha.core.store.proposal_files import Proposal
 from mecha.protocol import commands as wire_commands
 from mecha.protocol import errors as codes
 from mecha.protocol import lifecycle as lc
@@ -105,8 +107,44 @@ def _diff_shown(shown: Any) -> m.ShowProposalDiffResult:
     return m.ShowProposalDiffResult(uri=m.proposal_diff_uri(pid), id=pid, diff=shown["diff"])
 
 
+def _reviewed(message: Callable[[Proposal], str]) -> Callable[[Any], m.ReviewedProposalResult]:
+    """An accept's, a rejection's or a retirement's answer with the line a
+    client shows for it (`core.editor.review`)."""
+
+    def shape(result: Any) -> m.ReviewedProposalResult:
+        p = msgspec.convert(result["proposal"], Proposal)
+        exports = msgspec.convert(result.get("exports", []), list[m.ExportResult])
+        return m.ReviewedProposalResult(proposal=p, message=message(p), exports=exports)
+
+    return shape
+
+
+def _listed(result: Any) -> m.ProposalListResult:
+    """`mecha/proposals`' answer with each proposal's summary, so a client
+    lists them without counting rules itself."""
+    proposals = msgspec.convert(result["proposals"], list[Proposal])
+    summaries = [
+        m.ProposalSummary(
+            id=p.id,
+            title=review.proposal_title(p),
+            active_before=active_count(p.rules_before),
+            active_after=active_count(p.rules),
+            scope=review.proposal_scope(p),
+            writes=review.proposal_writes(p),
+        )
+        for p in proposals
+    ]
+    return m.ProposalListResult(proposals=proposals, summaries=summaries)
+
+
 #: The commands whose result is not their method's as it is.
-_RESULT_SHAPES: dict[Act, Callable[[Any], Any]] = {Act.SHOW_PROPOSAL_DIFF: _diff_shown}
+_RESULT_SHAPES: dict[Act, Callable[[Any], Any]] = {
+    Act.SHOW_PROPOSAL_DIFF: _diff_shown,
+    Act.ACCEPT_PROPOSAL: _reviewed(review.accepted_message),
+    Act.REJECT_PROPOSAL: _reviewed(review.rejected_message),
+    Act.PROPOSE_RETIREMENT: _reviewed(review.retirement_message),
+    Act.LIST_PROPOSALS: _listed,
+}
 
 #: Every command of the contract's table (protocol/commands.py), by its id.
 COMMANDS: dict[str, Callable[[Context, list[Any]], Any]] = {
@@ -255,7 +293,7 @@ class MechaLanguageServer(LanguageServer):
         col = _from_utf16(lines[line], params.position.character) if line < len(lines) else 0
         text = hover_for(
             source, line, col, domain=doc.domain, kind=doc.kind,
-            reflections_by_id=self.reflections.of(self.store()), tallies=store_view.tallies_in(self.store()),
+            reflections_by_id=self.reflections.of(self.store()), tallies=store_view.tallies_by_model_in(self.store()),
             scope=self.scope_of(doc, source).label,
         )
         if text is None:

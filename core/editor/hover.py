@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from mecha.core.editor.document import rule_spans, span_at
 from mecha.core.learning.reflection import Reflexion
 from mecha.core.learning.rules import Rule
-from mecha.core.learning.sources import describe_source, no_sources_note, sources_of
+from mecha.core.learning.sources import describe_source, describe_tally, no_sources_note, sources_of
 from mecha.core.store.layout import GLOBAL_SCOPE, LEARNED_KIND
 from mecha.core.store.ledger import RuleTally
 
@@ -22,13 +22,13 @@ def hover_for(
     domain: str,
     kind: str,
     reflections_by_id: Mapping[str, Reflexion],
-    tallies: Mapping[str, RuleTally],
+    tallies: Mapping[str, Mapping[str, RuleTally]],
     scope: str = GLOBAL_SCOPE,
 ) -> str | None:
     """Markdown for the rule under the cursor: its identity and the scope it
     applies in (`scope`, as `store_view.document_scope` names it), lineage (the
-    lessons it was learned from, not bare ids), what the ledger measured,
-    and its retirement. `None` outside any rule, or on a table that does not
+    lessons it was learned from, not bare ids), what the ledger measured
+    (`tallies`: rule id → model → tally), and its retirement. `None` outside any rule, or on a table that does not
     decode (its diagnostics say why). A rule is a block of whole lines, so
     `col` does not narrow it; it is taken for the editor's call shape."""
     del col
@@ -74,21 +74,17 @@ def _lineage(rule: Rule, kind: str, reflections_by_id: Mapping[str, Reflexion]) 
     return out
 
 
-def _ledger(rule: Rule, tallies: Mapping[str, RuleTally]) -> list[str]:
-    """What the validation ledger measured of the rule (a rule without an
-    id cannot be measured, and gets no line)."""
+def _ledger(rule: Rule, tallies: Mapping[str, Mapping[str, RuleTally]]) -> list[str]:
+    """What the validation ledger measured of the rule, per model it was
+    measured on, in the words every reader of the ledger uses
+    (`sources.describe_tally`), and when it was last measured. A rule
+    without an id cannot be measured, and gets no line."""
     if rule.id is None:
         return []
-    tally = tallies.get(rule.id)
-    if tally is None:
-        return ["**Ledger**: no validation recorded yet", ""]
-    last = tally.last_validated or "never"
-    return [
-        f"**Ledger**: {tally.observations} observations · {tally.improved} improved · "
-        f"{tally.regressed} regressed · {tally.attributed_regressions} attributed · "
-        f"last validated {last}",
-        "",
-    ]
+    by_model = tallies.get(rule.id) or {}
+    last = max((t.last_validated for t in by_model.values() if t.last_validated), default=None)
+    when = f" · last validated {last}" if last else ""
+    return [f"**Measured**: {describe_tally(by_model)}{when}", ""]
 
 
 def _one_line(text: str) -> str:

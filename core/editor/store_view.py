@@ -22,7 +22,7 @@ from mecha.core.learning.rules import Rule, active_count
 from mecha.core.learning.scope import scope_label
 from mecha.core.store.layout import project_id, scoped_rules_name, sibling_kind
 from mecha.core.store.learning_store import LearningStore
-from mecha.core.store.ledger import RuleTally, rule_tallies
+from mecha.core.store.ledger import RuleTally, rule_tallies, rule_tallies_by_model
 from mecha.core.store.proposal_files import Proposal
 from mecha.core.store.rules_files import parse_rules_name
 from mecha.core.store.rules_text import parse_rules_file, rules_file_project
@@ -149,6 +149,12 @@ def pending_in(store: LearningStore | None, doc: RulesDocument) -> list[PendingP
 
 def _scope_id(project: str | None) -> str | None:
     return None if project is None else project_id(project)
+
+
+def tallies_by_model_in(store: LearningStore | None) -> dict[str, dict[str, RuleTally]]:
+    """The same, kept apart per model the probes drove (rule id → model →
+    tally); nothing in a store that does not exist yet."""
+    return rule_tallies_by_model(store.validations()) if store is not None else {}
 
 
 def tallies_in(store: LearningStore | None) -> dict[str, RuleTally]:

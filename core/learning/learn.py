@@ -36,6 +36,7 @@ from mecha.core.learning.rules import (
     active_count,
     budget_refuses,
     finalize_rules,
+    same_lesson_key,
     validate_domain,
 )
 from mecha.core.learning.scope import scope_label
@@ -184,6 +185,8 @@ class _Snapshot(msgspec.Struct):
     batch: list[Reflexion]
     user: list[Rule]
     before: list[Rule]
+    #: For a project's pass: the global learned rules, which ride beside it.
+    global_rules: list[Rule] = msgspec.field(default_factory=list)
 
 
 def _snapshot(store: LearningStore, domain: str, project: str | None, minimum: int | None) -> _Snapshot | str:
@@ -196,7 +199,27 @@ def _snapshot(store: LearningStore, domain: str, project: str | None, minimum: i
         pool = learnable_pool(store, domain, project)
         # In a project the person's rules of both scopes ride together.
         user = store.user_rules(domain) + (store.user_rules(domain, project) if project is not None else [])
-        return _Snapshot(pool, learn_batch(pool), user, store.learned_rules(domain, project))
+        held = store.learned_rules(domain) if project is not None else []
+        return _Snapshot(pool, learn_batch(pool), user, store.learned_rules(domain, project), held)
+
+
+def _without_global_lessons(gated: GatedSet, snap: _Snapshot) -> GatedSet:
+    """A project's pass proposes no new rule the global rules hold (the same
+    lesson, `rules.same_lesson_key`): it rides in the project's runs already,
+    and a copy would be told twice — refused by name instead."""
+    held = {same_lesson_key(r.text) for r in snap.global_rules}
+    live = {same_lesson_key(r.text) for r in snap.before}
+    if not held:
+        return gated
+    repeats = [r for r in gated.rules if same_lesson_key(r.text) in held and same_lesson_key(r.text) not in live]
+    if not repeats:
+        return gated
+    why = "the global rules hold this lesson already; it rides in this project's runs from there"
+    return msgspec.structs.replace(
+        gated,
+        rules=[r for r in gated.rules if r not in repeats],
+        refusals=[*gated.refusals, *(Refusal(kind="rule", rule=r.text, reason=why) for r in repeats)],
+    )
 
 
 async def learn_scopes(
@@ -262,7 +285,7 @@ async def learn_domain(
     if answer is None:
         raise ModelFailure("the learner's reply held no usable rule set; the reflections stay in the pool")
     stamp = now()
-    gated = gate_learned_set(answer, snap.batch, snap.before)
+    gated = _without_global_lessons(gate_learned_set(answer, snap.batch, snap.before), snap)
     rules = finalize_rules(gated.rules, snap.before, [r.id for r in snap.batch], stamp)
     with store.lock():
         if pending_in(store, domain, project):

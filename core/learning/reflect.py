@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -27,6 +28,9 @@ from mecha.core.learning.reflection import FoundAt, Reflector, Reflexion
 from mecha.core.learning.survey import Planned
 from mecha.core.store.inbox import DraftEntry, InboxEntry, SessionEntry, claim_all, entry_decoder, release, set_aside
 from mecha.core.store.learning_store import MAX_UNUSABLE_ANSWERS, Attempt, AttemptState, LearningStore
+
+if TYPE_CHECKING:
+    import asyncio
 
 log = logging.getLogger(__name__)
 
@@ -244,12 +248,7 @@ async def reflect_inbox(
     with store.lock():
         claimed = claim_all(store)
     gate = _Gate(concurrency)
-    model: list[Reflector] = []
-
-    def get_model() -> Reflector:
-        if not model:
-            model.append(_model(reflector, require_model))
-        return model[0]
+    get_model = _lazy_model(reflector, require_model)
 
     def tick() -> None:
         if counts is not None:
@@ -259,28 +258,56 @@ async def reflect_inbox(
     # order (oldest first), so the history reads as the sessions happened.
     turns = [asyncio.Event() for _ in claimed]
 
-    async def one(i: int, path: Path) -> None:
-        async def my_turn() -> None:
-            if i:
-                await turns[i - 1].wait()
+    def run(path: Path, my_turn: Callable[[], Awaitable[None]]) -> Awaitable[None]:
+        return _reflect_entry(store, path, get_model, gate, progress, outcome, my_turn, tick)
 
-        try:
-            await _reflect_entry(store, path, get_model, gate, progress, outcome, my_turn, tick)
-        except Exception as exc:
-            release(path)
-            outcome.failed += 1
-            outcome.errors.append(str(exc) or type(exc).__name__)
-            if gate.stopped is None:
-                gate.stopped = exc
-        finally:
-            turns[i].set()
-
-    await asyncio.gather(*(one(i, path) for i, path in enumerate(claimed)))
+    await asyncio.gather(*(_in_turn(turns, i, path, run, gate, outcome) for i, path in enumerate(claimed)))
     failure = pass_failure(outcome, gate.stopped)
     if failure is not None:
         progress(f"stopped: {failure}; so far: {outcome.summary()}")
         raise failure
     return outcome
+
+
+async def _in_turn(
+    turns: list[asyncio.Event],
+    i: int,
+    path: Path,
+    run: Callable[[Path, Callable[[], Awaitable[None]]], Awaitable[None]],
+    gate: _Gate,
+    outcome: ReflectOutcome,
+) -> None:
+    """Entry `i` of the pass: `run` over it, writing only once the entry
+    before it has written (`turns`). A failure puts the entry back and stops
+    the pass from starting more calls."""
+
+    async def my_turn() -> None:
+        if i:
+            await turns[i - 1].wait()
+
+    try:
+        await run(path, my_turn)
+    except Exception as exc:
+        release(path)
+        outcome.failed += 1
+        outcome.errors.append(str(exc) or type(exc).__name__)
+        if gate.stopped is None:
+            gate.stopped = exc
+    finally:
+        turns[i].set()
+
+
+def _lazy_model(reflector: Reflector | None, require_model: Callable[[], Reflector] | None) -> Callable[[], Reflector]:
+    """The reflector, found on first use: a pass with nothing to ask needs
+    no model, and one without a model says so only when it would ask."""
+    model: list[Reflector] = []
+
+    def get() -> Reflector:
+        if not model:
+            model.append(_model(reflector, require_model))
+        return model[0]
+
+    return get
 
 
 def _model(reflector: Reflector | None, require_model: Callable[[], Reflector] | None) -> Reflector:

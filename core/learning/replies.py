@@ -64,6 +64,10 @@ def find_json(text: str) -> FoundJson:
     inside a bounded number of candidate objects, and trying them in order
     (each measured before it is decoded, `nesting.json_nesting`) costs a
     bounded multiple of the text's length.
+
+    Over 60 lines on purpose: the scan is one loop over every character of
+    every reply, its state in locals; split into helpers, each character
+    would pay a call.
     """
     spans: dict[int, int] = {}
     covered: set[int] = set()

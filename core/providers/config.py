@@ -39,6 +39,7 @@ Api = Literal["openai", "anthropic"]
 
 #: The two dialects a provider speaks. Read by `_validate` and by the factory.
 APIS: tuple[str, ...] = ("openai", "anthropic")
+_API: dict[str, Api] = {"openai": "openai", "anthropic": "anthropic"}
 
 #: Where the Anthropic Messages API lives when no base URL is given. There is no
 #: such default for `openai`: the dialect is spoken by a dozen local servers,
@@ -266,82 +267,92 @@ def _from_file(path: Path | None) -> tuple[dict[str, Any], dict[str, str], str] 
     return table, FILE_KEYS, source
 
 
+class _Source:
+    """One source's raw values, read field by field: `names` maps each field
+    to the source's own spelling of its key, and every error names that."""
+
+    def __init__(self, raw: Mapping[str, Any], names: Mapping[str, str], source: str) -> None:
+        self.raw, self.names, self.source = raw, names, source
+
+    def get(self, field: str) -> Any:
+        return self.raw.get(self.names[field]) if field in self.names else None
+
+    def bad(self, field: str, why: str) -> InvalidModelConfig:
+        key = self.names.get(field, field)
+        return InvalidModelConfig(f"{key} {why} (model configuration from {self.source})", key=key, source=self.source)
+
+    def text(self, field: str) -> str | None:
+        value = self.get(field)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise self.bad(field, f"must be a string, got {type(value).__name__}")
+        return value.strip() or None
+
+    def numbers(self) -> dict[str, Any]:
+        """The numeric settings given, each checked against its bounds."""
+        numbers: dict[str, Any] = {}
+        for field, limit, integral, low in (
+            ("timeout_s", TIMEOUT_LIMIT_S, False, 0.0),
+            ("max_backoff_s", TIMEOUT_LIMIT_S, False, 0.0),
+            ("max_retries", MAX_RETRIES_LIMIT, True, 0),
+            ("concurrency", CONCURRENCY_LIMIT, True, 1),
+        ):
+            value = self.get(field)
+            if value is None:
+                continue
+            if isinstance(value, str) and self.source == SOURCE_ENV:
+                value = _env_number(value.strip(), integral)
+            ok_type = isinstance(value, int) if integral else isinstance(value, (int, float))
+            if isinstance(value, bool) or not ok_type or not math.isfinite(value):
+                kind = "an integer" if integral else "a number"
+                raise self.bad(field, f"must be {kind}, got {value!r}")
+            if integral and not (low <= value <= limit):
+                raise self.bad(field, f"is {value}; expected {low} to {limit}")
+            if not integral and not (low < value <= limit):
+                raise self.bad(field, f"is {value}; expected more than {low} and at most {limit:g}")
+            numbers[field] = value
+        return numbers
+
+
 def _validate(raw: Mapping[str, Any], names: Mapping[str, str], source: str) -> ModelConfig:
     """One source's raw values (keyed as that source spells them, `names`
     mapping field → spelling) → a `ModelConfig`, or an error naming the key
     as the source spells it."""
+    src = _Source(raw, names, source)
+    api = _API.get((src.text("api") or "openai").lower())
+    if api is None:
+        raise src.bad("api", f"is {src.get('api')!r}; expected one of {', '.join(APIS)}")
 
-    def get(field: str) -> Any:
-        return raw.get(names[field]) if field in names else None
-
-    def bad(field: str, why: str) -> InvalidModelConfig:
-        key = names.get(field, field)
-        return InvalidModelConfig(f"{key} {why} (model configuration from {source})", key=key, source=source)
-
-    def text(field: str) -> str | None:
-        value = get(field)
-        if value is None:
-            return None
-        if not isinstance(value, str):
-            raise bad(field, f"must be a string, got {type(value).__name__}")
-        return value.strip() or None
-
-    api = (text("api") or "openai").lower()
-    if api not in APIS:
-        raise bad("api", f"is {get('api')!r}; expected one of {', '.join(APIS)}")
-
-    model = text("model")
+    model = src.text("model")
     if model is None:
-        raise bad("model", "is missing: name the model to call (e.g. the server's model id)")
+        raise src.bad("model", "is missing: name the model to call (e.g. the server's model id)")
 
-    api_key_env = text("api_key_env")
-    base_url = text("base_url")
+    api_key_env = src.text("api_key_env")
+    base_url = src.text("base_url")
     if base_url is None:
         if api != "anthropic":
-            raise bad("base_url", "is missing: the openai dialect needs the server's URL, e.g. http://127.0.0.1:8080")
+            raise src.bad("base_url", "is missing: the openai dialect needs the server's URL, e.g. http://127.0.0.1:8080")
         base_url = ANTHROPIC_BASE_URL
         api_key_env = api_key_env or ANTHROPIC_KEY_ENV
     if not base_url.startswith(("http://", "https://")):
-        raise bad("base_url", f"is {base_url!r}; it must start with http:// or https://")
+        raise src.bad("base_url", f"is {base_url!r}; it must start with http:// or https://")
     base_url = base_url.rstrip("/")
 
-    structured = (text("structured") or "auto").lower()
+    structured = (src.text("structured") or "auto").lower()
     if structured not in STRUCTURED_BY_API[api]:
-        raise bad(
+        raise src.bad(
             "structured",
-            f"is {get('structured')!r}; the {api} dialect takes one of {', '.join(STRUCTURED_BY_API[api])}",
+            f"is {src.get('structured')!r}; the {api} dialect takes one of {', '.join(STRUCTURED_BY_API[api])}",
         )
-
-    numbers: dict[str, Any] = {}
-    for field, limit, integral, low in (
-        ("timeout_s", TIMEOUT_LIMIT_S, False, 0.0),
-        ("max_backoff_s", TIMEOUT_LIMIT_S, False, 0.0),
-        ("max_retries", MAX_RETRIES_LIMIT, True, 0),
-        ("concurrency", CONCURRENCY_LIMIT, True, 1),
-    ):
-        value = get(field)
-        if value is None:
-            continue
-        if isinstance(value, str) and source == SOURCE_ENV:
-            value = _env_number(value.strip(), integral)
-        ok_type = isinstance(value, int) if integral else isinstance(value, (int, float))
-        if isinstance(value, bool) or not ok_type or not math.isfinite(value):
-            kind = "an integer" if integral else "a number"
-            raise bad(field, f"must be {kind}, got {value!r}")
-        if integral and not (low <= value <= limit):
-            raise bad(field, f"is {value}; expected {low} to {limit}")
-        if not integral and not (low < value <= limit):
-            raise bad(field, f"is {value}; expected more than {low} and at most {limit:g}")
-        numbers[field] = value
-
     return ModelConfig(
-        api=api,  # type: ignore[arg-type]  # checked against APIS above
+        api=api,
         base_url=base_url,
         model=model,
         api_key_env=api_key_env,
         structured=structured,
         source=source,
-        **numbers,
+        **src.numbers(),
     )
 
 

@@ -23,6 +23,13 @@ and never written into a store that does not exist yet or whose git would
 sweep it into history (a store made by an older version, before its
 `.gitignore` named `cache/`: the next writer adds that line).
 
+It is the one rules-block cache. What writes the rules refreshes it: an
+accept, from whichever endpoint, renders again every answer kept here under
+the new rules (`write_answers`, from the sidecar's `refresh_blocks`), so
+the first run after an accept is served from here too; the harness
+server's in-process answers are this file's decoded view, filled and
+refreshed with it.
+
 The file is lines, so that reading it takes no parser at all — the first
 stage compares its key lines with the `repr` of its own key and copies an
 answer line to the wire:

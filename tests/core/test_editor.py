@@ -726,9 +726,12 @@ def test_a_hover_shows_lineage_as_lessons_and_the_ledger():
             "x-2": reflexion("x-2", "denial", "Ask before deleting."),
         },
         tallies={
-            "r-1": RuleTally(
-                observations=7, improved=2, regressed=3, attributed_regressions=2, last_validated="2026-08-08T00:00:00Z"
-            )
+            "r-1": {
+                "smollm2-135m": RuleTally(
+                    observations=7, improved=2, regressed=3, attributed_regressions=2, last_validated="2026-08-08T00:00:00Z"
+                ),
+                "qwen-0.5b": RuleTally(observations=1, improved=1, last_validated="2026-08-01T00:00:00Z"),
+            }
         },
     )
     assert hover is not None
@@ -740,7 +743,12 @@ def test_a_hover_shows_lineage_as_lessons_and_the_ledger():
     assert "- [denial] “stop that” (session s1) — lesson: Ask before deleting." in hover
     assert "- x-gone (not on record)" in hover
     assert "- x-1" not in hover, "a known source is shown as what happened, not its id"
-    assert "7 observations · 2 improved · 3 regressed · 2 attributed · last validated 2026-08-08T00:00:00Z" in hover
+    # What the ledger measured, per model, in the words `why` uses too.
+    assert (
+        "**Measured**: rode in 1 probe on qwen-0.5b: 1 improved, 0 regressed; "
+        "rode in 7 probes on smollm2-135m: 2 improved, 3 regressed, 2 attributed regressions"
+        " · last validated 2026-08-08T00:00:00Z"
+    ) in hover
     assert "**Retired** 2026-08-09T00:00:00Z: regressed twice" in hover
 
 
@@ -748,11 +756,11 @@ def test_a_hover_for_an_unmeasured_user_rule_and_outside_rules():
     text = '# mine\n\n[[rules]]\ntext = "Be brief."\n'
     hover = hover_for(text, 3, 0, domain="writing", kind="user", reflections_by_id={}, tallies={})
     assert hover is not None and hover.startswith("**Your rule 1 (no id)** · `writing` · active")
-    assert "Ledger" not in hover
+    assert "Measured" not in hover, "a rule without an id cannot be measured"
     assert hover_for(text, 0, 0, domain="writing", kind="user", reflections_by_id={}, tallies={}) is None
     assert hover_for(text, 1, 0, domain="writing", kind="user", reflections_by_id={}, tallies={}) is None
     unmeasured = hover_for(CLEAN, 4, 0, domain="behavior", kind="learned", reflections_by_id={}, tallies={})
-    assert unmeasured is not None and "no validation recorded yet" in unmeasured
+    assert unmeasured is not None and "**Measured**: not measured yet\n" in unmeasured
 
 
 def test_a_hover_names_the_rules_scope():

@@ -366,3 +366,15 @@ async def test_a_store_laid_out_before_scopes_learns_and_accepts_as_global(tmp_p
     block = store.render_block().block or ""
     assert "Stop when the person asks you to stop." in block and "Write in plain words." in block
     assert "(this project)" not in (store.render_block(None, app).block or "")
+
+
+async def test_a_project_pass_proposes_no_lesson_the_global_rules_hold(store: LearningStore, two: tuple[str, str]) -> None:
+    # Pins: a promoted lesson learned back into a project, so its runs are
+    # told it twice and no promotion can ever remove the copy.
+    app, _ = two
+    store.write_learned_rules("behavior", [Rule(text="Run the tests before saying done.", id="r-g")])
+    pid = await _project_proposal(store, app, "run the tests before saying done", "Indent with two spaces.")
+    p = store.proposal(pid)
+    assert [r.text for r in p.rules] == ["Indent with two spaces."]
+    [refusal] = p.refusals
+    assert refusal.rule == "run the tests before saying done" and "global rules hold this lesson" in refusal.reason

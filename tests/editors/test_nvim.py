@@ -253,7 +253,7 @@ local function main()
     table.insert(out.diagnostics, { code = d.code, severity = d.severity, lnum = d.lnum, message = d.message })
   end
 
-  wait_for("the pending count (2) from mecha.listProposals", function()
+  wait_for("the pending count (2) from mecha/proposalsChanged", function()
     return mecha.pending() == 2
   end)
   out.pending_at_start = mecha.pending()
@@ -635,6 +635,14 @@ def test_a_proposal_is_accepted_from_a_code_action_in_headless_neovim(tmp_path: 
 
     # The store is what the accept had to change.
     assert store.learned_rules("behavior") == accept.rules, report
+    # What the plugin says is the server's: its summary in the picker, its
+    # line after an accept and a rejection (the plugin counts no rules).
+    active = sum(1 for r in accept.rules if r.active())
+    before = sum(1 for r in accept.rules_before if r.active())
+    assert any(item.startswith(f"{accept.id}  behavior · {before} → {active} active rules") for item in picked), report
+    said = [n["msg"] for n in seen["notifications"]]
+    assert f"mecha: accepted proposal {accept.id}; behavior now has {active} active learned rules" in said, report
+    assert f"mecha: rejected proposal {reject.id}" in said, report
     assert store.proposal(accept.id).status == ProposalStatus.ACCEPTED, report
     rejected = store.proposal(reject.id)
     assert (rejected.status, rejected.reason) == (ProposalStatus.REJECTED, REJECT_REASON), report

@@ -90,12 +90,11 @@ async function notifications() {
 }
 
 async function problems() {
+  // One snapshot of the rows: read one by one, a row the panel re-renders
+  // away between the count and the read would be waited for in vain.
   const rows = page.locator(".markers-panel .monaco-list-row");
-  const labels = [];
-  for (let i = 0; i < (await rows.count()); i += 1) {
-    labels.push(norm((await rows.nth(i).getAttribute("aria-label")) ?? (await rows.nth(i).innerText())));
-  }
-  return labels;
+  const labels = await rows.evaluateAll((els) => els.map((e) => e.getAttribute("aria-label") ?? e.innerText));
+  return labels.map(norm);
 }
 
 async function openFile(name) {

@@ -59,9 +59,10 @@ async def test_hover_shows_identity_lineage_ledger_and_retirement(client: MechaC
     assert "- refl-gone (not on record)" in text
     # The ledger: 3 observations (two plain, one bisection), 1 improved,
     # 2 regressed, 1 attributed, last validated the newest row.
-    assert "3 observations" in text and "1 improved" in text and "2 regressed" in text
-    assert "1 attributed" in text
-    assert "last validated 2026-01-07T10:00:00Z" in text
+    assert (
+        "**Measured**: rode in 3 probes on scripted-model: 1 improved, 2 regressed, 1 attributed regression"
+        " · last validated 2026-01-07T10:00:00Z"
+    ) in text
     assert "Retired" not in text
 
     # Anywhere in the rule answers for it: its header, its comment above.
@@ -71,7 +72,7 @@ async def test_hover_shows_identity_lineage_ledger_and_retirement(client: MechaC
     retired = value(await client.hover(uri, 13))
     assert "`r-tests`" in retired and "retired" in retired
     assert "**Retired** 2026-01-12T08:00:00Z: regressed two probes in a row" in retired
-    assert "no validation recorded yet" in retired
+    assert "**Measured**: not measured yet" in retired
 
     # Between rules, and on the file's own header comment, there is nothing to say.
     assert await client.hover(uri, 10) is None
@@ -88,12 +89,12 @@ async def test_hover_follows_the_buffer_and_the_store(client: MechaClient, store
     await client.change(uri, '[[rules]]\ntext = "Answer in English"\nid = "u-1"\nenabled = false\n')
     text = value(await client.hover(uri, 1))
     assert "`u-1`" in text and "disabled" in text
-    assert "no validation recorded yet" in text
+    assert "**Measured**: not measured yet" in text
 
     # A ledger row appended on disk shows at the next hover.
     store.observe("u-1", "improved", at="2026-02-01T00:00:00Z")
     text = value(await client.hover(uri, 1))
-    assert "1 observations" in text and "last validated 2026-02-01T00:00:00Z" in text
+    assert "rode in 1 probe on scripted-model: 1 improved, 0 regressed · last validated 2026-02-01T00:00:00Z" in text
 
     # A table that does not decode gets no hover (its diagnostics say why).
     await client.change(uri, '[[rules]]\nenabled = "no"\n')

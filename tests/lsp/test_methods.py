@@ -124,7 +124,10 @@ async def test_commands_run_the_same_handlers_and_fail_the_same_way(
 ) -> None:
     fill(store)
     listed = await client.command("mecha.listProposals", {"status": "pending"})
-    assert listed == (await harness_reply(harness, "mecha/proposals", {"status": "pending"}))["result"]
+    method = (await harness_reply(harness, "mecha/proposals", {"status": "pending"}))["result"]
+    # The method's listing as it is, and the server's summary of each.
+    assert listed["proposals"] == method["proposals"]
+    assert [s["id"] for s in listed["summaries"]] == [p["id"] for p in method["proposals"]]
     block = await client.command("mecha.showRulesBlock")
     assert block == (await harness_reply(harness, "mecha/rulesPromptBlock", {}))["result"]
 

@@ -94,3 +94,36 @@ async def test_a_proposal_shows_on_its_own_scopes_file_only(client: MechaClient,
     assert all(d.code != "pending-proposal" for d in client.diagnostics_of(guri))
     assert "1 pending proposal" not in titles(await client.lenses(guri))
     assert titles(await client.lenses(guri))[-1] == "scope: global"
+
+
+async def test_the_review_commands_say_what_the_server_computed(client: MechaClient, store: Store) -> None:
+    # Pins: a client left to count active rules or to word an accept itself
+    # (two clients, two spellings), or a project's proposal listed and
+    # accepted as if it were global.
+    app = project_dir(store)
+    store.learned("behavior", RULES, app)
+    store.proposal("p-app", [*RULES, rule("Prefer tabs in Makefiles", "r-app-3")], project=app)
+    store.proposal("p-global", [rule("Answer in English", "r-global")])
+
+    listed = await client.command("mecha.listProposals", {"status": "pending"})
+    assert [p["id"] for p in listed["proposals"]] == ["p-app", "p-global"]
+    by_id = {s["id"]: s for s in listed["summaries"]}
+    assert by_id["p-app"] == {
+        "id": "p-app",
+        "title": f"behavior · 2 → 3 active rules · project {app}",
+        "active_before": 2,
+        "active_after": 3,
+        "scope": f"project {app}",
+        "writes": store.path("behavior", "learned", app).name,
+    }
+    assert by_id["p-global"]["title"] == "behavior · 0 → 1 active rules"
+    assert (by_id["p-global"]["scope"], by_id["p-global"]["writes"]) == ("global", "behavior.learned.toml")
+
+    accepted = await client.command("mecha.acceptProposal", "p-app")
+    assert accepted["proposal"]["status"] == "accepted"
+    assert accepted["message"] == f"accepted proposal p-app; behavior now has 3 active learned rules in project {app}"
+    assert accepted["exports"] == []
+    rejected = await client.command("mecha.rejectProposal", "p-global", "not mine")
+    assert rejected["message"] == "rejected proposal p-global"
+    retiring = await client.command("mecha.proposeRetirement", "behavior", "r-app-1", "regressed")
+    assert retiring["message"] == f"proposal {retiring['proposal']['id']} would retire the rule; review it like any other"

@@ -361,6 +361,8 @@ def _drive(rec: Recorder, root: Path, model_url: str) -> None:
                title="mecha/sessionEnded (again)")
 
     rec.result("mecha/learn", {"domain": "writing", "min": 5}, title="mecha/learn (refused)")
+    rec.result("mecha/learn", {"domain": "behavior", "project": str(root.parent / "home" / "src" / "app")},
+               title="mecha/learn (one project)", tags={"aux"})
     learned = rec.result("mecha/learn", {"domain": "behavior", "min": 1})
     proposal_id = None
     if learned.get("job"):
@@ -464,6 +466,7 @@ def _drive(rec: Recorder, root: Path, model_url: str) -> None:
     rec.result("mecha/exportRules", {"target": "agents", "path": str(agents)})
     rec.result("mecha/exportRules", {"target": "agents", "path": str(agents), "check": True},
                title="mecha/exportRules (check)")
+    rec.result("mecha/exportRules", {"target": "claude", "check": True}, title="mecha/exportRules (every scope)")
 
     # Errors.
     rec.call("mecha/proposal", {"id": "20991231"}, title="NotFound", tags={"error"})

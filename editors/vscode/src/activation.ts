@@ -29,9 +29,8 @@ import {
   PROPOSAL_SCHEME,
   type JobFinished,
   type ProposalsChanged,
-  type ProposalsResult,
 } from "./protocol";
-import { countPending, formatStatus, type StatusState } from "./status";
+import { formatStatus, type StatusState } from "./status";
 
 /** What the extension needs from a language client. */
 export interface MechaClient {
@@ -83,7 +82,7 @@ export class MechaExtension implements vscode.Disposable {
     const changed = new vscode.EventEmitter<vscode.Uri>();
     this.disposables.push(changed);
     this.provider = new ProposalDocumentProvider<vscode.Uri>(rpc.request, changed);
-    this.commands = new ProposalCommands(rpc, this.ui(), () => void this.refreshPending());
+    this.commands = new ProposalCommands(rpc, this.ui());
   }
 
   /** Registers everything; starts the server now if a rules file is in sight. */
@@ -175,7 +174,6 @@ export class MechaExtension implements vscode.Disposable {
         executeCommand: executeCommandMiddleware({
           ui,
           openText: (content, language) => this.openText(content, language),
-          onProposalsChanged: () => void this.refreshPending(),
         }),
       });
     } catch (err) {
@@ -210,28 +208,15 @@ export class MechaExtension implements vscode.Disposable {
         );
       throw err;
     }
+    // The status stays "starting" until the server's first
+    // `mecha/proposalsChanged` (it sends one on its first look at the store,
+    // and again after every command): the counts are the server's, never
+    // counted here.
     this.client = client;
-    await this.refreshPending();
     return client;
   }
 
-  /** Asks the server how many proposals are pending (`mecha/proposals {status: "pending"}`). */
-  async refreshPending(): Promise<void> {
-    const client = this.client;
-    if (!client) {
-      return;
-    }
-    try {
-      const result = await client.sendRequest<ProposalsResult>(METHODS.proposals, { status: "pending" });
-      const counts = countPending(result?.proposals ?? []);
-      this.setStatus({ kind: "ready", pending: counts.pending, byDomain: counts.by_domain });
-    } catch (err) {
-      this.setStatus({ kind: "stopped", error: errorMessage(err) });
-    }
-  }
-
   private jobFinished(params: JobFinished): void {
-    void this.refreshPending();
     this.refreshOpenProposalDocuments();
     const job = params?.job;
     if (job?.proposal_id) {

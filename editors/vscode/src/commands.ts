@@ -7,11 +7,11 @@
 import { domainProblem } from "./config";
 import {
   SERVER_COMMANDS,
-  isActive,
   type LearnResult,
   type Proposal,
-  type ProposalResult,
-  type ProposalsResult,
+  type ProposalListResult,
+  type ProposalSummary,
+  type ReviewedProposalResult,
 } from "./protocol";
 
 /** The language server, as far as these commands need it. */
@@ -48,8 +48,14 @@ export interface Ui {
 
 export type ProposalAction = "diff" | "accept" | "reject";
 
-interface ProposalItem extends PickItem {
+/** A pending proposal and the server's summary of it (`mecha.listProposals`). */
+export interface Listed {
   proposal: Proposal;
+  summary: ProposalSummary;
+}
+
+interface ProposalItem extends PickItem {
+  listed: Listed;
 }
 
 interface ActionItem extends PickItem {
@@ -60,11 +66,28 @@ interface DomainItem extends PickItem {
   domain?: string;
 }
 
-/** `behavior · 3 → 4 active rules`, for a pick list. */
-export function describeProposal(p: Proposal): string {
-  const before = p.rules_before.filter(isActive).length;
-  const after = p.rules.filter(isActive).length;
-  return `${p.domain} · ${before} → ${after} active rules`;
+/** The proposals of a listing, each with the server's summary of it (paired by id). */
+export function listed(result: ProposalListResult | undefined): Listed[] {
+  const summaries = new Map((result?.summaries ?? []).map((s) => [s.id, s]));
+  const out: Listed[] = [];
+  for (const proposal of result?.proposals ?? []) {
+    const summary = summaries.get(proposal.id);
+    if (summary) {
+      out.push({ proposal, summary });
+    }
+  }
+  return out;
+}
+
+/** The line the server wrote for an accept, a rejection or a retirement, shown as it is. */
+export function tell(ui: Ui, result: ReviewedProposalResult | undefined): void {
+  if (result?.message) {
+    ui.info(`mecha: ${result.message}.`);
+  }
+}
+
+function pickItem(l: Listed): ProposalItem {
+  return { label: l.proposal.id, description: l.summary.title, detail: evidenceLine(l.proposal), listed: l };
 }
 
 /** The first line of a proposal's evidence, shortened for a pick list. */
@@ -77,18 +100,15 @@ export class ProposalCommands {
   constructor(
     private readonly rpc: Rpc,
     private readonly ui: Ui,
-    /** Called after a proposal is resolved here, to refresh the status bar. */
-    private readonly onResolved: () => void = () => undefined,
   ) {}
 
-  /** Pending proposals, oldest first, through the server's `mecha.listProposals`. */
-  async pending(domain?: string): Promise<Proposal[]> {
+  /** Pending proposals, oldest first, through the server's `mecha.listProposals`, with its summaries. */
+  async pending(domain?: string): Promise<Listed[]> {
     const filters: { status: "pending"; domain?: string } = { status: "pending" };
     if (domain) {
       filters.domain = domain;
     }
-    const result = await this.rpc.executeCommand<ProposalsResult>(SERVER_COMMANDS.listProposals, [filters]);
-    return result?.proposals ?? [];
+    return listed(await this.rpc.executeCommand<ProposalListResult>(SERVER_COMMANDS.listProposals, [filters]));
   }
 
   /** `mecha.client.learnNow [domain?]`: start a consolidation pass for a domain. */
@@ -120,21 +140,22 @@ export class ProposalCommands {
       this.ui.info("mecha: no pending proposals.");
       return;
     }
-    const picked = await this.ui.pick<ProposalItem>(
-      proposals.map((p) => ({ label: p.id, description: describeProposal(p), detail: evidenceLine(p), proposal: p })),
-      { title: "mecha: pending proposals", placeHolder: "Choose a proposal to review" },
-    );
+    const picked = await this.ui.pick<ProposalItem>(proposals.map(pickItem), {
+      title: "mecha: pending proposals",
+      placeHolder: "Choose a proposal to review",
+    });
     if (!picked) {
       return;
     }
-    const id = picked.proposal.id;
+    const { proposal, summary } = picked.listed;
+    const id = proposal.id;
     const action = await this.ui.pick<ActionItem>(
       [
         { label: "$(diff) Show diff", description: "the rules block before and after", action: "diff" },
-        { label: "$(check) Accept", description: `write it to ${picked.proposal.domain}.learned.toml`, action: "accept" },
+        { label: "$(check) Accept", description: `write it to ${summary.writes}`, action: "accept" },
         { label: "$(close) Reject…", description: "with an optional reason", action: "reject" },
       ],
-      { title: `mecha: proposal ${id}`, placeHolder: describeProposal(picked.proposal) },
+      { title: `mecha: proposal ${id}`, placeHolder: summary.title },
     );
     if (!action) {
       return;
@@ -162,15 +183,9 @@ export class ProposalCommands {
     if (chosen === undefined) {
       return undefined;
     }
-    const result = await this.rpc.executeCommand<ProposalResult>(SERVER_COMMANDS.acceptProposal, [chosen]);
-    this.onResolved();
-    const p = result?.proposal;
-    this.ui.info(
-      p
-        ? `mecha: accepted proposal ${p.id}; ${p.domain} now has ${p.rules.filter(isActive).length} active learned rules.`
-        : `mecha: accepted proposal ${chosen}.`,
-    );
-    return p;
+    const result = await this.rpc.executeCommand<ReviewedProposalResult>(SERVER_COMMANDS.acceptProposal, [chosen]);
+    tell(this.ui, result);
+    return result?.proposal;
   }
 
   /** `mecha.client.rejectProposal [id?, reason?]`; asks for an optional reason. */
@@ -183,9 +198,11 @@ export class ProposalCommands {
     if (why === undefined) {
       return undefined;
     }
-    const result = await this.rpc.executeCommand<ProposalResult>(SERVER_COMMANDS.rejectProposal, rejectArgs(chosen, why));
-    this.onResolved();
-    this.ui.info(`mecha: rejected proposal ${result?.proposal?.id ?? chosen}.`);
+    const result = await this.rpc.executeCommand<ReviewedProposalResult>(
+      SERVER_COMMANDS.rejectProposal,
+      rejectArgs(chosen, why),
+    );
+    tell(this.ui, result);
     return result?.proposal;
   }
 
@@ -204,11 +221,8 @@ export class ProposalCommands {
       this.ui.info("mecha: no pending proposals.");
       return undefined;
     }
-    const picked = await this.ui.pick<ProposalItem>(
-      proposals.map((p) => ({ label: p.id, description: describeProposal(p), detail: evidenceLine(p), proposal: p })),
-      { title: `mecha: ${title}` },
-    );
-    return picked?.proposal.id;
+    const picked = await this.ui.pick<ProposalItem>(proposals.map(pickItem), { title: `mecha: ${title}` });
+    return picked?.listed.proposal.id;
   }
 
   private async askDomain(): Promise<string | undefined> {

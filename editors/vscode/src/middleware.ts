@@ -5,12 +5,11 @@
  * shown (the diff opens, the rules block opens, an accept says what changed)
  * and a rejection from a code action still asks for its optional reason.
  */
-import { askReason, rejectArgs, type Ui } from "./commands";
+import { askReason, rejectArgs, tell, type Ui } from "./commands";
 import {
   SERVER_COMMANDS,
-  isActive,
   type LearnResult,
-  type ProposalResult,
+  type ReviewedProposalResult,
   type RulesBlockResult,
   type ShowDiffResult,
 } from "./protocol";
@@ -21,8 +20,6 @@ export interface MiddlewareHooks {
   ui: Ui;
   /** Shows text in a new untitled document (the rules block). */
   openText(content: string, language: string): Promise<void>;
-  /** A proposal was accepted, rejected or created: refresh the status bar. */
-  onProposalsChanged(): void;
 }
 
 function message(err: unknown): string {
@@ -43,20 +40,14 @@ export function executeCommandMiddleware(hooks: MiddlewareHooks) {
             }
             forwarded = rejectArgs(args[0], why);
           }
-          const result = (await next(command, forwarded)) as ProposalResult | undefined;
-          hooks.onProposalsChanged();
-          ui.info(`mecha: rejected proposal ${result?.proposal?.id ?? String(args[0])}.`);
+          const result = (await next(command, forwarded)) as ReviewedProposalResult | undefined;
+          tell(ui, result);
           return result;
         }
-        case SERVER_COMMANDS.acceptProposal: {
-          const result = (await next(command, args)) as ProposalResult | undefined;
-          hooks.onProposalsChanged();
-          const p = result?.proposal;
-          ui.info(
-            p
-              ? `mecha: accepted proposal ${p.id}; ${p.domain} now has ${p.rules.filter(isActive).length} active learned rules.`
-              : `mecha: accepted proposal ${String(args[0])}.`,
-          );
+        case SERVER_COMMANDS.acceptProposal:
+        case SERVER_COMMANDS.proposeRetirement: {
+          const result = (await next(command, args)) as ReviewedProposalResult | undefined;
+          tell(ui, result);
           return result;
         }
         case SERVER_COMMANDS.showProposalDiff: {
@@ -73,14 +64,6 @@ export function executeCommandMiddleware(hooks: MiddlewareHooks) {
             result?.block ?? "<!-- No active rules: a run in these domains gets no rules block. -->\n",
             "markdown",
           );
-          return result;
-        }
-        case SERVER_COMMANDS.proposeRetirement: {
-          const result = (await next(command, args)) as ProposalResult | undefined;
-          hooks.onProposalsChanged();
-          if (result?.proposal) {
-            ui.info(`mecha: proposal ${result.proposal.id} would retire the rule; review it like any other.`);
-          }
           return result;
         }
         case SERVER_COMMANDS.learnNow: {

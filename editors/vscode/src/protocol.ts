@@ -22,9 +22,10 @@ export type {
   Job,
   LearnResult,
   Proposal,
-  ProposalResult,
-  ProposalsResult,
+  ProposalListResult,
   ProposalStatus,
+  ProposalSummary,
+  ReviewedProposalResult,
   Rule,
   RulesPromptBlockResult as RulesBlockResult,
   ProposalWithDiffResult as ProposalWithDiff,
@@ -32,7 +33,7 @@ export type {
   ProposalsChangedParams as ProposalsChanged,
   JobFinishedParams as JobFinished,
 } from "./wire";
-import { MECHA_METHODS, type Rule } from "./wire";
+import { MECHA_METHODS } from "./wire";
 
 /** The extension's palette commands, contributed in package.json. */
 export const CLIENT_COMMANDS = {
@@ -51,8 +52,3 @@ export const METHODS = {
 
 /** Read-only documents showing a proposal's diff: `mecha-proposal:/<id>.diff`. */
 export const PROPOSAL_SCHEME = "mecha-proposal";
-
-/** Whether a rule rides in prompts; retirement wins over `enabled = true`. */
-export function isActive(rule: Rule): boolean {
-  return rule.enabled !== false && !rule.retired_at;
-}

@@ -1,5 +1,7 @@
-/** The status bar item's text, as a pure function of what the server said. */
-import type { Proposal, ProposalsChanged } from "./protocol";
+/**
+ * The status bar item's text, as a pure function of what the server said:
+ * the pending counts are `mecha/proposalsChanged`'s, never counted here.
+ */
 
 export type StatusState =
   | { kind: "starting" }
@@ -9,20 +11,6 @@ export type StatusState =
 export interface StatusView {
   text: string;
   tooltip: string;
-}
-
-/** `mecha/proposalsChanged`-shaped counts from a `mecha/proposals` listing. */
-export function countPending(proposals: readonly Proposal[]): ProposalsChanged {
-  const byDomain: Record<string, number> = {};
-  let pending = 0;
-  for (const p of proposals) {
-    if (p.status !== "pending") {
-      continue;
-    }
-    pending += 1;
-    byDomain[p.domain] = (byDomain[p.domain] ?? 0) + 1;
-  }
-  return { pending, by_domain: byDomain };
 }
 
 function plural(n: number, one: string, many: string): string {

@@ -24,23 +24,23 @@ export const MECHA_METHODS = {
 
 /** `mecha.acceptProposal`: Accept a pending proposal (id or unique prefix). */
 export type AcceptProposalCommandArguments = [id: string];
-export type AcceptProposalCommandResult = AcceptProposalResult;
+export type AcceptProposalCommandResult = ReviewedProposalResult;
 
 /** `mecha.learnNow`: Start a learn pass for a domain. */
 export type LearnNowCommandArguments = [domain: string];
 export type LearnNowCommandResult = LearnResult;
 
-/** `mecha.listProposals`: Proposals, filtered by status and domain. */
+/** `mecha.listProposals`: Proposals, filtered by status and domain, each with its summary. */
 export type ListProposalsCommandArguments = [filters?: ProposalsParams];
-export type ListProposalsCommandResult = ProposalsResult;
+export type ListProposalsCommandResult = ProposalListResult;
 
 /** `mecha.proposeRetirement`: Propose retiring a learned rule. */
 export type ProposeRetirementCommandArguments = [domain: string, rule_id: string, reason: string];
-export type ProposeRetirementCommandResult = ProposalResult;
+export type ProposeRetirementCommandResult = ReviewedProposalResult;
 
 /** `mecha.rejectProposal`: Reject a pending proposal, with an optional reason. */
 export type RejectProposalCommandArguments = [id: string, reason?: string];
-export type RejectProposalCommandResult = ProposalResult;
+export type RejectProposalCommandResult = ReviewedProposalResult;
 
 /** `mecha.showProposalDiff`: A proposal's diff, and the URI a client shows it under. */
 export type ShowProposalDiffCommandArguments = [id: string];
@@ -49,12 +49,6 @@ export type ShowProposalDiffCommandResult = ShowProposalDiffResult;
 /** `mecha.showRulesBlock`: The rules block a run would get (in a project, with its rules). */
 export type ShowRulesBlockCommandArguments = [domain?: string, project?: string];
 export type ShowRulesBlockCommandResult = RulesPromptBlockResult;
-
-export interface AcceptProposalResult {
-  exports: ExportResult[];
-  promotions: Proposal[];
-  proposal: Proposal;
-}
 
 /** One `[export]` target of `sidecar.toml` that an accept rewrote. */
 export interface ExportResult {
@@ -132,11 +126,29 @@ export interface Proposal {
   status: ProposalStatus;
 }
 
-export interface ProposalResult {
-  proposal: Proposal;
+/**
+ * The `mecha.listProposals` command's result: the `mecha/proposals`
+ * listing, and a summary of each proposal, in the same order.
+ */
+export interface ProposalListResult {
+  proposals: Proposal[];
+  summaries: ProposalSummary[];
 }
 
 export type ProposalStatus = "accepted" | "pending" | "rejected" | "rejected_by_gate";
+
+/**
+ * One proposal as an editor lists it, in the server's words: a client
+ * shows these and counts nothing itself.
+ */
+export interface ProposalSummary {
+  active_after: number;
+  active_before: number;
+  id: string;
+  scope: string;
+  title: string;
+  writes: string;
+}
 
 /**
  * What validate passes measured of a pending proposal: its candidate
@@ -180,6 +192,17 @@ export interface Refusal {
   kind: string;
   reason: string;
   rule: string;
+}
+
+/**
+ * The result of `mecha.acceptProposal`, `mecha.rejectProposal` and
+ * `mecha.proposeRetirement`: their method's result, and `message`, the
+ * line a client shows for it (spelled by the server, once).
+ */
+export interface ReviewedProposalResult {
+  exports: ExportResult[];
+  message: string;
+  proposal: Proposal;
 }
 
 /** One rule in a domain's TOML file. */

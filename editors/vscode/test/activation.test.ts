@@ -12,7 +12,7 @@ import { beforeEach, describe, test } from "node:test";
 
 import { activateWith, type ClientOptions, type MechaClient, type MechaExtension } from "../src/activation";
 import { CLIENT_COMMANDS, SERVER_COMMANDS, type Proposal } from "../src/protocol";
-import { AFTER, BEFORE, proposal } from "./fixtures";
+import { AFTER, BEFORE, acceptedMessage, listing, proposal } from "./fixtures";
 
 const { recorded } = vscode;
 
@@ -29,7 +29,7 @@ class FakeClient implements MechaClient {
 
   constructor(
     readonly options: ClientOptions,
-    private readonly answer: (method: string, params: any) => unknown,
+    private readonly server: FakeServer,
     private readonly failStart?: Error,
   ) {}
 
@@ -39,14 +39,21 @@ class FakeClient implements MechaClient {
     }
     this.started = true;
     this.runningListeners.forEach((l) => l(true));
+    // As `mecha-sidecar lsp` does on its first look at the store.
+    this.notify("mecha/proposalsChanged", this.server.counts());
   }
   async stop(): Promise<void> {
     this.stopped = true;
     this.runningListeners.forEach((l) => l(false));
   }
-  async sendRequest<R>(method: string, params: unknown): Promise<R> {
+  async sendRequest<R>(method: string, params: any): Promise<R> {
     this.sent.push({ method, params });
-    return this.answer(method, params) as R;
+    const answer = this.server.answer(method, params) as R;
+    if (method === "workspace/executeCommand") {
+      // As the server does after every command: the counts, whatever they are.
+      setImmediate(() => this.notify("mecha/proposalsChanged", this.server.counts()));
+    }
+    return answer;
   }
   onNotification(method: string, handler: (params: any) => void) {
     this.handlers.set(method, handler);
@@ -68,11 +75,24 @@ class FakeClient implements MechaClient {
   }
 }
 
+interface FakeServer {
+  answer(method: string, params: any): unknown;
+  /** `mecha/proposalsChanged`'s params, as the server counts them. */
+  counts(): { pending: number; by_domain: Record<string, number> };
+}
+
 /** A server with these proposals, answering like `mecha-sidecar lsp`. */
-function serverWith(proposals: Proposal[]) {
+function serverWith(proposals: Proposal[]): FakeServer {
   let state = proposals.map((p) => ({ ...p }));
-  return (method: string, params: any): unknown => {
-    const pending = () => state.filter((p) => p.status === "pending");
+  const pending = () => state.filter((p) => p.status === "pending");
+  const counts = () => {
+    const byDomain: Record<string, number> = {};
+    for (const p of pending()) {
+      byDomain[p.domain] = (byDomain[p.domain] ?? 0) + 1;
+    }
+    return { pending: pending().length, by_domain: byDomain };
+  };
+  const answer = (method: string, params: any): unknown => {
     if (method === "mecha/proposals") {
       return { proposals: params?.status === "pending" ? pending() : state };
     }
@@ -87,12 +107,14 @@ function serverWith(proposals: Proposal[]) {
       const [first, second] = params.arguments ?? [];
       switch (params.command) {
         case SERVER_COMMANDS.listProposals:
-          return { proposals: first?.status === "pending" ? pending() : state };
+          return listing(first?.status === "pending" ? pending() : state);
         case SERVER_COMMANDS.acceptProposal:
         case SERVER_COMMANDS.rejectProposal: {
-          const status = params.command === SERVER_COMMANDS.acceptProposal ? "accepted" : "rejected";
+          const accept = params.command === SERVER_COMMANDS.acceptProposal;
+          const status = accept ? "accepted" : "rejected";
           state = state.map((p) => (p.id === first ? { ...p, status, reason: second ?? null } : p));
-          return { proposal: state.find((p) => p.id === first) };
+          const p = state.find((x) => x.id === first)!;
+          return { proposal: p, message: accept ? acceptedMessage(p) : `rejected proposal ${p.id}`, exports: [] };
         }
         case SERVER_COMMANDS.learnNow:
           return { job: { id: "20250105T000000-learn-abcdef-7", kind: "learn", domain: first, state: "running", started_at: "t" } };
@@ -100,6 +122,7 @@ function serverWith(proposals: Proposal[]) {
     }
     throw new Error(`unexpected ${method} ${JSON.stringify(params)}`);
   };
+  return { answer, counts };
 }
 
 interface Harness {
@@ -108,11 +131,11 @@ interface Harness {
   context: { subscriptions: { dispose(): unknown }[] };
 }
 
-function activate(answer = serverWith([P1, P2, P3]), failStart?: Error): Harness {
+function activate(server = serverWith([P1, P2, P3]), failStart?: Error): Harness {
   const clients: FakeClient[] = [];
   const context = { subscriptions: [] as { dispose(): unknown }[] };
   const ext = activateWith(context as any, (options) => {
-    const client = new FakeClient(options, answer, failStart);
+    const client = new FakeClient(options, server, failStart);
     clients.push(client);
     return client;
   });
@@ -192,7 +215,7 @@ describe("activation", () => {
     assert.deepEqual(options.server, { command: "/opt/mecha/bin/mecha-sidecar", args: ["--json", "lsp"] });
     assert.deepEqual(options.initializationOptions, { learningDir: "/proj/store" });
     assert.deepEqual(options.documentSelector.map((s) => s.pattern), ["**/rules/*.user.toml", "**/rules/*.learned.toml"]);
-    assert.deepEqual(clients[0].sent, [{ method: "mecha/proposals", params: { status: "pending" } }]);
+    assert.deepEqual(clients[0].sent, [], "the counts are the server's notification, not a listing counted here");
     const item = recorded.statusBarItems[0];
     assert.ok(item.visible);
     assert.equal(item.text, "$(git-pull-request) mecha: 3 proposals");
@@ -224,8 +247,8 @@ describe("activation", () => {
       job: { id: "j", kind: "learn", domain: "behavior", state: "done", started_at: "t", proposal_id: P1.id },
     });
     await tick();
-    assert.deepEqual(clients[0].sent.slice(before), [{ method: "mecha/proposals", params: { status: "pending" } }]);
-    assert.equal(item.text, "$(git-pull-request) mecha: 1 proposal");
+    assert.deepEqual(clients[0].sent.slice(before), [], "nothing asked: the server tells");
+    assert.equal(item.text, "$(git-pull-request) mecha: 4 proposals");
     assert.match(recorded.messages.at(-1)?.text ?? "", /learn pass for behavior proposed 20250102T030405-11111111/);
   });
 
@@ -252,7 +275,7 @@ describe("activation", () => {
     );
     await tick();
     assert.equal(recorded.statusBarItems[0].text, "$(git-pull-request) mecha: 2 proposals");
-    assert.ok(recorded.messages.some((m) => m.level === "info" && m.text.includes(`accepted proposal ${P2.id}`)));
+    assert.ok(recorded.messages.some((m) => m.level === "info" && m.text === `mecha: accepted proposal ${P2.id}; behavior now has 1 active learned rules.`));
   });
 
   test("clicking the status bar item runs the list command, which starts the server if need be", async () => {

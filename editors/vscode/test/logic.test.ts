@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
-import { ProposalCommands, describeProposal, rejectArgs, type PickItem, type Rpc, type Ui } from "../src/commands";
+import { ProposalCommands, listed, rejectArgs, type PickItem, type Rpc, type Ui } from "../src/commands";
 import {
   DOCUMENT_SELECTOR,
   domainProblem,
@@ -18,8 +18,8 @@ import {
 import { executeCommandMiddleware } from "../src/middleware";
 import { ProposalDocumentProvider } from "../src/proposalDocument";
 import { CLIENT_COMMANDS, SERVER_COMMANDS, type Proposal } from "../src/protocol";
-import { countPending, formatStatus } from "../src/status";
-import { AFTER, BEFORE, proposal } from "./fixtures";
+import { formatStatus } from "../src/status";
+import { AFTER, BEFORE, acceptedMessage, listing, proposal, summary } from "./fixtures";
 
 const P1 = proposal("20250102T030405-11111111", "behavior", BEFORE, AFTER);
 const P2 = proposal("20250103T030405-22222222", "writing", [], [AFTER[1]]);
@@ -77,7 +77,7 @@ function fakeUi(script: { picks?: ((items: any[]) => any)[]; inputs?: (string | 
   return { ui, log };
 }
 
-const listAnswer = (proposals: Proposal[]) => ({ [SERVER_COMMANDS.listProposals]: () => ({ proposals }) });
+const listAnswer = (proposals: Proposal[]) => ({ [SERVER_COMMANDS.listProposals]: () => listing(proposals) });
 const byLabel = (label: string) => (items: PickItem[]) => items.find((i) => i.label === label);
 const byPrefix = (prefix: string) => (items: PickItem[]) => items.find((i) => i.label.includes(prefix));
 
@@ -177,42 +177,50 @@ describe("status bar text", () => {
     assert.equal(stopped.text, "$(warning) mecha");
     assert.match(stopped.tooltip, /ENOENT/);
   });
-
-  test("counting a listing gives the proposalsChanged shape", () => {
-    const resolved = proposal("20250104T000000-33333333", "behavior", [], [], { status: "accepted" });
-    assert.deepEqual(countPending([P1, P2, resolved]), { pending: 2, by_domain: { behavior: 1, writing: 1 } });
-    assert.deepEqual(countPending([]), { pending: 0, by_domain: {} });
-  });
 });
 
 describe("palette commands", () => {
   test("list → pick → accept runs listProposals then acceptProposal with the id", async () => {
     const { rpc, calls } = fakeRpc({
       ...listAnswer([P1, P2]),
-      [SERVER_COMMANDS.acceptProposal]: ([id]) => ({ proposal: { ...P1, id, status: "accepted" } }),
+      [SERVER_COMMANDS.acceptProposal]: ([id]) => ({
+        proposal: { ...P1, id, status: "accepted" },
+        message: "accepted proposal 20250102T030405-11111111; behavior now has 2 active learned rules",
+        exports: [],
+      }),
     });
     const { ui, log } = fakeUi({ picks: [byLabel(P1.id), byPrefix("Accept")] });
-    let resolved = 0;
-    await new ProposalCommands(rpc, ui, () => resolved++).listProposals();
+    const described: (string | undefined)[][] = [];
+    const seeing: Ui = { ...ui, pick: async (items, options) => (described.push(items.map((i) => i.description)), ui.pick(items, options)) };
+    await new ProposalCommands(rpc, seeing).listProposals();
     assert.deepEqual(calls, [
       { kind: "command", name: "mecha.listProposals", payload: [{ status: "pending" }] },
       { kind: "command", name: "mecha.acceptProposal", payload: [P1.id] },
     ]);
     assert.deepEqual(log.picked[0].labels, [P1.id, P2.id]);
     assert.deepEqual(log.picked[1].labels, ["$(diff) Show diff", "$(check) Accept", "$(close) Reject…"]);
-    assert.equal(resolved, 1);
-    assert.match(log.info[0], /accepted proposal .*11111111; behavior now has 2 active learned rules/);
+    assert.deepEqual(described, [
+      ["behavior · 1 → 2 active rules", "writing · 0 → 1 active rules"],
+      ["the rules block before and after", "write it to behavior.learned.toml", "with an optional reason"],
+    ]);
+    // The server's line, as it wrote it: the client counts no rules.
+    assert.deepEqual(log.info, ["mecha: accepted proposal 20250102T030405-11111111; behavior now has 2 active learned rules."]);
   });
 
   test("list → pick → reject asks for a reason and passes it", async () => {
     const { rpc, calls } = fakeRpc({
       ...listAnswer([P1]),
-      [SERVER_COMMANDS.rejectProposal]: ([id]) => ({ proposal: { ...P1, id, status: "rejected" } }),
+      [SERVER_COMMANDS.rejectProposal]: ([id]) => ({
+        proposal: { ...P1, id, status: "rejected" },
+        message: `rejected proposal ${id}`,
+        exports: [],
+      }),
     });
     const { ui, log } = fakeUi({ picks: [byLabel(P1.id), byPrefix("Reject")], inputs: ["  too specific  "] });
     await new ProposalCommands(rpc, ui).listProposals();
     assert.deepEqual(calls[1], { kind: "command", name: "mecha.rejectProposal", payload: [P1.id, "too specific"] });
     assert.equal(log.inputs.length, 1);
+    assert.deepEqual(log.info, [`mecha: rejected proposal ${P1.id}.`]);
   });
 
   test("an empty reason rejects without one; Escape cancels", async () => {
@@ -280,9 +288,15 @@ describe("palette commands", () => {
     assert.equal(calls.length, 2);
   });
 
-  test("describing a proposal counts active rules before and after", () => {
-    const retiring = proposal("x", "behavior", AFTER, [AFTER[0], { ...AFTER[1], retired_at: "2025-02-01T00:00:00Z" }]);
-    assert.equal(describeProposal(retiring), "behavior · 2 → 1 active rules");
+  test("a listing pairs each proposal with the server's summary of it, by id", () => {
+    const project = { ...summary(P2), title: "writing · 0 → 1 active rules · project /work/app" };
+    const paired = listed({ proposals: [P1, P2], summaries: [project, summary(P1)] });
+    assert.deepEqual(paired.map((l) => [l.proposal.id, l.summary.title]), [
+      [P1.id, "behavior · 1 → 2 active rules"],
+      [P2.id, "writing · 0 → 1 active rules · project /work/app"],
+    ]);
+    assert.deepEqual(listed({ proposals: [P1], summaries: [] }), [], "a proposal the server did not summarise is not listed");
+    assert.deepEqual(listed(undefined), []);
   });
 });
 
@@ -290,11 +304,9 @@ describe("server-command middleware (code actions and lenses)", () => {
   function setup(inputs: (string | undefined)[] = []) {
     const { ui, log } = fakeUi({ inputs });
     const opened: { content: string; language: string }[] = [];
-    let changed = 0;
     const middleware = executeCommandMiddleware({
       ui,
       openText: async (content, language) => void opened.push({ content, language }),
-      onProposalsChanged: () => void changed++,
     });
     const sent: { command: string; args: unknown[] }[] = [];
     const next = (answer: unknown) => (command: string, args: unknown[]) => {
@@ -304,7 +316,7 @@ describe("server-command middleware (code actions and lenses)", () => {
       }
       return Promise.resolve(answer);
     };
-    return { middleware, next, sent, log, opened, changed: () => changed };
+    return { middleware, next, sent, log, opened };
   }
 
   test("show diff opens the document the server names", async () => {
@@ -316,9 +328,9 @@ describe("server-command middleware (code actions and lenses)", () => {
 
   test("reject from a code action asks for the reason", async () => {
     const s = setup(["duplicate of a user rule"]);
-    await s.middleware("mecha.rejectProposal", [P1.id], s.next({ proposal: P1 }));
+    await s.middleware("mecha.rejectProposal", [P1.id], s.next({ proposal: P1, message: `rejected proposal ${P1.id}` }));
     assert.deepEqual(s.sent, [{ command: "mecha.rejectProposal", args: [P1.id, "duplicate of a user rule"] }]);
-    assert.equal(s.changed(), 1);
+    assert.deepEqual(s.log.info, [`mecha: rejected proposal ${P1.id}.`]);
   });
 
   test("reject with a reason already given does not ask; Escape cancels", async () => {
@@ -329,11 +341,14 @@ describe("server-command middleware (code actions and lenses)", () => {
     assert.equal(s.sent.length, 1);
   });
 
-  test("accept reports and refreshes; a server error becomes a message", async () => {
+  test("accept and a proposed retirement say the server's line; a server error becomes a message", async () => {
     const s = setup();
-    await s.middleware("mecha.acceptProposal", [P1.id], s.next({ proposal: { ...P1, status: "accepted" } }));
-    assert.equal(s.changed(), 1);
-    assert.match(s.log.info[0], /accepted proposal/);
+    const accepted = { ...P1, status: "accepted" };
+    await s.middleware("mecha.acceptProposal", [P1.id], s.next({ proposal: accepted, message: acceptedMessage(P1), exports: [] }));
+    assert.deepEqual(s.log.info, [`mecha: ${acceptedMessage(P1)}.`]);
+    const retiring = { proposal: P2, message: `proposal ${P2.id} would retire the rule; review it like any other`, exports: [] };
+    await s.middleware("mecha.proposeRetirement", ["writing", "r-1", "regressed"], s.next(retiring));
+    assert.equal(s.log.info[1], `mecha: proposal ${P2.id} would retire the rule; review it like any other.`);
     assert.equal(await s.middleware("mecha.acceptProposal", [P1.id], s.next(new Error("proposal is stale"))), undefined);
     assert.deepEqual(s.log.errors, ["mecha: mecha.acceptProposal failed: proposal is stale"]);
   });

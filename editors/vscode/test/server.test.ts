@@ -25,7 +25,14 @@ import type {
   PublishDiagnosticsParams,
 } from "vscode-languageserver-protocol";
 
-import { SERVER_COMMANDS, type Proposal, type ProposalResult, type ProposalWithDiff, type ProposalsResult, type ShowDiffResult } from "../src/protocol";
+import {
+  SERVER_COMMANDS,
+  type Proposal,
+  type ProposalListResult,
+  type ProposalWithDiff,
+  type ReviewedProposalResult,
+  type ShowDiffResult,
+} from "../src/protocol";
 import { VSCODE_CAPABILITIES, VSCODE_CLIENT_INFO } from "./vscodeCapabilities";
 
 const WAIT_MS = 20_000;
@@ -225,11 +232,34 @@ test("mecha-sidecar lsp: diagnostics, the accept code action and its command, ov
     for (const id of Object.values(SERVER_COMMANDS)) {
       assert.ok(commands.includes(id), `executeCommandProvider lists ${id} (has ${commands.join(", ")})`);
     }
+    const initialized = inbox.seen.length;
     await connection.sendNotification("initialized", {});
 
-    // ── what the status bar and the proposal document ask ──
-    const pending = await rpc<ProposalsResult>("mecha/proposals", { status: "pending" });
+    // ── the status bar's counts: the server's first look at the store ──
+    const first = await inbox.next<{ pending: number; by_domain: Record<string, number> }>(
+      "mecha/proposalsChanged on the server's first look at the store",
+      initialized,
+      (m) => m === "mecha/proposalsChanged",
+      stderr,
+    );
+    assert.deepEqual(first, { pending: 1, by_domain: { behavior: 1 } });
+
+    // ── what the pick list and the proposal document ask ──
+    const pending = await rpc<ProposalListResult>("workspace/executeCommand", {
+      command: SERVER_COMMANDS.listProposals,
+      arguments: [{ status: "pending" }],
+    });
     assert.deepEqual(pending.proposals.map((p) => p.id), [PROPOSAL.id]);
+    assert.deepEqual(pending.summaries, [
+      {
+        id: PROPOSAL.id,
+        title: "behavior · 1 → 2 active rules",
+        active_before: 1,
+        active_after: 2,
+        scope: "global",
+        writes: "behavior.learned.toml",
+      },
+    ]);
     const shown = await rpc<ProposalWithDiff>("mecha/proposal", { id: PROPOSAL.id });
     assert.equal(shown.proposal.id, PROPOSAL.id);
     assert.ok(shown.diff.includes(ADDED.text), `the diff shows the added rule:\n${shown.diff}`);
@@ -294,9 +324,13 @@ test("mecha-sidecar lsp: diagnostics, the accept code action and its command, ov
     // ── run it the way vscode-languageclient does: workspace/executeCommand ──
     const beforeAccept = inbox.seen.length;
     const cmd = commandOf(accept)!;
-    const accepted = await rpc<ProposalResult>("workspace/executeCommand", { command: cmd.command, arguments: cmd.arguments });
+    const accepted = await rpc<ReviewedProposalResult>("workspace/executeCommand", {
+      command: cmd.command,
+      arguments: cmd.arguments,
+    });
     assert.equal(accepted.proposal.id, PROPOSAL.id);
     assert.equal(accepted.proposal.status, "accepted");
+    assert.equal(accepted.message, `accepted proposal ${PROPOSAL.id}; behavior now has 2 active learned rules`);
 
     const onDisk = fs.readFileSync(learnedPath, "utf8");
     for (const r of PROPOSAL.rules) {

@@ -82,30 +82,17 @@ local function first_line(text)
   return (tostring(text):match("^[^\n]*"))
 end
 
---- Active rules in a set: enabled and not retired (retirement wins).
-local function active_count(rules)
-  local n = 0
-  for _, rule in ipairs(rules or {}) do
-    if rule.enabled ~= false and not present(rule.retired_at) then
-      n = n + 1
-    end
-  end
-  return n
-end
-
 --- How much of a proposal's evidence a picker line shows.
 local EVIDENCE_WIDTH = 80
 
---- One line describing a proposal, for pickers and messages.
+--- One line describing a proposal, for pickers: its id, the server's
+--- summary of it (`mecha.listProposals`' `summaries`, e.g. `behavior · 3 → 4
+--- active rules`; the domain when there is none) and its evidence.
 ---@param p table a `Proposal` as the wire has it
+---@param title string? the server's `ProposalSummary.title` for it
 ---@return string
-function M.describe(p)
-  local line = ("%s  %s  %d → %d active rules"):format(
-    p.id,
-    p.domain,
-    active_count(p.rules_before),
-    active_count(p.rules)
-  )
+function M.describe(p, title)
+  local line = ("%s  %s"):format(p.id, present(title) and title or p.domain)
   local evidence = first_line(p.evidence)
   if evidence and evidence ~= "" then
     if vim.fn.strchars(evidence) > EVIDENCE_WIDTH then
@@ -169,22 +156,6 @@ function M.statusline()
   return ("mecha: %d pending"):format(state.pending)
 end
 
-local function count_from_list(proposals)
-  local by_domain = {}
-  for _, p in ipairs(proposals) do
-    by_domain[p.domain] = (by_domain[p.domain] or 0) + 1
-  end
-  set_pending(#proposals, by_domain)
-end
-
-local function refresh_pending(client)
-  rpc.execute(client, "mecha.listProposals", { { status = "pending" } }, function(err, result)
-    if not err and type(result) == "table" and type(result.proposals) == "table" then
-      count_from_list(result.proposals)
-    end
-  end)
-end
-
 -- ─── the client ────────────────────────────────────────────────────────────
 
 --- Calls `fn(client)` with a running, initialised mecha client, starting one
@@ -229,16 +200,14 @@ end
 
 -- ─── proposals ─────────────────────────────────────────────────────────────
 
-local function proposal_summary(p)
-  return ("%s (%s: %d → %d active rules)"):format(p.id, p.domain, active_count(p.rules_before), active_count(p.rules))
-end
-
+--- Says the server's line for an accept, a rejection or a retirement
+--- (`ReviewedProposalResult.message`): the counts and words are the server's.
 local function report_resolution(verb)
   return function(err, result)
     if err then
       notify(("%s failed: %s"):format(verb, rpc.error_text(err)), vim.log.levels.ERROR)
-    elseif type(result) == "table" and type(result.proposal) == "table" then
-      notify(("%sed proposal %s"):format(verb, proposal_summary(result.proposal)))
+    elseif type(result) == "table" and present(result.message) then
+      notify(result.message)
     end
   end
 end
@@ -398,14 +367,18 @@ function M.proposals(domain)
         return
       end
       local list = type(result) == "table" and result.proposals or {}
-      if not filter.domain then
-        count_from_list(list)
+      local titles = {}
+      for _, s in ipairs(type(result) == "table" and result.summaries or {}) do
+        titles[s.id] = s.title
       end
       if #list == 0 then
         notify("no pending proposals" .. (filter.domain and (" for " .. filter.domain) or ""))
         return
       end
-      vim.ui.select(list, { prompt = "Pending mecha proposals", format_item = M.describe }, function(p)
+      local function describe(p)
+        return M.describe(p, titles[p.id])
+      end
+      vim.ui.select(list, { prompt = "Pending mecha proposals", format_item = describe }, function(p)
         if not p then
           return
         end
@@ -515,9 +488,8 @@ local client_commands = {
   ["mecha.proposeRetirement"] = forward("mecha.proposeRetirement", function(err, result)
     if err then
       notify("proposing the retirement failed: " .. rpc.error_text(err), vim.log.levels.ERROR)
-    elseif type(result) == "table" and type(result.proposal) == "table" then
-      local p = result.proposal
-      notify(("proposed %s — review with :MechaDiff %s"):format(proposal_summary(p), p.id))
+    elseif type(result) == "table" and present(result.message) and type(result.proposal) == "table" then
+      notify(("%s (:MechaDiff %s)"):format(result.message, result.proposal.id))
     end
   end),
   -- The code lens's commands: a pending count opens the picker, the rule
@@ -655,9 +627,6 @@ function M.setup(opts)
       ["mecha/jobFinished"] = on_job_finished,
     },
     commands = client_commands,
-    on_init = function(client)
-      refresh_pending(client)
-    end,
     on_attach = function(client, bufnr)
       if config.codelens then
         refresh_codelens(bufnr)
