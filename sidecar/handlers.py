@@ -557,10 +557,17 @@ def rule_tallies(ctx: Context, p: m.RuleTalliesParams, cancel: Cancel) -> m.Rule
 def validate(ctx: Context, p: m.ValidateParams, cancel: Cancel) -> m.ValidateResult:
     """The plan (which reflections, how many calls), and unless it is a dry
     run or holds no probe, the pass that runs it."""
-    from mecha.core.learning.validate import no_probe_reason, plan_validation
+    from mecha.core.learning.validate import no_probe_reason, plan_validation, validate_budget
+    from mecha.core.store.ledger import ValidationPlan
 
     validate_domain(p.domain)
-    plan = plan_validation(ctx.store(), p.domain, p.budget, p.proposal_id)
+    store = ctx.existing_store()
+    if store is None:  # nothing to measure, and a plan creates no store
+        if p.proposal_id is not None:
+            raise NotFound(f"no proposal matching `{p.proposal_id}`: there is no store yet")
+        plan = ValidationPlan(domain=p.domain, budget=validate_budget(p.budget))
+    else:
+        plan = plan_validation(store, p.domain, p.budget, p.proposal_id)
     if p.dry_run:
         return m.ValidateResult(plan=plan, job=None, reason="a dry run: nothing was called")
     if not plan.probes:
