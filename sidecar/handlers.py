@@ -383,6 +383,45 @@ def import_sessions(ctx: Context, p: m.ImportSessionsParams, cancel: Cancel) -> 
     )
 
 
+@handles("mecha/hookStatus")
+def hook_status(ctx: Context, p: m.HookStatusParams, cancel: Cancel) -> m.HookStatusResult:
+    from mecha.core.agents import hooks as hk
+
+    home, cwd = Path.home(), Path.cwd()
+    files = []
+    for agent in [p.agent] if p.agent else list(hk.AGENTS):
+        for scope in [p.scope] if p.scope else list(hk.SCOPES):
+            got = hk.installed(hk.read_settings(hk.settings_path(agent, scope, home=home, cwd=cwd)), agent)
+            files.append(m.HookFile(agent=agent, scope=scope, path=got.path, exists=got.exists, events=got.events,
+                                    missing=got.missing, stale_programs=got.stale_programs))
+    return m.HookStatusResult(files=files, store=str(ctx.root), log=hk.hook_log_tail(ctx.root))
+
+
+@handles("mecha/installHooks")
+def install_hooks(ctx: Context, p: m.InstallHooksParams, cancel: Cancel) -> m.InstallHooksResult:
+    import sys
+
+    from mecha.core.agents import hooks as hk
+    from mecha.core.agents.export import replace_file
+
+    path = hk.settings_path(p.agent, p.scope, home=Path.home(), cwd=Path.cwd())
+    settings = hk.read_settings(path)
+    if p.uninstall:
+        doc = hk.without_ours(settings.doc)
+    else:
+        learning_dir = str(ctx.root) if p.pin_store else None
+        doc = hk.with_ours(settings.doc, p.agent, hk.hook_program(sys.executable), learning_dir)
+    changed = doc != settings.doc
+    if changed:
+        target = path.resolve() if path.is_symlink() else path
+        replace_file(target, hk.render(settings, doc).encode("utf-8"))
+    got = hk.installed(hk.read_settings(path), p.agent)
+    installed = m.HookSettings(path=got.path, exists=got.exists, events=got.events, missing=got.missing,
+                               stale_programs=got.stale_programs)
+    action = "uninstall" if p.uninstall else "install"
+    return m.InstallHooksResult(action=action, agent=p.agent, path=str(path), changed=changed, installed=installed)
+
+
 @handles("mecha/exportRules")
 def export_rules(ctx: Context, p: m.ExportRulesParams, cancel: Cancel) -> m.ExportRulesResult:
     """Each file chosen (`export_targets.chosen_targets`) told its scope's

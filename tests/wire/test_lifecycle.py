@@ -43,6 +43,8 @@ CONTRACT_METHODS = [
     "mecha/inboxDrop",
     "mecha/importSessions",
     "mecha/exportRules",
+    "mecha/hookStatus",
+    "mecha/installHooks",
     "mecha/proposals",
     "mecha/proposal",
     "mecha/acceptProposal",
