@@ -252,6 +252,68 @@ class ImportSessionsResult(msgspec.Struct):
     job: Job | None = None
 
 
+class HookSettings(msgspec.Struct):
+    """What one agent's hook settings file holds of mecha's hooks."""
+
+    path: str
+    exists: bool
+    #: Event → the command installed for it.
+    events: dict[str, str]
+    #: The events mecha hooks that have no entry of mecha's in the file.
+    missing: list[str]
+    #: Programs the hooks name that are not there to run any more.
+    stale_programs: list[str]
+
+
+class HookStatusParams(msgspec.Struct):
+    #: `claude` or `codex`; absent: both.
+    agent: Literal["claude", "codex"] | None = None
+    #: `user` (under the home) or `project` (the project the sidecar runs
+    #: in, its git root); absent: both.
+    scope: Literal["user", "project"] | None = None
+
+
+class HookFile(msgspec.Struct):
+    agent: str
+    scope: str
+    path: str
+    exists: bool
+    events: dict[str, str]
+    missing: list[str]
+    stale_programs: list[str]
+
+
+class HookStatusResult(msgspec.Struct):
+    files: list[HookFile]
+    #: The store the sidecar uses.
+    store: str
+    #: The hooks' last runs, as their log has them, oldest first.
+    log: list[str]
+
+
+class InstallHooksParams(msgspec.Struct):
+    #: Whose hooks: `claude` or `codex`.
+    agent: Literal["claude", "codex"]
+    #: `user` (`~/.claude`, `~/.codex`) or `project` (the `.claude` or
+    #: `.codex` folder of the project the sidecar runs in, its git root).
+    scope: Literal["user", "project"] = "user"
+    #: Take mecha's hooks out of the file instead, leaving everything else.
+    uninstall: bool = False
+    #: Install: the hooks use this sidecar's store wherever the agent runs
+    #: them; else theirs is resolved as every verb's is.
+    pin_store: bool = False
+
+
+class InstallHooksResult(msgspec.Struct):
+    #: `install` or `uninstall`.
+    action: str
+    agent: str
+    #: The settings file.
+    path: str
+    changed: bool
+    installed: HookSettings
+
+
 class ExportRulesParams(msgspec.Struct):
     #: Whose instructions file: `claude` (`CLAUDE.md`) or `agents` (`AGENTS.md`).
     target: Literal["claude", "agents"]
@@ -530,6 +592,10 @@ METHODS: dict[str, Method] = {
         _m("mecha/inboxDrop", IdParams, InboxDropResult, "Delete a set-aside entry for good."),
         _m("mecha/importSessions", ImportSessionsParams, ImportSessionsResult,
            "Queue the new interventions in Claude Code or Codex CLI sessions and start a reflect pass."),
+        _m("mecha/hookStatus", HookStatusParams, HookStatusResult,
+           "Which of mecha's hooks each agent's settings file holds, and what the hooks last did."),
+        _m("mecha/installHooks", InstallHooksParams, InstallHooksResult,
+           "Install (or uninstall) the hooks that queue each Claude Code or Codex session when it ends."),
         _m("mecha/exportRules", ExportRulesParams, ExportRulesResult,
            "Write the rules block into an agent's instructions file (a managed section), or check it."),
         _m("mecha/proposals", ProposalsParams, ProposalsResult, "Proposals, oldest first."),

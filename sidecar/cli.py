@@ -540,44 +540,20 @@ def _export(ctx: Any, args: argparse.Namespace) -> int:
 
 
 def _hooks(ctx: Any, args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from mecha.core.agents import hooks as hk
-
     from . import humane
+    from .handlers import call
 
-    home, cwd = Path.home(), Path.cwd()
     if args.action == "status":
-        agents = [args.agent] if args.agent else list(hk.AGENTS)
-        scopes = [args.scope] if args.scope else list(hk.SCOPES)
-        rows = []
-        for agent in agents:
-            for scope in scopes:
-                path = hk.settings_path(agent, scope, home=home, cwd=cwd)
-                rows.append({"agent": agent, "scope": scope, **humane.builtins(hk.installed(hk.read_settings(path), agent))})
-        result: dict[str, Any] = {"files": rows, "store": str(ctx.root), "log": hk.hook_log_tail(ctx.root)}
+        result = call(ctx, "mecha/hookStatus", {"agent": args.agent, "scope": args.scope})
         _emit(args, result, humane.hooks_status)
         return 0
     if not args.agent:
         raise ValueError(f"hooks {args.action} needs the agent: claude or codex")
-    path = hk.settings_path(args.agent, args.scope or "user", home=home, cwd=cwd)
-    settings = hk.read_settings(path)
-    if args.action == "install":
-        # A store named at install is the one the hooks use, wherever the
-        # agent runs them from; else theirs is resolved as every verb's is.
-        learning_dir = str(ctx.root) if args.learning_dir else None
-        doc = hk.with_ours(settings.doc, args.agent, hk.hook_program(sys.executable), learning_dir)
-    else:
-        doc = hk.without_ours(settings.doc)
-    changed = doc != settings.doc
-    if changed:
-        from mecha.core.agents.export import replace_file
-
-        target = path.resolve() if path.is_symlink() else path
-        replace_file(target, hk.render(settings, doc).encode("utf-8"))
-    after = hk.installed(hk.read_settings(path), args.agent)
-    result = {"action": args.action, "agent": args.agent, "path": str(path), "changed": changed,
-              "installed": humane.builtins(after)}
+    # A store named at install is the one the hooks use, wherever the agent
+    # runs them from; else theirs is resolved as every verb's is.
+    params = {"agent": args.agent, "scope": args.scope or "user", "uninstall": args.action == "uninstall",
+              "pin_store": bool(args.learning_dir)}
+    result = call(ctx, "mecha/installHooks", params)
     _emit(args, result, humane.hooks_changed)
     return 0
 

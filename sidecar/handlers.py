@@ -383,6 +383,45 @@ def import_sessions(ctx: Context, p: m.ImportSessionsParams, cancel: Cancel) -> 
     )
 
 
+@handles("mecha/hookStatus")
+def hook_status(ctx: Context, p: m.HookStatusParams, cancel: Cancel) -> m.HookStatusResult:
+    from mecha.core.agents import hooks as hk
+
+    home, cwd = Path.home(), Path.cwd()
+    files = []
+    for agent in [p.agent] if p.agent else list(hk.AGENTS):
+        for scope in [p.scope] if p.scope else list(hk.SCOPES):
+            got = hk.installed(hk.read_settings(hk.settings_path(agent, scope, home=home, cwd=cwd)), agent)
+            files.append(m.HookFile(agent=agent, scope=scope, path=got.path, exists=got.exists, events=got.events,
+                                    missing=got.missing, stale_programs=got.stale_programs))
+    return m.HookStatusResult(files=files, store=str(ctx.root), log=hk.hook_log_tail(ctx.root))
+
+
+@handles("mecha/installHooks")
+def install_hooks(ctx: Context, p: m.InstallHooksParams, cancel: Cancel) -> m.InstallHooksResult:
+    import sys
+
+    from mecha.core.agents import hooks as hk
+    from mecha.core.agents.export import replace_file
+
+    path = hk.settings_path(p.agent, p.scope, home=Path.home(), cwd=Path.cwd())
+    settings = hk.read_settings(path)
+    if p.uninstall:
+        doc = hk.without_ours(settings.doc)
+    else:
+        learning_dir = str(ctx.root) if p.pin_store else None
+        doc = hk.with_ours(settings.doc, p.agent, hk.hook_program(sys.executable), learning_dir)
+    changed = doc != settings.doc
+    if changed:
+        target = path.resolve() if path.is_symlink() else path
+        replace_file(target, hk.render(settings, doc).encode("utf-8"))
+    got = hk.installed(hk.read_settings(path), p.agent)
+    installed = m.HookSettings(path=got.path, exists=got.exists, events=got.events, missing=got.missing,
+                               stale_programs=got.stale_programs)
+    action = "uninstall" if p.uninstall else "install"
+    return m.InstallHooksResult(action=action, agent=p.agent, path=str(path), changed=changed, installed=installed)
+
+
 @handles("mecha/exportRules")
 def export_rules(ctx: Context, p: m.ExportRulesParams, cancel: Cancel) -> m.ExportRulesResult:
     """Each file chosen (`export_targets.chosen_targets`) told its scope's
@@ -557,10 +596,17 @@ def rule_tallies(ctx: Context, p: m.RuleTalliesParams, cancel: Cancel) -> m.Rule
 def validate(ctx: Context, p: m.ValidateParams, cancel: Cancel) -> m.ValidateResult:
     """The plan (which reflections, how many calls), and unless it is a dry
     run or holds no probe, the pass that runs it."""
-    from mecha.core.learning.validate import no_probe_reason, plan_validation
+    from mecha.core.learning.validate import no_probe_reason, plan_validation, validate_budget
+    from mecha.core.store.ledger import ValidationPlan
 
     validate_domain(p.domain)
-    plan = plan_validation(ctx.store(), p.domain, p.budget, p.proposal_id)
+    store = ctx.existing_store()
+    if store is None:  # nothing to measure, and a plan creates no store
+        if p.proposal_id is not None:
+            raise NotFound(f"no proposal matching `{p.proposal_id}`: there is no store yet")
+        plan = ValidationPlan(domain=p.domain, budget=validate_budget(p.budget))
+    else:
+        plan = plan_validation(store, p.domain, p.budget, p.proposal_id)
     if p.dry_run:
         return m.ValidateResult(plan=plan, job=None, reason="a dry run: nothing was called")
     if not plan.probes:

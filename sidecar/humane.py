@@ -102,6 +102,8 @@ def proposal_with_diff(r: dict[str, Any]) -> str:
             where = c.get("scope") or "global"
             lines.append(f"  {c['change']} ({where if where == 'global' else 'project ' + where}): {c['text']}")
             lines.extend(f"    replaces: {old}" for old in c.get("replaces", []))
+            if c["change"] == "retired":
+                lines.append(f"    reason: {c.get('reason') or '(none given)'}")
             if c["change"] == "removed":
                 if c.get("absorbed_by"):
                     lines.append(f"    absorbed by: {c['absorbed_by']}")

@@ -57,6 +57,7 @@ from pathlib import Path
 import msgspec
 
 from mecha.core.errors import ExportFailed
+from mecha.core.store.files import write_durably
 
 BEGIN_MARKER = "<!-- mecha:rules:begin — written by `mecha-sidecar export`; edits inside are replaced -->"
 END_MARKER = "<!-- mecha:rules:end -->"
@@ -336,10 +337,7 @@ def _append(target: Path, data: bytes) -> None:
         return
     fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        write_durably(fd, data)
     finally:
         os.close(fd)
 
@@ -402,10 +400,7 @@ def _temp_with(folder: Path, data: bytes, info: os.stat_result | None, name: str
         raise ExportFailed(f"{name}: cannot write in {folder} ({exc.strerror or exc}); nothing was written") from None
     try:
         os.fchmod(fd, stat.S_IMODE(info.st_mode) if info is not None else 0o644)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        write_durably(fd, data)
     except BaseException:
         os.close(fd)
         os.unlink(tmp)

@@ -58,7 +58,8 @@ class RuleSource(msgspec.Struct, kw_only=True, omit_defaults=True):
 class RuleChange(msgspec.Struct, kw_only=True, omit_defaults=True):
     """One rule a proposal adds, changes or removes, with its sources."""
 
-    #: `added`, `changed` (it rewrites or merges live rules) or `removed`.
+    #: `added`, `changed` (it rewrites or merges live rules), `removed`,
+    #: or `retired` (kept in the file as evidence, no longer rendered).
     change: str
     text: str
     rule_id: str | None = None
@@ -69,6 +70,8 @@ class RuleChange(msgspec.Struct, kw_only=True, omit_defaults=True):
     absorbed_by: str | None = None
     #: … or the reflection that contradicts it.
     contradicted_by: RuleSource | None = None
+    #: For a retired rule: the reason the retirement gives.
+    reason: str | None = None
     #: Where the rule lives once the proposal is accepted: `global`, or the
     #: project's root (`proposals.change_scope`).
     scope: str | None = None
@@ -80,6 +83,7 @@ class RuleChange(msgspec.Struct, kw_only=True, omit_defaults=True):
 ADDED = "added"
 CHANGED = "changed"
 REMOVED = "removed"
+RETIRED = "retired"
 
 
 def source_of(reflection_id: str, by_id: Mapping[str, Reflexion]) -> RuleSource:
@@ -127,8 +131,9 @@ def proposal_changes(
 
     A rule whose text the live set already holds is kept and not listed; a
     new text is `changed` when it names live rules it replaces, `added`
-    otherwise; a live rule the candidate leaves out is `removed`, with the
-    drop's reason when the proposal recorded one.
+    otherwise; a live rule the candidate retires is `retired`, with the
+    retirement's reason; a live rule the candidate leaves out is `removed`,
+    with the drop's reason when the proposal recorded one.
     """
     live_texts = {r.text for r in rules_before}
     by_rule_id = {r.id: r for r in rules_before if r.id is not None}
@@ -144,6 +149,12 @@ def proposal_changes(
             sources=sources_of(rule, by_id),
             replaces=replaced,
         ))
+    live_ids = {r.id for r in rules_before if r.retired_at is None and r.id is not None}
+    for rule in rules:
+        if rule.retired_at is not None and rule.id in live_ids:
+            out.append(RuleChange(
+                change=RETIRED, text=rule.text, rule_id=rule.id, sources=sources_of(rule, by_id), reason=rule.retired_reason,
+            ))
     kept = {r.text for r in rules}
     reasons = {d.text: d for d in drops}
     for rule in rules_before:

@@ -338,6 +338,13 @@ class LineReader:
 
 # ─── the reader core ────────────────────────────────────────────────────────
 
+#: Words of a line that may record a tool's call or result, in any agent's
+#: spelling (`tool_use`, `tool_result`, `toolUseResult`, `function_call`,
+#: `local_shell_call`, …): broad on purpose, since a line it misses fails
+#: open and one it catches needlessly costs only clean evidence.
+_TOOL_WORDS = re.compile(rb"tool|_call|function", re.IGNORECASE)
+
+
 class ReaderCore:
     """The state and the moves of a reader, whichever agent wrote the file.
 
@@ -379,8 +386,8 @@ class ReaderCore:
         for number, raw, torn in self.lines.lines(data):
             skipped = self.lines.skipped
             self.line(number, raw, torn)
-            if self.lines.skipped > skipped:
-                self.unread_line()
+            if self.lines.skipped > skipped and not torn:  # a torn last line has nothing after it
+                self.unread_line(raw)
             note_lines(lines, self.out, number)
         self.lines.finish()
         self.end()
@@ -404,21 +411,24 @@ class ReaderCore:
             lines=lines,
         )
 
-    def unread_line(self) -> None:
-        """A line (or part of one) could not be read while calls waited for
-        their results: it may have been one of them, carrying a stranger's
-        text that the assistant goes on to quote, with no result read to
-        say so. Fail closed: untrusted from here — from the last message
+    def unread_line(self, raw: bytes) -> None:
+        """A line (or part of one) could not be read. If calls wait for
+        their results, it may have been one; if it speaks of a tool at all,
+        it may have been a call and its result at once. Either may carry a
+        stranger's text the assistant goes on to quote, with nothing read to
+        say so: fail closed, untrusted from here — from the last message
         when it is the assistant's, which the next lines may still extend
-        (with no result between, the assistant's next words join it). A
-        result nested past what the decoder follows, after a `curl`, once
-        left the person's next words clean with the planted instruction
-        quoted as their context."""
+        (with no result between, its next words join it). A `curl`'s result
+        nested past what the decoder follows once left the person's next
+        words clean with the planted instruction quoted as their context.
+        Any other line (a person's message with a bad byte) costs only
+        itself."""
         waiting = [i for i in self.calls if i not in self.answered]
-        if waiting:
-            self.answered.update(waiting)
-            open_turn = bool(self.out) and self.out[-1].role == "assistant"
-            self.taint.bring(len(self.out) - 1 if open_turn else len(self.out), Taint(untrusted=True))
+        if not waiting and _TOOL_WORDS.search(raw) is None:
+            return
+        self.answered.update(waiting)
+        open_turn = bool(self.out) and self.out[-1].role == "assistant"
+        self.taint.bring(len(self.out) - 1 if open_turn else len(self.out), Taint(untrusted=True))
 
     # ── moves ──
 

@@ -252,6 +252,16 @@ def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
         view = view[n:]
 
 
+def write_durably(fd: int, data: bytes | Sequence[bytes | memoryview]) -> None:
+    """`data` (bytes, or chunks in order) written whole to `fd`, then
+    fsynced: what every atomic write here puts in its temp file before the
+    rename, the store's (`write_temp`) and the export's into a person's file
+    alike. An `OSError` comes as it is; the caller names it."""
+    for chunk in (data,) if isinstance(data, (bytes, bytearray, memoryview)) else data:
+        _write_all(fd, chunk)
+    os.fsync(fd)
+
+
 def write_atomic(path: Path, data: bytes | Sequence[bytes | memoryview]) -> None:
     """Replace `path` with `data` (bytes, or chunks written in order): temp
     sibling, fsync, rename, mode 0600.
@@ -293,9 +303,7 @@ def write_temp(path: Path, data: bytes | Sequence[bytes | memoryview], tmp: Path
         with writing(path):
             try:
                 os.fchmod(fd, FILE_MODE)
-                for chunk in (data,) if isinstance(data, (bytes, bytearray, memoryview)) else data:
-                    _write_all(fd, chunk)
-                os.fsync(fd)
+                write_durably(fd, data)
             finally:
                 os.close(fd)
     except BaseException:

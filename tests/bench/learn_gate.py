@@ -108,10 +108,10 @@ def run(rounds: int) -> list[Figure]:
     from mecha.core.learning.consolidation import Learner
     from mecha.core.providers import OpenAIProvider
     from mecha.core.providers.config import ModelConfig
-    from mecha.sidecar.localmodel import MODEL_ID, LocalServer, find_local_model
+    from mecha.sidecar.localmodel import MODEL_ID, LocalServer, ensure_local_model
 
     side = {k: {"passes": 0, "filed": 0, "rules": [], "kept": 0} for k in ("before", "after")}
-    with LocalServer(find_local_model(), log=Path("/dev/null")) as server:
+    with LocalServer(ensure_local_model(), log=Path("/dev/null")) as server:
         config = ModelConfig(api="openai", base_url=server.base_url, model=MODEL_ID, timeout_s=600.0, source="bench")
         learner = Learner(OpenAIProvider(config), MODEL_ID)
         for _ in range(rounds):

@@ -433,7 +433,7 @@ def test_the_assembler_records_the_homeostat_and_the_goals():
     assert a.id == a.session_id == "s1"
 
 
-# ── DESIGN §8.4: origin from the timeline, never from stats.taint ────────────
+# ── origin from the timeline, never from stats.taint ─────────────────────────
 
 
 def test_an_appraisals_origin_comes_from_the_timeline_covering_the_last_message():
@@ -477,7 +477,7 @@ def test_for_transcript_uses_an_explicit_goal_and_otherwise_names_none():
     assert [e.goal for e in with_goal.appraisal.errors] == [GOAL]
 
 
-# ── what a probe buys (and DESIGN §8.5) ──────────────────────────────────────
+# ── what a probe buys ────────────────────────────────────────────────────────
 
 
 def intervention_error(at: int = 4) -> GoalError:
@@ -526,7 +526,7 @@ def test_applying_a_probe_leaves_the_original_error_untouched():
 
 
 def test_a_probe_names_the_intervention_cited_at_its_turn():
-    # DESIGN §8.5: `at` selects the error cited {"kind":"turn","id":at}, and only it.
+    # `at` selects the error cited {"kind":"turn","id":at}, and only it.
     a = appraisal([intervention_error(2), intervention_error(5), err(-0.5, Agency.WORLD)])
     probed = apply_probes(a, [ProbeAt(at=5, verdict=Probe.MATTERED)])
     assert [e.agency for e in probed.errors] == [Agency.OWNER, Agency.OWN, Agency.WORLD]

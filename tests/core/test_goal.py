@@ -40,7 +40,7 @@ def test_everything_after_the_first_colon_belongs_to_the_id():
 
 
 def test_an_unknown_kind_is_no_goal_rather_than_an_error():
-    # DESIGN §8.6: a single goal of an unknown kind means no goal.
+    # A single goal of an unknown kind means no goal.
     assert parse_goal("banana:b") is None
 
 

@@ -160,7 +160,7 @@ def test_an_inconclusive_row_keeps_its_reason_and_a_proposals_row_its_id() -> No
 
 
 def test_a_tally_has_the_documented_wire_shape() -> None:
-    # Pins: DESIGN §8.8's field names drifting, or `last_validated` vanishing
+    # Pins: the ledger's field names drifting, or `last_validated` vanishing
     # when unset (clients read it as null).
     wire = msgspec.to_builtins(RuleTally(observations=2, improved=1))
     assert wire == {

@@ -1,6 +1,6 @@
 """What counts as a person stepping in, pinned case by case.
 
-Counterparts of the seed's mining tests, plus the shapes DESIGN adds:
+Counterparts of the seed's mining tests, plus the shapes the wire contract adds:
 `tools_before` / `tools_after`, the string-content shorthand, unknown blocks,
 and edits built from the outbox.
 """
@@ -260,12 +260,12 @@ def test_a_followup_is_located_by_its_text_and_results_messages_never_match():
     assert locate_followup(steered, "skip the rest") is None
 
 
-# ─── DESIGN's additions ─────────────────────────────────────────────────────
+# ─── the wire contract's additions ──────────────────────────────────────────
 
 
 def test_tools_before_and_after_are_distinct_tool_names_in_call_order():
     # Pins: duplicates, a sorted (rather than called) order, or tools taken
-    # from the wrong assistant message (DESIGN §8.7).
+    # from the wrong assistant message.
     messages = [
         Message.user("tidy the repo"),
         Message.assistant([tool_use("t0", "ls")]),

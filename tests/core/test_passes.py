@@ -408,3 +408,19 @@ async def test_a_proposals_diff_is_a_unified_diff_of_the_whole_rendered_block(st
     diff = proposal_diff(store, store.proposal(pid))
     assert diff.startswith("--- ") and "\n+++ " in diff
     assert "+- Ask before acting." in diff and " - Mine." in diff
+
+
+def test_a_retirement_proposal_names_the_retired_rule_and_why_in_its_changes(store: LearningStore):
+    # Pins: a retirement proposal listed no change at all, so its review
+    # showed nothing of which rule goes or why.
+    from mecha.core.learning.sources import RETIRED, proposal_changes
+    from mecha.sidecar.humane import proposal_with_diff
+
+    store.write_learned_rules("behavior", [Rule(text="Keep diffs small.", id="r-keep"), Rule(text="Say hi first.", id="r-bad")])
+    p = propose_retirement(store, "behavior", "r-bad", "3 attributed regressions on smollm2-135m")
+    changes = proposal_changes(p.rules_before, p.rules, p.drops, {})
+    assert [(c.change, c.rule_id, c.reason) for c in changes] == [
+        (RETIRED, "r-bad", "3 attributed regressions on smollm2-135m")
+    ]
+    shown = proposal_with_diff({"proposal": msgspec.to_builtins(p), "diff": "", "changes": msgspec.to_builtins(changes)})
+    assert "retired (global): Say hi first." in shown and "reason: 3 attributed regressions on smollm2-135m" in shown

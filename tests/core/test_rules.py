@@ -36,7 +36,7 @@ from mecha.core.learning.rules import (
 
 def test_the_constants_hold_their_contract_values():
     # Pins: a number the harness, the gate and the doctor all read drifting in
-    # one place (DESIGN §4 lists them).
+    # one place.
     assert MAX_ACTIVE_RULES_PER_DOMAIN == 15
     assert RULES_CHAR_BUDGET == 1600
     assert LEARN_MIN_REFLECTIONS == 3
@@ -147,7 +147,7 @@ def test_a_rules_file_written_before_identity_existed_still_decodes_as_live_rule
 
 
 def test_the_rules_block_layout_is_exact():
-    # Pins: any drift in the block's shape (DESIGN §8.2) — a validator strips
+    # Pins: any drift in the block's shape — a validator strips
     # it by heading and a gate must render a candidate exactly as a run does.
     behavior = domain_rules_section(
         "behavior",
@@ -237,7 +237,7 @@ def test_the_rules_hash_is_fnv1a_64_over_utf8_for_any_text(text):
 )
 def test_a_run_carries_the_run_domains_then_its_own_domain_once(domain, expected):
     # Pins: a run domain listed twice, the run domains reordered, or a
-    # request's own domain left out of its rules block (DESIGN §8.1).
+    # request's own domain left out of its rules block.
     assert run_domains_including(domain) == expected
 
 

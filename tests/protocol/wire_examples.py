@@ -466,6 +466,8 @@ def _drive(rec: Recorder, root: Path, model_url: str) -> None:
     rec.result("mecha/exportRules", {"target": "agents", "path": str(agents)})
     rec.result("mecha/exportRules", {"target": "agents", "path": str(agents), "check": True},
                title="mecha/exportRules (check)")
+    rec.result("mecha/installHooks", {"agent": "claude"})
+    rec.result("mecha/hookStatus", {"agent": "claude", "scope": "user"})
     rec.result("mecha/exportRules", {"target": "claude", "check": True}, title="mecha/exportRules (every scope)")
 
     # Errors.

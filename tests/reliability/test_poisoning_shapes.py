@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +59,10 @@ from tests.reliability.test_poisoning import (
     model,  # noqa: F401 - the module's scripted model server
 )
 
-SHAPES = ["deep-result", "deeper-result", "deep-call", "deeper-call", "huge-result", "huge-call"]
-VARIANTS = 18
+#: `deeper-both`: the call's line and its result's both past what the
+#: decoder follows — nothing read says a tool ran, but the assistant quotes it.
+SHAPES = ["deep-result", "deeper-result", "deep-call", "deeper-call", "deeper-both", "huge-result", "huge-call"]
+VARIANTS = 3 * len(SHAPES)
 #: A few levels past the input bound (kept, bounded), and far past what
 #: the decoder follows (the line is skipped).
 DEPTH = {"deep": 40, "deeper": 5000}
@@ -96,7 +99,7 @@ def _padding(planted: str) -> str:
     return f"{half}{planted}{half}"
 
 
-def hostile_session(n: int) -> tuple[str, bytes, str, str, str]:
+def hostile_session(n: int, cwd: str = "/home/pat/proj") -> tuple[str, bytes, str, str, str]:
     """A Claude Code or Codex session file, fully determined by `n`, whose
     stranger's part has one of `SHAPES`. `(format, bytes, marker, first
     words, shape)`."""
@@ -114,9 +117,9 @@ def hostile_session(n: int) -> tuple[str, bytes, str, str, str]:
     nested = None
     if how in DEPTH:
         nested = nest(result, DEPTH[how])
-        if where == "result":
+        if where in ("result", "both"):
             result = HOLE  # the tool's structured result
-        else:
+        if where in ("call", "both"):
             extra = HOLE
     elif where == "result":
         result = _padding(planted)
@@ -125,13 +128,13 @@ def hostile_session(n: int) -> tuple[str, bytes, str, str, str]:
     # Every shape in both formats: the format turns over with each round of shapes.
     fmt = "claude" if (n // len(SHAPES)) % 2 == 0 else "codex"
     build = _claude if fmt == "claude" else _codex
-    data = fill_holes(build(n, rng, local, remote, first, later, planted, result, extra), nested)
+    data = fill_holes(build(n, rng, cwd, local, remote, first, later, planted, result, extra), nested)
     return fmt, data, marker, first, shape
 
 
-def _claude(n: int, rng: random.Random, local: str, remote: str, first: str, later: str, planted: str,
+def _claude(n: int, rng: random.Random, cwd: str, local: str, remote: str, first: str, later: str, planted: str,
             result: str, extra: str | None) -> bytes:
-    cc = Claude(session=f"0000{n:04d}-2222-4333-8444-555566667777")
+    cc = Claude(session=f"0000{n:04d}-2222-4333-8444-555566667777", cwd=cwd)
     cc.user(rng.choice(TASKS)).assistant(text("Looking first."), use("s1", "Bash", command=local)).result("s1", "ok")
     cc.assistant(text("Nothing surprising.")).user(first)
     call = {"command": remote} if extra is None else {"command": remote, "description": extra}
@@ -145,9 +148,10 @@ def _claude(n: int, rng: random.Random, local: str, remote: str, first: str, lat
     return cc.bytes()
 
 
-def _codex(n: int, rng: random.Random, local: str, remote: str, first: str, later: str, planted: str,
+def _codex(n: int, rng: random.Random, cwd: str, local: str, remote: str, first: str, later: str, planted: str,
            result: str, extra: str | None) -> bytes:
     cx = Codex(session=f"0199{n:04d}-cccc-7ddd-8eee-000000000002")
+    cx.lines[0]["payload"]["cwd"] = cwd
     cx.user(rng.choice(TASKS)).say("Looking first.").call("c1", "shell", command=["bash", "-lc", local]).output("c1", "ok")
     cx.say("Nothing surprising.").user(first)
     args: dict[str, Any] = {"command": ["bash", "-lc", remote]}
@@ -185,12 +189,12 @@ def test_a_planted_instruction_in_a_deep_or_huge_line_never_reaches_a_model_or_t
     assert accepted and lesson_for(first, edit=False) in (store.render_block().block or "")
 
 
-def _write_agent_folders(root: Path, n_variants: int) -> list[tuple[str, str, str]]:
-    """Each variant's file where its agent keeps it, under `root/claude`
-    and `root/codex`; `(format, marker, first words)` of each."""
+def _write_agent_folders(root: Path, n_variants: int, cwd: Path) -> list[tuple[str, str, str]]:
+    """Each variant's file, run in `cwd`, where its agent keeps it, under
+    `root/claude` and `root/codex`; `(format, marker, first words)` of each."""
     out = []
     for n in range(n_variants):
-        fmt, data, marker, first, _ = hostile_session(n)
+        fmt, data, marker, first, _ = hostile_session(n, str(cwd))
         if fmt == "claude":
             path = root / "claude" / f"-home-pat-proj{n}" / f"0000{n:04d}-2222-4333-8444-555566667777.jsonl"
         else:
@@ -207,8 +211,11 @@ def test_hostile_shapes_imported_through_the_sidecar_keep_the_planted_text_out(
     # Every shape in both formats, imported by a real sidecar
     # (`mecha/importSessions`), reflected by the detached pass, learned and
     # accepted over the wire, the accept exporting to an instructions file.
-    variants = _write_agent_folders(tmp_path / "agents", 2 * len(SHAPES))
-    target = tmp_path / "AGENTS.md"
+    project = tmp_path / "proj"  # a real repository, so the lessons are its project's
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    variants = _write_agent_folders(tmp_path / "agents", 2 * len(SHAPES), project)
+    target = project / "AGENTS.md"
     target.write_text("# Mine\n")
     Path(env["MECHA_SIDECAR_CONFIG"]).write_text(f'[export]\nagents = ["{target}"]\n')
     with ModelServer(responder=lessons_responder) as server:
@@ -222,8 +229,7 @@ def test_hostile_shapes_imported_through_the_sidecar_keep_the_planted_text_out(
         assert learn["state"] == "done" and learn["proposal_id"], learn
         accepted = sc.request("mecha/acceptProposal", {"id": learn["proposal_id"]})
         assert [e.get("error") for e in accepted.get("exports", [])] == [None], accepted
-        # Both agents ran in /home/pat/proj: the lessons are that project's.
-        block = sc.request("mecha/rulesPromptBlock", {"project": "/home/pat/proj"})["block"] or ""
+        block = sc.request("mecha/rulesPromptBlock", {"project": str(project)})["block"] or ""
         assert sc.shutdown() == 0
         sent = [r.raw.decode("utf-8", "replace") for r in server.completions()]
     store = LearningStore(store_dir)

@@ -413,7 +413,7 @@ def test_a_learn_pass_without_a_model_fails_with_no_model(sidecar: Sidecar) -> N
 
 
 def test_learn_refuses_without_enough_learnable_reflections(sidecar: Sidecar) -> None:
-    # DESIGN §8.13: only learnable reflections count toward the floor.
+    # Only learnable reflections count toward the floor.
     store = open_store(sidecar.learning_dir)
     store.append_reflexions([reflexion("c1"), reflexion("c2"), reflexion("u1", origin=Origin.UNTRUSTED)])
     got = sidecar.call("mecha/learn", {"domain": "behavior"})

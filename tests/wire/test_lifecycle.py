@@ -27,7 +27,7 @@ from .helpers import (
 
 #: The contract's method table (protocol/README.md), spelled out so a method
 #: dropped from the server's table fails here.
-DESIGN_METHODS = [
+CONTRACT_METHODS = [
     "mecha/rulesPromptBlock",
     "mecha/extractInterventions",
     "mecha/liveAffect",
@@ -43,6 +43,8 @@ DESIGN_METHODS = [
     "mecha/inboxDrop",
     "mecha/importSessions",
     "mecha/exportRules",
+    "mecha/hookStatus",
+    "mecha/installHooks",
     "mecha/proposals",
     "mecha/proposal",
     "mecha/acceptProposal",
@@ -68,7 +70,7 @@ def test_initialize_answers_with_the_methods_and_the_server(spawn_sidecar: Spawn
     assert got == {
         "capabilities": {
             "experimental": {
-                "mecha": {"methods": sorted(DESIGN_METHODS), "notifications": ["mecha/jobFinished"]},
+                "mecha": {"methods": sorted(CONTRACT_METHODS), "notifications": ["mecha/jobFinished"]},
             }
         },
         "serverInfo": {"name": "mecha-sidecar", "version": version("mecha-sidecar")},
@@ -217,7 +219,7 @@ HEAVY = ("pygls", "lsprotocol", "httpx", "anyio", "tomlkit")
 
 
 def test_a_full_harness_exchange_imports_nothing_heavy(spawn_sidecar: SpawnSidecar, tmp_path: Path) -> None:
-    # DESIGN §3: the harness endpoint starts for every agent run and must
+    # The harness endpoint starts for every agent run and must
     # not pay for the editor server or the model client.
     root = tmp_path / "learning"
     store = open_store(root)

@@ -365,6 +365,39 @@ def test_the_ledger_folds_into_tallies(sidecar: Sidecar) -> None:
     assert sidecar.call("mecha/ruleTallies", {"domain": "triage"})["tallies"] == {}
 
 
+def test_validate_plans_first_and_refuses_what_it_cannot_measure(sidecar: Sidecar) -> None:
+    from mecha.core.identity import now
+    from mecha.core.store.learning_store import LearningStore, Proposal
+
+    plan = sidecar.call("mecha/validate", {"domain": "behavior", "dry_run": True})
+    assert plan == {
+        "plan": {"domain": "behavior", "budget": 3, "probes": [], "calls_per_probe": 4, "calls": 0,
+                 "proposal_id": None, "skipped": {}},
+        "job": None,
+        "reason": "a dry run: nothing was called",
+    }
+    nothing = sidecar.call("mecha/validate", {"domain": "behavior"})
+    assert nothing["job"] is None and nothing["reason"] == "no reflections in behavior to probe yet"
+    assert not sidecar.learning_dir.exists(), "a plan creates no store"
+
+    for budget in (0, 101):
+        err = sidecar.error("mecha/validate", {"domain": "behavior", "budget": budget})
+        assert err["code"] == -32602 and err["message"].startswith("budget:")
+    assert sidecar.error("mecha/validate", {"domain": "../x"})["data"]["name"] == "InvalidDomain"
+    assert sidecar.error("mecha/validate", {"domain": "behavior", "proposal_id": "20991231"})["data"]["name"] == "NotFound"
+
+    store = LearningStore.open(sidecar.learning_dir)
+    done = Proposal(id="20260101T000000-0000dddd", domain="behavior", status=ProposalStatus.REJECTED, reflexion_ids=[],
+                    rules_before=[], rules=[], evidence="", created_at=now())
+    store.write_proposal(done)
+    assert sidecar.error("mecha/validate", {"domain": "behavior", "proposal_id": done.id})["data"]["name"] == "NotPending"
+    pending = Proposal(**{**{f: getattr(done, f) for f in done.__struct_fields__},
+                          "id": "20260101T000000-0000eeee", "status": ProposalStatus.PENDING})
+    store.write_proposal(pending)
+    err = sidecar.error("mecha/validate", {"domain": "writing", "proposal_id": pending.id})
+    assert err["code"] == -32602 and "not 'writing'" in err["message"]
+
+
 # ─── mecha/doctor ───────────────────────────────────────────────────────────
 
 

@@ -225,6 +225,7 @@ export interface RuleChange {
   change: string;
   contradicted_by?: RuleSource;
   measured?: string;
+  reason?: string;
   replaces?: string[];
   rule_id?: string;
   scope?: string;
