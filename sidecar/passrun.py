@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from mecha.core.errors import InvalidStore
 from mecha.core.identity import now
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.learning_store import LearningStore
@@ -99,7 +100,10 @@ def run_pass(
     except Exception:
         job = jobs_mod.Job(id=job_id, kind=jobs_mod.job_kind(kind), domain=domain, state="running", started_at=now())
     job = msgspec.structs.replace(job, pid=os.getpid(), state="running")
-    jobs_mod.write_job(root, job)
+    try:
+        jobs_mod.write_job(root, job)
+    except InvalidStore as exc:  # the starter's record stands; the pass fails below, by name
+        log.error("pass %s %s: its running record could not be written: %s", kind, job_id, exc)
     log.info("pass %s %s started (pid %d)", kind, job_id, os.getpid())
     counts = _ProgressWriter(root, job)
     try:
@@ -117,7 +121,10 @@ def run_pass(
         log.error("pass failed: %s: %s", type(exc).__name__, exc)
         final = msgspec.structs.replace(counts.job, state="failed", outcome=f"{type(exc).__name__}: {exc}")
     final = msgspec.structs.replace(final, finished_at=now(), pid=None)
-    jobs_mod.write_job(root, final)
+    unrecorded = jobs_mod.record_end(root, final)
+    if unrecorded is not None:
+        log.error("pass %s %s: its outcome could not be recorded: %s", kind, job_id, unrecorded)
+        return 1
     log.info("pass %s %s: %s — %s", kind, job_id, final.state, final.outcome)
     return 0 if final.state == "done" else 1
 

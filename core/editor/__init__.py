@@ -18,7 +18,9 @@ One module per feature, over one parsed document:
 - `diagnostics`: `check_document`, every finding;
 - `edits`: the disable/enable and remove-rule edits, checked;
 - `actions`: the code actions each finding and rule brings;
-- `hover`, `lenses`.
+- `hover`, `lenses`;
+- `review`: what an editor says of a proposal (its summary, the lines after
+  an accept, a rejection or a proposed retirement).
 
 Nothing is imported here: each module is imported by its full name, so a
 lean caller (the first stage) pays only for what it names.

@@ -76,6 +76,13 @@ def _line_range(lines: Sequence[str], line: int) -> Range:
     return Range(line, 0, line, len(lines[line]))
 
 
+def _syntax_finding(domain: str, e: tomllib.TOMLDecodeError, lines: Sequence[str]) -> Finding:
+    """`toml-syntax` where tomllib says the document broke, in its words
+    without its position (the range says where)."""
+    message = _TOML_AT_END_RE.sub("", _TOML_AT_RE.sub("", str(e))).strip()
+    return _finding(TOML_SYNTAX, f"not valid TOML: {message}", _syntax_range(str(e), lines), {"domain": domain})
+
+
 def _syntax_range(message: str, lines: Sequence[str]) -> Range:
     """Where tomllib says the document broke: its 1-based line and column as
     one character, or the last non-blank line for "at end of document"."""
@@ -130,11 +137,7 @@ def check_document(
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        message = _TOML_AT_END_RE.sub("", _TOML_AT_RE.sub("", str(e))).strip()
-        out.append(
-            _finding(TOML_SYNTAX, f"not valid TOML: {message}", _syntax_range(str(e), lines), {"domain": domain})
-        )
-        return _sorted(out)
+        return _sorted([*out, _syntax_finding(domain, e, lines)])
     doc = _Doc(domain, kind, lines, scan(text), in_project)
     out.extend(_top_key_findings(doc, raw))
     items = raw.get("rules", [])

@@ -15,10 +15,11 @@ what landed in between.
 from __future__ import annotations
 
 import difflib
+import logging
 
 import msgspec
 
-from mecha.core.errors import InvalidInput, NotFound, NotPending
+from mecha.core.errors import InvalidInput, InvalidStore, NotFound, NotPending
 from mecha.core.identity import mint_proposal_id, mint_run_id, now
 from mecha.core.learning import promotion
 from mecha.core.learning.rules import Rule, active_count, validate_domain
@@ -27,6 +28,8 @@ from mecha.core.learning.sources import ADDED, RuleChange, RuleSources, find_rul
 from mecha.core.store.layout import GLOBAL_SCOPE, LEARNED_KIND
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 from mecha.core.store.ledger import rule_tallies_by_model
+
+log = logging.getLogger(__name__)
 
 #: The longest reason a person may give for a reject or a retirement, in
 #: characters. A reason is a sentence or a paragraph: it is kept in the
@@ -116,7 +119,18 @@ def accept(store: LearningStore, proposal_id: str, *, as_global: bool = False) -
             f"{len(p.reflexion_ids)} reflection(s) marked processed.\n"
             f"Evidence: {p.evidence or '(none recorded)'}",
         )
-        return Accepted(p, promotion.file_promotions(store, p.domain))
+        return Accepted(p, _promotions_after(store, p))
+
+
+def _promotions_after(store: LearningStore, p: Proposal) -> list[Proposal]:
+    """The promotions an accept files once it has landed. A store that
+    cannot take them (a full disk) must not turn the landed accept into an
+    error: they are looked for again after the next accept."""
+    try:
+        return promotion.file_promotions(store, p.domain)
+    except InvalidStore as exc:
+        log.warning("accept %s landed; its promotions were not filed: %s", p.id, exc)
+        return []
 
 
 def _apply_in_scope(store: LearningStore, p: Proposal) -> list[promotion.Write]:

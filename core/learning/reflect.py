@@ -27,7 +27,7 @@ from mecha.core.errors import ModelFailure, NoModel, UnusableReply
 from mecha.core.learning.reflection import FoundAt, Reflector, Reflexion
 from mecha.core.learning.survey import Planned
 from mecha.core.store.inbox import DraftEntry, InboxEntry, SessionEntry, claim_all, entry_decoder, release, set_aside
-from mecha.core.store.learning_store import MAX_UNUSABLE_ANSWERS, Attempt, AttemptState, LearningStore
+from mecha.core.store.learning_store import MAX_UNUSABLE_ANSWERS, Attempt, AttemptKind, AttemptState, LearningStore
 
 if TYPE_CHECKING:
     import asyncio
@@ -504,15 +504,15 @@ def _attempt_records(got: list[_Answer], states: dict[str, AttemptState], at: st
     newly_aside: list[str] = []
     for a in got:
         if a.usable:
-            records.append(Attempt(key=a.key, state="answered", at=at))
+            records.append(Attempt(key=a.key, state=AttemptKind.ANSWERED, at=at))
         elif a.permanent is not None:
-            records.append(Attempt(key=a.key, state="set_aside", at=at, reason=a.permanent))
+            records.append(Attempt(key=a.key, state=AttemptKind.SET_ASIDE, at=at, reason=a.permanent))
             newly_aside.append(a.key)
         else:
-            records.append(Attempt(key=a.key, state="unusable", at=at, reason=a.unusable))
+            records.append(Attempt(key=a.key, state=AttemptKind.UNUSABLE, at=at, reason=a.unusable))
             if states.get(a.key, _UNSETTLED).unusable + 1 >= MAX_UNUSABLE_ANSWERS:
                 why = f"{MAX_UNUSABLE_ANSWERS} unusable answers; the last: {a.unusable}"
-                records.append(Attempt(key=a.key, state="set_aside", at=at, reason=why))
+                records.append(Attempt(key=a.key, state=AttemptKind.SET_ASIDE, at=at, reason=why))
                 newly_aside.append(a.key)
     return records, newly_aside
 

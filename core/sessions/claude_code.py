@@ -88,6 +88,7 @@ from mecha.core.sessions.reader import (
     LINE_FAULTS,
     ReaderCore,
     ReadSession,
+    SessionFormat,
     Source,
     TaintPolicy,
     bounded,
@@ -283,7 +284,7 @@ def answers_text(result: str, raw: msgspec.Raw) -> str:
 
 class _Reader(ReaderCore):
     def __init__(self, name: str, policy: TaintPolicy, sidechain_file: bool):
-        super().__init__(name, "claude", policy)
+        super().__init__(name, SessionFormat.CLAUDE, policy)
         self.sidechain_file = sidechain_file
         self.decided_sidechain = sidechain_file
         #: The command line of each shell started in the background, by id.
@@ -553,4 +554,4 @@ def read_claude_code(
     session_id = f"claude:{base}"
     if reader.sidechain_file and path is not None and path.stem != base:
         session_id = f"{session_id}/{path.stem}"
-    return reader.session("claude", session_id, lines, interactive=not reader.sidechain_file)
+    return reader.session(SessionFormat.CLAUDE, session_id, lines, interactive=not reader.sidechain_file)

@@ -65,6 +65,7 @@ from mecha.core.sessions.reader import (
     LINE_FAULTS,
     ReaderCore,
     ReadSession,
+    SessionFormat,
     Source,
     TaintPolicy,
     bounded,
@@ -210,7 +211,7 @@ def interactive_source(source: Any) -> bool:
 
 class _Reader(ReaderCore):
     def __init__(self, name: str, policy: TaintPolicy):
-        super().__init__(name, "codex", policy)
+        super().__init__(name, SessionFormat.CODEX, policy)
         #: The command each still-running exec session was started with.
         self.exec_sessions: dict[str, str | list[str]] = {}
         self.interactive = True
@@ -379,4 +380,4 @@ def read_codex(
     reader = _Reader(name, policy or CODEX_POLICY)
     lines = reader.read(data)
     base = reader.base_id(path)
-    return reader.session("codex", f"codex:{base}", lines, interactive=reader.interactive)
+    return reader.session(SessionFormat.CODEX, f"codex:{base}", lines, interactive=reader.interactive)

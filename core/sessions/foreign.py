@@ -19,10 +19,10 @@ from pathlib import Path
 import msgspec
 
 from mecha.core.errors import InvalidInput
-from mecha.core.sessions.reader import LINE_FAULTS, ReadSession, Source, TaintPolicy, numbered_lines
+from mecha.core.sessions.reader import LINE_FAULTS, ReadSession, SessionFormat, Source, TaintPolicy, numbered_lines
 
 #: The formats `read_session` knows, in the spelling `--format` takes.
-FORMATS = ("mecha", "claude", "codex")
+FORMATS = tuple(f.value for f in SessionFormat)
 
 # ─── harness voices ─────────────────────────────────────────────────────────
 
@@ -133,7 +133,7 @@ def _line_head(source: Source, skip: int = 0) -> _Head | None:
     return None
 
 
-def detect_format(data: Source) -> str | None:
+def detect_format(data: Source) -> SessionFormat | None:
     """Which format a file is, from its first record; `None` when it is
     none of them. Decided on structure, not on the file's name: a person
     renames files, and every format here is `.jsonl`. The first line is
@@ -180,19 +180,19 @@ def _whole_object_head(data: bytes) -> _Head | None:
         return None
 
 
-def _format_of(head: _Head | None) -> str | None:
+def _format_of(head: _Head | None) -> SessionFormat | None:
     if head is None:
         return None
     if head.messages:
-        return "mecha"
+        return SessionFormat.MECHA
     if head.role in ("user", "assistant"):
-        return "mecha"
+        return SessionFormat.MECHA
     if head.payload and head.type in _CODEX_TYPES:
-        return "codex"
+        return SessionFormat.CODEX
     if head.type is None and (head.record_type is not None or bool(head.instructions)):
-        return "codex"  # the older rollout shape: a bare meta line first
+        return SessionFormat.CODEX  # the older rollout shape: a bare meta line first
     if head.type in _CLAUDE_TYPES or head.sessionId is not None or head.parentUuid is not None:
-        return "claude"
+        return SessionFormat.CLAUDE
     return None
 
 
@@ -241,29 +241,30 @@ def _read_session(
 ) -> ReadSession:
     if fmt is not None and fmt not in FORMATS:
         raise InvalidInput(f"--format {fmt!r}: must be one of {', '.join(FORMATS)}")
+    forced = None if fmt is None else SessionFormat(fmt)
     if data is None:
         # Read line by line from the file: a session of hundreds of MB is
         # never held whole.
         try:
             with path.open("rb") as f:
-                return _read_source(path, fmt, policy, f)
+                return _read_source(path, forced, policy, f)
         except OSError as exc:
             raise InvalidInput(f"{path}: {exc.strerror or exc}") from None
-    return _read_source(path, fmt, policy, data)
+    return _read_source(path, forced, policy, data)
 
 
-def _read_source(path: Path, fmt: str | None, policy: TaintPolicy | None, data: Source) -> ReadSession:
+def _read_source(path: Path, fmt: SessionFormat | None, policy: TaintPolicy | None, data: Source) -> ReadSession:
     found = fmt or detect_format(data)
     if found is None:
         raise InvalidInput(
             f"{path}: not a session file: its first record is neither a mecha transcript, "
             "a Claude Code session line nor a Codex CLI rollout line (use --format to force one)"
         )
-    if found == "claude":
+    if found is SessionFormat.CLAUDE:
         from mecha.core.sessions.claude_code import read_claude_code
 
         return read_claude_code(data, name=str(path), path=path, policy=policy)
-    if found == "codex":
+    if found is SessionFormat.CODEX:
         from mecha.core.sessions.codex_cli import read_codex
 
         return read_codex(data, name=str(path), path=path, policy=policy)
@@ -271,7 +272,7 @@ def _read_source(path: Path, fmt: str | None, policy: TaintPolicy | None, data: 
 
     session = parse_transcript(path, data if isinstance(data, bytes) else data.read())
     return ReadSession(
-        source="mecha",
+        source=SessionFormat.MECHA,
         session_id=session.session_id,
         messages=session.messages,
         taint_timeline=session.taint_timeline,

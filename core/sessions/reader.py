@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from enum import Enum
 from pathlib import Path
 from typing import IO, TypeVar
 
@@ -39,8 +40,22 @@ from mecha.core.errors import InvalidInput
 from mecha.core.sessions.mining import DENIAL_PREFIX
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
 
-#: What each format is called in a message about one of its files.
-FORMAT_NAMES = {"mecha": "a mecha transcript", "claude": "a Claude Code session", "codex": "a Codex CLI rollout"}
+
+class SessionFormat(str, Enum):
+    """The formats a session file comes in, spelled as `--format` takes them."""
+
+    MECHA = "mecha"
+    CLAUDE = "claude"
+    CODEX = "codex"
+
+
+#: What each format is called in a message about one of its files (looked
+#: up by member or by its spelling alike).
+FORMAT_NAMES: dict[str, str] = {
+    SessionFormat.MECHA: "a mecha transcript",
+    SessionFormat.CLAUDE: "a Claude Code session",
+    SessionFormat.CODEX: "a Codex CLI rollout",
+}
 
 #: What a picture in a person's message becomes in the wire transcript, in
 #: every reader: the words beside it are kept, the image is marked.
@@ -53,7 +68,7 @@ class ReadSession(msgspec.Struct, kw_only=True):
     """One session file, read: the wire transcript and what the file said
     about it."""
 
-    source: str
+    source: SessionFormat
     session_id: str
     messages: list[Message]
     #: Rebuilt from the tools the file records (`None` only for a mecha JSONL
@@ -233,7 +248,7 @@ def numbered_lines(source: Source) -> Iterator[tuple[int, bytes, bool]]:
         start = end + 1
 
 
-def line_error(path: str, fmt: str, number: int, why: str) -> InvalidInput:
+def line_error(path: str, fmt: SessionFormat, number: int, why: str) -> InvalidInput:
     return InvalidInput(f"{path}:{number}: reading as {FORMAT_NAMES[fmt]}: {why}")
 
 
@@ -291,7 +306,7 @@ class LineReader:
     field of a shape a newer release writes — costs that line, never the
     session."""
 
-    def __init__(self, name: str, fmt: str) -> None:
+    def __init__(self, name: str, fmt: SessionFormat) -> None:
         self.name = name
         self.fmt = fmt
         self.warnings: list[str] = []
@@ -355,7 +370,7 @@ class ReaderCore:
     shell command the person ran taints what follows (`person_ran`).
     `read` runs the line loop and builds the `ReadSession`."""
 
-    def __init__(self, name: str, fmt: str, policy: TaintPolicy) -> None:
+    def __init__(self, name: str, fmt: SessionFormat, policy: TaintPolicy) -> None:
         self.name = name
         self.lines = LineReader(name, fmt)
         self.policy = policy
@@ -398,7 +413,7 @@ class ReaderCore:
         """The session's id as the file gives it, else the file's name."""
         return self.session_id or (path.stem if path is not None else "session")
 
-    def session(self, source: str, session_id: str, lines: list[int], *, interactive: bool) -> ReadSession:
+    def session(self, source: SessionFormat, session_id: str, lines: list[int], *, interactive: bool) -> ReadSession:
         return ReadSession(
             source=source,
             session_id=session_id,

@@ -6,7 +6,7 @@ answer; folded oldest first they give each intervention's `AttemptState`.
 
 from __future__ import annotations
 
-from typing import Literal
+from enum import Enum
 
 import msgspec
 
@@ -16,7 +16,17 @@ import msgspec
 #: bad luck from a prompt the model cannot handle.
 MAX_UNUSABLE_ANSWERS = 3
 
-AttemptKind = Literal["answered", "unusable", "set_aside", "retry"]
+class AttemptKind(str, Enum):
+    """What one line of the attempts ledger says of an intervention."""
+
+    #: The reflector answered it usably (a lesson, or an explicit skip).
+    ANSWERED = "answered"
+    #: The reflector's answer could not be used; asked again next pass.
+    UNUSABLE = "unusable"
+    #: Not to be asked again until a person retries it.
+    SET_ASIDE = "set_aside"
+    #: A person put it back: what came before no longer counts.
+    RETRY = "retry"
 
 
 class Attempt(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -39,13 +49,13 @@ class AttemptState(msgspec.Struct):
     set_aside: str | None = None
 
     def apply(self, rec: Attempt) -> None:
-        if rec.state == "answered":
+        if rec.state == AttemptKind.ANSWERED:
             self.answered = True
-        elif rec.state == "unusable":
+        elif rec.state == AttemptKind.UNUSABLE:
             self.unusable += 1
-        elif rec.state == "set_aside":
+        elif rec.state == AttemptKind.SET_ASIDE:
             self.set_aside = rec.reason or "set aside"
-        elif rec.state == "retry":
+        elif rec.state == AttemptKind.RETRY:
             self.answered, self.unusable, self.set_aside = False, 0, None
 
     @property

@@ -35,7 +35,7 @@ from mecha.core.sessions.transcript import Message, TaintCheckpoint
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.files import ensure_private_dir, process_alive, refuse_links, store_full, write_atomic
 from mecha.core.store.layout import GITIGNORE_FILE
-from mecha.core.store.learning_store import Attempt, LearningStore, SetAside
+from mecha.core.store.learning_store import Attempt, AttemptKind, LearningStore, SetAside
 
 log = logging.getLogger(__name__)
 
@@ -451,7 +451,7 @@ def retry_set_aside(store: LearningStore, ident: str) -> SetAside:
         entry = msgspec.structs.replace(entry, retry=True)
         if record.interventions:
             stamp = now()
-            store.record_attempts(Attempt(key=k, state="retry", at=stamp) for k in record.interventions)
+            store.record_attempts(Attempt(key=k, state=AttemptKind.RETRY, at=stamp) for k in record.interventions)
             store.commit(f"inbox: retry {record.label or record.id}\n\nAsked again: {', '.join(record.interventions)}")
         write_atomic(refuse_links(store.root, inbox_dir(store) / f"{record.id}.json"), msgspec.json.encode(entry))
         src.unlink()

@@ -18,7 +18,7 @@ from typing import Literal
 
 import msgspec
 
-from mecha.core.errors import InvalidInput, NotFound
+from mecha.core.errors import InvalidInput, InvalidStore, NotFound, StoreFull
 from mecha.core.identity import now
 from mecha.core.store.files import ensure_private_dir, process_alive, refuse_links, write_atomic, writing
 from mecha.core.store.layout import JOBS_DIR, LOGS_DIR, job_log_name
@@ -115,6 +115,49 @@ _decoder = msgspec.json.Decoder(Job)
 
 def write_job(root: Path, job: Job) -> None:
     write_atomic(refuse_links(root, job_path(root, job.id)), _encoder.encode(job))
+
+
+def record_end(root: Path, job: Job) -> str | None:
+    """Write a pass's last record; `None` when written, else what stopped it
+    (the store's named error).
+
+    On a full disk the atomic write has no room for its temp file, and the
+    job would read "killed or crashed" with the StoreFull that stopped the
+    pass nowhere. So then the record is rewritten in place, inside the room
+    its file already holds (the starter wrote it), its outcome shortened to
+    fit: not atomic, but a torn record reads as unreadable, never as another
+    job's outcome, and the alternative is no outcome at all."""
+    try:
+        write_job(root, job)
+    except StoreFull as exc:
+        try:
+            _rewrite_in_place(job_path(root, job.id), job)
+        except OSError:
+            return str(exc)
+    except InvalidStore as exc:
+        return str(exc)
+    return None
+
+
+def _rewrite_in_place(path: Path, job: Job) -> None:
+    import os
+
+    fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        room = max(st.st_size, st.st_blocks * 512)
+        data = _encoder.encode(job)
+        outcome = job.outcome or ""
+        while len(data) > room and outcome:
+            outcome = outcome[: max(0, len(outcome) - (len(data) - room) - 1)]
+            data = _encoder.encode(msgspec.structs.replace(job, outcome=outcome + "…"))
+        if len(data) > room:
+            raise OSError(28, "no room for the job's record")
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _seconds_since(stamp: str) -> float:

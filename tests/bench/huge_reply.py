@@ -15,7 +15,9 @@ in three shapes, interleaved:
   only learn how large the body is by reading it — the worst case;
 - **the reply, sized**: `Content-Length` declares the 600 MB up front (a note);
 - **a small reply** (the baseline): the same pass answered with a lesson
-  of one sentence, the floor of any pass at all.
+  of one sentence, the floor of any pass at all;
+- **the learn pass** (a note), answered with a rule set whose one rule runs
+  on for 600 MB, unsized.
 
 Goal: ≤ 300 MB. Once, reading a 600 MB reply whole took a pass to 1,833 MB.
 """
@@ -39,6 +41,9 @@ GOAL_MB = 300
 HEAD = '{"skip": false, "reflexion": "'
 FILL = "All work and no play makes a long lesson. "
 TAIL = '", "error_type": "other", "confidence": 0.8}'
+#: The learner's answer, likewise: its one rule is the fill.
+LEARN_HEAD = '{"rules": [{"rule": "'
+LEARN_TAIL = '", "based_on": ["R1"], "replaces": [], "confidence": 0.7, "based_on_count": 2}], "dropped": []}'
 #: The job's id in every store (each run has a store of its own).
 JOB_ID = "20260101T000000-reflect-bench12-1"
 
@@ -54,10 +59,12 @@ class PassRun:
     log: str
 
 
-def huge_reply(sized: bool, megabytes: int = REPLY_MB) -> Any:
+def huge_reply(sized: bool, megabytes: int = REPLY_MB, *, learner: bool = False) -> Any:
+    """The reply, as the reflector's answer (or with `learner`, the learner's)."""
     from tests.model_server import huge
 
-    return huge(HEAD, FILL, megabytes * 1_000_000 // len(FILL), TAIL, sized=sized)
+    head, tail = (LEARN_HEAD, LEARN_TAIL) if learner else (HEAD, TAIL)
+    return huge(head, FILL, megabytes * 1_000_000 // len(FILL), tail, sized=sized)
 
 
 def seed_store(root: Path, words: str = "Only touch the docs folder.") -> None:
@@ -80,13 +87,35 @@ def seed_store(root: Path, words: str = "Only touch the docs folder.") -> None:
     jobs_mod.write_job(root, jobs_mod.Job(id=JOB_ID, kind="reflect", state="running", started_at=now()))
 
 
+def seed_learn_store(root: Path) -> None:
+    """A store holding two learnable reflections for the learn pass, and
+    the job record a sidecar writes before it spawns the pass."""
+    from mecha.core.identity import now
+    from mecha.core.learning.reflection import Origin, Reflexion
+    from mecha.core.store import jobs as jobs_mod
+    from mecha.core.store.learning_store import LearningStore
+
+    store = LearningStore.open(root)
+    store.append_reflexions([
+        Reflexion(id=f"pool-{i}", domain="behavior", session_id=f"s{i}", trigger="steer", context="ctx",
+                  intervention="Only touch the docs folder.", created_at=now(), origin=Origin.CLEAN,
+                  reflexion_text=f"Only touch the docs folder unless told otherwise, part {i}.")
+        for i in range(2)
+    ])
+    store.commit("bench: a learnable pool")
+    jobs_mod.write_job(root, jobs_mod.Job(id=JOB_ID, kind="learn", domain="behavior", state="running", started_at=now()))
+
+
 def model_options(url: str) -> dict[str, Any]:
     return {"api": "openai", "baseUrl": url, "model": "scripted-model", "timeoutS": 30, "maxRetries": 1, "maxBackoffS": 0.05}
 
 
-def run_pass_process(root: Path, url: str, *, env: dict[str, str] | None = None, timeout_s: float = 120.0) -> PassRun:
-    """Run the reflect pass over `root` as its own process, its model at
-    `url`; wait for it and return what it came to."""
+def run_pass_process(
+    root: Path, url: str, *, env: dict[str, str] | None = None, timeout_s: float = 120.0, kind: str = "reflect"
+) -> PassRun:
+    """Run the reflect pass (or with `kind="learn"`, the learn pass of the
+    `behavior` domain) over `root` as its own process, its model at `url`;
+    wait for it and return what it came to."""
     pass_env = dict(child_env() if env is None else env)
     pass_env.update(
         MECHA_LEARNING_DIR=str(root),
@@ -96,7 +125,8 @@ def run_pass_process(root: Path, url: str, *, env: dict[str, str] | None = None,
     log = root.parent / f"{root.name}.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [python(), "-m", "mecha.sidecar", "pass", "reflect", "--job", JOB_ID],
+            [python(), "-m", "mecha.sidecar", "pass", kind, "--job", JOB_ID,
+             *(["--domain", "behavior", "--min", "1"] if kind == "learn" else [])],
             stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=root, env=pass_env,
         )
         code, maxrss = _wait(proc, timeout_s)
@@ -126,8 +156,8 @@ def _wait(proc: subprocess.Popen[bytes], timeout_s: float) -> tuple[int, int]:
 def run(rounds: int) -> list[Figure]:
     from tests.model_server import ModelServer, lessons_responder
 
-    got: dict[str, list[PassRun]] = {"small": [], "unsized": [], "sized": []}
-    sent: dict[str, list[int]] = {"unsized": [], "sized": []}
+    got: dict[str, list[PassRun]] = {"small": [], "unsized": [], "sized": [], "learn": []}
+    sent: dict[str, list[int]] = {"unsized": [], "sized": [], "learn": []}
     with tempfile.TemporaryDirectory(prefix="mecha-bench-") as tmp, ModelServer(responder=lessons_responder) as server:
         runs = 0
 
@@ -136,11 +166,11 @@ def run(rounds: int) -> list[Figure]:
                 nonlocal runs
                 runs += 1
                 root = Path(tmp) / f"store-{runs}"
-                seed_store(root)
+                (seed_learn_store if shape == "learn" else seed_store)(root)
                 before = server.sent
                 if shape != "small":
-                    server.script(huge_reply(sized=shape == "sized"))
-                r = run_pass_process(root, server.url)
+                    server.script(huge_reply(sized=shape == "sized", learner=shape == "learn"))
+                r = run_pass_process(root, server.url, kind="learn" if shape == "learn" else "reflect")
                 if shape == "small":
                     assert r.job["state"] == "done", r.job
                 else:
@@ -151,12 +181,12 @@ def run(rounds: int) -> list[Figure]:
 
             return go
 
-        interleaved(rounds, {"small": one("small"), "unsized": one("unsized"), "sized": one("sized")})
+        interleaved(rounds, {s: one(s) for s in ("small", "unsized", "sized", "learn")})
 
     def mib(shape: str) -> float:
         return median(r.maxrss_kib for r in got[shape]) / 1024
 
-    subject, baseline, sized = mib("unsized"), mib("small"), mib("sized")
+    subject, baseline, sized, learn = mib("unsized"), mib("small"), mib("sized"), mib("learn")
     read_kb = median(sent["unsized"]) / 1e3
     return [
         Figure(
@@ -172,15 +202,18 @@ def run(rounds: int) -> list[Figure]:
             met=subject * 2**20 <= GOAL_MB * 1e6,
             notes=[
                 f"with Content-Length declared: {sized:.1f} MiB; the server got {read_kb:.0f} kB of "
-                f"{REPLY_MB} MB out before the unsized pass hung up"
+                f"{REPLY_MB} MB out before the unsized pass hung up",
+                f"a learn pass answered the same way, unsized: {learn:.1f} MiB",
             ],
             extra={
                 "rounds": rounds,
                 "unsized_rss_mib": subject,
                 "sized_rss_mib": sized,
                 "small_rss_mib": baseline,
+                "learn_rss_mib": learn,
                 "unsized_bytes_sent": sent["unsized"],
                 "sized_bytes_sent": sent["sized"],
+                "learn_bytes_sent": sent["learn"],
                 "outcome": got["unsized"][0].job["outcome"],
             },
         )

@@ -62,3 +62,27 @@ def test_the_client_is_told_first_then_when_the_pending_set_moves_and_after_ever
     assert should_announce(one, none, after_command=False)
     assert should_announce(one, other, after_command=False), "same count, other proposals"
     assert should_announce(one, one, after_command=True), "after a command, whatever the poll saw"
+
+
+def test_an_accept_that_landed_stands_when_its_promotions_cannot_be_filed(store: LearningStore, monkeypatch):
+    # Pins: promotions are filed after the accept has landed; a full disk
+    # there answered the whole accept as an error.
+    from mecha.core.errors import StoreFull
+    from mecha.core.learning import promotion
+    from mecha.core.learning.proposals import accept
+
+    p = Proposal(
+        id="20260101T000000-acc00001", domain="behavior", status=ProposalStatus.PENDING, reflexion_ids=[],
+        rules_before=[], rules=[Rule(text="Ask before deleting any file.", id="r-ask")],
+        evidence="test", created_at="2026-01-01T00:00:00.000000Z",
+    )
+    store.write_proposal(p)
+
+    def full(*_: object) -> list[Proposal]:
+        raise StoreFull("the disk holding the store is full", path=str(store.root))
+
+    monkeypatch.setattr(promotion, "file_promotions", full)
+    done = accept(store, p.id)
+    assert done.proposal.status == ProposalStatus.ACCEPTED and done.promotions == []
+    assert store.proposal(p.id).status == ProposalStatus.ACCEPTED
+    assert [r.text for r in store.learned_rules("behavior")] == ["Ask before deleting any file."]

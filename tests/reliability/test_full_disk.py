@@ -236,3 +236,39 @@ def test_an_import_on_a_full_disk_is_a_named_error_and_queues_each_session_once_
     assert any(s.startswith("claude:") for s in waiting), (full.stderr[-1000:], again.stdout)
     entries = [p for p in (root / "inbox").glob("*.json")]
     assert len(entries) <= 1, [p.name for p in entries]
+
+
+def test_a_pass_that_fills_the_disk_records_its_named_failure_not_a_crash(small_disk: SmallDisk, tmp_path: Path) -> None:
+    # Pins: a reflect pass on a disk that had filled could not write its
+    # last record, so its job read "killed or crashed" and the StoreFull that
+    # stopped it was nowhere.
+    import sys
+
+    import msgspec
+
+    from mecha.core.identity import now
+    from mecha.core.sessions.transcript import Message, Taint, TaintCheckpoint
+    from mecha.core.store import jobs as jobs_mod
+    from mecha.core.store.inbox import enqueue, session_entry
+    from tests.e2e.conftest import clean_env
+    from tests.model_server import ModelServer, lessons_responder
+
+    root = small_disk.mount / "learning"
+    store = open_store(root)
+    messages = msgspec.convert(steered(), list[Message])
+    enqueue(store, session_entry("full-pass", messages, [TaintCheckpoint(at=0, taint=Taint())]))
+    job = jobs_mod.Job(id="reflect-full", kind="reflect", domain=None, state="running", started_at=now())
+    jobs_mod.write_job(root, job)
+    with ModelServer(responder=lessons_responder) as server:
+        env = clean_env(tmp_path)
+        env.update(MECHA_MODEL_API="openai", MECHA_MODEL_BASE_URL=server.url, MECHA_MODEL="scripted-model")
+        small_disk.fill(4)
+        done = subprocess.run(
+            [sys.executable, "-m", "mecha.sidecar", "--learning-dir", str(root), "pass", "reflect", "--job", job.id],
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+        )
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    ended = jobs_mod.read_job(root, job.id)
+    assert ended.state == "failed", (ended, done.stderr[-3000:])
+    assert "StoreFull" in (ended.outcome or "") and "killed or crashed" not in (ended.outcome or ""), (ended, done.stderr[-3000:])
+    small_disk.free()

@@ -12,6 +12,7 @@ healthy model finishes the work.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from mecha.core.learning.reflection import BEHAVIOR_CONTRACT
 from mecha.core.providers._http import reply_byte_bound
 from mecha.core.store.inbox import inbox_dir, list_set_aside
 from mecha.core.store.learning_store import LearningStore
-from tests.bench.huge_reply import REPLY_MB, huge_reply, run_pass_process, seed_store
+from tests.bench.huge_reply import REPLY_MB, huge_reply, run_pass_process, seed_learn_store, seed_store
 from tests.e2e.conftest import clean_env
 from tests.model_server import ModelServer, lesson_for, lessons_responder
 
@@ -96,3 +97,31 @@ def test_a_600_mb_reply_ends_the_pass_process_as_a_named_unusable_reply_and_the_
     assert "bench-huge-reply" in store.mined_sessions()
     assert not [p for p in inbox_dir(store).iterdir() if not p.name.startswith(".")]
     assert os.listdir(root / "jobs")
+
+
+def test_a_600_mb_reply_to_the_learn_pass_process_leaves_the_pool_whole_and_proposes_nothing(tmp_path: Path) -> None:
+    from mecha.core.learning.learn import learnable_pool
+
+    root = tmp_path / "learning"
+    seed_learn_store(root)
+    store = LearningStore(root)
+    env = clean_env(tmp_path)
+    with ModelServer() as server:
+        server.script(huge_reply(sized=False, learner=True))
+        r = run_pass_process(root, server.url, env=env, timeout_s=60, kind="learn")
+        assert r.code == 1 and r.job["state"] == "failed", r.log[-2000:]
+        outcome = r.job["outcome"]
+        assert outcome.startswith("UnusableReply: ") and re.search(r"larger than [\d,]+ bytes, .*max_tokens \(\d+\)", outcome)
+        assert len(server.completions()) == 1 and server.sent < 16 << 20
+        assert "Traceback" not in r.log, r.log[-2000:]
+        assert len(learnable_pool(store, "behavior")) == 2 and store.proposals() == []
+        assert _git(root, "status", "--porcelain") == ""
+        lock = store.try_lock()
+        assert lock is not None, "the pass left the writer lock held"
+        lock.release()
+
+        server.responder = lessons_responder
+        again = run_pass_process(root, server.url, env=env, timeout_s=60, kind="learn")
+    assert again.job["state"] == "done" and again.job["proposal_id"], again.job
+    [proposal] = store.proposals()
+    assert proposal.status == "pending" and len(proposal.rules) >= 1
