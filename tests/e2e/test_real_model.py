@@ -36,6 +36,8 @@ PASS_TIMEOUT_S = 1500.0
 SAMPLE = REPO / "core" / "samples" / "session.json"
 CLAUDE_FIXTURE = REPO / "tests" / "fixtures" / "claude-code" / "projects"
 CONTRACTS = {c.name: c for c in (BEHAVIOR_CONTRACT, WRITING_CONTRACT, LEARNER_CONTRACT)}
+#: How a learn pass on this model honestly ends without a proposal.
+HONEST_NO_PROPOSAL = ("nothing to change: the model kept", "the learn gate refused", "cut off at its token limit")
 
 
 def local_model() -> Path:
@@ -159,10 +161,13 @@ def test_the_whole_loop_runs_on_a_real_local_model(spawn, store_dir: Path, env: 
             )
         else:
             # No proposal: each scope's part of the outcome says why — the
-            # model kept the rules, or the learn gate refused what it wrote.
+            # model kept the rules, the learn gate refused what it wrote, or
+            # the reply ran past its budget (a 135M model sometimes loops);
+            # in every case by name, with the reflections left in the pool.
             outcome = job["outcome"]
-            assert outcome.startswith("global: nothing "), job
-            assert "nothing to change: the model kept" in outcome or "the learn gate refused" in outcome, job
+            assert outcome.startswith("global: "), job
+            assert any(w in outcome for w in HONEST_NO_PROPOSAL), job
+            assert "stay in the pool" in outcome or "nothing to change" in outcome, job
         assert s.shutdown() == 0
 
 
@@ -187,7 +192,7 @@ def test_the_demo_runs_the_whole_loop_on_the_local_model_it_starts_itself(env: d
     else:
         # No proposal, said in words: the model kept the rules, the learn
         # gate refused what it wrote, or there was nothing to learn from.
-        assert any(w in out for w in ("nothing to change", "nothing filed", "nothing started")), out[-2000:]
+        assert any(w in out for w in (*HONEST_NO_PROPOSAL, "nothing filed", "nothing started")), out[-2000:]
     assert "← the sidecar exited with 0" in out
     assert _demo_llamas() <= before, "the demo left its local model server running"
 
