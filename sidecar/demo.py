@@ -28,6 +28,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -194,110 +195,143 @@ def _show_progress(log: Path, offset: int, view: ProgressView) -> int:
 
 
 def _demo(root: Path, *, model: dict[str, Any] | None, timeout: float, local: bool) -> int:
-    LearningStore(root).seed_rules_from(samples_dir())
-    session = load_transcript(sample_session_path())
+    """The demo's walk: a run's start, what the sidecar reads off it, the
+    hand-over, then (with a model) a learn pass and the review of its proposal."""
     import msgspec
 
-    messages = msgspec.to_builtins(session.messages)
-    timeline = msgspec.to_builtins(session.taint_timeline)
+    LearningStore(root).seed_rules_from(samples_dir())
+    session = load_transcript(sample_session_path())
+    run = _Run(
+        session_id=session.session_id,
+        messages=msgspec.to_builtins(session.messages),
+        timeline=msgspec.to_builtins(session.taint_timeline),
+    )
     with_model = model is not None or _model_configured()
 
     _say("mecha-sidecar demo: a real sidecar process, driven over stdio the way the harness drives it.")
-    _say(f"Sample session: {len(messages)} messages; a throwaway store seeded with sample rules.")
-
-    env = dict(os.environ)
-    with SidecarClient(env=env, timeout=120) as c:
+    _say(f"Sample session: {len(run.messages)} messages; a throwaway store seeded with sample rules.")
+    with SidecarClient(env=dict(os.environ), timeout=120) as c:
         if local:
             _say("The sidecar's passes go to that local server; nothing is sent anywhere else.")
-        _step("initialize", "the harness starts a run")
-        options: dict[str, Any] = {"learningDir": str(root)}
-        if model is not None:
-            options["model"] = model
-        init = c.request("initialize", {"processId": os.getpid(), "initializationOptions": options})
-        _say(f"← {init['serverInfo']['name']} {init['serverInfo']['version']}, "
-             f"{len(init['capabilities']['experimental']['mecha']['methods'])} mecha/* methods")
-
-        _step("mecha/rulesPromptBlock", "before the run's first model call")
-        block = c.request("mecha/rulesPromptBlock", {})
-        _say(_indent(block["block"] or "(no block)"))
-        _say(f"← rules_hash {block['rules_hash']}, learned rule ids {block['rule_ids']}")
-
-        _step("mecha/extractInterventions", "where did the person step in?")
-        found = c.request("mecha/extractInterventions", {"messages": messages})["interventions"]
-        for i in found:
-            _say(f"    [{i['trigger']}] message {i['at']}: {i['text']}")
-        _say("    (the hook's refusal, the tool error and the /exit command are not a person: not mined)")
-
-        followup = next((i for i in found if i["trigger"] == "followup"), None)
-        if followup:
-            _step("mecha/locateFollowup", "where a counterfactual probe would cut the conversation")
-            idx = c.request("mecha/locateFollowup", {"messages": messages, "text": followup["text"]})["index"]
-            _say(f"← index {idx}")
-
-        _step("mecha/liveAffect", "the run's derived affect, for a status strip")
-        stats = {"turns": 6, "tool_calls": 4, "tool_errors": 1, "tool_denied": 1, "stop_cause": "completed"}
-        affect = c.request("mecha/liveAffect", {"session_id": session.session_id, "stats": stats,
-                                                "messages": messages, "run_started_at": 0})
-        _say(f"← {affect['affect']}")
-
-        _step("mecha/appraiseSession", "how the session went, derived from the record, never asked of a model")
-        appraisal = c.request("mecha/appraiseSession", {"session_id": session.session_id, "stats": stats,
-                                                        "messages": messages, "taint_timeline": timeline})
-        for e in appraisal["errors"]:
-            _say(f"    {e['channel']:<12} sign {e['sign']:+.1f}  agency {e['agency']:<6} cite {e['cite']}")
-        _say(f"← label {appraisal['label']}, origin {appraisal['origin']}")
-
-        _step("mecha/sessionEnded", "the run is over; the harness hands over the transcript and may exit")
-        ended = c.request("mecha/sessionEnded", {"session_id": session.session_id, "messages": messages,
-                                                 "taint_timeline": timeline})
-        _say(f"← {ended['interventions']} interventions, {ended['learnable']} learnable; "
-             f"background job {ended['job']['id'] if ended['job'] else None}")
-        if ended["job"]:
-            if with_model:
-                _say("    the reflect pass asks the model about each intervention; what it answers:")
-            finished = _wait_for_job(c, root, ended["job"]["id"], timeout)
-            _say(f"← mecha/jobFinished: {finished['state']}: {_first_line(finished.get('outcome'))}")
-            if finished["state"] != "done" and with_model:
-                _say("    (an intervention without a usable answer stays pending for a later pass; nothing is lost)")
-            if finished["state"] != "done" and not with_model:
-                if not with_model:
-                    _say()
-                    _say("No model is configured, so the reflect pass failed cleanly and left the session in the")
-                    _say("store's inbox for a later pass. Configure one (`mecha-sidecar doctor` says how) and run")
-                    _say("the demo again to see reflections, a learn pass, a proposal and an accept.")
-                return _finish(c)
-
-        _step("mecha/learn", "consolidate the reflections into a proposal (never applied by itself)")
-        learned = c.request("mecha/learn", {"domain": "behavior", "min": 1})
-        if learned.get("job") is None:
-            _say(f"← nothing started: {learned.get('reason')}")
+        _start_run(c, root, model)
+        _read_the_run(c, run)
+        if not _hand_over(c, root, run, timeout, with_model):
             return _finish(c)
-        finished = _wait_for_job(c, root, learned["job"]["id"], timeout)
-        _say(f"← mecha/jobFinished: {finished['state']}: {_first_line(finished.get('outcome'))}")
-        proposal_id = finished.get("proposal_id")
-        if not proposal_id:
-            return _finish(c)
-
-        _step("mecha/proposal", "the diff a person reviews")
-        shown = c.request("mecha/proposal", {"id": proposal_id})
-        _say(_indent(shown["diff"] or "(no change)"))
-
-        _step("mecha/renderCandidate", "what a run would see if it were accepted — nothing written")
-        candidate = c.request("mecha/renderCandidate", {"proposal_id": proposal_id})
-        _say(f"← rules_hash {candidate['rules_hash']}, {len(candidate['rule_ids'])} learned rule ids")
-
-        _step("mecha/acceptProposal", "a person accepts (in this throwaway store)")
-        try:
-            accepted = c.request("mecha/acceptProposal", {"id": proposal_id})["proposal"]
-            _say(f"← {accepted['id']} {accepted['status']}")
-        except ServerError as exc:
-            _say(f"← refused: {exc}")
-
-        _step("mecha/rulesPromptBlock", "the next run starts with the new rules")
-        block = c.request("mecha/rulesPromptBlock", {})
-        _say(_indent(block["block"] or "(no block)"))
-        _say(f"← rules_hash {block['rules_hash']}")
+        proposal_id = _learn(c, root, timeout)
+        if proposal_id is not None:
+            _review(c, proposal_id)
         return _finish(c)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """The sample run as the harness sends it."""
+
+    session_id: str
+    messages: Any
+    timeline: Any
+
+
+def _start_run(c: SidecarClient, root: Path, model: dict[str, Any] | None) -> None:
+    _step("initialize", "the harness starts a run")
+    options: dict[str, Any] = {"learningDir": str(root)}
+    if model is not None:
+        options["model"] = model
+    init = c.request("initialize", {"processId": os.getpid(), "initializationOptions": options})
+    _say(f"← {init['serverInfo']['name']} {init['serverInfo']['version']}, "
+         f"{len(init['capabilities']['experimental']['mecha']['methods'])} mecha/* methods")
+
+    _step("mecha/rulesPromptBlock", "before the run's first model call")
+    block = c.request("mecha/rulesPromptBlock", {})
+    _say(_indent(block["block"] or "(no block)"))
+    _say(f"← rules_hash {block['rules_hash']}, learned rule ids {block['rule_ids']}")
+
+
+def _read_the_run(c: SidecarClient, run: _Run) -> None:
+    _step("mecha/extractInterventions", "where did the person step in?")
+    found = c.request("mecha/extractInterventions", {"messages": run.messages})["interventions"]
+    for i in found:
+        _say(f"    [{i['trigger']}] message {i['at']}: {i['text']}")
+    _say("    (the hook's refusal, the tool error and the /exit command are not a person: not mined)")
+
+    followup = next((i for i in found if i["trigger"] == "followup"), None)
+    if followup:
+        _step("mecha/locateFollowup", "where a counterfactual probe would cut the conversation")
+        idx = c.request("mecha/locateFollowup", {"messages": run.messages, "text": followup["text"]})["index"]
+        _say(f"← index {idx}")
+
+    _step("mecha/liveAffect", "the run's derived affect, for a status strip")
+    stats = {"turns": 6, "tool_calls": 4, "tool_errors": 1, "tool_denied": 1, "stop_cause": "completed"}
+    affect = c.request("mecha/liveAffect", {"session_id": run.session_id, "stats": stats,
+                                            "messages": run.messages, "run_started_at": 0})
+    _say(f"← {affect['affect']}")
+
+    _step("mecha/appraiseSession", "how the session went, derived from the record, never asked of a model")
+    appraisal = c.request("mecha/appraiseSession", {"session_id": run.session_id, "stats": stats,
+                                                    "messages": run.messages, "taint_timeline": run.timeline})
+    for e in appraisal["errors"]:
+        _say(f"    {e['channel']:<12} sign {e['sign']:+.1f}  agency {e['agency']:<6} cite {e['cite']}")
+    _say(f"← label {appraisal['label']}, origin {appraisal['origin']}")
+
+
+def _hand_over(c: SidecarClient, root: Path, run: _Run, timeout: float, with_model: bool) -> bool:
+    """The run's end and its reflect pass; whether the demo goes on to learn."""
+    _step("mecha/sessionEnded", "the run is over; the harness hands over the transcript and may exit")
+    ended = c.request("mecha/sessionEnded", {"session_id": run.session_id, "messages": run.messages,
+                                             "taint_timeline": run.timeline})
+    _say(f"← {ended['interventions']} interventions, {ended['learnable']} learnable; "
+         f"background job {ended['job']['id'] if ended['job'] else None}")
+    if not ended["job"]:
+        return True
+    if with_model:
+        _say("    the reflect pass asks the model about each intervention; what it answers:")
+    finished = _wait_for_job(c, root, ended["job"]["id"], timeout)
+    _say(f"← mecha/jobFinished: {finished['state']}: {_first_line(finished.get('outcome'))}")
+    if finished["state"] == "done":
+        return True
+    if with_model:
+        _say("    (an intervention without a usable answer stays pending for a later pass; nothing is lost)")
+        return True
+    _say()
+    _say("No model is configured, so the reflect pass failed cleanly and left the session in the")
+    _say("store's inbox for a later pass. Configure one (`mecha-sidecar doctor` says how) and run")
+    _say("the demo again to see reflections, a learn pass, a proposal and an accept.")
+    return False
+
+
+def _learn(c: SidecarClient, root: Path, timeout: float) -> str | None:
+    """A learn pass; the proposal it filed, if any."""
+    _step("mecha/learn", "consolidate the reflections into a proposal (never applied by itself)")
+    learned = c.request("mecha/learn", {"domain": "behavior", "min": 1})
+    if learned.get("job") is None:
+        _say(f"← nothing started: {learned.get('reason')}")
+        return None
+    finished = _wait_for_job(c, root, learned["job"]["id"], timeout)
+    _say(f"← mecha/jobFinished: {finished['state']}: {_first_line(finished.get('outcome'))}")
+    proposal_id: str | None = finished.get("proposal_id")
+    return proposal_id
+
+
+def _review(c: SidecarClient, proposal_id: str) -> None:
+    _step("mecha/proposal", "the diff a person reviews")
+    shown = c.request("mecha/proposal", {"id": proposal_id})
+    _say(_indent(shown["diff"] or "(no change)"))
+
+    _step("mecha/renderCandidate", "what a run would see if it were accepted — nothing written")
+    candidate = c.request("mecha/renderCandidate", {"proposal_id": proposal_id})
+    _say(f"← rules_hash {candidate['rules_hash']}, {len(candidate['rule_ids'])} learned rule ids")
+
+    _step("mecha/acceptProposal", "a person accepts (in this throwaway store)")
+    try:
+        accepted = c.request("mecha/acceptProposal", {"id": proposal_id})["proposal"]
+        _say(f"← {accepted['id']} {accepted['status']}")
+    except ServerError as exc:
+        _say(f"← refused: {exc}")
+
+    _step("mecha/rulesPromptBlock", "the next run starts with the new rules")
+    block = c.request("mecha/rulesPromptBlock", {})
+    _say(_indent(block["block"] or "(no block)"))
+    _say(f"← rules_hash {block['rules_hash']}")
 
 
 def _first_line(text: Any) -> str:
