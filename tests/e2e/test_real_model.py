@@ -176,10 +176,11 @@ def test_the_demo_runs_the_whole_loop_on_the_local_model_it_starts_itself(env: d
     # a traceback (`TimeoutError: no mecha/jobFinished notification`) or in
     # NoModel although the local model is installed.
     model_file = local_model()
-    before = _demo_llamas()
+    mark = f"MECHA_TEST_DEMO={tmp_path.name}"
+    before = _demo_llamas(mark)
     run = subprocess.run(
         [sys.executable, "-m", "mecha.sidecar", "demo", "--timeout", str(PASS_TIMEOUT_S)],
-        env=dict(env, MECHA_LOCAL_MODEL=str(model_file)), capture_output=True, text=True, timeout=PASS_TIMEOUT_S + 120,
+        env=dict(env, MECHA_LOCAL_MODEL=str(model_file), MECHA_TEST_DEMO=tmp_path.name), capture_output=True, text=True, timeout=PASS_TIMEOUT_S + 120,
     )
     out = run.stdout
     assert run.returncode == 0, out[-3000:] + run.stderr[-3000:]
@@ -194,19 +195,24 @@ def test_the_demo_runs_the_whole_loop_on_the_local_model_it_starts_itself(env: d
         # gate refused what it wrote, or there was nothing to learn from.
         assert any(w in out for w in (*HONEST_NO_PROPOSAL, "nothing filed", "nothing started")), out[-2000:]
     assert "← the sidecar exited with 0" in out
-    assert _demo_llamas() <= before, "the demo left its local model server running"
+    assert _demo_llamas(mark) <= before, "the demo left its local model server running"
 
 
-def _demo_llamas() -> set[int]:
-    """The local model servers running now (whoever started them)."""
+def _demo_llamas(mark: str | None = None) -> set[int]:
+    """The local model servers running now — with `mark`, only those whose
+    environment carries it (started under this test, whoever else is
+    running one on the machine)."""
     found = set()
     for proc in Path("/proc").glob("[0-9]*"):
         try:
             cmd = (proc / "cmdline").read_bytes().split(b"\0")
+            if b"mecha.sidecar.localmodel" not in cmd or MODEL_ID.encode() not in cmd:
+                continue
+            if mark is not None and mark.encode() not in (proc / "environ").read_bytes().split(b"\0"):
+                continue
         except OSError:
             continue
-        if b"mecha.sidecar.localmodel" in cmd and MODEL_ID.encode() in cmd:
-            found.add(int(proc.name))
+        found.add(int(proc.name))
     return found
 
 
