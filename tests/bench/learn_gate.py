@@ -118,18 +118,22 @@ def run(rounds: int) -> list[Figure]:
             for pool, live_texts in POOLS:
                 answer, batch, live = asyncio.run(_ask(learner, pool, live_texts))
                 _judge(answer, batch, live, pool + live_texts, side)
-    figures = []
-    for key, title in (("filed", "learn passes that file a proposal"), ("kept", "filed rules a person would keep")):
-        b, a = side["before"], side["after"]
-        if key == "filed":
-            subject, baseline = a["filed"] / max(1, a["passes"]), b["filed"] / max(1, b["passes"])
-        else:
-            subject, baseline = a["kept"] / max(1, len(a["rules"])), b["kept"] / max(1, len(b["rules"]))
-        figures.append(Figure(
-            key=f"learn_gate_{key}", title=f"{title} (SmolLM2-135M, gate on vs off)", subject=subject * 100,
-            baseline=baseline * 100, unit="%", subject_label="with the gate", baseline_label="without",
-            ratio=subject / baseline if baseline else float("nan"), goal="kept share up", met=None if key == "filed" else subject >= baseline,
-            notes=[f"{len(b['rules'])} rules filed without the gate, {len(a['rules'])} with it, over {b['passes']} passes"],
-            extra={"without": b["rules"], "with": a["rules"]},
-        ))
+    b, a = side["before"], side["after"]
+    filed = Figure(
+        key="learn_gate_filed", title="learn passes that file a proposal (SmolLM2-135M, the same answers gated and not)",
+        subject=100 * a["filed"] / max(1, a["passes"]), baseline=100 * b["filed"] / max(1, b["passes"]), unit="%",
+        subject_label="with the gate", baseline_label="without", ratio=a["filed"] / b["filed"] if b["filed"] else float("nan"),
+        goal="reported", met=None, notes=[f"{b['passes']} passes over {len(POOLS)} pools of reflections"],
+        extra={"without": b["rules"], "with": a["rules"]},
+    )
+    junk_after, junk_before = len(a["rules"]) - a["kept"], len(b["rules"]) - b["kept"]
+    junk = Figure(
+        key="learn_gate_kept", title="filed rules a person would not keep (judged on the kept examples)",
+        subject=junk_after, baseline=junk_before, unit="rules", subject_label="with the gate", baseline_label="without",
+        ratio=junk_after / junk_before if junk_before else float("nan"), goal="fewer, none if possible",
+        met=junk_after <= junk_before,
+        notes=[f"kept: {a['kept']} of {len(a['rules'])} filed with the gate, {b['kept']} of {len(b['rules'])} without"],
+        extra={"without": b["rules"], "with": a["rules"]},
+    )
+    figures = [filed, junk]
     return figures
