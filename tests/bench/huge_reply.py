@@ -8,7 +8,7 @@ intervention, against the scripted model server over real HTTP
 The server streams the reply (`huge`: a reflector answer whose lesson runs
 on for 600 MB) and stops writing when the pass hangs up.
 
-Each run's peak RSS is the pass process's own (`os.wait4`'s `ru_maxrss`),
+Each run's peak RSS is the pass process's own (its highest `VmHWM` while it ran),
 in three shapes, interleaved:
 
 - **the reply, unsized** (the subject): no `Content-Length`, so the pass can
@@ -135,22 +135,37 @@ def run_pass_process(
 
 
 def _wait(proc: subprocess.Popen[bytes], timeout_s: float) -> tuple[int, int]:
-    """Reap `proc` with `wait4` (its own peak RSS, KiB), killing it past
-    `timeout_s`."""
+    """Reap `proc`, killing it past `timeout_s`; its exit code and its own
+    peak RSS (KiB): the highest `VmHWM` its /proc status showed while it ran.
+    Not `wait4`'s `ru_maxrss`: a child's counts what its parent held when
+    it was forked, so later in a bench run, after figures that grew this
+    process, every pass read as the bench's own 250 MiB."""
     import time
 
     deadline = time.monotonic() + timeout_s
+    peak = 0
     while True:
+        peak = max(peak, _hwm_kib(proc.pid))
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             proc.returncode = os.waitstatus_to_exitcode(status)
-            return proc.returncode, usage.ru_maxrss
+            return proc.returncode, peak or usage.ru_maxrss
         if time.monotonic() > deadline:
             proc.kill()
             _, status, usage = os.wait4(proc.pid, 0)
             proc.returncode = os.waitstatus_to_exitcode(status)
-            raise TimeoutError(f"the pass ran past {timeout_s:.0f}s (peak RSS {usage.ru_maxrss} KiB)")
-        time.sleep(0.02)
+            raise TimeoutError(f"the pass ran past {timeout_s:.0f}s (peak RSS {peak} KiB)")
+        time.sleep(0.01)
+
+
+def _hwm_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def run(rounds: int) -> list[Figure]:
