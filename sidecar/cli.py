@@ -218,7 +218,12 @@ class _WithParents:
         self._common = common
 
     def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        import argparse
+
         parser: argparse.ArgumentParser = self._sub.add_parser(name, parents=[self._common], **kwargs)
+        if kwargs.get("help") is argparse.SUPPRESS:
+            # argparse lists a hidden verb anyway, as "==SUPPRESS==": take its row out.
+            self._sub._choices_actions[:] = [a for a in self._sub._choices_actions if a.dest != name]
         return parser
 
 

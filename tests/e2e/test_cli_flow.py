@@ -308,3 +308,15 @@ def test_the_global_options_work_after_the_verb_as_before_it(env, server, tmp_pa
     assert listed.returncode == 0, listed.stderr
     assert [j["id"] for j in json.loads(listed.stdout)["jobs"]] == [summary["job"]["id"]]
     assert not (tmp_path / "home" / ".mecha").exists()  # never the default store
+
+
+def test_the_help_lists_every_verb_a_person_types_and_not_the_detached_pass(env, tmp_path: Path):
+    # Pins: `mecha-sidecar --help` listed the internal `pass` verb as
+    # "==SUPPRESS==".
+    shown = subprocess.run([sys.executable, "-m", "mecha.sidecar", "--help"], env=env, cwd=tmp_path,
+                           capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert "SUPPRESS" not in shown.stdout
+    listed = set(re.findall(r"^    (\w+) ", shown.stdout, flags=re.M))
+    assert {"serve", "lsp", "demo", "import", "export", "validate", "why", "hooks"} <= listed
+    assert "pass" not in listed
