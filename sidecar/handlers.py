@@ -608,7 +608,8 @@ def validate(ctx: Context, p: m.ValidateParams, cancel: Cancel) -> m.ValidateRes
     else:
         plan = plan_validation(store, p.domain, p.budget, p.proposal_id)
     if p.dry_run:
-        return m.ValidateResult(plan=plan, job=None, reason="a dry run: nothing was called")
+        empty = "" if plan.probes else f" ({no_probe_reason(plan)})"
+        return m.ValidateResult(plan=plan, job=None, reason=f"a dry run: nothing was called{empty}")
     if not plan.probes:
         return m.ValidateResult(plan=plan, job=None, reason=no_probe_reason(plan))
     job = start_job(ctx, "validate", domain=p.domain, budget=plan.budget, proposal_id=plan.proposal_id)

@@ -374,7 +374,7 @@ def test_validate_plans_first_and_refuses_what_it_cannot_measure(sidecar: Sideca
         "plan": {"domain": "behavior", "budget": 3, "probes": [], "calls_per_probe": 4, "calls": 0,
                  "proposal_id": None, "skipped": {}},
         "job": None,
-        "reason": "a dry run: nothing was called",
+        "reason": "a dry run: nothing was called (no reflections in behavior to probe yet)",
     }
     nothing = sidecar.call("mecha/validate", {"domain": "behavior"})
     assert nothing["job"] is None and nothing["reason"] == "no reflections in behavior to probe yet"
