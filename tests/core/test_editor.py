@@ -600,7 +600,7 @@ def test_a_projects_rules_files_are_rules_documents_of_that_project(tmp_path: Pa
     # learned rules get no diagnostics, hover or lens at all.
     root = tmp_path / "learning"
     rules = root / "rules"
-    pid = project_id("/work/app")
+    pid = project_id("/home/pat/app")
     assert _named(rules / f"behavior@{pid}.learned.toml", root) == ("behavior", "learned", pid)
     assert _named(rules / f"behavior@{pid}.user.toml", root) == ("behavior", "user", pid)
     assert _named(rules / "behavior@app.learned.toml", root) is None, "not a project id: not a rules file"
@@ -769,9 +769,9 @@ def test_a_hover_names_the_rules_scope():
     global_hover = hover_for(text, 0, 0, domain="writing", kind="user", reflections_by_id={}, tallies={})
     assert global_hover is not None and global_hover.startswith("**Your rule 1 (no id)** · `writing` · active · global\n")
     project = hover_for(
-        text, 0, 0, domain="writing", kind="learned", reflections_by_id={}, tallies={}, scope="project /work/app"
+        text, 0, 0, domain="writing", kind="learned", reflections_by_id={}, tallies={}, scope="project /home/pat/app"
     )
-    assert project is not None and project.splitlines()[0].endswith("· active · project /work/app")
+    assert project is not None and project.splitlines()[0].endswith("· active · project /home/pat/app")
 
 
 # ─── lens ───────────────────────────────────────────────────────────────────
@@ -805,16 +805,16 @@ def test_a_projects_lenses_name_the_project_and_count_its_section():
     # Pins: a project's file whose lenses say nothing of where its rules
     # apply, measure its section as the global one (its heading is longer),
     # or show the global rules block when clicked.
-    scope = Scope("project /work/app", "/work/app", in_project=True)
+    scope = Scope("project /home/pat/app", "/home/pat/app", in_project=True)
     learned = [Rule(text="Ask first.")]
     lenses = lens_for("behavior", [], learned, 0, scope)
     chars = len("### behavior (this project)\n- Ask first.")
     assert [lens.title for lens in lenses] == [
         f"1/{MAX_ACTIVE_RULES_PER_DOMAIN} active rules",
         f"{chars}/{RULES_CHAR_BUDGET} chars",
-        "scope: project /work/app",
+        "scope: project /home/pat/app",
     ]
-    assert all(lens.arguments == ["behavior", "/work/app"] for lens in lenses)
+    assert all(lens.arguments == ["behavior", "/home/pat/app"] for lens in lenses)
 
 
 # ─── properties over generated files ────────────────────────────────────────
@@ -1165,8 +1165,8 @@ def test_a_rules_files_sibling_is_the_same_domains_other_kind_in_the_same_scope(
     root = tmp_path / "learning"
     assert sibling_path(_doc(root, "behavior", "learned")) == root / "rules" / "behavior.user.toml"
     assert sibling_path(_doc(root, "behavior", "user")) == root / "rules" / "behavior.learned.toml"
-    pid = project_id("/work/app")
-    assert sibling_path(_doc(root, "behavior", "learned", "/work/app")) == root / "rules" / f"behavior@{pid}.user.toml"
+    pid = project_id("/home/pat/app")
+    assert sibling_path(_doc(root, "behavior", "learned", "/home/pat/app")) == root / "rules" / f"behavior@{pid}.user.toml"
 
 
 def test_the_sibling_is_read_from_its_open_buffer_before_the_disk(tmp_path: Path):
@@ -1268,7 +1268,7 @@ def test_a_document_that_does_not_parse_has_no_lenses():
 def test_a_projects_file_may_name_its_project_and_a_global_one_may_not():
     # Pins: every project file the store writes flagged `unknown-key` on its
     # own `project` line, or a non-string project passing unremarked.
-    text = '# The learned rules of the project at /work/app.\nproject = "/work/app"\n\n[[rules]]\ntext = "Ask first."\n'
+    text = '# The learned rules of the project at /home/pat/app.\nproject = "/home/pat/app"\n\n[[rules]]\ntext = "Ask first."\n'
     assert check(text, in_project=True) == []
     flagged = check(text)
     assert [(f.code, f.start_line) for f in flagged] == [(UNKNOWN_KEY, 1)]
@@ -1294,15 +1294,15 @@ def test_a_documents_scope_is_read_from_its_own_project_key_then_its_siblings(tm
     # of a buffer the person has not saved read from disk instead.
     root = tmp_path / "learning"
     (root / "rules").mkdir(parents=True)
-    learned = _doc(root, "behavior", "learned", "/work/app")
-    user = _doc(root, "behavior", "user", "/work/app")
+    learned = _doc(root, "behavior", "learned", "/home/pat/app")
+    user = _doc(root, "behavior", "user", "/home/pat/app")
     assert document_scope(_doc(root, "behavior", "learned"), 'project = "/x"\n', _nothing_open) == Scope("global")
-    assert document_scope(learned, 'project = "/work/app"\n', _nothing_open) == Scope(
-        "project /work/app", "/work/app", in_project=True
+    assert document_scope(learned, 'project = "/home/pat/app"\n', _nothing_open) == Scope(
+        "project /home/pat/app", "/home/pat/app", in_project=True
     )
     assert document_scope(learned, "", _nothing_open) == Scope(f"project {learned.project_id}", None, in_project=True)
-    user.path.write_text('project = "/work/app"\n')
-    assert document_scope(learned, "", _nothing_open).project == "/work/app", "the sibling on disk names it"
+    user.path.write_text('project = "/home/pat/app"\n')
+    assert document_scope(learned, "", _nothing_open).project == "/home/pat/app", "the sibling on disk names it"
     assert document_scope(learned, "", {user.path: 'project = "/moved/app"\n'}.get).project == "/moved/app"
 
 
@@ -1317,8 +1317,8 @@ def test_a_documents_pending_proposals_are_its_scopes(tmp_path: Path):
             created_at="t", rules_before=[], rules=[Rule(text="a")], project=project,
         )
 
-    proposals = [proposal("p-global", None), proposal("p-app", "/work/app"), proposal("p-lib", "/work/lib")]
+    proposals = [proposal("p-global", None), proposal("p-app", "/home/pat/app"), proposal("p-lib", "/home/pat/lib")]
     root = tmp_path / "learning"
     assert [p.id for p in pending_of(_doc(root, "behavior", "learned"), proposals)] == ["p-global"]
-    assert [p.id for p in pending_of(_doc(root, "behavior", "learned", "/work/app"), proposals)] == ["p-app"]
-    assert [p.id for p in pending_of(_doc(root, "behavior", "user", "/work/lib"), proposals)] == ["p-lib"]
+    assert [p.id for p in pending_of(_doc(root, "behavior", "learned", "/home/pat/app"), proposals)] == ["p-app"]
+    assert [p.id for p in pending_of(_doc(root, "behavior", "user", "/home/pat/lib"), proposals)] == ["p-lib"]

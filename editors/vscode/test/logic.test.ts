@@ -289,11 +289,11 @@ describe("palette commands", () => {
   });
 
   test("a listing pairs each proposal with the server's summary of it, by id", () => {
-    const project = { ...summary(P2), title: "writing · 0 → 1 active rules · project /work/app" };
+    const project = { ...summary(P2), title: "writing · 0 → 1 active rules · project /home/pat/app" };
     const paired = listed({ proposals: [P1, P2], summaries: [project, summary(P1)] });
     assert.deepEqual(paired.map((l) => [l.proposal.id, l.summary.title]), [
       [P1.id, "behavior · 1 → 2 active rules"],
-      [P2.id, "writing · 0 → 1 active rules · project /work/app"],
+      [P2.id, "writing · 0 → 1 active rules · project /home/pat/app"],
     ]);
     assert.deepEqual(listed({ proposals: [P1], summaries: [] }), [], "a proposal the server did not summarise is not listed");
     assert.deepEqual(listed(undefined), []);
