@@ -156,6 +156,10 @@ class LearnParams(msgspec.Struct):
     #: scope of the domain with enough learnable reflections — the global
     #: one and each project's — one proposal each.
     project: str | None = None
+    #: Ask the model again in a scope whose last pass kept its rules as they
+    #: were, though no lesson has arrived since (otherwise refused, so the
+    #: same question is not put twice by accident).
+    retry: bool = False
 
 
 class LearnResult(msgspec.Struct, omit_defaults=True):

@@ -299,17 +299,25 @@ def draft_resolved(ctx: Context, p: m.DraftResolvedParams, cancel: Cancel) -> m.
 
 @handles("mecha/learn")
 def learn(ctx: Context, p: m.LearnParams, cancel: Cancel) -> m.LearnResult:
-    from mecha.core.learning.learn import ALL_SCOPES, scopes_ready
+    from mecha.core.learning.learn import ALL_SCOPES, near_domain, scopes_ready
     from mecha.core.learning.scope import resolve_project
 
     validate_domain(p.domain)
     if p.min is not None and p.min < 1:
         raise InvalidInput("min: must be at least 1")
+    near = near_domain(ctx.store(), p.domain)
+    if near is not None:
+        raise InvalidInput(
+            f"no rule or lesson is in domain {p.domain!r}; did you mean {near}? (`mecha-sidecar learn {near}`)"
+        )
     project = None if p.project is None else resolve_project(p.project)
-    ready, refusal = scopes_ready(ctx.store(), p.domain, p.min, ALL_SCOPES if project is None else project)
+    ready, refusal = scopes_ready(
+        ctx.store(), p.domain, p.min, ALL_SCOPES if project is None else project, retry=p.retry
+    )
     if not ready:
         return m.LearnResult(job=None, reason=refusal)
-    return m.LearnResult(job=start_job(ctx, "learn", domain=p.domain, minimum=p.min, project=project))
+    job = start_job(ctx, "learn", domain=p.domain, minimum=p.min, project=project, retry=p.retry)
+    return m.LearnResult(job=job)
 
 
 @handles("mecha/jobs")
