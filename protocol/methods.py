@@ -182,8 +182,17 @@ class InboxResult(msgspec.Struct):
     set_aside: list[SetAside]
 
 
+class InboxRetryParams(msgspec.Struct):
+    #: A set-aside entry's id (or a unique prefix). Absent: nothing is put
+    #: back; a reflect pass is started over what already waits (answers
+    #: that were unusable), if anything does.
+    id: str | None = None
+
+
 class InboxRetryResult(msgspec.Struct):
-    entry: SetAside
+    #: The entry put back; `null` when no id was given.
+    entry: SetAside | None
+    #: The reflect pass started; `null` when nothing waits.
     job: Job | None
 
 
@@ -252,8 +261,11 @@ class ImportSessionsResult(msgspec.Struct):
     #: Lines skipped on the way, each naming the file and the line.
     warnings: list[str]
     #: The reflect pass started over the inbox (`null`: nothing waits, or a
-    #: dry run).
+    #: dry run) — or, with `in_flight`, the one already at work on what an
+    #: earlier import queued, when this one queued nothing new.
     job: Job | None = None
+    #: Whether `job` was already running rather than started by this call.
+    in_flight: bool = False
 
 
 class HookSettings(msgspec.Struct):
@@ -316,6 +328,9 @@ class InstallHooksResult(msgspec.Struct):
     path: str
     changed: bool
     installed: HookSettings
+    #: install: the model the hooks' passes will use, or what to do when
+    #: none is configured, in one line.
+    model: str | None = None
 
 
 class ExportRulesParams(msgspec.Struct):
@@ -595,8 +610,9 @@ METHODS: dict[str, Method] = {
         _m("mecha/jobs", Empty, JobsResult, "Recent background jobs, newest first, and the inbox's counts."),
         _m("mecha/inbox", Empty, InboxResult,
            "What waits in the inbox, and every entry set aside with its reason."),
-        _m("mecha/inboxRetry", IdParams, InboxRetryResult,
-           "Put a set-aside entry back in the inbox and start a reflect pass over it."),
+        _m("mecha/inboxRetry", InboxRetryParams, InboxRetryResult,
+           "Put a set-aside entry back in the inbox (or, with no id, nothing) and start a reflect pass over "
+           "what waits."),
         _m("mecha/inboxDrop", IdParams, InboxDropResult, "Delete a set-aside entry for good."),
         _m("mecha/importSessions", ImportSessionsParams, ImportSessionsResult,
            "Queue the new interventions in Claude Code or Codex CLI sessions and start a reflect pass."),

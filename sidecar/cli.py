@@ -209,7 +209,8 @@ def _store_verbs(sub: _WithParents) -> None:
     sub.add_parser("jobs", help="recent background passes")
     s = sub.add_parser("inbox", help="what waits for reflection; retry or drop what a pass set aside")
     s.add_argument("action", nargs="?", default="list", choices=["list", "retry", "drop"])
-    s.add_argument("id", nargs="?", help="a set-aside entry's id (or a unique prefix)")
+    s.add_argument("id", nargs="?", help="a set-aside entry's id (or a unique prefix); `retry` with none asks again "
+                   "what waits (answers a pass could not use)")
     s.add_argument("--no-wait", action="store_true", help="retry: return once the pass has started")
     s = sub.add_parser("tallies", help="per-rule validation tallies")
     s.add_argument("--domain", help="only this domain's rules")
@@ -432,6 +433,13 @@ def _inbox(ctx: Any, args: argparse.Namespace) -> int:
         result = call(ctx, "mecha/inbox", {})
         _emit(args, result, humane.inbox)
         return 0
+    if not args.id and args.action == "retry":
+        result = call(ctx, "mecha/inboxRetry", {})
+        if result["job"] is None:
+            _emit(args, result, "nothing waits in the inbox; a set-aside entry is retried by its id "
+                  "(`mecha-sidecar inbox list` shows them)")
+            return 0
+        return _finish_job(ctx, args, result["job"], args.no_wait)
     if not args.id:
         raise ValueError(f"inbox {args.action} needs the id of a set-aside entry (see `mecha-sidecar inbox list`)")
     if args.action == "drop":
@@ -705,12 +713,16 @@ def _finish_job(
     # How far it has got, as the pass writes it: on stdout for a person, on
     # stderr beside --json (stdout is then the result alone).
     view = ProgressView(sys.stderr if args.json else sys.stdout)
-    while True:
-        final = read_job(ctx.root, job["id"])
-        if final.state != "running":
-            break
-        view.show(final)
-        time.sleep(0.1)
+    final = read_job(ctx.root, job["id"])
+    try:
+        while final.state == "running":
+            view.show(final)
+            time.sleep(0.1)
+            final = read_job(ctx.root, job["id"])
+    except KeyboardInterrupt:
+        view.clear()
+        print(humane.stopped_waiting(humane.builtins(final)), file=sys.stderr)
+        return 130
     view.clear()
     result = humane.builtins(final)
     _emit(args, {**(extra or {}), "job": result}, lambda r: humane.job_line(r["job"]))

@@ -344,7 +344,7 @@ def unusable_rule_set(answer: LearnerAnswer | None) -> str | None:
     for r in answer.rules:
         why = no_lesson_reason(r.text, LEARNER_CONTRACT.placeholders())
         if why is not None:
-            return f"rule {r.text[:60]!r}: {why.replace('the lesson', 'the rule')}"
+            return f"rule “{r.text[:60]}”: {why.replace('the lesson', 'the rule')}"
     return None
 
 
@@ -483,7 +483,8 @@ def _gate_drops(
 def refusals_summary(refusals: Sequence[Refusal], limit: int = 5) -> str:
     """The gate's refusals in one line for a pass outcome: each refused rule
     (cut short) and why, the first `limit` of them."""
-    parts = [f"{r.rule[:60]!r}: {r.reason}" for r in refusals[:limit]]
+    # Quoted for a person, not as Python's repr: this line reaches the screen.
+    parts = [f"“{r.rule[:60]}”: {r.reason}" for r in refusals[:limit]]
     more = len(refusals) - limit
     if more > 0:
         parts.append(f"and {more} more")
