@@ -130,7 +130,7 @@ class TaintPolicy(msgspec.Struct, frozen=True, kw_only=True):
         commands: dict[bool, set[str]] = {True: set(), False: set()}
         for trusted, values in ((True, trust), (False, distrust)):
             for value in values:
-                entry = _command_entry(value)
+                entry = command_entry(value)
                 (tools if entry is None else commands)[trusted].add(value if entry is None else entry)
         trust_set, distrust_set = frozenset(tools[True]), frozenset(tools[False])
         return msgspec.structs.replace(
@@ -183,7 +183,7 @@ _TOOL_COMMAND = re.compile(r"[\w.\-]+\((.*)\)", re.DOTALL)
 _COMMAND_ENTRY = re.compile(r"[\w.+:\[-]+(?: [\w.+:-]+)?")
 
 
-def _command_entry(value: str) -> str | None:
+def command_entry(value: str) -> str | None:
     """`Bash(make)` → `"make"`, `shell(git fetch)` → `"git fetch"`; `None`
     for a tool's name."""
     match = _TOOL_COMMAND.fullmatch(value.strip())
