@@ -37,7 +37,7 @@ from typing import IO, TypeVar
 import msgspec
 
 from mecha.core.errors import InvalidInput
-from mecha.core.sessions.mining import DENIAL_PREFIX
+from mecha.core.sessions.mining import DENIAL_PREFIX, IMAGE_PLACEHOLDER
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
 
 
@@ -58,8 +58,7 @@ FORMAT_NAMES: dict[str, str] = {
 }
 
 #: What a picture in a person's message becomes in the wire transcript, in
-#: every reader: the words beside it are kept, the image is marked.
-IMAGE_PLACEHOLDER = "[image]"
+#: every reader (`mining.IMAGE_PLACEHOLDER`: the miner knows it is no words).
 #: The result a reader gives a call the person interrupted before it ended.
 INTERRUPTED_RESULT = "(interrupted by the person)"
 
