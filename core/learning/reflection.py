@@ -25,6 +25,8 @@ import msgspec
 
 from mecha.core.errors import UnusableReply
 from mecha.core.identity import mint_reflexion_id, now
+from mecha.core.learning.framing import reflector_scope
+from mecha.core.learning.personal import redact_personal_data
 from mecha.core.learning.replies import (
     ReplyContract,
     complete_within_budget,
@@ -34,7 +36,6 @@ from mecha.core.learning.replies import (
     reply_budget,
 )
 from mecha.core.providers.base import CompletionRequest, Provider
-from mecha.core.learning.framing import reflector_scope
 from mecha.core.sessions.mining import INTERVENTION_BUDGET, Intervention, Trigger, bound_text
 from mecha.core.sessions.provenance import WITHHELD_AFTERMATH, WITHHELD_CONTEXT
 from mecha.core.sessions.transcript import Taint
@@ -329,27 +330,30 @@ def reply_contract(trigger: Trigger) -> ReplyContract:
 
 def reflector_user_prompt(i: Intervention, evidence: Evidence) -> str:
     """The reflector's one user message. Only the intervention's own text is
-    shown unless `evidence` is `full`."""
+    shown unless `evidence` is `full`; personal data in any of it is
+    replaced by a stand-in (`personal.redact_personal_data`), so a lesson
+    cannot carry what the prompt never showed."""
+    text = redact_personal_data(i.text)
     if evidence is Evidence.FULL:
-        context = i.context or "(start of the task)"
-        aftermath = i.aftermath or "(the run ended here)"
+        context = redact_personal_data(i.context) or "(start of the task)"
+        aftermath = redact_personal_data(i.aftermath) or "(the run ended here)"
     else:
         context = aftermath = WITHHELD
     if i.trigger is not Trigger.EDIT and reflector_view(i, evidence) is View.WORDS_ONLY:
         return (
-            f'<intervention kind="{i.trigger.value}">\n{i.text}\n</intervention>\n\n'
+            f'<intervention kind="{i.trigger.value}">\n{text}\n</intervention>\n\n'
             "What the assistant was doing and what it did next are withheld. Is there a lesson in "
             "the person's words alone? Reply with the JSON object only."
         )
     if i.trigger is Trigger.EDIT:
         return (
             f"<staged-draft>\n{context}\n</staged-draft>\n\n"
-            f"<what-the-person-sent>\n{i.text}\n</what-the-person-sent>\n\n"
+            f"<what-the-person-sent>\n{text}\n</what-the-person-sent>\n\n"
             "What preference does the edit show? Reply with the JSON object only."
         )
     return (
         f"<what-the-assistant-was-doing>\n{context}\n</what-the-assistant-was-doing>\n\n"
-        f'<intervention kind="{i.trigger.value}">\n{i.text}\n</intervention>\n\n'
+        f'<intervention kind="{i.trigger.value}">\n{text}\n</intervention>\n\n'
         f"<what-the-assistant-did-next>\n{aftermath}\n</what-the-assistant-did-next>\n\n"
         "What is the reusable lesson? Reply with the JSON object only."
     )

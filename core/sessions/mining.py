@@ -36,7 +36,7 @@ import msgspec
 from mecha.core.sessions.evidence import ContextPieces, evidence_context, gather_context, head_and_tail
 from mecha.core.sessions.evidence import context_sources as _sources
 from mecha.core.sessions.outbox import OutboxItem, WritingOutcome
-from mecha.core.sessions.transcript import Block, Message
+from mecha.core.sessions.transcript import IMAGE_PLACEHOLDER, Block, Message
 
 #: The prefix the harness writes when a *person* refused a tool call. Hook and
 #: policy refusals use other wording, and that wording is all that keeps them
@@ -56,11 +56,10 @@ DEFAULT_FINAL_ANSWER_NUDGE = (
 )
 
 
-#: What a picture or an attached document in a person's message becomes in
-#: the wire transcript (every reader writes these): the words beside it are
-#: kept, the attachment is marked. A turn of markers alone says nothing a
-#: reflector could read (`says_something`).
-IMAGE_PLACEHOLDER = "[image]"
+#: What an attached document in a person's message becomes in the wire
+#: transcript, as a picture becomes `transcript.IMAGE_PLACEHOLDER`: the
+#: words beside it are kept, the attachment is marked. A turn of markers
+#: alone says nothing a reflector could read (`says_something`).
 DOCUMENT_PLACEHOLDER = "[document]"
 _PLACEHOLDERS = (IMAGE_PLACEHOLDER, DOCUMENT_PLACEHOLDER)
 

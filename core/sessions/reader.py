@@ -37,7 +37,8 @@ from typing import IO, TypeVar
 import msgspec
 
 from mecha.core.errors import InvalidInput
-from mecha.core.sessions.mining import DENIAL_PREFIX, IMAGE_PLACEHOLDER
+from mecha.core.sessions.mining import DENIAL_PREFIX
+from mecha.core.sessions.transcript import IMAGE_PLACEHOLDER as IMAGE_PLACEHOLDER  # the readers' marker, re-exported
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
 
 
@@ -57,8 +58,6 @@ FORMAT_NAMES: dict[str, str] = {
     SessionFormat.CODEX: "a Codex CLI rollout",
 }
 
-#: What a picture in a person's message becomes in the wire transcript, in
-#: every reader (`mining.IMAGE_PLACEHOLDER`: the miner knows it is no words).
 #: The result a reader gives a call the person interrupted before it ended.
 INTERRUPTED_RESULT = "(interrupted by the person)"
 
