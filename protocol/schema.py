@@ -81,21 +81,31 @@ _MODEL_OPTIONS = {
     ),
     "properties": {
         "api": {
-            "enum": ["anthropic", "openai"],
+            "enum": ["anthropic", "claude-code", "codex", "openai"],
             "default": "openai",
-            "description": "The dialect: an OpenAI-compatible /v1/chat/completions, or the Anthropic Messages API.",
+            "description": (
+                "The dialect: an OpenAI-compatible /v1/chat/completions, or the Anthropic Messages API; "
+                "or an agent's own command line run per request on the person's account "
+                "(`claude-code`: claude -p, `codex`: codex exec)."
+            ),
         },
         "baseUrl": {
             "type": "string",
             "pattern": "^https?://",
-            "description": "The server's URL. Required for `openai`; `anthropic` defaults to the hosted API.",
+            "description": (
+                "The server's URL. Required for `openai`; `anthropic` defaults to the hosted API; "
+                "not taken by `claude-code` and `codex`, which read the agent's own settings."
+            ),
         },
-        "model": {"type": "string", "description": "The model id the server knows."},
+        "model": {
+            "type": "string",
+            "description": "The model id the server knows; for `claude-code` and `codex`, optional (the agent's default).",
+        },
         "apiKeyEnv": {
             "type": "string",
             "description": "The NAME of the environment variable holding the API key; never the key.",
         },
-        "timeoutS": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600, "default": 120},
+        "timeoutS": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600, "default": 600},
         "maxRetries": {"type": "integer", "minimum": 0, "maximum": 10, "default": 3},
         "maxBackoffS": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600, "default": 30},
     },

@@ -105,6 +105,13 @@ def run(argv: list[str]) -> int:
         os.write(2, b"mecha-sidecar hook: expected AGENT session-end|session-start [--learning-dir DIR]\n")
         return 0
     agent, subcommand, learning_dir = parsed
+    from mecha.core.agents.notice import OWN_CALL_ENV
+
+    if os.environ.get(OWN_CALL_ENV):
+        # A pass's own model call on the agent's command line: not a
+        # person's session, so nothing to queue and nothing to tell.
+        _read_stdin()
+        return 0
     if subcommand == "session-start":
         return session_start(agent, learning_dir)
     return session_end(agent, learning_dir)
