@@ -94,7 +94,7 @@ from mecha.core.sessions.reader import (
     TaintPolicy,
     bounded,
 )
-from mecha.core.sessions.transcript import Block, Message, Taint
+from mecha.core.sessions.transcript import Block, Message, Taint, result_text
 
 #: Claude Code's built-in tools, by what their results bring in.
 CLAUDE_POLICY = TaintPolicy(
@@ -212,18 +212,13 @@ def is_subagent_path(path: Path | None) -> bool:
 
 def flatten_result(content: str | list[_Inner] | None) -> str:
     """A tool result's content as text: a string as is, a list of blocks as
-    their texts, an image as a placeholder."""
+    the wire reads one (`transcript.result_text`); a block of a type Claude
+    Code adds later is skipped here rather than failing the session."""
     if content is None:
         return ""
     if isinstance(content, str):
         return content
-    parts = []
-    for inner in content:
-        if inner.type == "text" and inner.text:
-            parts.append(inner.text)
-        elif inner.type == "image":
-            parts.append(IMAGE_PLACEHOLDER)
-    return "\n".join(parts)
+    return result_text(content)
 
 
 def person_text(text: str) -> str | None:

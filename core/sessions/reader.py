@@ -38,6 +38,7 @@ import msgspec
 
 from mecha.core.errors import InvalidInput
 from mecha.core.sessions.mining import DENIAL_PREFIX
+from mecha.core.sessions.transcript import IMAGE_PLACEHOLDER as IMAGE_PLACEHOLDER  # the readers' marker, re-exported
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
 
 if TYPE_CHECKING:
@@ -60,9 +61,6 @@ FORMAT_NAMES: dict[str, str] = {
     SessionFormat.CODEX: "a Codex CLI rollout",
 }
 
-#: What a picture in a person's message becomes in the wire transcript, in
-#: every reader: the words beside it are kept, the image is marked.
-IMAGE_PLACEHOLDER = "[image]"
 #: The result a reader gives a call the person interrupted before it ended.
 INTERRUPTED_RESULT = "(interrupted by the person)"
 
