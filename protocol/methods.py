@@ -373,6 +373,10 @@ class ExportResult(msgspec.Struct):
     #: The project whose rules the file carries (its root); `null`: the
     #: global rules.
     project: str | None = None
+    #: Why the file was left alone on purpose, and where the rules went
+    #: instead (a project folder that is not a repository); `null` when it
+    #: was exported.
+    skipped: str | None = None
 
 
 class AcceptProposalParams(msgspec.Struct):

@@ -100,6 +100,7 @@ def _endpoint_verbs(sub: _WithParents) -> None:
     s.add_argument("--project")
     s.add_argument("--budget", type=int)
     s.add_argument("--proposal")
+    s.add_argument("--learn-after", action="store_true")
 
     s = sub.add_parser("demo", help="drive a real sidecar through a bundled sample session")
     s.add_argument("--keep", action="store_true", help="keep the demo's temporary store and print its path")
@@ -287,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         from .passrun import run_pass
 
         return run_pass(
-            args.kind, args.job, args.domain, args.min, args.learning_dir, args.project, args.budget, args.proposal
+            args.kind, args.job, args.domain, args.min, args.learning_dir, args.project, args.budget, args.proposal,
+            learn_after=args.learn_after,
         )
     if verb == "demo":
         from .demo import run_demo

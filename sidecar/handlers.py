@@ -448,7 +448,7 @@ def export_rules(ctx: Context, p: m.ExportRulesParams, cancel: Cancel) -> m.Expo
     changed = any(r.changed for r in results)
     return m.ExportRulesResult(
         path=results[0].path if results else "", changed=changed, up_to_date=not changed, check=p.check,
-        exports=[m.ExportResult(path=r.path, changed=r.changed, error=r.error, project=r.project) for r in results],
+        exports=[m.ExportResult(path=r.path, changed=r.changed, error=r.error, project=r.project, skipped=r.skipped) for r in results],
     )
 
 
@@ -527,7 +527,7 @@ def reexport(ctx: Context) -> list[m.ExportResult]:
     for r in results:
         if r.error is not None:
             log.warning("export to %s failed: %s", r.path, r.error)
-    return [m.ExportResult(path=r.path, changed=r.changed, error=r.error, project=r.project) for r in results]
+    return [m.ExportResult(path=r.path, changed=r.changed, error=r.error, project=r.project, skipped=r.skipped) for r in results]
 
 
 @handles("mecha/rejectProposal")

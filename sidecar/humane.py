@@ -303,6 +303,9 @@ def exports(r: dict[str, Any]) -> str:
         if e.get("error"):
             continue  # said on stderr, by name
         where = "global rules" if e.get("project") is None else f"project {e['project']}"
+        if e.get("skipped"):
+            lines.append(f"{e['path']}: {e['skipped']}")
+            continue
         if r.get("check"):
             state = "out of date (run export without --check)" if e["changed"] else "up to date"
         else:

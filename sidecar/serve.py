@@ -14,6 +14,14 @@ from typing import Any
 import msgspec
 
 from mecha.protocol import methods as m
+from mecha.protocol.initialize import (
+    ExperimentalCapabilities,
+    IgnoredOption,
+    InitializeResult,
+    MechaCapabilities,
+    ServerCapabilities,
+    ServerInfo,
+)
 
 from .context import Context
 from .handlers import make_dispatch
@@ -33,20 +41,22 @@ def server_version() -> str:
     return __version__
 
 
-def capabilities() -> dict[str, Any]:
+def capabilities(ignored: list[IgnoredOption] | None = None) -> InitializeResult:
     """What `initialize` answers: no LSP document features on this endpoint,
-    and the `mecha/*` methods it serves under `experimental`."""
-    return {
-        "capabilities": {
-            "experimental": {
-                "mecha": {
-                    "methods": sorted(n for n, spec in m.METHODS.items() if not spec.notification),
-                    "notifications": sorted(n for n, spec in m.METHODS.items() if spec.notification),
-                }
-            }
-        },
-        "serverInfo": {"name": SERVER_NAME, "version": server_version()},
-    }
+    the `mecha/*` methods it serves under `experimental`, and the option
+    keys it was sent and did not read (`initialize.ignored_options`)."""
+    return InitializeResult(
+        capabilities=ServerCapabilities(
+            experimental=ExperimentalCapabilities(
+                mecha=MechaCapabilities(
+                    methods=sorted(n for n, spec in m.METHODS.items() if not spec.notification),
+                    notifications=sorted(n for n, spec in m.METHODS.items() if spec.notification),
+                )
+            )
+        ),
+        server_info=ServerInfo(name=SERVER_NAME, version=server_version()),
+        ignored_options=list(ignored or ()),
+    )
 
 
 def block_keeper(root: Path) -> Callable[[str | None, str | None, Any, Any], None]:
@@ -87,7 +97,7 @@ def serve_stdio(pending: bytes = b"", initialized_by: bytes | None = None, shutd
         ctx = Context.from_initialize(raw, server.notify)
         ctx.on_block_rendered = block_keeper(ctx.root)
         state["dispatch"] = make_dispatch(ctx)
-        return capabilities()
+        return capabilities(ctx.ignored_options)
 
     def dispatch(method: str, raw: Any, cancel: Cancel) -> Any:
         return state["dispatch"](method, raw, cancel)

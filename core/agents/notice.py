@@ -101,12 +101,22 @@ def pending_proposals(root: str) -> int:
     return count
 
 
-def notice_line(pending: int, learning_dir: str | None = None) -> str | None:
-    """The one line a person is shown at a session's start, or `None`."""
+def notice_line(pending: int, learning_dir: str | None = None, review: str | None = None) -> str | None:
+    """The one line a person is shown at a session's start, or `None`.
+
+    `review` is the agent's own command that reviews proposals inside the
+    session (the plugin's `/mecha:review`; the plugin's hook names it): the
+    line offers it first, so reviewing never means leaving the agent. Without
+    it, the terminal commands."""
     if pending <= 0:
         return None
     where = f" --learning-dir {learning_dir}" if learning_dir else ""
     what = "1 rule proposal awaits" if pending == 1 else f"{pending} rule proposals await"
+    if review:
+        return (
+            f"mecha: {what} your review: type {review} to go through it here "
+            f"(or run `mecha-sidecar{where} proposals` in a terminal)"
+        )
     return (
         f"mecha: {what} your review: `mecha-sidecar{where} proposals` lists them, "
         f"`proposals show ID` shows the change, `proposals accept ID` or `reject ID` decides it"

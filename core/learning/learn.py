@@ -18,7 +18,7 @@ an accept has since moved is refused at accept time as `Stale`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import msgspec
 
@@ -31,6 +31,7 @@ from mecha.core.learning.reflection import Reflexion
 from mecha.core.learning.rules import (
     LEARN_MIN_REFLECTIONS,
     MAX_ACTIVE_RULES_PER_DOMAIN,
+    RUN_DOMAINS,
     Refusal,
     Rule,
     active_count,
@@ -178,6 +179,22 @@ def scopes_ready(
         else:
             why.append(refusal)
     return ready, (None if ready else "; ".join(why))
+
+
+def domains_to_learn(store: LearningStore, busy: Collection[str] = ()) -> list[str]:
+    """The domains a learn pass should start for once a reflect pass is
+    done, so the loop goes on without anyone typing `learn`: each domain
+    with a scope that is ready at the seeds' minimum (`scopes_ready` with no
+    `--min`), leaving out the `busy` ones (a learn pass for them is still
+    running; a second would only have its result dropped).
+
+    The candidates are the run domains and every domain with a rules file:
+    a reflection's domain is one of those (`reflector_frames`). A scope
+    whose last pass kept the rules as they were, or whose proposal still
+    waits, is not ready, so this never asks the model the same question
+    twice."""
+    candidates = sorted(set(RUN_DOMAINS) | set(store.domains()))
+    return [d for d in candidates if d not in busy and scopes_ready(store, d)[0]]
 
 
 class _Snapshot(msgspec.Struct):

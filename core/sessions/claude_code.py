@@ -86,6 +86,7 @@ from mecha.core.sessions.reader import (
     IMAGE_PLACEHOLDER,
     INTERRUPTED_RESULT,
     LINE_FAULTS,
+    Blame,
     ReaderCore,
     ReadSession,
     SessionFormat,
@@ -93,7 +94,7 @@ from mecha.core.sessions.reader import (
     TaintPolicy,
     bounded,
 )
-from mecha.core.sessions.transcript import Block, Message, Taint
+from mecha.core.sessions.transcript import Block, Message, Taint, result_text
 
 #: Claude Code's built-in tools, by what their results bring in.
 CLAUDE_POLICY = TaintPolicy(
@@ -211,18 +212,13 @@ def is_subagent_path(path: Path | None) -> bool:
 
 def flatten_result(content: str | list[_Inner] | None) -> str:
     """A tool result's content as text: a string as is, a list of blocks as
-    their texts, an image as a placeholder."""
+    the wire reads one (`transcript.result_text`); a block of a type Claude
+    Code adds later is skipped here rather than failing the session."""
     if content is None:
         return ""
     if isinstance(content, str):
         return content
-    parts = []
-    for inner in content:
-        if inner.type == "text" and inner.text:
-            parts.append(inner.text)
-        elif inner.type == "image":
-            parts.append(IMAGE_PLACEHOLDER)
-    return "\n".join(parts)
+    return result_text(content)
 
 
 def person_text(text: str) -> str | None:
@@ -445,7 +441,7 @@ class _Reader(ReaderCore):
         if isinstance(content, str):
             content = [_Block(type="text", text=content)]
         results: list[Block] = []
-        brought: list[Taint] = []
+        brought: list[tuple[Taint, Blame | None]] = []
         words: list[str] = []
         for b in content or []:
             if b.type == "tool_result":
@@ -469,8 +465,8 @@ class _Reader(ReaderCore):
             if fresh:
                 self._flush_queued_into(message)
             at = len(self.out) - 1
-            for taint in brought:
-                self.taint.bring(at, taint)
+            for taint, blame in brought:
+                self.taint.bring(at, taint, blame)
             if said:
                 self.say_beside(message, said)
             return
@@ -486,7 +482,7 @@ class _Reader(ReaderCore):
             self.say_beside(message, words)
         self.queued = []
 
-    def _result(self, b: _Block, line: _Line, brought: list[Taint], words: list[str], batch: list[Block]) -> Block:
+    def _result(self, b: _Block, line: _Line, brought: list[tuple[Taint, Blame | None]], words: list[str], batch: list[Block]) -> Block:
         text = flatten_result(b.content)
         call = self.calls.get(b.tool_use_id or "")
         name = call.name if call is not None else None
@@ -515,7 +511,7 @@ class _Reader(ReaderCore):
                 started = _BACKGROUND_ID.search(text)
                 if started is not None:
                     self.background[started.group(1) or started.group(2)] = command
-        brought.append(self.policy.taint_of(name, command))
+        brought.append(self.judge(name, command))
         if name == "AskUserQuestion" and not is_error:
             answer = answers_text(text, line.toolUseResult)
             if answer:

@@ -196,18 +196,15 @@ def _format_of(head: _Head | None) -> SessionFormat | None:
     return None
 
 
-def policy_with(source: str, trust: Iterable[str] = (), distrust: Iterable[str] = ()) -> TaintPolicy | None:
+def policy_with(source: str, trust: Iterable[str] = (), distrust: Iterable[str] = ()) -> TaintPolicy:
     """The taint policy of `source`'s reader (`codex`, else Claude Code's)
-    with a person's changes (`TaintPolicy.with_overrides`); `None` — the
-    reader's own default — when there are none."""
-    trusted, distrusted = list(trust), list(distrust)
-    if not trusted and not distrusted:
-        return None
-    if source == "codex":
-        from mecha.core.sessions.codex_cli import CODEX_POLICY as base
-    else:
-        from mecha.core.sessions.claude_code import CLAUDE_POLICY as base
-    return base.with_overrides(trust=trusted, distrust=distrusted)
+    with the person's standing trust decisions from the config file
+    (`trust.load_trust`) and one run's changes (`TaintPolicy.with_overrides`).
+    Every verb that reads a session file gets its policy here, so each
+    honours the same decisions."""
+    from mecha.core.sessions.trust import load_trust
+
+    return load_trust().policy(source, trust=trust, distrust=distrust)
 
 
 def read_session(
@@ -220,6 +217,9 @@ def read_session(
     """Read one session file in any known format (`fmt` forces one), from
     `data` when given (its bytes, or the file already open), else from
     `path`, line by line.
+
+    With no `policy`, the reader's own lists and the person's standing
+    trust decisions (`trust.load_trust`) decide the taint.
 
     Errors are `InvalidInput` naming the file, the format tried and, where
     there is one, the line — a session id the store could never record
@@ -260,6 +260,12 @@ def _read_source(path: Path, fmt: SessionFormat | None, policy: TaintPolicy | No
             f"{path}: not a session file: its first record is neither a mecha transcript, "
             "a Claude Code session line nor a Codex CLI rollout line (use --format to force one)"
         )
+    if policy is None and found is not SessionFormat.MECHA:
+        # The reader's own lists with the person's standing decisions: a
+        # verb that names no policy still honours what the person trusted.
+        from mecha.core.sessions.trust import load_trust
+
+        policy = load_trust().policy(found.value)
     if found is SessionFormat.CLAUDE:
         from mecha.core.sessions.claude_code import read_claude_code
 

@@ -51,7 +51,9 @@ def reflexion(id: str, *, origin: Origin = Origin.CLEAN, domain: str = "behavior
         session_id="s",
         trigger="steer",
         context="ctx",
-        intervention=f"intervention {id}",
+        # What the person said covers every rule these tests have the learner
+        # propose, so each rule shares content with the lesson it cites.
+        intervention=f"intervention {id}: ask first before acting or deleting anything; keep each diff, reply and rule short and fresh; indent with two spaces, never tabs",
         reflexion_text=f"lesson {id}",
         created_at="2026-11-01T00:00:00.000000Z",
         origin=origin,

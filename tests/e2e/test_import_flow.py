@@ -312,7 +312,8 @@ def test_an_accept_with_export_targets_that_fail_lands_and_names_each_failed_exp
     assert list(exports) == [str(loop), str(locked), str(good)]
     assert exports[str(loop)]["error"].startswith("ExportFailed: ") and "symbolic links" in exports[str(loop)]["error"]
     assert "read-only (mode 0444)" in exports[str(locked)]["error"] and not exports[str(locked)]["changed"]
-    assert exports[str(good)] == {"path": str(good), "changed": True, "error": None, "project": str(tmp_path)}
+    assert exports[str(good)] == {"path": str(good), "changed": True, "error": None, "project": str(tmp_path),
+                                 "skipped": None}
     assert locked.read_text() == "# Mine\n" and "Run the tests before committing" in good.read_text()
     listed = sc.call("mecha/proposals", {"status": "accepted"})["proposals"]
     assert PENDING_ID in {p["id"] for p in listed}

@@ -56,6 +56,7 @@ export interface ExportResult {
   error: string | null;
   path: string;
   project: string | null;
+  skipped: string | null;
 }
 
 export interface IdParams {
