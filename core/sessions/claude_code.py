@@ -89,6 +89,7 @@ from mecha.core.sessions.reader import (
     IMAGE_PLACEHOLDER,
     INTERRUPTED_RESULT,
     LINE_FAULTS,
+    Blame,
     ReaderCore,
     ReadSession,
     SessionFormat,
@@ -443,7 +444,7 @@ class _Reader(ReaderCore):
         if isinstance(content, str):
             content = [_Block(type="text", text=content)]
         results: list[Block] = []
-        brought: list[Taint] = []
+        brought: list[tuple[Taint, Blame | None]] = []
         words: list[str] = []
         for b in content or []:
             if b.type == "tool_result":
@@ -467,8 +468,8 @@ class _Reader(ReaderCore):
             if fresh:
                 self._flush_queued_into(message)
             at = len(self.out) - 1
-            for taint in brought:
-                self.taint.bring(at, taint)
+            for taint, blame in brought:
+                self.taint.bring(at, taint, blame)
             if said:
                 self.say_beside(message, said)
             return
@@ -507,7 +508,7 @@ class _Reader(ReaderCore):
             if not self.fold_words(words):
                 self.say_beside(message, words)
 
-    def _result(self, b: _Block, line: _Line, brought: list[Taint], words: list[str], batch: list[Block]) -> Block:
+    def _result(self, b: _Block, line: _Line, brought: list[tuple[Taint, Blame | None]], words: list[str], batch: list[Block]) -> Block:
         text = flatten_result(b.content)
         call = self.calls.get(b.tool_use_id or "")
         name = call.name if call is not None else None
@@ -536,7 +537,7 @@ class _Reader(ReaderCore):
                 started = _BACKGROUND_ID.search(text)
                 if started is not None:
                     self.background[started.group(1) or started.group(2)] = command
-        brought.append(self.policy.taint_of(name, command))
+        brought.append(self.judge(name, command))
         if name == "AskUserQuestion" and not is_error:
             answer = answers_text(text, line.toolUseResult)
             if answer:
