@@ -298,7 +298,7 @@ async def learn_domain(
         f"consolidating {len(snap.batch)} reflection(s) into {len(snap.before)} learned {where} rule(s)"
         + (f"; {left} more wait for the next pass" if left else "")
     )
-    answer = await learner.learn(domain, snap.user, snap.before, snap.batch, strict=True)
+    answer = await learner.learn(domain, snap.user, snap.before, snap.batch, strict=True, project=project)
     if answer is None:
         raise ModelFailure("the learner's reply held no usable rule set; the reflections stay in the pool")
     stamp = now()
