@@ -414,6 +414,12 @@ class AcceptProposalParams(msgspec.Struct):
     #: Accept a project's proposal into the global rules: the rules it adds
     #: go to the global file (the proposal records `accepted_as_global`).
     as_global: bool = False
+    #: Changes to leave out, by their `number` (`mecha/proposal`'s
+    #: `changes`, `proposals show`): the rest is accepted, and the lessons
+    #: only the left-out changes rest on are marked rejected.
+    without: list[int] = msgspec.field(default_factory=list)
+    #: Why they were left out: kept with the rejected lessons.
+    reason: str | None = None
 
 
 class AcceptProposalResult(msgspec.Struct):
@@ -446,6 +452,10 @@ class RuleSourcesParams(msgspec.Struct):
 class RejectProposalParams(msgspec.Struct):
     id: str
     reason: str | None = None
+    #: Changes whose lessons the person says are wrong, by their `number`:
+    #: those lessons are marked rejected; every other lesson of the
+    #: proposal goes back to the pool.
+    wrong: list[int] = msgspec.field(default_factory=list)
 
 
 class ProposeRetirementParams(msgspec.Struct):

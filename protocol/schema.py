@@ -79,10 +79,23 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
 #: sets (`providers.config.ModelConfig`); the keys, their spelling, bounds
 #: and defaults come from the code (`_model_options`).
 _MODEL_KEY_TEXT: dict[str, str] = {
-    "api": "The dialect: an OpenAI-compatible /v1/chat/completions, or the Anthropic Messages API.",
-    "base_url": "The server's URL. Required for `openai`; `anthropic` defaults to the hosted API.",
-    "model": "The model id the server knows. Required whenever `model` is present and not empty.",
-    "api_key_env": "The NAME of the environment variable holding the API key; never the key.",
+    "api": (
+        "The dialect: an OpenAI-compatible /v1/chat/completions, or the Anthropic Messages API; or an "
+        "agent's own command line run per request on the person's account (`claude-code`: claude -p, "
+        "`codex`: codex exec)."
+    ),
+    "base_url": (
+        "The server's URL. Required for `openai`; `anthropic` defaults to the hosted API; refused for "
+        "`claude-code` and `codex`, which read the agent's own settings."
+    ),
+    "model": (
+        "The model id the server knows. Required whenever `model` is present and not empty, except for "
+        "`claude-code` and `codex`, where none means the agent's default."
+    ),
+    "api_key_env": (
+        "The NAME of the environment variable holding the API key; never the key. Refused for "
+        "`claude-code` and `codex` (the agent has its own sign-in)."
+    ),
     "timeout_s": "Seconds per attempt: connect, send and the whole read.",
     "max_retries": "Retries after the first attempt on 429/5xx.",
     "max_backoff_s": "Cap on one wait between attempts, Retry-After included.",

@@ -33,7 +33,7 @@ verbs:
                       queue the new interventions in Claude Code / Codex CLI sessions, start a reflect pass
   export claude|agents [FILE] [--project DIR]
                       write each scope's rules into CLAUDE.md / AGENTS.md (a managed section)
-  proposals [list|show ID|accept ID [--global]|reject ID]
+  proposals [list|show ID|accept ID [--global] [--without N…]|reject ID [--wrong N…]]
   learn DOMAIN        start a consolidation pass per scope (proposes, never applies)
   reflect --sessions DIR
                       reflect every transcript file in DIR
@@ -138,6 +138,12 @@ def _learning_verbs(sub: _WithParents) -> None:
     s.add_argument("--reason")
     s.add_argument("--global", dest="as_global", action="store_true",
                    help="accept: send a project's proposal's new rules to the global rules, for every repository")
+    s.add_argument("--without", metavar="N", type=int, nargs="+", default=[],
+                   help="accept: leave out these changes, numbered as `proposals show` lists them; "
+                   "their lessons are marked rejected (with --reason)")
+    s.add_argument("--wrong", metavar="N", type=int, nargs="+", default=[],
+                   help="reject: these changes rest on wrong lessons, which are marked rejected; "
+                   "the proposal's other lessons go back to the pool")
 
     s = sub.add_parser("learn", help="start a consolidation pass for a domain")
     s.add_argument("domain")
@@ -460,14 +466,15 @@ def _proposals(ctx: Any, args: argparse.Namespace) -> int:
         _emit(args, result, humane.proposal_with_diff)
         return 0
     if args.action == "accept":
-        result = call(ctx, "mecha/acceptProposal", {"id": args.id, "as_global": args.as_global})
+        params = {"id": args.id, "as_global": args.as_global, "without": args.without, "reason": args.reason}
+        result = call(ctx, "mecha/acceptProposal", params)
         _emit(args, result, humane.accepted)
         for export in result.get("exports", []):
             if export.get("error"):
                 print(f"mecha-sidecar: warning: the accept stands, but the export failed: {export['error']}", file=sys.stderr)
         return 0
-    result = call(ctx, "mecha/rejectProposal", {"id": args.id, "reason": args.reason})
-    _emit(args, result, lambda r: "rejected " + humane.proposal_line(r["proposal"]))
+    result = call(ctx, "mecha/rejectProposal", {"id": args.id, "reason": args.reason, "wrong": args.wrong})
+    _emit(args, result, humane.rejected)
     return 0
 
 

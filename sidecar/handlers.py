@@ -520,7 +520,7 @@ def proposal(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.ProposalWithDiffR
 def accept(ctx: Context, p: m.AcceptProposalParams, cancel: Cancel) -> m.AcceptProposalResult:
     from mecha.core.learning.proposals import accept as accept_it
 
-    done = accept_it(ctx.store(), p.id, as_global=p.as_global)
+    done = accept_it(ctx.store(), p.id, as_global=p.as_global, without=p.without, reason=p.reason)
     try:
         refresh_blocks(ctx)
     except Exception as exc:  # the accept has landed: a cache is never its error
@@ -561,7 +561,7 @@ def reexport(ctx: Context) -> list[m.ExportResult]:
 def reject(ctx: Context, p: m.RejectProposalParams, cancel: Cancel) -> m.ProposalResult:
     from mecha.core.learning.proposals import reject_proposal
 
-    return m.ProposalResult(proposal=reject_proposal(ctx.store(), p.id, p.reason))
+    return m.ProposalResult(proposal=reject_proposal(ctx.store(), p.id, p.reason, wrong=p.wrong))
 
 
 @handles("mecha/proposeRetirement")

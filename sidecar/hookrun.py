@@ -125,6 +125,13 @@ def run(argv: list[str]) -> int:
         _read_stdin()
         os.write(2, b"mecha-sidecar hook: expected AGENT session-end|session-start [--learning-dir DIR] [--review CMD]\n")
         return 0
+    from mecha.core.agents.notice import OWN_CALL_ENV
+
+    if os.environ.get(OWN_CALL_ENV):
+        # A pass's own model call on the agent's command line: not a
+        # person's session, so nothing to queue and nothing to tell.
+        _read_stdin()
+        return 0
     if parsed.subcommand == "session-start":
         return session_start(parsed.agent, parsed.learning_dir, parsed.review)
     return session_end(parsed.agent, parsed.learning_dir)

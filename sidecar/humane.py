@@ -67,9 +67,33 @@ def proposal_line(p: dict[str, Any]) -> str:
     )
 
 
+def _left_out(p: dict[str, Any], verb: str) -> list[str]:
+    """The changes a person left out (or named as wrong), one line each,
+    with how many lessons were marked rejected for it."""
+    lines = []
+    for x in p.get("left_out") or []:
+        rejected = len(x.get("rejected") or [])
+        lessons = f"; {rejected} lesson(s) marked rejected" if rejected else ""
+        lines.append(f"  {verb} {x['number']} ({x['change']}): {_one_line(x['text'], 80)!r}{lessons}")
+    return lines
+
+
+def rejected(r: dict[str, Any]) -> str:
+    """A rejection's result: the proposal, the changes named as wrong, and
+    where the other lessons went."""
+    p = r["proposal"]
+    marked = {i for x in p.get("left_out") or [] for i in x.get("rejected") or []}
+    back = len([i for i in p["reflexion_ids"] if i not in marked])
+    lines = ["rejected " + proposal_line(p), *_left_out(p, "wrong:")]
+    if p["reflexion_ids"]:
+        lines.append(f"{back} lesson(s) back in the pool; a learn pass will not file this proposal again")
+    return "\n".join(lines)
+
+
 def accepted(r: dict[str, Any]) -> str:
-    """An accept's result: the proposal, then each promotion it filed."""
-    lines = ["accepted " + proposal_line(r["proposal"])]
+    """An accept's result: the proposal, what was left out, then each
+    promotion it filed."""
+    lines = ["accepted " + proposal_line(r["proposal"]), *_left_out(r["proposal"], "left out")]
     for q in r.get("promotions") or []:
         lesson = "; ".join(x["text"] for x in q["rules"][len(q["rules_before"]):])
         lines.append(
@@ -97,10 +121,11 @@ def proposal_with_diff(r: dict[str, Any]) -> str:
     lines.append(r["diff"] or "(no change to the rendered rules block)")
     changes = r.get("changes") or []
     if changes:
-        lines += ["", "why each change:"]
+        lines += ["", "why each change (leave one out: proposals accept ID --without N):"]
         for c in changes:
             where = c.get("scope") or "global"
-            lines.append(f"  {c['change']} ({where if where == 'global' else 'project ' + where}): {c['text']}")
+            number = f"{c['number']}. " if c.get("number") else ""
+            lines.append(f"  {number}{c['change']} ({where if where == 'global' else 'project ' + where}): {c['text']}")
             lines.extend(f"    replaces: {old}" for old in c.get("replaces", []))
             if c["change"] == "retired":
                 lines.append(f"    reason: {c.get('reason') or '(none given)'}")

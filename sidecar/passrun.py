@@ -25,6 +25,7 @@ from mecha.core.store.learning_store import LearningStore
 from .context import model_options_from_environment
 
 if TYPE_CHECKING:
+    from mecha.core.providers.agent_cli import AgentCliProvider
     from mecha.core.providers.anthropic import AnthropicProvider
     from mecha.core.providers.config import ModelConfig
     from mecha.core.providers.openai import OpenAIProvider
@@ -36,13 +37,14 @@ def _config() -> ModelConfig | None:
     return resolve_model_config(model_options_from_environment(), os.environ, default_config_path())
 
 
-def _provider(store: LearningStore) -> tuple[OpenAIProvider | AnthropicProvider, str | None]:
+def _provider(store: LearningStore) -> tuple[OpenAIProvider | AnthropicProvider | AgentCliProvider, str | None]:
     from mecha.core.providers import require_provider
     from mecha.core.providers.structured import ModeMemory
 
     cfg = _config()
     memory = ModeMemory(store.structured_modes_path, root=store.root)
-    return require_provider(cfg, memory=memory), (cfg.model if cfg else None)
+    # An empty model is an agent's own default: the request names none.
+    return require_provider(cfg, memory=memory), (cfg.model or None if cfg else None)
 
 
 #: How often, at most, a pass rewrites its job record with its progress (a

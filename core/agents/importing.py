@@ -45,6 +45,7 @@ from pathlib import Path
 
 import msgspec
 
+from mecha.core.agents.installed import is_own_call
 from mecha.core.errors import InvalidInput
 from mecha.core.identity import now
 from mecha.core.learning.reflection import Origin
@@ -380,6 +381,12 @@ def _plan_file(scan: _Scan, path: Path, report: ImportReport) -> SessionPlan | N
         read = _read_file(path, scan.source, scan.policy)
     except InvalidInput as exc:
         report.skipped.append(str(exc))
+        return None
+    if is_own_call(read.project):
+        # A pass's own call on the agent's command line, kept by an agent
+        # that ignored the request to keep no transcript: the prompt is the
+        # pass's, never a person's work.
+        report.skipped.append(f"{path}: a model call this sidecar made (it ran in {read.project}), not a person's session")
         return None
     report.warnings.extend(read.warnings)
     report.skipped_lines += read.skipped_lines

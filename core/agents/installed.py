@@ -15,6 +15,14 @@ another CPU would otherwise be offered and fail the first pass. Nothing
 here logs in or spends a call: whether the person is signed in is only
 known when the agent is asked something, and the pass says so then.
 
+The passes' own calls on these programs run from a folder of their own
+(`own_calls_dir`), with `OWN_CALL_ENV` set: the importer skips a session
+that ran there (`is_own_call`), and this project's hooks do nothing when
+they see the variable, so a call never comes back as a lesson. This module
+imports only the standard library (the variable's name lives in
+`notice`, which the session-start hook, waited on by every agent session,
+can afford).
+
 The order is the preference when several are installed: Claude Code first
 (its `--json-schema` holds the reply to the contract inside the CLI and
 validates it), then Codex (`--output-schema`).
@@ -26,10 +34,13 @@ import os
 import shutil
 import subprocess
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-import msgspec
+from mecha.core.agents.notice import OWN_CALL_ENV
+
+__all__ = ["OWN_CALL_ENV", "AgentCli", "FoundAgent", "find_agent", "find_agents", "is_own_call", "own_calls_dir"]
 
 
 class AgentCli(str, Enum):
@@ -59,7 +70,8 @@ EXTRA_PLACES: dict[AgentCli, tuple[str, ...]] = {
 VERSION_TIMEOUT_S = 15.0
 
 
-class FoundAgent(msgspec.Struct, frozen=True, kw_only=True):
+@dataclass(frozen=True, kw_only=True)
+class FoundAgent:
     agent: AgentCli
     #: The program that ran, as an absolute path.
     path: str
@@ -123,3 +135,24 @@ def find_agents(env: Mapping[str, str] | None = None) -> list[FoundAgent]:
     first is the one to offer)."""
     found = (find_agent(agent, env) for agent in AgentCli)
     return [f for f in found if f is not None]
+
+
+
+def own_calls_dir(env: Mapping[str, str] | None = None) -> Path:
+    """The folder the agents' calls run from: `$XDG_CACHE_HOME` (default
+    `~/.cache`) / `mecha-sidecar/agent-calls`. A session whose working
+    directory is in it is one of ours."""
+    env = os.environ if env is None else env
+    home = env.get("HOME", "").strip() or str(Path.home())
+    base = env.get("XDG_CACHE_HOME", "").strip() or str(Path(home) / ".cache")
+    return Path(base) / "mecha-sidecar" / "agent-calls"
+
+
+def is_own_call(cwd: str | None, env: Mapping[str, str] | None = None) -> bool:
+    """Whether a session that ran in `cwd` was one of the passes' own model
+    calls (and so never a person's work to learn from)."""
+    if not cwd:
+        return False
+    own = own_calls_dir(env)
+    here = Path(cwd)
+    return here == own or own in here.parents

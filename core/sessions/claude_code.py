@@ -48,7 +48,10 @@ mining the file naively taught the wrong lesson or missed the right one:
   follows as an ordinary user line) or `popAll` (taken back into the input
   box: never delivered). A message is a steer at its delivery — the
   `remove` — riding beside the results it arrived with, or before the next
-  answer when none are open. Newer files also write a `queued_command`
+  answer when none are open. One delivered while a call waits for its result
+  (a `remove` written before that result, or, when the person pressed Esc, a
+  `dequeue` and its user line written before the refusal) goes with that
+  result: the refusal's reason, or a steer beside it. Newer files also write a `queued_command`
   attachment for the same delivery (older ones only the attachment); the
   pair is read once. A queued task notification is not the person. (The
   movements are as public readers of the format describe them, e.g. a
@@ -81,7 +84,7 @@ from typing import Any
 
 import msgspec
 
-from mecha.core.sessions.mining import DENIAL_PREFIX
+from mecha.core.sessions.mining import DENIAL_PREFIX, DOCUMENT_PLACEHOLDER
 from mecha.core.sessions.reader import (
     IMAGE_PLACEHOLDER,
     INTERRUPTED_RESULT,
@@ -457,7 +460,7 @@ class _Reader(ReaderCore):
             elif b.type == "image":
                 words.append(IMAGE_PLACEHOLDER)
             elif b.type == "document":
-                words.append("[document]")
+                words.append(DOCUMENT_PLACEHOLDER)
         said = " ".join(words).strip()
         if results:
             fresh = self.results_message() is None
@@ -472,15 +475,38 @@ class _Reader(ReaderCore):
             return
         if not said:
             return
-        if self.fold_words(said):
+        if said.startswith("/"):
+            # A slash command (`/exit`) is the person leaving or changing a
+            # setting: never a refusal's reason, and the refusal before it
+            # stays reasonless.
+            self.pending_denial = None
+            self.interrupted = False
+        elif self.fold_words(said):
+            return
+        elif self._call_waiting():
+            # Words sent from the queue while a call waits for its result
+            # (Claude Code writes them before the result when the person
+            # pressed Esc): they go with that result, as its refusal's reason
+            # or beside it.
+            self.queued.append(said)
             return
         self._flush_queued()
         self.out.append(Message.user(said))
 
+    def _call_waiting(self) -> bool:
+        """Whether the last message is the assistant's with a call still
+        waiting for its result."""
+        if not self.out or self.out[-1].role != "assistant":
+            return False
+        return any(u.id is not None and u.id not in self.answered for u in self.out[-1].tool_uses())
+
     def _flush_queued_into(self, message: Message) -> None:
-        for words in self.queued:
-            self.say_beside(message, words)
-        self.queued = []
+        """Queued words into the results they arrived with: the first as the
+        reason of a refusal there that has none, the rest beside them."""
+        queued, self.queued = self.queued, []
+        for words in queued:
+            if not self.fold_words(words):
+                self.say_beside(message, words)
 
     def _result(self, b: _Block, line: _Line, brought: list[tuple[Taint, Blame | None]], words: list[str], batch: list[Block]) -> Block:
         text = flatten_result(b.content)
