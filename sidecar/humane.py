@@ -191,6 +191,41 @@ def rule_sources(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def lessons(r: dict[str, Any]) -> str:
+    """The stored lessons: the counts, then each lesson with where it came
+    from and, when a learn pass may not use it, why."""
+    c = r["counts"]
+    if not c["total"]:
+        return (
+            "no lessons match: a reflect pass writes them from sessions "
+            "(mecha-sidecar import claude, or the end of a run with the hooks installed)"
+        )
+    lines = [
+        f"{c['total']} lesson(s): {c['learnable']} learnable, {c['untrusted']} untrusted, {c['derived']} derived; "
+        f"{c['processed']} already used by a proposal"
+        + (f"; {c['unusable']} whose text is no lesson" if c["unusable"] else "")
+    ]
+    if len(r["lessons"]) < c["total"]:
+        lines.append(f"(the newest {len(r['lessons'])} shown; --limit shows more)")
+    for x in r["lessons"]:
+        scope = "global" if x["scope"] == "global" else f"project {x['scope']}"
+        state = "learnable" if x["learnable"] else "not learnable"
+        used = ", used" if x["processed"] else ""
+        lines += ["", f"{x['id']}  {x['domain']}  {scope}  {x['trigger']}  {x['origin']}  {state}{used}"]
+        lines.append(f"  lesson: {_one_line(x['lesson'], 300)}")
+        lines.append(f"  person: {_one_line(x['intervention'], 200)}")
+        if x.get("not_learnable_because"):
+            lines.append(f"  not learnable: {x['not_learnable_because']}")
+        if x.get("unusable_because"):
+            lines.append(f"  no lesson: {x['unusable_because']}")
+        found = x.get("found") or {}
+        where = f"{found['file']}:{found['line']}" if found.get("file") and found.get("line") else f"session {x['session_id']}"
+        lines.append(f"  from {where}")
+    if c["learnable"]:
+        lines += ["", "a learn pass proposes rules from the learnable ones: mecha-sidecar learn DOMAIN"]
+    return "\n".join(lines)
+
+
 def job_line(j: dict[str, Any], *, full: bool = True) -> str:
     """One pass: what it is, its state, how far it has got while it runs,
     and its outcome — whole (`full`), or its first line only where many
@@ -302,6 +337,8 @@ def import_summary(s: dict[str, Any]) -> str:
         held = "; a last refusal waits for the person's reason" if session.get("held") else ""
         bad = f"; {session['skipped_lines']} line(s) skipped" if session.get("skipped_lines") else ""
         lines.append(f"  {session['session_id']}: {session['new']} new of {session['found']} ({counts}){held}{bad}")
+        for h in session.get("held_back", []):
+            lines.append(f"    untrusted ({h['interventions']}): {blame_line(h['blame'])}")
     head = f"{s['source']}: {len(s['sessions'])} session(s) read from {s['root']}"
     extras = []
     if s["unchanged"]:
@@ -324,6 +361,11 @@ def import_summary(s: dict[str, Any]) -> str:
                 f"; reflect pass {s['job']['id']} is still at work on what was queued before"
                 f" ({_progress_of(s['job'])}) — waiting for it (Ctrl-C stops the waiting, not the pass)"
             )
+    unknown = s.get("unknown", [])
+    if unknown:
+        lines.append("not in the table of local programs (each held back this many interventions; trust it if it is yours):")
+        for u in unknown:
+            lines.append(f"  {u['entry']}: {u['interventions']} in {u['sessions']} session(s) — {u['command']}")
     return "\n".join([head, *lines, tail])
 
 
@@ -333,6 +375,35 @@ def _progress_of(j: dict[str, Any]) -> str:
     from mecha.core.store.jobs import Job, progress_text
 
     return progress_text(msgspec.convert(j, Job))
+
+
+def blame_line(b: dict[str, Any]) -> str:
+    """A call that made a session untrusted, as one line (`reader.Blame.describe`)."""
+    where = f"line {b['line']}: " if b.get("line") is not None else ""
+    what = b.get("tool") or "a record"
+    if b.get("command"):
+        what += f" `{b['command']}`"
+    subject = f"{b['program']}: " if b.get("program") else ""
+    return f"{where}{what} — {subject}{b['why']}"
+
+
+def trust(r: dict[str, Any]) -> str:
+    entries = ", ".join(r["entries"]) or "nothing beyond the built-in table"
+    lines = [f"{r['path']}: trusts {entries}"]
+    again = r.get("reclassified")
+    if again is not None:
+        if again["asked_again"]:
+            lines.append(f"now clean: {again['asked_again']} held-back intervention(s) from {again['sessions']} session(s), "
+                         "queued to be asked")
+        else:
+            lines.append(f"no held-back intervention reads clean yet ({again['sessions']} session(s) read again)")
+        if again["still_untrusted"]:
+            lines.append(f"still untrusted: {again['still_untrusted']} (`mecha-sidecar import … --dry-run` says what holds each back)")
+        for why in again["unreadable"]:
+            lines.append(f"  not read again: {why}")
+    if r.get("job"):
+        lines.append(f"reflect pass {r['job']['id']} started: `mecha-sidecar jobs` shows it")
+    return "\n".join(lines)
 
 
 def _hook_events(inst: dict[str, Any]) -> str:
