@@ -111,6 +111,17 @@ VERB_DOCS: dict[str, tuple[str, str]] = {
         _examples("mecha-sidecar hooks install claude", "mecha-sidecar hooks status",
                   "mecha-sidecar hooks uninstall claude"),
     ),
+    "trust": (
+        "Keeps your standing trust decisions in the config file: the programs and tools whose output is your "
+        "own machine's, so what you said after them can be learned from. `add` also reads again the sessions "
+        "they had held back.",
+        _examples("mecha-sidecar trust", "mecha-sidecar trust add 'Bash(bd)'", "mecha-sidecar trust remove 'Bash(bd)'"),
+    ),
+    "lessons": (
+        "Lists the stored lessons, newest first: each one's scope, trigger and origin, and why it may not be "
+        "learned from (untrusted, derived) — what a learn pass would work from.",
+        _examples("mecha-sidecar lessons", "mecha-sidecar lessons --domain behavior --pending"),
+    ),
     "jobs": (
         "Lists the recent background passes, one line each: what they are doing, how far they have got, and a "
         "failed one's reason.",
