@@ -131,6 +131,11 @@ class Reflexion(msgspec.Struct, kw_only=True):
     project: str | None = None
     #: Where the intervention was found (absent on older reflections).
     found: FoundAt | None = None
+    #: Set, with the person's reason, when a person said the lesson is
+    #: wrong: a rule resting on it was left out of an accepted proposal, or
+    #: a rejected proposal's rule was named as wrong. Such a lesson is also
+    #: processed, so no pass argues from it again.
+    rejected: str | None = None
 
     def learnable(self) -> bool:
         """Whether a learning pass may consume this reflection. Structural,
