@@ -44,6 +44,9 @@ verbs:
   jobs                recent background passes
   inbox [list|retry ID|drop ID]
                       what waits for reflection, and what a pass set aside
+  trust [list | add ENTRY... | remove ENTRY...]
+                      the programs and tools you trust as your own machine (Bash(bd), Bash(git fetch),
+                      mcp__notes__read), kept in the config file; an add asks again what now reads clean
   tallies             per-rule validation tallies
   why RULE_ID         why a rule exists: the corrections it was learned from, and how it measured
   hooks install|uninstall claude|codex [--scope user|project]
@@ -195,6 +198,11 @@ def _store_verbs(sub: _WithParents) -> None:
     s.add_argument("--scope", choices=["user", "project"],
                    help="user: ~/.claude or ~/.codex (the default); project: the .claude or .codex folder of "
                    "the project this runs in (its git root)")
+
+    s = sub.add_parser("trust", help="the tools and programs you trust as your own machine, kept in the config file")
+    s.add_argument("action", nargs="?", default="list", choices=["list", "add", "remove"])
+    s.add_argument("entries", nargs="*", metavar="ENTRY",
+                   help="Bash(bd): a program; Bash(git fetch): a program and a subcommand; mcp__notes__read: a tool")
 
     sub.add_parser("jobs", help="recent background passes")
     s = sub.add_parser("inbox", help="what waits for reflection; retry or drop what a pass set aside")
@@ -360,6 +368,7 @@ def _run_verb(verb: str, args: argparse.Namespace) -> int:
     # The verbs that are one call and its result, as a person reads it.
     plain: dict[str, tuple[str, dict[str, Any], Callable[[Any], str]]] = {
         "jobs": ("mecha/jobs", {}, humane.jobs),
+        "trust": ("mecha/trust", {"action": getattr(args, "action", "list"), "entries": getattr(args, "entries", [])}, humane.trust),
         "tallies": ("mecha/ruleTallies", {"domain": getattr(args, "domain", None)}, humane.tallies),
         "why": ("mecha/ruleSources", {"rule_id": getattr(args, "rule_id", None)}, humane.rule_sources),
         "doctor": ("mecha/doctor", {}, humane.doctor),
@@ -508,6 +517,11 @@ def _mine(ctx: Any, args: argparse.Namespace) -> int:
         print(f"mecha-sidecar: warning: {warning}", file=sys.stderr)
     if session.skipped_lines:
         print(f"mecha-sidecar: {path}: {session.skipped_lines} line(s) skipped as not records of its format; the rest was read", file=sys.stderr)
+    for blame in session.blames:
+        # What made the session untrusted from there on: what the person's
+        # later words there are held back by.
+        trust = f" (to trust it: mecha-sidecar trust add '{blame.entry}')" if blame.entry else ""
+        print(f"mecha-sidecar: {path}: untrusted from {blame.describe()}{trust}", file=sys.stderr)
     ctx = _mining_context(ctx, args, *((fmt,) if fmt in ("claude", "codex") else ()))
     result = call(ctx, "mecha/extractInterventions", {"messages": msgspec.to_builtins(session.messages)})
     _emit(args, result, humane.interventions)

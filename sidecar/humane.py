@@ -259,6 +259,8 @@ def import_summary(s: dict[str, Any]) -> str:
         held = "; a last refusal waits for the person's reason" if session.get("held") else ""
         bad = f"; {session['skipped_lines']} line(s) skipped" if session.get("skipped_lines") else ""
         lines.append(f"  {session['session_id']}: {session['new']} new of {session['found']} ({counts}){held}{bad}")
+        for h in session.get("held_back", []):
+            lines.append(f"    untrusted ({h['interventions']}): {blame_line(h['blame'])}")
     head = f"{s['source']}: {len(s['sessions'])} session(s) read from {s['root']}"
     extras = []
     if s["unchanged"]:
@@ -276,7 +278,41 @@ def import_summary(s: dict[str, Any]) -> str:
         tail = f"dry run: {would} session(s) would be queued, nothing was"
     else:
         tail = f"{len(s['queued'])} queued for reflection" if s["queued"] else "nothing new to queue"
+    unknown = s.get("unknown", [])
+    if unknown:
+        lines.append("not in the table of local programs (each held back this many interventions; trust it if it is yours):")
+        for u in unknown:
+            lines.append(f"  {u['entry']}: {u['interventions']} in {u['sessions']} session(s) — {u['command']}")
     return "\n".join([head, *lines, tail])
+
+
+def blame_line(b: dict[str, Any]) -> str:
+    """A call that made a session untrusted, as one line (`reader.Blame.describe`)."""
+    where = f"line {b['line']}: " if b.get("line") is not None else ""
+    what = b.get("tool") or "a record"
+    if b.get("command"):
+        what += f" `{b['command']}`"
+    subject = f"{b['program']}: " if b.get("program") else ""
+    return f"{where}{what} — {subject}{b['why']}"
+
+
+def trust(r: dict[str, Any]) -> str:
+    entries = ", ".join(r["entries"]) or "nothing beyond the built-in table"
+    lines = [f"{r['path']}: trusts {entries}"]
+    again = r.get("reclassified")
+    if again is not None:
+        if again["asked_again"]:
+            lines.append(f"now clean: {again['asked_again']} held-back intervention(s) from {again['sessions']} session(s), "
+                         "queued to be asked")
+        else:
+            lines.append(f"no held-back intervention reads clean yet ({again['sessions']} session(s) read again)")
+        if again["still_untrusted"]:
+            lines.append(f"still untrusted: {again['still_untrusted']} (`mecha-sidecar import … --dry-run` says what holds each back)")
+        for why in again["unreadable"]:
+            lines.append(f"  not read again: {why}")
+    if r.get("job"):
+        lines.append(f"reflect pass {r['job']['id']} started: `mecha-sidecar jobs` shows it")
+    return "\n".join(lines)
 
 
 def _hook_events(inst: dict[str, Any]) -> str:

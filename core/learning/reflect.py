@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from mecha.core.errors import ModelFailure, NoModel, UnusableReply
-from mecha.core.learning.reflection import FoundAt, Reflector, Reflexion
+from mecha.core.identity import mint_reflexion_id, now
+from mecha.core.learning.reflection import Evidence, FoundAt, Origin, Reflector, Reflexion
 from mecha.core.learning.skips import go_ahead_reason
 from mecha.core.learning.survey import Planned
 from mecha.core.store.inbox import DraftEntry, InboxEntry, SessionEntry, claim_all, entry_decoder, release, set_aside
@@ -224,6 +225,43 @@ async def _ask(
     return _Answer(plan, key, reflexion=r)
 
 
+#: The lesson recorded for an intervention the model was never asked about.
+WITHHELD_LESSON = "(not asked: third-party content was in context; it is asked again if a change of trust makes it clean)"
+
+
+def asks_the_model(plan: Planned) -> bool:
+    """Whether the reflector is called for this intervention. Not for an
+    untrusted one: nothing it could answer can ever be learned (the seeds'
+    rule: no knob makes untrusted content learnable), so the call would buy
+    nothing, and a stranger's text in context is the moment a model is
+    most worth not feeding. It is recorded instead (`_withheld`), and a
+    change of trust that makes its session read clean asks it then
+    (`sessions.retrust`)."""
+    return plan.origin is not Origin.UNTRUSTED
+
+
+def _withheld(plan: Planned, key: str, work: _Work, entry: InboxEntry, progress: Progress) -> _Answer:
+    """An untrusted intervention, recorded without a model call: the
+    person's words as readable evidence, no lesson, never learnable."""
+    i = plan.intervention
+    r = Reflexion(
+        id=mint_reflexion_id(),
+        domain="writing" if i.trigger.value == "edit" else "behavior",
+        session_id=work.session_id,
+        trigger=i.trigger.value,
+        context="",
+        intervention=i.text,
+        reflexion_text=WITHHELD_LESSON,
+        created_at=now(),
+        origin=Origin.UNTRUSTED,
+        evidence=Evidence.INTERVENTION_ONLY,
+        project=entry.project if isinstance(entry, SessionEntry) else None,
+        found=FoundAt(at=i.at, file=work.file, line=plan.line),
+    )
+    progress(f"{key}: withheld from the model (untrusted)")
+    return _Answer(plan, key, reflexion=r)
+
+
 async def reflect_inbox(
     store: LearningStore,
     reflector: Reflector | None,
@@ -414,11 +452,14 @@ async def _reflect_entry(
     entry, work = opened
     keys = [intervention_key(entry, p) for p in work.plans]
     states = store.attempt_states(keys)
-    todo = [(p, k) for p, k in zip(work.plans, keys) if not states.get(k, _UNSETTLED).settled]
-    progress(f"{work.label}: {len(work.plans)} intervention(s), {len(todo)} to ask")
+    open_plans = [(p, k) for p, k in zip(work.plans, keys) if not states.get(k, _UNSETTLED).settled]
+    todo = [(p, k) for p, k in open_plans if asks_the_model(p)]
+    withheld = [_withheld(p, k, work, entry, progress) for p, k in open_plans if not asks_the_model(p)]
+    progress(f"{work.label}: {len(work.plans)} intervention(s), {len(todo)} to ask" + (f", {len(withheld)} withheld (untrusted)" if withheld else ""))
     answers = await _ask_all(todo, entry, work, get_model, gate, progress, outcome, tick) if todo else []
     got = [a for a in answers if isinstance(a, _Answer)]
     interrupted = len(got) < len(answers)
+    got += withheld
     await my_turn()
     if interrupted and not got:
         release(path)
