@@ -67,6 +67,7 @@ NUMBER = {
     "reflect_c4": 10,
     "hook_session_end": 11,
     "hook_session_start": 11,
+    "hook_storm": 11,
     "huge_reply_rss": 12,
     "learn_gate_filed": 14,
     "learn_gate_kept": 14,
