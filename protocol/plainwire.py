@@ -78,6 +78,11 @@ CLIENT_INFO_KEYS = ("name", "version")
 #: Every key of `initialize.InitializationOptions`; any other key there is
 #: refused rather than guessed at.
 INITIALIZATION_OPTIONS_KEYS = ("learningDir", "finalAnswerNudge", "harnessVoices", "model")
+#: Every key of `initializationOptions.model` (`providers.config.INIT_KEYS`);
+#: an `initialize` with any other is handed over, so the full server names it.
+MODEL_OPTION_KEYS = (
+    "api", "baseUrl", "model", "apiKeyEnv", "timeoutS", "maxRetries", "maxBackoffS", "structured", "concurrency",
+)
 #: The keys `methods.RulesPromptBlockParams` reads.
 RULES_PROMPT_BLOCK_KEYS = ("domain", "project")
 
@@ -266,7 +271,7 @@ def initialize_learning_dir(params: object) -> object:
     if not isinstance(voices, list) or not all(_is_str(v) for v in voices):
         return REFUSED
     model = options.get("model")
-    if model is not None and not isinstance(model, dict):
+    if model is not None and not (isinstance(model, dict) and set(model) <= set(MODEL_OPTION_KEYS)):
         return REFUSED
     return options.get("learningDir")
 

@@ -39,6 +39,7 @@ import msgspec
 from mecha.core.gate import candidate
 from mecha.core.gate.appraisal import Affect, Appraisal, Cite, CiteKind
 from mecha.core.gate.goal import GoalKind, GoalRef
+from mecha.core.learning.lessons import LessonsResult
 from mecha.core.learning.rules import Rule, RulesFile
 
 from . import errors as codes
@@ -47,11 +48,14 @@ from . import methods as m
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 TITLE = "mecha-sidecar wire protocol"
 DESCRIPTION = (
-    "Every mecha/* method's params and result, the initializationOptions of "
-    "initialize, the rules TOML file (as the JSON it parses to) and the error "
-    "codes. Each schema under methods, initializationOptions and rulesFile is a "
-    "$ref into $defs, resolved against this document's root. A notification's "
-    "result is null: nothing answers it."
+    "Every mecha/* method's params and result, LSP's lifecycle messages "
+    "(initialize, initialized, shutdown, exit, $/cancelRequest), the "
+    "initializationOptions of initialize, the rules TOML file (as the JSON it "
+    "parses to) and the error codes. Each schema under methods, lifecycle, "
+    "initializationOptions and rulesFile is a $ref into $defs, resolved against "
+    "this document's root. A notification's result is null: nothing answers it. "
+    "A field a result schema does not list may appear in a later version: "
+    "clients must ignore fields they do not know."
 )
 
 _PREFIX = "#/$defs/"
@@ -59,7 +63,7 @@ _REF_TEMPLATE = _PREFIX + "{name}"
 
 #: Results that `METHODS` names by string (to keep the harness endpoint's
 #: imports lean) and the types they are.
-RESULT_TYPES: dict[str, type] = {"Appraisal": Appraisal}
+RESULT_TYPES: dict[str, type] = {"Appraisal": Appraisal, "LessonsResult": LessonsResult}
 
 _DOMAIN = {
     "type": "string",
@@ -72,34 +76,73 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return {"anyOf": [schema, {"type": "null"}]}
 
 
-_MODEL_OPTIONS = {
-    "type": "object",
-    "description": (
-        "The model background passes call. Empty or absent: the environment "
-        "(MECHA_MODEL*), then the [model] table of ~/.mecha/sidecar.toml, decide. "
-        "When present and non-empty it wins as a whole, and `model` is required."
+#: What each key of `initializationOptions.model` means, by the field it
+#: sets (`providers.config.ModelConfig`); the keys, their spelling, bounds
+#: and defaults come from the code (`_model_options`).
+_MODEL_KEY_TEXT: dict[str, str] = {
+    "api": (
+        "The dialect: an OpenAI-compatible /v1/chat/completions, or the Anthropic Messages API; or an "
+        "agent's own command line run per request on the person's account (`claude-code`: claude -p, "
+        "`codex`: codex exec)."
     ),
-    "properties": {
-        "api": {
-            "enum": ["anthropic", "openai"],
-            "default": "openai",
-            "description": "The dialect: an OpenAI-compatible /v1/chat/completions, or the Anthropic Messages API.",
-        },
-        "baseUrl": {
-            "type": "string",
-            "pattern": "^https?://",
-            "description": "The server's URL. Required for `openai`; `anthropic` defaults to the hosted API.",
-        },
-        "model": {"type": "string", "description": "The model id the server knows."},
-        "apiKeyEnv": {
-            "type": "string",
-            "description": "The NAME of the environment variable holding the API key; never the key.",
-        },
-        "timeoutS": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600, "default": 120},
-        "maxRetries": {"type": "integer", "minimum": 0, "maximum": 10, "default": 3},
-        "maxBackoffS": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600, "default": 30},
-    },
+    "base_url": (
+        "The server's URL. Required for `openai`; `anthropic` defaults to the hosted API; refused for "
+        "`claude-code` and `codex`, which read the agent's own settings."
+    ),
+    "model": (
+        "The model id the server knows. Required whenever `model` is present and not empty, except for "
+        "`claude-code` and `codex`, where none means the agent's default."
+    ),
+    "api_key_env": (
+        "The NAME of the environment variable holding the API key; never the key. Refused for "
+        "`claude-code` and `codex` (the agent has its own sign-in)."
+    ),
+    "timeout_s": "Seconds per attempt: connect, send and the whole read.",
+    "max_retries": "Retries after the first attempt on 429/5xx.",
+    "max_backoff_s": "Cap on one wait between attempts, Retry-After included.",
+    "structured": "How replies are held to a pass's JSON Schema; `auto` finds what the server accepts.",
+    "concurrency": "Model calls one pass keeps in flight.",
 }
+
+
+def _model_options() -> dict[str, Any]:
+    """`initializationOptions.model`, from the code that reads it: the wire
+    spelling of each key (`INIT_KEYS`), the bounds `_validate` checks and
+    `ModelConfig`'s defaults — written by hand once, it said `timeoutS`
+    defaulted to 120 while the code used 600."""
+    from mecha.core.providers import config as c
+
+    defaults = {f.name: f.default for f in msgspec.structs.fields(c.ModelConfig)}
+    number = {"type": "number", "exclusiveMinimum": 0, "maximum": c.TIMEOUT_LIMIT_S}
+    shapes: dict[str, dict[str, Any]] = {
+        "api": {"enum": sorted(c.APIS), "default": "openai"},
+        "base_url": {"type": "string", "pattern": "^https?://"},
+        "model": {"type": "string"},
+        "api_key_env": {"type": "string"},
+        "timeout_s": {**number, "default": defaults["timeout_s"]},
+        "max_retries": {"type": "integer", "minimum": 0, "maximum": c.MAX_RETRIES_LIMIT, "default": defaults["max_retries"]},
+        "max_backoff_s": {**number, "default": defaults["max_backoff_s"]},
+        "structured": {
+            "enum": sorted({mode for modes in c.STRUCTURED_BY_API.values() for mode in modes}),
+            "default": defaults["structured"],
+        },
+        "concurrency": {"type": "integer", "minimum": 1, "maximum": c.CONCURRENCY_LIMIT, "default": defaults["concurrency"]},
+    }
+    if set(shapes) != set(c.INIT_KEYS) or set(_MODEL_KEY_TEXT) != set(c.INIT_KEYS):
+        raise RuntimeError(f"describe every model key: {sorted(c.INIT_KEYS)}")
+    return {
+        "type": "object",
+        "description": (
+            "The model background passes call. Empty or absent: the environment "
+            "(MECHA_MODEL*), then the [model] table of ~/.mecha/sidecar.toml, decide. "
+            "When present and non-empty it wins as a whole, and `model` is required. "
+            "A key not listed here is ignored and named in the initialize result's ignoredOptions."
+        ),
+        "properties": {
+            wire: {**shapes[name], "description": _MODEL_KEY_TEXT[name]} for name, wire in c.INIT_KEYS.items()
+        },
+    }
+
 
 _PROJECT = {
     "type": "string",
@@ -118,6 +161,12 @@ _FIELD_OVERRIDES: dict[tuple[type, str], dict[str, Any]] = {
     (m.ProposalsParams, "domain"): _nullable(_DOMAIN),
     (m.ProposeRetirementParams, "domain"): _DOMAIN,
     (m.RuleTalliesParams, "domain"): _nullable(_DOMAIN),
+    (m.LessonsParams, "domain"): _nullable(_DOMAIN),
+    (m.LessonsParams, "scope"): _nullable({
+        "anyOf": [{"const": "global"}, _PROJECT],
+        "description": "`global`, or an absolute directory whose project's lessons are listed; absent: every scope.",
+    }),
+    (m.LessonsParams, "limit"): _nullable({"type": "integer", "minimum": 1}),
     (m.ValidationRecord, "domain"): _DOMAIN,
     (m.JudgeParams, "holdout_in"): {
         "type": "integer",
@@ -144,7 +193,7 @@ _FIELD_OVERRIDES: dict[tuple[type, str], dict[str, Any]] = {
 
 #: `initializationOptions.model`, which the options Struct keeps as a loose
 #: object (it is validated only when a pass needs a model).
-_MODEL_FIELD = ("model", _nullable(_MODEL_OPTIONS))
+_MODEL_FIELD = "model"
 
 
 def _initialization_options() -> type:
@@ -335,7 +384,7 @@ def _components(param_types: list[type], written_types: list[type], rules_types:
     for cls, text in _DESCRIPTIONS.items():
         base[cls.__name__]["description"] = text
     overrides = dict(_FIELD_OVERRIDES)
-    overrides[(_initialization_options(), _MODEL_FIELD[0])] = _MODEL_FIELD[1]
+    overrides[(_initialization_options(), _MODEL_FIELD)] = _nullable(_model_options())
     for (cls, field), override in overrides.items():
         props = base[cls.__name__]["properties"]
         if field not in props:
@@ -391,6 +440,7 @@ def schema() -> dict[str, Any]:
         "title": TITLE,
         "description": DESCRIPTION,
         "methods": _methods_section(read_names, written_names),
+        "lifecycle": _lifecycle_section(read_names, written_names),
         "editor": _editor_section(read_names, written_names),
         "initializationOptions": _ref(read_names[InitializationOptions.__name__]),
         "rulesFile": _ref(written_names[RulesFile.__name__]),
@@ -407,9 +457,15 @@ def _wire_types(initialization_options: type) -> tuple[list[type], list[type]]:
     """The types the sidecar reads (params, command arguments) and the ones
     it writes (results, notifications' params)."""
     from .commands import COMMANDS, NOTIFICATIONS
+    from .initialize import LIFECYCLE
 
     param_types: list[type] = [initialization_options]
     written_types: list[type] = []
+    for message in LIFECYCLE.values():
+        if message.params is not None:
+            param_types.append(message.params)
+        if message.result is not None:
+            written_types.append(message.result)
     for spec in m.METHODS.values():
         # A notification's params are something the sidecar writes.
         (written_types if spec.notification else param_types).append(spec.params)
@@ -435,6 +491,33 @@ def _methods_section(read_names: dict[str, str], written_names: dict[str, str]) 
             "summary": spec.summary,
         }
     return methods
+
+
+#: The params of a lifecycle message a server ignores: absent, `null`, or any object.
+_IGNORED_PARAMS = {
+    "anyOf": [{"type": "object"}, {"type": "null"}],
+    "description": "Ignored: usually absent; null or any object is accepted.",
+}
+
+
+def _lifecycle_section(read_names: dict[str, str], written_names: dict[str, str]) -> dict[str, Any]:
+    """LSP's lifecycle messages, shaped as `methods`' entries. A request
+    answered `null` (`shutdown`) has the result `{"type": "null"}`; a
+    notification's result is `null`: nothing answers it."""
+    from .initialize import LIFECYCLE
+
+    out: dict[str, Any] = {}
+    for name, message in LIFECYCLE.items():
+        result: Any = None
+        if not message.notification:
+            result = {"type": "null"} if message.result is None else _ref(written_names[message.result.__name__])
+        out[name] = {
+            "params": _IGNORED_PARAMS if message.params is None else _ref(read_names[message.params.__name__]),
+            "result": result,
+            "notification": message.notification,
+            "summary": message.summary,
+        }
+    return out
 
 
 def _editor_section(read_names: dict[str, str], written_names: dict[str, str]) -> dict[str, Any]:

@@ -33,7 +33,7 @@ verbs:
                       queue the new interventions in Claude Code / Codex CLI sessions, start a reflect pass
   export claude|agents [FILE] [--project DIR]
                       write each scope's rules into CLAUDE.md / AGENTS.md (a managed section)
-  proposals [list|show ID|accept ID [--global]|reject ID]
+  proposals [list|show ID|accept ID [--global] [--without N…]|reject ID [--wrong N…]]
   learn DOMAIN        start a consolidation pass per scope (proposes, never applies)
   reflect --sessions DIR
                       reflect every transcript file in DIR
@@ -44,6 +44,9 @@ verbs:
   jobs                recent background passes
   inbox [list|retry ID|drop ID]
                       what waits for reflection, and what a pass set aside
+  trust [list | add ENTRY... | remove ENTRY...]
+                      the programs and tools you trust as your own machine (Bash(bd), Bash(git fetch),
+                      mcp__notes__read), kept in the config file; an add asks again what now reads clean
   tallies             per-rule validation tallies
   why RULE_ID         why a rule exists: the corrections it was learned from, and how it measured
   hooks install|uninstall claude|codex [--scope user|project]
@@ -100,6 +103,7 @@ def _endpoint_verbs(sub: _WithParents) -> None:
     s.add_argument("--project")
     s.add_argument("--budget", type=int)
     s.add_argument("--proposal")
+    s.add_argument("--learn-after", action="store_true")
 
     s = sub.add_parser("demo", help="drive a real sidecar through a bundled sample session")
     s.add_argument("--keep", action="store_true", help="keep the demo's temporary store and print its path")
@@ -134,6 +138,12 @@ def _learning_verbs(sub: _WithParents) -> None:
     s.add_argument("--reason")
     s.add_argument("--global", dest="as_global", action="store_true",
                    help="accept: send a project's proposal's new rules to the global rules, for every repository")
+    s.add_argument("--without", metavar="N", type=int, nargs="+", default=[],
+                   help="accept: leave out these changes, numbered as `proposals show` lists them; "
+                   "their lessons are marked rejected (with --reason)")
+    s.add_argument("--wrong", metavar="N", type=int, nargs="+", default=[],
+                   help="reject: these changes rest on wrong lessons, which are marked rejected; "
+                   "the proposal's other lessons go back to the pool")
 
     s = sub.add_parser("learn", help="start a consolidation pass for a domain")
     s.add_argument("domain")
@@ -189,6 +199,11 @@ def _store_verbs(sub: _WithParents) -> None:
                    help="user: ~/.claude or ~/.codex (the default); project: the .claude or .codex folder of "
                    "the project this runs in (its git root)")
 
+    s = sub.add_parser("trust", help="the tools and programs you trust as your own machine, kept in the config file")
+    s.add_argument("action", nargs="?", default="list", choices=["list", "add", "remove"])
+    s.add_argument("entries", nargs="*", metavar="ENTRY",
+                   help="Bash(bd): a program; Bash(git fetch): a program and a subcommand; mcp__notes__read: a tool")
+
     sub.add_parser("jobs", help="recent background passes")
     s = sub.add_parser("inbox", help="what waits for reflection; retry or drop what a pass set aside")
     s.add_argument("action", nargs="?", default="list", choices=["list", "retry", "drop"])
@@ -196,6 +211,18 @@ def _store_verbs(sub: _WithParents) -> None:
     s.add_argument("--no-wait", action="store_true", help="retry: return once the pass has started")
     s = sub.add_parser("tallies", help="per-rule validation tallies")
     s.add_argument("--domain")
+    s = sub.add_parser(
+        "lessons",
+        help="the stored lessons, newest first, each with its scope, trigger, origin and why it is not learnable",
+    )
+    s.add_argument("--domain")
+    where = s.add_mutually_exclusive_group()
+    where.add_argument("--project", metavar="DIR", help="only the lessons of the project DIR is in")
+    where.add_argument("--global", dest="global_only", action="store_true", help="only the global lessons")
+    s.add_argument("--trigger", choices=["steer", "denial", "followup", "edit"])
+    s.add_argument("--origin", choices=["clean", "untrusted", "derived"])
+    s.add_argument("--pending", action="store_true", help="only lessons no resolved proposal has consumed")
+    s.add_argument("--limit", type=int, help="at most this many (the counts cover every match)")
     s = sub.add_parser("why", help="why a rule exists: its sources and its measured record")
     s.add_argument("rule_id", help="a rule's id (hover it in an editor, or see `proposals show`)")
     sub.add_parser("doctor", help="health checks")
@@ -287,7 +314,8 @@ def main(argv: list[str] | None = None) -> int:
         from .passrun import run_pass
 
         return run_pass(
-            args.kind, args.job, args.domain, args.min, args.learning_dir, args.project, args.budget, args.proposal
+            args.kind, args.job, args.domain, args.min, args.learning_dir, args.project, args.budget, args.proposal,
+            learn_after=args.learn_after,
         )
     if verb == "demo":
         from .demo import run_demo
@@ -352,8 +380,10 @@ def _run_verb(verb: str, args: argparse.Namespace) -> int:
     # The verbs that are one call and its result, as a person reads it.
     plain: dict[str, tuple[str, dict[str, Any], Callable[[Any], str]]] = {
         "jobs": ("mecha/jobs", {}, humane.jobs),
+        "trust": ("mecha/trust", {"action": getattr(args, "action", "list"), "entries": getattr(args, "entries", [])}, humane.trust),
         "tallies": ("mecha/ruleTallies", {"domain": getattr(args, "domain", None)}, humane.tallies),
         "why": ("mecha/ruleSources", {"rule_id": getattr(args, "rule_id", None)}, humane.rule_sources),
+        "lessons": ("mecha/lessons", _lessons_params(args), humane.lessons),
         "doctor": ("mecha/doctor", {}, humane.doctor),
     }
     if verb == "retire":
@@ -367,6 +397,23 @@ def _run_verb(verb: str, args: argparse.Namespace) -> int:
     if verb == "doctor":
         return 0 if all(c["ok"] for c in result["checks"]) else 1
     return 0
+
+
+def _lessons_params(args: argparse.Namespace) -> dict[str, Any]:
+    """The `lessons` verb's options as `mecha/lessons` params."""
+    if getattr(args, "verb", None) != "lessons":
+        return {}
+    import os
+
+    params: dict[str, Any] = {"pending": bool(args.pending)}
+    for key in ("domain", "trigger", "origin", "limit"):
+        if getattr(args, key, None) is not None:
+            params[key] = getattr(args, key)
+    if args.global_only:
+        params["scope"] = "global"
+    elif args.project is not None:
+        params["scope"] = os.path.abspath(args.project)
+    return params
 
 
 def _block(ctx: Any, args: argparse.Namespace) -> int:
@@ -449,14 +496,15 @@ def _proposals(ctx: Any, args: argparse.Namespace) -> int:
         _emit(args, result, humane.proposal_with_diff)
         return 0
     if args.action == "accept":
-        result = call(ctx, "mecha/acceptProposal", {"id": args.id, "as_global": args.as_global})
+        params = {"id": args.id, "as_global": args.as_global, "without": args.without, "reason": args.reason}
+        result = call(ctx, "mecha/acceptProposal", params)
         _emit(args, result, humane.accepted)
         for export in result.get("exports", []):
             if export.get("error"):
                 print(f"mecha-sidecar: warning: the accept stands, but the export failed: {export['error']}", file=sys.stderr)
         return 0
-    result = call(ctx, "mecha/rejectProposal", {"id": args.id, "reason": args.reason})
-    _emit(args, result, lambda r: "rejected " + humane.proposal_line(r["proposal"]))
+    result = call(ctx, "mecha/rejectProposal", {"id": args.id, "reason": args.reason, "wrong": args.wrong})
+    _emit(args, result, humane.rejected)
     return 0
 
 
@@ -499,6 +547,11 @@ def _mine(ctx: Any, args: argparse.Namespace) -> int:
         print(f"mecha-sidecar: warning: {warning}", file=sys.stderr)
     if session.skipped_lines:
         print(f"mecha-sidecar: {path}: {session.skipped_lines} line(s) skipped as not records of its format; the rest was read", file=sys.stderr)
+    for blame in session.blames:
+        # What made the session untrusted from there on: what the person's
+        # later words there are held back by.
+        trust = f" (to trust it: mecha-sidecar trust add '{blame.entry}')" if blame.entry else ""
+        print(f"mecha-sidecar: {path}: untrusted from {blame.describe()}{trust}", file=sys.stderr)
     ctx = _mining_context(ctx, args, *((fmt,) if fmt in ("claude", "codex") else ()))
     result = call(ctx, "mecha/extractInterventions", {"messages": msgspec.to_builtins(session.messages)})
     _emit(args, result, humane.interventions)

@@ -11,6 +11,7 @@ a detached pass, which runs inside the store, is handed the same directory.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ import msgspec
 from mecha.core.sessions.mining import DEFAULT_FINAL_ANSWER_NUDGE, Voices
 from mecha.core.store.layout import LEARNING_DIR_ENV
 from mecha.core.store.learning_store import LearningStore
-from mecha.protocol.initialize import InitializationOptions, InitializeParams
+from mecha.protocol.initialize import IgnoredOption, InitializationOptions, InitializeParams
 
 __all__ = ["Context", "InitializationOptions", "InitializeParams"]
 
@@ -45,6 +46,9 @@ class Context(msgspec.Struct):
     #: harness endpoint can keep it for the next run (`blockcache`).
     #: Called with `(domain, project root, result, rules fingerprint)`.
     on_block_rendered: Callable[[str | None, str | None, Any, Any], None] | None = None
+    #: The `initializationOptions` keys `initialize` was sent and did not
+    #: read (`initialize.ignored_options`), for its result to name.
+    ignored_options: list[IgnoredOption] = msgspec.field(default_factory=list)
     _store: LearningStore | None = None
 
     @classmethod
@@ -70,6 +74,14 @@ class Context(msgspec.Struct):
             raise RpcError(INVALID_PARAMS, f"invalid params: {exc}") from None
         ctx = cls.from_options(params.initialization_options)
         ctx.notify = notify
+        if params.initialization_options is not None:
+            from mecha.protocol.initialize import ignored_options_message, ignored_options_of
+
+            ctx.ignored_options = ignored_options_of(raw)
+            if ctx.ignored_options:
+                # Said where a person running the harness looks, on both
+                # endpoints; the harness endpoint's result names them too.
+                sys.stderr.write(ignored_options_message(ctx.ignored_options) + "\n")
 
         def finished(final: Any) -> None:
             notify(JOB_FINISHED, JobFinishedParams(job=final))

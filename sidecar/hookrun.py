@@ -11,7 +11,9 @@ record what they did — or why they could not — in the store's hook log
   session exactly as `import claude` / `import codex` does (the same
   `import_sessions`, given the one file), starts a detached reflect pass when
   it queued anything (`jobs.start_pass`, the pass every verb starts), and
-  returns. Its stdout is pointed at /dev/null before anything is imported, so
+  returns. That pass, once its lessons are in, starts a learn pass for each
+  domain with enough of them (`learn_after`), so the next session-start
+  notice can say a proposal waits without anyone having typed `learn`. Its stdout is pointed at /dev/null before anything is imported, so
   not even a stray warning reaches the agent. Running it twice queues nothing
   twice: an unchanged file is not read again, and an intervention is
   imported once.
@@ -19,7 +21,8 @@ record what they did — or why they could not — in the store's hook log
   waits for it, so it imports nothing beyond the standard library and the
   two small modules that count pending proposals (`mecha.core.agents.notice`)
   and name the store (`layout`); it prints one `systemMessage` line when
-  proposals wait, else nothing.
+  proposals wait, else nothing; with `--review CMD` (the plugin's hook) the
+  line offers the agent's own command for the review.
 """
 
 from __future__ import annotations
@@ -30,22 +33,40 @@ import os
 _MAX_INPUT = 1 << 24
 
 
-def parse_argv(argv: list[str]) -> tuple[str, str, str | None] | None:
-    """`AGENT SUBCOMMAND [--learning-dir DIR]`, or `None` if it is not that."""
+class HookArgs:
+    """What a hook command line says: the agent, the hook, the store named
+    at install, and the agent's own review command when the hook comes with
+    one (the Claude Code plugin's: `--review /mecha:review`)."""
+
+    __slots__ = ("agent", "subcommand", "learning_dir", "review")
+
+    def __init__(self, agent: str, subcommand: str, learning_dir: str | None, review: str | None) -> None:
+        self.agent = agent
+        self.subcommand = subcommand
+        self.learning_dir = learning_dir
+        self.review = review
+
+
+def parse_argv(argv: list[str]) -> HookArgs | None:
+    """`AGENT SUBCOMMAND [--learning-dir DIR] [--review CMD]`, or `None` if
+    it is not that."""
     if len(argv) < 2:
         return None
     agent, subcommand, rest = argv[0], argv[1], argv[2:]
-    learning_dir = None
+    options: dict[str, str] = {}
     while rest:
-        if rest[0] == "--learning-dir" and len(rest) >= 2:
-            learning_dir, rest = rest[1], rest[2:]
-        elif rest[0].startswith("--learning-dir="):
-            learning_dir, rest = rest[0].split("=", 1)[1], rest[1:]
+        name, eq, value = rest[0].partition("=")
+        if name not in ("--learning-dir", "--review"):
+            return None
+        if eq:
+            options[name], rest = value, rest[1:]
+        elif len(rest) >= 2:
+            options[name], rest = rest[1], rest[2:]
         else:
             return None
     if agent not in ("claude", "codex") or subcommand not in ("session-end", "session-start"):
         return None
-    return agent, subcommand, learning_dir
+    return HookArgs(agent, subcommand, options.get("--learning-dir"), options.get("--review"))
 
 
 def _read_stdin() -> bytes:
@@ -102,21 +123,27 @@ def run(argv: list[str]) -> int:
     parsed = parse_argv(argv)
     if parsed is None:
         _read_stdin()
-        os.write(2, b"mecha-sidecar hook: expected AGENT session-end|session-start [--learning-dir DIR]\n")
+        os.write(2, b"mecha-sidecar hook: expected AGENT session-end|session-start [--learning-dir DIR] [--review CMD]\n")
         return 0
-    agent, subcommand, learning_dir = parsed
-    if subcommand == "session-start":
-        return session_start(agent, learning_dir)
-    return session_end(agent, learning_dir)
+    from mecha.core.agents.notice import OWN_CALL_ENV
+
+    if os.environ.get(OWN_CALL_ENV):
+        # A pass's own model call on the agent's command line: not a
+        # person's session, so nothing to queue and nothing to tell.
+        _read_stdin()
+        return 0
+    if parsed.subcommand == "session-start":
+        return session_start(parsed.agent, parsed.learning_dir, parsed.review)
+    return session_end(parsed.agent, parsed.learning_dir)
 
 
-def session_start(agent: str, learning_dir: str | None) -> int:
+def session_start(agent: str, learning_dir: str | None, review: str | None = None) -> int:
     _read_stdin()
     try:
         from mecha.core.agents.notice import hook_output, notice_line, pending_proposals
         from mecha.core.store.layout import resolve_root
 
-        out = hook_output(notice_line(pending_proposals(resolve_root(learning_dir)), learning_dir))
+        out = hook_output(notice_line(pending_proposals(resolve_root(learning_dir)), learning_dir, review))
     except Exception as exc:
         from mecha.core.store.layout import resolve_root
 
@@ -158,8 +185,8 @@ def session_end(agent: str, learning_dir: str | None) -> int:
         if report.queued:
             from .jobs import start_pass
 
-            job = start_pass(ctx, "reflect")
-            what += f"; reflect pass {job.id} started"
+            job = start_pass(ctx, "reflect", learn_after=True)
+            what += f"; reflect pass {job.id} started (a learn pass follows where enough lessons wait)"
     except Exception as exc:
         _record(root, agent, "session-end", f"failed: {type(exc).__name__}: {exc}", session_id, cwd)
         return 0
@@ -186,6 +213,13 @@ def _summary(report: object) -> str:
     said = f"queued {new} new intervention(s) as {', '.join(report.queued)}" if report.queued else "nothing new to queue"
     if held:
         said += f"; {held} refusal(s) wait for the reason you give next"
+    from mecha.core.sessions.trust import trust_command
+
+    for session in report.sessions:
+        for h in session.held_back:
+            said += f"; {h.interventions} held back as untrusted by {h.blame.describe()}"
+            if h.blame.entry is not None:
+                said += f" (to trust it: {trust_command(h.blame.entry)})"
     if report.warnings:
         said += "; warnings: " + "; ".join(report.warnings)
     return said

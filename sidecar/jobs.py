@@ -31,7 +31,11 @@ def start_pass(
     project: str | None = None,
     budget: int | None = None,
     proposal_id: str | None = None,
+    learn_after: bool = False,
 ) -> jobs_mod.Job:
+    """`learn_after`: a reflect pass that, once done, starts a learn pass
+    for each domain ready at the seeds' minimum (what an agent's
+    session-end hook asks for, so the loop runs by itself)."""
     store = ctx.store()
     job_id = mint_job_id(kind)
     log_rel = job_log_name(job_id)
@@ -57,6 +61,8 @@ def start_pass(
         argv += ["--budget", str(budget)]
     if proposal_id is not None:
         argv += ["--proposal", proposal_id]
+    if learn_after:
+        argv.append("--learn-after")
     import os
 
     log_fd = jobs_mod.open_log(store.root, job_id)

@@ -25,6 +25,7 @@ from mecha.core.store.learning_store import LearningStore
 from .context import model_options_from_environment
 
 if TYPE_CHECKING:
+    from mecha.core.providers.agent_cli import AgentCliProvider
     from mecha.core.providers.anthropic import AnthropicProvider
     from mecha.core.providers.config import ModelConfig
     from mecha.core.providers.openai import OpenAIProvider
@@ -36,13 +37,14 @@ def _config() -> ModelConfig | None:
     return resolve_model_config(model_options_from_environment(), os.environ, default_config_path())
 
 
-def _provider(store: LearningStore) -> tuple[OpenAIProvider | AnthropicProvider, str | None]:
+def _provider(store: LearningStore) -> tuple[OpenAIProvider | AnthropicProvider | AgentCliProvider, str | None]:
     from mecha.core.providers import require_provider
     from mecha.core.providers.structured import ModeMemory
 
     cfg = _config()
     memory = ModeMemory(store.structured_modes_path, root=store.root)
-    return require_provider(cfg, memory=memory), (cfg.model if cfg else None)
+    # An empty model is an agent's own default: the request names none.
+    return require_provider(cfg, memory=memory), (cfg.model or None if cfg else None)
 
 
 #: How often, at most, a pass rewrites its job record with its progress (a
@@ -85,6 +87,7 @@ def run_pass(
     project: str | None = None,
     budget: int | None = None,
     proposal_id: str | None = None,
+    learn_after: bool = False,
 ) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     log = logging.getLogger("mecha.pass")
@@ -109,6 +112,8 @@ def run_pass(
     try:
         if kind == "reflect":
             final = _reflect(store, counts)
+            if learn_after:
+                final = _learn_after(store, final)
         elif kind == "learn":
             assert domain is not None, "learn needs --domain"
             final = _learn(store, counts, domain, project, minimum)
@@ -152,6 +157,39 @@ def _reflect(store: LearningStore, counts: _ProgressWriter) -> jobs_mod.Job:
         )
     )
     return msgspec.structs.replace(counts.job, state="done", outcome=outcome.summary())
+
+
+def _learn_after(store: LearningStore, reflected: jobs_mod.Job) -> jobs_mod.Job:
+    """After a reflect pass an agent's session-end hook started: a learn
+    pass for each domain with a scope ready at the seeds' minimum
+    (`learn.domains_to_learn`), each a detached pass of its own with its
+    job record, so `jobs` and the next session-start notice see it. Their
+    ids go into the reflect pass's outcome. A learn pass that cannot be
+    started is said there too; the reflections stay for the next one."""
+    from mecha.core.learning.learn import domains_to_learn
+
+    from .context import Context
+    from .jobs import start_pass
+
+    running = {j.domain for j in jobs_mod.list_jobs(store.root) if j.kind == "learn" and j.state == "running" and j.domain}
+    try:
+        domains = domains_to_learn(store, busy=running)
+    except Exception as exc:  # the reflections are in; learning can wait for the next pass
+        _say(f"no learn pass started: {type(exc).__name__}: {exc}")
+        return reflected
+    ctx = Context(root=store.root, model_options=model_options_from_environment())
+    said: list[str] = []
+    for domain in domains:
+        try:
+            job = start_pass(ctx, "learn", domain=domain)
+        except Exception as exc:
+            said.append(f"the learn pass for {domain} did not start ({type(exc).__name__}: {exc})")
+            continue
+        _say(f"learn pass {job.id} started for {domain}")
+        said.append(f"learn pass {job.id} started for {domain}")
+    if not said:
+        return reflected
+    return msgspec.structs.replace(reflected, outcome="; ".join([reflected.outcome or "done", *said]))
 
 
 def _learn(

@@ -39,7 +39,18 @@ permission (its owner made it read-only: it is not ours to override), and a
 file with several names (hard links) — replacing it would split the names,
 the others keeping the old text; writing it in place instead would risk a
 torn file, the person's own text half-written, on a crash. A symbolic link
-is the way to keep one file under two names, and the export follows it.
+is the way to keep one file under two names, and the export follows it —
+for a project's file only while it stays inside the project
+(`reach_problem`). A repository may be a stranger's clone: its `CLAUDE.md`
+linked to `~/.bashrc` once got the rules section appended to the person's
+shell start-up, and a link to nothing created folders and a file under
+`~/.config/autostart/`. So a link leaving the project, or leading nowhere,
+is refused by name before anything is created or opened for writing. The
+global file is the person's own, in their home, and its links are theirs.
+A FIFO, socket or device is refused by name too: the file is opened
+without blocking and its type read from the open descriptor (`file_kind`)
+— one FIFO once hung every export, and every accept's re-export, in
+`open()` forever.
 
 The text inside is the block `mecha/rulesPromptBlock` renders — the same
 call, so an agent outside the harness is told exactly what a run is.
@@ -140,13 +151,15 @@ def splice(existing: str, block: str | None, *, name: str = "the file") -> str:
     return existing[:start] + replacement + tail
 
 
-def export_block(path: Path, block: str | None, *, check: bool = False) -> ExportOutcome:
+def export_block(path: Path, block: str | None, *, check: bool = False, within: Path | None = None) -> ExportOutcome:
     """Write `block` into `path`'s managed section; with `check`, write
-    nothing and say whether a write would change the file. `ExportFailed`
+    nothing and say whether a write would change the file. With `within`
+    (a project's root), a file that is not there, or that a symbolic link
+    takes outside that folder, is refused (`reach_problem`). `ExportFailed`
     names whatever stops it; the file is then as it was."""
     name = str(path)
     for _ in range(WRITE_ATTEMPTS):
-        target = _target(path)
+        target = _target(path, within)
         raw, info = _read(target, name)
         updated = _spliced(raw, block, name)
         changed = updated != raw
@@ -178,9 +191,43 @@ def _spliced(raw: bytes | None, block: str | None, name: str) -> bytes:
     return (BOM if bom else b"") + splice(existing, block, name=name).encode("utf-8")
 
 
-def _target(path: Path) -> Path:
+def reach_problem(path: Path, within: Path) -> str | None:
+    """Why a write to `path` would land outside the folder `within`, or
+    `None` when it stays inside. Followed as the kernel follows them, every
+    symbolic link on the way counts: one that leads out of the folder (a
+    cloned repository's `CLAUDE.md` linked to `~/.bashrc`), one that leads
+    nowhere (writing through it would create the file, and its folders,
+    wherever it names), and a loop. A file that is simply not there yet is
+    inside when its folder is."""
+    root = os.path.realpath(within)
+    try:
+        real = os.path.realpath(path, strict=True)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            return f"it is a symbolic link to {os.readlink(path)}, which is not there, and the export does not create a file through a link"
+        try:
+            real = os.path.join(os.path.realpath(path.parent, strict=True), path.name)
+        except OSError:
+            return "its folder is not there, or is reached through a symbolic link to nothing"
+    except OSError as exc:
+        why = "its symbolic links loop" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
+        return f"its symbolic links cannot be followed ({why})"
+    if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+        return f"a symbolic link takes it outside the project {root}, to {real}"
+    return None
+
+
+def _target(path: Path, within: Path | None = None) -> Path:
     """The file a write lands on: through any symbolic links (a link to a
-    file not there yet: where it points), refusing a loop by name."""
+    file not there yet: where it points), refusing a loop by name — and,
+    with `within`, anything `reach_problem` finds."""
+    if within is not None:
+        problem = reach_problem(path, within)
+        if problem is not None:
+            raise ExportFailed(
+                f"{path}: {problem}; nothing was written. The export writes a project's file only inside "
+                "the project: make it a regular file there, or remove the link"
+            )
     if not path.is_symlink():
         return path
     try:
@@ -194,16 +241,49 @@ def _target(path: Path) -> Path:
 def _read(target: Path, name: str) -> tuple[bytes | None, os.stat_result | None]:
     """The file's bytes and what it is (`None`, `None` when it is missing)."""
     try:
-        with open(target, "rb") as f:
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        try:  # a socket cannot be opened at all (ENXIO): say what it is
+            _refuse_special(os.stat(target).st_mode, name)
+        except OSError:
+            pass
+        why = "its symbolic links loop" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
+        raise ExportFailed(f"{name}: cannot be read ({why}); nothing was written") from None
+    try:
+        with open(fd, "rb") as f:
             info = os.fstat(f.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise ExportFailed(f"{name}: not a regular file; nothing was written")
+            _refuse_special(info.st_mode, name)
             return f.read(), info
     except FileNotFoundError:
         return None, None
     except OSError as exc:
         why = "its symbolic links loop" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
         raise ExportFailed(f"{name}: cannot be read ({why}); nothing was written") from None
+
+
+def file_kind(mode: int) -> str | None:
+    """What a file that is not a regular one is, as a person would name it
+    (`None` for a regular file). A FIFO is why this is asked of the open
+    file: opened without `O_NONBLOCK`, one with no writer blocked every
+    export, and every accept's re-export behind it, forever."""
+    if stat.S_ISREG(mode):
+        return None
+    kinds = {
+        stat.S_ISFIFO: "a FIFO (named pipe)", stat.S_ISSOCK: "a socket", stat.S_ISCHR: "a character device",
+        stat.S_ISBLK: "a block device", stat.S_ISDIR: "a folder",
+    }
+    return next((said for test, said in kinds.items() if test(mode)), "not a regular file")
+
+
+def _refuse_special(mode: int, name: str) -> None:
+    kind = file_kind(mode)
+    if kind is not None:
+        raise ExportFailed(
+            f"{name}: is {kind}, not a regular file, and the export writes only into a regular file; "
+            "nothing was written — replace it with a regular file to export into it"
+        )
 
 
 def _refuse_unwritable(info: os.stat_result | None, name: str) -> None:
@@ -335,7 +415,7 @@ def _insert_appended(
 def _append(target: Path, data: bytes) -> None:
     if not data:
         return
-    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
     try:
         write_durably(fd, data)
     finally:
@@ -361,7 +441,7 @@ def _settled(path: Path) -> bytes:
     import signal
     import time
 
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
     try:
         leased = False
         setlease: int = getattr(fcntl, "F_SETLEASE", 0)

@@ -21,7 +21,10 @@ agents` with no file do: for `claude` the global file and every project's
 `CLAUDE.md`; for `agents` every project's `AGENTS.md`. Every project the
 store holds rules for is a target there; a project whose folder is gone is
 reported, not created, and a project file with no rules section yet is
-given one only when there is a rule for it.
+given one only when there is a rule for it. A project that is not a
+repository (a session run in `~/src`) is listed and left alone, with the
+reason (`not_a_repository`): an instructions file there is read in every
+repository below it.
 
 What goes into each file is written by `export.export_block`, with all of
 its safety (the managed section, the checks, the exchange).
@@ -30,6 +33,7 @@ its safety (the managed section, the checks, the exchange).
 from __future__ import annotations
 
 import os
+import stat
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
@@ -55,6 +59,8 @@ class ExportTarget(msgspec.Struct, frozen=True):
     path: Path
     #: The project whose rules it carries (its root); `None`: the global rules.
     project: str | None = None
+    #: Why the file is left alone on purpose (`not_a_repository`), or `None`.
+    skip: str | None = None
 
 
 def global_claude_file(home: Path) -> Path:
@@ -78,11 +84,33 @@ def project_target(agent: str, project: str) -> ExportTarget:
     return ExportTarget(agent, Path(project) / PROJECT_FILES[agent], project)
 
 
+def not_a_repository(project: str) -> str | None:
+    """Why a project's own file is not written when every scope is
+    exported, or `None` when it is. A project is a repository; a session
+    run in a folder outside any (`~/src`, say) is its own project in the
+    store, but an instructions file there is read by the agent in every
+    repository below it — a lesson from one folder would reach them all.
+    So its lessons stay where they are: in the store, for runs in that
+    very folder (the rules block the harness asks for), and out of every
+    file. Naming the folder (`export --project DIR`, or a file by hand) is
+    the person's word, and writes it."""
+    if os.path.lexists(os.path.join(project, GIT_MARKER)) or not os.path.isdir(project):
+        return None  # a repository; or a folder gone, which `export_to` names
+    return (
+        f"not exported: {project} is not a repository (no {GIT_MARKER}), and an instructions file there is read "
+        "in every repository below it; its lessons stay in the store and reach runs started in that folder "
+        "through the rules block. Name it to write it anyway: export --project DIR"
+    )
+
+
 def scope_targets(agent: str, projects: Iterable[str], *, home: Path) -> list[ExportTarget]:
     """Every scope's file for `agent`: the global `CLAUDE.md` (for claude),
-    then each project's file, by path."""
+    then each project's file, by path — a project that is not a repository
+    listed with the reason it is left alone (`not_a_repository`)."""
     out = [ExportTarget(agent, global_claude_file(home), None)] if agent == "claude" else []
-    return out + [project_target(agent, p) for p in sorted(set(projects))]
+    return out + [
+        msgspec.structs.replace(project_target(agent, p), skip=not_a_repository(p)) for p in sorted(set(projects))
+    ]
 
 
 def chosen_targets(
@@ -126,22 +154,33 @@ def export_to(store: LearningStore | None, target: ExportTarget, *, check: bool 
     it yet, it is left as it is; and a project whose folder is gone is an
     `ExportFailed` naming it, since writing there would make the folder."""
     block = block_for(store, target)
+    within = None
     if target.project is not None:
         if not os.path.isdir(target.path.parent):
             raise ExportFailed(
                 f"{target.path}: the folder of the project at {target.project} is not there (moved or removed); "
                 "nothing was written"
             )
+        within = Path(target.project)
         if block is None and not _has_section(target.path):
             return ExportOutcome(path=str(target.path), changed=False)
-    return export_block(target.path, block, check=check)
+    return export_block(target.path, block, check=check, within=within)
 
 
 def _has_section(path: Path) -> bool:
+    """Whether the file holds a rules section; `True` for anything but a
+    missing or plain file without one, so that `export_block` names what
+    it is. Opened without blocking: a FIFO there has no writer."""
     try:
-        return b"<!-- mecha:rules:begin" in path.read_bytes()
-    except OSError:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
         return False
+    except OSError:
+        return True
+    with open(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return True
+        return b"<!-- mecha:rules:begin" in f.read()
 
 
 def configured_targets(config_path: Path, *, projects: Iterable[str] = (), home: Path | None = None) -> list[ExportTarget]:
@@ -196,6 +235,8 @@ class TargetResult(msgspec.Struct, frozen=True):
     project: str | None = None
     changed: bool = False
     error: str | None = None
+    #: Why the file was left alone on purpose (`ExportTarget.skip`).
+    skipped: str | None = None
 
 
 def export_all(store: LearningStore | None, targets: Iterable[ExportTarget], *, check: bool = False) -> list[TargetResult]:
@@ -208,6 +249,9 @@ def export_all(store: LearningStore | None, targets: Iterable[ExportTarget], *, 
     log = logging.getLogger(__name__)
     out: list[TargetResult] = []
     for target in targets:
+        if target.skip is not None:
+            out.append(TargetResult(str(target.path), target.project, skipped=target.skip))
+            continue
         try:
             outcome = export_to(store, target, check=check)
         except Exception as exc:  # reported per file; the others still go

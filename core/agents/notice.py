@@ -34,6 +34,12 @@ except ImportError:  # pragma: no cover - an interpreter without the accelerator
     from json.encoder import encode_basestring_ascii as _quote
     from json.scanner import make_scanner as _make_scanner
 
+#: Set in the environment of every call a pass makes on an agent's command
+#: line (`mecha.core.providers.agent_cli`): the project's hooks see it and do
+#: nothing, so a pass's own call is never queued as a session nor told of
+#: proposals. Here because the session-start hook may import nothing more.
+OWN_CALL_ENV = "MECHA_OWN_MODEL_CALL"
+
 #: The status a proposal file carries while it waits for a person; the wire
 #: spelling of `ProposalStatus.PENDING`.
 PENDING_STATUS = "pending"
@@ -95,12 +101,22 @@ def pending_proposals(root: str) -> int:
     return count
 
 
-def notice_line(pending: int, learning_dir: str | None = None) -> str | None:
-    """The one line a person is shown at a session's start, or `None`."""
+def notice_line(pending: int, learning_dir: str | None = None, review: str | None = None) -> str | None:
+    """The one line a person is shown at a session's start, or `None`.
+
+    `review` is the agent's own command that reviews proposals inside the
+    session (the plugin's `/mecha:review`; the plugin's hook names it): the
+    line offers it first, so reviewing never means leaving the agent. Without
+    it, the terminal commands."""
     if pending <= 0:
         return None
     where = f" --learning-dir {learning_dir}" if learning_dir else ""
     what = "1 rule proposal awaits" if pending == 1 else f"{pending} rule proposals await"
+    if review:
+        return (
+            f"mecha: {what} your review: type {review} to go through it here "
+            f"(or run `mecha-sidecar{where} proposals` in a terminal)"
+        )
     return (
         f"mecha: {what} your review: `mecha-sidecar{where} proposals` lists them, "
         f"`proposals show ID` shows the change, `proposals accept ID` or `reject ID` decides it"

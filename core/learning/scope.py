@@ -7,7 +7,10 @@ project; it reaches every repository only when a person says so.
 
 - **A project is a directory**: the git root of the session's working
   directory, or the directory itself outside any repository
-  (`layout.project_root`). How it is named on disk is `layout`'s.
+  (`layout.project_root`). How it is named on disk is `layout`'s. Only a
+  repository gets its lessons written into an instructions file when every
+  scope is exported: a folder outside any repository holds other projects,
+  whose agents would read them too (`export_targets.not_a_repository`).
 - **Learned project-scoped by default.** A reflection keeps its session's
   project, and a learn pass pools one domain *in one scope*.
 - **Global by a person's word**: accepting a project's proposal as global

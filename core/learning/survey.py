@@ -9,9 +9,18 @@ from collections.abc import Sequence
 import msgspec
 
 from mecha.core.learning.reflection import Evidence, Origin, evidence_for
-from mecha.core.sessions.mining import DEFAULT_VOICES, Intervention, Voices, bound_text, edit_intervention, extract_interventions
+from mecha.core.sessions.mining import (
+    DEFAULT_VOICES,
+    Intervention,
+    Voices,
+    bound_text,
+    context_sources,
+    edit_intervention,
+    extract_interventions,
+)
 from mecha.core.sessions.outbox import OutboxItem
-from mecha.core.sessions.provenance import WITHHELD_AFTERMATH, WITHHELD_CONTEXT, withheld_assistant_text
+from mecha.core.sessions.provenance import WITHHELD_AFTERMATH, WITHHELD_CONTEXT, withheld_assistant_text, written_clean
+from mecha.core.sessions.reader import Blame
 from mecha.core.sessions.transcript import Message, TaintCheckpoint, taint_at
 
 
@@ -24,6 +33,9 @@ class Planned(msgspec.Struct):
     #: For an imported session: the file line of the message the
     #: intervention rides in (`intervention.at`).
     line: int | None = None
+    #: For an untrusted intervention of an imported session: the first call
+    #: that made it so (`reader.first_blame`).
+    held_by: Blame | None = None
 
 
 def survey_session(
@@ -36,8 +48,8 @@ def survey_session(
     """Every intervention in a transcript, classified by the taint in
     context at the message it rides in (`taint_at`: no coverage →
     untrusted; a non-interactive session → derived), with the assistant's
-    text withheld where it was written under untrusted taint
-    (`withheld_assistant_text`)."""
+    text withheld where any of it was written under untrusted taint
+    (`withheld_assistant_text`, and every message the context quotes)."""
     timeline = list(taint_timeline) if taint_timeline else None
     planned = []
     for i in extract_interventions(messages, voices):
@@ -47,6 +59,10 @@ def survey_session(
         evidence, origin = evidence_for(taint_at(timeline, i.at), interactive=interactive)
         if evidence is Evidence.FULL:
             hide_context, hide_aftermath = withheld_assistant_text(messages, timeline, i)
+            # A steer's or a denial's context may quote several messages of
+            # the turn (`evidence.gather_context`): any one written under
+            # untrusted taint withholds it.
+            hide_context = hide_context or any(not written_clean(timeline, j) for j in context_sources(messages, i))
             if hide_context and i.context:
                 i.context = WITHHELD_CONTEXT
             if hide_aftermath and i.aftermath:

@@ -9,6 +9,8 @@ The public surface is re-exported here; each name lives in one small module:
 - `openai`      — `OpenAIProvider`, `/v1/chat/completions`.
 - `anthropic`   — `AnthropicProvider`, `/v1/messages`.
 - `_http`       — the shared POST with timeouts, bounded retries and scrubbing.
+- `agent_cli`   — `AgentCliProvider`, an agent's own command line
+                  (`claude -p`, `codex exec`) per request.
 - `_reach`      — `check_reachable`, a cheap `GET /v1/models`.
 
 Importing this package does not import httpx. The harness endpoint resolves

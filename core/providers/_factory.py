@@ -14,6 +14,7 @@ from mecha.core.errors import NoModel
 from mecha.core.providers.config import NO_MODEL_HELP, ModelConfig
 
 if TYPE_CHECKING:
+    from mecha.core.providers.agent_cli import AgentCliProvider
     from mecha.core.providers.anthropic import AnthropicProvider
     from mecha.core.providers.openai import OpenAIProvider
     from mecha.core.providers.structured import ModeMemory
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 
 def provider_from_config(
     cfg: ModelConfig, *, env: Mapping[str, str] | None = None, memory: ModeMemory | None = None
-) -> OpenAIProvider | AnthropicProvider:
+) -> OpenAIProvider | AnthropicProvider | AgentCliProvider:
     """The provider for `cfg.api`. `env` is where the key variable is read
     (default: the process environment); `memory` remembers which structured
     mode the server accepted (none: probe on every call)."""
@@ -33,13 +34,17 @@ def provider_from_config(
         from mecha.core.providers.openai import OpenAIProvider
 
         return OpenAIProvider(cfg, env=env, memory=memory)
+    if cfg.runs_agent:
+        from mecha.core.providers.agent_cli import AgentCliProvider
+
+        return AgentCliProvider(cfg, env=env)
     # `ModelConfig` is validated on the way in; a hand-built one may not be.
     raise ValueError(f"unknown model api {cfg.api!r} (model configuration from {cfg.source})")
 
 
 def require_provider(
     cfg: ModelConfig | None, *, env: Mapping[str, str] | None = None, memory: ModeMemory | None = None
-) -> OpenAIProvider | AnthropicProvider:
+) -> OpenAIProvider | AnthropicProvider | AgentCliProvider:
     """The provider a pass needs, or `NoModel` with instructions to configure one."""
     if cfg is None:
         raise NoModel(NO_MODEL_HELP)

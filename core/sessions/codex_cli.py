@@ -63,6 +63,7 @@ from mecha.core.sessions.reader import (
     IMAGE_PLACEHOLDER,
     INTERRUPTED_RESULT,
     LINE_FAULTS,
+    Blame,
     ReaderCore,
     ReadSession,
     SessionFormat,
@@ -230,9 +231,9 @@ class _Reader(ReaderCore):
         else:
             self.out.append(Message(role="assistant", content=blocks))
 
-    def _results(self, blocks: list[Block], brought: Taint) -> None:
+    def _results(self, blocks: list[Block], brought: tuple[Taint, Blame | None]) -> None:
         self.add_results(blocks)
-        self.taint.bring(len(self.out) - 1, brought)
+        self.taint.bring(len(self.out) - 1, *brought)
 
     def person(self, words: str) -> None:
         if words in self.said_this_turn:
@@ -310,7 +311,7 @@ class _Reader(ReaderCore):
             use = Block.tool_use(p.id or f"web-search-{self.searches}", "web_search", {"query": query} if query else {})
             self._assistant_blocks([use])
             # Its results went straight into the model's context.
-            self.taint.bring(len(self.out) - 1, self.policy.taint_of("web_search"))
+            self.taint.bring(len(self.out) - 1, *self.judge("web_search"))
         elif kind in ("function_call_output", "custom_tool_call_output"):
             self._output(p)
 
@@ -325,7 +326,7 @@ class _Reader(ReaderCore):
                 self.pending_denial = block
             else:
                 block = Block.tool_result(call_id, text, True)
-            self._results([block], Taint())
+            self._results([block], (Taint(), None))
             return
         name = call.name if call is not None else None
         args = call.input if call is not None else None
@@ -341,7 +342,7 @@ class _Reader(ReaderCore):
             running = _EXEC_SESSION.search(text) if name in self.policy.shell else None
             if running is not None and command is not None:
                 self.exec_sessions[running.group(1)] = command
-        brought = self.policy.taint_of(name, command)
+        brought = self.judge(name, command)
         failed = isinstance(p.output, dict) and p.output.get("success") is False
         self._results([Block.tool_result(call_id, text, failed)], brought)
 
@@ -354,7 +355,7 @@ class _Reader(ReaderCore):
         last = next((m for m in reversed(self.out) if m.role == "assistant"), None)
         open_calls = [u for u in (last.tool_uses() if last else []) if u.id not in answered and u.name != "web_search"]
         if open_calls and self.out[-1].role == "assistant":
-            self._results([Block.tool_result(u.id or "", INTERRUPTED_RESULT, True) for u in open_calls], Taint())
+            self._results([Block.tool_result(u.id or "", INTERRUPTED_RESULT, True) for u in open_calls], (Taint(), None))
         self.interrupted = True
 
     def _event(self, p: _Payload) -> None:

@@ -20,7 +20,10 @@ harness notices (compaction summaries, task notices — configurable prefixes),
 slash commands a front end recorded (``/model``), and machine refusals —
 ``Blocked by a hook: …`` and ``Blocked by policy: …`` are policy, not a
 person, and ordinary tool errors are the environment. Learning from any of
-those teaches the agent rules it was already obeying.
+those teaches the agent rules it was already obeying. Nor is a slash command
+typed after a refusal that refusal's reason (`/exit` is the person leaving),
+nor a turn that is only a pasted image (`says_something`): the image never
+reaches a reflector, which would be asked to find a correction in "[image]".
 """
 
 from __future__ import annotations
@@ -30,8 +33,10 @@ from enum import Enum
 
 import msgspec
 
+from mecha.core.sessions.evidence import ContextPieces, evidence_context, gather_context, head_and_tail
+from mecha.core.sessions.evidence import context_sources as _sources
 from mecha.core.sessions.outbox import OutboxItem, WritingOutcome
-from mecha.core.sessions.transcript import Block, Message
+from mecha.core.sessions.transcript import IMAGE_PLACEHOLDER, Block, Message
 
 #: The prefix the harness writes when a *person* refused a tool call. Hook and
 #: policy refusals use other wording, and that wording is all that keeps them
@@ -49,6 +54,24 @@ DEFAULT_FINAL_ANSWER_NUDGE = (
     "You have used all available turns. Stop calling tools and give your final answer now, "
     "based on what you have found so far."
 )
+
+
+#: What an attached document in a person's message becomes in the wire
+#: transcript, as a picture becomes `transcript.IMAGE_PLACEHOLDER`: the
+#: words beside it are kept, the attachment is marked. A turn of markers
+#: alone says nothing a reflector could read (`says_something`).
+DOCUMENT_PLACEHOLDER = "[document]"
+_PLACEHOLDERS = (IMAGE_PLACEHOLDER, DOCUMENT_PLACEHOLDER)
+
+
+def says_something(text: str) -> bool:
+    """Whether `text` holds any words once attachment markers are taken
+    out. An image pasted with no words is not an intervention: the image
+    itself never reaches a reflector, so "[image]" alone would be mined as
+    a correction with nothing in it."""
+    for marker in _PLACEHOLDERS:
+        text = text.replace(marker, " ")
+    return any(c.isalnum() for c in text)
 
 
 class Trigger(str, Enum):
@@ -125,18 +148,11 @@ INTERVENTION_BUDGET = CONTEXT_BUDGET * 8
 
 def bound_text(text: str, budget: int = INTERVENTION_BUDGET) -> str:
     """`text` if it fits `budget`, else its head and tail with the cut
-    marked in the middle: what a person pasted above their point is kept in
-    part, and what they wrote after it (often the point itself) is kept too.
-    The result never exceeds `budget` characters."""
-    if len(text) <= budget:
-        return text
-    keep = budget
-    for _ in range(3):  # the marker's length depends on the count it states
-        marker = f"\n[… {len(text) - keep:,} characters cut …]\n"
-        keep = max(budget - len(marker), 0)
-    head = keep * 2 // 3
-    tail = keep - head
-    return text[:head] + marker + (text[len(text) - tail :] if tail else "")
+    marked in the middle (`evidence.head_and_tail`): what a person pasted
+    above their point is kept in part, and what they wrote after it (often
+    the point itself) is kept too. The result never exceeds `budget`
+    characters."""
+    return head_and_tail(text, budget)
 
 
 def _distinct_tool_names(message: Message) -> list[str]:
@@ -175,42 +191,30 @@ def extract_interventions(
             miner.assistant(message)
         else:
             miner.person(index, message)
+    _fill_context(miner.found, messages)
     _fill_aftermath(miner.found, messages)
     return miner.found
 
 
 class _Miner:
-    """The walk `extract_interventions` makes, one message at a time."""
+    """The walk `extract_interventions` makes, one message at a time. A
+    steer's or a denial's context is chosen afterwards (`_fill_context`),
+    from the messages before it: most interventions' turns are never
+    rendered at all."""
 
     def __init__(self, voices: Voices) -> None:
         self.voices = voices
         self.found: list[Intervention] = []
         self.last_assistant_text = ""
         self.seen_task = False
-        # What the assistant last did, kept as its parts and rendered only
-        # when an intervention cites it: rendering means JSON-encoding every
-        # tool call's input, and most assistant turns are never cited.
-        self.doing_text = ""
-        self.doing_uses: Sequence[Block] = ()
-        self.doing: str | None = ""
         # The tool calls of the last assistant message (`tools_before`).
         self.last_uses: Sequence[Block] = ()
 
-    def current_doing(self) -> str:
-        if self.doing is None:
-            parts = [truncate(self.doing_text, CONTEXT_BUDGET // 2)] if self.doing_text else []
-            parts += [f"{use.name} {truncate(_render_input(use.input), 120)}" for use in self.doing_uses]
-            self.doing = truncate("\n".join(parts), CONTEXT_BUDGET)
-        return self.doing
-
     def assistant(self, message: Message) -> None:
         text = message.text().strip()
-        uses = message.tool_uses()
         if text:
             self.last_assistant_text = text
-        if text or uses:
-            self.doing_text, self.doing_uses, self.doing = text, uses, None
-        self.last_uses = uses
+        self.last_uses = message.tool_uses()
 
     def person(self, index: int, message: Message) -> None:
         steer_parts: list[str] = []
@@ -220,15 +224,20 @@ class _Miner:
                 has_results = True
                 content = block.content or ""
                 if block.is_error and content.startswith(DENIAL_PREFIX):
-                    self._add(Trigger.DENIAL, self.current_doing(), content[len(DENIAL_PREFIX) :].strip(), index)
+                    reason = content[len(DENIAL_PREFIX) :].strip()
+                    # A slash command typed after a refusal (`/exit`) is the
+                    # person leaving, not their reason.
+                    if reason and not self.voices.is_person(reason):
+                        reason = ""
+                    self._add(Trigger.DENIAL, "", reason, index)
             elif block.type == "text":
                 steer_parts.append(block.text or "")
         said = "".join(steer_parts).strip()
         if has_results:
-            if said and self.voices.is_person(said):
-                self._add(Trigger.STEER, self.current_doing(), said, index)
+            if said and self.voices.is_person(said) and says_something(said):
+                self._add(Trigger.STEER, "", said, index)
         elif said:
-            if self.seen_task and self.last_assistant_text and self.voices.is_person(said):
+            if self.seen_task and self.last_assistant_text and self.voices.is_person(said) and says_something(said):
                 self._add(Trigger.FOLLOWUP, truncate(self.last_assistant_text, CONTEXT_BUDGET), said, index)
             self.seen_task = True
 
@@ -236,6 +245,25 @@ class _Miner:
         self.found.append(
             Intervention(trigger=trigger, context=context, text=text, at=at, tools_before=_distinct_names(self.last_uses))
         )
+
+
+def _fill_context(found: list[Intervention], messages: Sequence[Message]) -> None:
+    """Each steer's and denial's context, chosen within `CONTEXT_BUDGET` by
+    `evidence.evidence_context`. A follow-up's is the assistant's last text,
+    set as it was found."""
+    for intervention in found:
+        if intervention.trigger in (Trigger.STEER, Trigger.DENIAL):
+            intervention.context = evidence_context(_pieces(messages, intervention), intervention.trigger.value, CONTEXT_BUDGET)
+
+
+def _pieces(messages: Sequence[Message], intervention: Intervention) -> ContextPieces:
+    return gather_context(
+        messages,
+        intervention.at,
+        denial_prefix=DENIAL_PREFIX,
+        denial=intervention.trigger is Trigger.DENIAL,
+        reason=intervention.text,
+    )
 
 
 def _fill_aftermath(found: list[Intervention], messages: Sequence[Message]) -> None:
@@ -256,23 +284,29 @@ def _fill_aftermath(found: list[Intervention], messages: Sequence[Message]) -> N
                 break
 
 
-def context_source(messages: Sequence[Message], intervention: Intervention) -> int | None:
-    """Index of the assistant message an intervention's `context` was read
-    from, or `None` when it has none (the start of the task).
+def context_sources(messages: Sequence[Message], intervention: Intervention) -> list[int]:
+    """The indices of the assistant messages an intervention's `context`
+    quotes, oldest first; empty when it quotes none (the start of the task).
 
-    The same rule `extract_interventions` applies: a follow-up cites the
-    last assistant message with text; a steer or a denial, the last one
-    with text or tool calls. Provenance needs the index — when those words
-    were written decides whether a reflector may see them.
+    A follow-up quotes the last assistant message with text; a steer or a
+    denial, the messages `evidence.gather_context` chose from — its call,
+    the turn's last claim and its other calls. Provenance needs them all:
+    when those words were written decides whether a reflector may see them.
     """
-    followup = intervention.trigger is Trigger.FOLLOWUP
+    if intervention.trigger in (Trigger.STEER, Trigger.DENIAL):
+        return _sources(_pieces(messages, intervention))
     for j in range(min(intervention.at, len(messages)) - 1, -1, -1):
         message = messages[j]
-        if message.role != "assistant":
-            continue
-        if message.text().strip() or (not followup and message.tool_uses()):
-            return j
-    return None
+        if message.role == "assistant" and message.text().strip():
+            return [j]
+    return []
+
+
+def context_source(messages: Sequence[Message], intervention: Intervention) -> int | None:
+    """The latest message an intervention's `context` quotes
+    (`context_sources`), or `None` when it quotes none."""
+    sources = context_sources(messages, intervention)
+    return sources[-1] if sources else None
 
 
 def locate_followup(messages: Sequence[Message], text: str) -> int | None:

@@ -20,7 +20,9 @@ rest:
   own files. The lists are data (`TaintPolicy`) so a person can trust a
   local MCP server, or distrust a tool the defaults call local;
 - **reading lines**: a line that is not a record is skipped with a warning,
-  never the session (`LineReader`).
+  never the session (`LineReader`); so is a line longer than any record
+  (`MAX_LINE_BYTES`), read through without being held, so memory follows
+  the longest line kept, never the file.
 
 Format detection and `read_session`, the one entry point, are in
 `foreign.py`, above both readers.
@@ -32,13 +34,17 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from enum import Enum
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, TYPE_CHECKING, TypeVar
 
 import msgspec
 
 from mecha.core.errors import InvalidInput
 from mecha.core.sessions.mining import DENIAL_PREFIX
+from mecha.core.sessions.transcript import IMAGE_PLACEHOLDER as IMAGE_PLACEHOLDER  # the readers' marker, re-exported
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
+
+if TYPE_CHECKING:
+    from mecha.core.sessions.shell import ShellMemory
 
 
 class SessionFormat(str, Enum):
@@ -57,11 +63,47 @@ FORMAT_NAMES: dict[str, str] = {
     SessionFormat.CODEX: "a Codex CLI rollout",
 }
 
-#: What a picture in a person's message becomes in the wire transcript, in
-#: every reader: the words beside it are kept, the image is marked.
-IMAGE_PLACEHOLDER = "[image]"
 #: The result a reader gives a call the person interrupted before it ended.
 INTERRUPTED_RESULT = "(interrupted by the person)"
+
+
+class Blame(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A call that made a session untrusted from there on, as a person is
+    told it: the tool, the program it ran (`git fetch`, `bd`), the command
+    line (shortened), the file line of its result, why in words, and the
+    trust entry that would make it local (`Bash(bd)`, `mcp__notes__read`)
+    — absent where trusting it is no answer (a web fetch, a network client,
+    a line the parser cannot read)."""
+
+    why: str
+    #: The message the call's result rides in.
+    at: int = 0
+    line: int | None = None
+    tool: str | None = None
+    program: str | None = None
+    command: str | None = None
+    entry: str | None = None
+
+    def describe(self) -> str:
+        """One line: where, what and why (`line 12: Bash `bd ready` — bd: not in …`)."""
+        where = f"line {self.line}: " if self.line is not None else ""
+        what = self.tool or "a record"
+        if self.command:
+            what += f" `{self.command}`"
+        subject = f"{self.program}: " if self.program else ""
+        return f"{where}{what} — {subject}{self.why}"
+
+
+#: How many blames one session keeps: the first of each tool and program.
+MAX_BLAMES = 64
+#: How much of a command line a blame keeps.
+BLAME_COMMAND_CHARS = 120
+
+
+def first_blame(blames: Sequence[Blame], at: int) -> Blame | None:
+    """The first call, at or before message `at`, that made the session
+    untrusted: what held back an intervention riding in message `at`."""
+    return next((b for b in blames if b.at <= at), None)
 
 
 class ReadSession(msgspec.Struct, kw_only=True):
@@ -85,6 +127,9 @@ class ReadSession(msgspec.Struct, kw_only=True):
     #: For each message, the file line (1-based) it began on; empty when
     #: the format does not say.
     lines: list[int] = msgspec.field(default_factory=list)
+    #: The calls that made the session untrusted, in file order (the first
+    #: of each tool and program; `first_blame`).
+    blames: list[Blame] = msgspec.field(default_factory=list)
 
 
 def note_lines(lines: list[int], messages: Sequence[object], number: int) -> None:
@@ -130,7 +175,7 @@ class TaintPolicy(msgspec.Struct, frozen=True, kw_only=True):
         commands: dict[bool, set[str]] = {True: set(), False: set()}
         for trusted, values in ((True, trust), (False, distrust)):
             for value in values:
-                entry = _command_entry(value)
+                entry = command_entry(value)
                 (tools if entry is None else commands)[trusted].add(value if entry is None else entry)
         trust_set, distrust_set = frozenset(tools[True]), frozenset(tools[False])
         return msgspec.structs.replace(
@@ -143,19 +188,43 @@ class TaintPolicy(msgspec.Struct, frozen=True, kw_only=True):
             distrusted_commands=(self.distrusted_commands - commands[True]) | commands[False],
         )
 
-    def taint_of(self, name: str | None, command: str | Sequence[str] | None = None) -> Taint:
+    def taint_of(self, name: str | None, command: str | Sequence[str] | None = None, memory: ShellMemory | None = None) -> Taint:
         """What the result of one call to `name` brings into the conversation."""
-        if name in self.untrusted:
-            return Taint(private=True, untrusted=True)
-        if name in self.personal:
-            return Taint()
-        if name in self.local:
-            return Taint(private=True)
-        if name in self.shell:
-            return Taint(private=True, untrusted=command is None or not self._stays_local(command))
-        return Taint(private=True, untrusted=True)
+        return self.judge(name, command, memory)[0]
 
-    def person_shell_taint(self, tool: str, text: str) -> Taint | None:
+    def judge(
+        self, name: str | None, command: str | Sequence[str] | None = None, memory: ShellMemory | None = None
+    ) -> tuple[Taint, Blame | None]:
+        """`taint_of`, and for an untrusted result the `Blame` that says why
+        (its `at` and `line` are the reader's to fill). `memory` is the
+        session's shell memory (`shell.ShellMemory`): what its earlier
+        commands changed."""
+        if name in self.untrusted:
+            return Taint(private=True, untrusted=True), Blame(tool=name, why=_UNTRUSTED_TOOLS.get(name or "", "brings in third-party text"))
+        if name in self.personal:
+            return Taint(), None
+        if name in self.local:
+            return Taint(private=True), None
+        if name in self.shell:
+            if command is None:
+                return Taint(private=True, untrusted=True), Blame(tool=name, why="more output of a command the file does not show")
+            # The parser loads here, on the first shell result read: never
+            # on the harness endpoint's path.
+            from mecha.core.sessions.shell import ShellTrust, judge_command
+
+            trust = ShellTrust(trusted=self.trusted_commands, distrusted=self.distrusted_commands)
+            verdict = judge_command(command, trust, memory)
+            if verdict.local:
+                return Taint(private=True), None
+            line = " ".join((command if isinstance(command, str) else " ".join(command)).split())
+            if len(line) > BLAME_COMMAND_CHARS:
+                line = line[: BLAME_COMMAND_CHARS - 1] + "…"
+            why = verdict.why or "not known to stay on this machine"
+            return Taint(private=True, untrusted=True), Blame(tool=name, program=verdict.program, command=line, why=why, entry=verdict.entry)
+        why = "a tool the reader does not know (an MCP tool is untrusted until you trust it by name)"
+        return Taint(private=True, untrusted=True), Blame(tool=name, why=why, entry=name if name else None)
+
+    def person_shell_taint(self, tool: str, text: str, memory: ShellMemory | None = None) -> tuple[Taint, Blame | None] | None:
         """What a shell command the person ran themselves brings in —
         Claude Code's `!` bash mode (`<bash-input>…`), Codex's `!`
         (`<user_shell_command>…`): its output goes into the model's context
@@ -166,15 +235,16 @@ class TaintPolicy(msgspec.Struct, frozen=True, kw_only=True):
             return None
         found = _PERSON_SHELL.match(stripped)
         command = None if found is None else (found.group(1) if found.group(1) is not None else found.group(2))
-        return self.taint_of(tool, command)
+        return self.judge(tool, command, memory)
 
-    def _stays_local(self, command: str | Sequence[str]) -> bool:
-        # The parser loads here, on the first shell result read: never on
-        # the harness endpoint's path.
-        from mecha.core.sessions.shell import ShellTrust, command_stays_local
 
-        trust = ShellTrust(trusted=self.trusted_commands, distrusted=self.distrusted_commands)
-        return command_stays_local(command, trust)
+#: Why each built-in untrusted tool is, in a person's words.
+_UNTRUSTED_TOOLS = {
+    "WebFetch": "a web page's text", "WebSearch": "web search results", "web_search": "web search results",
+    "web_fetch": "a web page's text", "ReadMcpResourceTool": "an MCP server's resource",
+    "Task": "a subagent's report, whose own transcript was not found clean",
+    "Agent": "a subagent's report, whose own transcript was not found clean",
+}
 
 
 #: The command of a person's own shell command, in either agent's record.
@@ -183,7 +253,7 @@ _TOOL_COMMAND = re.compile(r"[\w.\-]+\((.*)\)", re.DOTALL)
 _COMMAND_ENTRY = re.compile(r"[\w.+:\[-]+(?: [\w.+:-]+)?")
 
 
-def _command_entry(value: str) -> str | None:
+def command_entry(value: str) -> str | None:
     """`Bash(make)` → `"make"`, `shell(git fetch)` → `"git fetch"`; `None`
     for a tool's name."""
     match = _TOOL_COMMAND.fullmatch(value.strip())
@@ -196,13 +266,20 @@ def _command_entry(value: str) -> str | None:
 
 
 class TaintTimeline:
-    """Checkpoints appended as results arrive; taint only ever grows."""
+    """Checkpoints appended as results arrive; taint only ever grows. The
+    calls that made it untrusted are kept beside it (`blames`)."""
 
     def __init__(self) -> None:
         self.current = Taint()
         self.checkpoints = [TaintCheckpoint(at=0, taint=self.current)]
+        self.blames: list[Blame] = []
+        self._blamed: set[tuple[str | None, str | None]] = set()
+        #: The file line being read, for the blames it causes.
+        self.line: int | None = None
 
-    def bring(self, at: int, taint: Taint) -> None:
+    def bring(self, at: int, taint: Taint, blame: Blame | None = None) -> None:
+        if taint.untrusted:
+            self.blame(at, blame or Blame(why="a record the reader could not read while a tool's result was awaited"))
         merged = Taint(private=self.current.private or taint.private, untrusted=self.current.untrusted or taint.untrusted)
         if merged == self.current:
             return
@@ -212,6 +289,13 @@ class TaintTimeline:
         else:
             self.checkpoints.append(TaintCheckpoint(at=at, taint=merged))
 
+    def blame(self, at: int, blame: Blame) -> None:
+        key = (blame.tool, blame.program)
+        if key in self._blamed or len(self.blames) >= MAX_BLAMES:
+            return
+        self._blamed.add(key)
+        self.blames.append(msgspec.structs.replace(blame, at=at, line=self.line))
+
 
 # ─── reading lines ──────────────────────────────────────────────────────────
 
@@ -220,18 +304,52 @@ class TaintTimeline:
 Source = bytes | IO[bytes]
 
 
-def numbered_lines(source: Source) -> Iterator[tuple[int, bytes, bool]]:
+#: The longest line a reader takes in, in bytes. Memory follows the line:
+#: read whole, a transcript of one 1 GB line once took the session-end
+#: hook to 2,168 MB and past its timeout. A longer line is skipped by name,
+#: read through in `_DRAIN_CHUNK` pieces and never held (`OverlongLine`).
+#: Why 32 MiB: the longest a real record gets is a message carrying images
+#: (Claude Code keeps them base64, up to about 6.7 MB each); four of those
+#: fit, and a line this long decodes within about 100 MB.
+MAX_LINE_BYTES = 32 * 2**20
+#: How much of an overlong line is read at a time while looking for its end.
+_DRAIN_CHUNK = 2**20
+#: How much of an overlong line is kept: enough to tell whether it spoke of
+#: a tool (`ReaderCore.unread_line`), never the line.
+OVERLONG_HEAD = 64 * 2**10
+
+
+class OverlongLine(bytes):
+    """The head of a line longer than `MAX_LINE_BYTES` (its first
+    `OVERLONG_HEAD` bytes), yielded in its place: a reader skips it by name
+    (`LineReader.lines`), and the rest of it was never held."""
+
+
+def overlong_why(limit: int = MAX_LINE_BYTES) -> str:
+    return f"longer than {limit // 2**20} MiB, more than any record of it holds; it was not read"
+
+
+def numbered_lines(source: Source, limit: int = MAX_LINE_BYTES) -> Iterator[tuple[int, bytes, bool]]:
     """`(line number, line, is_last_unterminated)` for each non-blank line.
-    The flag lets a reader forgive a last line an agent is still writing."""
+    The flag lets a reader forgive a last line an agent is still writing.
+    A line longer than `limit` comes as an `OverlongLine`."""
     if not isinstance(source, bytes | bytearray | memoryview):
         number = 0
-        for chunk in source:
+        while True:
+            chunk = source.readline(limit + 1)
+            if not chunk:
+                return
             number += 1
+            if len(chunk) > limit and not chunk.endswith(b"\n"):
+                head = OverlongLine(chunk[:OVERLONG_HEAD])
+                del chunk
+                torn = _drain_line(source)
+                yield number, head, torn
+                continue
             torn = not chunk.endswith(b"\n")
             line = chunk if torn else chunk[:-1]
             if line and not line.isspace():
                 yield number, line, torn
-        return
     data = bytes(source)
     number = 0
     start = 0
@@ -242,10 +360,24 @@ def numbered_lines(source: Source) -> Iterator[tuple[int, bytes, bool]]:
         if torn:
             end = size
         number += 1
-        line = data[start:end]
-        if line and not line.isspace():
-            yield number, line, torn
+        if end - start > limit:
+            yield number, OverlongLine(data[start : start + OVERLONG_HEAD]), torn
+        else:
+            line = data[start:end]
+            if line and not line.isspace():
+                yield number, line, torn
         start = end + 1
+
+
+def _drain_line(source: IO[bytes]) -> bool:
+    """Read `source` through the end of the current line, a piece at a
+    time; whether the file ended first (the line is its unterminated last)."""
+    while True:
+        piece = source.readline(_DRAIN_CHUNK)
+        if not piece:
+            return True
+        if piece.endswith(b"\n"):
+            return False
 
 
 def line_error(path: str, fmt: SessionFormat, number: int, why: str) -> InvalidInput:
@@ -335,9 +467,13 @@ class LineReader:
             self.warnings.append(f"{self.name}:{number}: skipped a line that is not a record of {FORMAT_NAMES[self.fmt]}: {why}")
 
     def lines(self, source: Source) -> Iterator[tuple[int, bytes, bool]]:
-        """`numbered_lines(source)`, counting them for `finish`."""
+        """`numbered_lines(source)`, counting them for `finish`; a line too
+        long to read is skipped here, by name, and still yielded (as its
+        `OverlongLine` head) for the reader to fail closed on."""
         for item in numbered_lines(source):
             self.seen += 1
+            if isinstance(item[1], OverlongLine):
+                self.skip(item[0], overlong_why())
             yield item
 
     def finish(self) -> None:
@@ -386,6 +522,7 @@ class ReaderCore:
         self.pending_denial: Block | None = None
         #: The person interrupted the turn: their next words are a steer.
         self.interrupted = False
+        self._memory: ShellMemory | None = None
 
     def line(self, number: int, raw: bytes, torn: bool) -> None:
         raise NotImplementedError
@@ -399,6 +536,11 @@ class ReaderCore:
         lines: list[int] = []
         number = 0
         for number, raw, torn in self.lines.lines(data):
+            self.taint.line = number
+            if isinstance(raw, OverlongLine):  # skipped already (`LineReader.lines`)
+                self.unread_line(raw)
+                note_lines(lines, self.out, number)
+                continue
             skipped = self.lines.skipped
             self.line(number, raw, torn)
             if self.lines.skipped > skipped and not torn:  # a torn last line has nothing after it
@@ -424,7 +566,21 @@ class ReaderCore:
             warnings=self.lines.warnings,
             skipped_lines=self.lines.skipped,
             lines=lines,
+            blames=self.taint.blames,
         )
+
+    def shell_memory(self) -> ShellMemory:
+        """What this session's shell commands changed so far (`shell.ShellMemory`)."""
+        if self._memory is None:
+            from mecha.core.sessions.shell import ShellMemory
+
+            self._memory = ShellMemory()
+        return self._memory
+
+    def judge(self, name: str | None, command: str | Sequence[str] | None = None) -> tuple[Taint, Blame | None]:
+        """One call's result decided under this session's shell memory."""
+        memory = self.shell_memory() if name in self.policy.shell else None
+        return self.policy.judge(name, command, memory)
 
     def unread_line(self, raw: bytes) -> None:
         """A line (or part of one) could not be read. If calls wait for
@@ -443,7 +599,8 @@ class ReaderCore:
             return
         self.answered.update(waiting)
         open_turn = bool(self.out) and self.out[-1].role == "assistant"
-        self.taint.bring(len(self.out) - 1 if open_turn else len(self.out), Taint(untrusted=True))
+        why = "a line that could not be read, which may have been a tool's call or result"
+        self.taint.bring(len(self.out) - 1 if open_turn else len(self.out), Taint(untrusted=True), Blame(why=why))
 
     # ── moves ──
 
@@ -496,6 +653,6 @@ class ReaderCore:
         """A shell command the person ran themselves (`!`), if `text` is
         one: its output reaches the model before whatever comes next, so it
         taints from here as a call of `tool` with that command would."""
-        ran = self.policy.person_shell_taint(tool, text)
+        ran = self.policy.person_shell_taint(tool, text, self.shell_memory())
         if ran is not None:
-            self.taint.bring(len(self.out), ran)
+            self.taint.bring(len(self.out), *ran)

@@ -47,70 +47,52 @@ import msgspec
 import tree_sitter
 import tree_sitter_bash
 
+from mecha.core.sessions.programs import (
+    DPKG_QUERIES,
+    GIT_SUBCOMMANDS,
+    NETWORK,
+    PIP_QUERIES,
+    PROGRAMS,
+    PYTHON_MODULES,
+    SUBCOMMANDS,
+    is_network,
+)
+
 #: A command line longer than this is not parsed: untrusted.
 MAX_COMMAND_CHARS = 200_000
 #: How deep `sh -c 'sh -c "…"'` may nest before the line is untrusted.
 MAX_SHELL_NESTING = 8
 
 # ─── the allowlist ──────────────────────────────────────────────────────────
+# The table itself, family by family and why, is `programs.py`.
 
-#: Programs trusted whatever their arguments: they read, compare, list or
-#: change local files and print what they found, and none opens a socket.
-PROGRAMS = frozenset(
-    {
-        # reading and listing files
-        "cat", "head", "tail", "wc", "ls", "tree", "file", "stat", "du", "df", "realpath", "readlink",
-        "basename", "dirname", "pwd", "nl", "tac", "rev", "od", "xxd", "hexdump", "strings",
-        # searching and comparing
-        "grep", "egrep", "fgrep", "diff", "cmp", "comm",
-        # text filters
-        "sort", "uniq", "cut", "tr", "paste", "join", "fold", "fmt", "column", "expand", "unexpand", "jq",
-        "base64", "md5sum", "sha1sum", "sha256sum", "sha512sum", "shasum", "cksum", "tee", "seq",
-        # changing local files
-        "mkdir", "rmdir", "touch", "cp", "mv", "rm", "ln", "chmod", "chown",
-        # the shell's own and the machine's state
-        "cd", "pushd", "popd", "echo", "printf", "true", "false", ":", "test", "[", "set", "shift",
-        "exit", "return", "read", "wait", "sleep", "date", "whoami", "id", "uname", "which", "type",
-        "printenv", "nproc", "ps", "kill", "umask", "ulimit", "clear", "break", "continue",
-        # formatters, linters and test runners: they run the repository's
-        # own code (see the module docstring)
-        "pytest", "py.test", "ruff", "black", "isort", "flake8", "pyflakes", "pylint",
-        "tsc", "eslint", "prettier", "jest", "vitest", "mocha", "gofmt", "rustfmt",
-    }
+#: `git -c KEY=VALUE` and `git config KEY VALUE`: only keys that cannot make
+#: git run another program (or include a file that could say one).
+_GIT_SAFE_CONFIG = re.compile(
+    r"(?:color\.[\w.-]+|core\.(?:quotepath|abbrev|autocrlf|filemode|ignorecase|safecrlf|eol|whitespace|longpaths)|"
+    r"user\.(?:name|email|signingkey)|safe\.directory|advice\.[\w.-]+|init\.defaultbranch|commit\.gpgsign|"
+    r"merge\.conflictstyle|diff\.(?:algorithm|renames|colormoved|mnemonicprefix|noprefix)|rerere\.enabled|"
+    r"pull\.(?:rebase|ff)|push\.(?:default|autosetupremote)|fetch\.prune|branch\.[\w./-]+\.(?:remote|merge|rebase)|"
+    r"rebase\.(?:autosquash|autostash|updaterefs)|log\.(?:date|decorate|follow)|status\.[\w.-]+|format\.pretty)"
+    r"(?:=|$)",
+    re.IGNORECASE,
 )
-
-#: git subcommands that work on the local repository only (`fetch`, `pull`,
-#: `push`, `clone`, `ls-remote`, `submodule`, `remote update`, … are not here).
-GIT_SUBCOMMANDS = frozenset(
-    {
-        "status", "diff", "log", "show", "blame", "annotate", "branch", "rev-parse", "rev-list", "ls-files",
-        "ls-tree", "cat-file", "grep", "describe", "shortlog", "reflog", "stash", "tag", "add", "commit",
-        "restore", "checkout", "switch", "reset", "rm", "mv", "merge", "rebase", "cherry-pick", "revert",
-        "init", "config", "worktree", "merge-base", "name-rev", "range-diff", "whatchanged", "show-ref",
-        "symbolic-ref", "for-each-ref", "count-objects", "fsck", "gc", "clean", "apply", "format-patch",
-        "diff-tree", "diff-files", "diff-index", "check-ignore", "check-attr", "var", "version", "help",
-        "remote",
-    }
-)
-#: `git -c KEY=VALUE`: only keys that cannot make git run another program.
-_GIT_SAFE_CONFIG = re.compile(r"(?:color\.[\w.-]+|core\.quotepath|core\.abbrev|user\.name|user\.email|safe\.directory|advice\.[\w.-]+|init\.defaultbranch|commit\.gpgsign)=", re.IGNORECASE)
 #: Subcommand options that make git run a command: the short letter (also
-#: inside a bundle, `-ix`) and the long spelling.
+#: inside a bundle, `-ix`) and the long spelling — which git also takes
+#: abbreviated (`--exe` is `--exec`), so any prefix of it counts.
 _GIT_RUNS = {"rebase": ("x", "--exec"), "grep": ("O", "--open-files-in-pager")}
-
-#: `python -m MODULE` for these modules: test runners and checkers.
-PYTHON_MODULES = frozenset({"pytest", "unittest", "mypy", "ruff", "black", "isort", "flake8", "pyflakes", "pylint", "py_compile", "compileall", "json.tool", "doctest"})
-_PYTHON = re.compile(r"python(?:\d(?:\.\d+)?)?")
-
-#: Per-program subcommand lists: the build and test subcommands of package
-#: managers (none of `install`, `add`, `update`, `fetch`, `run`, `view`, …).
-SUBCOMMANDS: dict[str, frozenset[str]] = {
-    "cargo": frozenset({"test", "build", "check", "clippy", "fmt"}),
-    "go": frozenset({"test", "build", "vet", "fmt", "version", "env"}),
-    "npm": frozenset({"test", "t"}),
-    "yarn": frozenset({"test"}),
-    "pnpm": frozenset({"test"}),
-}
+#: `git filter-branch` options whose value is a shell script git runs.
+_FILTER_SCRIPTS = ("--env-filter", "--tree-filter", "--index-filter", "--parent-filter", "--msg-filter",
+                   "--commit-filter", "--tag-name-filter", "--setup")
+#: `git config` spellings that only read.
+_GIT_CONFIG_READS = frozenset({"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--get-colorbool",
+                               "-l", "--list", "get", "list", "--unset", "--unset-all", "unset", "--show-origin",
+                               "--show-scope", "--name-only"})
+#: Where git reads its configuration from: a command that writes to one of
+#: these (a redirection, `cp`, `tee`, `sed -i`) has changed git's config.
+_GIT_CONFIG_FILE = re.compile(r"(?:^|/)(?:\.git/config|\.gitconfig|git/config)$|(?:^|/)\.git/config\.")
+#: Programs that write the files their arguments name.
+_FILE_WRITERS = frozenset({"cp", "mv", "ln", "tee", "sed", "gsed", "install", "patch", "dd", "truncate", "touch", "printf"})
 
 #: Directories whose programs are taken by their name (`/usr/bin/git` is git);
 #: any other path is a program nobody listed.
@@ -165,21 +147,72 @@ DEFAULT_TRUST = ShellTrust()
 # ─── the decision ───────────────────────────────────────────────────────────
 
 
-def command_stays_local(command: str | Sequence[str], trust: ShellTrust = DEFAULT_TRUST) -> bool:
-    """Whether everything `command` runs is known to stay on this machine.
+class ShellMemory:
+    """What one session's earlier commands changed that decides its later
+    ones. A reader keeps one per session and hands it to every decision in
+    file order.
+
+    `git_config`: the command that wrote a git configuration key that can
+    name a program (`core.pager`, `diff.external`, `core.fsmonitor`,
+    `alias.*`, `include.path`, … — every key not known to be inert), or
+    wrote one of git's config files another way. From then on every git
+    call may run that program, whatever its subcommand: untrusted."""
+
+    def __init__(self) -> None:
+        self.git_config: str | None = None
+
+
+class Verdict(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A command line's decision, and for an untrusted one what made it so:
+    the first program that failed (`git fetch`, `bd`; absent when no
+    program is to blame — a line that does not parse, a brace expansion),
+    why in words, and the trust entry that would make that program local
+    (`Bash(bd)`), only for a program the table does not know — never for a
+    network client, nor for a known program run in a way that can run
+    another."""
+
+    local: bool
+    program: str | None = None
+    why: str | None = None
+    entry: str | None = None
+
+
+LOCAL = Verdict(local=True)
+
+#: Why a command was untrusted, in the words a person is shown.
+WHY_UNKNOWN = "not in the table of programs known to stay on this machine"
+WHY_NETWORK = "reaches the network: what it prints is someone else's text"
+WHY_RUNS_MORE = "run with arguments that can make it run another program or read code not on the line"
+WHY_UNSEEN = "names its program through something known only when it runs"
+
+
+def judge_command(command: str | Sequence[str], trust: ShellTrust = DEFAULT_TRUST, memory: ShellMemory | None = None) -> Verdict:
+    """Whether everything `command` runs is known to stay on this machine,
+    and if not, the first thing that is not (`Verdict`).
 
     `command` is a shell command line, or an argv array as Codex records it.
-    `True` only when every program in it — after every pipe, chain,
-    substitution, wrapper and nested `sh -c` — is allowlisted (with an
-    allowlisted subcommand where the program has a list); `False` for
-    anything else, and for anything that does not parse."""
+    Local only when every program in it — after every pipe, chain,
+    substitution, wrapper and nested `sh -c` — is in the table (with a
+    listed subcommand where the program has a list); untrusted for anything
+    else, and for anything that does not parse. `memory` carries what the
+    session's earlier commands changed (`ShellMemory`) and is updated."""
+    check = _Check(trust, memory if memory is not None else ShellMemory())
     try:
         if isinstance(command, str):
-            return _Check(trust).line(command, 0)
-        argv: list[str | None] = [str(word) for word in command]
-        return _Check(trust).argv(argv, 0)
+            ok = check.line(command, 0)
+        else:
+            argv: list[str | None] = [str(word) for word in command]
+            ok = check.argv(argv, 0)
     except RecursionError:
-        return False
+        return Verdict(local=False, why="nested deeper than the reader follows")
+    if ok:
+        return LOCAL
+    return check.failure or Verdict(local=False, why=WHY_UNKNOWN)
+
+
+def command_stays_local(command: str | Sequence[str], trust: ShellTrust = DEFAULT_TRUST, memory: ShellMemory | None = None) -> bool:
+    """`judge_command(…).local`."""
+    return judge_command(command, trust, memory).local
 
 
 _PARSER: tree_sitter.Parser | None = None
@@ -245,19 +278,57 @@ def _literal(node: tree_sitter.Node) -> str | None:
     return None
 
 
+#: An unquoted `{a,b}` or `{1..3}`: bash makes several words of it.
+_BRACES = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
+
+
+def brace_expands(node: tree_sitter.Node) -> bool:
+    """Whether bash would brace-expand this word into words the line does
+    not show (`{-exec,}` is `-exec` to `find`; `{-e,}` hides a sed script).
+    Quoted and escaped braces do not expand; `{}` alone does not."""
+    if node.type == "brace_expression":
+        return True
+    if node.type == "word":
+        return _BRACES.search(re.sub(r"\\.", "_", _text(node), flags=re.DOTALL)) is not None
+    if node.type == "concatenation":
+        if any(child.type == "brace_expression" for child in node.named_children):
+            return True
+        skeleton = "".join(re.sub(r"\\.", "_", _text(c), flags=re.DOTALL) if c.type == "word" else "_" for c in node.named_children)
+        return _BRACES.search(skeleton) is not None
+    return False
+
+
+def _entry_for(name: str, sub: str | None) -> str:
+    """The trust entry that names `name` (with its subcommand, for a program
+    whose subcommand decides)."""
+    if sub is not None and (name in SUBCOMMANDS or name == "git") and not sub.startswith("-"):
+        return f"Bash({name} {sub})"
+    return f"Bash({name})"
+
+
 class _Check:
-    def __init__(self, trust: ShellTrust):
+    def __init__(self, trust: ShellTrust, memory: ShellMemory):
         self.trust = trust
+        self.memory = memory
+        self.failure: Verdict | None = None
+
+    def fail(self, why: str, program: str | None = None, entry: str | None = None) -> bool:
+        """Record the first reason the line is untrusted; always False."""
+        if self.failure is None:
+            self.failure = Verdict(local=False, program=program, why=why, entry=entry)
+        return False
 
     # the tree
 
     def line(self, command: str, depth: int) -> bool:
-        if depth > MAX_SHELL_NESTING or len(command) > MAX_COMMAND_CHARS or "\x00" in command:
-            return False
+        if depth > MAX_SHELL_NESTING:
+            return self.fail("nested `sh -c` deeper than the reader follows")
+        if len(command) > MAX_COMMAND_CHARS or "\x00" in command:
+            return self.fail("too long, or holding a NUL byte, to read")
         tree = _parser().parse(command.encode("utf-8", "surrogatepass"))
         root = tree.root_node
         if root.has_error:
-            return False
+            return self.fail("a line the shell parser cannot read")
         return self.node(root, depth)
 
     def node(self, node: tree_sitter.Node, depth: int) -> bool:
@@ -276,18 +347,18 @@ class _Check:
         if kind == "file_redirect":
             return self.redirect(node, depth)
         if kind == "expansion" and "@P" in _text(node):
-            return False  # `${x@P}` runs what a prompt string holds
+            return self.fail("`${x@P}` runs what a prompt string holds")
         if kind in _WALKED:
             return all(self.node(c, depth) for c in node.children)
         # A function definition (and then a call to a name nobody listed),
         # and anything this walker does not know: untrusted.
-        return kind in _INERT
+        return kind in _INERT or self.fail(f"a shell construct the reader does not look through ({kind})")
 
     def assignment(self, node: tree_sitter.Node, depth: int) -> bool:
         name = node.child_by_field_name("name")
         value = node.child_by_field_name("value")
         if name is None or not assignment_ok(_text(name), "" if value is None else _literal(value)):
-            return False
+            return self.fail("sets a variable that changes which program runs", _text(name) if name is not None else None)
         return all(self.node(c, depth) for c in node.named_children if c is not name)
 
     def redirect(self, node: tree_sitter.Node, depth: int) -> bool:
@@ -297,7 +368,9 @@ class _Check:
             # bash opens sockets for these paths itself; a target only known
             # when it runs might be one.
             if path is None or path.startswith(("/dev/tcp/", "/dev/udp/")):
-                return False
+                return self.fail("a redirection to a socket, or to a file known only when it runs")
+            if not _text(node).lstrip("0123456789").startswith("<") and _GIT_CONFIG_FILE.search(path):
+                self.memory.git_config = _text(node)
         return all(self.node(c, depth) for c in node.named_children)
 
     def command(self, node: tree_sitter.Node, depth: int) -> bool:
@@ -312,6 +385,8 @@ class _Check:
                 if not self.node(child, depth):
                     return False
                 continue
+            if brace_expands(word):
+                return self.fail("a brace expansion makes words the line does not show", _text(word))
             if not self.node(word, depth):  # substitutions inside the word
                 return False
             argv.append(_literal(word))
@@ -320,17 +395,44 @@ class _Check:
     # one command's argv
 
     def argv(self, argv: Sequence[str | None], depth: int) -> bool:
+        if self._argv(argv, depth):
+            return True
+        if self.failure is None and argv:
+            word = argv[0]
+            name = _program_name(word)
+            if name is None:
+                return self.fail(WHY_UNSEEN if word is None else "a program outside the system's and the project's folders", word)
+            sub = _subcommand(name, argv[1:])
+            label = f"{name} {sub}" if sub is not None and (name in SUBCOMMANDS or name == "git" or f"{name} {sub}" in NETWORK) else name
+            if is_network(name, sub):
+                return self.fail(WHY_NETWORK, label)
+            known = name in PROGRAMS or name in SUBCOMMANDS or name in _WRAPPERS or name in _SHELLS or name in _CHECKED or name == "xargs"
+            if _PYTHON.fullmatch(name):
+                return self.fail("runs code the line does not show (`-c`, a script, a module that is not a checker)", label)
+            if known and (name not in SUBCOMMANDS or sub in SUBCOMMANDS[name]) and not (name == "git" and sub not in GIT_SUBCOMMANDS):
+                return self.fail(WHY_RUNS_MORE, label)
+            return self.fail(WHY_UNKNOWN, label, _entry_for(name, sub))
+        return False
+
+    def _argv(self, argv: Sequence[str | None], depth: int) -> bool:
         if not argv:
             return True  # only assignments or redirections, each checked
-        name = _program_name(argv[0])
+        word = argv[0]
+        if _project_program(word):
+            return True
+        name = _program_name(word)
         if name is None:
             return False
         args = list(argv[1:])
         sub = _subcommand(name, args)
+        if name in _FILE_WRITERS and any(a is not None and _GIT_CONFIG_FILE.search(a) for a in args):
+            self.memory.git_config = " ".join(a or "…" for a in argv)
         if name in self.trust.distrusted or (sub is not None and f"{name} {sub}" in self.trust.distrusted):
-            return False
+            return self.fail("distrusted by the person", name if sub is None else f"{name} {sub}")
         if name in self.trust.trusted or (sub is not None and f"{name} {sub}" in self.trust.trusted):
             return True
+        if name == "xargs":
+            return self.xargs(args, depth)
         wrapper = _WRAPPERS.get(name)
         if wrapper is not None:
             rest = wrapper(args)
@@ -340,29 +442,65 @@ class _Check:
         if name in _SHELLS:
             script = _shell_script(args)
             return script is not None and self.line(script, depth + 1)
-        if name == "find":
-            return self.find(args, depth)
-        if name == "git":
-            return _git(args)
+        checked = _CHECKED.get(name)
+        if checked is not None:
+            return checked(self, args, depth)
         if _PYTHON.fullmatch(name):
             return _python(args)
-        if name in ("sed", "gsed"):
-            return _sed(args)
-        if name in ("awk", "gawk", "mawk", "nawk"):
-            return _awk(args)
-        if name == "rg":
-            return not any(a is None or a == "--pre" or a.startswith("--pre=") for a in args)
-        if name == "mypy":
-            return "--install-types" not in args
-        if name == "sort":  # `--compress-program=PROG` runs one
-            return not any(a is None or a.startswith("--compress") for a in args)
         if name in SUBCOMMANDS:
             return sub in SUBCOMMANDS[name]
         return name in PROGRAMS
 
+    def xargs(self, args: list[str | None], depth: int) -> bool:
+        """`xargs CMD …` runs CMD with words read from its input appended
+        (or, with `-I R`, put where R stands): the program is on the line,
+        its arguments are not. They are checked as unknown words, so any
+        program whose behaviour an argument can change (`env`, `sh`, `git`,
+        `sed`, `find`) is untrusted, while `xargs wc -l` is not."""
+        replace: str | None = None
+        i = 0
+        flags = {"-0", "-r", "-t", "-x", "-p", "--null", "--no-run-if-empty", "--verbose", "--exit", "--interactive", "-o", "--open-tty"}
+        valued = {"-n", "-L", "-P", "-d", "-s", "-E", "-a", "-I", "--max-args", "--max-procs", "--delimiter", "--arg-file", "--max-lines", "--max-chars", "--eof"}
+        while i < len(args):
+            arg = args[i]
+            if arg is None:
+                return False
+            if arg == "--":
+                i += 1
+                break
+            if not arg.startswith("-") or arg == "-":
+                break
+            if arg == "-I" and i + 1 < len(args):
+                replace = args[i + 1]
+                i += 2
+            elif arg.startswith("-I") or arg.startswith("--replace=") or arg.startswith("-i"):
+                replace = arg[2:] if arg.startswith("-I") else (arg.split("=", 1)[1] if "=" in arg else (arg[2:] or "{}"))
+                i += 1
+            elif arg == "--replace":
+                replace = "{}"
+                i += 1
+            elif arg in flags:
+                i += 1
+            elif arg in valued:
+                i += 2
+            elif re.fullmatch(r"-[nLPdsEa].+|--(?:max-args|max-procs|delimiter|arg-file|max-lines|max-chars|eof)=.*", arg):
+                i += 1
+            else:
+                return False
+        rest = args[i:]
+        if not rest:
+            return True  # xargs runs echo
+        if replace is None:
+            command: list[str | None] = [*rest, None]
+        else:
+            command = [None if a is None or replace in a else a for a in rest]
+        return self.argv(command, depth)
+
     def find(self, args: list[str | None], depth: int) -> bool:
         i = 0
         while i < len(args):
+            if args[i] is None:
+                return False  # an expression word known only when it runs may be `-exec`
             if args[i] in ("-exec", "-execdir", "-ok", "-okdir"):
                 j = i + 1
                 while j < len(args) and args[j] not in (";", "+"):
@@ -370,11 +508,285 @@ class _Check:
                 if j == len(args) or not self.argv(args[i + 1 : j], depth):
                     return False
                 i = j
+            elif args[i] in ("-fprint", "-fprint0", "-fprintf", "-fls") and i + 1 < len(args) and _GIT_CONFIG_FILE.search(args[i + 1] or ""):
+                self.memory.git_config = "find " + " ".join(a or "…" for a in args)
             i += 1
         return True
 
+    def git(self, args: list[str | None], depth: int) -> bool:
+        i = _git_subcommand_at(args)
+        if i is None:
+            return False
+        if self.memory.git_config is not None:
+            return self.fail(f"git's configuration was changed earlier in the session ({_short(self.memory.git_config)}): a later git call may run any program", "git")
+        if i >= len(args):
+            return True  # `git --version`, or git alone (its usage)
+        sub, rest = args[i], args[i + 1 :]
+        if sub not in GIT_SUBCOMMANDS:
+            return False
+        if sub == "remote":
+            # Listing the remotes reads the config; `remote show` and `remote
+            # update` reach them.
+            return all(a in ("-v", "--verbose") for a in rest) or rest[:1] == ["get-url"]
+        if sub == "config":
+            if _git_config_writes_a_program(rest):
+                self.memory.git_config = "git config " + " ".join(a or "…" for a in rest)
+            return True
+        if sub == "filter-branch":
+            return self.filter_branch(rest, depth)
+        if sub == "bisect":
+            if rest[:1] == ["run"]:
+                return self.argv(rest[1:], depth)
+            return not rest or rest[0] in ("start", "good", "bad", "new", "old", "reset", "log", "skip", "terms", "replay")
+        runs = _GIT_RUNS.get(sub or "")
+        if runs is None:
+            # A word known only when it runs (`-m "$(cat <<'EOF' …)"`) is an
+            # operand or an option's value, and no option of these runs anything.
+            return True
+        letter, long = runs
+        for arg in rest:
+            if arg is None or _abbreviates(arg, long) or (re.match(r"-[A-Za-z]", arg) is not None and letter in arg.split("=")[0]):
+                return False
+        return True
+
+    def filter_branch(self, args: list[str | None], depth: int) -> bool:
+        """`git filter-branch`: each filter is a shell script git runs, so
+        it is checked as a line (an abbreviated filter option fails closed)."""
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            if arg is None:
+                return False
+            name, has_value, value = arg.partition("=")
+            if name in _FILTER_SCRIPTS:
+                script = value if has_value else (args[i + 1] if i + 1 < len(args) else None)
+                if script is None or not self.line(script, depth + 1):
+                    return False
+                i += 1 if has_value else 2
+                continue
+            if name.startswith("--") and any(_abbreviates(name, opt) for opt in _FILTER_SCRIPTS):
+                return False
+            i += 1
+        return True
+
+    def compiler(self, args: list[str | None], depth: int) -> bool:
+        """A C-family compiler: local, unless an option makes it run a
+        program of the line's choosing (`-wrapper`, `-B`, a plugin, a specs
+        file, a response file, `-ccbin`)."""
+        for arg in args:
+            if arg is None:
+                continue  # an operand or a value: no option of a compiler is spelled through one alone
+            if arg.startswith(("-wrapper", "-B", "-fplugin", "-specs", "--specs", "-Xclang", "@", "-ccbin", "--compiler-bindir", "-Xcompiler", "-no-integrated-cpp")):
+                return False
+        return True
+
+    def make(self, args: list[str | None], depth: int) -> bool:
+        """`make`: the project's recipes are the project's code; a variable
+        set on the line (`CC=…`, `SHELL=…`) or `--eval` could make it run
+        another program, so only plain values are let through."""
+        for i, arg in enumerate(args):
+            if arg is None:
+                return False
+            if arg.startswith(("--eval", "-E")) or (arg in ("-f", "--file", "--makefile") and not _in_tree(args[i + 1] if i + 1 < len(args) else None)):
+                return False
+            if "=" in arg and not arg.startswith("-"):
+                name, _, value = arg.partition("=")
+                if not re.fullmatch(r"[\w.,:+/-]*", value):
+                    return False
+                if re.search(r"CC|CXX|LD|AR|AS|CPP|SHELL|MAKE|PROG|CMD|COMMAND|TOOL|EXE|PYTHON|PERL|RUN|WRAP", name.upper()) and value:
+                    program = _program_name(value)
+                    if program is None or not (program in PROGRAMS or _PYTHON.fullmatch(program) or _project_program(value)):
+                        return False
+        return True
+
+    def cmake(self, args: list[str | None], depth: int) -> bool:
+        """`cmake`: configuring and building are local; `-E` runs a tool,
+        of which only the ones that touch files are."""
+        for i, arg in enumerate(args):
+            if arg == "-E":
+                tool = args[i + 1] if i + 1 < len(args) else None
+                return tool in _CMAKE_TOOLS
+        return True
+
+    def latexmk(self, args: list[str | None], depth: int) -> bool:
+        """`latexmk`: `-e CODE`, `-r FILE` and `-pdflatex=COMMAND` choose
+        what it runs; without them it runs the TeX programs."""
+        return not any(a is None or a.startswith(("-e", "-r")) or (a.startswith("-") and "=" in a) for a in args)
+
+    def dpkg(self, args: list[str | None], depth: int) -> bool:
+        return bool(args) and args[0] in DPKG_QUERIES
+
+    def traced(self, args: list[str | None], depth: int) -> bool:
+        """`valgrind`, `strace`, `ltrace`: the program they run is checked;
+        a debugger hook that runs a command (`--db-command`), or output
+        piped to one (`strace -o '|cmd'`), is not trusted."""
+        valued = {"-o", "-e", "-p", "-s", "-u", "-E", "-P", "-a", "-X", "-b", "-O", "-S", "-I", "-U"}
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            if arg is None:
+                return False
+            if arg == "--":
+                i += 1
+                break
+            if not arg.startswith("-"):
+                break
+            if "command" in arg or arg.startswith(("-o|", "-o!", "--output=|", "--output=!")):
+                return False
+            if arg in valued:
+                value = args[i + 1] if i + 1 < len(args) else None
+                if value is None or value.startswith(("|", "!")):
+                    return False
+                i += 2
+            else:
+                i += 1
+        rest = args[i:]
+        return not rest or self.argv(rest, depth)
+
+    def perf(self, args: list[str | None], depth: int) -> bool:
+        sub = args[0] if args else None
+        if sub in SUBCOMMANDS["perf"]:
+            return True
+        if sub not in ("record", "stat", "trace"):
+            return False
+        valued = {"-o", "-e", "-p", "-t", "-c", "-F", "-C", "-m", "-r", "-u", "-G", "-I", "-x", "-j", "--output", "--event", "--pid", "--freq", "--repeat"}
+        i = 1
+        while i < len(args):
+            arg = args[i]
+            if arg is None:
+                return False
+            if arg == "--":
+                i += 1
+                break
+            if not arg.startswith("-"):
+                break
+            i += 2 if arg in valued else 1
+        rest = args[i:]
+        return not rest or self.argv(rest, depth)
+
+    def gdb(self, args: list[str | None], depth: int) -> bool:
+        """`gdb`: reports on a program the person built. Its own shell,
+        pipe and scripting commands (`-ex 'shell …'`, `-x FILE`) are not
+        trusted; the program it runs (after `--args`, or its first operand)
+        is checked."""
+        i = 0
+        program: list[str | None] | None = None
+        while i < len(args):
+            arg = args[i]
+            if arg is None:
+                return False
+            if arg == "--args":
+                program = args[i + 1 :]
+                break
+            name, has_value, value = arg.partition("=")
+            if name in ("-x", "--command", "-ix", "--init-command", "-cd", "--cd", "-d", "--directory", "-D", "--data-directory"):
+                return False
+            if name in ("-ex", "--ex", "-eval-command", "--eval-command", "-iex", "--init-eval-command"):
+                command = value if has_value else (args[i + 1] if i + 1 < len(args) else None)
+                if command is None or _GDB_ESCAPES.match(command):
+                    return False
+                i += 1 if has_value else 2
+                continue
+            if name in ("-p", "--pid", "-c", "--core", "-s", "--symbols", "-e", "--exec", "-se", "-tty", "--tty"):
+                i += 2
+                continue
+            if not arg.startswith("-") and program is None:
+                program = [arg]
+            i += 1
+        return program is None or not program or self.argv(program, depth)
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _abbreviates(arg: str, long: str) -> bool:
+    """Whether `arg` is `long` or an abbreviation git (or getopt_long) takes
+    for it: `--exe` and `--exe=…` for `--exec`."""
+    name = arg.split("=", 1)[0]
+    return name.startswith("--") and len(name) >= 3 and long.startswith(name)
+
+
+def _git_config_writes_a_program(args: Sequence[str | None]) -> bool:
+    """Whether `git config ARGS` may make a later git call run a program:
+    a write (a key and a value, `set`, `--add`, `--replace-all`, `--edit`,
+    `--rename-section`, …) of any key not known to be inert. A read
+    (`--get`, `--list`, one key alone) writes nothing."""
+    if any(a is None for a in args):
+        return True
+    words = [a for a in args if a is not None]
+    if any(w in ("-e", "--edit", "edit", "--rename-section", "--remove-section", "rename-section", "remove-section") for w in words):
+        return True
+    if any(w in _GIT_CONFIG_READS for w in words):
+        return False
+    operands: list[str] = []
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w in ("-f", "--file", "--blob", "--type", "--default", "--comment"):
+            i += 2
+            continue
+        if not w.startswith("-"):
+            operands.append(w)
+        i += 1
+    if operands[:1] == ["set"]:
+        operands = operands[1:]
+    elif len(operands) < 2:
+        return False  # one key alone: a read
+    return not operands or _GIT_SAFE_CONFIG.match(operands[0]) is None
+
+
+#: gdb commands that run a shell, a pipe or a script: untrusted in `-ex`.
+_GDB_ESCAPES = re.compile(r"\s*(?:!|\||shell\b|pipe\b|python|py\b|pi\b|source\b|guile|gu\b|make\b|compile\b|define\b|eval\b)", re.IGNORECASE)
+#: `cmake -E` tools that only touch files and print.
+_CMAKE_TOOLS = frozenset({"make_directory", "copy", "copy_directory", "copy_if_different", "remove", "remove_directory", "rm", "echo", "echo_append", "touch", "touch_nocreate", "create_symlink", "md5sum", "sha1sum", "sha256sum", "compare_files", "rename", "cat", "capabilities", "true", "false", "environment"})
+
+_CHECKED: dict[str, Callable[[_Check, list[str | None], int], bool]] = {
+    "find": _Check.find,
+    "git": _Check.git,
+    "make": _Check.make,
+    "gmake": _Check.make,
+    "cmake": _Check.cmake,
+    "latexmk": _Check.latexmk,
+    "dpkg": _Check.dpkg,
+    "valgrind": _Check.traced,
+    "strace": _Check.traced,
+    "ltrace": _Check.traced,
+    "perf": _Check.perf,
+    "gdb": _Check.gdb,
+    **{cc: _Check.compiler for cc in ("gcc", "g++", "cc", "c++", "clang", "clang++", "cpp", "nvcc")},
+    "sed": lambda c, a, d: _sed(a),
+    "gsed": lambda c, a, d: _sed(a),
+    **{awk: (lambda c, a, d: _awk(a)) for awk in ("awk", "gawk", "mawk", "nawk")},
+    "rg": lambda c, a, d: not any(x is None or _abbreviates(x, "--pre") or x.startswith("--pre=") or x == "--pre" for x in a),
+    "mypy": lambda c, a, d: not any(x is None or _abbreviates(x, "--install-types") for x in a),
+    # `--compress-program=PROG` runs one
+    "sort": lambda c, a, d: not any(x is None or _abbreviates(x, "--compress-program") for x in a),
+}
+
 
 # ─── per-program rules ──────────────────────────────────────────────────────
+
+_PYTHON = re.compile(r"python(?:\d(?:\.\d+)?)?")
+
+
+def _in_tree(word: str | None) -> bool:
+    """A relative path with no `..`: inside the folder the command runs in."""
+    return bool(word) and word is not None and not word.startswith(("/", "~", "-")) and "$" not in word and ".." not in word.split("/")
+
+
+def _project_program(word: str | None) -> bool:
+    """A program the project holds or built, run by its path from inside
+    the tree (`./build/bench`, `tests/unit_tests`, `./configure`): its own
+    code, as its tests are. A project environment's folder (`.venv/bin`,
+    `node_modules/.bin`) is not this: what is installed there is known by
+    its name. Nor is a program named like a network client (`tools/curl`)."""
+    if not word or "/" not in word or not _in_tree(word):
+        return False
+    folder, _, name = word.rpartition("/")
+    if not name or _ENV_BIN.fullmatch(folder):
+        return False
+    return name not in NETWORK
 
 
 def _program_name(word: str | None) -> str | None:
@@ -550,31 +962,6 @@ def _git_subcommand_at(args: Sequence[str | None]) -> int | None:
     return len(args)
 
 
-def _git(args: list[str | None]) -> bool:
-    i = _git_subcommand_at(args)
-    if i is None:
-        return False
-    if i >= len(args):
-        return True  # `git --version`, or git alone (its usage)
-    sub, rest = args[i], args[i + 1 :]
-    if sub not in GIT_SUBCOMMANDS:
-        return False
-    if sub == "remote":
-        # Listing the remotes reads the config; `remote show` and `remote
-        # update` reach them.
-        return all(a in ("-v", "--verbose") for a in rest) or rest[:1] == ["get-url"]
-    runs = _GIT_RUNS.get(sub or "")
-    if runs is None:
-        # A word known only when it runs (`-m "$(cat <<'EOF' …)"`) is an
-        # operand or an option's value, and no option of these runs anything.
-        return True
-    letter, long = runs
-    for arg in rest:
-        if arg is None or arg.startswith(long) or (re.match(r"-[A-Za-z]", arg) is not None and letter in arg.split("=")[0]):
-            return False
-    return True
-
-
 def _python(args: list[str | None]) -> bool:
     i = 0
     while i < len(args):
@@ -583,10 +970,11 @@ def _python(args: list[str | None]) -> bool:
             return False
         if arg in ("-V", "--version"):
             return True
-        if arg == "-m":
-            return i + 1 < len(args) and args[i + 1] in PYTHON_MODULES
         if arg.startswith("-m"):
-            return arg[2:] in PYTHON_MODULES
+            module, rest = (args[i + 1] if i + 1 < len(args) else None, args[i + 2 :]) if arg == "-m" else (arg[2:], args[i + 1 :])
+            if module == "pip":  # `python -m pip list` asks; `… install` fetches
+                return _first_operand(rest) in PIP_QUERIES
+            return module in PYTHON_MODULES
         if arg in ("-W", "-X"):
             i += 2
         elif re.fullmatch(r"-[uBEsSIOqbd]+|-[WX].+", arg):

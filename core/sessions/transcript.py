@@ -12,6 +12,17 @@ block) must not make a whole transcript undecodable: an unknown block decodes,
 is kept, and is ignored by everything that reads transcripts here. Field types
 are still checked, so `"is_error": "yes"` is an error that names the field.
 
+A `tool_result`'s `content` is a string, or — the Anthropic Messages API's
+own shape, which a harness mirroring those types sends — a list of blocks:
+text blocks, and images. Such a list is read as its text when the block is
+decoded (an image as `[image]`, as every session reader marks one), so
+everything downstream sees one string, as before. Inside a tool result the
+reading is strict where the message level is lenient: a block of another
+type there is refused by name (a message's unknown block is only ignored
+because it carries nothing the miner reads; a result's block *is* what the
+miner reads, and dropping it would turn an error the person saw into
+silence).
+
 Taint is recorded by the harness as a timeline of checkpoints; the taint
 *covering* message `i` is the last checkpoint at or before `i`. No covering
 checkpoint is `None`, which every reader treats as untrusted (fail closed).
@@ -26,11 +37,50 @@ every decision about provenance uses.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import msgspec
 
 Role = Literal["user", "assistant"]
+
+#: What a picture becomes in the wire transcript, in every reader (a tool
+#: result's image block here, a person's image in the session readers): the
+#: words beside it are kept, the image is marked.
+IMAGE_PLACEHOLDER = "[image]"
+
+#: The block types a tool result's content list may hold (the Anthropic
+#: shape): read by `result_text`, refused otherwise by `Block`.
+RESULT_PART_TYPES = ("text", "image")
+
+
+class ResultPartLike(Protocol):
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def text(self) -> str | None: ...
+
+
+class ResultPart(msgspec.Struct):
+    """One block of a tool result's content list. Only `type` and `text` are
+    read; an image's `source` (its bytes, base64) is skipped unread."""
+
+    type: str
+    text: str | None = None
+
+
+def result_text(parts: Sequence[ResultPartLike]) -> str:
+    """A tool result's content blocks as the one string the miner reads:
+    the texts, and `[image]` for each image, a line each; other types add
+    nothing (`Block` refuses them on the wire before this is reached)."""
+    out: list[str] = []
+    for part in parts:
+        if part.type == "text" and part.text:
+            out.append(part.text)
+        elif part.type == "image":
+            out.append(IMAGE_PLACEHOLDER)
+    return "\n".join(out)
 
 
 class Block(msgspec.Struct, omit_defaults=True):
@@ -46,8 +96,26 @@ class Block(msgspec.Struct, omit_defaults=True):
     input: Any = None
     # tool_result
     tool_use_id: str | None = None
-    content: str | None = None
+    if TYPE_CHECKING:
+        # After `__post_init__`, always a string or `None`.
+        content: str | None = None
+    else:
+        content: str | list[ResultPart] | None = None
     is_error: bool = False
+
+    def __post_init__(self) -> None:
+        # Runs on decode and on construction alike, so no reader ever sees
+        # a list here. A ValueError becomes the decoder's -32602, with the
+        # block's JSON path.
+        content: Any = self.content
+        if isinstance(content, list):
+            for k, part in enumerate(content):
+                if part.type not in RESULT_PART_TYPES:
+                    raise ValueError(
+                        f"a tool_result's content[{k}] is a block of type {part.type!r}, which is not read; "
+                        f"send a string, or a list of {' and '.join(RESULT_PART_TYPES)} blocks"
+                    )
+            self.content = result_text(content)
 
     @classmethod
     def text_block(cls, text: str) -> Block:

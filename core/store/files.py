@@ -274,13 +274,13 @@ def write_atomic(path: Path, data: bytes | Sequence[bytes | memoryview]) -> None
         refuse_hard_link(path, os.lstat(path))
     except FileNotFoundError:
         pass
-    tmp = write_temp(path, data)
-    try:
-        with writing(path):
-            os.replace(tmp, path)
-    except BaseException:
-        discard_temp(tmp)
-        raise
+    with _held_temp(path, data) as tmp:
+        try:
+            with writing(path):
+                os.replace(tmp, path)
+        except BaseException:
+            discard_temp(tmp)
+            raise
     fsync_dir(path.parent)
     # This directory's writer is here: what a killed one left, it clears.
     sweep_stale_temps(path.parent)
@@ -296,20 +296,70 @@ def write_temp(path: Path, data: bytes | Sequence[bytes | memoryview], tmp: Path
     fresh sibling of `path`), mode 0600: the first half of an atomic write,
     for a caller that renames it into place later. A failure removes what
     it wrote and raises `writing(path)`'s named errors."""
+    with _held_temp(path, data, tmp) as named:
+        return named
+
+
+@contextmanager
+def _held_temp(path: Path, data: bytes | Sequence[bytes | memoryview], tmp: Path | None = None) -> Iterator[Path]:
+    """`write_temp`'s temp, given a name only once it is whole, and held
+    open for writing until the block ends.
+
+    Why both: a store turned read-only mid-write once left 26 temps in
+    `jobs/` over 300 writes, each unremovable by then (removing a name is
+    a write too). Written as an unnamed file (`O_TMPFILE`), a temp that
+    fails before it is whole leaves nothing to remove: it never had a
+    name. And a file open for writing keeps its filesystem from being
+    remounted read-only (the kernel answers `EBUSY`), so a writer that
+    renames inside the block cannot be cut off between naming the temp
+    and renaming it. What is left is a directory whose write permission is
+    taken away between those two calls, microseconds apart; its temp goes
+    with this process's next write there (`discard_temp`)."""
     tmp = temp_name(path) if tmp is None else tmp
-    with writing(tmp.parent):
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+    fd, named = _open_temp(tmp)
     try:
-        with writing(path):
-            try:
+        try:
+            with writing(path):
                 os.fchmod(fd, FILE_MODE)
                 write_durably(fd, data)
-            finally:
-                os.close(fd)
-    except BaseException:
-        discard_temp(tmp)
-        raise
-    return tmp
+            if not named:
+                _name_unnamed(fd, tmp)
+                named = True
+        except BaseException:
+            if named:
+                discard_temp(tmp)
+            raise
+        yield tmp
+    finally:
+        os.close(fd)
+
+
+def _name_unnamed(fd: int, tmp: Path) -> None:
+    """Give the unnamed file `fd` the name `tmp`: `linkat` of its
+    `/proc/self/fd` entry, following it (a plain `link` would not, and
+    `os.link` only calls `linkat` when given a folder descriptor)."""
+    proc = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        with writing(tmp.parent):
+            os.link(str(fd), tmp, src_dir_fd=proc, follow_symlinks=True)
+    finally:
+        os.close(proc)
+
+
+def _open_temp(tmp: Path) -> tuple[int, bool]:
+    """A descriptor to write `tmp`'s bytes to, and whether it is `tmp`
+    already: an unnamed file in its folder where the filesystem makes them
+    (and `/proc` can name it), else `tmp` itself, created."""
+    unnamed = getattr(os, "O_TMPFILE", 0)
+    if unnamed and os.path.isdir("/proc/self/fd"):
+        try:
+            with writing(tmp.parent):
+                return os.open(tmp.parent, os.O_WRONLY | unnamed | os.O_CLOEXEC, FILE_MODE), False
+        except OSError as exc:
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+                raise
+    with writing(tmp.parent):
+        return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE), True
 
 
 #: Temps this process wrote and could not remove (their directory turned

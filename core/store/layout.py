@@ -252,13 +252,18 @@ PROPOSAL_DIFFS_DIR = "cache/diffs"
 #: it was decided. Process state: git-ignored.
 JOURNAL_DIR = "journal"
 INTENT_FILE = "journal/intent.json"
+#: A journal whose intent could not be trusted is moved aside, whole, to a
+#: folder named with this and the time (`transaction`): never acted on,
+#: never deleted, kept out of history like the journal.
+JOURNAL_ASIDE = "journal.set-aside-"
 
 #: What git must never sweep into history. Process state, not learning
 #: history: the writer lock, in-flight temp files, background jobs' records
 #: and logs, and transcripts waiting in the inbox (which may quote
 #: third-party content and must never enter history).
 GITIGNORE_ENTRIES: tuple[str, ...] = (
-    LOCK_FILE, "*" + TMP_SUFFIX, JOBS_DIR + "/", LOGS_DIR + "/", INBOX_DIR + "/", CACHE_DIR + "/", JOURNAL_DIR + "/"
+    LOCK_FILE, "*" + TMP_SUFFIX, JOBS_DIR + "/", LOGS_DIR + "/", INBOX_DIR + "/", CACHE_DIR + "/", JOURNAL_DIR + "/",
+    JOURNAL_ASIDE + "*/",
 )
 
 USER_KIND = "user"

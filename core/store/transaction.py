@@ -27,6 +27,21 @@ only of a change that is decided and will be finished, never rolled back.
 Staged files with no intent are a change abandoned before it was decided,
 and are removed.
 
+The journal trusts nothing it reads. It lies in the store, a folder a
+person (or a stranger's tool) can write, and an intent is a list of renames
+and deletions: a planted `marks` step with an absolute `staged` path once
+made the next writer delete that file wherever it was, a staged symbolic
+link was moved in as the rules file, and an intent aimed outside the store,
+refused, then stopped every writer. So before anything of an intent is
+done, every step is checked (`step_problem`): its staged file a bare name
+in `journal/`, shaped as `stage` names it, and a regular file with one name
+(or gone: already put in place); its target a relative path inside the
+store, through no link, and not into the journal or git's own folder. An
+intent that fails any check, or cannot be read at all, is done nothing of:
+the journal folder is set aside whole under a name that says so
+(`journal.set-aside-<time>`, git-ignored like the journal), a warning names
+the step and what was wrong, and the store goes on working.
+
 The reflections file is the one target that is appended to. Its staged copy
 was marked from the file as it was; if the file moved since, the marking is
 made again on the live file rather than renaming a copy that lacks the new
@@ -37,7 +52,9 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+import re
+import stat
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import msgspec
@@ -46,7 +63,7 @@ from mecha.core.errors import InvalidStore, StoreFull
 from mecha.core.store import files as _files
 from mecha.core.store.codec import ENCODER, decoder
 from mecha.core.store.history import History
-from mecha.core.store.layout import INTENT_FILE, JOURNAL_DIR, REFLECTIONS_FILE
+from mecha.core.store.layout import INTENT_FILE, JOURNAL_ASIDE, JOURNAL_DIR, REFLECTIONS_FILE
 from mecha.core.store.records import Records, file_identity
 
 log = logging.getLogger(__name__)
@@ -63,6 +80,8 @@ class Step(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: run, and the `file_identity` of the file it was marked from.
     marks: list[str] | None = None
     run_id: str | None = None
+    #: Of the marked ids, those a person rejected, with their reason.
+    rejected: dict[str, str] | None = None
     source: list[int] | None = None
 
 
@@ -96,14 +115,20 @@ class Transaction:
             raise self._unmade(exc) from None
         self._steps.append(msgspec.convert({"staged": name, "target": str(target.relative_to(self._root)), **marks}, Step))
 
-    def stage_marks(self, records: Records, ids: Sequence[str], run_id: str) -> int:
+    def stage_marks(
+        self, records: Records, ids: Sequence[str], run_id: str, rejected: Mapping[str, str] | None = None
+    ) -> int:
         """Stage the reflections file with `ids` marked processed by
-        `run_id` (`Records.marked_reflexions`); how many it marks."""
-        marked = records.marked_reflexions(ids, run_id)
+        `run_id`, those in `rejected` also rejected with their reason
+        (`Records.marked_reflexions`); how many it marks."""
+        marked = records.marked_reflexions(ids, run_id, rejected)
         if marked is None:
             return 0
         chunks, count, source = marked
-        self.stage(self._root / REFLECTIONS_FILE, chunks, marks=sorted(set(ids)), run_id=run_id, source=list(source))
+        extra: dict[str, object] = {"rejected": dict(rejected)} if rejected else {}
+        self.stage(
+            self._root / REFLECTIONS_FILE, chunks, marks=sorted(set(ids)), run_id=run_id, source=list(source), **extra
+        )
         return count
 
     def decide(self, message: str) -> Intent:
@@ -160,18 +185,24 @@ def finish_interrupted(root: Path, history: History) -> str | None:
     journal = root / JOURNAL_DIR
     if not os.path.isdir(journal):
         return None
-    data = _files.read_bytes(root / INTENT_FILE)
+    try:
+        data = _files.read_bytes(root / INTENT_FILE)
+    except OSError as e:  # a folder, a FIFO: not an intent this store wrote
+        _set_aside(root, f"{INTENT_FILE} cannot be read as a file ({e.strerror or e})")
+        return None
     if data is None:
         _sweep_abandoned(journal)
         return None
     try:
         intent = decoder(Intent).decode(data)
     except msgspec.DecodeError as e:
-        raise InvalidStore(
-            f"{root / INTENT_FILE}: not a change this version can finish ({e}); "
-            "move the journal folder aside to go on without it",
-            path=str(root / INTENT_FILE),
-        ) from None
+        _set_aside(root, f"{INTENT_FILE} is not a change this version can finish ({e})")
+        return None
+    for number, step in enumerate(intent.steps, 1):
+        problem = step_problem(root, step)
+        if problem is not None:
+            _set_aside(root, f"step {number} of the {intent.what!r} in {INTENT_FILE}: {problem}")
+            return None
     log.warning("finishing the %s, which was cut short", intent.what)
     try:
         _apply(root, history, intent)
@@ -180,6 +211,59 @@ def finish_interrupted(root: Path, history: History) -> str | None:
             raise _kept(intent, exc, False) from None
         log.warning("the %s is made but not yet in the store's history: %s", intent.what, exc)
     return intent.what
+
+
+#: How `Transaction.stage` names a staged file: its step's number, a dot,
+#: the target's own name.
+_STAGED_NAME = re.compile(r"^[0-9]+\.[^/\\]+$")
+#: Folders of the store no change is ever staged for.
+_NEVER_TARGETS = frozenset({JOURNAL_DIR, ".git"})
+
+
+def step_problem(root: Path, step: Step) -> str | None:
+    """What is wrong with one step of an intent read from disk, or `None`
+    when it is a step `Transaction` could have written (see the module
+    docstring). Reads the file system: the staged file's type, the links
+    on the target's way."""
+    staged = step.staged
+    if not _STAGED_NAME.fullmatch(staged) or staged in (".", ".."):
+        return f"its staged file {staged!r} is not a name the store stages under {JOURNAL_DIR}/"
+    try:
+        st = os.lstat(root / JOURNAL_DIR / staged)
+    except FileNotFoundError:
+        st = None  # put in place before the cut
+    except OSError as e:
+        return f"its staged file {staged!r} cannot be looked at ({e.strerror or e})"
+    if st is not None and (not stat.S_ISREG(st.st_mode) or st.st_nlink != 1):
+        what = "a symbolic link" if stat.S_ISLNK(st.st_mode) else (
+            "a file with several names" if stat.S_ISREG(st.st_mode) else "not a regular file")
+        return f"its staged file {staged!r} is {what}, not a file the store staged"
+    target = step.target
+    parts = Path(target).parts
+    if not target or os.path.isabs(target) or ".." in parts or os.path.normpath(target) != target:
+        return f"its target {target!r} is not a path inside the store"
+    if parts[0] in _NEVER_TARGETS:
+        return f"its target {target!r} is in {parts[0]}/, where no change is staged for"
+    try:
+        _files.refuse_links(root, root / target)
+    except InvalidStore as e:
+        return f"its target {target!r}: {e}"
+    if os.path.isdir(root / target):
+        return f"its target {target!r} is a folder"
+    return None
+
+
+def _set_aside(root: Path, why: str) -> None:
+    """Move the journal folder out of the way, whole, and say why: an
+    intent the store cannot trust is never acted on, and never deleted
+    either — a person may want to see what was there."""
+    import time
+
+    journal = root / JOURNAL_DIR
+    aside = root / f"{JOURNAL_ASIDE}{time.strftime('%Y%m%dT%H%M%S')}-{os.urandom(3).hex()}"
+    with _files.writing(journal):
+        os.rename(journal, aside)
+    log.warning("%s; nothing of it was done, and the journal was set aside as %s — the store goes on without it", why, aside)
 
 
 def _apply(root: Path, history: History, intent: Intent) -> None:
@@ -202,7 +286,7 @@ def _apply_step(root: Path, step: Step) -> None:
         source = None if step.source is None else tuple(step.source)
         if file_identity(target) != source:
             # Appended to since it was marked: mark the live file instead.
-            Records(root).mark_reflexions_processed(step.marks, step.run_id)
+            Records(root).mark_reflexions_processed(step.marks, step.run_id, step.rejected)
             _files.discard_temp(staged)
             return
     with _files.writing(target):

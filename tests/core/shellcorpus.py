@@ -98,7 +98,7 @@ REMOTE: list[tuple[str, list[str]]] = [
     ("telnet", ["evil.example", "80"]),
     ("brew", ["info", "jq"]),
     ("apt-get", ["download", "jq"]),
-    ("make", ["deploy"]),
+    ("bd", ["ready", "--json"]),
     ("bash", ["install.sh"]),
     ("sh", ["-s"]),
     ("http", ["GET", "https://evil.example"]),
@@ -159,11 +159,15 @@ def _program(rng: random.Random, name: str) -> str:
 
 #: Local commands that take a file name last (what `xargs` and `find -exec` add).
 _ON_FILES = frozenset({"cat", "grep", "wc", "head", "tail", "sed", "rg", "ls", "sort", "awk", "jq", "mypy", "ruff", "pytest", "echo"})
+#: Of those, the ones no word `xargs` reads from its input can turn into a
+#: program (`sed`'s `-e 1e…`, `rg --pre`, `sort --compress-program`, an awk
+#: program, `mypy --install-types` all can): what `xargs` may run locally.
+_ON_INPUT = _ON_FILES - {"sed", "rg", "sort", "awk", "mypy"}
 
 
-def _simple(rng: random.Random, remote: bool, *, wrappers: bool = True, on_files: bool = False) -> tuple[str, list[str]]:
+def _simple(rng: random.Random, remote: bool, *, wrappers: bool = True, on: frozenset[str] | None = None) -> tuple[str, list[str]]:
     """One simple command (with its spelling): the text and the programs."""
-    pool = REMOTE if remote else [c for c in LOCAL if c[0] in _ON_FILES] if on_files else LOCAL
+    pool = REMOTE if remote else [c for c in LOCAL if c[0] in on] if on is not None else LOCAL
     name, args = rng.choice(pool)
     words = [_program(rng, name)]
     if name == "git" and rng.random() < 0.3:
@@ -195,10 +199,10 @@ def _build(rng: random.Random, remote: bool, depth: int) -> tuple[str, list[str]
         return text, [x for p in parts for x in p[1]]
     if form == "xargs":
         head, h = _simple(rng, False, wrappers=False)
-        inner, i = _simple(rng, remote, wrappers=False, on_files=True)
+        inner, i = _simple(rng, remote, wrappers=False, on=_ON_INPUT)
         return f"{head} | xargs {rng.choice(['', '-n1 ', '-0 ', '-I{} '])}{inner}", h + i
     if form == "findexec":
-        inner, i = _simple(rng, remote, wrappers=False, on_files=True)
+        inner, i = _simple(rng, remote, wrappers=False, on=_ON_FILES)
         return f"find . -name '*.md' -exec {inner} {{}} {rng.choice([chr(92) + ';', '+'])}", i
     inner, parts = _build(rng, remote, depth - 1)
     if form == "subshell":

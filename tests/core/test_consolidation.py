@@ -115,7 +115,7 @@ def test_parsed_rules_get_identity_from_finalize():
         '{"rules": [{"rule": "Ask before deleting."}, {"rule": "Run the tests first.", "based_on": ["R1"]}]}'
     )
     assert parsed is not None
-    gated = gate_learned_set(parsed, [reflexion("b")], [live])
+    gated = gate_learned_set(parsed, [reflexion("b", reflexion_text="Run the tests before saying it works.")], [live])
     out = finalize_rules(gated.rules, [live], ["b", "c"], "t1")
     assert out[0].id == "r-live" and out[0].sources == ["a"]
     assert out[1].id != "r-live" and out[1].sources == ["b"], "a new rule's sources are the reflections it cites"
@@ -314,7 +314,12 @@ def answer(*rules: dict, dropped: dict[str, str] | None = None) -> LearnerAnswer
     return parsed
 
 
-BATCH = [reflexion("refl-a"), reflexion("refl-b")]
+BATCH = [
+    reflexion("refl-a", intervention="only change the one file I named",
+              reflexion_text="Ask before touching a second file when the task names a single file."),
+    reflexion("refl-b", intervention="what was the error exactly? and did you run the tests?",
+              reflexion_text="Quote the exact error message, and run the tests before saying a change is done."),
+]
 LIVE = [
     Rule(text="Ask before changing more than one file when the task names a single file.", id="rule-1", sources=["old"]),
     Rule(text="Run the tests before saying a change is done.", id="rule-2", sources=["old"]),
@@ -365,7 +370,7 @@ def test_the_gate_refuses_a_rule_repeated_within_one_proposal():
     # well-formed rule, repeated with other case and punctuation.
     text = "Quote the exact error message when reporting a failure."
     out = gate_learned_set(
-        answer(*({"rule": t, "based_on": ["R1"]} for t in (text, text.upper(), text.rstrip(".") + " !", text)),
+        answer(*({"rule": t, "based_on": ["R2"]} for t in (text, text.upper(), text.rstrip(".") + " !", text)),
                {"rule": LIVE[0].text}, {"rule": LIVE[1].text}),
         BATCH, LIVE,
     )
@@ -393,7 +398,8 @@ def test_a_live_rule_is_dropped_when_absorbed_by_a_new_rule_or_contradicted_by_a
     )
     assert out.refusals == []
     assert [r.text for r in out.rules] == [merged]
-    assert out.rules[0].supersedes == ["rule-1"] and out.rules[0].sources == ["refl-a", "refl-b"]
+    assert out.rules[0].supersedes == ["rule-1"]
+    assert out.rules[0].sources == ["old", "refl-a", "refl-b"], "a rewrite keeps the sources of the rule it replaces"
     assert [(d.rule_id, d.absorbed_by, d.contradicted_by) for d in out.drops] == [
         ("rule-1", merged, None),
         ("rule-2", None, "refl-b"),

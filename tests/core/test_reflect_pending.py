@@ -233,7 +233,7 @@ async def test_the_persons_words_are_bounded_in_what_a_reflection_stores_and_a_p
 # ─── learn ──────────────────────────────────────────────────────────────────
 
 
-def reflexion(i: int, *, text: str | None = None, intervention: str = "x") -> Reflexion:
+def reflexion(i: int, *, text: str | None = None, intervention: str = "ask first before acting or deleting anything; keep each diff, reply and rule short and fresh; indent with two spaces, never tabs") -> Reflexion:
     return Reflexion(
         id=f"r{i:03d}", domain="behavior", session_id="s", trigger="steer", context="ctx",
         intervention=intervention, reflexion_text=text or f"lesson {i}",

@@ -31,7 +31,7 @@ def git_repo(path: Path) -> str:
 def reflexion(id: str, project: str | None, *, domain: str = "behavior", origin: Origin = Origin.CLEAN) -> Reflexion:
     return Reflexion(
         id=id, domain=domain, session_id=f"s-{id}", trigger="steer", context="ctx",
-        intervention=f"intervention {id}", reflexion_text=f"lesson {id}",
+        intervention=f"intervention {id}: ask first before acting or deleting anything; keep each diff, reply and rule short and fresh; indent with two spaces, never tabs", reflexion_text=f"lesson {id}",
         created_at="2026-11-01T00:00:00.000000Z", origin=origin, project=project,
     )
 

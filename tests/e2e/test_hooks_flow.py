@@ -83,7 +83,8 @@ def hook_log(store: Path) -> list[str]:
 def jobs_settled(store: Path) -> list[dict[str, Any]]:
     """Every pass's final record, once none is running (bounded)."""
     def settled() -> list[dict[str, Any]] | None:
-        records = [json.loads(p.read_text()) for p in sorted((store / "jobs").glob("*.json"))]
+        records = sorted((json.loads(p.read_text()) for p in (store / "jobs").glob("*.json")),
+                         key=lambda r: r["started_at"])
         return records if records and all(r["state"] != "running" for r in records) else None
 
     return wait_until(settled, "every reflect pass to finish")
@@ -192,10 +193,12 @@ def test_session_end_queues_the_new_interventions_once_and_the_pass_reflects_the
     ran = run_hook(ours["PreCompact"], compact, cwd=project, env=agent_env)
     assert ran.returncode == 0 and ran.stdout == b""
     assert "queued 1 new intervention(s)" in hook_log(store_dir)[-1]
-    assert [j["state"] for j in jobs_settled(store_dir)] == ["done", "done"]
+    # Three lessons now: the seeds' minimum, so the reflect pass starts a learn pass.
+    assert [(j["kind"], j["state"]) for j in jobs_settled(store_dir)] == [
+        ("reflect", "done"), ("reflect", "done"), ("learn", "done")]
     said = [r["intervention"] for r in store_lines(store_dir, "reflections.jsonl")]
     assert len(said) == 3 and said[-1].startswith("Don't reformat files")
-    assert len(server.completions()) == 3  # each intervention asked about once
+    assert len(server.completions()) == 4  # each intervention asked about once, then one learner call
 
 
 def test_a_hook_that_cannot_do_its_work_exits_0_says_nothing_to_the_agent_and_logs_why(env, home, project, store_dir):
@@ -311,3 +314,50 @@ def test_a_settings_file_kept_in_a_dotfiles_checkout_stays_linked(env, home, pro
     assert dotfiles.stat().st_mode & 0o777 == 0o644
     assert cli(env, project, "hooks", "uninstall", "claude").returncode == 0
     assert dotfiles.read_text() == '{\n  "model": "opus"\n}\n' and link.is_symlink()
+
+
+def test_the_loop_runs_by_itself_from_session_end_to_the_next_sessions_notice(env, home, project, store_dir, server):
+    # Pins: a session-end hook whose reflections never become a proposal
+    # because nothing starts a learn pass (the notice never fired), a learn
+    # pass started below the seeds' minimum, and a notice that sends the
+    # person to a terminal when the plugin's review command is at hand.
+    done = cli(env, project, "hooks", "install", "claude", "--learning-dir", str(store_dir))
+    assert done.returncode == 0, done.stderr
+    ours = commands(home / ".claude" / "settings.json")
+    agent_env = {**env, "MECHA_MODEL_API": "openai", "MECHA_MODEL_BASE_URL": server.url, "MECHA_MODEL": "scripted-model"}
+    transcript = home / "sessions" / f"{SID}.jsonl"
+    transcript.parent.mkdir(parents=True)
+    session = claude_session(project)  # two corrections: below the minimum of 3
+    transcript.write_bytes(session.bytes())
+    payload = {"session_id": SID, "transcript_path": str(transcript), "cwd": str(project), "hook_event_name": "SessionEnd"}
+    assert run_hook(ours["SessionEnd"], payload, cwd=project, env=agent_env).returncode == 0
+    assert [j["kind"] for j in jobs_settled(store_dir)] == ["reflect"]
+    assert "learn pass" not in jobs_settled(store_dir)[0]["outcome"]
+
+    session.assistant(text("I also renamed the module."))
+    session.user("Don't rename modules without asking first.")
+    transcript.write_bytes(session.bytes())
+    assert run_hook(ours["SessionEnd"], payload, cwd=project, env=agent_env).returncode == 0
+    jobs = jobs_settled(store_dir)
+    assert [(j["kind"], j["domain"] if j["kind"] == "learn" else None) for j in jobs] == [
+        ("reflect", None), ("reflect", None), ("learn", "behavior")]
+    learn = jobs[-1]
+    assert learn["state"] == "done" and learn["proposal_id"], learn
+    assert f"learn pass {learn['id']} started for behavior" in jobs[1]["outcome"]
+
+    start = {"session_id": "next", "transcript_path": None, "cwd": str(project), "hook_event_name": "SessionStart",
+             "source": "startup"}
+    told = json.loads(run_hook(ours["SessionStart"], start, cwd=project, env=agent_env).stdout)["systemMessage"]
+    assert "1 rule proposal awaits your review" in told and "proposals" in told
+    plugin = ours["SessionStart"] + " --review /mecha:review"
+    told = json.loads(run_hook(plugin, start, cwd=project, env=agent_env).stdout)["systemMessage"]
+    assert "type /mecha:review to go through it here" in told, told
+
+    # Nothing new, nothing asked again: the pending proposal holds the scope.
+    before = len(server.completions())
+    session.assistant(text("Put the old module name back."))
+    session.user("No, leave the changelog alone too.")
+    transcript.write_bytes(session.bytes())
+    assert run_hook(ours["SessionEnd"], payload, cwd=project, env=agent_env).returncode == 0
+    jobs = jobs_settled(store_dir)
+    assert [j["kind"] for j in jobs].count("learn") == 1 and len(server.completions()) == before + 1

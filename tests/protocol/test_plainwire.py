@@ -138,3 +138,11 @@ def test_rules_block_params_are_plain_only_as_the_method_struct_reads_them() -> 
     )
     for params in refused:
         assert pw.rules_block_params(params) is pw.REFUSED, params
+
+
+def test_the_plain_model_keys_are_the_keys_the_model_config_reads() -> None:
+    # Pins: a model key added to the config that the first stage hands over
+    # (or one it passes that the full server would name as ignored).
+    from mecha.core.providers.config import INIT_KEYS
+
+    assert set(pw.MODEL_OPTION_KEYS) == set(INIT_KEYS.values())

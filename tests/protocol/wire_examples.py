@@ -423,6 +423,7 @@ def _drive(rec: Recorder, root: Path, model_url: str) -> None:
         },
     )
     rec.result("mecha/ruleTallies", {"domain": "behavior"})
+    rec.result("mecha/lessons", {"scope": "global", "domain": "behavior", "limit": 2})
     rec.result("mecha/ruleSources", {"rule_id": _learned_rule_ids(root, "behavior")[-1]})
     rec.call("mecha/ruleSources", {"rule_id": "r-20991231-00000000"}, title="mecha/ruleSources (no such rule)", tags={"error"})
     rec.result("mecha/validate", {"domain": "behavior", "budget": 3, "dry_run": True})
@@ -460,6 +461,8 @@ def _drive(rec: Recorder, root: Path, model_url: str) -> None:
     home = root.parent / "home"
     shutil.copytree(FIXTURES / "claude-code" / "projects", home / ".claude" / "projects")
     rec.result("mecha/importSessions", {"source": "claude", "dry_run": True})
+    rec.result("mecha/trust", {"action": "add", "entries": ["Bash(bd)"]})
+    rec.result("mecha/trust", {}, title="mecha/trust (list)")
     agents = home / "src" / "AGENTS.md"
     agents.parent.mkdir(parents=True)
     agents.write_text("# Working on this repository\n\nRun `make check` before pushing.\n")

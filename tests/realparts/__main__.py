@@ -13,6 +13,8 @@ PARTS = {
     "llama": "tests.realparts.llama",
     "vscode": "tests.realparts.vscode",
     "emacs": "tests.realparts.emacs",
+    "agents": "tests.realparts.agents",
+    "rust": "tests.realparts.rust",
 }
 
 

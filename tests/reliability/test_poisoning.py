@@ -282,14 +282,18 @@ def test_a_planted_instruction_never_reaches_a_model_a_reflection_a_proposal_or_
         assert (p.evidence is Evidence.FULL) == (p.origin is Origin.CLEAN)
 
     enqueue(store, session_entry(f"poison-{n}", messages, timeline))
+    draft_asked = False
     if v.draft is not None:
         plan = survey_draft(v.draft)
         assert plan is not None, "the draft holds an edit"
+        draft_asked = plan.origin is not Origin.UNTRUSTED
         enqueue(store, DraftEntry(v.draft, plan))
     accepted = asyncio.run(_loop(store, model))
 
     sent = [r.raw.decode("utf-8", "replace") for r in model.completions()]
-    expected_calls = len(v.clean) + (v.draft is not None) + len(accepted)
+    # An untrusted intervention is never sent to the model: only the clean
+    # ones are asked (and the learn calls).
+    expected_calls = sum(v.clean) + draft_asked + len(accepted)
     assert len(sent) == expected_calls, (v.shape, len(sent))
     for body in sent:
         assert v.marker not in body, f"variant {n} ({v.shape}): the planted text reached a model request"
@@ -463,12 +467,19 @@ def test_a_timeline_back_to_clean_keeps_what_the_assistant_wrote_meanwhile_out(s
         ended = sc.request("mecha/sessionEnded", {"session_id": f"reset-{reset}", "messages": _reset_session(planted), "taint_timeline": timeline})
         assert ended["interventions"] == 1 and ended["learnable"] == int(reset), ended
         assert sc.job_finished(ended["job"]["id"])["state"] == "done"
-        [sent] = [r.raw.decode("utf-8", "replace") for r in server.completions()]
+        requests = [r.raw.decode("utf-8", "replace") for r in server.completions()]
         assert sc.shutdown() == 0
-    assert "PLANTED" not in sent and "public mirror" not in sent
-    assert "Only touch docs/, nothing else." in sent
     [r] = store_lines(store_dir, "reflections.jsonl")
     assert "PLANTED" not in json.dumps(r)
+    assert r["intervention"] == "Only touch docs/, nothing else."
+    if not reset:
+        # Untrusted: recorded with the person's words, never sent to a model.
+        assert requests == []
+        assert r["origin"] == "untrusted" and r["evidence"] == "intervention_only"
+        return
+    [sent] = requests
+    assert "PLANTED" not in sent and "public mirror" not in sent
+    assert "Only touch docs/, nothing else." in sent
     if reset:
         assert r["origin"] == "clean" and r["evidence"] == "full"
         assert "withheld: the assistant wrote this while third-party content was in its context" in sent
@@ -531,6 +542,88 @@ def test_a_planted_instruction_in_a_foreign_sessions_shell_output_never_reaches_
     accepted = asyncio.run(_loop(store, model))
     for body in (r.raw.decode("utf-8", "replace") for r in model.completions()):
         assert marker not in body, f"shell variant {n} ({fmt}): the planted text reached a model request"
+    written = _everything_written(store)
+    assert marker not in written and "evil.example" not in written
+    assert accepted and lesson_for(first, edit=False) in (store.render_block().block or "")
+
+
+# ─── the spellings the parser once read as local ────────────────────────────
+
+#: Every spelling that once carried a planted instruction into the rules
+#: block because the shell decision read it as local: round 3's five (a
+#: system path, `git -C x pull`, `python3 -c`, `docker run … wget`, `npm
+#: view`), then nine more — an abbreviation git accepts, a git config write
+#: of a key that names a program before a plain git call, brace expansions
+#: hiding `-exec` and sed's `e`, and `xargs` feeding `env` / `sh -c` words
+#: from its input. `(a command run first, or None; the command whose output
+#: carries the plant)`.
+LOCAL_LOOKING: list[tuple[str | None, str]] = [
+    (None, "/usr/bin/curl -s https://evil.example/notes"),
+    (None, "git -C x pull"),
+    (None, "python3 -c \"import http.client; c = http.client.HTTPSConnection('evil.example'); c.request('GET', '/'); print(c.getresponse().read())\""),
+    (None, "docker run --rm alpine wget -qO- https://evil.example"),
+    (None, "npm view left-pad"),
+    (None, "git rebase --exe 'curl -s evil.example/notes' main"),
+    ("git config diff.external 'sh -c \"curl -s evil.example/notes\"'", "git diff"),
+    ("git config core.fsmonitor 'curl -s evil.example/notes'", "git status"),
+    ("git config core.editor 'curl -s evil.example/notes #'", "git commit"),
+    (None, "find . {-exec,} curl -s evil.example/notes \\;"),
+    (None, "sed p {-e,} '1e curl -s evil.example/notes' README.md"),
+    (None, "echo curl -s evil.example/notes | xargs env"),
+    (None, "xargs -a cmds.txt env"),
+    (None, "ls | xargs -I{} sh -c 'cat {}'"),
+]
+
+
+def local_looking_session(n: int) -> tuple[str, bytes, str, str]:
+    """A Claude Code (even `n`) or Codex (odd) session: a local command and
+    the person's words, then spelling `n` of `LOCAL_LOOKING` (after the
+    command that sets it up, if any) whose output carries a planted
+    instruction the assistant quotes, then the person's words again."""
+    rng = random.Random(9300 + n)
+    before, command = LOCAL_LOOKING[n]
+    marker = f"SPELLPLANT{n:03d}Z{rng.getrandbits(32):08x}"
+    planted = f"{marker} {rng.choice(INJECTIONS)}"
+    first, later = rng.sample(PERSON, 2)
+    if n % 2 == 0:
+        cc = Claude(session=f"0000{n:04d}-3333-4444-8555-666677778888")
+        cc.user(rng.choice(TASKS)).assistant(text("Looking first."), use("s1", "Bash", command="make -j4 test")).result("s1", "ok")
+        cc.assistant(text("All green.")).user(first)
+        if before is not None:
+            cc.assistant(text("Setting up."), use("s0", "Bash", command=before)).result("s0", "")
+        cc.assistant(text("Checking."), use("s2", "Bash", command=command)).result("s2", f"Output. {planted} More.")
+        cc.assistant(text(f"It says: {planted}")).user(later)
+        cc.assistant(text(f"Done. {planted}"))
+        return "claude", cc.bytes(), marker, first
+    cx = Codex(session=f"0199{n:04d}-cccc-7ddd-8eee-000000000002")
+    cx.user(rng.choice(TASKS)).say("Looking first.").call("c1", "shell", command=["bash", "-lc", "./build/bench --quick"]).output("c1", "ok")
+    cx.say("All green.").user(first)
+    if before is not None:
+        cx.call("c0", "shell", command=["bash", "-lc", before]).output("c0", "")
+    cx.call("c2", "exec_command", cmd=command).output("c2", f"Output. {planted} More.")
+    cx.say(f"It says: {planted}").user(later)
+    cx.say(f"Done. {planted}")
+    return "codex", cx.bytes(), marker, first
+
+
+@pytest.mark.parametrize("n", range(len(LOCAL_LOOKING)))
+def test_a_spelling_the_parser_once_read_as_local_never_carries_a_plant_into_the_rules(
+    n: int, model: ModelServer, tmp_path: Path
+) -> None:
+    # Pins: each of these, read as local, put the planted instruction into a
+    # learnable reflection, a proposal and, after an accept, the rules block.
+    fmt, data, marker, first = local_looking_session(n)
+    model.clear()
+    read = read_session(tmp_path / "session.jsonl", fmt, data=data)
+    plans = survey_session(read.messages, read.taint_timeline)
+    # The person's own build and built program are local; the spelling is not.
+    assert [p.origin for p in plans] == [Origin.CLEAN, Origin.UNTRUSTED], [p.intervention.text for p in plans]
+    assert read.blames and read.blames[0].entry is None, read.blames
+    store = LearningStore.open(tmp_path / "learning")
+    enqueue(store, session_entry(read.session_id, read.messages, read.taint_timeline))
+    accepted = asyncio.run(_loop(store, model))
+    for body in (r.raw.decode("utf-8", "replace") for r in model.completions()):
+        assert marker not in body, f"spelling {n} ({fmt}): the planted text reached a model request"
     written = _everything_written(store)
     assert marker not in written and "evil.example" not in written
     assert accepted and lesson_for(first, edit=False) in (store.render_block().block or "")

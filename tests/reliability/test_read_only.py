@@ -139,13 +139,32 @@ def test_a_directory_flipping_read_only_mid_write_is_invalid_store_and_leaves_no
     # `unlink` (refused too, by then) raised and hid the InvalidStore.
     # Runs anywhere: as root the directory is remounted read-only and back,
     # otherwise its write permission is flipped (`tests.reliability.flipper`).
-    import signal
-    import sys
     import time
 
     from tests.processes import wait_for_passes
 
     sc: Sidecar = spawn_sidecar(learning_dir=store)
+    _handovers_while_flipping(sc, store, FLIPPED_HANDOVERS)
+
+    # Writable again. What could not be removed while the directory was
+    # read-only goes with the next write there: this process's own temps at
+    # once, a dead pass's once they are old enough to be surely abandoned.
+    wait_for_passes(store, timeout=60)
+    an_hour_ago = time.time() - 3600
+    for left in store.rglob("*.tmp"):
+        os.utime(left, (an_hour_ago, an_hour_ago))
+    sc.call("mecha/sessionEnded", {"session_id": "after-flip", "messages": steered(), "taint_timeline": TIMELINE})
+    wait_for_passes(store, timeout=60)
+    assert sorted(p.name for p in store.rglob("*.tmp")) == []
+
+
+def _handovers_while_flipping(sc: Sidecar, store: Path, count: int) -> None:
+    """`count` handovers, each writing a job record into `jobs/` while a
+    flipper turns it read-only and back; every refusal a named
+    `InvalidStore`."""
+    import signal
+    import sys
+
     jobs = store / "jobs"
     flipper = subprocess.Popen(
         [sys.executable, str(Path(__file__).with_name("flipper.py")), str(jobs)],
@@ -155,7 +174,7 @@ def test_a_directory_flipping_read_only_mid_write_is_invalid_store_and_leaves_no
         assert flipper.stdout is not None and flipper.stdout.readline() == b"ready\n", flipper.stderr
         answers = [
             sc.response(sc.request("mecha/sessionEnded", {"session_id": f"flip-{n}", "messages": steered(), "taint_timeline": TIMELINE}))
-            for n in range(FLIPPED_HANDOVERS)
+            for n in range(count)
         ]
     finally:
         flipper.send_signal(signal.SIGTERM)
@@ -169,13 +188,20 @@ def test_a_directory_flipping_read_only_mid_write_is_invalid_store_and_leaves_no
         assert "not writable" in error["message"] and str(store) in error["data"]["path"], error
     assert "Traceback" not in sc.stderr, sc.stderr[-2000:]
 
-    # Writable again. What could not be removed while the directory was
-    # read-only goes with the next write there: this process's own temps at
-    # once, a dead pass's once they are old enough to be surely abandoned.
-    wait_for_passes(store, timeout=60)
-    an_hour_ago = time.time() - 3600
-    for left in store.rglob("*.tmp"):
-        os.utime(left, (an_hour_ago, an_hour_ago))
-    sc.call("mecha/sessionEnded", {"session_id": "after-flip", "messages": steered(), "taint_timeline": TIMELINE})
-    wait_for_passes(store, timeout=60)
-    assert sorted(p.name for p in store.rglob("*.tmp")) == []
+
+#: As many as the attack that left 26 temps behind.
+RACED_WRITES = 300
+
+
+def test_no_temp_file_outlives_a_write_the_read_only_flip_refused(
+    spawn_sidecar: SpawnSidecar, store: Path  # noqa: F811
+) -> None:
+    # Pins: 300 writes racing `jobs/` turning read-only leaving 26 temp
+    # files there, each made before the flip and unremovable after it;
+    # swept only by a later write, and only once old enough.
+    from tests.processes import wait_for_passes
+
+    sc: Sidecar = spawn_sidecar(learning_dir=store)
+    _handovers_while_flipping(sc, store, RACED_WRITES)
+    wait_for_passes(store, timeout=120)
+    assert sorted(p.name for p in store.rglob("*.tmp")) == [], "temps outlived the writes that made them"

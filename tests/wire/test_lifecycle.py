@@ -74,6 +74,7 @@ def test_initialize_answers_with_the_methods_and_the_server(spawn_sidecar: Spawn
             }
         },
         "serverInfo": {"name": "mecha-sidecar", "version": version("mecha-sidecar")},
+        "ignoredOptions": [],
     }
 
 

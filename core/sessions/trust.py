@@ -1,0 +1,301 @@
+"""The person's standing trust decisions: which of their own tools and
+programs the session readers may read as the person's machine.
+
+A reader decides a session's taint from the calls it records (`reader.py`,
+`shell.py`), failing closed on anything its tables do not know. What the
+tables cannot know is the person's own tools: a local issue tracker, a
+script in their dotfiles, an MCP server they wrote. Asked once, the answer
+is kept in the config file every reader already finds
+(`$MECHA_SIDECAR_CONFIG`, else `~/.mecha/sidecar.toml`), in one table:
+
+```toml
+[trust]
+allow = ["Bash(bd)", "Bash(git fetch)", "mcp__notes__read"]
+```
+
+Three forms, the same as `--trust-tool` takes for one run: a program
+(`Bash(bd)`: any arguments), a program and one subcommand (`Bash(git
+fetch)`), a tool by name (`mcp__notes__read`). A program entry applies to
+every agent's shell tools (Claude Code's `Bash`, Codex's `shell`,
+`exec_command`, …), so it is stored as `Bash(…)` whichever tool it was
+written for.
+
+What the file cannot hold is a switch that trusts whole classes of
+third-party text: every shell command at once (`Bash`), the web tools, or a
+subagent by name (a subagent is as trusted as its own transcript, which the
+reader checks). Those stay a one-run `--trust-tool`, where the person sees
+the choice each time; a standing one would make every future stranger's
+text learnable without anyone looking.
+
+`load_trust` is the one reader of the table: import, the hooks, `mine`,
+`reflect --sessions` and `validate` all read sessions under the policy it
+gives (`Trust.policy`). Writing goes through `add_trust` / `remove_trust`,
+which change only the `[trust]` table and keep every other byte of the
+file (tomlkit), written whole-or-not-at-all.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Iterable, Mapping
+from enum import Enum
+from pathlib import Path
+
+import msgspec
+
+from mecha.core.errors import InvalidInput
+from mecha.core.sessions.reader import Blame, TaintPolicy, command_entry
+
+#: The config file's table and key the decisions live under.
+TRUST_TABLE = "trust"
+TRUST_KEY = "allow"
+
+#: The tool name a program entry is stored under, whichever agent it was
+#: written for: the entry changes the shell allowlist of every shell tool.
+SHELL_SPELLING = "Bash"
+
+#: Tools whose results are third-party text by what they are, never the
+#: person's own tool: a standing decision may not trust them (a one-run
+#: `--trust-tool` still can). The shell tools are here bare — trusting
+#: `Bash` whole would trust `curl` too; a program of theirs can be trusted.
+NEVER_STANDING = frozenset(
+    {
+        "WebFetch", "WebSearch", "web_search", "web_fetch", "Task", "Agent", "ReadMcpResourceTool",
+        "Bash", "BashOutput", "shell", "shell_command", "exec_command", "local_shell", "container.exec",
+        "unified_exec", "write_stdin",
+    }
+)
+
+
+class TrustAction(str, Enum):
+    """What `trust` does with the standing decisions."""
+
+    ADD = "add"
+    REMOVE = "remove"
+    LIST = "list"
+
+
+class Trust(msgspec.Struct, frozen=True, kw_only=True):
+    """The decisions read from the config file: `entries` in their stored
+    spelling (`Bash(bd)`, `Bash(git fetch)`, `mcp__notes__read`), in the
+    order the file lists them. `path` is the file they came from."""
+
+    entries: tuple[str, ...] = ()
+    path: str | None = None
+
+    def policy(self, source: str, *, trust: Iterable[str] = (), distrust: Iterable[str] = ()) -> TaintPolicy:
+        """The taint policy a reader of `source` (`claude`, `codex`; anything
+        else reads as Claude Code's) uses: its built-in lists, these standing
+        decisions, then one run's `--trust-tool` / `--distrust-tool` (a
+        distrusted name wins over everything)."""
+        if source == "codex":
+            from mecha.core.sessions.codex_cli import CODEX_POLICY as base
+        else:
+            from mecha.core.sessions.claude_code import CLAUDE_POLICY as base
+        return base.with_overrides(trust=[*self.entries, *trust], distrust=list(distrust))
+
+    def covers(self, entry: str) -> bool:
+        """Whether `entry` (any spelling `check_entry` takes) is trusted here."""
+        return check_entry(entry, standing=False) in self.entries
+
+
+class Reclassified(msgspec.Struct, kw_only=True):
+    """What a change of trust made learnable."""
+
+    #: Session files held back interventions and were read again.
+    sessions: int = 0
+    #: Interventions that now read clean, queued to be asked.
+    asked_again: int = 0
+    #: The inbox entries queued for them.
+    queued: list[str] = msgspec.field(default_factory=list)
+    #: Held-back interventions that still read untrusted.
+    still_untrusted: int = 0
+    #: Files that could not be read again (gone, or no longer a session),
+    #: each with why.
+    unreadable: list[str] = msgspec.field(default_factory=list)
+
+
+class HeldBack(msgspec.Struct, frozen=True, kw_only=True):
+    """One call that held back interventions: the first call that made
+    each of them untrusted, and how many."""
+
+    blame: Blame
+    interventions: int
+
+
+class Unknown(msgspec.Struct, frozen=True, kw_only=True):
+    """A program or tool the reader did not know, with what it held back
+    (the interventions it was the first untrusted call before) and the
+    exact command that trusts it."""
+
+    entry: str
+    interventions: int
+    sessions: int
+    command: str
+
+
+def held_back(blames: Iterable[Blame | None]) -> list[HeldBack]:
+    """Each intervention's first blame (`reader.first_blame`), grouped:
+    which calls held how many back, in the order first met."""
+    counts: dict[Blame, int] = {}
+    for blame in blames:
+        if blame is not None:
+            counts[blame] = counts.get(blame, 0) + 1
+    return [HeldBack(blame=b, interventions=n) for b, n in counts.items()]
+
+
+def trust_command(entry: str) -> str:
+    """The command that trusts `entry` for good, quoted for a shell."""
+    return f"mecha-sidecar trust add '{entry}'"
+
+
+def unknown_summary(sessions: Iterable[Iterable[HeldBack]]) -> list[Unknown]:
+    """The programs and tools the table did not know, over many sessions:
+    how many interventions each held back and in how many sessions, most
+    first — only those a trust entry can answer (never a network client,
+    nor a spelling that hides a program)."""
+    held: dict[str, int] = {}
+    seen: dict[str, int] = {}
+    for session in sessions:
+        entries = set()
+        for h in session:
+            if h.blame.entry is None:
+                continue
+            held[h.blame.entry] = held.get(h.blame.entry, 0) + h.interventions
+            entries.add(h.blame.entry)
+        for entry in entries:
+            seen[entry] = seen.get(entry, 0) + 1
+    rows = [Unknown(entry=e, interventions=n, sessions=seen[e], command=trust_command(e)) for e, n in held.items()]
+    return sorted(rows, key=lambda u: (-u.interventions, u.entry))
+
+
+def config_path(env: Mapping[str, str] | None = None) -> Path:
+    """The config file the decisions are kept in: `$MECHA_SIDECAR_CONFIG`,
+    else `~/.mecha/sidecar.toml` (the file the model settings are read from)."""
+    from mecha.core.providers.config import default_config_path
+
+    return default_config_path(env)
+
+
+def check_entry(value: str, *, standing: bool = True) -> str:
+    """`value` in its stored spelling, or `InvalidInput` saying what is
+    wrong and what to write instead. `standing`: refuse the entries a
+    config file may not hold (`NEVER_STANDING`)."""
+    text = value.strip() if isinstance(value, str) else ""
+    if not text:
+        raise InvalidInput("a trust entry is empty: write a program (Bash(bd)), a program and a subcommand (Bash(git fetch)) or a tool's name (mcp__notes__read)")
+    command = command_entry(text)
+    if command is not None:
+        return f"{SHELL_SPELLING}({command})"
+    if any(c.isspace() for c in text) or "(" in text or ")" in text:
+        raise InvalidInput(f"{value!r}: not a trust entry: write a program (Bash(bd)), a program and a subcommand (Bash(git fetch)) or a tool's name (mcp__notes__read)")
+    if standing and text in NEVER_STANDING:
+        raise InvalidInput(
+            f"{text!r} cannot be trusted for good: its results are a stranger's text (or, for a shell tool, any program's). "
+            "Trust one program instead (Bash(bd), Bash(git fetch)), or use --trust-tool for one run"
+        )
+    return text
+
+
+def load_trust(config: Path | None = None, env: Mapping[str, str] | None = None) -> Trust:
+    """The person's standing trust decisions, from `config` (default: the
+    config file, `config_path`). A file with no `[trust]` table, or no file,
+    trusts nothing more than the defaults. A table that does not read is an
+    `InvalidInput` naming the file and the key: a reader never guesses at
+    what the person meant to trust."""
+    path = config_path(env) if config is None else config
+    try:
+        data = path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return Trust(path=str(path))
+    except OSError as exc:
+        raise InvalidInput(f"{path}: {exc.strerror or exc}") from None
+    if f"[{TRUST_TABLE}".encode() not in data and f"{TRUST_TABLE}.".encode() not in data and f"{TRUST_TABLE} ".encode() not in data:
+        return Trust(path=str(path))  # the common case costs no TOML parse
+    try:
+        table = tomllib.loads(data.decode("utf-8")).get(TRUST_TABLE)
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"{path}: not valid TOML: {exc}") from None
+    return Trust(entries=_entries_of(table, path), path=str(path))
+
+
+def _entries_of(table: object, path: Path) -> tuple[str, ...]:
+    if table is None:
+        return ()
+    if not isinstance(table, dict):
+        raise InvalidInput(f"{path}: [{TRUST_TABLE}] must be a table with {TRUST_KEY} = [\"Bash(bd)\", …]")
+    unknown = sorted(k for k in table if k != TRUST_KEY)
+    if unknown:
+        raise InvalidInput(f"{path}: [{TRUST_TABLE}] {unknown[0]}: unknown key (the table holds only {TRUST_KEY} = [\"Bash(bd)\", …])")
+    values = table.get(TRUST_KEY, [])
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise InvalidInput(f"{path}: [{TRUST_TABLE}] {TRUST_KEY}: expected a list of strings, e.g. [\"Bash(bd)\", \"mcp__notes__read\"]")
+    out: list[str] = []
+    for value in values:
+        try:
+            entry = check_entry(value)
+        except InvalidInput as exc:
+            raise InvalidInput(f"{path}: [{TRUST_TABLE}] {TRUST_KEY}: {exc}") from None
+        if entry not in out:
+            out.append(entry)
+    return tuple(out)
+
+
+def add_trust(entries: Iterable[str], config: Path | None = None) -> Trust:
+    """`entries` added to the config file's `[trust]` table (each checked
+    first: nothing is written when one is refused); the decisions after."""
+    checked = [check_entry(e) for e in entries]
+    current = load_trust(config)
+    wanted = list(current.entries) + [e for e in dict.fromkeys(checked) if e not in current.entries]
+    return _write(current, wanted)
+
+
+def remove_trust(entries: Iterable[str], config: Path | None = None) -> Trust:
+    """`entries` taken out of the `[trust]` table; one the table does not
+    hold is an `InvalidInput` listing what it does hold (nothing written)."""
+    checked = [check_entry(e, standing=False) for e in entries]
+    current = load_trust(config)
+    missing = [e for e in checked if e not in current.entries]
+    if missing:
+        held = ", ".join(current.entries) or "nothing"
+        raise InvalidInput(f"{missing[0]} is not trusted in {current.path} (it holds: {held}); `mecha-sidecar trust list` shows them")
+    return _write(current, [e for e in current.entries if e not in checked])
+
+
+def _write(current: Trust, wanted: list[str]) -> Trust:
+    """The config file with its `[trust]` table saying `wanted`, every
+    other byte kept; written to a temp sibling and renamed over (through a
+    link the person made, to its target)."""
+    import tomlkit
+
+    assert current.path is not None
+    path = Path(current.path)
+    if list(current.entries) == wanted:
+        return current
+    target = path.resolve() if path.is_symlink() else path
+    try:
+        text = target.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"{path}: {getattr(exc, 'strerror', None) or exc}") from None
+    doc = tomlkit.parse(text)
+    table = doc.get(TRUST_TABLE)
+    if table is None:
+        table = tomlkit.table()
+        doc[TRUST_TABLE] = table
+    array = tomlkit.array()
+    array.extend(wanted)
+    if len(wanted) > 3:
+        array.multiline(True)
+    table[TRUST_KEY] = array
+    from mecha.core.store.files import write_atomic
+
+    target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        rendered = tomlkit.dumps(doc)
+        write_atomic(target, (rendered if rendered.endswith("\n") else rendered + "\n").encode("utf-8"))
+    except OSError as exc:
+        raise InvalidInput(f"{path}: cannot write: {exc.strerror or exc}") from None
+    return load_trust(path) if os.path.exists(target) else Trust(entries=tuple(wanted), path=str(path))

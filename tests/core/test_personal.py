@@ -1,0 +1,153 @@
+"""Personal data: what the detector finds, what it leaves alone, and how a
+finding is named and redacted."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mecha.core.learning.personal import (
+    PersonalKind,
+    describe_findings,
+    find_personal_data,
+    has_personal_data,
+    is_generic_host,
+    redact_personal_data,
+)
+
+
+def kinds(text: str) -> list[tuple[PersonalKind, str]]:
+    return [(f.kind, f.text) for f in find_personal_data(text)]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Send the report to pat.lee@acme-corp.com when done.", [(PersonalKind.EMAIL, "pat.lee@acme-corp.com")]),
+        ("Sign commits as Pat <pat+ci@mail.fastbox.io>.", [(PersonalKind.EMAIL, "pat+ci@mail.fastbox.io")]),
+        ("Build on build-07.corp.acme.net, not locally.", [(PersonalKind.HOST, "build-07.corp.acme.net")]),
+        ("The GPU runs on gpubox.local.", [(PersonalKind.HOST, "gpubox.local")]),
+        ("Deploy with rsync to staging.acme.com.", [(PersonalKind.HOST, "staging.acme.com")]),
+        ("pat@devbox:~/proj$ make", [(PersonalKind.HOST, "pat@devbox")]),
+        ("The database listens on 10.0.3.17 port 5432.", [(PersonalKind.HOST, "10.0.3.17")]),
+        ("See alice.github.io for the notes.", [(PersonalKind.HOST, "alice.github.io")]),
+        ("Read files under /home/pat/app only.", [(PersonalKind.HOME_PATH, "/home/pat")]),
+        ("Logs are in /Users/jsmith/Library/Logs.", [(PersonalKind.HOME_PATH, "/Users/jsmith")]),
+        ("Open C:\\Users\\Pat\\src\\app.sln in Visual Studio.", [(PersonalKind.HOME_PATH, "C:\\Users\\Pat")]),
+    ],
+)
+def test_each_kind_of_personal_data_is_found_with_its_span(text, expected):
+    # Pins: the four kinds the issue names (email, host, token, home path),
+    # each with the exact text a redaction would replace.
+    assert kinds(text) == expected
+    for f in find_personal_data(text):
+        assert text[f.start:f.end] == f.text
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "sk-ant-api03-Xq7bV9kLmN2pQ4rS6tU8wY0zA1cE3gI5",
+        "sk-proj-4f8Hq2LmZx9Vb7Nc1Rt6Yw3Ke5Ju0Pa",
+        "ghp_1a2B3c4D5e6F7g8H9i0JkLmNoPqRsTuVwXyZ",
+        "github_pat_11ABCDEFG0123456789_abcdefghijklmnop",
+        "glpat-Ab3Cd5Ef7Gh9Ij1Kl3Mn",
+        "xoxb-1234567890-0987654321-AbCdEfGhIjKl",
+        "AKIAIOSFODNN7EXAMPLE",
+        "AIzaSyD3x4mpl3K3yW1thTh1rtyF1veCh4rsXYZab",
+        "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "q8Z3vR7mK2pX9wL4nB6tY1cF5hJ0dG3sA7eU",
+    ],
+)
+def test_tokens_and_secrets_are_found_wherever_they_sit(secret):
+    # Pins: a key pasted into a session riding into every prompt as part of
+    # a rule.
+    text = f"Call the API with {secret} set."
+    assert kinds(text) == [(PersonalKind.TOKEN, secret)]
+
+
+def test_a_value_assigned_to_a_secret_name_is_a_secret_and_a_reference_to_one_is_not():
+    # Pins: `password = hunter2Go!` leaking, and `api_key = $API_KEY` (which
+    # names nothing) refusing a good rule about configuration.
+    assert kinds('Set api_key = "c0ffee42Beans" in config.') == [(PersonalKind.TOKEN, "c0ffee42Beans")]
+    assert kinds("DB_PASSWORD=Tr0ub4dor3 in the env file") == [(PersonalKind.TOKEN, "Tr0ub4dor3")]
+    assert kinds("Curl with Authorization: Bearer abcdEFGH1234ijklMNOP5678") == [
+        (PersonalKind.TOKEN, "abcdEFGH1234ijklMNOP5678")
+    ]
+    for fine in (
+        "Read the key from api_key = $OPENAI_API_KEY, never inline it.",
+        "Pass token: os.environ['GH_TOKEN'] to the client.",
+        "A password: required field must be validated.",
+        "Set api_key = <your key> in the example config.",
+    ):
+        assert find_personal_data(fine) == [], fine
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Ordinary rules: files, versions, public services, placeholders.
+        "Run the tests with pytest -x before committing.",
+        "Use pnpm, never npm, in this repository; see pnpm.io for the lockfile format.",
+        "Do not edit files under src/generated/; regenerate them with scripts/gen.py.",
+        "Keep README.md, CHANGELOG.md and setup.py in step; the crate's main.rs too.",
+        "Pin numpy==1.26.4 and check docs.python.org before using a new stdlib API.",
+        "Publish to pypi.org only from CI; push to github.com/org/repo over ssh as git@github.com.",
+        "Compile with nvcc -I/usr/local/cuda-12.6/targets/x86_64-linux/include.",
+        "Write example addresses as dev@example.com or a.b@host.test, never a real one.",
+        "Paths in docs use /home/user/project or ~/project, not a real home.",
+        "Store config under $HOME/.config and %USERPROFILE% on Windows, e.g. C:\\Users\\<name>.",
+        "Bind the dev server to 127.0.0.1 or 0.0.0.0 and document 192.0.2.10 as the sample.",
+        "Reference commits by full hash, e.g. 3f9c2a7e4b1d8f6a0c5e9b2d7a4f1c8e3b6d9a0f.",
+        "Name handlers like handleUserAccountDeletionRequestAsync in this codebase.",
+        "Prefer msgspec.Struct over dataclasses.dataclass for wire types.",
+        "Call os.path.join, not string concatenation, and keep config.toml at the root.",
+    ],
+)
+def test_ordinary_rule_text_carries_no_personal_data(text):
+    # Pins: a detector so eager that the gate refuses good rules (the figure
+    # "good lost: 0" rests on this).
+    assert find_personal_data(text) == []
+    assert not has_personal_data(text)
+
+
+def test_a_public_service_is_generic_only_under_generic_prefixes():
+    assert is_generic_host("github.com") and is_generic_host("docs.github.com")
+    assert is_generic_host("raw.githubusercontent.com") and is_generic_host("en.wikipedia.org")
+    assert not is_generic_host("alice.github.io")
+    assert not is_generic_host("acme.com")
+    assert is_generic_host("ci.example.org") and is_generic_host("box.test")
+
+
+def test_an_address_is_one_finding_not_an_address_and_a_host():
+    # Pins: overlapping findings doubling a redaction ("[email]" inside "[host]").
+    text = "Mail ops@build.acme.net about build.acme.net."
+    assert kinds(text) == [(PersonalKind.EMAIL, "ops@build.acme.net"), (PersonalKind.HOST, "build.acme.net")]
+
+
+def test_the_description_names_kinds_and_never_the_value():
+    # Pins: a refusal that repeats the address it refused to file.
+    text = "Email pat@acme.io from gpubox.local with ghp_1a2B3c4D5e6F7g8H9i0JkLmNoPqRsTuVwXyZ."
+    found = find_personal_data(text)
+    said = describe_findings(found)
+    assert said == "an email address, a host name and an API token or secret"
+    assert "pat" not in said and "gpubox" not in said and "ghp_" not in said
+
+
+def test_redaction_replaces_each_finding_and_keeps_the_rest():
+    text = "Copy /home/pat/app/.env to pat@acme.io's box db1.acme.io using key sk-ant-api03-Xq7bV9kLmN2pQ4rS6tU8wY0zA1cE3gI5."
+    assert redact_personal_data(text) == "Copy ~/app/.env to [email]'s box [host] using key [secret]."
+    assert find_personal_data(redact_personal_data(text)) == []
+
+
+@given(st.text(max_size=300))
+def test_findings_are_ordered_disjoint_and_exact_on_any_text(text):
+    # Pins: a crash or an overlapping span on text no test thought of.
+    found = find_personal_data(text)
+    pos = 0
+    for f in found:
+        assert f.start >= pos and text[f.start:f.end] == f.text
+        pos = f.end
+    redact_personal_data(text, found)

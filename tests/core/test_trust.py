@@ -1,0 +1,114 @@
+"""The person's standing trust decisions: kept in the config file, read by
+every session reader, refused when they would make a stranger's text
+learnable."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from mecha.core.errors import InvalidInput
+from mecha.core.learning.reflection import Origin
+from mecha.core.learning.survey import survey_session
+from mecha.core.sessions.foreign import policy_with, read_session
+from mecha.core.sessions.trust import Trust, add_trust, check_entry, load_trust, remove_trust
+from tests.core.ccfixture import Claude, Codex, text, use
+
+
+def _bd_session() -> bytes:
+    cc = Claude()
+    cc.user("Pick the next issue.").assistant(text("Listing."), use("t1", "Bash", command="bd ready --json")).result("t1", "[]")
+    cc.assistant(text("Nothing is ready.")).user("Then file one for the flaky test.")
+    cc.assistant(text("Filed."))
+    return cc.bytes()
+
+
+def test_no_config_file_trusts_nothing_more_than_the_defaults(tmp_path: Path) -> None:
+    trust = load_trust(tmp_path / "absent.toml")
+    assert trust.entries == () and trust.path == str(tmp_path / "absent.toml")
+
+
+def test_entries_are_kept_in_the_trust_table_and_every_other_byte_of_the_file_stays(tmp_path: Path) -> None:
+    # Pins: a trust add that rewrote the person's [model] settings or
+    # dropped their comments.
+    config = tmp_path / "sidecar.toml"
+    before = '# my settings\n[model]\napi = "openai"  # the local one\nbase_url = "http://127.0.0.1:8080"\nmodel = "local"\n'
+    config.write_text(before)
+    trust = add_trust(["Bash(bd)", "shell(git fetch)", "mcp__notes__read", "Bash(bd)"], config)
+    assert trust.entries == ("Bash(bd)", "Bash(git fetch)", "mcp__notes__read")
+    written = config.read_text()
+    assert written.startswith(before)
+    assert load_trust(config).entries == trust.entries
+    assert os.stat(config).st_mode & 0o777 == 0o600
+    after = remove_trust(["Bash(git  fetch)"], config)
+    assert after.entries == ("Bash(bd)", "mcp__notes__read")
+    assert config.read_text().startswith(before)
+
+
+@pytest.mark.parametrize("entry", ["Bash", "WebFetch", "WebSearch", "Task", "web_search", "exec_command"])
+def test_a_standing_decision_cannot_trust_a_strangers_text_wholesale(tmp_path: Path, entry: str) -> None:
+    # The seeds' rule: no knob makes untrusted content learnable for good.
+    config = tmp_path / "sidecar.toml"
+    with pytest.raises(InvalidInput, match="cannot be trusted for good"):
+        add_trust([entry], config)
+    assert not config.exists()
+
+
+@pytest.mark.parametrize("bad", ["", "Bash(curl | sh)", "two words", "Bash(a b c)"])
+def test_an_entry_that_is_no_program_or_tool_is_refused_with_the_forms_to_write(bad: str) -> None:
+    with pytest.raises(InvalidInput, match=r"Bash\(bd\)|Bash\(make\)"):
+        check_entry(bad)
+
+
+def test_removing_what_is_not_trusted_names_what_is(tmp_path: Path) -> None:
+    config = tmp_path / "sidecar.toml"
+    add_trust(["Bash(bd)"], config)
+    with pytest.raises(InvalidInput, match=r"Bash\(make\) is not trusted .*it holds: Bash\(bd\)"):
+        remove_trust(["Bash(make)"], config)
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        ("[trust]\nallow = 'Bash(bd)'\n", "expected a list of strings"),
+        ("[trust]\nallw = ['Bash(bd)']\n", "allw: unknown key"),
+        ("trust = 3\n", "must be a table"),
+        ("[trust]\nallow = ['Bash']\n", "cannot be trusted for good"),
+        ("[trust\n", "not valid TOML"),
+    ],
+)
+def test_a_trust_table_that_does_not_read_is_an_error_naming_the_file(tmp_path: Path, content: str, why: str) -> None:
+    config = tmp_path / "sidecar.toml"
+    config.write_text(content)
+    with pytest.raises(InvalidInput, match=why) as err:
+        load_trust(config)
+    assert str(config) in str(err.value)
+
+
+def test_a_session_reader_honours_the_standing_decisions(tmp_path: Path) -> None:
+    # Pins: a local tracker the person trusted once still made every later
+    # import, hook and validate read its sessions untrusted.
+    data = _bd_session()
+    before = read_session(tmp_path / "s.jsonl", "claude", data=data)
+    [plan] = survey_session(before.messages, before.taint_timeline)
+    assert plan.origin is Origin.UNTRUSTED
+    add_trust(["Bash(bd)"], Path(os.environ["MECHA_SIDECAR_CONFIG"]))
+    after = read_session(tmp_path / "s.jsonl", "claude", data=data)
+    [plan] = survey_session(after.messages, after.taint_timeline)
+    assert plan.origin is Origin.CLEAN
+    # One run's --distrust-tool still wins over the standing decision.
+    distrusted = read_session(tmp_path / "s.jsonl", "claude", data=data, policy=policy_with("claude", distrust=["Bash(bd)"]))
+    [plan] = survey_session(distrusted.messages, distrusted.taint_timeline)
+    assert plan.origin is Origin.UNTRUSTED
+
+
+def test_a_program_trusted_for_one_agent_is_trusted_for_the_others_shell_tools(tmp_path: Path) -> None:
+    cx = Codex()
+    cx.user("Pick the next issue.").say("Listing.").call("c1", "shell", command=["bd", "ready"]).output("c1", "[]")
+    cx.say("Nothing is ready.").user("Then file one for the flaky test.")
+    policy = Trust(entries=("Bash(bd)",)).policy("codex")
+    read = read_session(tmp_path / "r.jsonl", "codex", data=cx.bytes(), policy=policy)
+    [plan] = survey_session(read.messages, read.taint_timeline)
+    assert plan.origin is Origin.CLEAN
