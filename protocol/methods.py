@@ -21,7 +21,7 @@ import msgspec
 from mecha.core.gate.candidate import ChangeClass, Judgement, Pair, Prediction
 from mecha.core.gate.run import RunStats
 from mecha.core.learning.sources import RuleChange, RuleSources
-from mecha.core.sessions.mining import Intervention
+from mecha.core.sessions.mining import Intervention, Trigger
 from mecha.core.sessions.outbox import OutboxItem
 from mecha.core.sessions.transcript import Message, TaintCheckpoint
 from mecha.core.sessions.trust import HeldBack, Reclassified, TrustAction, Unknown, Withheld
@@ -469,6 +469,21 @@ class ProposeRetirementParams(msgspec.Struct):
     reason: str
 
 
+class LessonsParams(msgspec.Struct):
+    domain: str | None = None
+    #: `global`, or an absolute directory (its project's lessons). Absent:
+    #: every scope.
+    scope: str | None = None
+    trigger: Trigger | None = None
+    #: A reflection's `Origin`, spelled inline (its Enum lives with the
+    #: reflector, which the harness's cold path never imports).
+    origin: Literal["clean", "untrusted", "derived"] | None = None
+    #: Only lessons no resolved proposal has consumed yet.
+    pending: bool = False
+    #: At most this many, newest first (the counts cover every match).
+    limit: int | None = None
+
+
 class RuleTalliesParams(msgspec.Struct):
     domain: str | None = None
 
@@ -659,6 +674,8 @@ METHODS: dict[str, Method] = {
            "A pending proposal that retires one learned rule."),
         _m("mecha/recordValidation", ValidationRecord, Empty, "Append one probe's measurement to the ledger."),
         _m("mecha/ruleTallies", RuleTalliesParams, RuleTalliesResult, "Per-rule tallies folded from the ledger."),
+        _m("mecha/lessons", LessonsParams, "LessonsResult",
+           "The stored lessons, newest first, by scope, trigger and origin, each with why it is not learnable."),
         _m("mecha/ruleSources", RuleSourcesParams, RuleSources,
            "Why one rule exists: the reflections it rests on, their interventions and sessions, and its measured record."),
         _m("mecha/validate", ValidateParams, ValidateResult,

@@ -622,6 +622,31 @@ def rule_tallies(ctx: Context, p: m.RuleTalliesParams, cancel: Cancel) -> m.Rule
     )
 
 
+@handles("mecha/lessons")
+def lessons(ctx: Context, p: m.LessonsParams, cancel: Cancel) -> Any:
+    """The stored lessons a person can read before any proposal
+    (`lessons.list_lessons`); reads only, and nothing when there is no
+    store yet."""
+    from mecha.core.learning.lessons import ALL, LessonCounts, LessonsResult, list_lessons
+    from mecha.core.learning.reflection import Origin
+    from mecha.core.learning.scope import resolve_project
+    from mecha.core.store.layout import GLOBAL_SCOPE
+
+    if p.domain is not None:
+        validate_domain(p.domain)
+    if p.limit is not None and p.limit < 1:
+        raise InvalidInput("limit: must be at least 1")
+    scope = ALL if p.scope is None else GLOBAL_SCOPE if p.scope == GLOBAL_SCOPE else resolve_project(p.scope, "scope")
+    store = ctx.existing_store()
+    if store is None:
+        return LessonsResult(lessons=[], counts=LessonCounts())
+    origin = None if p.origin is None else Origin(p.origin)
+    found, counts = list_lessons(
+        store.reflexions(), domain=p.domain, scope=scope, trigger=p.trigger, origin=origin, pending=p.pending
+    )
+    return LessonsResult(lessons=found[: p.limit] if p.limit is not None else found, counts=counts)
+
+
 @handles("mecha/validate")
 def validate(ctx: Context, p: m.ValidateParams, cancel: Cancel) -> m.ValidateResult:
     """The plan (which reflections, how many calls), and unless it is a dry
