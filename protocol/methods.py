@@ -427,6 +427,15 @@ class AcceptProposalParams(msgspec.Struct):
     reason: str | None = None
 
 
+class AcceptOptions(msgspec.Struct):
+    """`mecha.acceptProposal`'s optional second argument: what an editor's
+    "leave out change N" action sends (`AcceptProposalParams`' fields of
+    the same names)."""
+
+    without: list[int] = msgspec.field(default_factory=list)
+    reason: str | None = None
+
+
 class AcceptProposalResult(msgspec.Struct):
     proposal: Proposal
     #: Every configured export target, in the order configured; empty when

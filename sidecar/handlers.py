@@ -244,7 +244,10 @@ def session_ended(
     and is not mined yet, queue what the survey found (the pass reflects on
     exactly that) and start a reflect pass. `start_pass=False` (the CLI handing over a folder
     of sessions, which starts one pass after the last) only queues."""
+    import msgspec
+
     from mecha.core.identity import validate_record_id
+    from mecha.core.learning.holdout import in_holdout, keep_transcript
     from mecha.core.learning.reflection import Origin
     from mecha.core.learning.scope import resolve_project
     from mecha.core.store.inbox import HandOver, count_waiting, hand_over, session_entry
@@ -265,6 +268,10 @@ def session_ended(
         # that has interventions of its own.
         job = start_job(ctx, "reflect") if start_pass and count_waiting(store) else None
         return m.SessionEndedResult(interventions=0, learnable=0, already_mined=False, job=job)
+    if learnable and in_holdout(p.session_id) and p.session_id not in store.mined_sessions():
+        # Kept so `validate` can replay it (`core.learning.holdout`).
+        kept = keep_transcript(store.root, p.session_id, p.messages, p.taint_timeline, interactive=p.interactive)
+        entry = msgspec.structs.replace(entry, file=str(kept))
     done, job = hand_over(store, entry, (lambda: start_job(ctx, "reflect", session_id=p.session_id)) if start_pass else None)
     return m.SessionEndedResult(
         interventions=len(plans),
