@@ -24,6 +24,7 @@ from mecha.core.learning.sources import RuleChange, RuleSources
 from mecha.core.sessions.mining import Intervention
 from mecha.core.sessions.outbox import OutboxItem
 from mecha.core.sessions.transcript import Message, TaintCheckpoint
+from mecha.core.sessions.trust import HeldBack, Reclassified, TrustAction, Unknown
 from mecha.core.store.jobs import Job
 from mecha.core.store.learning_store import Proposal, ProposalStatus, SetAside
 from mecha.core.store.ledger import ProposalVerdict, RuleTally, ValidationPlan, ValidationRecord
@@ -227,6 +228,10 @@ class ImportedSession(msgspec.Struct):
     held: int
     #: Lines of the file skipped as not records of its format.
     skipped_lines: int
+    #: For its new untrusted interventions: the first call that made each
+    #: so (tool, program, command, file line, why, the entry that would
+    #: trust it), with how many it held back.
+    held_back: list[HeldBack] = msgspec.field(default_factory=list)
 
 
 class ImportSessionsResult(msgspec.Struct):
@@ -249,6 +254,31 @@ class ImportSessionsResult(msgspec.Struct):
     warnings: list[str]
     #: The reflect pass started over the inbox (`null`: nothing waits, or a
     #: dry run).
+    job: Job | None = None
+    #: The programs and tools the reader did not know, most held back
+    #: first: how many interventions and sessions each held back, and the
+    #: command that trusts it.
+    unknown: list[Unknown] = msgspec.field(default_factory=list)
+
+
+class TrustParams(msgspec.Struct):
+    #: `add` / `remove` change the config file's `[trust]` table; `list`
+    #: reads it.
+    action: TrustAction = TrustAction.LIST
+    #: `Bash(bd)` (a program), `Bash(git fetch)` (a program and a
+    #: subcommand), `mcp__notes__read` (a tool by name).
+    entries: list[str] = msgspec.field(default_factory=list)
+
+
+class TrustResult(msgspec.Struct):
+    #: The config file the decisions are kept in.
+    path: str
+    #: The standing decisions after the change, as the file holds them.
+    entries: list[str]
+    #: After an `add`: the interventions held back as untrusted that now
+    #: read clean, queued to be asked (`null` for `remove` and `list`).
+    reclassified: Reclassified | None = None
+    #: The reflect pass started over them (`null`: nothing to ask).
     job: Job | None = None
 
 
@@ -384,6 +414,12 @@ class AcceptProposalParams(msgspec.Struct):
     #: Accept a project's proposal into the global rules: the rules it adds
     #: go to the global file (the proposal records `accepted_as_global`).
     as_global: bool = False
+    #: Changes to leave out, by their `number` (`mecha/proposal`'s
+    #: `changes`, `proposals show`): the rest is accepted, and the lessons
+    #: only the left-out changes rest on are marked rejected.
+    without: list[int] = msgspec.field(default_factory=list)
+    #: Why they were left out: kept with the rejected lessons.
+    reason: str | None = None
 
 
 class AcceptProposalResult(msgspec.Struct):
@@ -416,6 +452,10 @@ class RuleSourcesParams(msgspec.Struct):
 class RejectProposalParams(msgspec.Struct):
     id: str
     reason: str | None = None
+    #: Changes whose lessons the person says are wrong, by their `number`:
+    #: those lessons are marked rejected; every other lesson of the
+    #: proposal goes back to the pool.
+    wrong: list[int] = msgspec.field(default_factory=list)
 
 
 class ProposeRetirementParams(msgspec.Struct):
@@ -596,6 +636,8 @@ METHODS: dict[str, Method] = {
         _m("mecha/inboxDrop", IdParams, InboxDropResult, "Delete a set-aside entry for good."),
         _m("mecha/importSessions", ImportSessionsParams, ImportSessionsResult,
            "Queue the new interventions in Claude Code or Codex CLI sessions and start a reflect pass."),
+        _m("mecha/trust", TrustParams, TrustResult,
+           "List, add or remove the person's standing trust decisions; an add asks again what now reads clean."),
         _m("mecha/hookStatus", HookStatusParams, HookStatusResult,
            "Which of mecha's hooks each agent's settings file holds, and what the hooks last did."),
         _m("mecha/installHooks", InstallHooksParams, InstallHooksResult,

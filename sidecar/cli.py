@@ -35,7 +35,7 @@ verbs:
                       queue the new interventions in Claude Code / Codex CLI sessions, start a reflect pass
   export claude|agents [FILE] [--project DIR]
                       write each scope's rules into CLAUDE.md / AGENTS.md (a managed section)
-  proposals [list|show ID|accept ID [--global]|reject ID]
+  proposals [list|show ID|accept ID [--global] [--without N…]|reject ID [--wrong N…]]
   learn DOMAIN        start a consolidation pass per scope (proposes, never applies)
   reflect --sessions DIR
                       reflect every transcript file in DIR
@@ -46,6 +46,9 @@ verbs:
   jobs                recent background passes
   inbox [list|retry ID|drop ID]
                       what waits for reflection, and what a pass set aside
+  trust [list | add ENTRY... | remove ENTRY...]
+                      the programs and tools you trust as your own machine (Bash(bd), Bash(git fetch),
+                      mcp__notes__read), kept in the config file; an add asks again what now reads clean
   tallies             per-rule validation tallies
   why RULE_ID         why a rule exists: the corrections it was learned from, and how it measured
   hooks install|uninstall claude|codex [--scope user|project]
@@ -143,6 +146,12 @@ def _learning_verbs(sub: _WithParents) -> None:
     s.add_argument("--reason")
     s.add_argument("--global", dest="as_global", action="store_true",
                    help="accept: send a project's proposal's new rules to the global rules, for every repository")
+    s.add_argument("--without", metavar="N", type=int, nargs="+", default=[],
+                   help="accept: leave out these changes, numbered as `proposals show` lists them; "
+                   "their lessons are marked rejected (with --reason)")
+    s.add_argument("--wrong", metavar="N", type=int, nargs="+", default=[],
+                   help="reject: these changes rest on wrong lessons, which are marked rejected; "
+                   "the proposal's other lessons go back to the pool")
 
     s = sub.add_parser("learn", help="start a consolidation pass for a domain")
     s.add_argument("domain")
@@ -197,6 +206,11 @@ def _store_verbs(sub: _WithParents) -> None:
     s.add_argument("--scope", choices=["user", "project"],
                    help="user: ~/.claude or ~/.codex (the default); project: the .claude or .codex folder of "
                    "the project this runs in (its git root)")
+
+    s = sub.add_parser("trust", help="the tools and programs you trust as your own machine, kept in the config file")
+    s.add_argument("action", nargs="?", default="list", choices=["list", "add", "remove"])
+    s.add_argument("entries", nargs="*", metavar="ENTRY",
+                   help="Bash(bd): a program; Bash(git fetch): a program and a subcommand; mcp__notes__read: a tool")
 
     sub.add_parser("jobs", help="recent background passes")
     s = sub.add_parser("inbox", help="what waits for reflection; retry or drop what a pass set aside")
@@ -370,6 +384,7 @@ def _run_verb(verb: str, args: argparse.Namespace) -> int:
     # The verbs that are one call and its result, as a person reads it.
     plain: dict[str, tuple[str, dict[str, Any], Callable[[Any], str]]] = {
         "jobs": ("mecha/jobs", {}, humane.jobs),
+        "trust": ("mecha/trust", {"action": getattr(args, "action", "list"), "entries": getattr(args, "entries", [])}, humane.trust),
         "tallies": ("mecha/ruleTallies", {"domain": getattr(args, "domain", None)}, humane.tallies),
         "why": ("mecha/ruleSources", {"rule_id": getattr(args, "rule_id", None)}, humane.rule_sources),
         "doctor": ("mecha/doctor", {}, humane.doctor),
@@ -467,14 +482,15 @@ def _proposals(ctx: Any, args: argparse.Namespace) -> int:
         _emit(args, result, humane.proposal_with_diff)
         return 0
     if args.action == "accept":
-        result = call(ctx, "mecha/acceptProposal", {"id": args.id, "as_global": args.as_global})
+        params = {"id": args.id, "as_global": args.as_global, "without": args.without, "reason": args.reason}
+        result = call(ctx, "mecha/acceptProposal", params)
         _emit(args, result, humane.accepted)
         for export in result.get("exports", []):
             if export.get("error"):
                 print(f"mecha-sidecar: warning: the accept stands, but the export failed: {export['error']}", file=sys.stderr)
         return 0
-    result = call(ctx, "mecha/rejectProposal", {"id": args.id, "reason": args.reason})
-    _emit(args, result, lambda r: "rejected " + humane.proposal_line(r["proposal"]))
+    result = call(ctx, "mecha/rejectProposal", {"id": args.id, "reason": args.reason, "wrong": args.wrong})
+    _emit(args, result, humane.rejected)
     return 0
 
 
@@ -517,6 +533,11 @@ def _mine(ctx: Any, args: argparse.Namespace) -> int:
         print(f"mecha-sidecar: warning: {warning}", file=sys.stderr)
     if session.skipped_lines:
         print(f"mecha-sidecar: {path}: {session.skipped_lines} line(s) skipped as not records of its format; the rest was read", file=sys.stderr)
+    for blame in session.blames:
+        # What made the session untrusted from there on: what the person's
+        # later words there are held back by.
+        trust = f" (to trust it: mecha-sidecar trust add '{blame.entry}')" if blame.entry else ""
+        print(f"mecha-sidecar: {path}: untrusted from {blame.describe()}{trust}", file=sys.stderr)
     ctx = _mining_context(ctx, args, *((fmt,) if fmt in ("claude", "codex") else ()))
     result = call(ctx, "mecha/extractInterventions", {"messages": msgspec.to_builtins(session.messages)})
     _emit(args, result, humane.interventions)

@@ -13,7 +13,9 @@ writes whenever it reads a rules block afresh, keyed by the server's own code
 from a file (or a version) that changed.
 
 Everything else is the full server's, and the first stage hands over at the
-first message it does not serve itself, without losing or reordering one:
+first message it does not serve itself — or, once it has served the rules
+block, when the input stays quiet for `IDLE_HANDOVER_S`: the run's model is
+thinking, and the requests after it are the full server's — without losing or reordering one:
 the bytes it read and did not serve, whether it answered `initialize` (the
 full server runs that `initialize` again, without replying, to have the same
 context) and whether it was told `shutdown` (`RpcServer.resume`). It hands
@@ -51,6 +53,17 @@ from ._version import code_identity
 #: that writes a header and its body separately a hand-over.
 MID_FRAME_WAIT_S = 0.05
 
+#: How long the input may stay quiet after the rules block was served
+#: before the full server is started anyway. A harness asks for the block
+#: just before its run's first model call, which takes hundreds of
+#: milliseconds at the least; the run's next requests (`liveAffect`, the
+#: interventions) are the full server's, and were answered only after its
+#: imports (130 ms on a busy machine) when the hand-over waited for them.
+#: Started in that quiet time instead, it is up before they come. Requests
+#: sent back to back (a run that only wanted its block, then `shutdown`)
+#: arrive well inside this, and the first stage serves them alone.
+IDLE_HANDOVER_S = 0.05
+
 _CHUNK = 1 << 16
 
 #: What `_serve` decided about a message.
@@ -79,6 +92,10 @@ class FirstStage:
         self.fingerprint: list[list[object]] | None = None
         #: `(domain, project root)` → answer.
         self.answers: dict[tuple[str | None, str | None], bytes] = {}
+        #: Whether a rules block was answered here (the run's model is next).
+        self.block_served = False
+        #: Whether the hand-over is for quiet input after the block.
+        self.went_quiet = False
 
     def pending(self) -> bytes:
         """What was read and not served: the full server's input starts here."""
@@ -92,7 +109,11 @@ class FirstStage:
         """The exit code if the conversation ended here; `None` to hand over."""
         while True:
             if self.pos == len(self.buf):
-                if not self._fill(None):
+                quiet_ends = IDLE_HANDOVER_S if self.block_served and self.lifecycle.live else None
+                if not self._fill(quiet_ends):
+                    if not self.eof:
+                        self.went_quiet = True
+                        return None  # quiet after the block: start the full server now
                     return self.exit_code()  # the input ended between frames
                 continue
             found = pw.plain_frame(self.buf, self.pos)
@@ -200,6 +221,7 @@ class FirstStage:
                 return _HAND_OVER
             self.answers[(domain, project)] = answer
         self._send(pw.result_frame(msg.id, answer))
+        self.block_served = True
         return _SERVED
 
 
@@ -236,4 +258,9 @@ def serve() -> int:
         return code
     from .serve import serve_stdio
 
-    return serve_stdio(pending=stage.pending(), initialized_by=stage.initialize, shutdown=stage.lifecycle.shutdown)
+    return serve_stdio(
+        pending=stage.pending(),
+        initialized_by=stage.initialize,
+        shutdown=stage.lifecycle.shutdown,
+        warm=stage.went_quiet,
+    )

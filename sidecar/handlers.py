@@ -349,10 +349,37 @@ def inbox_drop(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.InboxDropResult
     return m.InboxDropResult(entry=drop_set_aside(ctx.store(), p.id))
 
 
+@handles("mecha/trust")
+def trust(ctx: Context, p: m.TrustParams, cancel: Cancel) -> m.TrustResult:
+    from mecha.core.sessions import trust as standing
+
+    reclassified = None
+    job = None
+    if p.action is standing.TrustAction.LIST:
+        if p.entries:
+            raise InvalidInput("trust list takes no entries")
+        kept = standing.load_trust()
+    elif not p.entries:
+        raise InvalidInput(f"trust {p.action.value} needs at least one entry: Bash(bd), Bash(git fetch) or mcp__notes__read")
+    elif p.action is standing.TrustAction.REMOVE:
+        kept = standing.remove_trust(p.entries)
+    else:
+        from mecha.core.agents.retrust import reclassify
+
+        kept = standing.add_trust(p.entries)
+        mining = ctx.with_voices("claude", "codex")
+        store = mining.store()
+        reclassified = reclassify(store, voices=mining.voices)
+        if reclassified.queued:
+            job = start_job(mining, "reflect")
+    return m.TrustResult(path=kept.path or "", entries=list(kept.entries), reclassified=reclassified, job=job)
+
+
 @handles("mecha/importSessions")
 def import_sessions(ctx: Context, p: m.ImportSessionsParams, cancel: Cancel) -> m.ImportSessionsResult:
     from mecha.core.agents import importing
     from mecha.core.sessions.foreign import policy_with
+    from mecha.core.sessions.trust import unknown_summary
     from mecha.core.store.inbox import count_waiting
 
     mining = ctx.with_voices(p.source, extra=p.voices)
@@ -372,14 +399,14 @@ def import_sessions(ctx: Context, p: m.ImportSessionsParams, cancel: Cancel) -> 
     sessions = [
         m.ImportedSession(
             path=plan.path, session_id=plan.session_id, project=plan.project, found=plan.found, new=len(plan.fresh),
-            counts=plan.counts(), held=plan.held, skipped_lines=plan.skipped_lines,
+            counts=plan.counts(), held=plan.held, skipped_lines=plan.skipped_lines, held_back=plan.held_back,
         )
         for plan in report.sessions
     ]
     return m.ImportSessionsResult(
         source=report.source, root=report.root, sessions=sessions, unchanged=report.unchanged, filtered=report.filtered,
         skipped=report.skipped, skipped_lines=report.skipped_lines, queued=report.queued, dry_run=report.dry_run,
-        warnings=report.warnings, job=job,
+        warnings=report.warnings, job=job, unknown=unknown_summary(plan.held_back for plan in report.sessions),
     )
 
 
@@ -493,7 +520,7 @@ def proposal(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.ProposalWithDiffR
 def accept(ctx: Context, p: m.AcceptProposalParams, cancel: Cancel) -> m.AcceptProposalResult:
     from mecha.core.learning.proposals import accept as accept_it
 
-    done = accept_it(ctx.store(), p.id, as_global=p.as_global)
+    done = accept_it(ctx.store(), p.id, as_global=p.as_global, without=p.without, reason=p.reason)
     try:
         refresh_blocks(ctx)
     except Exception as exc:  # the accept has landed: a cache is never its error
@@ -534,7 +561,7 @@ def reexport(ctx: Context) -> list[m.ExportResult]:
 def reject(ctx: Context, p: m.RejectProposalParams, cancel: Cancel) -> m.ProposalResult:
     from mecha.core.learning.proposals import reject_proposal
 
-    return m.ProposalResult(proposal=reject_proposal(ctx.store(), p.id, p.reason))
+    return m.ProposalResult(proposal=reject_proposal(ctx.store(), p.id, p.reason, wrong=p.wrong))
 
 
 @handles("mecha/proposeRetirement")

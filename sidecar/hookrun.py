@@ -213,6 +213,13 @@ def _summary(report: object) -> str:
     said = f"queued {new} new intervention(s) as {', '.join(report.queued)}" if report.queued else "nothing new to queue"
     if held:
         said += f"; {held} refusal(s) wait for the reason you give next"
+    from mecha.core.sessions.trust import trust_command
+
+    for session in report.sessions:
+        for h in session.held_back:
+            said += f"; {h.interventions} held back as untrusted by {h.blame.describe()}"
+            if h.blame.entry is not None:
+                said += f" (to trust it: {trust_command(h.blame.entry)})"
     if report.warnings:
         said += "; warnings: " + "; ".join(report.warnings)
     return said

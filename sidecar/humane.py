@@ -67,9 +67,33 @@ def proposal_line(p: dict[str, Any]) -> str:
     )
 
 
+def _left_out(p: dict[str, Any], verb: str) -> list[str]:
+    """The changes a person left out (or named as wrong), one line each,
+    with how many lessons were marked rejected for it."""
+    lines = []
+    for x in p.get("left_out") or []:
+        rejected = len(x.get("rejected") or [])
+        lessons = f"; {rejected} lesson(s) marked rejected" if rejected else ""
+        lines.append(f"  {verb} {x['number']} ({x['change']}): {_one_line(x['text'], 80)!r}{lessons}")
+    return lines
+
+
+def rejected(r: dict[str, Any]) -> str:
+    """A rejection's result: the proposal, the changes named as wrong, and
+    where the other lessons went."""
+    p = r["proposal"]
+    marked = {i for x in p.get("left_out") or [] for i in x.get("rejected") or []}
+    back = len([i for i in p["reflexion_ids"] if i not in marked])
+    lines = ["rejected " + proposal_line(p), *_left_out(p, "wrong:")]
+    if p["reflexion_ids"]:
+        lines.append(f"{back} lesson(s) back in the pool; a learn pass will not file this proposal again")
+    return "\n".join(lines)
+
+
 def accepted(r: dict[str, Any]) -> str:
-    """An accept's result: the proposal, then each promotion it filed."""
-    lines = ["accepted " + proposal_line(r["proposal"])]
+    """An accept's result: the proposal, what was left out, then each
+    promotion it filed."""
+    lines = ["accepted " + proposal_line(r["proposal"]), *_left_out(r["proposal"], "left out")]
     for q in r.get("promotions") or []:
         lesson = "; ".join(x["text"] for x in q["rules"][len(q["rules_before"]):])
         lines.append(
@@ -97,10 +121,11 @@ def proposal_with_diff(r: dict[str, Any]) -> str:
     lines.append(r["diff"] or "(no change to the rendered rules block)")
     changes = r.get("changes") or []
     if changes:
-        lines += ["", "why each change:"]
+        lines += ["", "why each change (leave one out: proposals accept ID --without N):"]
         for c in changes:
             where = c.get("scope") or "global"
-            lines.append(f"  {c['change']} ({where if where == 'global' else 'project ' + where}): {c['text']}")
+            number = f"{c['number']}. " if c.get("number") else ""
+            lines.append(f"  {number}{c['change']} ({where if where == 'global' else 'project ' + where}): {c['text']}")
             lines.extend(f"    replaces: {old}" for old in c.get("replaces", []))
             if c["change"] == "retired":
                 lines.append(f"    reason: {c.get('reason') or '(none given)'}")
@@ -234,6 +259,8 @@ def import_summary(s: dict[str, Any]) -> str:
         held = "; a last refusal waits for the person's reason" if session.get("held") else ""
         bad = f"; {session['skipped_lines']} line(s) skipped" if session.get("skipped_lines") else ""
         lines.append(f"  {session['session_id']}: {session['new']} new of {session['found']} ({counts}){held}{bad}")
+        for h in session.get("held_back", []):
+            lines.append(f"    untrusted ({h['interventions']}): {blame_line(h['blame'])}")
     head = f"{s['source']}: {len(s['sessions'])} session(s) read from {s['root']}"
     extras = []
     if s["unchanged"]:
@@ -251,7 +278,41 @@ def import_summary(s: dict[str, Any]) -> str:
         tail = f"dry run: {would} session(s) would be queued, nothing was"
     else:
         tail = f"{len(s['queued'])} queued for reflection" if s["queued"] else "nothing new to queue"
+    unknown = s.get("unknown", [])
+    if unknown:
+        lines.append("not in the table of local programs (each held back this many interventions; trust it if it is yours):")
+        for u in unknown:
+            lines.append(f"  {u['entry']}: {u['interventions']} in {u['sessions']} session(s) — {u['command']}")
     return "\n".join([head, *lines, tail])
+
+
+def blame_line(b: dict[str, Any]) -> str:
+    """A call that made a session untrusted, as one line (`reader.Blame.describe`)."""
+    where = f"line {b['line']}: " if b.get("line") is not None else ""
+    what = b.get("tool") or "a record"
+    if b.get("command"):
+        what += f" `{b['command']}`"
+    subject = f"{b['program']}: " if b.get("program") else ""
+    return f"{where}{what} — {subject}{b['why']}"
+
+
+def trust(r: dict[str, Any]) -> str:
+    entries = ", ".join(r["entries"]) or "nothing beyond the built-in table"
+    lines = [f"{r['path']}: trusts {entries}"]
+    again = r.get("reclassified")
+    if again is not None:
+        if again["asked_again"]:
+            lines.append(f"now clean: {again['asked_again']} held-back intervention(s) from {again['sessions']} session(s), "
+                         "queued to be asked")
+        else:
+            lines.append(f"no held-back intervention reads clean yet ({again['sessions']} session(s) read again)")
+        if again["still_untrusted"]:
+            lines.append(f"still untrusted: {again['still_untrusted']} (`mecha-sidecar import … --dry-run` says what holds each back)")
+        for why in again["unreadable"]:
+            lines.append(f"  not read again: {why}")
+    if r.get("job"):
+        lines.append(f"reflect pass {r['job']['id']} started: `mecha-sidecar jobs` shows it")
+    return "\n".join(lines)
 
 
 def _hook_events(inst: dict[str, Any]) -> str:

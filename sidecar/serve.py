@@ -81,9 +81,41 @@ def block_keeper(root: Path) -> Callable[[str | None, str | None, Any, Any], Non
     return keep
 
 
-def serve_stdio(pending: bytes = b"", initialized_by: bytes | None = None, shutdown: bool = False) -> int:
+#: What a run asks after its rules block, in the order it asks: each
+#: answered once, to nobody, by `warm_up` before the run's first real one.
+#: The transcript holds a denial, so mining reads a tool result.
+WARM_UP: tuple[tuple[str, bytes], ...] = (
+    ("mecha/liveAffect", b'{"session_id": "warm-up", "messages": [{"role": "user", "content": "go"}, '
+     b'{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "shell", "input": {}}]}, '
+     b'{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "is_error": true, '
+     b'"content": "Denied by the user: not now"}]}]}'),
+    ("mecha/extractInterventions", b'{"messages": [{"role": "user", "content": "go"}, '
+     b'{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "shell", "input": {}}]}, '
+     b'{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "is_error": true, '
+     b'"content": "Denied by the user: not now"}]}]}'),
+)
+
+
+def warm_up(dispatch: Callable[[str, Any, Cancel], Any]) -> None:
+    """Answer `WARM_UP` once, throwing the answers away: the modules, regular
+    expressions and decoders a run's next requests need are then loaded
+    before those requests come. Only called while the client is known to be
+    waiting on its model (`first_stage.IDLE_HANDOVER_S`); read-only, and a
+    failure costs only the head start."""
+    for method, params in WARM_UP:
+        try:
+            dispatch(method, msgspec.Raw(params), Cancel())
+        except Exception as exc:  # the real request will say what is wrong
+            log.debug("warm-up %s: %s", method, exc)
+
+
+def serve_stdio(
+    pending: bytes = b"", initialized_by: bytes | None = None, shutdown: bool = False, *, warm: bool = False
+) -> int:
     """Serve the harness endpoint on stdio until `exit` or the end of input.
-    The arguments carry on from the first stage (`RpcServer.resume`)."""
+    The arguments carry on from the first stage (`RpcServer.resume`); `warm`:
+    it handed over because the client went quiet after its rules block, so
+    the run's next requests are worth loading for now (`warm_up`)."""
     # The protocol owns the real stdout; anything else that prints (a library,
     # a stray debug line) goes to stderr instead of corrupting a frame.
     proto_out = os.dup(1)
@@ -104,6 +136,8 @@ def serve_stdio(pending: bytes = b"", initialized_by: bytes | None = None, shutd
 
     server = RpcServer(0, proto_out, dispatch, on_initialize=on_initialize, is_request_method=m.is_request_method)
     server.resume(pending, initialized_by, shutdown)
+    if warm and server.lifecycle.live and state["dispatch"] is not None:
+        warm_up(dispatch)
     # Everything imported so far lives as long as the process: move it out of
     # the cyclic collector's sight, so a full collection while serving walks
     # only what requests allocate (a latency spike otherwise) ...

@@ -48,12 +48,14 @@ import msgspec
 from mecha.core.agents.installed import is_own_call
 from mecha.core.errors import InvalidInput
 from mecha.core.identity import now
+from mecha.core.learning.reflection import Origin
 from mecha.core.learning.scope import project_of_cwd
 from mecha.core.learning.survey import Planned, survey_session
 from mecha.core.sessions.foreign import detect_format, read_session
 from mecha.core.sessions.mining import Intervention, Trigger, Voices
-from mecha.core.sessions.reader import FORMAT_NAMES, ReadSession, TaintPolicy
+from mecha.core.sessions.reader import FORMAT_NAMES, ReadSession, TaintPolicy, first_blame
 from mecha.core.sessions.transcript import Message
+from mecha.core.sessions.trust import HeldBack, held_back
 from mecha.core.store.inbox import SessionEntry, admit_staged, queued_session_ids, stage, staging_dir
 from mecha.core.store.learning_store import LearningStore
 from mecha.core.store.records import ImportRecord
@@ -91,6 +93,8 @@ class SessionPlan(msgspec.Struct, kw_only=True):
     held: int = 0
     #: Lines of the file skipped as not records of its format.
     skipped_lines: int = 0
+    #: What held back its new untrusted interventions (`trust.held_back`).
+    held_back: list[HeldBack] = msgspec.field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         """New interventions per `trigger/origin`, for a dry run."""
@@ -168,6 +172,7 @@ def plan_session(
         fresh_keys=keys,
         held=held,
         skipped_lines=read.skipped_lines,
+        held_back=held_back([p.held_by for p in fresh]),
     )
     if not fresh:
         return session
@@ -200,6 +205,8 @@ def _fresh_plans(read: ReadSession, planned: list[Planned], on_file: Counter[str
         at = plan.intervention.at
         if 0 <= at < len(read.lines):
             plan.line = read.lines[at]
+        if plan.origin is Origin.UNTRUSTED:
+            plan.held_by = first_blame(read.blames, at)
         fresh.append(plan)
         keys.append(key)
     return fresh, keys, old_before_first_fresh

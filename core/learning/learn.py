@@ -25,7 +25,7 @@ import msgspec
 from mecha.core.errors import InvalidInput, ModelFailure
 from mecha.core.identity import mint_proposal_id, mint_run_id, now
 from mecha.core.learning.consolidation import PERSON_BUDGET, GatedSet, Learner, gate_learned_set, refusals_summary
-from mecha.core.learning.proposals import pending_in
+from mecha.core.learning.proposals import pending_in, rejected_alike
 from mecha.core.learning.reflect import Progress, quiet
 from mecha.core.learning.reflection import Reflexion
 from mecha.core.learning.rules import (
@@ -298,7 +298,7 @@ async def learn_domain(
         f"consolidating {len(snap.batch)} reflection(s) into {len(snap.before)} learned {where} rule(s)"
         + (f"; {left} more wait for the next pass" if left else "")
     )
-    answer = await learner.learn(domain, snap.user, snap.before, snap.batch, strict=True)
+    answer = await learner.learn(domain, snap.user, snap.before, snap.batch, strict=True, project=project)
     if answer is None:
         raise ModelFailure("the learner's reply held no usable rule set; the reflections stay in the pool")
     stamp = now()
@@ -311,6 +311,9 @@ async def learn_domain(
             return LearnOutcome(outcome="the live rules changed during the pass; this result was dropped, run learn again")
         if changes_nothing(snap.before, rules):
             return _nothing_filed(store, domain, project, snap, rules, gated.refusals, stamp)
+        again = rejected_alike(store, domain, project, snap.before, rules)
+        if again is not None:
+            return _not_refiled(store, domain, project, snap, rules, again, stamp)
         return _file_proposal(store, domain, project, snap, rules, gated, stamp)
 
 
@@ -361,6 +364,31 @@ def _nothing_filed(
     )
     return LearnOutcome(
         outcome=f"nothing to change: the model kept the {active_before} {where} rule(s) as they are",
+        status="unchanged",
+    )
+
+
+def _not_refiled(
+    store: LearningStore, domain: str, project: str | None, snap: _Snapshot, rules: list[Rule], rejected: Proposal, stamp: str
+) -> LearnOutcome:
+    """A result a person has already rejected, word for word: recorded as
+    a run that changed nothing (so the same pool is not argued again until
+    a reflection joins it), no proposal."""
+    where = _in_scope(domain, project)
+    active_before, active_after = active_count(snap.before), active_count(rules)
+    store.append_run(_run(
+        domain, project, active_before, active_after, stamp, unchanged=True, reflexion_ids=[r.id for r in snap.batch],
+    ))
+    said = f" ({rejected.reason})" if rejected.reason else ""
+    store.commit(
+        f"learn {where}: nothing filed (the same as rejected proposal {rejected.id})\n\n"
+        f"The model proposed again what a person rejected{said}; no proposal filed."
+    )
+    return LearnOutcome(
+        outcome=(
+            f"nothing filed: the model proposed again what you rejected in proposal {rejected.id}{said}; "
+            "the reflections stay in the pool for a pass with new ones"
+        ),
         status="unchanged",
     )
 

@@ -16,15 +16,25 @@ from __future__ import annotations
 
 import difflib
 import logging
+from collections.abc import Collection, Sequence
 
 import msgspec
 
 from mecha.core.errors import InvalidInput, InvalidStore, NotFound, NotPending
 from mecha.core.identity import mint_proposal_id, mint_run_id, now
 from mecha.core.learning import promotion
-from mecha.core.learning.rules import Rule, active_count, validate_domain
+from mecha.core.learning.rules import LeftOut, Rule, active_count, validate_domain
 from mecha.core.learning.scope import scope_label
-from mecha.core.learning.sources import ADDED, RuleChange, RuleSources, find_rule_sources, proposal_changes
+from mecha.core.learning.sources import (
+    ADDED,
+    CHANGED,
+    REMOVED,
+    RETIRED,
+    RuleChange,
+    RuleSources,
+    find_rule_sources,
+    proposal_changes,
+)
 from mecha.core.store.layout import GLOBAL_SCOPE, LEARNED_KIND
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 from mecha.core.store.ledger import rule_tallies_by_model
@@ -70,12 +80,26 @@ class Accepted(msgspec.Struct, frozen=True):
     promotions: list[Proposal] = msgspec.field(default_factory=list)
 
 
-def accept_proposal(store: LearningStore, proposal_id: str, *, as_global: bool = False) -> Proposal:
+def accept_proposal(
+    store: LearningStore,
+    proposal_id: str,
+    *,
+    as_global: bool = False,
+    without: Collection[int] = (),
+    reason: str | None = None,
+) -> Proposal:
     """`accept`, for a caller that needs only the accepted proposal."""
-    return accept(store, proposal_id, as_global=as_global).proposal
+    return accept(store, proposal_id, as_global=as_global, without=without, reason=reason).proposal
 
 
-def accept(store: LearningStore, proposal_id: str, *, as_global: bool = False) -> Accepted:
+def accept(
+    store: LearningStore,
+    proposal_id: str,
+    *,
+    as_global: bool = False,
+    without: Collection[int] = (),
+    reason: str | None = None,
+) -> Accepted:
     """Write the proposal's rules as the learned rules of its domain in its
     scope (the global file, or its project's), mark its reflections
     processed, record it accepted, and commit; then file a promotion
@@ -92,10 +116,20 @@ def accept(store: LearningStore, proposal_id: str, *, as_global: bool = False) -
     resolved, and with `InvalidInput` for `as_global` on a project's
     proposal that adds no rule. `as_global` on a global proposal (or a
     promotion) is a plain accept: it is for every repository already.
+
+    `without` names changes to leave out, by the numbers `proposals show`
+    gives them (`left_out_rules`); the proposal is recorded with the rules
+    actually written and what was left out, and the lessons only the
+    left-out changes rest on are marked rejected with `reason`
+    (`rejected_lessons`).
     """
+    validate_reason(reason)
     with store.lock():
         p = store.proposal(proposal_id)
         _require_pending(p)
+        rejected: dict[str, str] = {}
+        if without:
+            p, rejected = _leave_out(p, without, reason)
         # A global proposal (a promotion too) is for every repository already.
         as_global = as_global and p.project is not None
         if as_global:
@@ -109,14 +143,21 @@ def accept(store: LearningStore, proposal_id: str, *, as_global: bool = False) -
         # A global proposal's subject reads as it did before scopes.
         where = " (global, as a person chose)" if as_global else ("" if p.project is None else f" ({scope_label(p.project)})")
         # One change: the rules, the marks and the status land together.
+        left = "".join(
+            f"Left out {x.number} ({x.change}): {x.text[:200]}" + (f" — {x.reason}" if x.reason else "") + "\n"
+            for x in p.left_out
+        )
         store.resolve_proposal(
             p,
             learned=writes,
             processed=p.reflexion_ids,
+            rejected=rejected,
             run_id=mint_run_id(),
             message=f"accept proposal {p.id}: {p.domain} learned rules{where} {before} -> {after} active\n\n"
-            f"Accepted by a person{' into the global rules' if as_global else ''}. "
-            f"{len(p.reflexion_ids)} reflection(s) marked processed.\n"
+            f"Accepted by a person{' into the global rules' if as_global else ''}"
+            f"{f', without {len(p.left_out)} of its changes' if p.left_out else ''}. "
+            f"{len(p.reflexion_ids)} reflection(s) marked processed"
+            f"{f', {len(rejected)} of them rejected' if rejected else ''}.\n{left}"
             f"Evidence: {p.evidence or '(none recorded)'}",
         )
         return Accepted(p, _promotions_after(store, p))
@@ -149,24 +190,170 @@ def _apply_in_scope(store: LearningStore, p: Proposal) -> list[promotion.Write]:
     return [(p.domain, p.project, p.rules)] if live != p.rules else []
 
 
-def reject_proposal(store: LearningStore, proposal_id: str, reason: str | None = None) -> Proposal:
-    """Record a person's rejection. Its reflections are marked processed: a
-    person has heard that argument and said no."""
+def reject_proposal(
+    store: LearningStore, proposal_id: str, reason: str | None = None, *, wrong: Collection[int] = ()
+) -> Proposal:
+    """Record a person's rejection. Its reflections go back to the pool: a
+    proposal is one argument from them, and a person refusing it (often
+    over one doubtful rule) has not said the lessons are wrong — marking
+    them all processed once lost 21 lessons to one rejection. The changes
+    numbered in `wrong` (as `proposals show` numbers them) are the ones
+    the person says rest on wrong lessons: those lessons are marked
+    processed and rejected with `reason`. The learn pass does not file the
+    same proposal again (`rejected_alike`)."""
     validate_reason(reason)
     with store.lock():
         p = store.proposal(proposal_id)
         _require_pending(p)
         store.refuse_links(store.reflections_path, store.proposal_path(p.id))
-        p = msgspec.structs.replace(p, status=ProposalStatus.REJECTED, resolved_at=now(), reason=reason)
+        left_out, rejected = left_out_rules(p, wrong, reason, kept=[], verb="rejected")
+        p = msgspec.structs.replace(p, status=ProposalStatus.REJECTED, resolved_at=now(), reason=reason, left_out=left_out)
+        back = len([i for i in p.reflexion_ids if i not in rejected])
         store.resolve_proposal(
             p,
-            processed=p.reflexion_ids,
+            processed=list(rejected),
+            rejected=rejected,
             run_id=mint_run_id(),
             message=f"reject proposal {p.id} ({p.domain})\n\n"
             f"Rejected by a person{': ' + reason if reason else ''}. "
-            f"{len(p.reflexion_ids)} reflection(s) marked processed.",
+            f"{back} reflection(s) back in the pool"
+            + (f"; {len(rejected)} marked rejected as wrong lessons" if rejected else "")
+            + ".",
         )
         return p
+
+
+# ─── Review rule by rule ────────────────────────────────────────────────────
+
+
+def numbered_changes(p: Proposal) -> list[RuleChange]:
+    """`p`'s changes as `proposals show` numbers them (from 1), without
+    their sources: what `accept --without N` and `reject --wrong N` name."""
+    return proposal_changes(p.rules_before, p.rules, p.drops, {})
+
+
+def _numbers(p: Proposal, numbers: Collection[int], field: str) -> list[RuleChange]:
+    """The changes of `p` numbered `numbers`, or `InvalidInput` naming the
+    field and the numbers `p` has."""
+    changes = numbered_changes(p)
+    bad = sorted({n for n in numbers if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= len(changes)})
+    if bad:
+        have = f"1 to {len(changes)}" if changes else "none"
+        raise InvalidInput(
+            f"{field}: {', '.join(map(str, bad))} is not a change of proposal {p.id} (its changes are numbered "
+            f"{have}; `mecha-sidecar proposals show {p.id}` lists them)"
+        )
+    return [c for c in changes if c.number in set(numbers)]
+
+
+def rules_without(p: Proposal, left: Sequence[RuleChange]) -> list[Rule]:
+    """The learned rules `p` writes with the changes `left` left out: an
+    added rule is not added; a changed rule is not added, and the live
+    rules it replaces stay unless a rule kept from the proposal replaces
+    them too; a live rule the proposal removes stays; a rule it retires
+    stays live. Order is the proposal's, a restored rule where the rule
+    that would have replaced it stood."""
+    before_by_text = {r.text: r for r in p.rules_before}
+    before_by_id = {r.id: r for r in p.rules_before if r.id is not None}
+    out = list(p.rules)
+    for c in left:
+        if c.change in (ADDED, CHANGED):
+            at = next(i for i, r in enumerate(out) if r.text == c.text and r.retired_at is None)
+            del out[at]
+            if c.change == CHANGED:
+                superseded = {i for r in out for i in r.supersedes}
+                texts = {r.text for r in out}
+                back = [before_by_text[t] for t in c.replaces if t in before_by_text and t not in texts]
+                out[at:at] = [r for r in back if r.id not in superseded]
+        elif c.change == REMOVED:
+            if c.text in before_by_text and all(r.text != c.text for r in out):
+                out.append(before_by_text[c.text])
+        elif c.change == RETIRED and c.rule_id in before_by_id:
+            out = [before_by_id[c.rule_id] if r.id == c.rule_id else r for r in out]
+    return out
+
+
+def rejected_lessons(p: Proposal, left: Sequence[RuleChange], kept: Sequence[Rule]) -> dict[str, RuleChange]:
+    """The reflections of `p`'s batch that only the changes `left` rest on,
+    each with the change it is rejected for: a left-out rule's own sources
+    and a left-out removal's contradicting reflection, but never one that a
+    rule in `kept` also rests on, nor one from before this proposal (a
+    rewrite carries its predecessors' sources, which were judged then)."""
+    batch = set(p.reflexion_ids)
+    by_text = {r.text: r for r in p.rules}
+    keep = {s for r in kept for s in r.sources}
+    drops = {d.text: d for d in p.drops}
+    out: dict[str, RuleChange] = {}
+    for c in left:
+        if c.change in (ADDED, CHANGED) and c.text in by_text:
+            ids = list(by_text[c.text].sources)
+        elif c.change == REMOVED and c.text in drops and drops[c.text].contradicted_by:
+            ids = [drops[c.text].contradicted_by or ""]
+        else:
+            ids = []
+        for i in ids:
+            if i in batch and i not in keep:
+                out.setdefault(i, c)
+    return out
+
+
+def left_out_rules(
+    p: Proposal, numbers: Collection[int], reason: str | None, *, kept: Sequence[Rule], verb: str
+) -> tuple[list[LeftOut], dict[str, str]]:
+    """What leaving out (or, rejecting, naming as wrong) the changes
+    `numbers` of `p` records: one `LeftOut` per change, and the reflections
+    to mark rejected with the reason each is marked with (the person's, or
+    one saying which change of which proposal a person {verb})."""
+    field = "without" if verb == "left out" else "wrong"
+    left = _numbers(p, numbers, field)
+    lessons = rejected_lessons(p, left, kept)
+    reasons = {
+        i: reason or f"{verb} by a person: change {c.number} of proposal {p.id} ({c.text[:80]!r})"
+        for i, c in lessons.items()
+    }
+    records = [
+        LeftOut(
+            number=c.number, change=c.change, text=c.text, rule_id=c.rule_id, reason=reason,
+            rejected=[i for i, x in lessons.items() if x.number == c.number],
+        )
+        for c in left
+    ]
+    return records, reasons
+
+
+def _leave_out(p: Proposal, without: Collection[int], reason: str | None) -> tuple[Proposal, dict[str, str]]:
+    """`p` as accepted without the changes `without`: its rules those it
+    writes, its `left_out` what was left out; and the lessons to mark
+    rejected. Refuses a promotion (one lesson: reject it instead) and
+    leaving out every change (that is a rejection)."""
+    if p.promoted_from:
+        raise InvalidInput(f"without: proposal {p.id} is a promotion of one lesson; reject it instead")
+    left = _numbers(p, without, "without")
+    if len(left) == len(numbered_changes(p)):
+        raise InvalidInput(
+            f"without: that leaves out every change of proposal {p.id}; reject it instead "
+            f"(`mecha-sidecar proposals reject {p.id}`)"
+        )
+    rules = rules_without(p, left)
+    records, rejected = left_out_rules(p, without, reason, kept=rules, verb="left out")
+    return msgspec.structs.replace(p, rules=rules, left_out=records), rejected
+
+
+def rejected_alike(store: LearningStore, domain: str, project: str | None, before: Sequence[Rule], rules: Sequence[Rule]) -> Proposal | None:
+    """A proposal a person rejected that said what a new result says —
+    made against the same live rules, proposing the same rules — or
+    `None`. A pass does not file it again: the person has answered it."""
+
+    def said(rs: Sequence[Rule]) -> list[tuple[str, bool, bool]]:
+        return sorted((r.text, r.enabled, r.retired_at is not None) for r in rs)
+
+    for p in store.proposals():
+        if (
+            p.status == ProposalStatus.REJECTED and p.domain == domain and p.project == project
+            and said(p.rules_before) == said(before) and said(p.rules) == said(rules)
+        ):
+            return p
+    return None
 
 
 def _scope_holding(store: LearningStore, domain: str, rule_id: str) -> tuple[str | None, list[Rule]] | None:

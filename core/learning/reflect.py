@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from mecha.core.errors import ModelFailure, NoModel, UnusableReply
-from mecha.core.learning.reflection import FoundAt, Reflector, Reflexion
+from mecha.core.identity import mint_reflexion_id, now
+from mecha.core.learning.reflection import Evidence, FoundAt, Origin, Reflector, Reflexion
+from mecha.core.learning.skips import go_ahead_reason
 from mecha.core.learning.survey import Planned
 from mecha.core.store.inbox import DraftEntry, InboxEntry, SessionEntry, claim_all, entry_decoder, release, set_aside
 from mecha.core.store.learning_store import MAX_UNUSABLE_ANSWERS, Attempt, AttemptKind, AttemptState, LearningStore
@@ -52,6 +54,8 @@ class ReflectOutcome(msgspec.Struct):
     learnable: int = 0
     #: Explicit "nothing to learn here" answers.
     skipped_no_lesson: int = 0
+    #: Bare go-aheads skipped by rule, with no model call (`skips`).
+    skipped_by_rule: int = 0
     #: Entries handed back to the inbox with work still pending.
     failed: int = 0
     #: Unusable answers this pass (each leaves its intervention pending).
@@ -75,6 +79,8 @@ class ReflectOutcome(msgspec.Struct):
         parts.append(f"from {self.sessions} session(s) and {self.drafts} draft(s)")
         if self.skipped_no_lesson:
             parts.append(f"{self.skipped_no_lesson} intervention(s) with nothing to learn")
+        if self.skipped_by_rule:
+            parts.append(f"{self.skipped_by_rule} bare go-ahead(s) skipped without a model call")
         if self.skipped_already_mined:
             parts.append(f"{self.skipped_already_mined} already mined, skipped")
         if self.unusable:
@@ -158,6 +164,8 @@ class _Answer(msgspec.Struct):
     reflexion: Reflexion | None = None
     #: An explicit skip: the model found nothing to learn.
     skipped: bool = False
+    #: Set when no model was asked: why a rule skipped it (`skips`).
+    rule: str | None = None
     #: Set when the answer was no answer (`UnusableReply`).
     unusable: str | None = None
     reply: str | None = None
@@ -195,7 +203,7 @@ async def _ask(
         if gate.stopped is not None:
             return gate.stopped
         try:
-            r = await reflector.reflect(plan.intervention, plan.evidence, strict=True)
+            r = await reflector.reflect(plan.intervention, plan.evidence, strict=True, project=project)
         except UnusableReply as exc:
             progress(f"{key}: unusable answer: {exc}" + (f"\n  the reply was: {exc.reply[:2000]!r}" if exc.reply else ""))
             return _Answer(plan, key, unusable=str(exc), reply=exc.reply)
@@ -214,6 +222,43 @@ async def _ask(
     r.project = project
     r.found = FoundAt(at=plan.intervention.at, file=file, line=plan.line)
     progress(f"{key}: lesson ({plan.origin.value}): {r.reflexion_text}")
+    return _Answer(plan, key, reflexion=r)
+
+
+#: The lesson recorded for an intervention the model was never asked about.
+WITHHELD_LESSON = "(not asked: third-party content was in context; it is asked again if a change of trust makes it clean)"
+
+
+def asks_the_model(plan: Planned) -> bool:
+    """Whether the reflector is called for this intervention. Not for an
+    untrusted one: nothing it could answer can ever be learned (the seeds'
+    rule: no knob makes untrusted content learnable), so the call would buy
+    nothing, and a stranger's text in context is the moment a model is
+    most worth not feeding. It is recorded instead (`_withheld`), and a
+    change of trust that makes its session read clean asks it then
+    (`sessions.retrust`)."""
+    return plan.origin is not Origin.UNTRUSTED
+
+
+def _withheld(plan: Planned, key: str, work: _Work, entry: InboxEntry, progress: Progress) -> _Answer:
+    """An untrusted intervention, recorded without a model call: the
+    person's words as readable evidence, no lesson, never learnable."""
+    i = plan.intervention
+    r = Reflexion(
+        id=mint_reflexion_id(),
+        domain="writing" if i.trigger.value == "edit" else "behavior",
+        session_id=work.session_id,
+        trigger=i.trigger.value,
+        context="",
+        intervention=i.text,
+        reflexion_text=WITHHELD_LESSON,
+        created_at=now(),
+        origin=Origin.UNTRUSTED,
+        evidence=Evidence.INTERVENTION_ONLY,
+        project=entry.project if isinstance(entry, SessionEntry) else None,
+        found=FoundAt(at=i.at, file=work.file, line=plan.line),
+    )
+    progress(f"{key}: withheld from the model (untrusted)")
     return _Answer(plan, key, reflexion=r)
 
 
@@ -407,11 +452,14 @@ async def _reflect_entry(
     entry, work = opened
     keys = [intervention_key(entry, p) for p in work.plans]
     states = store.attempt_states(keys)
-    todo = [(p, k) for p, k in zip(work.plans, keys) if not states.get(k, _UNSETTLED).settled]
-    progress(f"{work.label}: {len(work.plans)} intervention(s), {len(todo)} to ask")
+    open_plans = [(p, k) for p, k in zip(work.plans, keys) if not states.get(k, _UNSETTLED).settled]
+    todo = [(p, k) for p, k in open_plans if asks_the_model(p)]
+    withheld = [_withheld(p, k, work, entry, progress) for p, k in open_plans if not asks_the_model(p)]
+    progress(f"{work.label}: {len(work.plans)} intervention(s), {len(todo)} to ask" + (f", {len(withheld)} withheld (untrusted)" if withheld else ""))
     answers = await _ask_all(todo, entry, work, get_model, gate, progress, outcome, tick) if todo else []
     got = [a for a in answers if isinstance(a, _Answer)]
     interrupted = len(got) < len(answers)
+    got += withheld
     await my_turn()
     if interrupted and not got:
         release(path)
@@ -480,6 +528,18 @@ async def _ask_all(
     each answer counted as it comes."""
     import asyncio
 
+    ruled: list[_Answer | BaseException] = []
+    asks: list[tuple[Planned, str]] = []
+    for plan, key in todo:
+        why = go_ahead_reason(plan.intervention)
+        if why is None:
+            asks.append((plan, key))
+        else:
+            progress(f"{key}: skipped without a model call: {why}")
+            ruled.append(_Answer(plan, key, skipped=True, rule=why))
+    if not asks:
+        return ruled
+    todo = asks
     reflector = get_model()
     outcome.to_ask += len(todo)
     # Told once every entry has said what it will ask (they all start
@@ -494,7 +554,7 @@ async def _ask_all(
             tick()
         return answer
 
-    return list(await asyncio.gather(*(counted(p, k) for p, k in todo)))
+    return [*ruled, *await asyncio.gather(*(counted(p, k) for p, k in todo))]
 
 
 def _attempt_records(got: list[_Answer], states: dict[str, AttemptState], at: str) -> tuple[list[Attempt], list[str]]:
@@ -504,7 +564,8 @@ def _attempt_records(got: list[_Answer], states: dict[str, AttemptState], at: st
     newly_aside: list[str] = []
     for a in got:
         if a.usable:
-            records.append(Attempt(key=a.key, state=AttemptKind.ANSWERED, at=at))
+            reason = f"skipped without a model call: {a.rule}" if a.rule else None
+            records.append(Attempt(key=a.key, state=AttemptKind.ANSWERED, at=at, reason=reason))
         elif a.permanent is not None:
             records.append(Attempt(key=a.key, state=AttemptKind.SET_ASIDE, at=at, reason=a.permanent))
             newly_aside.append(a.key)
@@ -520,9 +581,12 @@ def _attempt_records(got: list[_Answer], states: dict[str, AttemptState], at: st
 def _count_answers(outcome: ReflectOutcome, got: list[_Answer], reflections: list[Reflexion], newly_aside: list[str]) -> None:
     outcome.reflections += len(reflections)
     outcome.learnable += sum(1 for r in reflections if r.learnable())
-    outcome.skipped_no_lesson += sum(1 for a in got if a.skipped)
+    outcome.skipped_no_lesson += sum(1 for a in got if a.skipped and a.rule is None)
+    outcome.skipped_by_rule += sum(1 for a in got if a.rule is not None)
     outcome.unusable += sum(1 for a in got if not a.usable and a.permanent is None)
-    outcome.usable += sum(1 for a in got if a.usable)
+    # A rule's skip is no answer from the model: it says nothing of whether
+    # the model is usable (`pass_failure`).
+    outcome.usable += sum(1 for a in got if a.usable and a.rule is None)
     for a in got:
         if a.unusable and a.permanent is None and a.unusable not in outcome.unusable_why:
             outcome.unusable_why.append(a.unusable)

@@ -395,17 +395,42 @@ _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
 _SLOT = re.compile(r"<[A-Za-z][^<>=\"'\n]{0,80}\s[^<>=\"'\n]{0,80}>")
 
 
-def no_lesson_reason(text: str, placeholders: Sequence[str] = ()) -> str | None:
+def _folded_words(text: str) -> str:
+    return " ".join(_PLAIN_WORD.findall(text.lower()))
+
+
+_PLAIN_WORD = re.compile(r"[a-z0-9]+")
+
+
+def echoed_example(text: str, examples: Sequence[str]) -> str | None:
+    """The first of a prompt's own `examples` that `text` repeats, wherever
+    in it (case, punctuation and spacing aside), or that `text` is a piece
+    of (three words or more); `None` when it repeats none."""
+    words = _folded_words(text)
+    if not words:
+        return None
+    for example in examples:
+        ex = _folded_words(example)
+        if not ex:
+            continue
+        if f" {ex} " in f" {words} " or (len(words.split()) >= 3 and f" {words} " in f" {ex} "):
+            return example
+    return None
+
+
+def no_lesson_reason(text: str, placeholders: Sequence[str] = (), examples: Sequence[str] = ()) -> str | None:
     """Why `text`, offered as a lesson or a rule, is not one — or `None`
     when it reads as one.
 
     A reply can meet the schema and still say nothing: empty text, markup
     (tags a model copied from the material's framing), a template slot
-    (`<the directive>`), or one of the contract's own field descriptions
-    echoed back. Each such reply, read as a lesson, would be learned as
-    noise; read as "no lesson", would lose the person's intervention. It is
-    neither: the caller treats it as an unusable answer and asks again
-    later.
+    (`<the directive>`), one of the contract's own field descriptions
+    echoed back, or one of the prompt's own `examples` repeated anywhere in
+    it (a small model stored "The user told it to stop" — the prompt's
+    example of what is *not* a lesson — as 6 of its 17 lessons). Each such
+    reply, read as a lesson, would be learned as noise; read as "no
+    lesson", would lose the person's intervention. It is neither: the
+    caller treats it as an unusable answer and asks again later.
     """
     stripped = text.strip()
     if not stripped:
@@ -415,6 +440,9 @@ def no_lesson_reason(text: str, placeholders: Sequence[str] = ()) -> str | None:
     folded = " ".join(stripped.lower().split())
     if folded.strip(".!") in _NOT_A_LESSON:
         return "the lesson says there is no lesson"
+    echo = echoed_example(stripped, examples)
+    if echo is not None:
+        return f"the lesson echoes the prompt's own example (\"{echo}\")"
     for p in placeholders:
         q = " ".join(p.lower().split())
         bare = folded.rstrip(".")

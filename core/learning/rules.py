@@ -135,6 +135,22 @@ class Refusal(msgspec.Struct, kw_only=True):
     reason: str
 
 
+class LeftOut(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One change of a proposal a person left out when accepting it, or
+    named as resting on wrong lessons when rejecting it."""
+
+    #: The change's number, as `proposals show` lists them (from 1).
+    number: int
+    #: `added`, `changed`, `removed` or `retired` (`sources.RuleChange`).
+    change: str
+    text: str
+    rule_id: str | None = None
+    #: The person's reason, when they gave one.
+    reason: str | None = None
+    #: The reflections marked rejected for it.
+    rejected: list[str] = msgspec.field(default_factory=list)
+
+
 class RulesFile(msgspec.Struct, omit_defaults=True):
     rules: list[Rule] = msgspec.field(default_factory=list)
 

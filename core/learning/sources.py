@@ -61,6 +61,9 @@ class RuleChange(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: `added`, `changed` (it rewrites or merges live rules), `removed`,
     #: or `retired` (kept in the file as evidence, no longer rendered).
     change: str
+    #: Its number in the proposal, from 1, in this order: what `proposals
+    #: show` lists and `accept --without N` names.
+    number: int = 0
     text: str
     rule_id: str | None = None
     sources: list[RuleSource] = msgspec.field(default_factory=list)
@@ -129,6 +132,7 @@ def proposal_changes(
 ) -> list[RuleChange]:
     """What a proposal adds, changes and removes, each with its sources.
 
+    Numbered from 1 in the order listed: new rules, retirements, removals.
     A rule whose text the live set already holds is kept and not listed; a
     new text is `changed` when it names live rules it replaces, `added`
     otherwise; a live rule the candidate retires is `retired`, with the
@@ -171,7 +175,7 @@ def proposal_changes(
                 source_of(drop.contradicted_by, by_id) if drop is not None and drop.contradicted_by else None
             ),
         ))
-    return out
+    return [msgspec.structs.replace(c, number=n) for n, c in enumerate(out, start=1)]
 
 
 def describe_source(s: RuleSource) -> str:

@@ -20,6 +20,7 @@ from mecha.core.sessions.mining import (
 )
 from mecha.core.sessions.outbox import OutboxItem
 from mecha.core.sessions.provenance import WITHHELD_AFTERMATH, WITHHELD_CONTEXT, withheld_assistant_text, written_clean
+from mecha.core.sessions.reader import Blame
 from mecha.core.sessions.transcript import Message, TaintCheckpoint, taint_at
 
 
@@ -32,6 +33,9 @@ class Planned(msgspec.Struct):
     #: For an imported session: the file line of the message the
     #: intervention rides in (`intervention.at`).
     line: int | None = None
+    #: For an untrusted intervention of an imported session: the first call
+    #: that made it so (`reader.first_blame`).
+    held_by: Blame | None = None
 
 
 def survey_session(

@@ -24,8 +24,17 @@ deterministic holdout (`candidate.is_holdout` on the session id, one in
 transcript of a session a harness handed over (the inbox keeps only what was
 surveyed), so only imported sessions, whose file the reflection names, can
 be probed; the file is re-read and must still hold the correction where it
-was found, and must still read as clean up to it. Reflections not yet
+was found, and must still read as clean up to it — under the person's
+standing trust decisions (`sessions.trust`, which every session reader
+honours), so a lesson learned from a session read as clean under that
+trust is not "no longer clean" when read again. Reflections not yet
 measured under the same block come first.
+
+A probe never measures a rule on a correction among that rule's own
+sources (`arms_of`): the rule was written to spare the person exactly that
+correction, so a probe of it there measures the learner's memory, not the
+rule. Such rules are left out of the probe's treatment, and a correction
+every measured rule was learned from is not probed at all.
 
 Cost is bounded and said first: `budget` probes, at most `CALLS_PER_PROBE`
 model calls each (`plan_validation`, which calls nothing).
@@ -34,7 +43,7 @@ model calls each (`plan_validation`, which calls nothing).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -186,6 +195,7 @@ SKIP_NOT_CLEAN = "its session file no longer reads as clean up to the correction
 SKIP_NO_TURN = "no turn of the assistant's precedes the correction"
 SKIP_SAME_BLOCK = "the measured rules do not reach its prompt (both arms would be the same)"
 SKIP_SCOPE = "its session ran outside the proposal's project"
+SKIP_OWN_SOURCE = "the rules it would measure were all learned from it (a rule is never measured on its own sources)"
 
 
 def _eligible(r: Reflexion, domain: str, proposal: Proposal | None) -> str | None:
@@ -244,19 +254,38 @@ def _order(candidates: list[Reflexion], measured: set[tuple[str, str]], hash_of:
     return sorted(candidates, key=lambda r: ((r.id, hash_of(r)) in measured, r.created_at, r.id))
 
 
+ArmsFor = Callable[[str | None, frozenset[str]], Arms]
+SourcesFor = Callable[[str | None], Mapping[str, Sequence[str]]]
+
+
+def arms_of(r: Reflexion, arms_for: ArmsFor, sources_for: SourcesFor) -> Arms:
+    """The two blocks a probe of `r` compares: those of its session's
+    project, with every measured rule that has `r` among its sources left
+    out of the treatment. A rule learned from a correction would "spare" the
+    person that very correction by construction; measured on it, it would
+    count its own evidence as a success."""
+    arms = arms_for(r.project, frozenset())
+    sources = sources_for(r.project)
+    own = frozenset(i for i in arms.measured_ids() if r.id in sources.get(i, ()))
+    return arms_for(r.project, own) if own else arms
+
+
 def select_probes(
     reflexions: Iterable[Reflexion],
     domain: str,
     budget: int,
-    arms_for: Callable[[str | None], Arms],
+    arms_for: ArmsFor,
     measured: set[tuple[str, str]],
     *,
+    sources_for: SourcesFor = lambda _project: {},
     proposal: Proposal | None = None,
     recover: Callable[[Reflexion], tuple[list[Message], Message] | str] = _recover,
 ) -> tuple[list[Probe], dict[str, int]]:
     """Up to `budget` probes from `reflexions`, and the rest counted by why
-    they were not taken. `arms_for(project)` gives the two blocks for a
-    session in `project`; `measured` holds `(reflection id, rules hash)`
+    they were not taken. `arms_for(project, without)` gives the two blocks
+    for a session in `project`, the rules `without` left out of the
+    treatment; `sources_for(project)` maps each rule that may ride there to
+    its sources (`arms_of`); `measured` holds `(reflection id, rules hash)`
     pairs already in the ledger. Conversations are read only until the
     budget is filled."""
     skipped: dict[str, int] = {}
@@ -264,19 +293,25 @@ def select_probes(
     def skip(why: str) -> None:
         skipped[why] = skipped.get(why, 0) + 1
 
-    candidates = []
+    candidates: list[tuple[Reflexion, Arms]] = []
     for r in reflexions:
         if r.domain != domain:
             continue
         why = _eligible(r, domain, proposal)
-        if why is None and arms_for(r.project).treatment.rules_hash == arms_for(r.project).baseline.rules_hash:
-            why = SKIP_SAME_BLOCK
         if why is None:
-            candidates.append(r)
-        else:
+            whole = arms_for(r.project, frozenset())
+            arms = arms_of(r, arms_for, sources_for)
+            if whole.treatment.rules_hash == whole.baseline.rules_hash:
+                why = SKIP_SAME_BLOCK
+            elif arms.treatment.rules_hash == arms.baseline.rules_hash:
+                why = SKIP_OWN_SOURCE
+            else:
+                candidates.append((r, arms))
+        if why is not None:
             skip(why)
+    arms_by_id = {r.id: arms for r, arms in candidates}
     probes: list[Probe] = []
-    for r in _order(candidates, measured, lambda x: _hash(arms_for(x.project))):
+    for r in _order([r for r, _ in candidates], measured, lambda x: _hash(arms_by_id[x.id])):
         if len(probes) >= budget:
             skip("beyond the budget")
             continue
@@ -284,7 +319,7 @@ def select_probes(
         if isinstance(got, str):
             skip(got)
             continue
-        arms = arms_for(r.project)
+        arms = arms_by_id[r.id]
         probes.append(Probe(reflection=r, prefix=got[0], corrected=got[1], arms=arms,
                             planned=_planned(r, arms, (r.id, _hash(arms)) in measured)))
     return probes, skipped
@@ -313,12 +348,16 @@ def _planned(r: Reflexion, arms: Arms, measured_before: bool) -> PlannedProbe:
 # ─── The blocks measured ────────────────────────────────────────────────────
 
 
-def _without_learned(store: LearningStore, domain: str, project: str | None) -> RenderedBlock:
-    """The block a run in `project` carries with none of `domain`'s learned
-    rules, global or the project's: the baseline of `validate DOMAIN`."""
+def _learned_block(store: LearningStore, domain: str, project: str | None, without: frozenset[str] | None) -> RenderedBlock:
+    """The block a run in `project` carries with `domain`'s learned rules,
+    global and the project's, except those in `without` — or, with `None`,
+    none of them: the baseline of `validate DOMAIN`."""
 
     def learned(d: str, where: str | None) -> list[Rule]:
-        return [] if d == domain else store.learned_rules(d, where)
+        rules = store.learned_rules(d, where)
+        if d != domain:
+            return rules
+        return [] if without is None else [r for r in rules if r.id not in without]
 
     domains = run_domains_including(domain)
     sets = [(d, store.user_rules(d), learned(d, None)) for d in domains]
@@ -326,23 +365,43 @@ def _without_learned(store: LearningStore, domain: str, project: str | None) -> 
     return render_rules(sets, in_project)
 
 
-def arms_source(store: LearningStore, domain: str, proposal: Proposal | None) -> Callable[[str | None], Arms]:
-    """`project → Arms` for a pass: the live block against the block without
-    the domain's learned rules, or a proposal's candidate against the live
-    block. Rendered once per project."""
-    cache: dict[str | None, Arms] = {}
+def arms_source(store: LearningStore, domain: str, proposal: Proposal | None) -> ArmsFor:
+    """`(project, without) → Arms` for a pass: the live block against the
+    block without the domain's learned rules, or a proposal's candidate
+    against the live block — the rules `without` left out of the treatment
+    (`arms_of`). Rendered once per project and set left out."""
+    cache: dict[tuple[str | None, frozenset[str]], Arms] = {}
 
-    def arms_for(project: str | None) -> Arms:
-        if project not in cache:
+    def arms_for(project: str | None, without: frozenset[str] = frozenset()) -> Arms:
+        key = (project, without)
+        if key not in cache:
             live = store.render_block(domain, project)
             if proposal is None:
-                cache[project] = Arms(treatment=live, baseline=_without_learned(store, domain, project))
+                treatment = _learned_block(store, domain, project, without) if without else live
+                cache[key] = Arms(treatment=treatment, baseline=_learned_block(store, domain, project, None))
             else:
-                candidate = store.render_candidate(domain, proposal.rules, project, scope=proposal.project)
-                cache[project] = Arms(treatment=candidate, baseline=live)
-        return cache[project]
+                rules = [r for r in proposal.rules if r.id not in without]
+                candidate = store.render_candidate(domain, rules, project, scope=proposal.project)
+                cache[key] = Arms(treatment=candidate, baseline=live)
+        return cache[key]
 
     return arms_for
+
+
+def sources_source(store: LearningStore, domain: str, proposal: Proposal | None) -> SourcesFor:
+    """`project → {rule id: sources}` for every learned rule of `domain`
+    that may ride in a run there: the global rules, the project's, and the
+    proposal's when one is measured."""
+    cache: dict[str | None, dict[str, list[str]]] = {}
+
+    def sources_for(project: str | None) -> dict[str, list[str]]:
+        if project not in cache:
+            rules = store.learned_rules(domain) + (store.learned_rules(domain, project) if project else [])
+            rules += proposal.rules if proposal is not None else []
+            cache[project] = {r.id: list(r.sources) for r in rules if r.id is not None}
+        return cache[project]
+
+    return sources_for
 
 
 def pending_proposal(store: LearningStore, domain: str, proposal_id: str) -> Proposal:
@@ -372,8 +431,11 @@ def prepare(
     n = validate_budget(budget)
     proposal = pending_proposal(store, domain, proposal_id) if proposal_id is not None else None
     arms_for = arms_source(store, domain, proposal)
+    sources_for = sources_source(store, domain, proposal)
     measured = {(v.reflexion_id, v.rules_hash) for v in store.validations() if v.domain == domain}
-    probes, skipped = select_probes(store.reflexions(), domain, n, arms_for, measured, proposal=proposal)
+    probes, skipped = select_probes(
+        store.reflexions(), domain, n, arms_for, measured, sources_for=sources_for, proposal=proposal
+    )
     plan = ValidationPlan(
         domain=domain,
         budget=n,

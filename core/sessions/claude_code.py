@@ -48,7 +48,10 @@ mining the file naively taught the wrong lesson or missed the right one:
   follows as an ordinary user line) or `popAll` (taken back into the input
   box: never delivered). A message is a steer at its delivery — the
   `remove` — riding beside the results it arrived with, or before the next
-  answer when none are open. Newer files also write a `queued_command`
+  answer when none are open. One delivered while a call waits for its result
+  (a `remove` written before that result, or, when the person pressed Esc, a
+  `dequeue` and its user line written before the refusal) goes with that
+  result: the refusal's reason, or a steer beside it. Newer files also write a `queued_command`
   attachment for the same delivery (older ones only the attachment); the
   pair is read once. A queued task notification is not the person. (The
   movements are as public readers of the format describe them, e.g. a
@@ -70,7 +73,11 @@ mining the file naively taught the wrong lesson or missed the right one:
   `reader.MAX_INPUT_DEPTH` levels deep.
 
 Taint is rebuilt from the tools called (see `reader.TaintPolicy`): the
-Claude Code policy below lists its built-in tools.
+Claude Code policy below lists its built-in tools. A **subagent's report**
+(`Task`, `Agent`) is as trusted as the subagent's own transcript, which
+Claude Code keeps beside the session (`<session>/subagents/agent-<id>.jsonl`,
+the id named in the result's `agentId`): clean when that file is found and
+reads clean, untrusted otherwise (`subagent_taint`).
 """
 
 from __future__ import annotations
@@ -81,7 +88,8 @@ from typing import Any
 
 import msgspec
 
-from mecha.core.sessions.mining import DENIAL_PREFIX
+from mecha.core.errors import InvalidInput
+from mecha.core.sessions.mining import DENIAL_PREFIX, DOCUMENT_PLACEHOLDER
 from mecha.core.sessions.reader import (
     IMAGE_PLACEHOLDER,
     INTERRUPTED_RESULT,
@@ -94,7 +102,7 @@ from mecha.core.sessions.reader import (
     TaintPolicy,
     bounded,
 )
-from mecha.core.sessions.transcript import Block, Message, Taint, result_text
+from mecha.core.sessions.transcript import Block, Message, Taint, result_text, taint_at
 
 #: Claude Code's built-in tools, by what their results bring in.
 CLAUDE_POLICY = TaintPolicy(
@@ -106,8 +114,9 @@ CLAUDE_POLICY = TaintPolicy(
         }
     ),
     shell=frozenset({"Bash", "BashOutput"}),
-    # `Task` runs a subagent that may itself have fetched the web; what it
-    # reports back is not known to be the person's.
+    # `Task` runs a subagent that may itself have fetched the web: read from
+    # a file, its report is decided by the subagent's own transcript beside
+    # it (`subagent_taint`); anywhere else it is untrusted.
     untrusted=frozenset({"WebFetch", "WebSearch", "Task", "Agent", "ReadMcpResourceTool"}),
     personal=frozenset({"AskUserQuestion"}),
 )
@@ -197,6 +206,10 @@ class _Answers(msgspec.Struct):
     answers: dict[str, str] | None = None
 
 
+class _Spawned(msgspec.Struct):
+    agentId: str | None = None
+
+
 _line = msgspec.json.Decoder(_Line)
 _message = msgspec.json.Decoder(_Message | None)
 _attachment = msgspec.json.Decoder(_Attachment | None)
@@ -279,8 +292,11 @@ def answers_text(result: str, raw: msgspec.Raw) -> str:
 
 
 class _Reader(ReaderCore):
-    def __init__(self, name: str, policy: TaintPolicy, sidechain_file: bool):
+    def __init__(self, name: str, policy: TaintPolicy, sidechain_file: bool, subagents: Path | None = None):
         super().__init__(name, SessionFormat.CLAUDE, policy)
+        #: Where this session's subagents' transcripts are, when it is a
+        #: main session read from its file (`subagent_dir`).
+        self.subagents = subagents
         self.sidechain_file = sidechain_file
         self.decided_sidechain = sidechain_file
         #: The command line of each shell started in the background, by id.
@@ -457,7 +473,7 @@ class _Reader(ReaderCore):
             elif b.type == "image":
                 words.append(IMAGE_PLACEHOLDER)
             elif b.type == "document":
-                words.append("[document]")
+                words.append(DOCUMENT_PLACEHOLDER)
         said = " ".join(words).strip()
         if results:
             fresh = self.results_message() is None
@@ -472,15 +488,38 @@ class _Reader(ReaderCore):
             return
         if not said:
             return
-        if self.fold_words(said):
+        if said.startswith("/"):
+            # A slash command (`/exit`) is the person leaving or changing a
+            # setting: never a refusal's reason, and the refusal before it
+            # stays reasonless.
+            self.pending_denial = None
+            self.interrupted = False
+        elif self.fold_words(said):
+            return
+        elif self._call_waiting():
+            # Words sent from the queue while a call waits for its result
+            # (Claude Code writes them before the result when the person
+            # pressed Esc): they go with that result, as its refusal's reason
+            # or beside it.
+            self.queued.append(said)
             return
         self._flush_queued()
         self.out.append(Message.user(said))
 
+    def _call_waiting(self) -> bool:
+        """Whether the last message is the assistant's with a call still
+        waiting for its result."""
+        if not self.out or self.out[-1].role != "assistant":
+            return False
+        return any(u.id is not None and u.id not in self.answered for u in self.out[-1].tool_uses())
+
     def _flush_queued_into(self, message: Message) -> None:
-        for words in self.queued:
-            self.say_beside(message, words)
-        self.queued = []
+        """Queued words into the results they arrived with: the first as the
+        reason of a refusal there that has none, the rest beside them."""
+        queued, self.queued = self.queued, []
+        for words in queued:
+            if not self.fold_words(words):
+                self.say_beside(message, words)
 
     def _result(self, b: _Block, line: _Line, brought: list[tuple[Taint, Blame | None]], words: list[str], batch: list[Block]) -> Block:
         text = flatten_result(b.content)
@@ -511,12 +550,67 @@ class _Reader(ReaderCore):
                 started = _BACKGROUND_ID.search(text)
                 if started is not None:
                     self.background[started.group(1) or started.group(2)] = command
-        brought.append(self.judge(name, command))
+        if name in SUBAGENT_TOOLS and not is_error and self.subagents is not None:
+            brought.append(subagent_taint(self.subagents, spawned_agent(text, line.toolUseResult), self.policy))
+        else:
+            brought.append(self.judge(name, command))
         if name == "AskUserQuestion" and not is_error:
             answer = answers_text(text, line.toolUseResult)
             if answer:
                 words.append(answer)
         return Block.tool_result(b.tool_use_id or "", text, is_error)
+
+
+#: The tools that run a subagent and hand back its report.
+SUBAGENT_TOOLS = frozenset({"Task", "Agent"})
+_AGENT_ID = re.compile(r"\bagent_?[iI]d:\s*([\w.@-]+)")
+
+
+def subagent_dir(path: Path | None) -> Path | None:
+    """Where Claude Code keeps the subagents' transcripts of the session in
+    `path`: `<project>/<session-id>/subagents/`. `None` for a subagent's own
+    file (its subagents are not looked for: a report of a report is
+    untrusted) or a session not read from a file."""
+    if path is None or is_subagent_path(path):
+        return None
+    return path.parent / path.stem / "subagents"
+
+
+def spawned_agent(result: str, raw: msgspec.Raw) -> str | None:
+    """The id of the subagent a `Task` result reports for: the structured
+    record's `agentId`, else the `agentId: …` line of its text."""
+    if raw:
+        try:
+            found = msgspec.json.decode(raw, type=_Spawned).agentId
+        except LINE_FAULTS:
+            found = None
+        if found:
+            return found
+    match = _AGENT_ID.search(result)
+    return match.group(1) if match else None
+
+
+def subagent_taint(folder: Path, agent: str | None, policy: TaintPolicy) -> tuple[Taint, Blame | None]:
+    """A subagent's report is as trusted as its own transcript: local when
+    `agent-<id>.jsonl` is found beside the session and reads clean to its
+    end (the report is its last words; a transcript that went on after it
+    is held to what came later too — fail closed); otherwise untrusted,
+    saying which."""
+    if agent is None or "/" in agent or agent.startswith("."):
+        return Taint(private=True, untrusted=True), Blame(tool="Task", why="a subagent's report whose transcript the result does not name")
+    path = folder / f"agent-{agent}.jsonl"
+    try:
+        with path.open("rb") as f:
+            read = read_claude_code(f, name=str(path), path=path, policy=policy)
+    except (OSError, InvalidInput) as exc:
+        why = "its transcript is not beside the session" if isinstance(exc, FileNotFoundError) else f"its transcript cannot be read ({exc})"
+        return Taint(private=True, untrusted=True), Blame(tool="Task", program=f"agent-{agent}", why=f"a subagent's report: {why}")
+    last = taint_at(read.taint_timeline, max(len(read.messages) - 1, 0))
+    if last is not None and not last.untrusted:
+        return Taint(private=True), None
+    inner = read.blames[0].describe() if read.blames else "it reads untrusted"
+    blame = Blame(tool="Task", program=f"agent-{agent}", why=f"a subagent's report, whose own transcript ({path.name}) is untrusted from {inner}")
+    return Taint(private=True, untrusted=True), blame
 
 
 def _prompt_text(prompt: str | list[_Inner] | None) -> str:
@@ -544,7 +638,7 @@ def read_claude_code(
 ) -> ReadSession:
     """One Claude Code session file as a wire transcript (see the module's
     docstring for every quirk handled)."""
-    reader = _Reader(name, policy or CLAUDE_POLICY, is_subagent_path(path))
+    reader = _Reader(name, policy or CLAUDE_POLICY, is_subagent_path(path), subagent_dir(path))
     lines = reader.read(data)
     base = reader.base_id(path)
     session_id = f"claude:{base}"

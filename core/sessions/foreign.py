@@ -13,13 +13,23 @@ release).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import IO
 
 import msgspec
 
 from mecha.core.errors import InvalidInput
-from mecha.core.sessions.reader import LINE_FAULTS, ReadSession, SessionFormat, Source, TaintPolicy, numbered_lines
+from mecha.core.sessions.reader import (
+    LINE_FAULTS,
+    OverlongLine,
+    ReadSession,
+    SessionFormat,
+    Source,
+    TaintPolicy,
+    numbered_lines,
+)
 
 #: The formats `read_session` knows, in the spelling `--format` takes.
 FORMATS = tuple(f.value for f in SessionFormat)
@@ -123,6 +133,8 @@ def _line_head(source: Source, skip: int = 0) -> _Head | None:
         if i < skip:
             continue
         try:
+            if isinstance(item[1], OverlongLine):
+                raise msgspec.DecodeError("a line too long to read")
             head = msgspec.json.decode(item[1], type=_Head)
         except LINE_FAULTS:
             if skip == 0:
@@ -146,10 +158,11 @@ def detect_format(data: Source) -> SessionFormat | None:
         start = data.tell()
         try:
             fmt = _format_of(_line_head(data))
-            if fmt is None:
+            if fmt is None and _size_from(data, start) <= _WHOLE_OBJECT_LIMIT:
                 data.seek(start)
                 whole = data.read(_WHOLE_OBJECT_LIMIT + 1)
                 fmt = _format_of(_whole_object_head(whole)) if len(whole) <= _WHOLE_OBJECT_LIMIT else None
+                del whole
             if fmt is None:
                 data.seek(start)
                 fmt = _format_of(_line_head(data, skip=1))
@@ -170,6 +183,15 @@ def detect_format(data: Source) -> SessionFormat | None:
 #: A pretty-printed transcript (one JSON object over many lines) is looked
 #: at whole only up to this size when detecting from an open file.
 _WHOLE_OBJECT_LIMIT = 64 * 2**20
+
+
+def _size_from(data: IO[bytes], start: int) -> int:
+    """How many bytes an open file holds from `start` (0 when it cannot
+    tell): a file too big to be looked at whole is not read to find out."""
+    try:
+        return os.fstat(data.fileno()).st_size - start
+    except (OSError, AttributeError, ValueError):
+        return 0
 
 
 def _whole_object_head(data: bytes) -> _Head | None:
@@ -276,7 +298,17 @@ def _read_source(path: Path, fmt: SessionFormat | None, policy: TaintPolicy | No
         return read_codex(data, name=str(path), path=path, policy=policy)
     from mecha.core.sessions.files import parse_transcript
 
-    session = parse_transcript(path, data if isinstance(data, bytes) else data.read())
+    if not isinstance(data, bytes):
+        # A mecha transcript is one record (an object, or messages read
+        # together): bounded as a whole, and never read past the bound.
+        whole = data.read(_WHOLE_OBJECT_LIMIT + 1)
+        if len(whole) > _WHOLE_OBJECT_LIMIT:
+            raise InvalidInput(
+                f"{path}: a mecha transcript larger than {_WHOLE_OBJECT_LIMIT // 2**20} MiB, more than one session "
+                "holds; it was not read"
+            )
+        data = whole
+    session = parse_transcript(path, data)
     return ReadSession(
         source=SessionFormat.MECHA,
         session_id=session.session_id,

@@ -20,7 +20,10 @@ harness notices (compaction summaries, task notices — configurable prefixes),
 slash commands a front end recorded (``/model``), and machine refusals —
 ``Blocked by a hook: …`` and ``Blocked by policy: …`` are policy, not a
 person, and ordinary tool errors are the environment. Learning from any of
-those teaches the agent rules it was already obeying.
+those teaches the agent rules it was already obeying. Nor is a slash command
+typed after a refusal that refusal's reason (`/exit` is the person leaving),
+nor a turn that is only a pasted image (`says_something`): the image never
+reaches a reflector, which would be asked to find a correction in "[image]".
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import msgspec
 from mecha.core.sessions.evidence import ContextPieces, evidence_context, gather_context, head_and_tail
 from mecha.core.sessions.evidence import context_sources as _sources
 from mecha.core.sessions.outbox import OutboxItem, WritingOutcome
-from mecha.core.sessions.transcript import Block, Message
+from mecha.core.sessions.transcript import IMAGE_PLACEHOLDER, Block, Message
 
 #: The prefix the harness writes when a *person* refused a tool call. Hook and
 #: policy refusals use other wording, and that wording is all that keeps them
@@ -51,6 +54,24 @@ DEFAULT_FINAL_ANSWER_NUDGE = (
     "You have used all available turns. Stop calling tools and give your final answer now, "
     "based on what you have found so far."
 )
+
+
+#: What an attached document in a person's message becomes in the wire
+#: transcript, as a picture becomes `transcript.IMAGE_PLACEHOLDER`: the
+#: words beside it are kept, the attachment is marked. A turn of markers
+#: alone says nothing a reflector could read (`says_something`).
+DOCUMENT_PLACEHOLDER = "[document]"
+_PLACEHOLDERS = (IMAGE_PLACEHOLDER, DOCUMENT_PLACEHOLDER)
+
+
+def says_something(text: str) -> bool:
+    """Whether `text` holds any words once attachment markers are taken
+    out. An image pasted with no words is not an intervention: the image
+    itself never reaches a reflector, so "[image]" alone would be mined as
+    a correction with nothing in it."""
+    for marker in _PLACEHOLDERS:
+        text = text.replace(marker, " ")
+    return any(c.isalnum() for c in text)
 
 
 class Trigger(str, Enum):
@@ -203,15 +224,20 @@ class _Miner:
                 has_results = True
                 content = block.content or ""
                 if block.is_error and content.startswith(DENIAL_PREFIX):
-                    self._add(Trigger.DENIAL, "", content[len(DENIAL_PREFIX) :].strip(), index)
+                    reason = content[len(DENIAL_PREFIX) :].strip()
+                    # A slash command typed after a refusal (`/exit`) is the
+                    # person leaving, not their reason.
+                    if reason and not self.voices.is_person(reason):
+                        reason = ""
+                    self._add(Trigger.DENIAL, "", reason, index)
             elif block.type == "text":
                 steer_parts.append(block.text or "")
         said = "".join(steer_parts).strip()
         if has_results:
-            if said and self.voices.is_person(said):
+            if said and self.voices.is_person(said) and says_something(said):
                 self._add(Trigger.STEER, "", said, index)
         elif said:
-            if self.seen_task and self.last_assistant_text and self.voices.is_person(said):
+            if self.seen_task and self.last_assistant_text and self.voices.is_person(said) and says_something(said):
                 self._add(Trigger.FOLLOWUP, truncate(self.last_assistant_text, CONTEXT_BUDGET), said, index)
             self.seen_task = True
 

@@ -20,7 +20,9 @@ rest:
   own files. The lists are data (`TaintPolicy`) so a person can trust a
   local MCP server, or distrust a tool the defaults call local;
 - **reading lines**: a line that is not a record is skipped with a warning,
-  never the session (`LineReader`).
+  never the session (`LineReader`); so is a line longer than any record
+  (`MAX_LINE_BYTES`), read through without being held, so memory follows
+  the longest line kept, never the file.
 
 Format detection and `read_session`, the one entry point, are in
 `foreign.py`, above both readers.
@@ -302,18 +304,52 @@ class TaintTimeline:
 Source = bytes | IO[bytes]
 
 
-def numbered_lines(source: Source) -> Iterator[tuple[int, bytes, bool]]:
+#: The longest line a reader takes in, in bytes. Memory follows the line:
+#: read whole, a transcript of one 1 GB line once took the session-end
+#: hook to 2,168 MB and past its timeout. A longer line is skipped by name,
+#: read through in `_DRAIN_CHUNK` pieces and never held (`OverlongLine`).
+#: Why 32 MiB: the longest a real record gets is a message carrying images
+#: (Claude Code keeps them base64, up to about 6.7 MB each); four of those
+#: fit, and a line this long decodes within about 100 MB.
+MAX_LINE_BYTES = 32 * 2**20
+#: How much of an overlong line is read at a time while looking for its end.
+_DRAIN_CHUNK = 2**20
+#: How much of an overlong line is kept: enough to tell whether it spoke of
+#: a tool (`ReaderCore.unread_line`), never the line.
+OVERLONG_HEAD = 64 * 2**10
+
+
+class OverlongLine(bytes):
+    """The head of a line longer than `MAX_LINE_BYTES` (its first
+    `OVERLONG_HEAD` bytes), yielded in its place: a reader skips it by name
+    (`LineReader.lines`), and the rest of it was never held."""
+
+
+def overlong_why(limit: int = MAX_LINE_BYTES) -> str:
+    return f"longer than {limit // 2**20} MiB, more than any record of it holds; it was not read"
+
+
+def numbered_lines(source: Source, limit: int = MAX_LINE_BYTES) -> Iterator[tuple[int, bytes, bool]]:
     """`(line number, line, is_last_unterminated)` for each non-blank line.
-    The flag lets a reader forgive a last line an agent is still writing."""
+    The flag lets a reader forgive a last line an agent is still writing.
+    A line longer than `limit` comes as an `OverlongLine`."""
     if not isinstance(source, bytes | bytearray | memoryview):
         number = 0
-        for chunk in source:
+        while True:
+            chunk = source.readline(limit + 1)
+            if not chunk:
+                return
             number += 1
+            if len(chunk) > limit and not chunk.endswith(b"\n"):
+                head = OverlongLine(chunk[:OVERLONG_HEAD])
+                del chunk
+                torn = _drain_line(source)
+                yield number, head, torn
+                continue
             torn = not chunk.endswith(b"\n")
             line = chunk if torn else chunk[:-1]
             if line and not line.isspace():
                 yield number, line, torn
-        return
     data = bytes(source)
     number = 0
     start = 0
@@ -324,10 +360,24 @@ def numbered_lines(source: Source) -> Iterator[tuple[int, bytes, bool]]:
         if torn:
             end = size
         number += 1
-        line = data[start:end]
-        if line and not line.isspace():
-            yield number, line, torn
+        if end - start > limit:
+            yield number, OverlongLine(data[start : start + OVERLONG_HEAD]), torn
+        else:
+            line = data[start:end]
+            if line and not line.isspace():
+                yield number, line, torn
         start = end + 1
+
+
+def _drain_line(source: IO[bytes]) -> bool:
+    """Read `source` through the end of the current line, a piece at a
+    time; whether the file ended first (the line is its unterminated last)."""
+    while True:
+        piece = source.readline(_DRAIN_CHUNK)
+        if not piece:
+            return True
+        if piece.endswith(b"\n"):
+            return False
 
 
 def line_error(path: str, fmt: SessionFormat, number: int, why: str) -> InvalidInput:
@@ -417,9 +467,13 @@ class LineReader:
             self.warnings.append(f"{self.name}:{number}: skipped a line that is not a record of {FORMAT_NAMES[self.fmt]}: {why}")
 
     def lines(self, source: Source) -> Iterator[tuple[int, bytes, bool]]:
-        """`numbered_lines(source)`, counting them for `finish`."""
+        """`numbered_lines(source)`, counting them for `finish`; a line too
+        long to read is skipped here, by name, and still yielded (as its
+        `OverlongLine` head) for the reader to fail closed on."""
         for item in numbered_lines(source):
             self.seen += 1
+            if isinstance(item[1], OverlongLine):
+                self.skip(item[0], overlong_why())
             yield item
 
     def finish(self) -> None:
@@ -483,6 +537,10 @@ class ReaderCore:
         number = 0
         for number, raw, torn in self.lines.lines(data):
             self.taint.line = number
+            if isinstance(raw, OverlongLine):  # skipped already (`LineReader.lines`)
+                self.unread_line(raw)
+                note_lines(lines, self.out, number)
+                continue
             skipped = self.lines.skipped
             self.line(number, raw, torn)
             if self.lines.skipped > skipped and not torn:  # a torn last line has nothing after it

@@ -39,12 +39,13 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Iterable, Mapping
+from enum import Enum
 from pathlib import Path
 
 import msgspec
 
 from mecha.core.errors import InvalidInput
-from mecha.core.sessions.reader import TaintPolicy, command_entry
+from mecha.core.sessions.reader import Blame, TaintPolicy, command_entry
 
 #: The config file's table and key the decisions live under.
 TRUST_TABLE = "trust"
@@ -65,6 +66,14 @@ NEVER_STANDING = frozenset(
         "unified_exec", "write_stdin",
     }
 )
+
+
+class TrustAction(str, Enum):
+    """What `trust` does with the standing decisions."""
+
+    ADD = "add"
+    REMOVE = "remove"
+    LIST = "list"
 
 
 class Trust(msgspec.Struct, frozen=True, kw_only=True):
@@ -89,6 +98,76 @@ class Trust(msgspec.Struct, frozen=True, kw_only=True):
     def covers(self, entry: str) -> bool:
         """Whether `entry` (any spelling `check_entry` takes) is trusted here."""
         return check_entry(entry, standing=False) in self.entries
+
+
+class Reclassified(msgspec.Struct, kw_only=True):
+    """What a change of trust made learnable."""
+
+    #: Session files held back interventions and were read again.
+    sessions: int = 0
+    #: Interventions that now read clean, queued to be asked.
+    asked_again: int = 0
+    #: The inbox entries queued for them.
+    queued: list[str] = msgspec.field(default_factory=list)
+    #: Held-back interventions that still read untrusted.
+    still_untrusted: int = 0
+    #: Files that could not be read again (gone, or no longer a session),
+    #: each with why.
+    unreadable: list[str] = msgspec.field(default_factory=list)
+
+
+class HeldBack(msgspec.Struct, frozen=True, kw_only=True):
+    """One call that held back interventions: the first call that made
+    each of them untrusted, and how many."""
+
+    blame: Blame
+    interventions: int
+
+
+class Unknown(msgspec.Struct, frozen=True, kw_only=True):
+    """A program or tool the reader did not know, with what it held back
+    (the interventions it was the first untrusted call before) and the
+    exact command that trusts it."""
+
+    entry: str
+    interventions: int
+    sessions: int
+    command: str
+
+
+def held_back(blames: Iterable[Blame | None]) -> list[HeldBack]:
+    """Each intervention's first blame (`reader.first_blame`), grouped:
+    which calls held how many back, in the order first met."""
+    counts: dict[Blame, int] = {}
+    for blame in blames:
+        if blame is not None:
+            counts[blame] = counts.get(blame, 0) + 1
+    return [HeldBack(blame=b, interventions=n) for b, n in counts.items()]
+
+
+def trust_command(entry: str) -> str:
+    """The command that trusts `entry` for good, quoted for a shell."""
+    return f"mecha-sidecar trust add '{entry}'"
+
+
+def unknown_summary(sessions: Iterable[Iterable[HeldBack]]) -> list[Unknown]:
+    """The programs and tools the table did not know, over many sessions:
+    how many interventions each held back and in how many sessions, most
+    first — only those a trust entry can answer (never a network client,
+    nor a spelling that hides a program)."""
+    held: dict[str, int] = {}
+    seen: dict[str, int] = {}
+    for session in sessions:
+        entries = set()
+        for h in session:
+            if h.blame.entry is None:
+                continue
+            held[h.blame.entry] = held.get(h.blame.entry, 0) + h.interventions
+            entries.add(h.blame.entry)
+        for entry in entries:
+            seen[entry] = seen.get(entry, 0) + 1
+    rows = [Unknown(entry=e, interventions=n, sessions=seen[e], command=trust_command(e)) for e, n in held.items()]
+    return sorted(rows, key=lambda u: (-u.interventions, u.entry))
 
 
 def config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -215,7 +294,8 @@ def _write(current: Trust, wanted: list[str]) -> Trust:
 
     target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     try:
-        write_atomic(target, tomlkit.dumps(doc).encode("utf-8"))
+        rendered = tomlkit.dumps(doc)
+        write_atomic(target, (rendered if rendered.endswith("\n") else rendered + "\n").encode("utf-8"))
     except OSError as exc:
         raise InvalidInput(f"{path}: cannot write: {exc.strerror or exc}") from None
     return load_trust(path) if os.path.exists(target) else Trust(entries=tuple(wanted), path=str(path))

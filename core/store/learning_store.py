@@ -60,7 +60,7 @@ dropping a person's rules would change what every run is told.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -468,12 +468,14 @@ class LearningStore:
         *,
         learned: Sequence[tuple[str, str | None, Sequence[Rule]]] = (),
         processed: Sequence[str] = (),
+        rejected: Mapping[str, str] | None = None,
         run_id: str,
         message: str,
     ) -> None:
         """Record `p` (resolved), replace each learned rules file in
         `learned` — `(domain, project root or None, rules)` — mark the
-        reflections `processed` by `run_id`, and commit with `message`: as
+        reflections `processed` by `run_id` (those in `rejected` also
+        rejected by a person, with their reason), and commit with `message`: as
         one change (`transaction`), so the rules block never shows a
         proposal's rules that the proposal file does not say are accepted.
         A full disk before the change is decided is `StoreFull` with
@@ -484,7 +486,7 @@ class LearningStore:
         change = transaction.Transaction(self._root, f"{verb} of proposal {p.id}")
         for domain, project, rules in learned:
             change.stage(*self.rules_files.render_learned(domain, rules, project))
-        change.stage_marks(self.records, processed, run_id)
+        change.stage_marks(self.records, processed, run_id, rejected)
         change.stage(*self.proposal_files.render(p))
         transaction.run(self._root, self.history, change, message)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import msgspec
 
 from mecha.core.errors import InvalidInput, NotFound
-from mecha.core.learning.rules import Refusal, Rule, RuleDrop, validate_domain
+from mecha.core.learning.rules import LeftOut, Refusal, Rule, RuleDrop, validate_domain
 from mecha.core.store import files as _files
 from mecha.core.store.codec import ENCODER, decoder
 from mecha.core.store.layout import PROPOSALS_DIR
@@ -73,6 +73,10 @@ class Proposal(msgspec.Struct, kw_only=True):
     drops: list[RuleDrop] = msgspec.field(default_factory=list)
     #: What the learn gate refused of the learner's answer, and why.
     refusals: list[Refusal] = msgspec.field(default_factory=list)
+    #: The changes a person left out when accepting (`accept --without`),
+    #: or named as resting on wrong lessons when rejecting (`reject
+    #: --wrong`); their lessons are marked rejected.
+    left_out: list[LeftOut] = msgspec.field(default_factory=list)
 
 
 class ProposalFiles:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -83,9 +83,12 @@ def _reflexion_decoder() -> msgspec.json.Decoder[Reflexion]:
     return decoder(Reflexion)
 
 
-def _mark_lines(data: bytes, wanted: set[str], run_id: str) -> tuple[list[bytes | memoryview], int]:
+def _mark_lines(
+    data: bytes, wanted: set[str], run_id: str, rejected: Mapping[str, str] | None = None
+) -> tuple[list[bytes | memoryview], int]:
     """The reflections file with the `wanted`, unprocessed ones marked, as
-    chunks to write in order, and how many were marked. Blank lines are
+    chunks to write in order, and how many were marked; those in `rejected`
+    are also marked rejected with its reason for them. Blank lines are
     dropped; every other line not being marked — a corrupt one included — is
     kept byte for byte, each followed by a newline.
 
@@ -118,6 +121,8 @@ def _mark_lines(data: bytes, wanted: set[str], run_id: str) -> tuple[list[bytes 
                         obj = msgspec.json.decode(line)
                         obj["is_processed"] = True
                         obj["leap_run_id"] = run_id
+                        if rejected and r.id in rejected:
+                            obj["rejected"] = rejected[r.id]
                         replacement = ENCODER.encode(obj) + b"\n"
             except msgspec.DecodeError:
                 pass
@@ -229,9 +234,12 @@ class Records:
                     out.append(r)
         return out
 
-    def mark_reflexions_processed(self, ids: Iterable[str], run_id: str) -> int:
+    def mark_reflexions_processed(
+        self, ids: Iterable[str], run_id: str, rejected: Mapping[str, str] | None = None
+    ) -> int:
         """Mark the named, not yet processed reflections as consumed by
-        `run_id`; returns how many changed.
+        `run_id` (those in `rejected` also rejected, with its reason for
+        each); returns how many changed.
 
         The file is rewritten through a temp sibling and rename, so a crash
         loses the marking, never a reflection. Only the changed lines are
@@ -244,7 +252,7 @@ class Records:
         """
         path = self._root / REFLECTIONS_FILE
         for _attempt in range(5):
-            marked = self.marked_reflexions(ids, run_id)
+            marked = self.marked_reflexions(ids, run_id, rejected)
             if marked is None:
                 return 0
             chunks, count, before = marked
@@ -255,7 +263,7 @@ class Records:
         raise RuntimeError(f"{path} kept changing while it was being marked; is a writer running without the lock?")
 
     def marked_reflexions(
-        self, ids: Iterable[str], run_id: str
+        self, ids: Iterable[str], run_id: str, rejected: Mapping[str, str] | None = None
     ) -> tuple[list[bytes | memoryview], int, tuple[int, int, int]] | None:
         """The reflections file with the named, unprocessed ones marked as
         consumed by `run_id` — as chunks to write in order — how many that
@@ -273,7 +281,7 @@ class Records:
         except FileNotFoundError:
             return None
         with _files.gc_paused():
-            chunks, marked = _mark_lines(data, wanted, run_id)
+            chunks, marked = _mark_lines(data, wanted, run_id, rejected)
         if marked == 0:
             return None
         return chunks, marked, (st.st_ino, st.st_size, st.st_mtime_ns)

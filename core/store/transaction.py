@@ -54,7 +54,7 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import msgspec
@@ -80,6 +80,8 @@ class Step(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: run, and the `file_identity` of the file it was marked from.
     marks: list[str] | None = None
     run_id: str | None = None
+    #: Of the marked ids, those a person rejected, with their reason.
+    rejected: dict[str, str] | None = None
     source: list[int] | None = None
 
 
@@ -113,14 +115,20 @@ class Transaction:
             raise self._unmade(exc) from None
         self._steps.append(msgspec.convert({"staged": name, "target": str(target.relative_to(self._root)), **marks}, Step))
 
-    def stage_marks(self, records: Records, ids: Sequence[str], run_id: str) -> int:
+    def stage_marks(
+        self, records: Records, ids: Sequence[str], run_id: str, rejected: Mapping[str, str] | None = None
+    ) -> int:
         """Stage the reflections file with `ids` marked processed by
-        `run_id` (`Records.marked_reflexions`); how many it marks."""
-        marked = records.marked_reflexions(ids, run_id)
+        `run_id`, those in `rejected` also rejected with their reason
+        (`Records.marked_reflexions`); how many it marks."""
+        marked = records.marked_reflexions(ids, run_id, rejected)
         if marked is None:
             return 0
         chunks, count, source = marked
-        self.stage(self._root / REFLECTIONS_FILE, chunks, marks=sorted(set(ids)), run_id=run_id, source=list(source))
+        extra: dict[str, object] = {"rejected": dict(rejected)} if rejected else {}
+        self.stage(
+            self._root / REFLECTIONS_FILE, chunks, marks=sorted(set(ids)), run_id=run_id, source=list(source), **extra
+        )
         return count
 
     def decide(self, message: str) -> Intent:
@@ -278,7 +286,7 @@ def _apply_step(root: Path, step: Step) -> None:
         source = None if step.source is None else tuple(step.source)
         if file_identity(target) != source:
             # Appended to since it was marked: mark the live file instead.
-            Records(root).mark_reflexions_processed(step.marks, step.run_id)
+            Records(root).mark_reflexions_processed(step.marks, step.run_id, step.rejected)
             _files.discard_temp(staged)
             return
     with _files.writing(target):

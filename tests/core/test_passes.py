@@ -381,11 +381,13 @@ async def test_an_accept_refuses_when_the_live_rules_moved(store: LearningStore)
     assert store.proposal(pid).status == "pending"
 
 
-async def test_rejecting_records_the_reason_and_marks_the_reflections_processed(store: LearningStore):
+async def test_rejecting_records_the_reason_and_returns_the_reflections_to_the_pool(store: LearningStore):
+    # Pins: a rejection over one doubtful rule costing every lesson it was
+    # argued from (they were all marked processed).
     pid = await make_proposal(store, "Ask before acting.")
     rejected = reject_proposal(store, pid, "too vague")
     assert (rejected.status, rejected.reason) == ("rejected", "too vague")
-    assert all(r.is_processed for r in store.reflexions())
+    assert not any(r.is_processed for r in store.reflexions())
     assert not store.rules_path("behavior", "learned").exists()
 
 

@@ -188,6 +188,44 @@ def test_a_proposal_is_measured_against_the_live_block(store: LearningStore, tmp
         plan_validation(store, "behavior", proposal_id=p.id)
 
 
+def test_a_probe_never_measures_a_rule_on_a_correction_among_its_own_sources(tmp_path: Path) -> None:
+    # Pins: a rule learned from a correction "sparing" the person that very
+    # correction, counted as its own success.
+    from mecha.core.learning.validate import SKIP_OWN_SOURCE
+
+    store = LearningStore.open(tmp_path / "own")
+    ids = holdout_ids()
+    a, b = next(ids), next(ids)
+    own = Rule(text="Change only the file the person names in the task.", id="rule-own", sources=["r-a"])
+    other = Rule(text="Say which files a change touched.", id="rule-other", sources=["r-elsewhere"])
+    store.write_learned_rules("behavior", [own, other])
+    store.append_reflexions([reflection("r-a", a, write_session(tmp_path, a)), reflection("r-b", b, write_session(tmp_path, b))])
+    probes, plan = prepare(store, "behavior", budget=5)
+    by_id = {p.reflection.id: p for p in probes}
+    assert by_id["r-a"].arms.measured_ids() == ["rule-other"], "its own rule is left out of the treatment"
+    assert by_id["r-a"].arms.treatment.block is not None and own.text not in by_id["r-a"].arms.treatment.block
+    assert by_id["r-a"].planned.rule_ids == ["rule-other"]
+    assert by_id["r-b"].arms.measured_ids() == ["rule-own", "rule-other"]
+    # With every measured rule learned from it, the correction measures nothing.
+    store.write_learned_rules("behavior", [own])
+    plan = plan_validation(store, "behavior", budget=5)
+    assert [p.reflection_id for p in plan.probes] == ["r-b"] and plan.skipped == {SKIP_OWN_SOURCE: 1}
+
+
+def test_a_proposals_rule_is_not_measured_on_its_own_sources(store: LearningStore, tmp_path: Path) -> None:
+    from mecha.core.learning.validate import SKIP_OWN_SOURCE
+
+    sid = next(holdout_ids())
+    store.append_reflexion(reflection("r1", sid, write_session(tmp_path, sid)))
+    live = store.learned_rules("behavior")
+    added = Rule(text="Ask before touching a second file.", id="rule-new", sources=["r1"])
+    p = Proposal(id="20260101T000000-p2", domain="behavior", status=ProposalStatus.PENDING, reflexion_ids=["r1"],
+                 rules_before=live, rules=[*live, added], evidence="", created_at=now())
+    store.write_proposal(p)
+    plan = plan_validation(store, "behavior", proposal_id=p.id)
+    assert plan.probes == [] and plan.skipped == {SKIP_OWN_SOURCE: 1}
+
+
 def test_the_conversation_is_rendered_with_its_tools_and_bounded_to_its_tail() -> None:
     from mecha.core.sessions.transcript import Block, Message
 

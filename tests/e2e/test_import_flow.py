@@ -400,3 +400,29 @@ def test_two_imports_racing_over_a_growing_session_lose_no_intervention(env, sto
     assert sorted(_inbox_interventions(store_dir)) == ["Date each entry, too.", "Keep each changelog entry to one line."]
     keys = [k for r in store_lines(store_dir, "imported.jsonl") for k in r.get("keys", [])]
     assert len(keys) == len(set(keys)) == 2, store_lines(store_dir, "imported.jsonl")
+
+
+def test_the_cli_says_what_held_a_session_back_and_trust_add_makes_it_clean(cli, tmp_path):
+    # Pins: `import --dry-run` printing `(followup/untrusted 1)` and nothing
+    # a person could act on.
+    cc = Claude(session="cccc0001-1111-4222-8333-444455556666")
+    cc.user("Pick the next issue.").assistant(text("Listing."), use("s1", "Bash", command="bd ready --json")).result("s1", "[]")
+    cc.assistant(text("Nothing is ready.")).user("Then file one for the flaky test.")
+    cc.assistant(text("Filed."))
+    session = tmp_path / "home" / ".claude" / "projects" / "-home-pat-proj" / "s.jsonl"
+    session.parent.mkdir(parents=True)
+    session.write_bytes(cc.bytes())
+    dry = cli("import", "claude", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "untrusted (1): line 3: Bash `bd ready --json` — bd: not in the table" in dry.stdout, dry.stdout
+    assert "Bash(bd): 1 in 1 session(s) — mecha-sidecar trust add 'Bash(bd)'" in dry.stdout, dry.stdout
+    mined = cli("mine", str(session))
+    assert "untrusted from line 3: Bash `bd ready --json`" in mined.stderr and "trust add 'Bash(bd)'" in mined.stderr
+    added = cli("trust", "add", "Bash(bd)")
+    assert added.returncode == 0, added.stderr
+    assert "trusts Bash(bd)" in added.stdout
+    again = cli("import", "claude", "--dry-run")
+    assert "(followup/clean 1)" in again.stdout and "untrusted" not in again.stdout, again.stdout
+    refused = cli("trust", "add", "WebFetch")
+    assert refused.returncode != 0 and "cannot be trusted for good" in refused.stderr
+    assert cli("trust", "list").stdout.strip().endswith("trusts Bash(bd)")

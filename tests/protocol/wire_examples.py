@@ -460,6 +460,8 @@ def _drive(rec: Recorder, root: Path, model_url: str) -> None:
     home = root.parent / "home"
     shutil.copytree(FIXTURES / "claude-code" / "projects", home / ".claude" / "projects")
     rec.result("mecha/importSessions", {"source": "claude", "dry_run": True})
+    rec.result("mecha/trust", {"action": "add", "entries": ["Bash(bd)"]})
+    rec.result("mecha/trust", {}, title="mecha/trust (list)")
     agents = home / "src" / "AGENTS.md"
     agents.parent.mkdir(parents=True)
     agents.write_text("# Working on this repository\n\nRun `make check` before pushing.\n")

@@ -13,6 +13,7 @@ PARTS = {
     "llama": "tests.realparts.llama",
     "vscode": "tests.realparts.vscode",
     "agents": "tests.realparts.agents",
+    "rust": "tests.realparts.rust",
 }
 
 

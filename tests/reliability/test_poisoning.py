@@ -282,14 +282,18 @@ def test_a_planted_instruction_never_reaches_a_model_a_reflection_a_proposal_or_
         assert (p.evidence is Evidence.FULL) == (p.origin is Origin.CLEAN)
 
     enqueue(store, session_entry(f"poison-{n}", messages, timeline))
+    draft_asked = False
     if v.draft is not None:
         plan = survey_draft(v.draft)
         assert plan is not None, "the draft holds an edit"
+        draft_asked = plan.origin is not Origin.UNTRUSTED
         enqueue(store, DraftEntry(v.draft, plan))
     accepted = asyncio.run(_loop(store, model))
 
     sent = [r.raw.decode("utf-8", "replace") for r in model.completions()]
-    expected_calls = len(v.clean) + (v.draft is not None) + len(accepted)
+    # An untrusted intervention is never sent to the model: only the clean
+    # ones are asked (and the learn calls).
+    expected_calls = sum(v.clean) + draft_asked + len(accepted)
     assert len(sent) == expected_calls, (v.shape, len(sent))
     for body in sent:
         assert v.marker not in body, f"variant {n} ({v.shape}): the planted text reached a model request"
@@ -463,12 +467,19 @@ def test_a_timeline_back_to_clean_keeps_what_the_assistant_wrote_meanwhile_out(s
         ended = sc.request("mecha/sessionEnded", {"session_id": f"reset-{reset}", "messages": _reset_session(planted), "taint_timeline": timeline})
         assert ended["interventions"] == 1 and ended["learnable"] == int(reset), ended
         assert sc.job_finished(ended["job"]["id"])["state"] == "done"
-        [sent] = [r.raw.decode("utf-8", "replace") for r in server.completions()]
+        requests = [r.raw.decode("utf-8", "replace") for r in server.completions()]
         assert sc.shutdown() == 0
-    assert "PLANTED" not in sent and "public mirror" not in sent
-    assert "Only touch docs/, nothing else." in sent
     [r] = store_lines(store_dir, "reflections.jsonl")
     assert "PLANTED" not in json.dumps(r)
+    assert r["intervention"] == "Only touch docs/, nothing else."
+    if not reset:
+        # Untrusted: recorded with the person's words, never sent to a model.
+        assert requests == []
+        assert r["origin"] == "untrusted" and r["evidence"] == "intervention_only"
+        return
+    [sent] = requests
+    assert "PLANTED" not in sent and "public mirror" not in sent
+    assert "Only touch docs/, nothing else." in sent
     if reset:
         assert r["origin"] == "clean" and r["evidence"] == "full"
         assert "withheld: the assistant wrote this while third-party content was in its context" in sent

@@ -12,12 +12,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from mecha.core.gate.candidate import MIN_HOLDOUT_PAIRS, MIN_SELECTION_PAIRS, is_holdout
 from mecha.core.learning.reflection import Origin
 from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_BLOCK_HEADING, RULES_BLOCK_PREAMBLE, rules_hash
 from mecha.core.store.learning_store import ProposalStatus
 
-from .client import SIDECAR_ARGV, Sidecar, SpawnSidecar, clean_env
+from .client import SIDECAR_ARGV, Sidecar, SpawnSidecar, WireError, clean_env
 from .helpers import (
     assistant_text,
     assistant_tool,
@@ -703,17 +705,40 @@ def test_accepting_writes_the_learned_file_and_the_next_block_carries_it(sidecar
     assert processed == {"refl-a": True, "refl-b": False}
 
 
-def test_rejecting_marks_its_reflections_processed_and_keeps_the_reason(sidecar: Sidecar) -> None:
+def test_rejecting_keeps_the_reason_and_returns_its_reflections_to_the_pool(sidecar: Sidecar) -> None:
     store = open_store(sidecar.learning_dir)
     store.append_reflexions([reflexion("refl-a"), reflexion("refl-b"), reflexion("refl-c")])
-    store.write_proposal(proposal("20260101T000000-rej00001", reflexion_ids=["refl-a", "refl-b"]))
-    got = sidecar.call("mecha/rejectProposal", {"id": "20260101T000000-rej00001", "reason": "too broad"})["proposal"]
+    store.write_proposal(proposal("20260101T000000-rej00001", reflexion_ids=["refl-a", "refl-b"],
+                                  rules=[rule("Ask before deleting files", "r-1", sources=["refl-a"]),
+                                         rule("Keep diffs small", "r-2", sources=["refl-b"])]))
+    got = sidecar.call("mecha/rejectProposal", {"id": "20260101T000000-rej00001", "reason": "too broad", "wrong": [2]})["proposal"]
     assert (got["status"], got["reason"]) == ("rejected", "too broad")
     assert got["resolved_at"]
-    processed = {r.id: r.is_processed for r in store.reflexions()}
-    assert processed == {"refl-a": True, "refl-b": True, "refl-c": False}
+    assert [(x["number"], x["rejected"]) for x in got["left_out"]] == [(2, ["refl-b"])]
+    marks = {r.id: (r.is_processed, r.rejected) for r in store.reflexions()}
+    assert marks == {"refl-a": (False, None), "refl-b": (True, "too broad"), "refl-c": (False, None)}
     assert not store.rules_path("behavior", "learned").exists(), "a rejection writes no rules"
     assert store.proposal("20260101T000000-rej00001").status == "rejected"
+
+
+def test_accepting_without_a_rule_over_the_wire_writes_the_rest_and_rejects_its_lessons(sidecar: Sidecar) -> None:
+    store = open_store(sidecar.learning_dir)
+    store.append_reflexions([reflexion("refl-a"), reflexion("refl-b")])
+    store.write_proposal(proposal("20260101T000000-wo000001", reflexion_ids=["refl-a", "refl-b"],
+                                  rules=[rule("Ask before deleting files", "r-1", sources=["refl-a"]),
+                                         rule("Keep diffs small", "r-2", sources=["refl-b"])]))
+    shown = sidecar.call("mecha/proposal", {"id": "20260101T000000-wo000001"})
+    assert [(c["number"], c["text"]) for c in shown["changes"]] == [(1, "Ask before deleting files"), (2, "Keep diffs small")]
+    got = sidecar.call("mecha/acceptProposal", {"id": "20260101T000000-wo000001", "without": [1], "reason": "not for me"})
+    assert got["proposal"]["status"] == "accepted" and [r["id"] for r in got["proposal"]["rules"]] == ["r-2"]
+    assert [r.id for r in store.learned_rules("behavior")] == ["r-2"] and block(sidecar)["rule_ids"] == ["r-2"]
+    marks = {r.id: (r.is_processed, r.rejected) for r in store.reflexions()}
+    assert marks == {"refl-a": (True, "not for me"), "refl-b": (True, None)}
+    store.write_proposal(proposal("20260101T000000-wo000002", rules=[rule("Ask first", "r-9")],
+                                  rules_before=store.learned_rules("behavior")))
+    with pytest.raises(WireError) as bad:
+        sidecar.call("mecha/acceptProposal", {"id": "20260101T000000-wo000002", "without": [3]})
+    assert bad.value.error["code"] == -32602 and "without: 3" in bad.value.error["message"]
 
 
 def test_retiring_a_rule_is_a_proposal_and_after_accept_it_stays_but_never_renders(sidecar: Sidecar) -> None:

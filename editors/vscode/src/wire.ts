@@ -117,6 +117,19 @@ export interface LearnResult {
   reason?: string;
 }
 
+/**
+ * One change of a proposal a person left out when accepting it, or
+ * named as resting on wrong lessons when rejecting it.
+ */
+export interface LeftOut {
+  change: string;
+  number: number;
+  reason?: string;
+  rejected?: string[];
+  rule_id?: string;
+  text: string;
+}
+
 export interface OverBudget {
   active: number;
   domain: string;
@@ -131,6 +144,7 @@ export interface Proposal {
   drops: RuleDrop[];
   evidence: string;
   id: string;
+  left_out: LeftOut[];
   project: string | null;
   promoted_from: string[];
   reason: string | null;
@@ -241,6 +255,7 @@ export interface RuleChange {
   change: string;
   contradicted_by?: RuleSource;
   measured?: string;
+  number?: number;
   reason?: string;
   replaces?: string[];
   rule_id?: string;

@@ -1,0 +1,80 @@
+"""A change of trust asks again what now reads clean, and nothing else: an
+untrusted intervention is recorded without a model call, and `trust add`
+of the tool that held it back queues it to be asked — once."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+from mecha.core.agents.importing import import_sessions
+from mecha.core.agents.retrust import reclassify
+from mecha.core.learning.reflect import WITHHELD_LESSON, reflect_inbox
+from mecha.core.learning.reflection import Origin, Reflector
+from mecha.core.providers import provider_from_config
+from mecha.core.sessions.mining import DEFAULT_VOICES
+from mecha.core.sessions.trust import add_trust
+from mecha.core.store.learning_store import LearningStore
+from tests.core.ccfixture import Claude, text, use
+from tests.model_server import ModelServer, lessons_responder
+
+
+def _sessions(root: Path) -> None:
+    tracker = Claude(session="aaaa0001-1111-4222-8333-444455556666")
+    tracker.user("Pick the next issue.").assistant(text("Building first."), use("s1", "Bash", command="make -j4")).result("s1", "ok")
+    tracker.assistant(text("Built.")).user("Run the unit tests before anything else.")
+    tracker.assistant(text("Listing."), use("s2", "Bash", command="bd ready --json")).result("s2", "[]")
+    tracker.assistant(text("Nothing is ready.")).user("Then file one for the flaky test, and keep titles short.")
+    tracker.assistant(text("Filed."))
+    web = Claude(session="aaaa0002-1111-4222-8333-444455556666")
+    web.user("Read the thread.").assistant(text("Fetching."), use("w1", "Bash", command="curl -s https://example.org/thread")).result("w1", "Thread.")
+    web.assistant(text("It says things.")).user("Summarise it in two lines.")
+    web.assistant(text("Done."))
+    folder = root / "-home-pat-proj"
+    folder.mkdir(parents=True)
+    (folder / "tracker.jsonl").write_bytes(tracker.bytes())
+    (folder / "web.jsonl").write_bytes(web.bytes())
+    old = 1_700_000_000
+    for f in folder.iterdir():
+        os.utime(f, (old, old))  # not a session still being written
+
+
+def _reflect(store: LearningStore, server: ModelServer) -> None:
+    outcome = asyncio.run(reflect_inbox(store, Reflector(provider_from_config(server.config("openai")), "scripted-model")))
+    assert outcome.failed == 0, outcome
+
+
+def test_untrusted_words_are_recorded_unasked_and_asked_once_their_tool_is_trusted(tmp_path: Path) -> None:
+    # Pins: every untrusted intervention sent to the model although nothing
+    # it answered could be learned; and a tool trusted later leaving what it
+    # had held back unlearnable for good.
+    root = tmp_path / "projects"
+    _sessions(root)
+    store = LearningStore.open(tmp_path / "learning")
+    report = import_sessions(store, "claude", root, voices=DEFAULT_VOICES)
+    assert len(report.queued) == 2
+    with ModelServer(responder=lessons_responder) as server:
+        _reflect(store, server)
+        asked = [r.raw.decode() for r in server.completions()]
+        assert len(asked) == 1 and "Run the unit tests before anything else." in asked[0]
+        withheld = [r for r in store.reflexions() if r.origin is Origin.UNTRUSTED]
+        assert sorted(r.intervention for r in withheld) == ["Summarise it in two lines.", "Then file one for the flaky test, and keep titles short."]
+        assert all(r.reflexion_text == WITHHELD_LESSON and not r.learnable() and r.found is not None for r in withheld)
+
+        add_trust(["Bash(bd)"], Path(os.environ["MECHA_SIDECAR_CONFIG"]))
+        again = reclassify(store)
+        assert (again.sessions, again.asked_again, again.still_untrusted) == (2, 1, 1), again
+        [queued] = again.queued
+        assert queued.startswith("claude:aaaa0001-1111-4222-8333-444455556666@retrust-")
+        assert reclassify(store).queued == [], "asked once: the entry waiting is not queued twice"
+
+        server.clear()
+        _reflect(store, server)
+        [sent] = [r.raw.decode() for r in server.completions()]
+        assert "Then file one for the flaky test, and keep titles short." in sent
+        assert "Summarise it in two lines." not in sent, "a session that still reads untrusted stays so"
+    clean = [r for r in store.reflexions() if r.origin is Origin.CLEAN]
+    assert sorted(r.intervention for r in clean) == ["Run the unit tests before anything else.", "Then file one for the flaky test, and keep titles short."]
+    assert all(r.learnable() for r in clean)
+    assert reclassify(store).queued == [], "mined: nothing left to ask"

@@ -1,0 +1,76 @@
+"""A subagent is as trusted as its own transcript: Claude Code keeps it
+beside the session (`<session>/subagents/agent-<id>.jsonl`), and a `Task`
+report is local when that file is found and reads clean — untrusted when it
+is missing, unnamed, or fetched from elsewhere itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mecha.core.learning.reflection import Origin
+from mecha.core.learning.survey import survey_session
+from mecha.core.sessions.foreign import read_session
+from tests.core.ccfixture import Claude, text, use
+
+SESSION = "dddd0001-1111-4222-8333-444455556666"
+
+
+def _project(tmp_path: Path, *, subagent_tool: tuple[str, dict[str, Any]] | None, id_in: str = "text") -> Path:
+    """A session whose agent sends a subagent to look around, then the
+    person's words; the subagent's transcript (when `subagent_tool` is
+    given) calls that tool once."""
+    folder = tmp_path / "-home-pat-proj"
+    cc = Claude(session=SESSION)
+    report = "The parser lives in core/sessions/shell.py."
+    result: Any = report + ("\nagentId: a7f3c21 (for resuming to continue this agent's work if needed)" if id_in == "text" else "")
+    tur = {"agentId": "a7f3c21", "status": "completed"} if id_in == "record" else None
+    cc.user("Where is the parser?").assistant(text("Asking a subagent."), use("t1", "Task", description="find", prompt="Find the parser", subagent_type="Explore"))
+    cc.result("t1", [{"type": "text", "text": result}], tur=tur)
+    cc.assistant(text("It is in core/sessions/shell.py.")).user("Next time look it up yourself, it is faster.")
+    cc.assistant(text("Will do."))
+    folder.mkdir(parents=True)
+    main = folder / f"{SESSION}.jsonl"
+    main.write_bytes(cc.bytes())
+    if subagent_tool is not None:
+        name, args = subagent_tool
+        sub = Claude(session=SESSION)
+        sub.user("Find the parser", isSidechain=True, agentId="a7f3c21")
+        sub.assistant(text("Searching."), use("g1", name, **args), isSidechain=True, agentId="a7f3c21")
+        sub.result("g1", "core/sessions/shell.py:1:def parse", isSidechain=True, agentId="a7f3c21")
+        sub.assistant(text(report), isSidechain=True, agentId="a7f3c21")
+        (folder / SESSION / "subagents").mkdir(parents=True)
+        (folder / SESSION / "subagents" / "agent-a7f3c21.jsonl").write_bytes(sub.bytes())
+    return main
+
+
+def _origin(path: Path) -> tuple[Origin, Any]:
+    read = read_session(path)
+    [plan] = survey_session(read.messages, read.taint_timeline)
+    return plan.origin, read.blames
+
+
+@pytest.mark.parametrize("id_in", ["text", "record"])
+def test_a_subagent_whose_own_transcript_reads_clean_reports_clean(tmp_path: Path, id_in: str) -> None:
+    # Pins: every session that used a subagent (8 of 20 real ones) untrusted
+    # whatever the subagent did.
+    origin, blames = _origin(_project(tmp_path, subagent_tool=("Grep", {"pattern": "def parse"}), id_in=id_in))
+    assert origin is Origin.CLEAN and blames == []
+
+
+def test_a_subagent_that_fetched_the_web_makes_its_report_untrusted_and_says_so(tmp_path: Path) -> None:
+    origin, [blame] = _origin(_project(tmp_path, subagent_tool=("WebFetch", {"url": "https://example.org"})))
+    assert origin is Origin.UNTRUSTED
+    assert blame.tool == "Task" and blame.program == "agent-a7f3c21" and "WebFetch" in blame.why and blame.entry is None
+
+
+def test_a_subagent_whose_transcript_is_missing_is_untrusted(tmp_path: Path) -> None:
+    origin, [blame] = _origin(_project(tmp_path, subagent_tool=None))
+    assert origin is Origin.UNTRUSTED and "not beside the session" in blame.why
+
+
+def test_a_subagent_shell_command_is_judged_by_the_same_table(tmp_path: Path) -> None:
+    assert _origin(_project(tmp_path / "a", subagent_tool=("Bash", {"command": "make -j4 && ./build/bench"})))[0] is Origin.CLEAN
+    assert _origin(_project(tmp_path / "b", subagent_tool=("Bash", {"command": "curl -s https://example.org"})))[0] is Origin.UNTRUSTED
