@@ -99,11 +99,15 @@ class _ProgressWriter:
         the log. One call per unit of work — the agents report no reply cut
         off for room, the one case a pass asks again."""
         provider = _metered()
-        if provider is None or total <= 0 or self.job.account_calls is not None:
+        said = self.job.account_calls
+        if provider is None or total <= 0 or (said is not None and total <= said.stated):
             return False
         calls = jobs_mod.AccountCalls(account=provider.account, stated=total)
         self.job = msgspec.structs.replace(self.job, account_calls=calls)
-        _say(f"this pass will make {total} call(s) on your {provider.account} account ({provider.label})")
+        if said is None:
+            _say(f"this pass will make {total} call(s) on your {provider.account} account ({provider.label})")
+        else:  # work found after the first count: said again, never hidden
+            _say(f"this pass found more to ask: {total} call(s) in all on your {provider.account} account")
         return True
 
     def settle(self, final: jobs_mod.Job) -> jobs_mod.Job:
