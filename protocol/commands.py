@@ -71,8 +71,9 @@ _ID = Argument("id", str)
 COMMANDS: dict[str, Command] = {
     c.id: c
     for c in (
-        _c(Act.ACCEPT_PROPOSAL, "mecha/acceptProposal", (_ID,), m.ReviewedProposalResult,
-           "Accept a pending proposal (id or unique prefix)."),
+        _c(Act.ACCEPT_PROPOSAL, "mecha/acceptProposal", (_ID, Argument("options", m.AcceptOptions, required=False)),
+           m.ReviewedProposalResult,
+           "Accept a pending proposal (id or unique prefix); options.without leaves out changes by number."),
         _c(Act.REJECT_PROPOSAL, "mecha/rejectProposal", (_ID, Argument("reason", str, required=False)),
            m.ReviewedProposalResult, "Reject a pending proposal, with an optional reason."),
         _c(Act.SHOW_PROPOSAL_DIFF, "mecha/proposal", (_ID,), m.ShowProposalDiffResult,

@@ -21,7 +21,7 @@ import msgspec
 from mecha.core.gate.candidate import ChangeClass, Judgement, Pair, Prediction
 from mecha.core.gate.run import RunStats
 from mecha.core.learning.sources import RuleChange, RuleSources
-from mecha.core.sessions.mining import Intervention
+from mecha.core.sessions.mining import Intervention, Trigger
 from mecha.core.sessions.outbox import OutboxItem
 from mecha.core.sessions.transcript import Message, TaintCheckpoint
 from mecha.core.sessions.trust import HeldBack, Reclassified, TrustAction, Unknown
@@ -422,6 +422,15 @@ class AcceptProposalParams(msgspec.Struct):
     reason: str | None = None
 
 
+class AcceptOptions(msgspec.Struct):
+    """`mecha.acceptProposal`'s optional second argument: what an editor's
+    "leave out change N" action sends (`AcceptProposalParams`' fields of
+    the same names)."""
+
+    without: list[int] = msgspec.field(default_factory=list)
+    reason: str | None = None
+
+
 class AcceptProposalResult(msgspec.Struct):
     proposal: Proposal
     #: Every configured export target, in the order configured; empty when
@@ -462,6 +471,21 @@ class ProposeRetirementParams(msgspec.Struct):
     domain: str
     rule_id: str
     reason: str
+
+
+class LessonsParams(msgspec.Struct):
+    domain: str | None = None
+    #: `global`, or an absolute directory (its project's lessons). Absent:
+    #: every scope.
+    scope: str | None = None
+    trigger: Trigger | None = None
+    #: A reflection's `Origin`, spelled inline (its Enum lives with the
+    #: reflector, which the harness's cold path never imports).
+    origin: Literal["clean", "untrusted", "derived"] | None = None
+    #: Only lessons no resolved proposal has consumed yet.
+    pending: bool = False
+    #: At most this many, newest first (the counts cover every match).
+    limit: int | None = None
 
 
 class RuleTalliesParams(msgspec.Struct):
@@ -654,6 +678,8 @@ METHODS: dict[str, Method] = {
            "A pending proposal that retires one learned rule."),
         _m("mecha/recordValidation", ValidationRecord, Empty, "Append one probe's measurement to the ledger."),
         _m("mecha/ruleTallies", RuleTalliesParams, RuleTalliesResult, "Per-rule tallies folded from the ledger."),
+        _m("mecha/lessons", LessonsParams, "LessonsResult",
+           "The stored lessons, newest first, by scope, trigger and origin, each with why it is not learnable."),
         _m("mecha/ruleSources", RuleSourcesParams, RuleSources,
            "Why one rule exists: the reflections it rests on, their interventions and sessions, and its measured record."),
         _m("mecha/validate", ValidateParams, ValidateResult,

@@ -39,6 +39,7 @@ import msgspec
 from mecha.core.gate import candidate
 from mecha.core.gate.appraisal import Affect, Appraisal, Cite, CiteKind
 from mecha.core.gate.goal import GoalKind, GoalRef
+from mecha.core.learning.lessons import LessonsResult
 from mecha.core.learning.rules import Rule, RulesFile
 
 from . import errors as codes
@@ -62,7 +63,7 @@ _REF_TEMPLATE = _PREFIX + "{name}"
 
 #: Results that `METHODS` names by string (to keep the harness endpoint's
 #: imports lean) and the types they are.
-RESULT_TYPES: dict[str, type] = {"Appraisal": Appraisal}
+RESULT_TYPES: dict[str, type] = {"Appraisal": Appraisal, "LessonsResult": LessonsResult}
 
 _DOMAIN = {
     "type": "string",
@@ -160,6 +161,12 @@ _FIELD_OVERRIDES: dict[tuple[type, str], dict[str, Any]] = {
     (m.ProposalsParams, "domain"): _nullable(_DOMAIN),
     (m.ProposeRetirementParams, "domain"): _DOMAIN,
     (m.RuleTalliesParams, "domain"): _nullable(_DOMAIN),
+    (m.LessonsParams, "domain"): _nullable(_DOMAIN),
+    (m.LessonsParams, "scope"): _nullable({
+        "anyOf": [{"const": "global"}, _PROJECT],
+        "description": "`global`, or an absolute directory whose project's lessons are listed; absent: every scope.",
+    }),
+    (m.LessonsParams, "limit"): _nullable({"type": "integer", "minimum": 1}),
     (m.ValidationRecord, "domain"): _DOMAIN,
     (m.JudgeParams, "holdout_in"): {
         "type": "integer",

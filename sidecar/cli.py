@@ -219,6 +219,18 @@ def _store_verbs(sub: _WithParents) -> None:
     s.add_argument("--no-wait", action="store_true", help="retry: return once the pass has started")
     s = sub.add_parser("tallies", help="per-rule validation tallies")
     s.add_argument("--domain")
+    s = sub.add_parser(
+        "lessons",
+        help="the stored lessons, newest first, each with its scope, trigger, origin and why it is not learnable",
+    )
+    s.add_argument("--domain")
+    where = s.add_mutually_exclusive_group()
+    where.add_argument("--project", metavar="DIR", help="only the lessons of the project DIR is in")
+    where.add_argument("--global", dest="global_only", action="store_true", help="only the global lessons")
+    s.add_argument("--trigger", choices=["steer", "denial", "followup", "edit"])
+    s.add_argument("--origin", choices=["clean", "untrusted", "derived"])
+    s.add_argument("--pending", action="store_true", help="only lessons no resolved proposal has consumed")
+    s.add_argument("--limit", type=int, help="at most this many (the counts cover every match)")
     s = sub.add_parser("why", help="why a rule exists: its sources and its measured record")
     s.add_argument("rule_id", help="a rule's id (hover it in an editor, or see `proposals show`)")
     sub.add_parser("doctor", help="health checks")
@@ -387,6 +399,7 @@ def _run_verb(verb: str, args: argparse.Namespace) -> int:
         "trust": ("mecha/trust", {"action": getattr(args, "action", "list"), "entries": getattr(args, "entries", [])}, humane.trust),
         "tallies": ("mecha/ruleTallies", {"domain": getattr(args, "domain", None)}, humane.tallies),
         "why": ("mecha/ruleSources", {"rule_id": getattr(args, "rule_id", None)}, humane.rule_sources),
+        "lessons": ("mecha/lessons", _lessons_params(args), humane.lessons),
         "doctor": ("mecha/doctor", {}, humane.doctor),
     }
     if verb == "retire":
@@ -400,6 +413,23 @@ def _run_verb(verb: str, args: argparse.Namespace) -> int:
     if verb == "doctor":
         return 0 if all(c["ok"] for c in result["checks"]) else 1
     return 0
+
+
+def _lessons_params(args: argparse.Namespace) -> dict[str, Any]:
+    """The `lessons` verb's options as `mecha/lessons` params."""
+    if getattr(args, "verb", None) != "lessons":
+        return {}
+    import os
+
+    params: dict[str, Any] = {"pending": bool(args.pending)}
+    for key in ("domain", "trigger", "origin", "limit"):
+        if getattr(args, key, None) is not None:
+            params[key] = getattr(args, key)
+    if args.global_only:
+        params["scope"] = "global"
+    elif args.project is not None:
+        params["scope"] = os.path.abspath(args.project)
+    return params
 
 
 def _block(ctx: Any, args: argparse.Namespace) -> int:

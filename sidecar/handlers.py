@@ -244,7 +244,10 @@ def session_ended(
     and is not mined yet, queue what the survey found (the pass reflects on
     exactly that) and start a reflect pass. `start_pass=False` (the CLI handing over a folder
     of sessions, which starts one pass after the last) only queues."""
+    import msgspec
+
     from mecha.core.identity import validate_record_id
+    from mecha.core.learning.holdout import in_holdout, keep_transcript
     from mecha.core.learning.reflection import Origin
     from mecha.core.learning.scope import resolve_project
     from mecha.core.store.inbox import HandOver, count_waiting, hand_over, session_entry
@@ -265,6 +268,10 @@ def session_ended(
         # that has interventions of its own.
         job = start_job(ctx, "reflect") if start_pass and count_waiting(store) else None
         return m.SessionEndedResult(interventions=0, learnable=0, already_mined=False, job=job)
+    if learnable and in_holdout(p.session_id) and p.session_id not in store.mined_sessions():
+        # Kept so `validate` can replay it (`core.learning.holdout`).
+        kept = keep_transcript(store.root, p.session_id, p.messages, p.taint_timeline, interactive=p.interactive)
+        entry = msgspec.structs.replace(entry, file=str(kept))
     done, job = hand_over(store, entry, (lambda: start_job(ctx, "reflect", session_id=p.session_id)) if start_pass else None)
     return m.SessionEndedResult(
         interventions=len(plans),
@@ -617,6 +624,31 @@ def rule_tallies(ctx: Context, p: m.RuleTalliesParams, cancel: Cancel) -> m.Rule
     return m.RuleTalliesResult(
         tallies=fold(records), by_model=by_model, measured={k: describe_tally(v) for k, v in by_model.items()}
     )
+
+
+@handles("mecha/lessons")
+def lessons(ctx: Context, p: m.LessonsParams, cancel: Cancel) -> Any:
+    """The stored lessons a person can read before any proposal
+    (`lessons.list_lessons`); reads only, and nothing when there is no
+    store yet."""
+    from mecha.core.learning.lessons import ALL, LessonCounts, LessonsResult, list_lessons
+    from mecha.core.learning.reflection import Origin
+    from mecha.core.learning.scope import resolve_project
+    from mecha.core.store.layout import GLOBAL_SCOPE
+
+    if p.domain is not None:
+        validate_domain(p.domain)
+    if p.limit is not None and p.limit < 1:
+        raise InvalidInput("limit: must be at least 1")
+    scope = ALL if p.scope is None else GLOBAL_SCOPE if p.scope == GLOBAL_SCOPE else resolve_project(p.scope, "scope")
+    store = ctx.existing_store()
+    if store is None:
+        return LessonsResult(lessons=[], counts=LessonCounts())
+    origin = None if p.origin is None else Origin(p.origin)
+    found, counts = list_lessons(
+        store.reflexions(), domain=p.domain, scope=scope, trigger=p.trigger, origin=origin, pending=p.pending
+    )
+    return LessonsResult(lessons=found[: p.limit] if p.limit is not None else found, counts=counts)
 
 
 @handles("mecha/validate")

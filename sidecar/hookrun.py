@@ -7,16 +7,21 @@ happens, write nothing on stdout the agent could read as an instruction, and
 record what they did — or why they could not — in the store's hook log
 (`layout.hook_log_path`); a failure to write even that goes to stderr.
 
-- **session-end** reads the hook's JSON, queues what is new in that one
-  session exactly as `import claude` / `import codex` does (the same
-  `import_sessions`, given the one file), starts a detached reflect pass when
-  it queued anything (`jobs.start_pass`, the pass every verb starts), and
-  returns. That pass, once its lessons are in, starts a learn pass for each
-  domain with enough of them (`learn_after`), so the next session-start
-  notice can say a proposal waits without anyone having typed `learn`. Its stdout is pointed at /dev/null before anything is imported, so
-  not even a stray warning reaches the agent. Running it twice queues nothing
-  twice: an unchanged file is not read again, and an intervention is
-  imported once.
+- **session-end** reads the hook's JSON, checks it names a session file,
+  writes that down in the store's hook queue and returns: it reads no
+  session, so it is done in the time an interpreter starts, whatever else
+  runs (`mecha.core.agents.hookqueue` says why and how). Unless a hook
+  pass is running already, it starts one (`hook AGENT pass`, detached, at
+  a lower priority), which reads every queued session exactly as `import
+  claude` / `import codex` does (the same `import_sessions`, given each
+  file), then starts one detached reflect pass for all that was new
+  (`jobs.start_pass`). That pass, once its lessons are in, starts a learn
+  pass for each domain with enough of them (`learn_after`), so the next
+  session-start notice can say a proposal waits without anyone having
+  typed `learn`. The hook's stdout is pointed at /dev/null before anything
+  else, so not even a stray warning reaches the agent. Running it twice
+  queues nothing twice: an unchanged file is not read again, and an
+  intervention is imported once.
 - **session-start** runs before every session and the agent's first answer
   waits for it, so it imports nothing beyond the standard library and the
   two small modules that count pending proposals (`mecha.core.agents.notice`)
@@ -31,6 +36,12 @@ import os
 
 #: Most a hook's stdin is read to (an agent sends a few hundred bytes).
 _MAX_INPUT = 1 << 24
+#: The hook pass's own subcommand (`hook AGENT pass`): started by a
+#: session-end hook, never written into an agent's settings.
+HOOK_PASS = "pass"
+#: How much gentler the hook pass runs than the hooks and the agent: it is
+#: background work, and the hooks it serves must return within a second.
+PASS_NICENESS = 10
 
 
 class HookArgs:
@@ -64,7 +75,7 @@ def parse_argv(argv: list[str]) -> HookArgs | None:
             options[name], rest = rest[1], rest[2:]
         else:
             return None
-    if agent not in ("claude", "codex") or subcommand not in ("session-end", "session-start"):
+    if agent not in ("claude", "codex") or subcommand not in ("session-end", "session-start", HOOK_PASS):
         return None
     return HookArgs(agent, subcommand, options.get("--learning-dir"), options.get("--review"))
 
@@ -134,6 +145,8 @@ def run(argv: list[str]) -> int:
         return 0
     if parsed.subcommand == "session-start":
         return session_start(parsed.agent, parsed.learning_dir, parsed.review)
+    if parsed.subcommand == HOOK_PASS:
+        return hook_pass(parsed.learning_dir)
     return session_end(parsed.agent, parsed.learning_dir)
 
 
@@ -159,39 +172,160 @@ def session_start(agent: str, learning_dir: str | None, review: str | None = Non
 
 
 def session_end(agent: str, learning_dir: str | None) -> int:
+    """Queue the session the hook's input names and make sure a hook pass
+    will read it (`agents.hookqueue`); nothing is read here. Input that
+    names no session file is logged as the failure it is, and nothing is
+    queued."""
     data = _read_stdin()
     _quiet_stdout()
     from mecha.core.store.layout import resolve_root
 
-    root: object = resolve_root(learning_dir)
+    root = resolve_root(learning_dir)
     session_id = cwd = None
     try:
         from pathlib import Path
 
+        from mecha.core.agents.hookqueue import enqueue, pass_running
         from mecha.core.agents.hooks import parse_hook_input, session_file
-        from mecha.core.agents.importing import import_sessions
-
-        from .context import Context, InitializationOptions
 
         got = parse_hook_input(data)
         session_id, cwd = got.session_id, got.cwd
-        ctx = Context.from_options(InitializationOptions(learning_dir=learning_dir)).with_voices(agent)
-        root = ctx.root
         path = session_file(agent, got, home=Path.home())
-        # The session's cwd travels with its records: the reader takes each
-        # session's own working directory from the file, as `import` does.
-        report = import_sessions(ctx.store(), agent, path, voices=ctx.voices, ended=ended_event(got.hook_event_name))
-        what = _summary(report)
-        if report.queued:
-            from .jobs import start_pass
-
-            job = start_pass(ctx, "reflect", learn_after=True)
-            what += f"; reflect pass {job.id} started (a learn pass follows where enough lessons wait)"
+        enqueue(root, agent, got.session_id, str(path), got.cwd, ended_event(got.hook_event_name))
+        if not pass_running(root):
+            _start_hook_pass(agent, root)
     except Exception as exc:
         _record(root, agent, "session-end", f"failed: {type(exc).__name__}: {exc}", session_id, cwd)
-        return 0
-    _record(root, agent, "session-end", what, session_id, cwd)
     return 0
+
+
+def _start_hook_pass(agent: str, root: str) -> None:
+    """`hook AGENT pass` as a process of its own session (the agent killing
+    the hook's process group leaves it running), its output into the
+    store's logs. Spawned, not forked: nothing of this process is copied."""
+    import sys
+
+    from mecha.core.store.layout import HOOK_PASS_LOG_FILE, LOGS_DIR
+
+    logs = os.path.join(root, LOGS_DIR)
+    os.makedirs(logs, mode=0o700, exist_ok=True)
+    argv = [sys.executable, "-P", "-m", "mecha.sidecar", "hook", agent, HOOK_PASS, "--learning-dir", root]
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, os.path.join(logs, HOOK_PASS_LOG_FILE),
+         os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600),
+        (os.POSIX_SPAWN_DUP2, 1, 2),
+    ]
+    os.posix_spawn(sys.executable, argv, dict(os.environ), file_actions=actions, setsid=True)
+
+
+def hook_pass(learning_dir: str | None) -> int:
+    """Read every queued session, then let go and look once more (see
+    `agents.hookqueue`); another pass running means this one has nothing
+    to do."""
+    from mecha.core.agents.hookqueue import pass_lock, pending
+    from mecha.core.store.layout import resolve_root
+
+    root = resolve_root(learning_dir)
+    try:
+        os.nice(PASS_NICENESS)
+    except OSError:
+        pass
+    while True:
+        with pass_lock(root) as held:
+            if not held:
+                return 0
+            said: list[_Said] = []
+            ctx = None
+            while True:
+                while pending(root):  # hooks that end while a round is read make the next round
+                    ctx = _read_queued(root, said) or ctx
+                if not _more_within(root, LINGER_S):
+                    break
+            _hand_on(root, ctx, said)
+        if not pending(root):
+            return 0
+
+
+#: How long the hook pass waits for one more session once its queue is
+#: empty, before it starts the reflect pass and leaves. Hooks of a storm
+#: arrive over seconds on a busy machine (each an interpreter starting);
+#: without the wait, 50 at once made 10 passes, each with its reflect pass.
+LINGER_S = 1.0
+
+
+def _more_within(root: str, seconds: float) -> bool:
+    """Whether a session is queued within `seconds`."""
+    import time
+
+    from mecha.core.agents.hookqueue import pending
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        if pending(root):
+            return True
+    return False
+
+
+#: What reading one queued session came to: its agent, the hook log's
+#: words for it, its session and working directory, whether it queued
+#: anything new.
+_Said = tuple[str, str, "str | None", "str | None", bool]
+
+
+def _hand_on(root: str, ctx: object, said: list[_Said]) -> None:
+    """One reflect pass for every session read that queued something new,
+    then one hook log line per session (as each hook run had), naming it."""
+    started = ""
+    if ctx is not None and any(queued for *_, queued in said):
+        try:
+            from .context import Context
+            from .jobs import start_pass
+
+            assert isinstance(ctx, Context)
+            job = start_pass(ctx, "reflect", learn_after=True)
+            started = f"; reflect pass {job.id} started (a learn pass follows where enough lessons wait)"
+        except Exception as exc:
+            started = f"; no reflect pass started: {type(exc).__name__}: {exc}"
+    for agent, what, session_id, cwd, queued in said:
+        _record(root, agent, "session-end", what + (started if queued else ""), session_id, cwd)
+
+
+def _read_queued(root: str, said: list[_Said]) -> object:
+    """One round: every session queued now, each read once however many
+    hooks queued it (a compaction, then the end), exactly as `import`
+    reads it, what each came to added to `said`; the files are removed.
+    The context it read with (`None`: nothing read)."""
+    from pathlib import Path
+
+    from mecha.core.agents.hookqueue import pending, read_entry, remove
+    from mecha.core.agents.importing import import_sessions
+
+    from .context import Context, InitializationOptions
+
+    files = pending(root)
+    groups: dict[tuple[str, str], list[dict[str, object]]] = {}
+    for path in files:
+        entry = read_entry(path)
+        if isinstance(entry, str):
+            _record(root, "?", "session-end", f"skipped the queued file {path}: {entry}", None, None)
+            continue
+        groups.setdefault((str(entry["agent"]), str(entry["path"])), []).append(entry)
+    ctx = None
+    for (agent, path), entries in groups.items():
+        last = entries[-1]
+        session_id, cwd = str(last["session_id"]), last["cwd"] if isinstance(last["cwd"], str) else None
+        try:
+            ctx = Context.from_options(InitializationOptions(learning_dir=root)).with_voices(agent)
+            report = import_sessions(ctx.store(), agent, Path(path), voices=ctx.voices,
+                                     ended=any(e["ended"] is True for e in entries))
+            said.append((agent, _summary(report), session_id, cwd, bool(report.queued)))
+        except Exception as exc:
+            said.append((agent, f"failed: {type(exc).__name__}: {exc}", session_id, cwd, False))
+    for path in files:
+        remove(path)
+    return ctx
 
 
 def ended_event(event: str) -> bool:

@@ -174,6 +174,41 @@ def rule_sources(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def lessons(r: dict[str, Any]) -> str:
+    """The stored lessons: the counts, then each lesson with where it came
+    from and, when a learn pass may not use it, why."""
+    c = r["counts"]
+    if not c["total"]:
+        return (
+            "no lessons match: a reflect pass writes them from sessions "
+            "(mecha-sidecar import claude, or the end of a run with the hooks installed)"
+        )
+    lines = [
+        f"{c['total']} lesson(s): {c['learnable']} learnable, {c['untrusted']} untrusted, {c['derived']} derived; "
+        f"{c['processed']} already used by a proposal"
+        + (f"; {c['unusable']} whose text is no lesson" if c["unusable"] else "")
+    ]
+    if len(r["lessons"]) < c["total"]:
+        lines.append(f"(the newest {len(r['lessons'])} shown; --limit shows more)")
+    for x in r["lessons"]:
+        scope = "global" if x["scope"] == "global" else f"project {x['scope']}"
+        state = "learnable" if x["learnable"] else "not learnable"
+        used = ", used" if x["processed"] else ""
+        lines += ["", f"{x['id']}  {x['domain']}  {scope}  {x['trigger']}  {x['origin']}  {state}{used}"]
+        lines.append(f"  lesson: {_one_line(x['lesson'], 300)}")
+        lines.append(f"  person: {_one_line(x['intervention'], 200)}")
+        if x.get("not_learnable_because"):
+            lines.append(f"  not learnable: {x['not_learnable_because']}")
+        if x.get("unusable_because"):
+            lines.append(f"  no lesson: {x['unusable_because']}")
+        found = x.get("found") or {}
+        where = f"{found['file']}:{found['line']}" if found.get("file") and found.get("line") else f"session {x['session_id']}"
+        lines.append(f"  from {where}")
+    if c["learnable"]:
+        lines += ["", "a learn pass proposes rules from the learnable ones: mecha-sidecar learn DOMAIN"]
+    return "\n".join(lines)
+
+
 def job_line(j: dict[str, Any]) -> str:
     what = j["kind"] + (f" {j['domain']}" if j.get("domain") else "")
     text = f"job {j['id']} ({what}): {j['state']}"

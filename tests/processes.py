@@ -48,3 +48,20 @@ finally:
     record()
 raise SystemExit(code)
 """
+
+
+def wait_for_hook_pass(learning_dir: Path, timeout: float = 60.0) -> None:
+    """Wait until the session-end hooks' queue is read: no session queued
+    and no hook pass holding its lock (`agents.hookqueue`). A hook returns
+    before its session is read; a test that looks at what was read waits
+    here first."""
+    from mecha.core.agents.hookqueue import pass_running, pending
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not (learning_dir / "hook-queue").is_dir():
+            return
+        if not pending(str(learning_dir)) and not pass_running(str(learning_dir)):
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the hook pass of {learning_dir} did not finish in {timeout:g}s")

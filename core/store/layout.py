@@ -190,6 +190,12 @@ LOGS_DIR = "logs"
 #: One line per run of an agent hook (Claude Code, Codex) — what it queued,
 #: or why it could not — since a hook must never print to the agent.
 HOOK_LOG_FILE = "hooks.log"
+#: Sessions the agents' session-end hooks handed over and the hook pass has
+#: not read yet, one small JSON file each (`agents.hookqueue`). Process
+#: state, git-ignored.
+HOOK_QUEUE_DIR = "hook-queue"
+#: What the hook pass writes on stdout and stderr (a traceback, if ever).
+HOOK_PASS_LOG_FILE = "hook-pass.log"
 
 
 def proposals_dir(root: str | os.PathLike[str]) -> str:
@@ -259,7 +265,7 @@ JOURNAL_ASIDE = "journal.set-aside-"
 #: third-party content and must never enter history).
 GITIGNORE_ENTRIES: tuple[str, ...] = (
     LOCK_FILE, "*" + TMP_SUFFIX, JOBS_DIR + "/", LOGS_DIR + "/", INBOX_DIR + "/", CACHE_DIR + "/", JOURNAL_DIR + "/",
-    JOURNAL_ASIDE + "*/",
+    JOURNAL_ASIDE + "*/", HOOK_QUEUE_DIR + "/",
 )
 
 USER_KIND = "user"

@@ -10,11 +10,17 @@ the same shell around a bare interpreter of that venv.
 
 - **session end**: a generated Claude Code session of 25 MB (read once
   before timing, as the previous session end would have), grown by one turn
-  — an answer and the person's correction — before each run. A run counts
-  only if it did what it is reported as: the hook log's line for it says it
-  queued exactly that one new intervention. Each run starts a reflect pass
-  (no model configured here, so it ends at once); it is waited for between
-  runs, untimed, so one run's pass does not load the next.
+  — an answer and the person's correction — before each run. The hook
+  queues the session and returns; the hook pass it starts reads it. A run
+  counts only if it did what it is reported as: once the hook pass is done
+  (waited for, untimed), the hook log's line for it says it queued exactly
+  that one new intervention. The reflect pass it starts (no model
+  configured here, so it ends at once) is waited for between runs,
+  untimed, so one run's passes do not load the next.
+- **a storm**: `STORM` session-end hooks started at once, each for a
+  session of its own (three corrections each), each hook's wall time from
+  spawn to exit — against `STORM` bare interpreters started at once. A
+  storm counts only if every correction of every session was queued once.
 - **session start**: with a proposal pending, so the run reads the proposals
   and prints its line (checked on every run); also through the
   `mecha-sidecar` console script, whose launcher imports `re` first (the
@@ -35,12 +41,17 @@ import time
 from pathlib import Path
 
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
+from tests.processes import wait_for_hook_pass
 
 from .claude_import import _session, _words
 from .cold import RegularInstall
 from .common import Figure, child_env, interleaved, median
 
 SESSION_MB = 25
+#: Hooks at once in the storm, as in the attack that once took each 17 s.
+STORM = 50
+#: The agent's session-end timeout is 10 s; a hook returns within this.
+STORM_GOAL_MS = 1000.0
 SID = "b3f1c2d4-0000-4000-8000-00000000ab25"
 END_GOAL_MS = 300.0
 
@@ -121,11 +132,13 @@ def run(rounds: int) -> list[Figure]:
                 f.write("".join(json.dumps(line) + "\n" for line in lines))
 
         _time(["sh", "-c", end], payload, project, env)  # the first read of the whole session, untimed
+        wait_for_hook_pass(store)
         _settled(store)
 
         def session_end() -> float:
             grow()
             elapsed, out = _time(["sh", "-c", end], payload, project, env, "end")
+            wait_for_hook_pass(store)
             last = log.read_text().splitlines()[-1]
             if out or "queued 1 new intervention(s)" not in last:
                 raise RuntimeError(f"a session-end run did not queue exactly the one new turn: {last!r}, stdout {out!r}")
@@ -162,6 +175,7 @@ def run(rounds: int) -> list[Figure]:
                 "start_script": session_start_script,
             },
         )
+        storm, bare_storm, storm_read_s = _storm(install, Path(tmp), env, end)
     t = {k: median(v) for k, v in times.items()}
     cpu = {k: median(v) for k, v in CPU.items()}
     CPU.clear()
@@ -200,4 +214,83 @@ def run(rounds: int) -> list[Figure]:
             extra={"rounds": rounds, "start_cpu_s": cpu["start"], "pass_cpu_s": cpu["pass"],
                    "start_script_s": t["start_script"], "start_script_cpu_s": cpu["start_script"]},
         ),
+        Figure(
+            key="hook_storm",
+            title=f"{STORM} Claude Code session-end hooks at once, regular install, each for a session of its own "
+            "(queued; one hook pass reads them all)",
+            subject=max(storm) * 1e3,
+            baseline=max(bare_storm) * 1e3,
+            unit="ms",
+            subject_label="slowest hook",
+            baseline_label=f"slowest of {STORM} 'python -c pass' at once",
+            ratio=max(storm) / max(bare_storm),
+            goal=f"each < {STORM_GOAL_MS:.0f} ms",
+            met=max(storm) * 1e3 < STORM_GOAL_MS,
+            notes=[f"median hook {median(storm) * 1e3:.0f} ms, fastest {min(storm) * 1e3:.0f} ms",
+                   f"the hook pass had read all {STORM} sessions {storm_read_s:.1f} s after the first hook started"],
+            extra={"hooks": STORM, "each_s": storm, "bare_each_s": bare_storm, "read_all_s": storm_read_s},
+        ),
     ]
+
+
+def _at_once(argvs: list[list[str]], stdins: list[bytes], cwd: Path, env: dict[str, str]) -> list[float]:
+    """Each command started at the same moment (threads released by one
+    barrier), its wall time from spawn to exit."""
+    import threading
+
+    barrier = threading.Barrier(len(argvs))
+    out: list[float] = [0.0] * len(argvs)
+    failed: list[str] = []
+
+    def one(i: int) -> None:
+        barrier.wait()
+        t = time.perf_counter()
+        done = subprocess.run(argvs[i], input=stdins[i], cwd=cwd, env=env, capture_output=True)
+        out[i] = time.perf_counter() - t
+        if done.returncode != 0 or done.stdout:
+            failed.append(f"{argvs[i]}: exit {done.returncode}, stdout {done.stdout[:200]!r}")
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(argvs))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    if failed:
+        raise RuntimeError(failed[0])
+    return out
+
+
+def _storm(install: RegularInstall, tmp: Path, env: dict[str, str], end: str) -> tuple[list[float], list[float], float]:
+    """`STORM` session-end hooks at once, each for its own session, into a
+    store of their own; then as many bare interpreters at once."""
+    store = tmp / "storm-store"
+    project = tmp / "proj"
+    folder = tmp / "storm-sessions"
+    folder.mkdir()
+    argv = shlex.split(end)
+    argv[argv.index("--learning-dir") + 1] = str(store)
+    payloads = []
+    for n in range(STORM):
+        sid = f"5707{n:04d}-0000-4000-8000-000000000000"
+        base = {"isSidechain": False, "userType": "external", "cwd": str(project), "sessionId": sid, "version": "2.0.30"}
+        lines = [{**base, "type": "user", "uuid": f"s{n}-u0", "message": {"role": "user", "content": f"Write report {n}."}}]
+        for k in range(3):
+            lines.append({**base, "type": "assistant", "uuid": f"s{n}-a{k}", "message": {
+                "id": f"msg_{n}_{k}", "type": "message", "role": "assistant", "model": "claude-x",
+                "content": [{"type": "text", "text": f"Draft {k} of report {n}."}]}})
+            lines.append({**base, "type": "user", "uuid": f"s{n}-u{k + 1}", "message": {
+                "role": "user", "content": f"No: report {n} needs change {k}."}})
+        path = folder / f"{sid}.jsonl"
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        payloads.append(json.dumps({"session_id": sid, "transcript_path": str(path), "cwd": str(project),
+                                    "hook_event_name": "SessionEnd"}).encode())
+    started = time.monotonic()
+    each = _at_once([["sh", "-c", shlex.join(argv)]] * STORM, payloads, project, env)
+    wait_for_hook_pass(store, timeout=600)
+    read_all = time.monotonic() - started
+    queued = sum(len(json.loads(p.read_text())["plans"]) for p in (store / "inbox").glob("*.json"))
+    if queued != STORM * 3:
+        raise RuntimeError(f"the storm queued {queued} of {STORM * 3} corrections")
+    _settled(store, timeout=600)
+    bare = _at_once([["sh", "-c", shlex.join([str(install.python), "-c", "pass"])]] * STORM, [b""] * STORM, project, env)
+    return each, bare, read_all

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.core.ccfixture import REJECTION, Claude, Codex, text, use
+from tests.processes import wait_for_hook_pass
 
 from .conftest import WAIT_S, store_lines, wait_until
 
@@ -55,7 +57,13 @@ def commands(settings: Path) -> dict[str, str]:
 def run_hook(command: str, payload: Any, *, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
     """As the agent runs a command hook: a shell, the JSON on stdin."""
     data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    return subprocess.run(["sh", "-c", command], input=data, cwd=cwd, env=env, capture_output=True, timeout=WAIT_S)
+    ran = subprocess.run(["sh", "-c", command], input=data, cwd=cwd, env=env, capture_output=True, timeout=WAIT_S)
+    argv = shlex.split(command)
+    if "session-end" in argv and "--learning-dir" in argv:
+        # The hook returns once the session is queued; what it queued is
+        # read by the hook pass it started.
+        wait_for_hook_pass(Path(argv[argv.index("--learning-dir") + 1]))
+    return ran
 
 
 def claude_session(cwd: Path) -> Claude:

@@ -22,8 +22,8 @@ export const MECHA_METHODS = {
   proposalsChanged: "mecha/proposalsChanged",
 } as const;
 
-/** `mecha.acceptProposal`: Accept a pending proposal (id or unique prefix). */
-export type AcceptProposalCommandArguments = [id: string];
+/** `mecha.acceptProposal`: Accept a pending proposal (id or unique prefix); options.without leaves out changes by number. */
+export type AcceptProposalCommandArguments = [id: string, options?: AcceptOptions];
 export type AcceptProposalCommandResult = ReviewedProposalResult;
 
 /** `mecha.learnNow`: Start a learn pass for a domain. */
@@ -49,6 +49,16 @@ export type ShowProposalDiffCommandResult = ShowProposalDiffResult;
 /** `mecha.showRulesBlock`: The rules block a run would get (in a project, with its rules). */
 export type ShowRulesBlockCommandArguments = [domain?: string, project?: string];
 export type ShowRulesBlockCommandResult = RulesPromptBlockResult;
+
+/**
+ * `mecha.acceptProposal`'s optional second argument: what an editor's
+ * "leave out change N" action sends (`AcceptProposalParams`' fields of
+ * the same names).
+ */
+export interface AcceptOptions {
+  reason?: string | null;
+  without?: number[];
+}
 
 /**
  * Model calls a pass makes on the person's own account: the agent's

@@ -1,0 +1,167 @@
+"""The session-end hook's queue, and the one pass that empties it.
+
+The agent waits for a session-end hook (Claude Code gives it 10 s here,
+Codex 3 s) and kills it past that. The hook once read the session itself:
+fifty sessions ending at once on two cores took 16.8–17.4 s each, every one
+of them past its timeout, each reading its own transcript while the others
+did. Now a hook only writes down which session ended — one small file in
+`hook-queue/` — and hands the reading to the **hook pass**, a detached
+process that reads every queued session, one after another, and starts
+one reflect pass for all of them. The hook returns in the time an
+interpreter starts, whatever else runs.
+
+Concurrent hooks share one pass. Whether a pass is running is a lock only
+the pass holds (`flock` on `hook-queue/.pass.lock`): a hook that finds it
+free starts one; one that finds it held leaves its file for that pass. The
+pass, once the queue is empty, lets go of the lock and then looks at the
+queue once more, so a file written while it let go is never left behind:
+either the hook saw the lock held, and the pass's second look finds its
+file, or it saw it free, and started a pass of its own. Two passes started
+at once take turns: the second finds the lock held and leaves.
+
+A queued file holds only what the hook was told (agent, session, file,
+working directory, whether the session ended), written whole through a
+temp name and a rename. It is read by the pass with nothing trusted: a
+file that does not read as an entry is logged by name and removed. This
+module uses the standard library alone: the hook imports it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import time
+from collections.abc import Iterator
+
+from mecha.core.store.layout import HOOK_QUEUE_DIR
+
+#: The lock only a running hook pass holds.
+PASS_LOCK = ".pass.lock"
+#: A queued session's file: `<ns since epoch>-<pid>-<random>.json`.
+ENTRY_SUFFIX = ".json"
+#: The fields an entry has, each a string but `ended` (a bool) and `cwd`
+#: (a string or null).
+FIELDS = ("agent", "session_id", "path", "cwd", "ended")
+
+
+def queue_dir(root: str) -> str:
+    return os.path.join(root, HOOK_QUEUE_DIR)
+
+
+def _ensure_dir(path: str) -> None:
+    """The queue folder, owner-only, never through a link."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    if not os.path.isdir(path) or os.path.islink(path):
+        raise OSError(errno.ENOTDIR, f"{path} is not a folder of the store (a link, or a file)")
+    if st.st_mode & 0o777 != 0o700:
+        os.chmod(path, 0o700)
+
+
+def enqueue(root: str, agent: str, session_id: str, path: str, cwd: str | None, ended: bool) -> str:
+    """Write one queued session; the file it is in."""
+    folder = queue_dir(root)
+    os.makedirs(root, mode=0o700, exist_ok=True)
+    _ensure_dir(folder)
+    entry = {"agent": agent, "session_id": session_id, "path": path, "cwd": cwd, "ended": ended}
+    name = f"{time.time_ns()}-{os.getpid()}-{os.urandom(4).hex()}"
+    tmp = os.path.join(folder, f".{name}.tmp")
+    final = os.path.join(folder, name + ENTRY_SUFFIX)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        data = json.dumps(entry).encode("utf-8")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    os.close(fd)
+    try:
+        os.rename(tmp, final)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return final
+
+
+def pending(root: str) -> list[str]:
+    """The queued files, oldest first."""
+    try:
+        names = os.listdir(queue_dir(root))
+    except OSError:
+        return []
+    return sorted(os.path.join(queue_dir(root), n) for n in names if n.endswith(ENTRY_SUFFIX) and not n.startswith("."))
+
+
+def entry_problem(value: object) -> str | None:
+    """What is wrong with a decoded entry, or `None` when it is one."""
+    if not isinstance(value, dict) or sorted(value) != sorted(FIELDS):
+        return f"not a queued session (expected the fields {', '.join(FIELDS)})"
+    for key in ("agent", "session_id", "path"):
+        if not isinstance(value[key], str) or not value[key]:
+            return f"{key} is not a non-empty string"
+    if value["agent"] not in ("claude", "codex"):
+        return f"agent {value['agent']!r} is neither claude nor codex"
+    if value["cwd"] is not None and not isinstance(value["cwd"], str):
+        return "cwd is neither a string nor null"
+    if not isinstance(value["ended"], bool):
+        return "ended is not true or false"
+    return None
+
+
+def read_entry(path: str) -> dict[str, object] | str:
+    """A queued file's entry, or what is wrong with it (read without
+    following a link, and at most 1 MiB: the hook writes a few hundred
+    bytes)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    with open(fd, "rb") as f:
+        data = f.read(1 << 20)
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        return f"not JSON ({exc})"
+    problem = entry_problem(value)
+    return problem if problem is not None else value
+
+
+def remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+@contextlib.contextmanager
+def pass_lock(root: str) -> Iterator[bool]:
+    """The hook pass's lock, taken without waiting: `True` while held,
+    `False` when another pass holds it."""
+    folder = queue_dir(root)
+    _ensure_dir(folder)
+    fd = os.open(os.path.join(folder, PASS_LOCK), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def pass_running(root: str) -> bool:
+    """Whether a hook pass holds the lock now (a hook starts one when not)."""
+    with pass_lock(root) as held:
+        return not held

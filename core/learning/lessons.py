@@ -1,0 +1,158 @@
+"""The stored lessons as a person reads them, before any proposal.
+
+A reflect pass writes one reflection per intervention into
+`reflections.jsonl`, and until a learn pass proposes rules from them nothing
+shows a person what was learned — short of opening that file. One stored
+lesson in three of a small model's was the prompt's own example, "The user
+told it to stop", some of them marked learnable, and nobody could see it.
+`list_lessons` is what the `lessons` verb and `mecha/lessons` show: each
+lesson with its scope, trigger and origin, whether a learn pass may use it
+and, when not, why in words (`why_not_learnable`), and whether its text is
+no lesson at all by today's checks (`unusable_because`).
+
+Read-only and lock-free, like every reader of the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+from mecha.core.learning.reflection import REFLECTOR_EXAMPLES, Evidence, FoundAt, Origin, Reflexion
+from mecha.core.learning.replies import no_lesson_reason
+from mecha.core.sessions.mining import Trigger
+from mecha.core.store.layout import GLOBAL_SCOPE
+
+#: The scope filter's "every scope" (`list_lessons`).
+ALL = "all"
+
+
+class Lesson(msgspec.Struct, kw_only=True):
+    """One stored lesson, as the `lessons` listing shows it."""
+
+    id: str
+    domain: str
+    #: `global`, or the root of the project the session ran in.
+    scope: str
+    trigger: str
+    origin: Origin
+    evidence: Evidence
+    #: Whether a learn pass may consume it (`Reflexion.learnable`).
+    learnable: bool
+    #: Why a learn pass may not use it, in words; `None` when it may.
+    not_learnable_because: str | None = None
+    #: Set when the stored text is no lesson by today's checks (an echo of
+    #: the prompt's own example, a template slot, markup): a person should
+    #: see it before a learn pass reads it.
+    unusable_because: str | None = None
+    #: Whether a resolved proposal has already consumed it.
+    processed: bool = False
+    lesson: str
+    #: What the person said or did.
+    intervention: str
+    session_id: str
+    created_at: str
+    found: FoundAt | None = None
+
+
+class LessonCounts(msgspec.Struct, kw_only=True):
+    """How many stored lessons the filters matched, by what a learn pass may
+    do with them."""
+
+    total: int = 0
+    learnable: int = 0
+    untrusted: int = 0
+    derived: int = 0
+    unusable: int = 0
+    processed: int = 0
+
+
+class LessonsResult(msgspec.Struct):
+    """`mecha/lessons`'s result (named in protocol's method table by its
+    name, so the harness's cold path never imports the reflector)."""
+
+    lessons: list[Lesson]
+    counts: LessonCounts
+
+
+def why_not_learnable(r: Reflexion) -> str | None:
+    """Why a learn pass may not use `r`, in a person's words; `None` when it
+    may. The origin decides (`Reflexion.learnable`); what the reflector was
+    shown is said beside it."""
+    if r.origin is Origin.CLEAN:
+        return None
+    if r.origin is Origin.DERIVED:
+        return "not from an interactive session (a subagent, an eval case or a batch item): the harness correcting itself"
+    shown = "only the person's words were shown to the reflector" if r.evidence is Evidence.INTERVENTION_ONLY else ""
+    why = (
+        "third-party content (a web page, a fetched file, another agent's report, a command not known "
+        "to stay on this machine) was in the conversation at that moment, or its taint was not recorded"
+    )
+    return why + (f"; {shown}" if shown else "")
+
+
+def unusable_because(r: Reflexion) -> str | None:
+    """Why the stored text of `r` is no lesson by today's checks — an echo
+    of a prompt's own example, a template slot, markup — or `None`. A
+    lesson stored before a check existed is shown with it, never hidden."""
+    return no_lesson_reason(r.reflexion_text, (), REFLECTOR_EXAMPLES)
+
+
+def lesson_view(r: Reflexion) -> Lesson:
+    not_learnable = why_not_learnable(r)
+    return Lesson(
+        id=r.id,
+        domain=r.domain,
+        scope=GLOBAL_SCOPE if r.project is None else r.project,
+        trigger=r.trigger,
+        origin=r.origin,
+        evidence=r.evidence,
+        learnable=not_learnable is None,
+        not_learnable_because=not_learnable,
+        unusable_because=unusable_because(r),
+        processed=r.is_processed,
+        lesson=r.reflexion_text,
+        intervention=r.intervention,
+        session_id=r.session_id,
+        created_at=r.created_at,
+        found=r.found,
+    )
+
+
+def list_lessons(
+    reflexions: Sequence[Reflexion],
+    *,
+    domain: str | None = None,
+    scope: str = ALL,
+    trigger: Trigger | None = None,
+    origin: Origin | None = None,
+    pending: bool = False,
+) -> tuple[list[Lesson], LessonCounts]:
+    """The lessons that match every filter given, newest first, and their
+    counts. `scope` is `all`, `global`, or a project's root; `pending`
+    keeps only those no resolved proposal has consumed."""
+    found: list[Lesson] = []
+    counts = LessonCounts()
+    for r in reflexions:
+        if domain is not None and r.domain != domain:
+            continue
+        if scope != ALL and (GLOBAL_SCOPE if r.project is None else r.project) != scope:
+            continue
+        if trigger is not None and r.trigger != trigger.value:
+            continue
+        if origin is not None and r.origin is not origin:
+            continue
+        if pending and r.is_processed:
+            continue
+        view = lesson_view(r)
+        found.append(view)
+        counts.total += 1
+        counts.learnable += view.learnable
+        counts.untrusted += r.origin is Origin.UNTRUSTED
+        counts.derived += r.origin is Origin.DERIVED
+        counts.unusable += view.unusable_because is not None
+        counts.processed += r.is_processed
+    found.reverse()
+    return found, counts
+
