@@ -51,6 +51,11 @@ VERB_DOCS: dict[str, tuple[str, str]] = {
         _examples("mecha-sidecar demo", "mecha-sidecar demo --local --accept-optional   # the bundled 135M model: "
                   "the mechanics, maybe not an accept"),
     ),
+    "model": (
+        "Runs the bundled local model (SmolLM2-135M through llama.cpp's server) in the foreground on a loopback "
+        "port, and prints the settings that point the passes at it. Small: it shows the mechanics, not judgement.",
+        _examples("mecha-sidecar model serve", "mecha-sidecar model serve --port 0"),
+    ),
     "block": (
         "Prints the rules block a run would start with: the global rules, then those of the project DIR is in.",
         _examples("mecha-sidecar block", "mecha-sidecar block --project ~/src/app"),
