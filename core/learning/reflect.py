@@ -267,6 +267,7 @@ def _withheld(plan: Planned, key: str, work: _Work, entry: InboxEntry, progress:
         evidence=Evidence.INTERVENTION_ONLY,
         project=entry.project if isinstance(entry, SessionEntry) else None,
         found=FoundAt(at=i.at, file=work.file, line=plan.line),
+        untrusted_by=plan.held_by.describe() if plan.held_by is not None else None,
     )
     progress(f"{key}: withheld from the model (untrusted)")
     return _Answer(plan, key, reflexion=r)

@@ -192,3 +192,28 @@ def test_claude_codes_own_words_in_the_reason_slot_are_no_reason():
     cc.assistant(text("What would you like to clarify?"))
     [denial] = mined(cc)
     assert (denial.trigger, denial.text) == (Trigger.DENIAL, "")
+
+
+async def test_an_untrusted_lesson_names_the_call_that_made_it_so(store: LearningStore, tmp_path: Path):
+    # Pins: a person told only "third-party content was in the conversation", never which call.
+    from mecha.core.agents.importing import import_sessions
+    from mecha.core.learning.lessons import list_lessons
+
+    cc = Claude().user("Summarise the release notes.").assistant(
+        text("Fetching them."), use("w", "WebFetch", url="https://example.org/notes", prompt="summarise"))
+    cc.result("w", "Release notes: …").assistant(text("Here is the summary."))
+    cc.user("too long, three bullets at most").assistant(text("Three bullets: …"))
+    folder = tmp_path / "projects" / "-srv-app"
+    folder.mkdir(parents=True)
+    (folder / "a1b2c3d4-0000-4000-8000-000000000001.jsonl").write_bytes(cc.bytes())
+    report = import_sessions(store, "claude", tmp_path / "projects", voices=VOICES, ended=True)
+    assert len(report.queued) == 1
+
+    def no_model() -> Reflector:
+        raise NoModel("no model is configured for the reflect pass")
+
+    await reflect_inbox(store, None, require_model=no_model)
+    [lesson], counts = list_lessons(store.reflexions())
+    assert counts.untrusted == 1 and not lesson.learnable
+    assert lesson.not_learnable_because is not None
+    assert "the first call that brought it: line 3: WebFetch" in lesson.not_learnable_because
