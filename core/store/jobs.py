@@ -271,6 +271,28 @@ def progress_text(job: Job) -> str:
     return ", ".join(parts)
 
 
+def outcome_headline(outcome: str) -> tuple[str, bool]:
+    """The first sentence of an outcome's first paragraph, on one line, and
+    whether that left anything out. A failed pass records its error whole
+    (NoModel's is twenty lines of configuration help); a progress bar or a
+    status line has room for one."""
+    paragraph = outcome.strip().split("\n\n", 1)[0]
+    line = " ".join(paragraph.split())
+    cut = re.search(r"[.!?](?=\s)", line)
+    head = line[: cut.end()] if cut is not None else line
+    return head, head != " ".join(outcome.split())
+
+
+def end_text(job: Job) -> str:
+    """One line saying how a pass ended: its state and its outcome's
+    headline, naming where the rest is when the outcome was longer."""
+    if not job.outcome:
+        return job.state
+    head, shortened = outcome_headline(job.outcome)
+    more = " (`mecha-sidecar jobs` shows all of it)" if shortened else ""
+    return f"{job.state}: {head}{more}"
+
+
 def progress_moves(seen: Mapping[str, JobState], jobs: Iterable[Job]) -> tuple[list[Job], list[Job]]:
     """The passes whose progress an editor should begin, and those whose
     progress it should end, given the state it last saw each job in.
