@@ -553,12 +553,18 @@ class _Reader(ReaderCore):
                 # the command that started it (unknown: untrusted).
                 shell_id = call.input.get("bash_id")
                 command = self.background.get(shell_id) if isinstance(shell_id, str) else None
-            elif command is not None and call.input.get("run_in_background"):
+            elif command is not None:
+                # Started in the background, or moved there while it ran
+                # (the person's Ctrl+B): its result names the task. The first
+                # command to name an id keeps it — no later output can
+                # claim a task another command started.
                 started = _BACKGROUND_ID.search(text)
                 if started is not None:
-                    self.background[started.group(1) or started.group(2)] = command
+                    self.background.setdefault(started.group(1) or started.group(2), command)
         if name in SUBAGENT_TOOLS and not is_error and self.subagents is not None:
             brought.append(subagent_taint(self.subagents, spawned_agent(text, line.toolUseResult), self.policy))
+        elif name == "TaskOutput":
+            brought.append(self._task_output(call))
         else:
             brought.append(self.judge(name, command))
         if name == "AskUserQuestion" and not is_error:
@@ -566,6 +572,18 @@ class _Reader(ReaderCore):
             if answer:
                 words.append(answer)
         return Block.tool_result(b.tool_use_id or "", text, is_error)
+
+
+    def _task_output(self, call: Block | None) -> tuple[Taint, Blame | None]:
+        """More output of a background task (`TaskOutput`): a shell started
+        in the background is decided by its command, a subagent by its own
+        transcript; a task the file does not show is untrusted."""
+        task = call.input.get("task_id") if call is not None and isinstance(call.input, dict) else None
+        if isinstance(task, str) and task in self.background:
+            return self.judge("BashOutput", self.background[task])
+        if isinstance(task, str) and self.subagents is not None and (self.subagents / f"agent-{task}.jsonl").is_file():
+            return subagent_taint(self.subagents, task, self.policy)
+        return Taint(private=True, untrusted=True), Blame(tool="TaskOutput", why="more output of a background task the file does not show")
 
 
 #: The tools that run a subagent and hand back its report.
