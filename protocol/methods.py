@@ -24,7 +24,7 @@ from mecha.core.learning.sources import RuleChange, RuleSources
 from mecha.core.sessions.mining import Intervention, Trigger
 from mecha.core.sessions.outbox import OutboxItem
 from mecha.core.sessions.transcript import Message, TaintCheckpoint
-from mecha.core.sessions.trust import HeldBack, Reclassified, TrustAction, Unknown
+from mecha.core.sessions.trust import HeldBack, Reclassified, TrustAction, Unknown, Withheld
 from mecha.core.store.jobs import Job
 from mecha.core.store.learning_store import Proposal, ProposalStatus, SetAside
 from mecha.core.store.ledger import ProposalVerdict, RuleTally, ValidationPlan, ValidationRecord
@@ -177,6 +177,11 @@ class JobsResult(msgspec.Struct):
 class InboxResult(msgspec.Struct):
     waiting: int
     set_aside: list[SetAside]
+    #: Interventions recorded without a model call because they read
+    #: untrusted, not yet made clean by a change of trust.
+    withheld: int = 0
+    #: The newest of them, each with what held it back.
+    withheld_recent: list[Withheld] = msgspec.field(default_factory=list)
 
 
 class InboxRetryResult(msgspec.Struct):

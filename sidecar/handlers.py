@@ -338,7 +338,10 @@ def inbox(ctx: Context, p: m.Empty, cancel: Cancel) -> m.InboxResult:
     store = ctx.existing_store()
     if store is None:
         return m.InboxResult(waiting=0, set_aside=[])
-    return m.InboxResult(waiting=count_waiting(store), set_aside=list_set_aside(store))
+    from mecha.core.agents.retrust import withheld
+
+    count, recent = withheld(store)
+    return m.InboxResult(waiting=count_waiting(store), set_aside=list_set_aside(store), withheld=count, withheld_recent=recent)
 
 
 @handles("mecha/inboxRetry")

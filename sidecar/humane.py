@@ -235,6 +235,12 @@ def inbox(r: dict[str, Any]) -> str:
     if r["set_aside"]:
         lines.append(f"{len(r['set_aside'])} set aside (retry: mecha-sidecar inbox retry ID; drop: mecha-sidecar inbox drop ID):")
         lines += ["  " + set_aside_line(e) for e in r["set_aside"]]
+    if r.get("withheld"):
+        lines.append(f"{r['withheld']} intervention(s) recorded without a model call because they read untrusted "
+                     "(`mecha-sidecar trust add …` asks them again once they read clean; newest first):")
+        for w in r["withheld_recent"]:
+            where = f"{w['file']}:{w['line']}" if w.get("file") and w.get("line") else w["session_id"]
+            lines.append(f"  “{w['words']}” ({where}) — held back by {w['why']}")
     return "\n".join(lines)
 
 

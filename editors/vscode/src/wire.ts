@@ -60,6 +60,20 @@ export interface AcceptOptions {
   without?: number[];
 }
 
+/**
+ * Model calls a pass makes on the person's own account: the agent's
+ * command line it runs (`api = "claude-code"` / `"codex"`), where every
+ * call is one the person pays for or spends a plan's limit on. The pass
+ * states how many it will make before its first (`stated`, written as soon
+ * as it knows), and counts what it made (`made`, written when it ends), so
+ * a person can hold the one to the other.
+ */
+export interface AccountCalls {
+  account: string;
+  made: number | null;
+  stated: number;
+}
+
 /** One `[export]` target of `sidecar.toml` that an accept rewrote. */
 export interface ExportResult {
   changed: boolean;
@@ -74,6 +88,7 @@ export interface IdParams {
 }
 
 export interface Job {
+  account_calls?: AccountCalls;
   domain?: string;
   finished_at?: string;
   id: string;

@@ -637,7 +637,16 @@ function M.setup(opts)
     cmd = config.cmd,
     filetypes = { "toml" },
     init_options = init_options,
-    capabilities = config.capabilities,
+    -- This client handles the `mecha/*` notifications and shows command
+    -- results itself; the server sends neither to a client that does not
+    -- say so (it shows those through `window/showMessage` and
+    -- `window/showDocument` instead).
+    capabilities = vim.tbl_deep_extend(
+      "force",
+      vim.lsp.protocol.make_client_capabilities(),
+      config.capabilities or {},
+      { experimental = { mecha = { notifications = true, showsResults = true } } }
+    ),
     handlers = {
       ["mecha/proposalsChanged"] = on_proposals_changed,
       ["mecha/jobFinished"] = on_job_finished,
