@@ -33,8 +33,8 @@ measured under the same block come first.
 A probe never measures a rule on a correction among that rule's own
 sources (`arms_of`): the rule was written to spare the person exactly that
 correction, so a probe of it there measures the learner's memory, not the
-rule. Such rules are left out of the probe's treatment, and a correction
-every measured rule was learned from is not probed at all.
+rule. Such rules are left out of both of the probe's arms, and a
+correction every measured rule was learned from is not probed at all.
 
 Cost is bounded and said first: `budget` probes, at most `CALLS_PER_PROBE`
 model calls each (`plan_validation`, which calls nothing).
@@ -259,13 +259,15 @@ SourcesFor = Callable[[str | None], Mapping[str, Sequence[str]]]
 
 def arms_of(r: Reflexion, arms_for: ArmsFor, sources_for: SourcesFor) -> Arms:
     """The two blocks a probe of `r` compares: those of its session's
-    project, with every measured rule that has `r` among its sources left
-    out of the treatment. A rule learned from a correction would "spare" the
-    person that very correction by construction; measured on it, it would
-    count its own evidence as a success."""
+    project, with every rule the arms differ by that has `r` among its
+    sources left out of both. A rule learned from a correction would
+    "spare" the person that very correction by construction: measured on
+    it, it would count its own evidence as a success (or, retired, its
+    absence as a regression)."""
     arms = arms_for(r.project, frozenset())
     sources = sources_for(r.project)
-    own = frozenset(i for i in arms.measured_ids() if r.id in sources.get(i, ()))
+    differ = set(arms.treatment.rule_ids) ^ set(arms.baseline.rule_ids)
+    own = frozenset(i for i in differ if r.id in sources.get(i, ()))
     return arms_for(r.project, own) if own else arms
 
 
@@ -367,7 +369,7 @@ def _learned_block(store: LearningStore, domain: str, project: str | None, witho
 def arms_source(store: LearningStore, domain: str, proposal: Proposal | None) -> ArmsFor:
     """`(project, without) → Arms` for a pass: the live block against the
     block without the domain's learned rules, or a proposal's candidate
-    against the live block — the rules `without` left out of the treatment
+    against the live block — the rules `without` left out of both
     (`arms_of`). Rendered once per project and set left out."""
     cache: dict[tuple[str | None, frozenset[str]], Arms] = {}
 
@@ -381,7 +383,8 @@ def arms_source(store: LearningStore, domain: str, proposal: Proposal | None) ->
             else:
                 rules = [r for r in proposal.rules if r.id not in without]
                 candidate = store.render_candidate(domain, rules, project, scope=proposal.project)
-                cache[key] = Arms(treatment=candidate, baseline=live)
+                baseline = _learned_block(store, domain, project, without) if without else live
+                cache[key] = Arms(treatment=candidate, baseline=baseline)
         return cache[key]
 
     return arms_for

@@ -553,10 +553,14 @@ class _Reader(ReaderCore):
                 # the command that started it (unknown: untrusted).
                 shell_id = call.input.get("bash_id")
                 command = self.background.get(shell_id) if isinstance(shell_id, str) else None
-            elif command is not None and call.input.get("run_in_background"):
+            elif command is not None:
+                # Started in the background, or moved there while it ran
+                # (the person's Ctrl+B): its result names the task. The first
+                # command to name an id keeps it — no later output can
+                # claim a task another command started.
                 started = _BACKGROUND_ID.search(text)
                 if started is not None:
-                    self.background[started.group(1) or started.group(2)] = command
+                    self.background.setdefault(started.group(1) or started.group(2), command)
         if name in SUBAGENT_TOOLS and not is_error and self.subagents is not None:
             brought.append(subagent_taint(self.subagents, spawned_agent(text, line.toolUseResult), self.policy))
         elif name == "TaskOutput":
