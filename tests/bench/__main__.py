@@ -42,9 +42,10 @@ FIGURES: dict[int, tuple[str, int, int]] = {
     15: ("structured_probe", 3, 1),
     16: ("reply_budget", 2, 1),
     17: ("whole_run", 15, 5),
+    18: ("agent_cli", 3, 1),
 }
 #: Figures that need a real part (the local model; cargo for 17) and run only when named in `--only`.
-OPT_IN = {14, 16, 17}
+OPT_IN = {14, 16, 17, 18}
 #: Figures that come along with another's run.
 RIDES_WITH = {2: 1, 8: 1}
 #: Row key → the issue's figure number; rows print in this order.
@@ -81,6 +82,8 @@ NUMBER = {
     "run_paced_interventions": 17,
     "run_paced_cpu": 17,
     "run_back_cpu": 17,
+    "agent_cli_claude": 18,
+    "agent_cli_codex": 18,
 }
 ORDER = list(NUMBER)
 
