@@ -133,6 +133,7 @@ def run_pass(
     budget: int | None = None,
     proposal_id: str | None = None,
     learn_after: bool = False,
+    retry: bool = False,
 ) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     log = logging.getLogger("mecha.pass")
@@ -161,7 +162,7 @@ def run_pass(
                 final = _learn_after(store, final)
         elif kind == "learn":
             assert domain is not None, "learn needs --domain"
-            final = _learn(store, counts, domain, project, minimum)
+            final = _learn(store, counts, domain, project, minimum, retry)
         elif kind == "validate":
             assert domain is not None, "validate needs --domain"
             final = _validate(store, counts, domain, budget, proposal_id)
@@ -238,7 +239,8 @@ def _learn_after(store: LearningStore, reflected: jobs_mod.Job) -> jobs_mod.Job:
 
 
 def _learn(
-    store: LearningStore, counts: _ProgressWriter, domain: str, project: str | None, minimum: int | None
+    store: LearningStore, counts: _ProgressWriter, domain: str, project: str | None, minimum: int | None,
+    retry: bool = False,
 ) -> jobs_mod.Job:
     """Every scope of `domain` that is ready, or `project`'s alone: one
     learner call each (`learn_scopes`)."""
@@ -246,13 +248,13 @@ def _learn(
     from mecha.core.learning.learn import ALL_SCOPES, learn_scopes, scopes_ready, scopes_summary
 
     scope = ALL_SCOPES if project is None else project
-    ready, why = scopes_ready(store, domain, minimum, scope)
+    ready, why = scopes_ready(store, domain, minimum, scope, retry=retry)
     if not ready:
         return msgspec.structs.replace(counts.job, state="done", outcome=f"nothing to do: {why}")
     provider, model = _provider(store)
     counts(0, len(ready), "call")
     results = asyncio.run(
-        learn_scopes(store, domain, Learner(provider, model), project=scope, minimum=minimum, progress=_say)
+        learn_scopes(store, domain, Learner(provider, model), project=scope, minimum=minimum, progress=_say, retry=retry)
     )
     counts.job = msgspec.structs.replace(
         counts.job, progress=jobs_mod.JobProgress(done=len(ready), total=len(ready), unit="call")

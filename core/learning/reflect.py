@@ -98,8 +98,8 @@ class ReflectOutcome(msgspec.Struct):
 #: How a person retries what a pass left pending: every verb and method that
 #: queues work starts a reflect pass when anything waits in the inbox.
 RETRY_HINT = (
-    "the next reflect pass asks them again (run the import or `mecha-sidecar reflect` again, "
-    "or end another run; `mecha-sidecar inbox` shows what waits)"
+    "the next reflect pass asks them again: `mecha-sidecar inbox retry` starts one now, and so does the end of "
+    "another session; `mecha-sidecar inbox` shows what waits"
 )
 
 
