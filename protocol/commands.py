@@ -29,6 +29,40 @@ NOTIFICATIONS: dict[str, type] = {
 }
 
 
+#: Where a client says, under its `capabilities.experimental`, which of the
+#: editor endpoint's extensions it handles: `{"mecha": {"notifications":
+#: true, "showsResults": true}}`. A client that says nothing is any LSP
+#: client, and gets LSP alone.
+EXPERIMENTAL_KEY = "mecha"
+
+
+class ClientExtensions(msgspec.Struct, frozen=True, rename="camel"):
+    """What a client told the server it handles beyond LSP.
+
+    `notifications`: send it the `NOTIFICATIONS` (a generic client warns on
+    each notification it does not know; lsp-mode raises a window for every
+    one). `shows_results`: it shows what a command returns itself — a
+    proposal's diff under the `mecha-proposal:` scheme, a review's
+    `message` — so the server neither writes the diff to a file and asks it
+    to open that (`window/showDocument`) nor sends the message
+    (`window/showMessage`), which such a client would show twice."""
+
+    notifications: bool = False
+    shows_results: bool = False
+
+
+def client_extensions(experimental: object) -> ClientExtensions:
+    """The extensions a client's `capabilities.experimental` asks for; none
+    when it names none, or names them in a shape this server does not read
+    (failing closed: LSP alone reaches every client)."""
+    if not isinstance(experimental, dict):
+        return ClientExtensions()
+    try:
+        return msgspec.convert(experimental.get(EXPERIMENTAL_KEY) or {}, ClientExtensions)
+    except msgspec.ValidationError:
+        return ClientExtensions()
+
+
 class Argument(msgspec.Struct, frozen=True):
     """One positional argument of a command."""
 
@@ -71,8 +105,9 @@ _ID = Argument("id", str)
 COMMANDS: dict[str, Command] = {
     c.id: c
     for c in (
-        _c(Act.ACCEPT_PROPOSAL, "mecha/acceptProposal", (_ID,), m.ReviewedProposalResult,
-           "Accept a pending proposal (id or unique prefix)."),
+        _c(Act.ACCEPT_PROPOSAL, "mecha/acceptProposal", (_ID, Argument("options", m.AcceptOptions, required=False)),
+           m.ReviewedProposalResult,
+           "Accept a pending proposal (id or unique prefix); options.without leaves out changes by number."),
         _c(Act.REJECT_PROPOSAL, "mecha/rejectProposal", (_ID, Argument("reason", str, required=False)),
            m.ReviewedProposalResult, "Reject a pending proposal, with an optional reason."),
         _c(Act.SHOW_PROPOSAL_DIFF, "mecha/proposal", (_ID,), m.ShowProposalDiffResult,

@@ -24,7 +24,7 @@ from mecha.core.learning.sources import RuleChange, RuleSources
 from mecha.core.sessions.mining import Intervention, Trigger
 from mecha.core.sessions.outbox import OutboxItem
 from mecha.core.sessions.transcript import Message, TaintCheckpoint
-from mecha.core.sessions.trust import HeldBack, Reclassified, TrustAction, Unknown
+from mecha.core.sessions.trust import HeldBack, Reclassified, TrustAction, Unknown, Withheld
 from mecha.core.store.jobs import Job
 from mecha.core.store.learning_store import Proposal, ProposalStatus, SetAside
 from mecha.core.store.ledger import ProposalVerdict, RuleTally, ValidationPlan, ValidationRecord
@@ -157,6 +157,10 @@ class LearnParams(msgspec.Struct):
     #: scope of the domain with enough learnable reflections — the global
     #: one and each project's — one proposal each.
     project: str | None = None
+    #: Ask the model again in a scope whose last pass kept its rules as they
+    #: were, though no lesson has arrived since (otherwise refused, so the
+    #: same question is not put twice by accident).
+    retry: bool = False
 
 
 class LearnResult(msgspec.Struct, omit_defaults=True):
@@ -177,10 +181,24 @@ class JobsResult(msgspec.Struct):
 class InboxResult(msgspec.Struct):
     waiting: int
     set_aside: list[SetAside]
+    #: Interventions recorded without a model call because they read
+    #: untrusted, not yet made clean by a change of trust.
+    withheld: int = 0
+    #: The newest of them, each with what held it back.
+    withheld_recent: list[Withheld] = msgspec.field(default_factory=list)
+
+
+class InboxRetryParams(msgspec.Struct):
+    #: A set-aside entry's id (or a unique prefix). Absent: nothing is put
+    #: back; a reflect pass is started over what already waits (answers
+    #: that were unusable), if anything does.
+    id: str | None = None
 
 
 class InboxRetryResult(msgspec.Struct):
-    entry: SetAside
+    #: The entry put back; `null` when no id was given.
+    entry: SetAside | None
+    #: The reflect pass started; `null` when nothing waits.
     job: Job | None
 
 
@@ -253,8 +271,11 @@ class ImportSessionsResult(msgspec.Struct):
     #: Lines skipped on the way, each naming the file and the line.
     warnings: list[str]
     #: The reflect pass started over the inbox (`null`: nothing waits, or a
-    #: dry run).
+    #: dry run) — or, with `in_flight`, the one already at work on what an
+    #: earlier import queued, when this one queued nothing new.
     job: Job | None = None
+    #: Whether `job` was already running rather than started by this call.
+    in_flight: bool = False
     #: The programs and tools the reader did not know, most held back
     #: first: how many interventions and sessions each held back, and the
     #: command that trusts it.
@@ -342,6 +363,9 @@ class InstallHooksResult(msgspec.Struct):
     path: str
     changed: bool
     installed: HookSettings
+    #: install: the model the hooks' passes will use, or what to do when
+    #: none is configured, in one line.
+    model: str | None = None
 
 
 class ExportRulesParams(msgspec.Struct):
@@ -419,6 +443,15 @@ class AcceptProposalParams(msgspec.Struct):
     #: only the left-out changes rest on are marked rejected.
     without: list[int] = msgspec.field(default_factory=list)
     #: Why they were left out: kept with the rejected lessons.
+    reason: str | None = None
+
+
+class AcceptOptions(msgspec.Struct):
+    """`mecha.acceptProposal`'s optional second argument: what an editor's
+    "leave out change N" action sends (`AcceptProposalParams`' fields of
+    the same names)."""
+
+    without: list[int] = msgspec.field(default_factory=list)
     reason: str | None = None
 
 
@@ -646,8 +679,9 @@ METHODS: dict[str, Method] = {
         _m("mecha/jobs", Empty, JobsResult, "Recent background jobs, newest first, and the inbox's counts."),
         _m("mecha/inbox", Empty, InboxResult,
            "What waits in the inbox, and every entry set aside with its reason."),
-        _m("mecha/inboxRetry", IdParams, InboxRetryResult,
-           "Put a set-aside entry back in the inbox and start a reflect pass over it."),
+        _m("mecha/inboxRetry", InboxRetryParams, InboxRetryResult,
+           "Put a set-aside entry back in the inbox (or, with no id, nothing) and start a reflect pass over "
+           "what waits."),
         _m("mecha/inboxDrop", IdParams, InboxDropResult, "Delete a set-aside entry for good."),
         _m("mecha/importSessions", ImportSessionsParams, ImportSessionsResult,
            "Queue the new interventions in Claude Code or Codex CLI sessions and start a reflect pass."),

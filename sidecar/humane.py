@@ -74,7 +74,7 @@ def _left_out(p: dict[str, Any], verb: str) -> list[str]:
     for x in p.get("left_out") or []:
         rejected = len(x.get("rejected") or [])
         lessons = f"; {rejected} lesson(s) marked rejected" if rejected else ""
-        lines.append(f"  {verb} {x['number']} ({x['change']}): {_one_line(x['text'], 80)!r}{lessons}")
+        lines.append(f"  {verb} {x['number']} ({x['change']}): “{_one_line(x['text'], 80)}”{lessons}")
     return lines
 
 
@@ -91,13 +91,30 @@ def rejected(r: dict[str, Any]) -> str:
 
 
 def accepted(r: dict[str, Any]) -> str:
-    """An accept's result: the proposal, what was left out, then each
-    promotion it filed."""
-    lines = ["accepted " + proposal_line(r["proposal"]), *_left_out(r["proposal"], "left out")]
+    """An accept's result: the proposal, what was left out, what became of
+    each instructions file it is exported to (or that none is, and how to),
+    then each promotion it filed."""
+    p = r["proposal"]
+    lines = ["accepted " + proposal_line(p), *_left_out(p, "left out")]
+    exports = r.get("exports") or []
+    for e in exports:
+        if e.get("error"):
+            lines.append(f"  {e['path']}: not written — {e['error']}")
+        elif e.get("skipped"):
+            lines.append(f"  {e['path']}: not written — {e['skipped']}")
+        else:
+            lines.append(f"  {e['path']}: {'rules section rewritten' if e.get('changed') else 'unchanged (already up to date)'}")
+    if not exports:
+        project = f" --project {p['project']}" if p.get("project") and not p.get("accepted_as_global") else ""
+        lines.append(
+            "  no CLAUDE.md or AGENTS.md was changed: no export is configured. "
+            f"`mecha-sidecar export claude{project}` writes the rules there now "
+            "([export] claude = true in ~/.mecha/sidecar.toml does it on every accept)"
+        )
     for q in r.get("promotions") or []:
         lesson = "; ".join(x["text"] for x in q["rules"][len(q["rules_before"]):])
         lines.append(
-            f"filed promotion {q['id']}: {_one_line(lesson, 80)!r} is live in {len(q['promoted_from'])} projects; "
+            f"filed promotion {q['id']}: “{_one_line(lesson, 80)}” is live in {len(q['promoted_from'])} projects; "
             f"`mecha-sidecar proposals accept {q['id']}` makes it global"
         )
     return "\n".join(lines)
@@ -145,7 +162,7 @@ def proposal_with_diff(r: dict[str, Any]) -> str:
     refusals = p.get("refusals") or []
     if refusals:
         lines += ["", f"the learn gate refused {len(refusals)}:"]
-        lines.extend(f"  {_one_line(x['rule'], 80)!r}: {x['reason']}" for x in refusals)
+        lines.extend(f"  “{_one_line(x['rule'], 80)}”: {x['reason']}" for x in refusals)
     return "\n".join(lines)
 
 
@@ -209,20 +226,46 @@ def lessons(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def job_line(j: dict[str, Any]) -> str:
+def job_line(j: dict[str, Any], *, full: bool = True) -> str:
+    """One pass: what it is, its state, how far it has got while it runs,
+    and its outcome — whole (`full`), or its first line only where many
+    jobs are listed (a failure's help can run to twenty lines)."""
     what = j["kind"] + (f" {j['domain']}" if j.get("domain") else "")
     text = f"job {j['id']} ({what}): {j['state']}"
-    if j.get("outcome"):
-        text += f" — {j['outcome']}"
+    if j["state"] == "running":
+        import msgspec
+
+        from mecha.core.store.jobs import Job, progress_text
+
+        text += f" — {progress_text(msgspec.convert(j, Job))}"
+    outcome = j.get("outcome") or ""
+    if outcome:
+        first, _, rest = outcome.strip().partition("\n")
+        text += f" — {outcome if full else first}"
+        if rest.strip() and not full:
+            text += " (the whole of it: mecha-sidecar jobs --json)"
     if j.get("proposal_id"):
-        text += f" [proposal {j['proposal_id']}]"
+        text += f" [proposal {j['proposal_id']}] — review it: mecha-sidecar proposals show {j['proposal_id']}"
     return text
 
 
+def stopped_waiting(j: dict[str, Any]) -> str:
+    """What Ctrl-C while a verb waits on a pass says: the wait stopped, the
+    pass did not, and how to watch or stop it."""
+    pid = f" (pid {j['pid']})" if j.get("pid") else ""
+    stop = f"`kill {j['pid']}` stops it" if j.get("pid") else "`mecha-sidecar jobs --json` gives its pid to stop it"
+    return (
+        f"\nstopped waiting; the {j['kind']} pass {j['id']}{pid} goes on in the background. "
+        f"`mecha-sidecar jobs` shows how far it has got; {stop} (what it finished is kept)."
+    )
+
+
 def jobs(r: dict[str, Any]) -> str:
-    lines = [job_line(j) for j in r["jobs"]] or ["no jobs"]
+    lines = [job_line(j, full=False) for j in r["jobs"]] or ["no jobs: a pass starts with `import`, `learn` or an agent's hook"]
     if r.get("waiting") or r.get("set_aside"):
         lines.append(f"inbox: {r.get('waiting', 0)} waiting, {r.get('set_aside', 0)} set aside (mecha-sidecar inbox list)")
+    if any(j["state"] == "running" for j in r["jobs"]):
+        lines.append("a running pass goes on by itself; `kill PID` stops one (its pid: mecha-sidecar jobs --json)")
     return "\n".join(lines)
 
 
@@ -235,6 +278,12 @@ def inbox(r: dict[str, Any]) -> str:
     if r["set_aside"]:
         lines.append(f"{len(r['set_aside'])} set aside (retry: mecha-sidecar inbox retry ID; drop: mecha-sidecar inbox drop ID):")
         lines += ["  " + set_aside_line(e) for e in r["set_aside"]]
+    if r.get("withheld"):
+        lines.append(f"{r['withheld']} intervention(s) recorded without a model call because they read untrusted "
+                     "(`mecha-sidecar trust add …` asks them again once they read clean; newest first):")
+        for w in r["withheld_recent"]:
+            where = f"{w['file']}:{w['line']}" if w.get("file") and w.get("line") else w["session_id"]
+            lines.append(f"  “{w['words']}” ({where}) — held back by {w['why']}")
     return "\n".join(lines)
 
 
@@ -313,12 +362,25 @@ def import_summary(s: dict[str, Any]) -> str:
         tail = f"dry run: {would} session(s) would be queued, nothing was"
     else:
         tail = f"{len(s['queued'])} queued for reflection" if s["queued"] else "nothing new to queue"
+        if s.get("in_flight") and s.get("job"):
+            tail += (
+                f"; reflect pass {s['job']['id']} is still at work on what was queued before"
+                f" ({_progress_of(s['job'])}) — waiting for it (Ctrl-C stops the waiting, not the pass)"
+            )
     unknown = s.get("unknown", [])
     if unknown:
         lines.append("not in the table of local programs (each held back this many interventions; trust it if it is yours):")
         for u in unknown:
             lines.append(f"  {u['entry']}: {u['interventions']} in {u['sessions']} session(s) — {u['command']}")
     return "\n".join([head, *lines, tail])
+
+
+def _progress_of(j: dict[str, Any]) -> str:
+    import msgspec
+
+    from mecha.core.store.jobs import Job, progress_text
+
+    return progress_text(msgspec.convert(j, Job))
 
 
 def blame_line(b: dict[str, Any]) -> str:
@@ -365,8 +427,9 @@ def hooks_changed(r: dict[str, Any]) -> str:
         lines.append(f"  runs: {command}")
     lines.append("  at session end (and before a compaction): the session's new interventions are queued and a "
                  "reflect pass starts in the background; at session start: one line when proposals await review")
-    lines.append("  the pass needs a model: configure one in ~/.mecha/sidecar.toml (see the README); "
-                 "`mecha-sidecar hooks status` shows what the hooks last did")
+    if r.get("model"):
+        lines.append(f"  model: {r['model']}")
+    lines.append("  `mecha-sidecar hooks status` shows what the hooks last did")
     if r["agent"] == "codex":
         lines.append("  Codex runs a new hook only once you trust it: open /hooks in Codex; hooks must be enabled "
                      "([features] hooks = true, codex_hooks on older versions, in ~/.codex/config.toml)")

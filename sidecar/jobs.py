@@ -32,6 +32,7 @@ def start_pass(
     budget: int | None = None,
     proposal_id: str | None = None,
     learn_after: bool = False,
+    retry: bool = False,
 ) -> jobs_mod.Job:
     """`learn_after`: a reflect pass that, once done, starts a learn pass
     for each domain ready at the seeds' minimum (what an agent's
@@ -63,6 +64,8 @@ def start_pass(
         argv += ["--proposal", proposal_id]
     if learn_after:
         argv.append("--learn-after")
+    if retry:
+        argv.append("--retry")
     import os
 
     log_fd = jobs_mod.open_log(store.root, job_id)

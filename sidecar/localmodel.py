@@ -168,8 +168,10 @@ class LocalServer:
     on exit."""
 
     def __init__(self, model: Path | None = None, *, python: str | None = None, threads: int | None = None,
-                 log: Path | None = None, slots: int = 1):
+                 log: Path | None = None, slots: int = 1, port: int = 0):
         self.model = model
+        #: 0: a port the kernel picks.
+        self.port = port
         self.python = python or sys.executable
         self.threads = threads or default_threads()
         self.slots = slots
@@ -183,7 +185,8 @@ class LocalServer:
 
     def argv(self, model: Path) -> list[str]:
         return [self.python, "-m", "mecha.sidecar.localmodel", "--model", str(model), "--alias", MODEL_ID,
-                "--ctx", str(CONTEXT_TOKENS), "--threads", str(self.threads), "--slots", str(self.slots)]
+                "--ctx", str(CONTEXT_TOKENS), "--threads", str(self.threads), "--slots", str(self.slots),
+                "--port", str(self.port)]
 
     def start(self, timeout_s: float = START_TIMEOUT_S) -> LocalServer:
         if not server_available() and self.python == sys.executable:

@@ -69,6 +69,7 @@ from mecha.protocol.jsonrpc import (
 
 from .context import Context
 from .handlers import HANDLERS, call, make_dispatch
+from .lsp_display import Display, display_for
 from .rpc import Cancel, Cancelled
 from .serve import server_version
 
@@ -192,6 +193,38 @@ class MechaLanguageServer(LanguageServer):
         self.pending_seen: PendingSummary | None = None
         self.store_key: Any = None
         self.reflections = ReflectionsById()
+
+    def extensions(self) -> wire_commands.ClientExtensions:
+        """What the client said it handles beyond LSP (none until it has
+        initialized, and none for any client but ours)."""
+        return wire_commands.client_extensions(self.client_capabilities.experimental)
+
+    def opens_documents(self) -> bool:
+        caps = self.client_capabilities.window
+        return bool(caps and caps.show_document and caps.show_document.support)
+
+    def show(self, display: Display) -> None:
+        """Send what `lsp_display` decided: open the file, or show the
+        message — also when the client would not open the file."""
+        message = display.message
+        if display.document is None:
+            if message is not None:
+                self.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Info, message=message))
+            return
+        uri = from_fs_path(str(display.document))
+        assert uri is not None
+
+        async def run() -> None:
+            try:
+                shown = await self.window_show_document_async(lsp.ShowDocumentParams(uri=uri, take_focus=True))
+                opened = bool(shown and shown.success)
+            except Exception as exc:  # the client failed the request: say it another way
+                log.info("showDocument failed: %s", exc)
+                opened = False
+            if not opened and message is not None:
+                self.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Info, message=message))
+
+        _keep(asyncio.ensure_future(run()))
 
     # The store's state that documents are checked against.
     def root(self) -> Path:
@@ -327,10 +360,11 @@ class MechaLanguageServer(LanguageServer):
         now = pending_summary(self.store())
         if should_announce(self.pending_seen, now, after_command=announce):
             self.pending_seen = now
-            self.protocol.notify(
-                wire_commands.PROPOSALS_CHANGED,
-                m.to_builtins(m.ProposalsChangedParams(pending=now.count, by_domain=now.by_domain)),
-            )
+            if self.extensions().notifications:
+                self.protocol.notify(
+                    wire_commands.PROPOSALS_CHANGED,
+                    m.to_builtins(m.ProposalsChangedParams(pending=now.count, by_domain=now.by_domain)),
+                )
         self.refresh_lenses()
 
     def refresh_lenses(self) -> None:
@@ -400,7 +434,7 @@ class MechaLanguageServer(LanguageServer):
             return
         self.progress_tokens.pop(job.id, None)
         self.progress_reported.pop(job.id, None)
-        self.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message=f"{job.state}: {job.outcome or ''}".strip()))
+        self.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message=jobs_mod.end_text(job)))
 
 
 _tasks: set[asyncio.Future[Any]] = set()
@@ -432,6 +466,13 @@ def build_server() -> MechaLanguageServer:
     def did_close(ls: MechaLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
         ls.publish_sibling(params.text_document.uri)  # now checked against the file on disk
+
+    @ls.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    def did_change_configuration(ls: MechaLanguageServer, params: lsp.DidChangeConfigurationParams) -> None:
+        """Clients send their settings after `initialized` (eglot, lsp-mode
+        and VS Code all do). This server's settings are the
+        `initializationOptions`, read once: a change takes a restart,
+        which is what every client's "restart server" does."""
 
     @ls.feature(lsp.TEXT_DOCUMENT_HOVER)
     def hover(ls: MechaLanguageServer, params: lsp.HoverParams) -> lsp.Hover | None:
@@ -700,7 +741,10 @@ class _LspLoop:
         self.ls.protocol.handle_message(message)
 
     def notify(self, method: str, payload: Any) -> None:
-        self.writer.write(encode_notification(method, m.to_builtins(payload)))
+        """A `mecha/*` notification (a pass this server started has ended),
+        sent only to a client that asked for them."""
+        if self.ls.extensions().notifications:
+            self.writer.write(encode_notification(method, m.to_builtins(payload)))
 
     def serve_request(self, id: Any, method: str, params: Any, body: bytes) -> None:
         """A live request: `mecha/*` and the `mecha.*` commands through the
@@ -734,7 +778,23 @@ class _LspLoop:
             return
         ctx = self.ls.ctx
         assert ctx is not None
-        self.run_in_thread(id, lambda cancel: COMMANDS[name](ctx, args), after=self.after_command)
+        self.run_in_thread(id, lambda cancel: self.run_command(ctx, name, args), after=self.after_command)
+
+    def run_command(self, ctx: Context, name: str, args: list[Any]) -> Any:
+        """Run a command in a worker thread; what a client that drops
+        command results must be shown of it is prepared here (the diff file
+        is written) and sent from the loop."""
+        result = COMMANDS[name](ctx, args)
+        ls = self.ls
+        ext = ls.extensions()
+        display = display_for(
+            wire_commands.COMMANDS[name].act, result, ctx.root,
+            shows_results=ext.shows_results, opens_documents=ls.opens_documents(),
+        )
+        if display is not None:
+            assert self.loop is not None
+            self.loop.call_soon_threadsafe(ls.show, display)
+        return result
 
     def after_command(self) -> None:
         # An accept/reject/learn changes the store: show it at once rather
@@ -773,9 +833,16 @@ class _LspLoop:
 
         def done(fut: asyncio.Future[bytes]) -> None:
             self.cancels.pop(id, None)
-            self.writer.write(fut.result())
-            if after is not None:
-                after()
+            # What the request changed goes out before its answer. Emacs's
+            # jsonrpc leaves whatever arrived in the same read behind the
+            # answer to a request it waits on unread until more output
+            # comes: diagnostics published right after an accept's answer
+            # sat there, and eglot kept showing the accepted proposal.
+            try:
+                if after is not None:
+                    after()
+            finally:
+                self.writer.write(fut.result())
 
         fut = self.loop.run_in_executor(None, job)
         fut.add_done_callback(done)

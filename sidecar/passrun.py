@@ -37,14 +37,29 @@ def _config() -> ModelConfig | None:
     return resolve_model_config(model_options_from_environment(), os.environ, default_config_path())
 
 
+#: The provider the pass built, once it has one: what `_ProgressWriter`
+#: reads to state and count the calls made on the person's account.
+_BUILT: list[OpenAIProvider | AnthropicProvider | AgentCliProvider] = []
+
+
 def _provider(store: LearningStore) -> tuple[OpenAIProvider | AnthropicProvider | AgentCliProvider, str | None]:
     from mecha.core.providers import require_provider
     from mecha.core.providers.structured import ModeMemory
 
     cfg = _config()
     memory = ModeMemory(store.structured_modes_path, root=store.root)
+    provider = require_provider(cfg, memory=memory)
+    _BUILT.append(provider)
     # An empty model is an agent's own default: the request names none.
-    return require_provider(cfg, memory=memory), (cfg.model or None if cfg else None)
+    return provider, (cfg.model or None if cfg else None)
+
+
+def _metered() -> AgentCliProvider | None:
+    """The pass's provider when its calls go on the person's own account
+    (an agent's command line), else `None`."""
+    from mecha.core.providers.agent_cli import AgentCliProvider
+
+    return next((p for p in _BUILT if isinstance(p, AgentCliProvider)), None)
 
 
 #: How often, at most, a pass rewrites its job record with its progress (a
@@ -68,14 +83,44 @@ class _ProgressWriter:
         if progress == self.job.progress:
             return
         self.job = msgspec.structs.replace(self.job, progress=progress)
+        stating = self._state_calls(total)
         now_s = time.monotonic()
-        if done < total and done > 0 and now_s - self.last < PROGRESS_WRITE_S:
+        if done < total and done > 0 and now_s - self.last < PROGRESS_WRITE_S and not stating:
             return
         self.last = now_s
         try:
             jobs_mod.write_job(self.root, self.job)
         except Exception as exc:  # progress is a courtesy: never the reason a pass fails
             logging.getLogger("mecha.pass").warning("progress not recorded: %s", exc)
+
+    def _state_calls(self, total: int) -> bool:
+        """On an agent's command line, the calls the pass will make, said
+        once, before any answer: in the record (every watcher shows it) and
+        the log. One call per unit of work — the agents report no reply cut
+        off for room, the one case a pass asks again."""
+        provider = _metered()
+        said = self.job.account_calls
+        if provider is None or total <= 0 or (said is not None and total <= said.stated):
+            return False
+        calls = jobs_mod.AccountCalls(account=provider.account, stated=total)
+        self.job = msgspec.structs.replace(self.job, account_calls=calls)
+        if said is None:
+            _say(f"this pass will make {total} call(s) on your {provider.account} account ({provider.label})")
+        else:  # work found after the first count: said again, never hidden
+            _say(f"this pass found more to ask: {total} call(s) in all on your {provider.account} account")
+        return True
+
+    def settle(self, final: jobs_mod.Job) -> jobs_mod.Job:
+        """The ended pass's record with the calls it made on the person's
+        account counted, beside what it stated."""
+        provider = _metered()
+        if provider is None:
+            return final
+        stated = self.job.account_calls.stated if self.job.account_calls is not None else 0
+        calls = jobs_mod.AccountCalls(account=provider.account, stated=stated, made=provider.calls)
+        said = jobs_mod.account_calls_text(calls)
+        outcome = f"{final.outcome}; {said}" if final.outcome else said
+        return msgspec.structs.replace(final, account_calls=calls, outcome=outcome)
 
 
 def run_pass(
@@ -88,6 +133,7 @@ def run_pass(
     budget: int | None = None,
     proposal_id: str | None = None,
     learn_after: bool = False,
+    retry: bool = False,
 ) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     log = logging.getLogger("mecha.pass")
@@ -116,7 +162,7 @@ def run_pass(
                 final = _learn_after(store, final)
         elif kind == "learn":
             assert domain is not None, "learn needs --domain"
-            final = _learn(store, counts, domain, project, minimum)
+            final = _learn(store, counts, domain, project, minimum, retry)
         elif kind == "validate":
             assert domain is not None, "validate needs --domain"
             final = _validate(store, counts, domain, budget, proposal_id)
@@ -125,7 +171,7 @@ def run_pass(
     except Exception as exc:  # every failure is recorded, never left "running"
         log.error("pass failed: %s: %s", type(exc).__name__, exc)
         final = msgspec.structs.replace(counts.job, state="failed", outcome=f"{type(exc).__name__}: {exc}")
-    final = msgspec.structs.replace(final, finished_at=now(), pid=None)
+    final = msgspec.structs.replace(counts.settle(final), finished_at=now(), pid=None)
     unrecorded = jobs_mod.record_end(root, final)
     if unrecorded is not None:
         log.error("pass %s %s: its outcome could not be recorded: %s", kind, job_id, unrecorded)
@@ -193,7 +239,8 @@ def _learn_after(store: LearningStore, reflected: jobs_mod.Job) -> jobs_mod.Job:
 
 
 def _learn(
-    store: LearningStore, counts: _ProgressWriter, domain: str, project: str | None, minimum: int | None
+    store: LearningStore, counts: _ProgressWriter, domain: str, project: str | None, minimum: int | None,
+    retry: bool = False,
 ) -> jobs_mod.Job:
     """Every scope of `domain` that is ready, or `project`'s alone: one
     learner call each (`learn_scopes`)."""
@@ -201,13 +248,13 @@ def _learn(
     from mecha.core.learning.learn import ALL_SCOPES, learn_scopes, scopes_ready, scopes_summary
 
     scope = ALL_SCOPES if project is None else project
-    ready, why = scopes_ready(store, domain, minimum, scope)
+    ready, why = scopes_ready(store, domain, minimum, scope, retry=retry)
     if not ready:
         return msgspec.structs.replace(counts.job, state="done", outcome=f"nothing to do: {why}")
     provider, model = _provider(store)
     counts(0, len(ready), "call")
     results = asyncio.run(
-        learn_scopes(store, domain, Learner(provider, model), project=scope, minimum=minimum, progress=_say)
+        learn_scopes(store, domain, Learner(provider, model), project=scope, minimum=minimum, progress=_say, retry=retry)
     )
     counts.job = msgspec.structs.replace(
         counts.job, progress=jobs_mod.JobProgress(done=len(ready), total=len(ready), unit="call")

@@ -92,6 +92,8 @@ DEFAULT_TARGETS = {"claude": Path("~/.claude/CLAUDE.md"), "agents": Path("AGENTS
 class ExportOutcome(msgspec.Struct, frozen=True):
     path: str
     changed: bool
+    #: Why the file was left alone on purpose (no rule for its scope yet).
+    skipped: str | None = None
 
 
 def _marker_kind(line: str) -> str | None:

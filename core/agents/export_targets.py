@@ -148,10 +148,19 @@ def block_for(store: LearningStore | None, target: ExportTarget) -> str | None:
     return store.render_block(None, target.project).block
 
 
+#: What an export says of a file it did not make because its scope has no
+#: rule yet.
+NO_RULES_YET = (
+    "no rule for this scope yet, so no file was made; accept a proposal first (`mecha-sidecar proposals`)"
+)
+
+
 def export_to(store: LearningStore | None, target: ExportTarget, *, check: bool = False) -> ExportOutcome:
     """Write `target`'s rules into it (`export.export_block`). A project
     file is not created for nothing: with no rule for it and no section in
-    it yet, it is left as it is; and a project whose folder is gone is an
+    it yet, it is left as it is — and so is the global file (a person who
+    exports before accepting anything must not find an empty
+    `~/.claude/CLAUDE.md` made for them); and a project whose folder is gone is an
     `ExportFailed` naming it, since writing there would make the folder."""
     block = block_for(store, target)
     within = None
@@ -162,8 +171,8 @@ def export_to(store: LearningStore | None, target: ExportTarget, *, check: bool 
                 "nothing was written"
             )
         within = Path(target.project)
-        if block is None and not _has_section(target.path):
-            return ExportOutcome(path=str(target.path), changed=False)
+    if block is None and not _has_section(target.path):
+        return ExportOutcome(path=str(target.path), changed=False, skipped=NO_RULES_YET)
     return export_block(target.path, block, check=check, within=within)
 
 
@@ -259,5 +268,5 @@ def export_all(store: LearningStore | None, targets: Iterable[ExportTarget], *, 
                 log.exception("export to %s failed", target.path)
             out.append(TargetResult(str(target.path), target.project, error=f"{type(exc).__name__}: {exc}"))
         else:
-            out.append(TargetResult(str(target.path), target.project, changed=outcome.changed))
+            out.append(TargetResult(str(target.path), target.project, changed=outcome.changed, skipped=outcome.skipped))
     return out

@@ -524,3 +524,35 @@ def hook_log_tail(root: Path, lines: int = 5) -> list[str]:
     except OSError:
         return []
     return [line.decode("utf-8", "replace") for line in data.splitlines()[-lines:] if line.strip()]
+
+
+# ─── the model the hooks' passes will use ───────────────────────────────────
+
+
+def hooks_model_note(config: Any, source_env: str, found_agents: list[str]) -> str:
+    """One line for `hooks install`: the model the passes its hooks start
+    will use, or what to do when there is none. `config` is the resolved
+    model configuration (`None`: none) and `source_env` the label of the
+    environment source; `found_agents` names the agent command lines
+    installed here (`installed.find_agents`), any of which can serve.
+
+    The hooks run in the agent's environment, not the shell's this command
+    runs in, so a model configured only in variables here may not reach
+    them: said, with the file that always does."""
+    if config is not None and config.source != source_env:
+        return f"the passes will use the {config.describe()}; `mecha-sidecar doctor` checks that it answers"
+    if config is not None:
+        return (
+            f"this shell configures the {config.describe()}, but the hooks run in your agent's environment, which "
+            "may not have those variables: put the model in ~/.mecha/sidecar.toml ([model] api, base_url, model) "
+            "so they always find it"
+        )
+    if found_agents:
+        return (
+            f"no model is configured; {found_agents[0]} is installed here and can serve the passes: see "
+            "\"Configure a model\" in the README, then `mecha-sidecar doctor`"
+        )
+    return (
+        "no model is configured, so the passes will wait in the inbox: configure one in ~/.mecha/sidecar.toml "
+        "(\"Configure a model\" in the README), then `mecha-sidecar doctor` checks it"
+    )

@@ -83,7 +83,8 @@ class FoundAgent:
         return LABELS[self.agent]
 
     def describe(self) -> str:
-        return f"{self.label} {self.version} at {self.path}"
+        """E.g. "Claude Code: `claude` 2.1.328 (Claude Code) at /usr/local/bin/claude"."""
+        return f"{self.label}: `{PROGRAMS[self.agent]}` {self.version} at {self.path}"
 
 
 def locate(agent: AgentCli, env: Mapping[str, str] | None = None) -> Path | None:

@@ -38,9 +38,34 @@ from mecha.core.learning.survey import Planned, survey_session
 from mecha.core.sessions.foreign import read_session
 from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
 from mecha.core.sessions.reader import TaintPolicy
-from mecha.core.sessions.trust import Reclassified
+from mecha.core.sessions.trust import Reclassified, Withheld
 from mecha.core.store.inbox import SessionEntry, enqueue, queued_session_ids
 from mecha.core.store.learning_store import LearningStore
+
+#: How many withheld interventions `withheld` lists, newest first.
+MAX_WITHHELD_LISTED = 50
+
+
+def withheld(store: LearningStore) -> tuple[int, list[Withheld]]:
+    """The interventions recorded without a model call (untrusted) that no
+    change of trust has made clean yet: how many, and the newest
+    `MAX_WITHHELD_LISTED` of them with what held each back."""
+    from mecha.core.learning.reflect import WITHHELD_LESSON
+
+    reflections = store.reflexions()
+    clean = {_key(r.found.file, r.trigger, r.intervention) for r in reflections if r.origin is Origin.CLEAN and r.found and r.found.file}
+    rows: list[Withheld] = []
+    for r in reflections:
+        if r.origin is not Origin.UNTRUSTED or not r.reflexion_text.startswith(WITHHELD_LESSON[:-1]):
+            continue
+        file = r.found.file if r.found is not None else None
+        if file and _key(file, r.trigger, r.intervention) in clean:
+            continue
+        _, _, why = r.reflexion_text.partition("held back by ")
+        words = r.intervention if len(r.intervention) <= 80 else r.intervention[:79] + "…"
+        rows.append(Withheld(session_id=r.session_id, words=words, why=why.rstrip(")") or "third-party content was in context",
+                             file=file, line=r.found.line if r.found is not None else None))
+    return len(rows), rows[-MAX_WITHHELD_LISTED:][::-1]
 
 
 def _key(file: str, trigger: str, words: str) -> tuple[str, str, str]:

@@ -76,7 +76,8 @@ def fixes_for(finding: Finding, text: str) -> list[CodeAction]:
     """The quick fixes a person expects on one finding, chosen from its
     code and its `data` alone:
 
-    - `pending-proposal`: accept, reject, show the diff;
+    - `pending-proposal`: accept, reject, show the diff, and accept
+      without each one of its changes (when it makes more than one);
     - `duplicate-rule`: remove this (the later) copy;
     - `restates-user-rule`: remove the learned copy, the person's own rule
       already says it;
@@ -153,7 +154,39 @@ def _review(finding: Finding, kind: str) -> list[CodeAction]:
         CodeAction(
             f"Show diff of proposal {pid}", kind, act=Act.SHOW_PROPOSAL_DIFF, arguments=[pid], fixes=fixes
         ),
+        *_without_each(pid, data.get("changes"), kind, fixes),
     ]
+
+
+#: How much of a change's rule a "without" action's title quotes.
+WITHOUT_TITLE_CHARS = 60
+
+
+def without_title(pid: str, number: int, change: str, text: str) -> str:
+    """The title of the action that accepts proposal `pid` without its
+    change `number`: it starts with the change, not with "Accept proposal",
+    so the whole-proposal accept stays the one action that does."""
+    one = " ".join(text.split())
+    quoted = one if len(one) <= WITHOUT_TITLE_CHARS else one[: WITHOUT_TITLE_CHARS - 1] + "…"
+    return f"Leave out change {number} ({change}: “{quoted}”), accept the rest of proposal {pid}"
+
+
+def _without_each(pid: str, changes: object, kind: str, fixes: Finding | None) -> list[CodeAction]:
+    """One action per change of a proposal that makes more than one:
+    accept it without that change (`accept --without N`). A proposal of one
+    change has none — leaving out its only change is a rejection."""
+    if not isinstance(changes, list) or len(changes) < 2:
+        return []
+    out = []
+    for entry in changes:
+        if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], int)):
+            continue
+        number, change, text = entry[0], str(entry[1]), str(entry[2])
+        out.append(CodeAction(
+            without_title(pid, number, change, text), kind, act=Act.ACCEPT_PROPOSAL,
+            arguments=[pid, {"without": [number]}], fixes=fixes,
+        ))
+    return out
 
 
 def _toggles(text: str, start_line: int, end_line: int) -> list[CodeAction]:

@@ -413,8 +413,8 @@ def _sorted(findings: list[Finding]) -> list[Finding]:
 def pending_findings(domain: str, pending: Sequence[PendingProposal], where: Range) -> list[Finding]:
     """One `pending-proposal` finding per pending proposal, at `where`
     (line 0 of the learned file). Its `data` is the round trip its actions
-    need — the proposal's id and its before/after counts — so choosing an
-    action never has to look the proposal up again."""
+    need — the proposal's id, its before/after counts and its numbered
+    changes — so choosing an action never has to look the proposal up again."""
     return [
         _finding(
             PENDING_PROPOSAL,
@@ -425,6 +425,7 @@ def pending_findings(domain: str, pending: Sequence[PendingProposal], where: Ran
                 "proposal_id": p.id,
                 "active_before": p.active_before,
                 "active_after": p.active_after,
+                "changes": [list(c) for c in p.changes],
             },
         )
         for p in pending

@@ -183,6 +183,9 @@ class PendingProposal(msgspec.Struct, frozen=True):
     id: str
     active_before: int
     active_after: int
+    #: Each change it makes, `(number, change, text)`, numbered as
+    #: `proposals show` lists them: one "accept without it" action each.
+    changes: tuple[tuple[int, str, str], ...] = ()
 
 
 class CodeAction(msgspec.Struct, frozen=True):

@@ -17,7 +17,7 @@ from pathlib import Path
 import msgspec
 
 from mecha.core.editor.results import PendingProposal, Scope
-from mecha.core.learning.proposals import is_pending, pending_for
+from mecha.core.learning.proposals import is_pending, numbered_changes, pending_for
 from mecha.core.learning.rules import Rule, active_count
 from mecha.core.learning.scope import scope_label
 from mecha.core.store.layout import project_id, scoped_rules_name, sibling_kind
@@ -135,7 +135,12 @@ def pending_of(doc: RulesDocument, proposals: Sequence[Proposal]) -> list[Pendin
     scope is its `project` (`None`: global), matched by the id the
     document's name carries."""
     return [
-        PendingProposal(p.id, active_count(p.rules_before), active_count(p.rules))
+        PendingProposal(
+            p.id,
+            active_count(p.rules_before),
+            active_count(p.rules),
+            tuple((c.number, c.change, c.text) for c in numbered_changes(p)),
+        )
         for p in proposals
         if p.domain == doc.domain and _scope_id(p.project) == doc.project_id and is_pending(p)
     ]

@@ -382,7 +382,7 @@ def unusable_rule_set(answer: LearnerAnswer | None) -> str | None:
     for r in answer.rules:
         why = no_lesson_reason(r.text, LEARNER_CONTRACT.placeholders(), PROMPT_EXAMPLES)
         if why is not None:
-            return f"rule {r.text[:60]!r}: {why.replace('the lesson', 'the rule')}"
+            return f"rule “{r.text[:60]}”: {why.replace('the lesson', 'the rule')}"
     return None
 
 
@@ -606,7 +606,8 @@ def refusals_summary(refusals: Sequence[Refusal], limit: int | None = None) -> s
     outcome sees each reason (a learner answer holds at most the cap of
     rules plus a drop per live rule); the first `limit` when given."""
     shown = refusals if limit is None else refusals[:limit]
-    parts = [f"{r.rule[:60]!r}: {r.reason}" for r in shown]
+    # Quoted for a person, not as Python's repr: this line reaches the screen.
+    parts = [f"“{r.rule[:60]}”: {r.reason}" for r in shown]
     more = len(refusals) - len(shown)
     if more > 0:
         parts.append(f"and {more} more")

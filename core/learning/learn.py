@@ -125,14 +125,19 @@ def _in_scope(domain: str, project: str | None) -> str:
     return domain if project is None else f"{domain} in {scope_label(project)}"
 
 
-def learn_refusal(store: LearningStore, domain: str, minimum: int | None = None, project: str | None = None) -> str | None:
+def learn_refusal(
+    store: LearningStore, domain: str, minimum: int | None = None, project: str | None = None, *, retry: bool = False
+) -> str | None:
     """Why a learn pass for `domain` in one scope (`project`; `None`:
     global) would do nothing right now, or `None`.
 
     Counts *learnable* unprocessed reflections of that scope,
     and refuses while a proposal for the domain in that scope awaits a
     person: a second one argued from the same reflections would only be a
-    duplicate to review.
+    duplicate to review. A scope whose last pass kept the rules as they were
+    waits for a new lesson — unless `retry` (`learn --retry`): a model that
+    answered badly once must never block the scope for good.
+    Each refusal ends with what the person can do about it.
     """
     validate_domain(domain)
     floor = LEARN_MIN_REFLECTIONS if minimum is None else minimum
@@ -141,18 +146,42 @@ def learn_refusal(store: LearningStore, domain: str, minimum: int | None = None,
     where = _in_scope(domain, project)
     pending = [p.id for p in pending_in(store, domain, project)]
     if pending:
-        return f"proposal {pending[0]} for {where} is still pending; accept or reject it first"
+        return (
+            f"proposal {pending[0]} for {where} is still pending; accept or reject it first "
+            f"(`mecha-sidecar proposals show {pending[0]}`)"
+        )
     pool = learnable_pool(store, domain, project)
     have = len(pool)
     if have < floor:
-        return f"{where} has {have} learnable unprocessed reflection(s); a learn pass needs at least {floor}"
-    last = unchanged_since(store, domain, pool, project)
+        lower = f"; `--min {have}` learns from those {have}" if have else ""
+        return (
+            f"{where} has {have} learnable unprocessed reflection(s); a learn pass needs at least {floor} "
+            f"(`--min N` sets that floor{lower}; more come from `mecha-sidecar import claude` or the hooks)"
+        )
+    last = None if retry else unchanged_since(store, domain, pool, project)
     if last is not None:
         return (
             f"the last learn pass for {where} ({last.created_at}) kept its {last.rules_after} rule(s) as they are, "
-            "and no learnable reflection has arrived since; learn again once one has"
+            f"and no learnable reflection has arrived since; `mecha-sidecar learn {domain} --retry` asks the model again"
         )
     return None
+
+
+def near_domain(store: LearningStore, domain: str) -> str | None:
+    """The known domain `domain` looks like a misspelling of (`behaviour`
+    for `behavior`), when `domain` itself holds nothing — no rules file, no
+    reflection — else `None`. A pass for a name nothing uses would only say
+    "0 reflections" and leave the person to find the typo."""
+    import difflib
+
+    known = set(RUN_DOMAINS) | set(store.domains())
+    if domain in known:
+        return None
+    known |= {r.domain for r in store.reflexions()}
+    if domain in known:
+        return None
+    close = difflib.get_close_matches(domain, sorted(known), n=1, cutoff=0.75)
+    return close[0] if close else None
 
 
 class _All:
@@ -163,7 +192,8 @@ ALL_SCOPES = _All()
 
 
 def scopes_ready(
-    store: LearningStore, domain: str, minimum: int | None = None, project: str | None | _All = ALL_SCOPES
+    store: LearningStore, domain: str, minimum: int | None = None, project: str | None | _All = ALL_SCOPES,
+    *, retry: bool = False,
 ) -> tuple[list[str | None], str | None]:
     """The scopes of `domain` a learn pass would learn now — `project`
     alone when one is given, else every scope with learnable reflections —
@@ -173,7 +203,7 @@ def scopes_ready(
     ready: list[str | None] = []
     why: list[str] = []
     for scope in scopes:
-        refusal = learn_refusal(store, domain, minimum, scope)
+        refusal = learn_refusal(store, domain, minimum, scope, retry=retry)
         if refusal is None:
             ready.append(scope)
         else:
@@ -206,11 +236,13 @@ class _Snapshot(msgspec.Struct):
     global_rules: list[Rule] = msgspec.field(default_factory=list)
 
 
-def _snapshot(store: LearningStore, domain: str, project: str | None, minimum: int | None) -> _Snapshot | str:
+def _snapshot(
+    store: LearningStore, domain: str, project: str | None, minimum: int | None, retry: bool = False
+) -> _Snapshot | str:
     """What a pass for one scope learns from, read under the lock, or why
     it would do nothing."""
     with store.lock():
-        refusal = learn_refusal(store, domain, minimum, project)
+        refusal = learn_refusal(store, domain, minimum, project, retry=retry)
         if refusal is not None:
             return refusal
         pool = learnable_pool(store, domain, project)
@@ -247,19 +279,22 @@ async def learn_scopes(
     project: str | None | _All = ALL_SCOPES,
     minimum: int | None = None,
     progress: Progress = quiet,
+    retry: bool = False,
 ) -> list[tuple[str | None, LearnOutcome]]:
     """A pass over every scope of `domain` that is ready (`scopes_ready`),
     one after another, or over `project` alone: each scope's outcome. A
     scope the model fails is reported as its outcome and the rest go on;
     when every scope failed the first failure is raised."""
-    ready, why = scopes_ready(store, domain, minimum, project)
+    ready, why = scopes_ready(store, domain, minimum, project, retry=retry)
     if not ready:
         return [(None if isinstance(project, _All) else project, LearnOutcome(outcome=f"nothing to do: {why}"))]
     out: list[tuple[str | None, LearnOutcome]] = []
     failures: list[ModelFailure] = []
     for scope in ready:
         try:
-            out.append((scope, await learn_domain(store, domain, learner, project=scope, minimum=minimum, progress=progress)))
+            out.append((scope, await learn_domain(
+                store, domain, learner, project=scope, minimum=minimum, progress=progress, retry=retry,
+            )))
         except ModelFailure as exc:
             failures.append(exc)
             out.append((scope, LearnOutcome(outcome=f"failed — {type(exc).__name__}: {exc}", status="failed")))
@@ -284,12 +319,13 @@ async def learn_domain(
     project: str | None = None,
     minimum: int | None = None,
     progress: Progress = quiet,
+    retry: bool = False,
 ) -> LearnOutcome:
     """One consolidation pass for a domain in one scope (`project`'s root;
     `None`: global); the result is a proposal for that scope, never a
     change to the live rules."""
     validate_domain(domain)
-    snap = _snapshot(store, domain, project, minimum)
+    snap = _snapshot(store, domain, project, minimum, retry)
     if isinstance(snap, str):
         return LearnOutcome(outcome=f"nothing to do: {snap}")
     where = _in_scope(domain, project)
@@ -308,7 +344,10 @@ async def learn_domain(
         if pending_in(store, domain, project):
             return LearnOutcome(outcome="another pass proposed for this domain meanwhile; this result was dropped")
         if store.learned_rules(domain, project) != snap.before:
-            return LearnOutcome(outcome="the live rules changed during the pass; this result was dropped, run learn again")
+            return LearnOutcome(outcome=(
+                "the live rules changed during the pass; this result was dropped: "
+                f"`mecha-sidecar learn {domain}` learns against them"
+            ))
         if changes_nothing(snap.before, rules):
             return _nothing_filed(store, domain, project, snap, rules, gated.refusals, stamp)
         again = rejected_alike(store, domain, project, snap.before, rules)
@@ -349,7 +388,8 @@ def _nothing_filed(
         return LearnOutcome(
             outcome=(
                 f"nothing filed: the learn gate refused everything the model proposed for {where} "
-                f"({len(refusals)}): {refusals_summary(refusals)}; the reflections stay in the pool"
+                f"({len(refusals)}): {refusals_summary(refusals)}; the reflections stay in the pool for the next "
+                f"`mecha-sidecar learn {domain}`"
             ),
             status="refused",
             refusals=refusals,
@@ -363,7 +403,10 @@ def _nothing_filed(
         f"The model's rewrite of {len(snap.batch)} learnable reflection(s) equals the live rules; no proposal filed."
     )
     return LearnOutcome(
-        outcome=f"nothing to change: the model kept the {active_before} {where} rule(s) as they are",
+        outcome=(
+            f"nothing to change: the model kept the {active_before} {where} rule(s) as they are; "
+            f"`mecha-sidecar learn {domain} --retry` asks again"
+        ),
         status="unchanged",
     )
 

@@ -78,17 +78,22 @@ class LessonsResult(msgspec.Struct):
 
 def why_not_learnable(r: Reflexion) -> str | None:
     """Why a learn pass may not use `r`, in a person's words; `None` when it
-    may. The origin decides (`Reflexion.learnable`); what the reflector was
-    shown is said beside it."""
+    may. The origin decides (`Reflexion.learnable`), and for an untrusted
+    one the call that made it so is named where the import recorded it
+    (`Reflexion.untrusted_by`); what the reflector was shown is said beside
+    it."""
     if r.origin is Origin.CLEAN:
         return None
     if r.origin is Origin.DERIVED:
         return "not from an interactive session (a subagent, an eval case or a batch item): the harness correcting itself"
+    if r.untrusted_by:
+        why = f"third-party content was in the conversation at that moment; the first call that brought it: {r.untrusted_by}"
+    else:
+        why = (
+            "third-party content (a web page, a fetched file, another agent's report, a command not known "
+            "to stay on this machine) was in the conversation at that moment, or its taint was not recorded"
+        )
     shown = "only the person's words were shown to the reflector" if r.evidence is Evidence.INTERVENTION_ONLY else ""
-    why = (
-        "third-party content (a web page, a fetched file, another agent's report, a command not known "
-        "to stay on this machine) was in the conversation at that moment, or its taint was not recorded"
-    )
     return why + (f"; {shown}" if shown else "")
 
 

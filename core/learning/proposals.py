@@ -394,7 +394,7 @@ def propose_retirement(
             raise InvalidInput(f"rule_id: {rule_id} is already retired ({matches[0].retired_reason or 'no reason'})")
         stamp = now()
         after = [
-            msgspec.structs.replace(r, retired_at=stamp, retired_reason=reason.strip()) if r.id == rule_id else r
+            retired(r, stamp, reason.strip()) if r.id == rule_id else r
             for r in before
         ]
         p = Proposal(
@@ -406,6 +406,14 @@ def propose_retirement(
         label = "" if where is None else f" ({scope_label(where)})"
         store.commit(f"propose retiring {rule_id} from {domain}{label} ({p.id})\n\n{reason.strip()}")
         return p
+
+
+def retired(rule: Rule, stamp: str, reason: str) -> Rule:
+    """`rule` as a retirement leaves it: the time, the reason, and `enabled =
+    false` — the value a retired rule behaves as whatever the file says, so
+    the file an accept writes is one its own checks pass (a retired rule
+    left enabled is flagged `retired-enabled`)."""
+    return msgspec.structs.replace(rule, retired_at=stamp, retired_reason=reason, enabled=False)
 
 
 def rendered_pair(store: LearningStore, p: Proposal) -> tuple[str, str]:

@@ -98,8 +98,8 @@ class ReflectOutcome(msgspec.Struct):
 #: How a person retries what a pass left pending: every verb and method that
 #: queues work starts a reflect pass when anything waits in the inbox.
 RETRY_HINT = (
-    "the next reflect pass asks them again (run the import or `mecha-sidecar reflect` again, "
-    "or end another run; `mecha-sidecar inbox` shows what waits)"
+    "the next reflect pass asks them again: `mecha-sidecar inbox retry` starts one now, and so does the end of "
+    "another session; `mecha-sidecar inbox` shows what waits"
 )
 
 
@@ -229,6 +229,16 @@ async def _ask(
 WITHHELD_LESSON = "(not asked: third-party content was in context; it is asked again if a change of trust makes it clean)"
 
 
+def withheld_lesson(plan: Planned) -> str:
+    """What a withheld intervention's record says in place of a lesson:
+    `WITHHELD_LESSON`, with what held it back when the reader knows
+    (`reader.Blame.reason` — never the command line, which is the
+    assistant's text)."""
+    if plan.held_by is None:
+        return WITHHELD_LESSON
+    return f"{WITHHELD_LESSON[:-1]}; held back by {plan.held_by.reason()})"
+
+
 def asks_the_model(plan: Planned) -> bool:
     """Whether the reflector is called for this intervention. Not for an
     untrusted one: nothing it could answer can ever be learned (the seeds'
@@ -251,12 +261,13 @@ def _withheld(plan: Planned, key: str, work: _Work, entry: InboxEntry, progress:
         trigger=i.trigger.value,
         context="",
         intervention=i.text,
-        reflexion_text=WITHHELD_LESSON,
+        reflexion_text=withheld_lesson(plan),
         created_at=now(),
         origin=Origin.UNTRUSTED,
         evidence=Evidence.INTERVENTION_ONLY,
         project=entry.project if isinstance(entry, SessionEntry) else None,
         found=FoundAt(at=i.at, file=work.file, line=plan.line),
+        untrusted_by=plan.held_by.describe() if plan.held_by is not None else None,
     )
     progress(f"{key}: withheld from the model (untrusted)")
     return _Answer(plan, key, reflexion=r)

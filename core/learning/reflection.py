@@ -131,6 +131,10 @@ class Reflexion(msgspec.Struct, kw_only=True):
     project: str | None = None
     #: Where the intervention was found (absent on older reflections).
     found: FoundAt | None = None
+    #: For an untrusted reflection of an imported session: the first call
+    #: that made its moment untrusted, as a person is told it
+    #: (`reader.Blame.describe`). Absent where nothing names one.
+    untrusted_by: str | None = None
     #: Set, with the person's reason, when a person said the lesson is
     #: wrong: a rule resting on it was left out of an accepted proposal, or
     #: a rejected proposal's rule was named as wrong. Such a lesson is also

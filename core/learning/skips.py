@@ -12,9 +12,9 @@ The rule is deliberately narrow — the reflector still decides everything
 else. It reads only the person's words, never the assistant's, and takes a
 message as a go-ahead only when every word of it is agreement (`yes`,
 `ok`, `thanks`, `please`), a bare instruction to go on (`continue`, `go
-ahead`, `proceed`, `do it`), or carrying out what was proposed (`create the
-beads`, `commit it`, `apply the fix`): a verb of acceptance with a short
-object. A word that pushes back — `no`, `not`, `instead`, `why`, `but`,
+ahead`, `proceed`, `do it`), carrying out what was proposed (`create the
+beads`, `commit it`, `push`): a verb of acceptance with at most a short
+object — or only the label of an option the assistant offered (`2`, `b.`). A word that pushes back — `no`, `not`, `instead`, `why`, `but`,
 `only`, `again`, `stop`, a question mark — sends it to the reflector, and
 so does anything longer than a few words. A skip is recorded with its
 reason like any answer (the reflect pass's attempts ledger), so it is
@@ -59,6 +59,8 @@ PUSHBACK = frozenset({
 MAX_WORDS = 6
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9'’]*")
+#: An answer that is only an option's label: "2", "3.", "(b)", "option 1".
+_OPTION = re.compile(r"(?:option\s+)?\(?(?:[0-9]{1,2}|[a-f])[.)]?")
 
 
 def go_ahead_reason(intervention: Intervention) -> str | None:
@@ -77,6 +79,8 @@ def go_ahead_reason(intervention: Intervention) -> str | None:
     if all(w in AGREEMENT for w in words):
         return f'a bare go-ahead ("{quoted}"): nothing in it objects to what the assistant did'
     rest = [w for w in words if w not in ("ok", "okay", "yes", "yeah", "sure", "please", "great", "perfect", "now", "go", "ahead", "and", "then", "lets", "let's")]
-    if rest and rest[0] in ACCEPT_VERBS and 1 <= len(rest) - 1 <= ACCEPT_OBJECT_WORDS:
+    if rest and rest[0] in ACCEPT_VERBS and len(rest) - 1 <= ACCEPT_OBJECT_WORDS:
         return f'a bare go-ahead ("{quoted}"): it carries out what was proposed and objects to nothing'
+    if _OPTION.fullmatch(text):
+        return f'a bare go-ahead ("{text}"): it picks one of the options the assistant offered'
     return None

@@ -19,12 +19,12 @@ What is measured:
   against the live one, so a reviewer reads a verdict before accepting.
 
 Which moments: those of the domain's reflections whose session falls in the
-deterministic holdout (`candidate.is_holdout` on the session id, one in
-`HOLDOUT_IN`) and whose conversation can be read again. The store keeps no
-transcript of a session a harness handed over (the inbox keeps only what was
-surveyed), so only imported sessions, whose file the reflection names, can
-be probed; the file is re-read and must still hold the correction where it
-was found, and must still read as clean up to it — under the person's
+deterministic holdout (`holdout.in_holdout`: `candidate.is_holdout` on the
+session id, one in `HOLDOUT_IN`) and whose conversation can be read again:
+an imported session's own file, or, for a session a harness handed over (or
+`reflect --sessions` did), the transcript the store kept because it was in
+the holdout (`holdout.keep_transcript`). The file is re-read and must still
+hold the correction where it was found, and must still read as clean up to it — under the person's
 standing trust decisions (`sessions.trust`, which every session reader
 honours), so a lesson learned from a session read as clean under that
 trust is not "no longer clean" when read again. Reflections not yet
@@ -33,8 +33,8 @@ measured under the same block come first.
 A probe never measures a rule on a correction among that rule's own
 sources (`arms_of`): the rule was written to spare the person exactly that
 correction, so a probe of it there measures the learner's memory, not the
-rule. Such rules are left out of the probe's treatment, and a correction
-every measured rule was learned from is not probed at all.
+rule. Such rules are left out of both of the probe's arms, and a
+correction every measured rule was learned from is not probed at all.
 
 Cost is bounded and said first: `budget` probes, at most `CALLS_PER_PROBE`
 model calls each (`plan_validation`, which calls nothing).
@@ -50,8 +50,9 @@ from typing import Annotated
 import msgspec
 
 from mecha.core.errors import InvalidInput, NotPending
-from mecha.core.gate.candidate import is_holdout
 from mecha.core.identity import now
+from mecha.core.learning.holdout import HOLDOUT_IN as HOLDOUT_IN  # the split, re-exported for readers of the plan
+from mecha.core.learning.holdout import in_holdout
 from mecha.core.learning.reflection import Origin, Reflexion
 from mecha.core.learning.replies import ReplyContract, reply_fault
 from mecha.core.learning.rules import Rule, run_domains_including, validate_domain
@@ -81,8 +82,6 @@ log = logging.getLogger(__name__)
 DEFAULT_BUDGET = 3
 #: The most probes one pass may be given.
 MAX_BUDGET = 100
-#: One session in this many is held out (`candidate.is_holdout`).
-HOLDOUT_IN = 2
 #: The triggers a probe can replay: a person's words in the conversation.
 PROBE_TRIGGERS = ("followup", "steer")
 
@@ -188,7 +187,7 @@ class Probe(msgspec.Struct, kw_only=True):
 SKIP_TRIGGER = "not a follow-up or a steer"
 SKIP_ORIGIN = "not from a clean, interactive session"
 SKIP_HOLDOUT = "its session is outside the holdout"
-SKIP_NO_TRANSCRIPT = "its conversation is not kept (a harness handed the session over; the store keeps no transcript)"
+SKIP_NO_TRANSCRIPT = "its conversation is not kept (handed over before the store kept holdout transcripts)"
 SKIP_UNREADABLE = "its session file cannot be read again"
 SKIP_MOVED = "its session file no longer holds the correction where it was found"
 SKIP_NOT_CLEAN = "its session file no longer reads as clean up to the correction"
@@ -204,7 +203,7 @@ def _eligible(r: Reflexion, domain: str, proposal: Proposal | None) -> str | Non
         return SKIP_TRIGGER
     if r.origin is not Origin.CLEAN:
         return SKIP_ORIGIN
-    if not is_holdout(r.session_id, HOLDOUT_IN):
+    if not in_holdout(r.session_id):
         return SKIP_HOLDOUT
     if proposal is not None and proposal.project is not None and r.project != proposal.project:
         return SKIP_SCOPE
@@ -260,13 +259,15 @@ SourcesFor = Callable[[str | None], Mapping[str, Sequence[str]]]
 
 def arms_of(r: Reflexion, arms_for: ArmsFor, sources_for: SourcesFor) -> Arms:
     """The two blocks a probe of `r` compares: those of its session's
-    project, with every measured rule that has `r` among its sources left
-    out of the treatment. A rule learned from a correction would "spare" the
-    person that very correction by construction; measured on it, it would
-    count its own evidence as a success."""
+    project, with every rule the arms differ by that has `r` among its
+    sources left out of both. A rule learned from a correction would
+    "spare" the person that very correction by construction: measured on
+    it, it would count its own evidence as a success (or, retired, its
+    absence as a regression)."""
     arms = arms_for(r.project, frozenset())
     sources = sources_for(r.project)
-    own = frozenset(i for i in arms.measured_ids() if r.id in sources.get(i, ()))
+    differ = set(arms.treatment.rule_ids) ^ set(arms.baseline.rule_ids)
+    own = frozenset(i for i in differ if r.id in sources.get(i, ()))
     return arms_for(r.project, own) if own else arms
 
 
@@ -368,7 +369,7 @@ def _learned_block(store: LearningStore, domain: str, project: str | None, witho
 def arms_source(store: LearningStore, domain: str, proposal: Proposal | None) -> ArmsFor:
     """`(project, without) → Arms` for a pass: the live block against the
     block without the domain's learned rules, or a proposal's candidate
-    against the live block — the rules `without` left out of the treatment
+    against the live block — the rules `without` left out of both
     (`arms_of`). Rendered once per project and set left out."""
     cache: dict[tuple[str | None, frozenset[str]], Arms] = {}
 
@@ -382,7 +383,8 @@ def arms_source(store: LearningStore, domain: str, proposal: Proposal | None) ->
             else:
                 rules = [r for r in proposal.rules if r.id not in without]
                 candidate = store.render_candidate(domain, rules, project, scope=proposal.project)
-                cache[key] = Arms(treatment=candidate, baseline=live)
+                baseline = _learned_block(store, domain, project, without) if without else live
+                cache[key] = Arms(treatment=candidate, baseline=baseline)
         return cache[key]
 
     return arms_for

@@ -194,6 +194,10 @@ class AgentCliProvider:
         self.agent = AgentCli(cfg.api)
         self._env = dict(os.environ if env is None else env)
         self.label = f"{LABELS[self.agent]} (`{PROGRAMS[self.agent]}`)"
+        #: Whose account the calls go on, as a person names it.
+        self.account = LABELS[self.agent]
+        #: Programs started so far: each is one call on the person's account.
+        self.calls = 0
 
     def program(self) -> str:
         """The program to run; `ModelFailure` saying how to get it when it
@@ -243,6 +247,7 @@ class AgentCliProvider:
             )
         except OSError as exc:
             raise ModelFailure(f"{self.label} could not be started: {exc.strerror or exc}") from None
+        self.calls += 1
         try:
             out, err = await asyncio.wait_for(self._talk(proc, prompt), timeout=self.cfg.timeout_s)
         except TimeoutError:

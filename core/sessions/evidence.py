@@ -64,6 +64,10 @@ CALLS_RESERVE = 140
 #: The least room worth giving a claim; below it, a claim cut to a few words
 #: misleads more than it tells.
 MIN_CLAIM = 40
+#: How much of what a call writes (a file's content, an edit's strings) its
+#: line quotes: the path and the shape of the change are the point, and a
+#: refused 166-line file must not crowd out the claim beside it.
+QUOTE_BUDGET = 180
 
 FOCUS_LABEL = {"denial": "Refused call: ", "steer": "Its last call: "}
 CLAIM_LABEL = "It said: "
@@ -151,6 +155,14 @@ def _command_text(value: Any) -> str | None:
     return shlex.join(value)
 
 
+def _questions_line(questions: Any) -> str:
+    """The questions an AskUserQuestion call put to the person, in order."""
+    if not isinstance(questions, list):
+        return "a question"
+    texts = [_one_line(q["question"]) for q in questions if isinstance(q, dict) and isinstance(q.get("question"), str)]
+    return " ".join(f'"{t}"' for t in texts) if texts else "a question"
+
+
 def _scalar(value: Any) -> str:
     if isinstance(value, str):
         return _one_line(value)
@@ -182,11 +194,14 @@ def render_call(call: Block, limit: int = 10_000) -> str:
         return _render_edit(name, path or "?", args, limit)
     if name == "Write" and path is not None:
         content = _s(args.get("content")) or ""
-        head = f"{name} {path} ({content.count(chr(10)) + 1 if content else 0} lines)"
-        room = limit - len(head) - 2
+        lines = content.count("\n") + (0 if content.endswith("\n") else 1) if content else 0
+        head = f"{name} {path} ({lines} lines)"
+        room = min(limit - len(head) - 2, QUOTE_BUDGET)
         return head + (f": {_quoted(content, room)}" if content and room >= 12 else "") if len(head) <= limit else _cut(head, limit)
     if name == "TodoWrite":
         return _cut(f"{name}: {_todo_line(args.get('todos'))}", limit)
+    if name == "AskUserQuestion":
+        return _cut(f"{name}: {_questions_line(args.get('questions'))}", limit)
     if name == "Grep":
         pattern = _s(args.get("pattern")) or ""
         where = f" in {path}" if path else ""
@@ -218,7 +233,7 @@ def _render_edit(name: str, path: str, args: dict[str, Any], limit: int) -> str:
             return _cut(head + (f": {_quoted(source, limit - len(head) - 2)}" if source else ""), limit)
     if len(head) >= limit:
         return _cut(head, limit)
-    room = limit - len(head) - len(": ") - len(" → ")
+    room = min(limit - len(head) - len(": ") - len(" → "), 2 * QUOTE_BUDGET)
     if room < 12:
         return head
     half = room // 2
@@ -347,10 +362,12 @@ def evidence_context(pieces: ContextPieces, trigger: str, budget: int) -> str:
         room -= len(CLAIM_LABEL) + len(claim) + 1
     left_out = 0
     for index, call in reversed(pieces.calls):
-        if room <= len(CALL_LABEL) + 8:
+        # Each whole (to its own cap), or left out and counted: a call cut
+        # to a stub ("Bash: fin…") says nothing and costs the room.
+        rendered = render_call(call, OTHER_CALL_BUDGET)
+        if left_out or len(CALL_LABEL) + len(rendered) + 1 > room:
             left_out += 1
             continue
-        rendered = render_call(call, min(OTHER_CALL_BUDGET, room - len(CALL_LABEL)))
         lines.append((index, 1, CALL_LABEL + rendered))
         room -= len(CALL_LABEL) + len(rendered) + 1
     lines.sort(key=lambda item: (item[0], item[1]))

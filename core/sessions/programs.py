@@ -113,7 +113,6 @@ SUBCOMMANDS: dict[str, frozenset[str]] = {
     "npm": frozenset({"test", "t", "ls", "list", "--version", "version"}),
     "yarn": frozenset({"test", "--version"}),
     "pnpm": frozenset({"test", "--version"}),
-    "mix": frozenset({"compile", "test", "format", "credo", "dialyzer", "xref", "help", "docs", "clean", "run", "phx.routes"}),
     "mvn": frozenset({"compile", "test", "package", "verify", "clean", "test-compile", "-v", "--version"}),
     "gradle": frozenset({"build", "test", "check", "assemble", "clean", "compileJava", "--version"}),
     "dotnet": frozenset({"build", "test", "--version", "--info"}),
@@ -131,6 +130,13 @@ SUBCOMMANDS: dict[str, frozenset[str]] = {
     "docker": frozenset({"ps", "images", "version", "info", "inspect"}),
     "perf": frozenset({"report", "annotate", "list", "script", "diff"}),
 }
+
+#: `mix` tasks that fetch packages or install from elsewhere; every other
+#: task (`compile`, `test`, `format`, `phx.server`, `ecto.migrate`, a task
+#: the project or its dependencies define) runs the project's own code, as a
+#: Makefile's recipes do.
+MIX_FETCHING = frozenset({"deps.get", "deps.update", "hex.info", "hex.search", "hex.outdated", "hex.audit", "archive.install", "escript.install", "local.hex", "local.rebar", "local.phx", "igniter.install", "phx.new"})
+MIX_FETCHING_PREFIXES = ("hex.", "archive.", "local.")
 
 #: `dpkg`'s query options: the only ones read from what is installed.
 DPKG_QUERIES = frozenset({"-l", "--list", "-s", "--status", "-L", "--listfiles", "-S", "--search", "-p", "--print-avail", "--print-architecture", "--get-selections", "--version"})

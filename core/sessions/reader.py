@@ -84,6 +84,14 @@ class Blame(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     command: str | None = None
     entry: str | None = None
 
+    def reason(self) -> str:
+        """Where and why, without the command line: `line 12: Bash (bd): not in …`."""
+        where = f"line {self.line}: " if self.line is not None else ""
+        what = self.tool or "a record"
+        if self.program:
+            what += f" ({self.program})"
+        return f"{where}{what}: {self.why}"
+
     def describe(self) -> str:
         """One line: where, what and why (`line 12: Bash `bd ready` — bd: not in …`)."""
         where = f"line {self.line}: " if self.line is not None else ""

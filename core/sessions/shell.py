@@ -50,6 +50,8 @@ import tree_sitter_bash
 from mecha.core.sessions.programs import (
     DPKG_QUERIES,
     GIT_SUBCOMMANDS,
+    MIX_FETCHING,
+    MIX_FETCHING_PREFIXES,
     NETWORK,
     PIP_QUERIES,
     PROGRAMS,
@@ -613,6 +615,14 @@ class _Check:
         what it runs; without them it runs the TeX programs."""
         return not any(a is None or a.startswith(("-e", "-r")) or (a.startswith("-") and "=" in a) for a in args)
 
+    def mix(self, args: list[str | None], depth: int) -> bool:
+        """`mix TASK`: the project's own tasks are local, the fetching ones
+        are not (`MIX_FETCHING`)."""
+        task = _first_operand(args)
+        if task is None:
+            return not args  # `mix` alone runs the default task (compile)
+        return task not in MIX_FETCHING and not task.startswith(MIX_FETCHING_PREFIXES)
+
     def dpkg(self, args: list[str | None], depth: int) -> bool:
         return bool(args) and args[0] in DPKG_QUERIES
 
@@ -749,6 +759,7 @@ _CHECKED: dict[str, Callable[[_Check, list[str | None], int], bool]] = {
     "cmake": _Check.cmake,
     "latexmk": _Check.latexmk,
     "dpkg": _Check.dpkg,
+    "mix": _Check.mix,
     "valgrind": _Check.traced,
     "strace": _Check.traced,
     "ltrace": _Check.traced,

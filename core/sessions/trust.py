@@ -170,6 +170,18 @@ def unknown_summary(sessions: Iterable[Iterable[HeldBack]]) -> list[Unknown]:
     return sorted(rows, key=lambda u: (-u.interventions, u.entry))
 
 
+class Withheld(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """An intervention recorded without a model call because it read
+    untrusted, not yet asked again: where it is, the person's words
+    (shortened), and what held it back."""
+
+    session_id: str
+    words: str
+    why: str
+    file: str | None = None
+    line: int | None = None
+
+
 def config_path(env: Mapping[str, str] | None = None) -> Path:
     """The config file the decisions are kept in: `$MECHA_SIDECAR_CONFIG`,
     else `~/.mecha/sidecar.toml` (the file the model settings are read from)."""

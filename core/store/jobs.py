@@ -56,6 +56,22 @@ class JobProgress(msgspec.Struct, kw_only=True, frozen=True):
     unit: ProgressUnit = "intervention"
 
 
+class AccountCalls(msgspec.Struct, kw_only=True, frozen=True):
+    """Model calls a pass makes on the person's own account: the agent's
+    command line it runs (`api = "claude-code"` / `"codex"`), where every
+    call is one the person pays for or spends a plan's limit on. The pass
+    states how many it will make before its first (`stated`, written as soon
+    as it knows), and counts what it made (`made`, written when it ends), so
+    a person can hold the one to the other."""
+
+    #: Whose account: "Claude Code", "Codex CLI".
+    account: str
+    #: What the pass said it would make (an upper bound for a validate pass).
+    stated: int
+    #: What it made, once it has ended.
+    made: int | None = None
+
+
 class Job(msgspec.Struct, kw_only=True, omit_defaults=True):
     id: str
     kind: JobKind
@@ -76,6 +92,9 @@ class Job(msgspec.Struct, kw_only=True, omit_defaults=True):
     log: str | None = None
     #: How far the pass has got, while it runs (and as it ended).
     progress: JobProgress | None = None
+    #: The calls it makes on the person's own account, when its model is an
+    #: agent's command line.
+    account_calls: AccountCalls | None = None
 
 
 def validate_job_id(job_id: object) -> str:
@@ -254,6 +273,15 @@ def duration(seconds: float) -> str:
     return f"{s // 3600} h {s % 3600 // 60:02d} min"
 
 
+def account_calls_text(calls: AccountCalls) -> str:
+    """What a pass on an agent's command line costs the person, in words:
+    stated while it runs, stated and made once it has ended."""
+    said = f"{calls.stated} call(s) on your {calls.account} account"
+    if calls.made is None:
+        return said
+    return f"{said} stated, {calls.made} made"
+
+
 def progress_text(job: Job) -> str:
     """One line on how far a pass has got: answered of all, time waited,
     an estimate of what is left — the words every watcher shows."""
@@ -263,12 +291,36 @@ def progress_text(job: Job) -> str:
         return f"{duration(waited)} waited"
     noun = {"intervention": "intervention(s) answered", "call": "model call(s) answered"}[p.unit]
     parts = [f"{p.done} of {p.total} {noun}", f"{duration(waited)} waited"]
+    if job.account_calls is not None:
+        parts.insert(1, account_calls_text(job.account_calls))
     left = time_left(p, waited)
     if left is None:
         parts.append("no estimate yet")
     elif left > 0:
         parts.append(f"about {duration(left)} left")
     return ", ".join(parts)
+
+
+def outcome_headline(outcome: str) -> tuple[str, bool]:
+    """The first sentence of an outcome's first paragraph, on one line, and
+    whether that left anything out. A failed pass records its error whole
+    (NoModel's is twenty lines of configuration help); a progress bar or a
+    status line has room for one."""
+    paragraph = outcome.strip().split("\n\n", 1)[0]
+    line = " ".join(paragraph.split())
+    cut = re.search(r"[.!?](?=\s)", line)
+    head = line[: cut.end()] if cut is not None else line
+    return head, head != " ".join(outcome.split())
+
+
+def end_text(job: Job) -> str:
+    """One line saying how a pass ended: its state and its outcome's
+    headline, naming where the rest is when the outcome was longer."""
+    if not job.outcome:
+        return job.state
+    head, shortened = outcome_headline(job.outcome)
+    more = " (`mecha-sidecar jobs` shows all of it)" if shortened else ""
+    return f"{job.state}: {head}{more}"
 
 
 def progress_moves(seen: Mapping[str, JobState], jobs: Iterable[Job]) -> tuple[list[Job], list[Job]]:

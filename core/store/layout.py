@@ -246,6 +246,10 @@ ATTEMPTS_FILE = "reflect_attempts.jsonl"
 #: model server accepted, the last rules block read): `layout.CACHE_DIR`,
 #: git-ignored, safe to delete.
 STRUCTURED_MODES_FILE = "cache/structured-modes.json"
+#: A proposal's diff written as a file, for an editor with no document of
+#: its own to show it in (`core.editor.diff_file`): derived, rewritten on
+#: every request, safe to delete.
+PROPOSAL_DIFFS_DIR = "cache/diffs"
 #: A change of several files made as one (accepting or rejecting a
 #: proposal): each new file staged here whole, then `journal/intent.json`
 #: naming where each goes, then the renames into place. An intent on disk

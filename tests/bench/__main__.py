@@ -41,9 +41,11 @@ FIGURES: dict[int, tuple[str, int, int]] = {
     14: ("learn_gate", 4, 1),
     15: ("structured_probe", 3, 1),
     16: ("reply_budget", 2, 1),
+    17: ("whole_run", 15, 5),
+    18: ("agent_cli", 3, 1),
 }
-#: Figures that need a real part (the local model) and run only when named in `--only`.
-OPT_IN = {14, 16}
+#: Figures that need a real part (the local model; cargo for 17) and run only when named in `--only`.
+OPT_IN = {14, 16, 17, 18}
 #: Figures that come along with another's run.
 RIDES_WITH = {2: 1, 8: 1}
 #: Row key → the issue's figure number; rows print in this order.
@@ -76,6 +78,12 @@ NUMBER = {
     "probe_no_format": 15,
     "probe_anthropic": 15,
     "reply_budget_pass": 16,
+    "run_paced_live_affect": 17,
+    "run_paced_interventions": 17,
+    "run_paced_cpu": 17,
+    "run_back_cpu": 17,
+    "agent_cli_claude": 18,
+    "agent_cli_codex": 18,
 }
 ORDER = list(NUMBER)
 
@@ -227,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="fewer repetitions: a rough table in about a minute")
     p.add_argument("--write", action="store_true", help="rewrite the README's table and tests/bench/results.json")
-    p.add_argument("--only", help=f"comma-separated figure numbers ({min(FIGURES)}-{max(FIGURES)}) to run; {sorted(OPT_IN)} need the local model and run only when named")
+    p.add_argument("--only", help=f"comma-separated figure numbers ({min(FIGURES)}-{max(FIGURES)}) to run; {sorted(OPT_IN)} need a real part (the local model, cargo) and run only when named")
     args = p.parse_args(argv)
 
     wanted = set(FIGURES) - OPT_IN

@@ -148,3 +148,35 @@ def test_context_sources_name_every_message_the_context_quotes():
     timeline = [TaintCheckpoint(0, Taint(untrusted=True)), TaintCheckpoint(3, Taint(), reset=True)]
     [plan] = survey_session(messages, timeline)
     assert plan.intervention.context.startswith("(withheld")
+
+
+def test_a_steer_answering_a_question_shows_the_question_asked():
+    # Pins: `AskUserQuestion questions=[3 item(s)]` — the answer shown without what it answered.
+    ask = Block.tool_use("q", "AskUserQuestion", {"questions": [
+        {"question": "Which IP does the server have?", "header": "IP", "options": [{"label": "a"}]},
+        {"question": "Is the router on?", "header": "Router", "options": []},
+    ]})
+    assert render_call(ask) == 'AskUserQuestion: "Which IP does the server have?" "Is the router on?"'
+
+
+def test_a_refused_write_names_its_file_and_quotes_only_the_head_of_what_it_would_write():
+    # Pins: a refused 166-line file quoted to the end of the budget, leaving no room for the claim.
+    content = "#!/bin/bash\n# Enhanced pre-commit hook\n" + "echo check\n" * 300
+    pieces = ContextPieces(
+        claim="I'll replace the pre-commit hook with one that also scans for personal data.", claim_at=1,
+        focus=Block.tool_use("w", "Write", {"file_path": ".git/hooks/pre-commit", "content": content}), focus_at=1,
+    )
+    context = evidence_context(pieces, "denial", CONTEXT_BUDGET)
+    assert 'Refused call: Write .git/hooks/pre-commit (302 lines): "#!/bin/bash # Enhanced pre-commit hook' in context
+    assert "It said: I'll replace the pre-commit hook" in context
+
+
+def test_calls_that_do_not_fit_are_left_out_and_counted_never_cut_to_a_stub():
+    calls = [(1, Block.tool_use(f"b{n}", "Bash", {"command": f"step {n} " + "x" * 120})) for n in range(8)]
+    pieces = ContextPieces(claim="Running the steps.", claim_at=1, calls=calls,
+                           focus=Block.tool_use("f", "Bash", {"command": "make install"}), focus_at=2)
+    context = evidence_context(pieces, "denial", CONTEXT_BUDGET)
+    assert len(context) <= CONTEXT_BUDGET and "earlier call(s))" in context
+    for line in context.splitlines():
+        if line.startswith("It called: "):
+            assert line.endswith("x"), f"a call cut short: {line!r}"

@@ -56,3 +56,24 @@ def test_progress_text_says_answered_of_all_time_waited_and_what_is_left():
     assert progress_text(finished) == "12 of 47 intervention(s) answered, 3 min 10 s waited, about 9 min 14 s left"
     call = msgspec.structs.replace(finished, progress=JobProgress(done=0, total=1, unit="call"))
     assert progress_text(call) == "0 of 1 model call(s) answered, 3 min 10 s waited, no estimate yet"
+
+
+def test_a_pass_ends_in_one_line_however_long_its_outcome():
+    # Pins: an editor's progress ended on NoModel's whole twenty-line help.
+    from mecha.core.providers.config import NO_MODEL_HELP
+    from mecha.core.store.jobs import end_text
+
+    failed = Job(id="j1", kind="learn", state="failed", started_at="2026-01-15T09:30:00Z", outcome=f"NoModel: {NO_MODEL_HELP}")
+    line = end_text(failed)
+    assert "\n" not in line
+    assert line == "failed: NoModel: No model is configured, and this pass needs one. (`mecha-sidecar jobs` shows all of it)"
+
+
+def test_a_one_sentence_outcome_is_shown_whole_and_points_nowhere_else():
+    from mecha.core.store.jobs import end_text, outcome_headline
+
+    done = Job(id="j2", kind="learn", state="done", started_at="2026-01-15T09:30:00Z", outcome="filed proposal p-1 (1 → 2 active rules)")
+    assert end_text(done) == "done: filed proposal p-1 (1 → 2 active rules)"
+    assert end_text(msgspec.structs.replace(done, outcome=None)) == "done"
+    # A version number's dot is no sentence end; a wrapped line is joined.
+    assert outcome_headline("model v1.2 refused\nthe schema") == ("model v1.2 refused the schema", False)

@@ -114,7 +114,7 @@ def said(words: str, trigger: Trigger = Trigger.FOLLOWUP) -> Intervention:
 
 @pytest.mark.parametrize("words", [
     "continue", "Continue.", "go on", "yes", "Yes please", "ok thanks", "go ahead", "proceed", "do it",
-    "create the beads", "commit and push", "Perfect, commit it", "lgtm", "keep going", "👍 yes",
+    "create the beads", "commit and push", "Perfect, commit it", "lgtm", "keep going", "👍 yes", "push", "2", "3.", "(b)",
 ])
 def test_a_bare_go_ahead_is_skipped_by_rule(words):
     assert go_ahead_reason(said(words)) is not None
@@ -124,7 +124,7 @@ def test_a_bare_go_ahead_is_skipped_by_rule(words):
 @pytest.mark.parametrize("words", [
     "no", "continue, but without the tests", "why did you do that?", "use the other README", "run the tests",
     "yes but only the docs folder", "stop", "don't push", "create the beads in the other repo please now",
-    "fix it", "go on, you forgot the changelog", "ok?", "actually, revert it",
+    "fix it", "go on, you forgot the changelog", "ok?", "actually, revert it", "leave it", "1. only the docs", "123",
 ])
 def test_anything_that_pushes_back_or_asks_goes_to_the_reflector(words):
     # Pins: a correction skipped unread because it began like agreement.
@@ -173,3 +173,47 @@ async def test_beside_go_aheads_the_rest_is_still_asked(store: LearningStore):
     assert len(model.requests) == 1 and "yes" not in model.requests[0].user.split("<intervention")[1][:40]
     assert (outcome.skipped_by_rule, outcome.reflections, outcome.usable) == (1, 1, 1)
     assert "s1" in store.mined_sessions()
+
+
+def test_a_background_shells_notice_is_not_the_person():
+    # Pins: Claude Code's `<bash-notification>` (a background command finished) mined as a steer.
+    cc = sleeps(Claude()).result("b1", "started")
+    cc.user("<bash-notification>\n<shell-id>b2a1</shell-id>\n<status>completed</status>\n"
+            "<summary>Background command completed (exit code 0).</summary>\n</bash-notification>")
+    cc.assistant(text("It finished."))
+    assert mined(cc) == []
+
+
+def test_claude_codes_own_words_in_the_reason_slot_are_no_reason():
+    # Pins: "The user wants to clarify these questions. …" stored as why the person refused.
+    cc = Claude().user("Set up the repo.").assistant(text("Two questions first."), use("q", "AskUserQuestion", questions=[]))
+    cc.result("q", REJECTION.split(" STOP")[0] + " To tell you how to proceed, the user said:\n"
+              "The user wants to clarify these questions.\n    This means they may have additional information.", is_error=True)
+    cc.assistant(text("What would you like to clarify?"))
+    [denial] = mined(cc)
+    assert (denial.trigger, denial.text) == (Trigger.DENIAL, "")
+
+
+async def test_an_untrusted_lesson_names_the_call_that_made_it_so(store: LearningStore, tmp_path: Path):
+    # Pins: a person told only "third-party content was in the conversation", never which call.
+    from mecha.core.agents.importing import import_sessions
+    from mecha.core.learning.lessons import list_lessons
+
+    cc = Claude().user("Summarise the release notes.").assistant(
+        text("Fetching them."), use("w", "WebFetch", url="https://example.org/notes", prompt="summarise"))
+    cc.result("w", "Release notes: …").assistant(text("Here is the summary."))
+    cc.user("too long, three bullets at most").assistant(text("Three bullets: …"))
+    folder = tmp_path / "projects" / "-srv-app"
+    folder.mkdir(parents=True)
+    (folder / "a1b2c3d4-0000-4000-8000-000000000001.jsonl").write_bytes(cc.bytes())
+    report = import_sessions(store, "claude", tmp_path / "projects", voices=VOICES, ended=True)
+    assert len(report.queued) == 1
+
+    def no_model() -> Reflector:
+        raise NoModel("no model is configured for the reflect pass")
+
+    await reflect_inbox(store, None, require_model=no_model)
+    [lesson], counts = list_lessons(store.reflexions())
+    assert counts.untrusted == 1 and not lesson.learnable
+    assert lesson.not_learnable_because is not None
+    assert "the first call that brought it: line 3: WebFetch" in lesson.not_learnable_because

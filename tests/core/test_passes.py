@@ -406,6 +406,20 @@ async def test_a_retirement_proposal_retires_one_rule_which_then_never_renders(s
         propose_retirement(store, "behavior", "r-bad", "again")
 
 
+def test_an_accepted_retirement_leaves_a_file_its_own_checks_pass(store: LearningStore):
+    # Pins: the accept wrote `retired_at` and left `enabled = true`, so the
+    # editor flagged the server's own output `retired-enabled` at once.
+    from mecha.core.editor.diagnostics import check_document
+
+    store.write_learned_rules("behavior", [Rule(text="Keep.", id="r-keep"), Rule(text="Harmful.", id="r-bad")])
+    accept_proposal(store, propose_retirement(store, "behavior", "r-bad", "3 attributed regressions").id)
+    rules = {r.id: r for r in store.learned_rules("behavior")}
+    assert rules["r-bad"].retired_at is not None and rules["r-bad"].enabled is False
+    assert rules["r-keep"].enabled is True and rules["r-keep"].retired_at is None
+    text = store.rules_path("behavior", "learned").read_text(encoding="utf-8")
+    assert check_document("behavior", "learned", text, other_rules=[], tallies={}) == []
+
+
 async def test_a_proposals_diff_is_a_unified_diff_of_the_whole_rendered_block(store: LearningStore):
     (store.root / "rules" / "behavior.user.toml").write_text('[[rules]]\ntext = "Mine."\n')
     pid = await make_proposal(store, "Ask before acting.")

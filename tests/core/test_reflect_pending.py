@@ -252,7 +252,10 @@ async def test_a_learn_pass_that_changes_nothing_files_nothing_and_says_so(store
     # waiting for a person's review.
     store.append_reflexions([reflexion(i) for i in range(3)])
     outcome = await learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply())))
-    assert outcome.outcome == "nothing to change: the model kept the 0 behavior rule(s) as they are"
+    assert outcome.outcome == (
+        "nothing to change: the model kept the 0 behavior rule(s) as they are; "
+        "`mecha-sidecar learn behavior --retry` asks again"
+    )
     assert outcome.proposal_id is None and store.proposals() == []
     # A further learn is refused, with its reason, until a new reflection arrives.
     refusal = learn_refusal(store, "behavior")

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from mecha.core.agents.importing import import_sessions
-from mecha.core.agents.retrust import reclassify
+from mecha.core.agents.retrust import reclassify, withheld
 from mecha.core.learning.reflect import WITHHELD_LESSON, reflect_inbox
 from mecha.core.learning.reflection import Origin, Reflector
 from mecha.core.providers import provider_from_config
@@ -58,9 +58,15 @@ def test_untrusted_words_are_recorded_unasked_and_asked_once_their_tool_is_trust
         _reflect(store, server)
         asked = [r.raw.decode() for r in server.completions()]
         assert len(asked) == 1 and "Run the unit tests before anything else." in asked[0]
-        withheld = [r for r in store.reflexions() if r.origin is Origin.UNTRUSTED]
-        assert sorted(r.intervention for r in withheld) == ["Summarise it in two lines.", "Then file one for the flaky test, and keep titles short."]
-        assert all(r.reflexion_text == WITHHELD_LESSON and not r.learnable() and r.found is not None for r in withheld)
+        recorded = [r for r in store.reflexions() if r.origin is Origin.UNTRUSTED]
+        assert sorted(r.intervention for r in recorded) == ["Summarise it in two lines.", "Then file one for the flaky test, and keep titles short."]
+        assert all(r.reflexion_text.startswith(WITHHELD_LESSON[:-1]) and not r.learnable() and r.found is not None for r in recorded)
+        reasons = sorted(r.reflexion_text.split("held back by ", 1)[1] for r in recorded)
+        assert reasons == ["line 3: Bash (curl): reaches the network: what it prints is someone else's text)",
+                           "line 7: Bash (bd): not in the table of programs known to stay on this machine)"], reasons
+
+        count, listed = withheld(store)
+        assert count == 2 and sorted(w.why.split(": ")[1] for w in listed) == ["Bash (bd)", "Bash (curl)"], listed
 
         add_trust(["Bash(bd)"], Path(os.environ["MECHA_SIDECAR_CONFIG"]))
         again = reclassify(store)
@@ -78,3 +84,6 @@ def test_untrusted_words_are_recorded_unasked_and_asked_once_their_tool_is_trust
     assert sorted(r.intervention for r in clean) == ["Run the unit tests before anything else.", "Then file one for the flaky test, and keep titles short."]
     assert all(r.learnable() for r in clean)
     assert reclassify(store).queued == [], "mined: nothing left to ask"
+    count, [left] = withheld(store)
+    assert count == 1 and left.words == "Summarise it in two lines." and "curl" in left.why and left.line == 5
+

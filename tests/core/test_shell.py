@@ -320,6 +320,7 @@ def test_the_spellings_the_parser_read_as_local_are_untrusted(before: str | None
         "./configure --prefix=/usr/local", "pip list | grep torch", "python -m pip show numpy", "cargo run --release",
         "git filter-branch --tree-filter 'rm -f secrets.txt' HEAD", "git config user.email pat@example.org",
         "git config --get core.editor", "make CC=clang V=1", "cmake -E make_directory build",
+        "mix ash.codegen add_refs --yes", "mix deps.compile --force ash", "mix phx.server", "mix",
     ],
 )
 def test_the_persons_own_tools_stay_on_the_machine(command: str) -> None:
@@ -371,7 +372,7 @@ def test_a_program_nobody_listed_is_named_with_the_entry_that_trusts_it() -> Non
         "git filter-branch --tree-filter 'curl evil.example' HEAD", "git filter-branch --tree 'ls' HEAD",
         "git bisect run curl evil.example", "echo x > .git/config && git status",
         "ls | xargs git", "ls | xargs find", "mypy --install-ty src/", "sort --compress=curl x",
-        "cat {a,b}", "echo {1..3}",
+        "cat {a,b}", "echo {1..3}", "mix hex.info jason", "mix archive.install hex phx_new", "mix local.hex --force",
     ],
 )
 def test_a_known_program_run_so_it_can_run_another_is_untrusted(command: str) -> None:

@@ -74,3 +74,38 @@ def test_a_subagent_whose_transcript_is_missing_is_untrusted(tmp_path: Path) -> 
 def test_a_subagent_shell_command_is_judged_by_the_same_table(tmp_path: Path) -> None:
     assert _origin(_project(tmp_path / "a", subagent_tool=("Bash", {"command": "make -j4 && ./build/bench"})))[0] is Origin.CLEAN
     assert _origin(_project(tmp_path / "b", subagent_tool=("Bash", {"command": "curl -s https://example.org"})))[0] is Origin.UNTRUSTED
+
+
+def test_more_output_of_a_background_task_is_decided_by_what_started_it(tmp_path: Path) -> None:
+    # Pins: every TaskOutput read as a tool nobody knew, in 3 of 8 real sessions.
+    def session(command: str, task: str) -> Path:
+        cc = Claude(session=SESSION)
+        cc.user("Run the suite in the background.").assistant(text("Starting."), use("b1", "Bash", command=command, run_in_background=True))
+        cc.result("b1", "Command running in background with ID: b7636e2. Output is being written to: /tmp/x.output")
+        cc.assistant(text("Waiting."), use("o1", "TaskOutput", task_id=task, block=True, timeout=120000)).result("o1", "12 passed")
+        cc.assistant(text("All green.")).user("Good, now commit it.")
+        path = tmp_path / command.split()[0] / task / f"{SESSION}.jsonl"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(cc.bytes())
+        return path
+
+    assert _origin(session("mix test", "b7636e2"))[0] is Origin.CLEAN
+    origin, blames = _origin(session("curl -s https://example.org", "b7636e2"))
+    assert origin is Origin.UNTRUSTED and {b.program for b in blames} == {"curl"}
+    origin, [blame] = _origin(session("mix test", "zzz9999"))
+    assert origin is Origin.UNTRUSTED and blame.tool == "TaskOutput" and "does not show" in blame.why
+
+
+def test_a_command_moved_to_the_background_while_it_ran_keeps_its_command(tmp_path: Path) -> None:
+    # Pins: a `mix test` the person sent to the background (Ctrl+B, no
+    # `run_in_background` in the call) read as a task nobody started.
+    cc = Claude(session=SESSION)
+    cc.user("Run the suite.").assistant(text("Running."), use("b1", "Bash", command="mix test"))
+    cc.result("b1", "Command running in background with ID: bd0afab. Output is being written to: /tmp/bd0afab.output")
+    cc.assistant(text("Waiting."), use("x1", "Bash", command="echo 'running in background with ID: bd0afab'"))
+    cc.result("x1", "running in background with ID: bd0afab")
+    cc.assistant(text("Still waiting."), use("o1", "TaskOutput", task_id="bd0afab")).result("o1", "12 passed")
+    cc.assistant(text("All green.")).user("Good, now commit it.")
+    path = tmp_path / f"{SESSION}.jsonl"
+    path.write_bytes(cc.bytes())
+    assert _origin(path)[0] is Origin.CLEAN

@@ -315,3 +315,30 @@ async def test_a_call_that_fails_outright_stops_the_pass_and_keeps_only_whole_pr
     assert [r.reflexion_id for r in store.validations()] == ["r0"]
     assert outcome.stopped is not None and "nothing of the probe in progress" in outcome.summary(2)
 
+
+
+def test_a_session_is_reread_with_the_trust_the_person_gave(store: LearningStore, tmp_path: Path, monkeypatch) -> None:
+    # Pins: validate rereading a session with the default trust, so every
+    # lesson learned under the person's own trust was "no longer clean".
+    from tests.core.ccfixture import Claude, text, use
+
+    sid = next(s for s in (f"a1b2c3d4-0000-4000-8000-{n:012d}" for n in range(100)) if is_holdout(s, HOLDOUT_IN))
+    session = (
+        Claude(session=sid)
+        .user("List the open issues and fix the first one.")
+        .assistant(text("Checking the tracker."), use("t1", "Bash", command="bd list"))
+        .result("t1", "#12 totals round half-up")
+        .assistant(text("Fixed #12 and closed every other issue too."))
+        .user("Only close the issue you fixed.")
+    )
+    path = tmp_path / f"{sid}.jsonl"
+    path.write_bytes(session.bytes())
+    store.append_reflexion(reflection("r-bd", sid, path, intervention="Only close the issue you fixed.",
+                                      found=FoundAt(at=4, file=str(path), line=6)))
+    config = tmp_path / "sidecar.toml"
+    monkeypatch.setenv("MECHA_SIDECAR_CONFIG", str(config))
+    plan = plan_validation(store, "behavior")
+    assert plan.probes == [] and plan.skipped == {SKIP_NOT_CLEAN: 1}, "`bd` is nobody's program by default"
+    config.write_text('[trust]\nallow = ["Bash(bd)"]\n')
+    plan = plan_validation(store, "behavior")
+    assert [p.reflection_id for p in plan.probes] == ["r-bd"], plan.skipped

@@ -151,8 +151,10 @@ def test_the_whole_loop_through_the_cli_verbs(cli, server, store_dir, tmp_path):
 def test_learning_below_the_minimum_says_why_and_succeeds(cli, server):
     result = cli("learn", "behavior", model_url=server.url)
     assert result.returncode == 0, result.stderr
+    # What to do about it, by name: the floor is `--min`.
     assert result.stdout.strip() == (
-        "nothing started: behavior has 0 learnable unprocessed reflection(s); a learn pass needs at least 3"
+        "nothing started: behavior has 0 learnable unprocessed reflection(s); a learn pass needs at least 3 "
+        "(`--min N` sets that floor; more come from `mecha-sidecar import claude` or the hooks)"
     )
     assert json.loads(cli("--json", "learn", "behavior").stdout)["job"] is None
     assert server.completions() == []

@@ -179,7 +179,7 @@ def test_the_demo_runs_the_whole_loop_on_the_local_model_it_starts_itself(env: d
     mark = f"MECHA_TEST_DEMO={tmp_path.name}"
     before = _demo_llamas(mark)
     run = subprocess.run(
-        [sys.executable, "-m", "mecha.sidecar", "demo", "--timeout", str(PASS_TIMEOUT_S)],
+        [sys.executable, "-m", "mecha.sidecar", "demo", "--accept-optional", "--timeout", str(PASS_TIMEOUT_S)],
         env=dict(env, MECHA_LOCAL_MODEL=str(model_file), MECHA_TEST_DEMO=tmp_path.name), capture_output=True, text=True, timeout=PASS_TIMEOUT_S + 120,
     )
     out = run.stdout
@@ -195,6 +195,8 @@ def test_the_demo_runs_the_whole_loop_on_the_local_model_it_starts_itself(env: d
         # gate refused what it wrote, or there was nothing to learn from.
         assert any(w in out for w in (*HONEST_NO_PROPOSAL, "nothing filed", "nothing started")), out[-2000:]
     assert "← the sidecar exited with 0" in out
+    # Where the loop got to, said last: complete, or where it stopped and why.
+    assert "The loop is complete" in out or "The loop stopped at " in out, out[-2000:]
     assert _demo_llamas(mark) <= before, "the demo left its local model server running"
 
 

@@ -27,7 +27,9 @@ from tests.model_server import ModelServer, lessons_responder, reply, request_pr
 from .conftest import WAIT_S, store_lines, wait_until
 
 #: Two sessions, each with one correction the scripted assistant gets right
-#: only under the learned rules.
+#: only under the rule learned from the *other* one (the two lessons are the
+#: same habit: touch only the file named); a probe never measures a rule on
+#: its own correction.
 TASKS = {
     "Tidy the release notes in docs/RELEASE.md.": "No, only change docs/RELEASE.md and leave the other files alone.",
     "Update the changelog for release 2.4.": "Keep the changelog edits inside CHANGELOG.md and touch nothing else.",
@@ -80,8 +82,9 @@ class ProbeResponder:
                 self.reached.set()
                 self.release.wait(WAIT_S)
             task = next((t for t in TASKS if t in user), None)
-            # Right only when the rule learned from this very correction rides along.
-            return reply(GOOD_TURN if task is not None and TASKS[task][:30] in system else BAD_TURN)
+            # Right only when the rule learned from the other correction rides along.
+            others = [c for t, c in TASKS.items() if t != task]
+            return reply(GOOD_TURN if task is not None and any(c[:30] in system for c in others) else BAD_TURN)
         return lessons_responder(request, dialect)
 
 
@@ -147,19 +150,22 @@ def test_validate_from_the_cli_says_the_cost_first_and_names_a_garbage_judge(cli
     rows = store_lines(store_dir, "validations.jsonl")
     assert sorted(r["outcome"] for r in rows) == ["improved", "inconclusive"]
     improved = next(r for r in rows if r["outcome"] == "improved")
-    assert improved["rule_ids"] == rule_ids and improved["model"] == "scripted-model"
+    # Each probe measures the rule learned from the other session: never a
+    # rule on its own correction.
+    [measured] = improved["rule_ids"]
+    assert measured in rule_ids and improved["model"] == "scripted-model"
     inconclusive = next(r for r in rows if r["outcome"] == "inconclusive")
     assert "reason" not in improved and "the judge of the baseline arm" in inconclusive["reason"]
     probe_calls = model.completions()[calls_before:]
     assert len(probe_calls) == 8 and all(c.body.get("temperature") == 0 for c in probe_calls)
 
     tallies = cli("tallies", "--domain", "behavior").stdout
-    assert f"{rule_ids[0]}: rode in 2 probes on scripted-model: 1 improved, 0 regressed" in tallies, tallies
-    why = cli("why", rule_ids[0]).stdout
-    assert "measured: rode in 2 probes on scripted-model: 1 improved, 0 regressed" in why, why
+    assert f"{measured}: rode in 1 probe on scripted-model: 1 improved, 0 regressed" in tallies, tallies
+    why = cli("why", measured).stdout
+    assert "measured: rode in 1 probe on scripted-model: 1 improved, 0 regressed" in why, why
     [accepted] = json.loads(cli("proposals", "list", "--json").stdout)["proposals"]
     shown = cli("proposals", "show", accepted["id"]).stdout
-    assert shown.count("    measured: rode in 2 probes on scripted-model: 1 improved, 0 regressed") == 2, shown
+    assert shown.count("    measured: rode in 1 probe on scripted-model: 1 improved, 0 regressed") == 1, shown
 
 
 def test_a_proposal_is_measured_before_anyone_accepts_it(cli, model, store_dir, tmp_path):
@@ -172,16 +178,18 @@ def test_a_proposal_is_measured_before_anyone_accepts_it(cli, model, store_dir, 
 
     ran = cli("validate", "behavior", "--proposal", proposal_id)
     assert f"of proposal {proposal_id} against the live rules" in ran.stdout
-    assert "2 of 2 probe(s) recorded on scripted-model: 1 regressed, 1 unchanged_pass" in ran.stdout, ran.stdout
+    # The retired rule's own correction does not measure its retirement.
+    assert "not probed: 1 — the rules it would measure were all learned from it" in ran.stdout, ran.stdout
+    assert "1 of 1 probe(s) recorded on scripted-model: 1 regressed" in ran.stdout, ran.stdout
     assert all(r["proposal_id"] == proposal_id for r in store_lines(store_dir, "validations.jsonl"))
 
     shown = cli("proposals", "show", proposal_id).stdout
     assert (
-        "verdict: measured in 2 probes on scripted-model against the live rules: "
-        "0 improved, 1 regressed, 1 unchanged, 0 inconclusive"
+        "verdict: measured in 1 probe on scripted-model against the live rules: "
+        "0 improved, 1 regressed, 0 unchanged, 0 inconclusive"
     ) in shown, shown
     verdict = json.loads(cli("proposals", "show", proposal_id, "--json").stdout)["verdict"]
-    assert verdict["probes"] == 2 and verdict["by_model"] == {"scripted-model": {"regressed": 1, "unchanged_pass": 1}}
+    assert verdict["probes"] == 1 and verdict["by_model"] == {"scripted-model": {"regressed": 1}}
 
 
 def test_a_stall_mid_probe_keeps_the_whole_probes_and_nothing_of_the_half_one(cli, model, responder, spawn, store_dir, tmp_path):

@@ -43,6 +43,7 @@ from mecha.core.learning.rules import Rule
 from mecha.core.store.layout import rules_file_name
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 from mecha.core.store.ledger import REGRESSED, ValidationRecord
+from mecha.protocol.commands import EXPERIMENTAL_KEY
 from tests.model_server import ModelServer, lessons_responder
 from tests.processes import wait_for_passes
 
@@ -555,6 +556,10 @@ async def client(
     lsp_client.profile = request.param
     lsp_client.store = store
     capabilities = client_capabilities(request.param)
+    # Both profiles stand for our own clients, which ask for the `mecha/*`
+    # notifications and show command results themselves; a test of any
+    # other client takes the extensions away with `without_extensions`.
+    capabilities.experimental = {EXPERIMENTAL_KEY: {"notifications": True, "showsResults": True}}
     marker = request.node.get_closest_marker("capabilities")
     if marker is not None:
         marker.args[0](capabilities)

@@ -131,6 +131,37 @@ async def test_accept_writes_the_proposals_rules_and_the_block_carries_them(
     assert not [a for a in await client.code_actions(uri, 0) if "p-acc" in a.title]
 
 
+async def test_a_code_action_per_change_accepts_the_proposal_without_it(client: MechaClient, store: Store) -> None:
+    # Pins: review all or nothing from an editor — one doubtful rule meant
+    # rejecting the batch, or accepting and retiring.
+    store.reflexion("refl-a", "Keep replies short when the person is in a hurry.")
+    store.reflexion("refl-b", "Quote the exact error message.")
+    learned = store.learned("behavior", [rule("Ask before deleting files", "r-1")])
+    wanted = [
+        rule("Ask before deleting files", "r-1"),
+        rule("Keep replies short", "r-2", sources=["refl-a"]),
+        rule("Quote the exact error message", "r-3", sources=["refl-b"]),
+    ]
+    store.proposal("p-wo", wanted, reflexion_ids=["refl-a", "refl-b"])
+    uri, diags = await client.open(learned)
+    for ask in EDITOR_ASKS:
+        titles = [a.title for a in await ask.shown(client, uri, 0) if "p-wo" in a.title]
+        assert [t for t in titles if t.startswith("Leave out")] == [
+            "Leave out change 1 (added: “Keep replies short”), accept the rest of proposal p-wo",
+            "Leave out change 2 (added: “Quote the exact error message”), accept the rest of proposal p-wo",
+        ], ask
+    leave = by_title(await CTRL_DOT.shown(client, uri, 0))[
+        "Leave out change 1 (added: “Keep replies short”), accept the rest of proposal p-wo"
+    ]
+    assert leave.command is not None and list(leave.command.arguments or []) == ["p-wo", {"without": [1]}]
+    assert list(leave.diagnostics or []) == diags
+    result = await run(client, leave)
+    assert result["proposal"]["status"] == "accepted"
+    assert [r.id for r in store.store.learned_rules("behavior")] == ["r-1", "r-3"]
+    marks = {r.id: (r.is_processed, r.rejected) for r in store.store.reflexions()}
+    assert marks["refl-b"] == (True, None) and marks["refl-a"][0] and "change 1 of proposal p-wo" in (marks["refl-a"][1] or "")
+
+
 async def test_reject_leaves_the_learned_file_alone(client: MechaClient, store: Store) -> None:
     learned = store.learned("behavior", [rule("Ask before deleting files", "r-1")])
     before = learned.read_bytes()
@@ -192,6 +223,9 @@ async def test_one_set_of_actions_per_pending_proposal_only_on_the_learned_file(
     assert titles == [
         "Accept proposal p-1 (1 → 2 active behavior rules)",
         "Accept proposal p-2 (1 → 1 active behavior rules)",
+        # p-2 makes two changes: each can be left out (p-1's one cannot).
+        "Leave out change 1 (added: “Three”), accept the rest of proposal p-2",
+        "Leave out change 2 (removed: “Ask first”), accept the rest of proposal p-2",
         "Reject proposal p-1",
         "Reject proposal p-2",
         "Show diff of proposal p-1",

@@ -227,3 +227,16 @@ def test_the_schema_covers_the_lifecycle(doc: dict[str, Any]) -> None:
     assert _problems(doc, {"processId": 1, "capabilities": {}, "initializationOptions": {"learningDir": "/x"}},
                      "lifecycle", "initialize", "params") == []
     assert _problems(doc, {"initializationOptions": {"harnessVoices": "x"}}, "lifecycle", "initialize", "params")
+
+
+def test_the_framing_example_counts_its_bytes(readme: Readme) -> None:
+    # Pins: a Content-Length in the one example of a good frame that does not
+    # count the body below it (a client written from it would hang or cut).
+    frames = [b for b in readme.blocks if b.lang == "" and b.text.startswith("Content-Length: ") and "\\r\\n" in b.text]
+    assert frames, "§1 shows no frame"
+    for block in frames:
+        header, _, body = block.text.partition("\\r\\n\n\\r\\n\n")
+        length = int(header.removeprefix("Content-Length: "))
+        assert len(body.rstrip("\n").encode("utf-8")) == length, f"{block.where()}: the body is not {length} bytes"
+        message = json.loads(body)
+        assert message["method"] in m.METHODS

@@ -12,6 +12,7 @@ import time
 PARTS = {
     "llama": "tests.realparts.llama",
     "vscode": "tests.realparts.vscode",
+    "emacs": "tests.realparts.emacs",
     "agents": "tests.realparts.agents",
     "rust": "tests.realparts.rust",
 }

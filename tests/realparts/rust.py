@@ -25,7 +25,12 @@ CRATE = Path(__file__).resolve().parents[2] / "protocol" / "rust"
 
 
 def target_dir() -> Path:
-    return cache_dir() / "rust-target"
+    """The build folder, one per checkout: two checkouts building into one
+    folder would overwrite each other's binaries, which cargo names by crate
+    alone."""
+    import hashlib
+
+    return cache_dir() / "rust-target" / hashlib.blake2b(str(CRATE).encode(), digest_size=6).hexdigest()
 
 
 def find_cargo() -> str | None:

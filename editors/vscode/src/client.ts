@@ -1,8 +1,28 @@
 /** The real language client: vscode-languageclient over the server's stdio. */
 import type * as vscode from "vscode";
-import { LanguageClient, State, TransportKind, type LanguageClientOptions, type ServerOptions } from "vscode-languageclient/node";
+import {
+  LanguageClient,
+  State,
+  TransportKind,
+  type FeatureState,
+  type LanguageClientOptions,
+  type ServerOptions,
+  type StaticFeature,
+} from "vscode-languageclient/node";
 
 import type { ClientOptions, MechaClient } from "./activation";
+import { CLIENT_EXTENSIONS } from "./protocol";
+
+/** Says, at `initialize`, that this client is mecha's own (`CLIENT_EXTENSIONS`). */
+const mechaExtensions: StaticFeature = {
+  fillClientCapabilities(capabilities) {
+    const prior = (capabilities.experimental ?? {}) as Record<string, unknown>;
+    capabilities.experimental = { ...prior, ...CLIENT_EXTENSIONS };
+  },
+  initialize() {},
+  getState: (): FeatureState => ({ kind: "static" }),
+  clear() {},
+};
 
 export const CLIENT_ID = "mecha";
 
@@ -20,6 +40,7 @@ export function createLanguageClient(options: ClientOptions): MechaClient {
   };
   // The id makes `mecha.trace.server` the trace setting.
   const client = new LanguageClient(CLIENT_ID, "mecha", serverOptions, clientOptions);
+  client.registerFeature(mechaExtensions);
   return {
     start: () => client.start(),
     stop: () => (client.isRunning() ? client.stop() : Promise.resolve()),

@@ -26,6 +26,27 @@ function message(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** The options of a "leave out change N" action (`AcceptOptions`), or undefined. */
+function leaveOutOptions(arg: unknown): { without: number[]; reason?: string } | undefined {
+  if (typeof arg !== "object" || arg === null) {
+    return undefined;
+  }
+  const { without, reason } = arg as { without?: unknown; reason?: unknown };
+  if (!Array.isArray(without) || without.length === 0) {
+    return undefined;
+  }
+  return { without: without as number[], ...(typeof reason === "string" ? { reason } : {}) };
+}
+
+/** Why the change is left out: optional, kept with the lessons it marks rejected; Escape cancels. */
+function askLeaveOutReason(ui: Ui, id: string, without: number[]): Promise<string | undefined> {
+  return ui.input({
+    title: `mecha: accept proposal ${id} without change ${without.join(", ")}`,
+    prompt: "Why leave it out? Optional; its lessons are marked rejected with it. Press Escape to cancel.",
+    placeHolder: "e.g. right for another repository, not this one",
+  });
+}
+
 export function executeCommandMiddleware(hooks: MiddlewareHooks) {
   const { ui } = hooks;
   return async (command: string, args: unknown[], next: Next): Promise<unknown> => {
@@ -44,7 +65,20 @@ export function executeCommandMiddleware(hooks: MiddlewareHooks) {
           tell(ui, result);
           return result;
         }
-        case SERVER_COMMANDS.acceptProposal:
+        case SERVER_COMMANDS.acceptProposal: {
+          let forwarded = args;
+          const options = leaveOutOptions(args[1]);
+          if (options && options.reason === undefined && typeof args[0] === "string") {
+            const why = await askLeaveOutReason(ui, args[0], options.without);
+            if (why === undefined) {
+              return undefined;
+            }
+            forwarded = [args[0], why.trim() ? { ...options, reason: why.trim() } : options];
+          }
+          const result = (await next(command, forwarded)) as ReviewedProposalResult | undefined;
+          tell(ui, result);
+          return result;
+        }
         case SERVER_COMMANDS.proposeRetirement: {
           const result = (await next(command, args)) as ReviewedProposalResult | undefined;
           tell(ui, result);

@@ -50,5 +50,15 @@ export const METHODS = {
   ...MECHA_METHODS,
 } as const;
 
+/**
+ * What this client tells the server, under `capabilities.experimental`, that
+ * it handles beyond LSP: the `mecha/*` notifications, and showing command
+ * results itself (the diff under `mecha-proposal:`, a review's message).
+ * A client that says nothing is any LSP client: the server then sends it no
+ * `mecha/*` notification, and shows results through `window/showMessage`
+ * and `window/showDocument` instead (`protocol/commands.py`).
+ */
+export const CLIENT_EXTENSIONS = { mecha: { notifications: true, showsResults: true } } as const;
+
 /** Read-only documents showing a proposal's diff: `mecha-proposal:/<id>.diff`. */
 export const PROPOSAL_SCHEME = "mecha-proposal";

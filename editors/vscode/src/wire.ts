@@ -22,8 +22,8 @@ export const MECHA_METHODS = {
   proposalsChanged: "mecha/proposalsChanged",
 } as const;
 
-/** `mecha.acceptProposal`: Accept a pending proposal (id or unique prefix). */
-export type AcceptProposalCommandArguments = [id: string];
+/** `mecha.acceptProposal`: Accept a pending proposal (id or unique prefix); options.without leaves out changes by number. */
+export type AcceptProposalCommandArguments = [id: string, options?: AcceptOptions];
 export type AcceptProposalCommandResult = ReviewedProposalResult;
 
 /** `mecha.learnNow`: Start a learn pass for a domain. */
@@ -50,6 +50,30 @@ export type ShowProposalDiffCommandResult = ShowProposalDiffResult;
 export type ShowRulesBlockCommandArguments = [domain?: string, project?: string];
 export type ShowRulesBlockCommandResult = RulesPromptBlockResult;
 
+/**
+ * `mecha.acceptProposal`'s optional second argument: what an editor's
+ * "leave out change N" action sends (`AcceptProposalParams`' fields of
+ * the same names).
+ */
+export interface AcceptOptions {
+  reason?: string | null;
+  without?: number[];
+}
+
+/**
+ * Model calls a pass makes on the person's own account: the agent's
+ * command line it runs (`api = "claude-code"` / `"codex"`), where every
+ * call is one the person pays for or spends a plan's limit on. The pass
+ * states how many it will make before its first (`stated`, written as soon
+ * as it knows), and counts what it made (`made`, written when it ends), so
+ * a person can hold the one to the other.
+ */
+export interface AccountCalls {
+  account: string;
+  made: number | null;
+  stated: number;
+}
+
 /** One `[export]` target of `sidecar.toml` that an accept rewrote. */
 export interface ExportResult {
   changed: boolean;
@@ -64,6 +88,7 @@ export interface IdParams {
 }
 
 export interface Job {
+  account_calls?: AccountCalls;
   domain?: string;
   finished_at?: string;
   id: string;

@@ -19,6 +19,7 @@ export function proposal(id: string, domain: string, before: Rule[], after: Rule
     reason: null,
     drops: [],
     refusals: [],
+    left_out: [],
     project: null,
     promoted_from: [],
     accepted_as_global: false,

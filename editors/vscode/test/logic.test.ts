@@ -341,6 +341,17 @@ describe("server-command middleware (code actions and lenses)", () => {
     assert.equal(s.sent.length, 1);
   });
 
+  test("leaving out a change from a code action asks why; Escape cancels", async () => {
+    const s = setup(["wrong for this repo", undefined]);
+    const accepted = { ...P1, status: "accepted" };
+    await s.middleware("mecha.acceptProposal", [P1.id, { without: [2] }], s.next({ proposal: accepted, message: "m" }));
+    assert.deepEqual(s.sent, [
+      { command: "mecha.acceptProposal", args: [P1.id, { without: [2], reason: "wrong for this repo" }] },
+    ]);
+    assert.equal(await s.middleware("mecha.acceptProposal", [P1.id, { without: [2] }], s.next({ proposal: accepted })), undefined);
+    assert.equal(s.sent.length, 1);
+  });
+
   test("accept and a proposed retirement say the server's line; a server error becomes a message", async () => {
     const s = setup();
     const accepted = { ...P1, status: "accepted" };

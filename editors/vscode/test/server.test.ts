@@ -65,6 +65,7 @@ const PROPOSAL: Proposal = {
   reason: null,
   drops: [],
   refusals: [],
+  left_out: [],
   project: null,
   promoted_from: [],
   accepted_as_global: false,

@@ -5,6 +5,8 @@
  */
 import type { ClientCapabilities } from "vscode-languageserver-protocol";
 
+import { CLIENT_EXTENSIONS } from "../src/protocol";
+
 export const VSCODE_CLIENT_INFO = { name: "Visual Studio Code", version: "1.91.0" };
 
 export const VSCODE_CAPABILITIES: ClientCapabilities = {
@@ -94,4 +96,6 @@ export const VSCODE_CAPABILITIES: ClientCapabilities = {
     positionEncodings: ["utf-16"],
   },
   notebookDocument: { synchronization: { dynamicRegistration: true, executionSummarySupport: true } },
+  // Added by the extension's own feature (src/client.ts).
+  experimental: CLIENT_EXTENSIONS,
 };

@@ -21,6 +21,20 @@ pub mod methods {
     pub const SHUTDOWN: &str = "shutdown";
 }
 
+/// Model calls a pass makes on the person's own account: the agent's
+/// command line it runs (`api = "claude-code"` / `"codex"`), where every
+/// call is one the person pays for or spends a plan's limit on. The pass
+/// states how many it will make before its first (`stated`, written as soon
+/// as it knows), and counts what it made (`made`, written when it ends), so
+/// a person can hold the one to the other.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AccountCalls {
+    pub account: String,
+    #[serde(default)]
+    pub made: Option<i64>,
+    pub stated: i64,
+}
+
 /// The label derived from an appraisal's signed errors by a fixed rule; never reported by a model.
 /// One of: "anger", "disappointment", "embarrassment", "excitement", "frustration", "guilt", "neutral", "pride", "regret", "shame".
 pub type Affect = String;
@@ -220,6 +234,8 @@ pub struct Intervention {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Job {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account_calls: Option<AccountCalls>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub domain: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

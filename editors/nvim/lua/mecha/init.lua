@@ -213,11 +213,18 @@ local function report_resolution(verb)
 end
 
 --- Accept a pending proposal (an id or a unique prefix): its rules become
---- the domain's learned rules.
+--- the domain's learned rules — all but the changes numbered in `without`
+--- (as `:MechaDiff` and `proposals show` number them), whose lessons are
+--- marked rejected.
 ---@param id string
-function M.accept(id)
+---@param without integer[]?
+function M.accept(id, without)
+  local args = { id }
+  if without and #without > 0 then
+    args[2] = { without = without }
+  end
   with_client(function(client)
-    rpc.execute(client, "mecha.acceptProposal", { id }, report_resolution("accept"))
+    rpc.execute(client, "mecha.acceptProposal", args, report_resolution("accept"))
   end)
 end
 
@@ -570,8 +577,17 @@ local function create_commands()
     M.proposals(o.args)
   end, { nargs = "?", complete = complete_domains, desc = "mecha: review pending proposals" })
   command("MechaAccept", function(o)
-    M.accept(o.fargs[1])
-  end, { nargs = 1, complete = complete_pending, desc = "mecha: accept a proposal" })
+    local without = {}
+    for _, n in ipairs(vim.list_slice(o.fargs, 2)) do
+      local number = tonumber(n)
+      if not number then
+        notify(("MechaAccept: %s is not a change number (see the proposal's numbered changes)"):format(n), vim.log.levels.ERROR)
+        return
+      end
+      without[#without + 1] = number
+    end
+    M.accept(o.fargs[1], without)
+  end, { nargs = "+", complete = complete_pending, desc = "mecha: accept a proposal [without change N …]" })
   command("MechaReject", function(o)
     local reason = table.concat(vim.list_slice(o.fargs, 2), " ")
     M.reject(o.fargs[1], reason)
@@ -621,7 +637,16 @@ function M.setup(opts)
     cmd = config.cmd,
     filetypes = { "toml" },
     init_options = init_options,
-    capabilities = config.capabilities,
+    -- This client handles the `mecha/*` notifications and shows command
+    -- results itself; the server sends neither to a client that does not
+    -- say so (it shows those through `window/showMessage` and
+    -- `window/showDocument` instead).
+    capabilities = vim.tbl_deep_extend(
+      "force",
+      vim.lsp.protocol.make_client_capabilities(),
+      config.capabilities or {},
+      { experimental = { mecha = { notifications = true, showsResults = true } } }
+    ),
     handlers = {
       ["mecha/proposalsChanged"] = on_proposals_changed,
       ["mecha/jobFinished"] = on_job_finished,

