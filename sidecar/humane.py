@@ -218,6 +218,8 @@ def lessons(r: dict[str, Any]) -> str:
             lines.append(f"  not learnable: {x['not_learnable_because']}")
         if x.get("unusable_because"):
             lines.append(f"  no lesson: {x['unusable_because']}")
+        if x.get("rejected"):
+            lines.append(f"  rejected by you: {x['rejected']}")
         found = x.get("found") or {}
         where = f"{found['file']}:{found['line']}" if found.get("file") and found.get("line") else f"session {x['session_id']}"
         lines.append(f"  from {where}")

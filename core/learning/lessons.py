@@ -48,6 +48,9 @@ class Lesson(msgspec.Struct, kw_only=True):
     unusable_because: str | None = None
     #: Whether a resolved proposal has already consumed it.
     processed: bool = False
+    #: The person's reason, when they said the lesson is wrong (a rule from
+    #: it left out of an accept, or named wrong in a rejection).
+    rejected: str | None = None
     lesson: str
     #: What the person said or did.
     intervention: str
@@ -117,6 +120,7 @@ def lesson_view(r: Reflexion) -> Lesson:
         not_learnable_because=not_learnable,
         unusable_because=unusable_because(r),
         processed=r.is_processed,
+        rejected=r.rejected,
         lesson=r.reflexion_text,
         intervention=r.intervention,
         session_id=r.session_id,

@@ -137,3 +137,13 @@ async def test_a_rejected_proposal_is_not_filed_again_unchanged(proposed):
     other = json.dumps({"rules": [{"rule": "Never force-push to the main branch.", "based_on": ["R4"]}], "dropped": []})
     filed = await learn_domain(store, "behavior", Learner(ScriptedProvider(other)))
     assert filed.status == "pending", filed.outcome
+
+
+async def test_the_lessons_listing_says_which_lessons_a_person_rejected_and_why(proposed):
+    from mecha.core.learning.lessons import lesson_view
+
+    store, pid = proposed
+    accept(store, pid, without=[1], reason="we summarise errors on purpose")
+    views = {r.id: lesson_view(r) for r in store.reflexions()}
+    assert views["r-err"].rejected == "we summarise errors on purpose"
+    assert views["r-pnpm"].rejected is None and views["r-pnpm"].processed
