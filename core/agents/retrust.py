@@ -54,6 +54,7 @@ def withheld(store: LearningStore) -> tuple[int, list[Withheld]]:
 
     reflections = store.reflexions()
     clean = {_key(r.found.file, r.trigger, r.intervention) for r in reflections if r.origin is Origin.CLEAN and r.found and r.found.file}
+    asked = _asked_again(store)
     rows: list[Withheld] = []
     for r in reflections:
         if r.origin is not Origin.UNTRUSTED or not r.reflexion_text.startswith(WITHHELD_LESSON[:-1]):
@@ -61,11 +62,33 @@ def withheld(store: LearningStore) -> tuple[int, list[Withheld]]:
         file = r.found.file if r.found is not None else None
         if file and _key(file, r.trigger, r.intervention) in clean:
             continue
+        if r.found is not None and (r.session_id.split("@", 1)[0], r.found.at, r.trigger) in asked:
+            continue  # asked again and answered: nothing to learn there
         _, _, why = r.reflexion_text.partition("held back by ")
         words = r.intervention if len(r.intervention) <= 80 else r.intervention[:79] + "…"
         rows.append(Withheld(session_id=r.session_id, words=words, why=why.rstrip(")") or "third-party content was in context",
                              file=file, line=r.found.line if r.found is not None else None))
     return len(rows), rows[-MAX_WITHHELD_LISTED:][::-1]
+
+
+def _asked_again(store: LearningStore) -> set[tuple[str, int, str]]:
+    """`(session, message index, trigger)` of every intervention a
+    re-asking entry (`@retrust-`) had answered — with a lesson or with
+    nothing to learn. Read from the attempts ledger, whose keys are
+    `reflect.intervention_key`'s `<session>#<at>:<trigger>`."""
+    mined = {s for s in store.mined_sessions() if "@retrust-" in s}
+    if not mined:
+        return set()
+    states = store.attempt_states()
+    out: set[tuple[str, int, str]] = set()
+    for key, state in states.items():
+        session, _, rest = key.rpartition("#")
+        if session not in mined or not state.answered:
+            continue
+        at, _, trigger = rest.partition(":")
+        if at.isdigit():
+            out.add((session.split("@", 1)[0], int(at), trigger))
+    return out
 
 
 def _key(file: str, trigger: str, words: str) -> tuple[str, str, str]:

@@ -18,7 +18,7 @@ from mecha.core.providers.base import CompletionRequest, ReplySchema
 from mecha.core.sessions.foreign import HARNESS_VOICE_PROFILES
 from mecha.core.sessions.mining import Voices
 from mecha.core.store.learning_store import LearningStore
-from tests.core.ccfixture import Claude, text, use
+from tests.core.ccfixture import Claude, Codex, text, use
 
 
 def test_the_environment_alone_configures_an_agent_with_its_default_model():
@@ -127,3 +127,19 @@ def test_the_projects_hooks_do_nothing_inside_a_passes_own_call(tmp_path: Path):
         )
         assert done.returncode == 0 and done.stdout == ""
     assert not store.exists()
+
+
+def test_a_codex_rollout_of_a_passes_own_call_is_never_imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    root = tmp_path / ".codex" / "sessions" / "2026" / "11" / "01"
+    root.mkdir(parents=True)
+    for n, cwd in ((1, str(own_calls_dir() / "call-x")), (2, "/home/pat/proj")):
+        cx = Codex(session=f"0199aaaa-bbbb-7ccc-8ddd-00000000000{n}")
+        cx.lines[0]["payload"]["cwd"] = cwd
+        cx.user("Add a flag.").say("Added --verbose.").user("Call it --debug instead.")
+        (root / f"rollout-2026-11-01T10-00-0{n}-x.jsonl").write_bytes(cx.bytes())
+    store = LearningStore.open(tmp_path / "store")
+    report = import_sessions(store, "codex", tmp_path / ".codex" / "sessions", voices=Voices())
+    assert report.queued == ["codex:0199aaaa-bbbb-7ccc-8ddd-000000000002"]
+    assert any("a model call this sidecar made" in s for s in report.skipped)

@@ -67,6 +67,8 @@ def test_a_reply_comes_back_held_to_the_contract_and_leaves_no_session_behind(
         assert {"Bash", "Edit", "Write", "Read"}.isdisjoint(offered)
     else:
         assert call.body["text"]["format"]["type"] == "json_schema"
+        offered = {t.get("name") or t.get("type") for t in call.body["tools"]}
+        assert {"exec_command", "web_search", "multi_agent_v1", "create_goal"}.isdisjoint(offered), offered
         assert call.body["text"]["format"]["schema"]["required"] == BEHAVIOR_CONTRACT.reply_schema().schema["required"]
         assert str(own_calls_dir(env)) in json.dumps(call.body["input"])
     assert _session_files(Path(env["HOME"])) == []

@@ -59,3 +59,22 @@ def test_a_program_that_does_not_run_is_not_offered(tmp_path: Path):
     broken.write_text("#!/bin/sh\necho 'claude: missing module' >&2\nexit 1\n")
     broken.chmod(0o755)
     assert find_agent(AgentCli.CLAUDE_CODE, _env(f"{folder}:/usr/bin:/bin", tmp_path)) is None
+
+
+def test_no_model_leads_with_the_agent_installed_here(tmp_path: Path):
+    # Pins: a person with Claude Code told to find an API key.
+    import pytest
+
+    from mecha.core.errors import NoModel
+    from mecha.core.providers import NO_MODEL_HELP, require_provider
+
+    parts = manifest("agents")
+    folder = _bin_with(tmp_path, codex=parts["codex"])
+    with pytest.raises(NoModel) as caught:
+        require_provider(None, env=_env(f"{folder}{os.pathsep}/usr/bin:/bin", tmp_path))
+    message = str(caught.value)
+    assert message.startswith("Codex CLI is installed here") and "MECHA_MODEL_API=codex" in message
+    assert message.endswith(NO_MODEL_HELP)
+    with pytest.raises(NoModel) as bare:
+        require_provider(None, env=_env(str(tmp_path / "empty"), tmp_path))
+    assert str(bare.value) == NO_MODEL_HELP

@@ -369,3 +369,21 @@ def test_the_loop_runs_by_itself_from_session_end_to_the_next_sessions_notice(en
     assert run_hook(ours["SessionEnd"], payload, cwd=project, env=agent_env).returncode == 0
     jobs = jobs_settled(store_dir)
     assert [j["kind"] for j in jobs].count("learn") == 1 and len(server.completions()) == before + 1
+
+
+def test_hooks_status_says_what_held_a_sessions_words_back_and_what_trusts_it(env, home, project, store_dir):
+    # Pins: a hook that queued untrusted words and left the person no way
+    # to learn why.
+    cli(env, project, "hooks", "install", "claude", "--learning-dir", str(store_dir))
+    end = commands(home / ".claude" / "settings.json")["SessionEnd"]
+    c = Claude(session=SID, cwd=str(project))
+    c.user("Pick the next issue.").assistant(text("Listing."), use("t1", "Bash", command="bd ready --json")).result("t1", "[]")
+    c.assistant(text("Nothing is ready.")).user("Then file one for the flaky test.")
+    transcript = home / "s.jsonl"
+    transcript.write_bytes(c.bytes())
+    ran = run_hook(end, {"session_id": SID, "transcript_path": str(transcript), "cwd": str(project), "hook_event_name": "SessionEnd"},
+                   cwd=project, env={**env, "MECHA_MODEL_BASE_URL": "http://127.0.0.1:9", "MECHA_MODEL_API": "openai", "MECHA_MODEL": "none"})
+    assert ran.returncode == 0, ran.stderr
+    status = cli(env, project, "hooks", "status", "--learning-dir", str(store_dir))
+    assert "1 held back as untrusted by line 3: Bash `bd ready --json` — bd: not in the table" in status.stdout, status.stdout
+    assert "to trust it: mecha-sidecar trust add 'Bash(bd)'" in status.stdout

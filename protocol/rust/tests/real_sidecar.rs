@@ -123,7 +123,7 @@ fn a_sidecar_killed_mid_request_is_reported_dead_not_waited_for() {
 #[test]
 fn a_stopped_sidecar_costs_a_deadline_its_late_reply_is_dropped_and_a_second_miss_turns_learning_off() {
     let mut config = config("stopped");
-    config.request_deadline = Duration::from_millis(300);
+    config.request_deadline = Duration::from_millis(1000); // a busy machine answers well inside it
     let mut learning = Learning::start(config);
     assert!(learning.rules_block(None, None).is_some(), "{:?}", learning.notes());
     let pid = learning.sidecar().unwrap().pid();
@@ -132,7 +132,7 @@ fn a_stopped_sidecar_costs_a_deadline_its_late_reply_is_dropped_and_a_second_mis
     let started = Instant::now();
     assert!(learning.rules_block(None, None).is_none());
     assert!(started.elapsed() < Duration::from_secs(5));
-    assert!(learning.notes().last().unwrap().contains("got no answer within 300 ms; it was cancelled"), "{:?}", learning.notes());
+    assert!(learning.notes().last().unwrap().contains("got no answer within 1000 ms; it was cancelled"), "{:?}", learning.notes());
     assert_eq!(learning.why_off(), None, "one missed deadline keeps the sidecar");
 
     signal(pid, "-CONT");
@@ -144,7 +144,7 @@ fn a_stopped_sidecar_costs_a_deadline_its_late_reply_is_dropped_and_a_second_mis
     assert!(learning.rules_block(None, None).is_none());
     assert!(learning.rules_block(None, None).is_none());
     let why = learning.why_off().expect("two misses in a row turn learning off").to_string();
-    assert!(why.contains("no answer within 300 ms"), "{why}");
+    assert!(why.contains("no answer within 1000 ms"), "{why}");
     assert!(learning.sidecar().is_none());
     // Killed, not left behind stopped: the pid is gone.
     let alive = Command::new("kill").args(["-0", &pid.to_string()]).stderr(Stdio::null()).status().unwrap().success();
