@@ -74,7 +74,7 @@ def test_cargo_test_passes_against_the_real_sidecar(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     passed = sum(int(n) for n in re.findall(r"test result: ok\. (\d+) passed", done.stdout))
-    assert passed >= 6, done.stdout
+    assert passed >= 10, done.stdout  # the client's unit tests and the real-sidecar tests
     assert "0 failed" in done.stdout
 
 
