@@ -461,19 +461,17 @@ def install_hooks(ctx: Context, p: m.InstallHooksParams, cancel: Cancel) -> m.In
     import sys
 
     from mecha.core.agents import hooks as hk
-    from mecha.core.agents.export import replace_file
+    from mecha.core.agents.export import rewrite_file
 
     path = hk.settings_path(p.agent, p.scope, home=Path.home(), cwd=Path.cwd())
-    settings = hk.read_settings(path)
-    if p.uninstall:
-        doc = hk.without_ours(settings.doc)
-    else:
-        learning_dir = str(ctx.root) if p.pin_store else None
-        doc = hk.with_ours(settings.doc, p.agent, hk.hook_program(sys.executable), learning_dir)
-    changed = doc != settings.doc
-    if changed:
-        target = path.resolve() if path.is_symlink() else path
-        replace_file(target, hk.render(settings, doc).encode("utf-8"))
+    learning_dir = str(ctx.root) if p.pin_store else None
+    program = hk.hook_program(sys.executable)
+
+    def change(doc: dict[str, Any]) -> dict[str, Any]:
+        return hk.without_ours(doc) if p.uninstall else hk.with_ours(doc, p.agent, program, learning_dir)
+
+    changed = rewrite_file(path, lambda raw: hk.settings_after(path, raw, change), appends=False,
+                           what="the hooks change").changed
     got = hk.installed(hk.read_settings(path), p.agent)
     installed = m.HookSettings(path=got.path, exists=got.exists, events=got.events, missing=got.missing,
                                stale_programs=got.stale_programs)

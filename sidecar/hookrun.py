@@ -181,21 +181,23 @@ def session_end(agent: str, learning_dir: str | None) -> int:
     from mecha.core.store.layout import resolve_root
 
     root = resolve_root(learning_dir)
-    session_id = cwd = None
+    fields = None
     try:
-        from pathlib import Path
+        from mecha.core.agents.hookqueue import enqueue, hook_fields, pass_running
 
-        from mecha.core.agents.hookqueue import enqueue, pass_running
-        from mecha.core.agents.hooks import parse_hook_input, session_file
+        fields = hook_fields(data)
+        if fields is None:
+            from mecha.core.agents.hooks import parse_hook_input
 
-        got = parse_hook_input(data)
-        session_id, cwd = got.session_id, got.cwd
-        path = session_file(agent, got, home=Path.home())
-        enqueue(root, agent, got.session_id, str(path), got.cwd, ended_event(got.hook_event_name))
+            parse_hook_input(data)  # says what is wrong, by name
+            raise ValueError("the hook's input is not what an agent sends")
+        enqueue(root, agent, fields)
         if not pass_running(root):
             _start_hook_pass(agent, root)
     except Exception as exc:
-        _record(root, agent, "session-end", f"failed: {type(exc).__name__}: {exc}", session_id, cwd)
+        sid, cwd = (fields.get("session_id"), fields.get("cwd")) if fields else (None, None)
+        _record(root, agent, "session-end", f"failed: {type(exc).__name__}: {exc}",
+                sid if isinstance(sid, str) else None, cwd if isinstance(cwd, str) else None)
     return 0
 
 
@@ -223,6 +225,8 @@ def hook_pass(learning_dir: str | None) -> int:
     """Read every queued session, then let go and look once more (see
     `agents.hookqueue`); another pass running means this one has nothing
     to do."""
+    import time
+
     from mecha.core.agents.hookqueue import pass_lock, pending
     from mecha.core.store.layout import resolve_root
 
@@ -235,6 +239,7 @@ def hook_pass(learning_dir: str | None) -> int:
         with pass_lock(root) as held:
             if not held:
                 return 0
+            time.sleep(GATHER_S)
             said: list[_Said] = []
             ctx = None
             while True:
@@ -247,6 +252,10 @@ def hook_pass(learning_dir: str | None) -> int:
             return 0
 
 
+#: How long the hook pass waits before it reads anything: hooks that end
+#: together arrive meanwhile, and its own start (the reader, the store)
+#: does not take the cores from them while they do.
+GATHER_S = 0.5
 #: How long the hook pass waits for one more session once its queue is
 #: empty, before it starts the reflect pass and leaves. Hooks of a storm
 #: arrive over seconds on a busy machine (each an interpreter starting);
@@ -272,6 +281,10 @@ def _more_within(root: str, seconds: float) -> bool:
 #: words for it, its session and working directory, whether it queued
 #: anything new.
 _Said = tuple[str, str, "str | None", "str | None", bool]
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _hand_on(root: str, ctx: object, said: list[_Said]) -> None:
@@ -300,29 +313,37 @@ def _read_queued(root: str, said: list[_Said]) -> object:
     from pathlib import Path
 
     from mecha.core.agents.hookqueue import pending, read_entry, remove
+    from mecha.core.agents.hooks import HookInput, session_file
     from mecha.core.agents.importing import import_sessions
 
     from .context import Context, InitializationOptions
 
     files = pending(root)
-    groups: dict[tuple[str, str], list[dict[str, object]]] = {}
+    groups: dict[tuple[str, Path], list[HookInput]] = {}
     for path in files:
         entry = read_entry(path)
         if isinstance(entry, str):
             _record(root, "?", "session-end", f"skipped the queued file {path}: {entry}", None, None)
             continue
-        groups.setdefault((str(entry["agent"]), str(entry["path"])), []).append(entry)
+        agent = str(entry["agent"])
+        got = HookInput(session_id=str(entry["session_id"]), hook_event_name=str(entry["event"]),
+                        transcript_path=_text(entry["transcript_path"]), cwd=_text(entry["cwd"]))
+        try:
+            session = session_file(agent, got, home=Path.home())
+        except Exception as exc:
+            said.append((agent, f"failed: {type(exc).__name__}: {exc}", got.session_id, got.cwd, False))
+            continue
+        groups.setdefault((agent, session), []).append(got)
     ctx = None
-    for (agent, path), entries in groups.items():
-        last = entries[-1]
-        session_id, cwd = str(last["session_id"]), last["cwd"] if isinstance(last["cwd"], str) else None
+    for (agent, session), hooks in groups.items():
+        last = hooks[-1]
         try:
             ctx = Context.from_options(InitializationOptions(learning_dir=root)).with_voices(agent)
-            report = import_sessions(ctx.store(), agent, Path(path), voices=ctx.voices,
-                                     ended=any(e["ended"] is True for e in entries))
-            said.append((agent, _summary(report), session_id, cwd, bool(report.queued)))
+            report = import_sessions(ctx.store(), agent, session, voices=ctx.voices,
+                                     ended=any(ended_event(h.hook_event_name) for h in hooks))
+            said.append((agent, _summary(report), last.session_id, last.cwd, bool(report.queued)))
         except Exception as exc:
-            said.append((agent, f"failed: {type(exc).__name__}: {exc}", session_id, cwd, False))
+            said.append((agent, f"failed: {type(exc).__name__}: {exc}", last.session_id, last.cwd, False))
     for path in files:
         remove(path)
     return ctx

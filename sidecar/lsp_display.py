@@ -10,7 +10,10 @@ the result itself, through what every client handles:
 - a proposal's diff: the diff written to a file in the store's cache
   (`core.editor.diff_file`) and opened with `window/showDocument` when the
   client can open documents; a client that cannot (eglot 1.9, lsp-mode 8)
-  is shown the diff as a message, with the file's path to open it from.
+  is shown the diff as a message, with the file's path to open it from;
+- what the code lenses run (lsp-mode shows them): the rules block a run
+  gets, the proposals listed, and whether a learn pass started, each as a
+  message.
 
 Our own extensions say they show results themselves
 (`protocol.commands.ClientExtensions.shows_results`) and get none of this,
@@ -60,4 +63,37 @@ def display_for(act: Act, result: Any, root: Path, *, shows_results: bool, opens
         path = write_proposal_diff(root, result.id, result.diff)
         message = diff_message(result.id, result.diff, path)
         return Display(message=message, document=path if opens_documents else None)
+    if act is Act.LEARN_NOW:
+        return Display(message=learn_message(msgspec.convert(result, m.LearnResult)))
+    if act is Act.LIST_PROPOSALS and isinstance(result, m.ProposalListResult):
+        return Display(message=list_message(result))
+    if act is Act.SHOW_RULES_BLOCK:
+        return Display(message=block_message(msgspec.convert(result, m.RulesPromptBlockResult)))
     return None
+
+
+def learn_message(result: m.LearnResult) -> str:
+    """What a learn-now lens or action started, or why nothing."""
+    if result.job is None:
+        return f"mecha: no learn pass started: {result.reason or 'nothing to learn'}"
+    return (
+        f"mecha: started a learn pass (job {result.job.id}); "
+        "a proposal it files shows on the first line of the learned rules file"
+    )
+
+
+def list_message(result: m.ProposalListResult) -> str:
+    """The proposals a pending-count lens lists, one a line, in the
+    server's words."""
+    if not result.summaries:
+        return "mecha: no proposals"
+    lines = [f"{s.id}  {s.title}" for s in result.summaries]
+    head = f"mecha: {len(lines)} proposal(s); review each from the code actions on its learned file's first line:"
+    return "\n".join([head, *lines])
+
+
+def block_message(result: m.RulesPromptBlockResult) -> str:
+    """The rules block a run would get, which the counting lenses show."""
+    if not result.block:
+        return "mecha: no active rules here: a run gets no rules block"
+    return f"mecha: the rules block a run gets:\n{result.block.rstrip()}"

@@ -272,6 +272,38 @@ def test_the_session_start_hook_runs_on_the_standard_library_alone(tmp_path: Pat
     assert heavy == [], f"the session-start hook imported {heavy}"
 
 
+#: What the session-end hook adds: its queue, which reads the hook's JSON
+#: (`json`) and takes the hook pass's lock (`fcntl`), both small.
+HOOK_END_PROJECT = HOOK_START_PROJECT | {"mecha.core.agents.hookqueue"}
+HOOK_END_STDLIB = {"json", "fcntl"}
+
+
+def test_the_session_end_hook_queues_on_the_standard_library_alone(tmp_path: Path) -> None:
+    # Pins: the session-end hook reading the session itself (msgspec, the
+    # readers, the store: 17 s each for 50 hooks at once on 2 cores).
+    from tests.processes import wait_for_hook_pass
+
+    root = _store(tmp_path)
+    record = tmp_path / "modules.txt"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MECHA_")}
+    env["MECHA_IMPORT_BUDGET_OUT"] = str(record)
+    program = recording_modules(["hook", "claude", "session-end", "--learning-dir", str(root)], "MECHA_IMPORT_BUDGET_OUT")
+    payload = b'{"session_id": "s", "transcript_path": "/nowhere/t.jsonl", "cwd": "/p", "hook_event_name": "SessionEnd"}'
+    done = subprocess.run([sys.executable, "-c", program], input=payload, capture_output=True, env=env, timeout=60)
+    assert done.returncode == 0 and done.stdout == b"", done.stderr.decode()[-2000:]
+    loaded = set(record.read_text().split()) - _bare_modules()
+    assert "mecha.core.agents.hookqueue" in loaded
+    third_party = sorted(m for m in loaded if m.split(".")[0] not in sys.stdlib_module_names and not m.startswith("mecha"))
+    assert third_party == [], f"the session-end hook imported {third_party}"
+    own = sorted(m for m in loaded if m.startswith("mecha") and m not in HOOK_END_PROJECT)
+    assert own == [], f"the session-end hook imported {own}"
+    heavy = sorted(m for m in loaded if any(m == s or m.startswith(s + ".") for s in FIRST_STAGE_FORBIDDEN_STDLIB)
+                   and m.split(".")[0] not in HOOK_END_STDLIB)
+    assert heavy == [], f"the session-end hook imported {heavy}"
+    wait_for_hook_pass(root)
+    assert "is not there" in (root / "logs" / "hooks.log").read_text(), "the hook pass read the queue"
+
+
 def test_the_session_start_hooks_modules_import_only_the_standard_librarys_cheapest() -> None:
     # Pins: a heavy import added at module level, which an editable install's
     # interpreter may already hold, so the run above cannot see it.

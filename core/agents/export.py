@@ -160,25 +160,47 @@ def export_block(path: Path, block: str | None, *, check: bool = False, within: 
     takes outside that folder, is refused (`reach_problem`). `ExportFailed`
     names whatever stops it; the file is then as it was."""
     name = str(path)
+    return rewrite_file(path, lambda raw: _spliced(raw, block, name), check=check, within=within)
+
+
+def rewrite_file(
+    path: Path,
+    render: Callable[[bytes | None], bytes | None],
+    *,
+    check: bool = False,
+    within: Path | None = None,
+    appends: bool = True,
+    what: str = "the rules section",
+) -> ExportOutcome:
+    """Change a person's file to `render(what it holds)` (`None`: it is not
+    there yet), with every check above: the swap that keeps what they wrote
+    meanwhile (rendered again from their version), up to `WRITE_ATTEMPTS`
+    times. `render` may raise `ExportFailed` (or `InvalidInput`) to refuse
+    what it finds. With `appends` false, bytes appended in the instant of
+    the swap are not spliced in after the new text (which a JSON file would
+    not survive): the file is rendered again from the version holding
+    them. `what` names the change in the refusal. `render` giving `None`
+    (or `raw` itself) leaves the file as it is."""
+    name = str(path)
     for _ in range(WRITE_ATTEMPTS):
         target = _target(path, within)
         raw, info = _read(target, name)
-        updated = _spliced(raw, block, name)
-        changed = updated != raw
-        if check or not changed:
+        updated = render(raw)
+        changed = updated is not None and updated != raw
+        if check or updated is None or not changed:
             return ExportOutcome(path=name, changed=changed)
         _refuse_unwritable(info, name)
         with _exporting_in(target.parent, name):
             raw, info = _read(target, name)
-            updated = _spliced(raw, block, name)
-            if updated == raw:
+            updated = render(raw)
+            if updated is None or updated == raw:
                 return ExportOutcome(path=name, changed=False)
             _refuse_unwritable(info, name)
-            if _swap_in(target, raw, updated, info, name, lambda text: _spliced(text, block, name)):
+            if _swap_in(target, raw, updated, info, name, appends):
                 return ExportOutcome(path=name, changed=True)
     raise ExportFailed(
-        f"{name}: the file changed {WRITE_ATTEMPTS} times while the export was writing it; "
-        "every change to it was kept and the rules section was not written — run the export again"
+        f"{name}: the file was rewritten {WRITE_ATTEMPTS} times while it was being written; "
+        f"every change to it was kept and {what} was not written — run it again"
     )
 
 
@@ -306,7 +328,7 @@ def _refuse_unwritable(info: os.stat_result | None, name: str) -> None:
 
 
 def _swap_in(
-    target: Path, raw: bytes | None, data: bytes, info: os.stat_result | None, name: str, render: Callable[[bytes], bytes]
+    target: Path, raw: bytes | None, data: bytes, info: os.stat_result | None, name: str, appends: bool = True,
 ) -> bool:
     """Put `data` (`render(raw)`) at `target`, which was `raw` (`None`:
     missing) when it was read. Swapped in by an exchange, what it displaced
@@ -325,8 +347,15 @@ def _swap_in(
             except FileExistsError:
                 return False
             return True
+        # Written and synced, the temp took a while: one more look first,
+        # so the swap lands within microseconds of the last read. A writer
+        # that reads the file and writes it back builds on what it read;
+        # between the swap and the fold-in below it would read ours, which
+        # lacks what it wrote just before, and write it back without it.
+        if _read(target, name)[0] != raw:
+            return False
         if _exchange(tmp, target):
-            return _fold_in(target, tmp, raw, data, info, name, render, held)
+            return _fold_in(target, tmp, raw, data, info, name, held, appends)
         # No exchange here: one last look, then a plain rename.
         if _read(target, name)[0] != raw:
             return False
@@ -349,8 +378,8 @@ def _fold_in(
     placed: bytes,
     info: os.stat_result | None,
     name: str,
-    render: Callable[[bytes], bytes],
     held: list[Path],
+    appends: bool = True,
 ) -> bool:
     """After `tmp` (holding `placed`) was exchanged with `target`: `tmp`
     now holds what the swap displaced (`_settled`: once its writers closed
@@ -358,35 +387,30 @@ def _fold_in(
     file in the instant of the swap, and what they wrote is only in `tmp`:
 
     - appended (`expected` plus more — a writer in append mode, as `>>`
-      is): the added bytes go in after what was placed, before anything
-      appended to the new file since (`_insert_appended`);
-    - anything else (an editor saving the whole file): theirs is the text
-      to keep; the section is set in it and swapped in again.
+      is), where the file takes that (`appends`): the added bytes go in
+      after what was placed, before anything appended to the new file since
+      (`_insert_appended`);
+    - anything else (an editor saving the whole file, an agent rewriting
+      its settings): theirs goes straight back in place, by one more swap,
+      and `False` says to start over from it. Straight back, not after
+      working our change into it: while ours stands in its place, a writer
+      that reads the file and writes it back would build on ours, which
+      lacks what it wrote a moment before — and write that back lost.
 
-    A file rewritten through `WRITE_ATTEMPTS` swaps gets the person's last
-    version back, and the export refuses."""
-    for _ in range(WRITE_ATTEMPTS):
-        displaced = _settled(tmp)
-        if displaced == expected:
-            return True
-        if displaced.startswith(expected):
-            _insert_appended(target, placed, displaced[len(expected) :], info, name, held)
-            return True
-        try:
-            again = render(displaced)
-        except ExportFailed:
-            _exchange(tmp, target)  # their save back, as they wrote it
-            raise
-        fresh = _temp_with(target.parent, again, info, name)
-        held.append(fresh)
-        if not _exchange(fresh, target):  # pragma: no cover - it exchanged a moment ago
-            raise OSError(errno.ENOTSUP, "the filesystem stopped exchanging names", str(target))
-        tmp, expected, placed = fresh, placed, again
-    _exchange(tmp, target)  # the person's last version back in place
-    raise ExportFailed(
-        f"{name}: the file was rewritten {WRITE_ATTEMPTS} times while the export was swapping it in; "
-        "the last version written was put back and the rules section was not written — run the export again"
-    )
+    If the swap back itself displaces something other than `placed` (the
+    file was written again in that instant), that newest version is put
+    back in place instead."""
+    displaced = _settled(tmp)
+    if displaced == expected:
+        return True
+    if appends and displaced.startswith(expected):
+        _insert_appended(target, placed, displaced[len(expected) :], info, name, held)
+        return True
+    if not _exchange(tmp, target):  # pragma: no cover - it exchanged a moment ago
+        raise OSError(errno.ENOTSUP, "the filesystem stopped exchanging names", str(target))
+    if _settled(tmp) != placed:  # written again in that instant: the newest back in place
+        _exchange(tmp, target)
+    return False
 
 
 def _insert_appended(
@@ -489,27 +513,6 @@ def _temp_with(folder: Path, data: bytes, info: os.stat_result | None, name: str
         raise
     os.close(fd)
     return tmp
-
-
-def replace_file(target: Path, data: bytes) -> None:
-    """Write `data` as `target` through a temp sibling renamed over it,
-    keeping its mode (0644 for a new file): a person's file is never seen
-    half written. For files written whole from what was just read (an
-    agent's settings, by `hooks install`); the rules section goes through
-    `export_block`, which also keeps what a person writes meanwhile."""
-    try:
-        info: os.stat_result | None = target.stat()
-    except FileNotFoundError:
-        info = None
-    tmp = _temp_with(target.parent, data, info, str(target))
-    try:
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 #: How long an export waits for another export into the same folder.

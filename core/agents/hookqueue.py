@@ -42,9 +42,9 @@ from mecha.core.store.layout import HOOK_QUEUE_DIR
 PASS_LOCK = ".pass.lock"
 #: A queued session's file: `<ns since epoch>-<pid>-<random>.json`.
 ENTRY_SUFFIX = ".json"
-#: The fields an entry has, each a string but `ended` (a bool) and `cwd`
-#: (a string or null).
-FIELDS = ("agent", "session_id", "path", "cwd", "ended")
+#: The fields an entry has: what the agent told the hook (its
+#: `transcript_path` and `cwd` may be null), and which agent it was.
+FIELDS = ("agent", "session_id", "transcript_path", "cwd", "event")
 
 
 def queue_dir(root: str) -> str:
@@ -64,12 +64,32 @@ def _ensure_dir(path: str) -> None:
         os.chmod(path, 0o700)
 
 
-def enqueue(root: str, agent: str, session_id: str, path: str, cwd: str | None, ended: bool) -> str:
-    """Write one queued session; the file it is in."""
+def hook_fields(data: bytes) -> dict[str, object] | None:
+    """What a hook's stdin says — `session_id`, `transcript_path`, `cwd`,
+    `hook_event_name` — read with the standard library alone, or `None`
+    when it is anything but a JSON object with a session id (the hook then
+    asks `hooks.parse_hook_input` to say what is wrong, by name)."""
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, dict):
+        return None
+    sid, path, cwd, event = (value.get(k) for k in ("session_id", "transcript_path", "cwd", "hook_event_name"))
+    if not isinstance(sid, str) or not sid.strip():
+        return None
+    if not all(v is None or isinstance(v, str) for v in (path, cwd, event)):
+        return None
+    return {"session_id": sid, "transcript_path": path, "cwd": cwd, "event": event or ""}
+
+
+def enqueue(root: str, agent: str, fields: dict[str, object]) -> str:
+    """Write one queued session (`hook_fields`, and the agent); the file it
+    is in."""
     folder = queue_dir(root)
     os.makedirs(root, mode=0o700, exist_ok=True)
     _ensure_dir(folder)
-    entry = {"agent": agent, "session_id": session_id, "path": path, "cwd": cwd, "ended": ended}
+    entry = {"agent": agent, **fields}
     name = f"{time.time_ns()}-{os.getpid()}-{os.urandom(4).hex()}"
     tmp = os.path.join(folder, f".{name}.tmp")
     final = os.path.join(folder, name + ENTRY_SUFFIX)
@@ -105,15 +125,16 @@ def entry_problem(value: object) -> str | None:
     """What is wrong with a decoded entry, or `None` when it is one."""
     if not isinstance(value, dict) or sorted(value) != sorted(FIELDS):
         return f"not a queued session (expected the fields {', '.join(FIELDS)})"
-    for key in ("agent", "session_id", "path"):
+    for key in ("agent", "session_id"):
         if not isinstance(value[key], str) or not value[key]:
             return f"{key} is not a non-empty string"
     if value["agent"] not in ("claude", "codex"):
         return f"agent {value['agent']!r} is neither claude nor codex"
-    if value["cwd"] is not None and not isinstance(value["cwd"], str):
-        return "cwd is neither a string nor null"
-    if not isinstance(value["ended"], bool):
-        return "ended is not true or false"
+    for key in ("transcript_path", "cwd"):
+        if value[key] is not None and not isinstance(value[key], str):
+            return f"{key} is neither a string nor null"
+    if not isinstance(value["event"], str):
+        return "event is not a string"
     return None
 
 

@@ -185,6 +185,8 @@ def finalize_rules(
                 r.sources = list(prev.sources)
             r.retired_at = prev.retired_at
             r.retired_reason = prev.retired_reason
+            if prev.retired_at is not None:
+                r.enabled = False  # as a retirement leaves it (`proposals.retired`)
         if r.id is None:
             r.id = mint_rule_id()
             r.created_at = now

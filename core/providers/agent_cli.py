@@ -14,9 +14,10 @@ of the agent's own program:
 - Codex: `codex exec --ephemeral --output-schema FILE -s read-only --json -`,
   the system frame as `developer_instructions`, the prompt on stdin. The
   schema is sent as the Responses API's `text.format`; the reply is the
-  last `agent_message` of its event stream. The sandbox is read-only and no
-  approval is ever asked for, so even a model that reached for a tool could
-  change nothing.
+  last `agent_message` of its event stream. Its shell, sub-agents and web
+  search are turned off (`CODEX_TOOLS_OFF`), the sandbox is read-only and no
+  approval is ever asked for, so a model that reached for a tool could
+  neither run nor change anything.
 
 One turn, the reply held to the pass's schema, the model named
 (`--model`/`-m`) or the agent's default when the configuration names none.
@@ -86,6 +87,19 @@ def claude_args(program: str, request: CompletionRequest, cfg: ModelConfig, syst
     return args
 
 
+#: Codex's tools a pass's call turns off, as config overrides: its shell,
+#: sub-agents, goals, image generation and web search. As `-c
+#: features.NAME=false`, not `--disable NAME`, because `--disable` refuses a
+#: name its version does not know, and these names move between releases;
+#: an override it does not know is ignored. What 0.169.0 still offers after
+#: them (`view_image`, `request_user_input`) reads nothing and asks no one in
+#: a read-only, never-approving headless run.
+CODEX_TOOLS_OFF: tuple[str, ...] = (
+    "features.shell_tool=false", "features.multi_agent=false", "features.goals=false",
+    "features.image_generation=false", 'web_search="disabled"',
+)
+
+
 def codex_args(program: str, request: CompletionRequest, cfg: ModelConfig, schema_file: Path | None) -> list[str]:
     """The `codex exec` command line for one request (the prompt goes on
     stdin, `-`)."""
@@ -93,6 +107,8 @@ def codex_args(program: str, request: CompletionRequest, cfg: ModelConfig, schem
         program, "exec", "--ephemeral", "--skip-git-repo-check", "--sandbox", "read-only", "--color", "never",
         "--json", "-c", 'approval_policy="never"', "-c", f"developer_instructions={json.dumps(request.system)}",
     ]
+    for override in CODEX_TOOLS_OFF:
+        args += ["-c", override]
     if schema_file is not None:
         args += ["--output-schema", str(schema_file)]
     model = request.model or cfg.model
@@ -109,7 +125,8 @@ def parse_claude_output(stdout: str, label: str) -> CompletionResponse:
         said = data.get("result") or data.get("subtype") or "an error"
         status = data.get("api_error_status")
         raise ModelFailure(
-            f"{label} answered with an error: {_one_line(str(said))}",
+            f"{label} answered with an error: {_one_line(str(said))}; "
+            "run `claude` yourself to check it is signed in and works",
             status=status if isinstance(status, int) else None,
         )
     model = _claude_model(data)
@@ -149,7 +166,7 @@ def parse_codex_output(stdout: str, label: str) -> CompletionResponse:
             failure = failure or event["message"]
     if message is None:
         if failure:
-            raise ModelFailure(f"{label} failed: {_one_line(failure)}")
+            raise ModelFailure(f"{label} failed: {_one_line(failure)}; run `codex` yourself to check it is signed in and works")
         raise ModelFailure(f"{label} printed no answer (no agent message among its events)")
     return CompletionResponse(text=message, structured="json_schema")
 

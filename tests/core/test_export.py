@@ -255,7 +255,7 @@ def test_a_file_rewritten_at_every_swap_is_refused_with_the_last_version_put_bac
         return out
 
     monkeypatch.setattr(export_mod, "_spliced", saved_meanwhile)
-    with pytest.raises(ExportFailed, match="rewritten 5 times while the export was swapping it in"):
+    with pytest.raises(ExportFailed, match="rewritten 5 times while it was being written"):
         export_block(path, BLOCK)
     assert path.read_text() == saves[-1]
     assert [p.name for p in tmp_path.iterdir()] == ["CLAUDE.md"]

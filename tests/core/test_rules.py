@@ -131,6 +131,9 @@ def test_a_retired_rule_the_learner_restates_stays_retired():
     assert len(out) == 1
     assert out[0].id == "r-bad" and out[0].retired_at == "t0"
     assert not out[0].active()
+    # And it says so: a retired rule left `enabled = true` is flagged
+    # `retired-enabled` on the file the accept writes.
+    assert out[0].enabled is False
 
 
 def test_a_rules_file_written_before_identity_existed_still_decodes_as_live_rules():

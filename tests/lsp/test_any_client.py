@@ -90,6 +90,34 @@ async def test_accept_reject_and_retire_confirm_through_show_message(client: Mec
     assert retired["proposal"]["id"] in client.messages[2].message
 
 
+@ANY_CLIENT
+async def test_what_the_lenses_run_is_shown_as_a_message(client: MechaClient, store: Store) -> None:
+    # Pins: lsp-mode shows the code lenses, and clicking one showed nothing
+    # (the rules block, the proposals list and a learn pass's start are
+    # command results, which it drops).
+    learned = store.learned("behavior", [rule("Ask before deleting files", "r-1")])
+    store.proposal("p-lens", [rule("Ask before deleting files", "r-1"), rule("Keep replies short", "r-2")])
+    uri, _ = await client.open(learned)
+    lenses = {lens.command.command: lens.command for lens in await client.lenses(uri) if lens.command}
+
+    block = lenses["mecha.showRulesBlock"]
+    await client.command(block.command, *(block.arguments or []))
+    (shown,) = await client.until(lambda: list(client.messages), "the rules block as a message")
+    assert shown.message.startswith("mecha: the rules block a run gets:\n")
+    assert "- Ask before deleting files" in shown.message
+
+    listing = lenses["mecha.listProposals"]
+    await client.command(listing.command, *(listing.arguments or []))
+    await client.until(lambda: len(client.messages) == 2, "the proposals as a message")
+    head, *rows = client.messages[1].message.split("\n")
+    assert head.startswith("mecha: 1 proposal(s); review each from the code actions")
+    assert rows == ["p-lens  behavior · 1 → 2 active rules"]
+
+    await client.command("mecha.learnNow", "behavior")
+    await client.until(lambda: len(client.messages) == 3, "a learn-now message")
+    assert client.messages[2].message.startswith("mecha: no learn pass started: ")
+
+
 async def test_our_clients_show_results_themselves_and_get_no_message_or_document(
     client: MechaClient, store: Store
 ) -> None:

@@ -42,25 +42,38 @@ def _store(tmp_path: Path) -> Path:
     return root
 
 
-def _paced(tmp_path: Path, root: Path, pause: float) -> tuple[set[str], list[dict[str, object]], int]:
+def _paced(tmp_path: Path, root: Path, pause: float | None) -> tuple[set[str], list[dict[str, object]], int]:
+    """The cold path with `pause` seconds between the block's answer and
+    `shutdown`; `None`: everything in one write, before any answer."""
     record = tmp_path / "modules.txt"
     record.unlink(missing_ok=True)
     proc = subprocess.Popen(
-        [sys.executable, "-c", PROBE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [sys.executable, "-c", PROBE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
         env=clean_env(tmp_path, {"FIRST_STAGE_PROBE_OUT": str(record)}), cwd=tmp_path,
     )
     try:
         assert proc.stdin is not None
-        proc.stdin.write(init(root) + msg("initialized", {}) + msg("mecha/rulesPromptBlock", {}, 2))
-        proc.stdin.flush()
-        replies = _read_replies(proc, 2)
-        time.sleep(pause)  # the run's first model call
-        proc.stdin.write(msg("shutdown", id=3) + msg("exit"))
-        proc.stdin.close()
-        replies += _read_replies(proc, 1)
+        start = init(root) + msg("initialized", {}) + msg("mecha/rulesPromptBlock", {}, 2)
+        end = msg("shutdown", id=3) + msg("exit")
+        if pause is None:
+            proc.stdin.write(start + end)
+            proc.stdin.close()
+            replies = _read_replies(proc, 3)
+        else:
+            proc.stdin.write(start)
+            proc.stdin.flush()
+            replies = _read_replies(proc, 2)
+            time.sleep(pause)  # the run's first model call
+            proc.stdin.write(end)
+            proc.stdin.close()
+            replies += _read_replies(proc, 1)
         code = proc.wait(timeout=60)
     finally:
         proc.kill()
+        proc.wait()
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                stream.close()
     return set(record.read_text().split()), replies, code
 
 
@@ -77,6 +90,6 @@ def test_requests_sent_back_to_back_stay_with_the_first_stage(tmp_path: Path) ->
     # Pins: a hand-over for quiet that costs a run wanting only its block the full server's start.
     root = _store(tmp_path)
     cached(tmp_path, root)
-    modules, replies, code = _paced(tmp_path, root, pause=0)
+    modules, replies, code = _paced(tmp_path, root, pause=None)
     assert [r["id"] for r in replies] == [1, 2, 3] and code == 0
     assert "msgspec" not in modules and "mecha.sidecar.serve" not in modules
