@@ -1086,7 +1086,9 @@ def test_a_pending_proposal_is_reviewed_from_its_diagnostic_and_from_the_source_
     pending = [PendingProposal("p-1", 3, 4)]
     findings = _findings(WITH_COPY, pending=pending)
     (p,) = [f for f in findings if f.code == PENDING_PROPOSAL]
-    assert (p.start_line, p.data) == (0, {"domain": "behavior", "proposal_id": "p-1", "active_before": 3, "active_after": 4})
+    assert (p.start_line, p.data) == (
+        0, {"domain": "behavior", "proposal_id": "p-1", "active_before": 3, "active_after": 4, "changes": []}
+    )
     review = ["Accept proposal p-1 (3 → 4 active behavior rules)", "Reject proposal p-1", "Show diff of proposal p-1"]
 
     unfiltered = code_actions_for(WITH_COPY, findings, 0, 0)
@@ -1133,7 +1135,7 @@ def test_only_the_domains_pending_proposals_count_with_active_rules_before_and_a
             proposal("p-3", "writing", ProposalStatus.PENDING),
         ],
     )
-    assert found == [PendingProposal("p-1", 1, 3)]
+    assert found == [PendingProposal("p-1", 1, 3, ((1, "added", "c"),))], "each change numbered, for its own action"
 
 
 # ─── what a document is checked against: its sibling, the store ─────────────
@@ -1229,7 +1231,7 @@ def test_pending_proposals_and_tallies_are_read_from_the_store(tmp_path: Path):
                 rules_before=[], rules=[Rule(text="a", id="r-1")],
             )
         )
-    assert pending_in(store, _doc(store.root, "behavior", "learned")) == [PendingProposal("p-1", 0, 1)]
+    assert pending_in(store, _doc(store.root, "behavior", "learned")) == [PendingProposal("p-1", 0, 1, ((1, "added", "a"),))]
     assert tallies_in(store) == {}
     store.append_validation(
         ValidationRecord(
@@ -1322,3 +1324,21 @@ def test_a_documents_pending_proposals_are_its_scopes(tmp_path: Path):
     assert [p.id for p in pending_of(_doc(root, "behavior", "learned"), proposals)] == ["p-global"]
     assert [p.id for p in pending_of(_doc(root, "behavior", "learned", "/home/pat/app"), proposals)] == ["p-app"]
     assert [p.id for p in pending_of(_doc(root, "behavior", "user", "/home/pat/lib"), proposals)] == ["p-lib"]
+
+
+def test_a_proposal_of_several_changes_offers_to_accept_it_without_each_one():
+    # Pins: review all or nothing from an editor: one doubtful rule meant
+    # rejecting the batch, or accepting it and retiring the rule.
+    pending = [PendingProposal("p-1", 1, 2, ((1, "added", "Quote the exact error."), (2, "removed", "Ask first.")))]
+    findings = _findings(WITH_COPY, pending=pending)
+    actions = [a for a in code_actions_for(WITH_COPY, findings, 0, 0) if a.title.startswith("Leave out")]
+    assert [(a.title, a.act, a.arguments) for a in actions] == [
+        ("Leave out change 1 (added: “Quote the exact error.”), accept the rest of proposal p-1",
+         Act.ACCEPT_PROPOSAL, ["p-1", {"without": [1]}]),
+        ("Leave out change 2 (removed: “Ask first.”), accept the rest of proposal p-1",
+         Act.ACCEPT_PROPOSAL, ["p-1", {"without": [2]}]),
+    ]
+    one = _findings(WITH_COPY, pending=[PendingProposal("p-2", 1, 2, ((1, "added", "x"),))])
+    assert not [a for a in code_actions_for(WITH_COPY, one, 0, 0) if a.title.startswith("Leave out")], (
+        "leaving out a proposal's only change is a rejection"
+    )

@@ -147,3 +147,34 @@ async def test_the_lessons_listing_says_which_lessons_a_person_rejected_and_why(
     views = {r.id: lesson_view(r) for r in store.reflexions()}
     assert views["r-err"].rejected == "we summarise errors on purpose"
     assert views["r-pnpm"].rejected is None and views["r-pnpm"].processed
+
+
+async def test_a_rule_rewritten_by_a_later_pass_keeps_every_source_and_why_shows_them(tmp_path: Path):
+    # Pins: a rewrite keeping only the new reflection as its sources, so
+    # `why` showed one correction where its count said four.
+    from mecha.core.learning.proposals import rule_sources
+
+    store = LearningStore.open(tmp_path / "learning")
+    store.append_reflexions([reflexion("r-tests"), reflexion("r-err")])
+    first = json.dumps({"rules": [{"rule": "Run the full test suite before saying a change is done.",
+                                   "based_on": ["R1", "R2"]}]})
+    outcome = await learn_domain(store, "behavior", Learner(ScriptedProvider(first)), minimum=1)
+    assert outcome.proposal_id is not None, outcome.outcome
+    accept(store, outcome.proposal_id)
+    [live] = store.learned_rules("behavior")
+    assert live.sources == ["r-tests", "r-err"]
+
+    store.append_reflexion(reflexion("r-push").__class__(**{
+        **{f: getattr(reflexion("r-tests"), f) for f in Reflexion.__struct_fields__},
+        "id": "r-tests-2", "intervention": "you said done again without running pytest",
+    }))
+    rewrite = json.dumps({"rules": [{"rule": "Run pytest and read its output before saying a change is done.",
+                                     "based_on": ["R1"], "replaces": ["L1"]}]})
+    outcome = await learn_domain(store, "behavior", Learner(ScriptedProvider(rewrite)), minimum=1)
+    assert outcome.proposal_id is not None, outcome.outcome
+    accept(store, outcome.proposal_id)
+    [rewritten] = store.learned_rules("behavior")
+    assert rewritten.supersedes == [live.id]
+    why = rule_sources(store, rewritten.id or "")
+    assert [s.reflection_id for s in why.sources] == ["r-tests", "r-err", "r-tests-2"]
+    assert all(s.on_record for s in why.sources)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -27,10 +28,10 @@ from mecha.protocol import methods as m
 from mecha.protocol import plainwire as pw
 from mecha.protocol.initialize import LIFECYCLE, InitializationOptions
 from mecha.protocol.schema import RESULT_TYPES
-from tests.protocol.readme_contract import Example, Readme, cell_fields, method_table, read
+from tests.protocol.readme_contract import Example, Readme, cell_fields, method_table, pairs, read
 from tests.protocol.test_schema import CHECKED_IN
 
-REGENERATE = "python -m tests.protocol.wire_examples (a real exchange for every method, as Markdown)"
+REGENERATE = "python -m tests.protocol.wire_examples --fix-readme (it records a real exchange of every method)"
 
 
 @pytest.fixture(scope="module")
@@ -57,20 +58,7 @@ def _section(method: str) -> str:
 
 
 def _pairs(readme: Readme) -> list[tuple[Example | None, Example]]:
-    """Each reply or notification with the request it answers: the nearest
-    request before it with the same id (examples come from more than one
-    recording, so an id may recur further on)."""
-    open_requests: dict[Any, Example] = {}
-    out: list[tuple[Example | None, Example]] = []
-    for ex in readme.examples:
-        msg = ex.message
-        if "method" in msg and "id" in msg:
-            open_requests[json.dumps(msg["id"])] = ex
-        elif "method" in msg:
-            out.append((None, ex))
-        else:
-            out.append((open_requests.pop(json.dumps(msg.get("id")), None), ex))
-    return out
+    return pairs(readme)
 
 
 def test_every_json_block_is_a_wire_message_or_says_what_it_elides(readme: Readme) -> None:
@@ -240,3 +228,28 @@ def test_the_framing_example_counts_its_bytes(readme: Readme) -> None:
         assert len(body.rstrip("\n").encode("utf-8")) == length, f"{block.where()}: the body is not {length} bytes"
         message = json.loads(body)
         assert message["method"] in m.METHODS
+
+
+def test_the_fixer_mends_a_stale_example_and_adds_a_missing_one(tmp_path: Path) -> None:
+    # Pins: a failing check that leaves the engineer to splice recordings by hand.
+    from tests.protocol.readme_contract import README, refresh
+    from tests.protocol.wire_examples import capture, schema_problems, to_markdown
+
+    recorded = to_markdown(capture(tmp_path))
+    text = README.read_text(encoding="utf-8")
+    jobs = text.index("### mecha/jobs")
+    stale = text[:jobs] + text[jobs:].replace('"waiting": ', '"waitin": ', 1)
+    problems = schema_problems()
+    mended, report = refresh(stale, recorded, problems, list(m.METHODS))
+    assert any("mecha/jobs replaced by the recorded 'mecha/jobs'" in line for line in report), report
+    assert len(report) == 1, report
+    path = tmp_path / "README.md"
+    path.write_text(mended, encoding="utf-8")
+    for request, ex in pairs(read(path)):
+        if request is not None and request.message["method"] == "mecha/jobs" and "result" in ex.message:
+            assert problems(ex.message["result"], "mecha/jobs", "result") == []
+
+    bare = "# t\n\n### mecha/inbox, mecha/inboxDrop\n\nWhat waits.\n\n## next\n"
+    added, report = refresh(bare, recorded, problems, ["mecha/inbox"])
+    assert report == ["mecha/inbox: added the recorded exchange under '### mecha/inbox, mecha/inboxDrop'"]
+    assert '"method": "mecha/inbox"' in added and added.index("mecha/inbox\"") < added.index("## next")

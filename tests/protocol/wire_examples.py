@@ -6,7 +6,9 @@ server on 127.0.0.1, drives every `mecha/*` method and a few error cases,
 and returns each request with the reply (or notification) it got. The schema
 tests validate every captured payload; `python -m tests.protocol.wire_examples`
 prints them as Markdown, which is where `protocol/README.md`'s examples came
-from. The README is plain text and does not read this at any time.
+from; with `--fix-readme` it mends the README's examples that no longer meet
+the schema from a fresh recording, and adds one for a method that has none
+(`readme_contract.refresh`), leaving the prose to a person.
 
 Machine-specific values (the temp dir, the model server's port) are replaced
 by the placeholders a reader would expect (`~/.mecha/learning`,
@@ -509,6 +511,8 @@ def _first_reflexion_id(root: Path) -> str:
 
 def _placeholders(text: str, cap: Capture) -> str:
     text = text.replace(str(cap.root), "~/.mecha/learning").replace(str(cap.root.parent / "home"), "~")
+    # The interpreter the hooks name is this machine's.
+    text = text.replace(sys.executable, "/usr/bin/python3")
     return text.replace(cap.model_url, "http://127.0.0.1:8080")
 
 
@@ -583,12 +587,50 @@ def to_markdown(cap: Capture) -> str:
     return _placeholders("\n".join(out), cap)
 
 
-def main() -> int:
+def schema_problems() -> Any:
+    """`(payload, method, "params" | "result")` → what the schema (as the
+    code generates it) says is wrong with it."""
+    from jsonschema import Draft202012Validator
+
+    from mecha.protocol.initialize import LIFECYCLE
+    from mecha.protocol.schema import schema
+
+    doc = schema()
+
+    def problems(payload: Any, method: str, part: str) -> list[str]:
+        section = "lifecycle" if method in LIFECYCLE else "methods"
+        if method not in doc[section]:
+            return []
+        pointer = "#/" + section + "/" + method.replace("~", "~0").replace("/", "~1") + "/" + part
+        v = Draft202012Validator({**doc, "$ref": pointer})
+        return [f"{list(e.absolute_path)}: {e.message}" for e in v.iter_errors(payload)]
+
+    return problems
+
+
+def fix_readme(markdown: str) -> list[str]:
+    """Mend protocol/README.md's examples from `markdown`, a fresh recording
+    (`readme_contract.refresh`); what changed, a line each."""
+    from mecha.protocol import methods as m
+    from tests.protocol.readme_contract import README, refresh
+
+    text, report = refresh(README.read_text(encoding="utf-8"), markdown, schema_problems(), [*m.METHODS, "initialize"])
+    README.write_text(text, encoding="utf-8")
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
     tmp = Path(tempfile.mkdtemp(prefix="mecha-wire-examples-"))
     try:
-        sys.stdout.write(to_markdown(capture(tmp)))
+        markdown = to_markdown(capture(tmp))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    if "--fix-readme" in args:
+        report = fix_readme(markdown)
+        sys.stdout.write("".join(line + "\n" for line in report) or "protocol/README.md: every example meets the schema\n")
+        return 0
+    sys.stdout.write(markdown)
     return 0
 
 

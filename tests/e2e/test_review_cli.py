@@ -1,0 +1,69 @@
+"""Review rule by rule at a terminal: `proposals show` numbers the changes,
+`accept --without N` leaves some out, `reject --wrong N` names the wrong
+lessons and returns the rest to the pool — each a real `mecha-sidecar`
+process over a real store, the same handlers as the wire."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from mecha.core.learning.reflection import Origin, Reflexion
+from mecha.core.learning.rules import Rule
+from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
+
+from .conftest import WAIT_S
+
+
+def run(env: dict[str, str], store_dir: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mecha.sidecar", "--learning-dir", str(store_dir), *argv],
+        env=env, capture_output=True, text=True, timeout=WAIT_S,
+    )
+
+
+def seeded(store_dir: Path, pid: str) -> LearningStore:
+    store = LearningStore.open(store_dir)
+    said = {"r-a": "Quote the exact error message.", "r-b": "Use pnpm in this workspace.", "r-c": "Never force-push to main."}
+    store.append_reflexions([
+        Reflexion(id=i, domain="behavior", session_id="s", trigger="followup", context="", intervention=t,
+                  reflexion_text=t, created_at="2026-12-01T00:00:00Z", origin=Origin.CLEAN)
+        for i, t in said.items()
+    ])
+    rules = [Rule(text=t, id=f"rule-{i}", sources=[i]) for i, t in said.items()]
+    store.write_proposal(Proposal(id=pid, domain="behavior", status=ProposalStatus.PENDING, reflexion_ids=list(said),
+                                  rules_before=[], rules=rules, evidence="", created_at="2026-12-01T00:00:00Z"))
+    return store
+
+
+def test_accept_without_a_numbered_change_from_the_command_line(env, store_dir):
+    pid = "20261201T000000-cli00001"
+    store = seeded(store_dir, pid)
+    shown = run(env, store_dir, "proposals", "show", pid)
+    assert shown.returncode == 0, shown.stderr
+    assert "  1. added (global): Quote the exact error message." in shown.stdout
+    assert "  3. added (global): Never force-push to main." in shown.stdout
+    assert "proposals accept ID --without N" in shown.stdout
+
+    bad = run(env, store_dir, "proposals", "accept", pid, "--without", "7")
+    assert bad.returncode != 0 and "without: 7 is not a change of proposal" in bad.stderr
+
+    done = run(env, store_dir, "proposals", "accept", pid, "--without", "2", "--reason", "npm is fine here")
+    assert done.returncode == 0, done.stderr
+    assert "left out 2 (added): “Use pnpm in this workspace.”; 1 lesson(s) marked rejected" in done.stdout
+    assert [r.id for r in store.learned_rules("behavior")] == ["rule-r-a", "rule-r-c"]
+    lessons = json.loads(run(env, store_dir, "--json", "lessons").stdout)["lessons"]
+    assert {x["id"]: x["rejected"] for x in lessons} == {"r-a": None, "r-b": "npm is fine here", "r-c": None}
+
+
+def test_reject_names_the_wrong_lessons_and_returns_the_rest_to_the_pool(env, store_dir):
+    pid = "20261201T000000-cli00002"
+    store = seeded(store_dir, pid)
+    done = run(env, store_dir, "proposals", "reject", pid, "--reason", "the push rule is wrong", "--wrong", "3")
+    assert done.returncode == 0, done.stderr
+    assert "wrong: 3 (added): “Never force-push to main.”; 1 lesson(s) marked rejected" in done.stdout
+    assert "2 lesson(s) back in the pool" in done.stdout
+    marks = {r.id: (r.is_processed, r.rejected) for r in store.reflexions()}
+    assert marks == {"r-a": (False, None), "r-b": (False, None), "r-c": (True, "the push rule is wrong")}
