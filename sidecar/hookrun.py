@@ -225,6 +225,8 @@ def hook_pass(learning_dir: str | None) -> int:
     """Read every queued session, then let go and look once more (see
     `agents.hookqueue`); another pass running means this one has nothing
     to do."""
+    import time
+
     from mecha.core.agents.hookqueue import pass_lock, pending
     from mecha.core.store.layout import resolve_root
 
@@ -237,6 +239,7 @@ def hook_pass(learning_dir: str | None) -> int:
         with pass_lock(root) as held:
             if not held:
                 return 0
+            time.sleep(GATHER_S)
             said: list[_Said] = []
             ctx = None
             while True:
@@ -249,6 +252,10 @@ def hook_pass(learning_dir: str | None) -> int:
             return 0
 
 
+#: How long the hook pass waits before it reads anything: hooks that end
+#: together arrive meanwhile, and its own start (the reader, the store)
+#: does not take the cores from them while they do.
+GATHER_S = 0.5
 #: How long the hook pass waits for one more session once its queue is
 #: empty, before it starts the reflect pass and leaves. Hooks of a storm
 #: arrive over seconds on a busy machine (each an interpreter starting);
