@@ -258,3 +258,25 @@ def test_codex_lists_the_review_skills_to_its_model_once_they_are_in_its_skills_
     listed = json.dumps(json.loads(shown.stdout))
     assert "- mecha-review: Review mecha's pending rule proposals" in listed
     assert "- mecha-why: Say where one of mecha's learned rules came from" in listed
+
+
+def test_codexs_session_start_notice_offers_the_review_skill_once_it_is_installed(agent_env, pending, tmp_path):
+    # Pins: a Codex notice that sends the person to a terminal though the
+    # review skill is right there, or offers a skill that is not installed.
+    from mecha.core.agents.hooks import HOOK_VERB, MODULE
+
+    command = [sys.executable, "-P", "-m", MODULE, HOOK_VERB, "codex", "session-start"]
+    payload = json.dumps({"session_id": "s", "transcript_path": None, "cwd": str(tmp_path), "source": "startup",
+                          "hook_event_name": "SessionStart"})
+
+    def notice() -> str:
+        done = subprocess.run(command, input=payload, env=agent_env, cwd=tmp_path, capture_output=True, text=True,
+                              timeout=WAIT_S)
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        return str(json.loads(done.stdout)["systemMessage"])
+
+    assert "mecha-sidecar proposals` lists them" in notice() and "$mecha-review" not in notice()
+    import shutil
+
+    shutil.copytree(PLUGIN / "codex" / "skills" / "mecha-review", Path(agent_env["HOME"]) / ".codex" / "skills" / "mecha-review")
+    assert "type $mecha-review to go through it here" in notice()
