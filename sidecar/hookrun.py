@@ -153,10 +153,13 @@ def run(argv: list[str]) -> int:
 def session_start(agent: str, learning_dir: str | None, review: str | None = None) -> int:
     _read_stdin()
     try:
-        from mecha.core.agents.notice import hook_output, notice_line, pending_proposals
+        from mecha.core.agents.notice import codex_review_command, hook_output, notice_line, pending_proposals
         from mecha.core.store.layout import resolve_root
 
-        out = hook_output(notice_line(pending_proposals(resolve_root(learning_dir)), learning_dir, review))
+        pending = pending_proposals(resolve_root(learning_dir))
+        if pending and review is None and agent == "codex":
+            review = codex_review_command()
+        out = hook_output(notice_line(pending, learning_dir, review))
     except Exception as exc:
         from mecha.core.store.layout import resolve_root
 
