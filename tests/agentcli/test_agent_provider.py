@@ -125,6 +125,7 @@ def test_an_api_error_is_a_failure_quoting_the_agent(api: str, server: AgentMode
     message = str(caught.value)
     assert "Claude Code" in message or "Codex" in message
     assert "scripted failure" in message or "400" in message
+    assert "yourself to check it is signed in" in message
 
 
 @pytest.mark.parametrize("api", ["claude-code", "codex"])

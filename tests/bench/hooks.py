@@ -183,7 +183,7 @@ def run(rounds: int) -> list[Figure]:
         Figure(
             key="hook_session_end",
             title=f"Claude Code session-end hook, regular install: a {size_mb:.0f} MB session grown by one turn "
-            "(read, one intervention queued, reflect pass spawned)",
+            "(queued and returned; the hook pass it starts reads the new turn)",
             subject=t["end"] * 1e3,
             baseline=t["pass"] * 1e3,
             unit="ms",

@@ -115,7 +115,7 @@ async def test_personal_data_never_reaches_the_reflectors_prompt():
 
 
 @pytest.mark.parametrize("lesson", [
-    NOT_A_LESSON_EXAMPLE, NOT_A_LESSON_EXAMPLE + ".", "the user told it to stop!",
+    NOT_A_LESSON_EXAMPLE, NOT_A_LESSON_EXAMPLE + ".", "the user told it to stop!", "What is the reusable lesson?",
     "The user told it to stop. Next time, stop sooner.", LESSON_EXAMPLE, "Abandon the remaining planned steps",
 ])
 def test_a_lesson_echoing_the_prompts_own_example_is_unusable_wherever_it_appears(lesson):
@@ -134,7 +134,7 @@ def test_a_rule_set_echoing_an_example_is_unusable():
     answer = parse_rules(json.dumps({"rules": [{"rule": "Do not open with a pleasantry.", "based_on": ["R1"]}]}))
     why = unusable_rule_set(answer)
     assert why is not None and "echoes the prompt's own example" in why
-    assert len(PROMPT_EXAMPLES) == 5
+    assert len(PROMPT_EXAMPLES) == 8
 
 
 def test_a_project_is_named_by_its_directory_never_its_path():

@@ -75,7 +75,9 @@ def test_the_whole_loop_through_the_cli_verbs(cli, server, store_dir, tmp_path):
     assert reflected.returncode == 0, reflected.stderr
     assert "3 session(s) queued for reflection" in reflected.stdout
     assert re.search(r"job \S+ \(reflect\): done — 5 reflection\(s\) written \(4 learnable\)", reflected.stdout), reflected.stdout
-    assert len(server.completions()) == 5  # one per intervention
+    # One per intervention the model may learn from: gamma's, untrusted, is
+    # recorded without a call.
+    assert len(server.completions()) == 4
 
     reflections = store_lines(store_dir, "reflections.jsonl")
     by_session = {s: [r for r in reflections if r["session_id"] == s] for s in sessions}
@@ -89,7 +91,7 @@ def test_the_whole_loop_through_the_cli_verbs(cli, server, store_dir, tmp_path):
 
     again = cli("reflect", "--sessions", str(tmp_path / "sessions"), model_url=url)
     assert again.returncode == 0 and "3 already mined" in again.stdout and "0 session(s) queued" in again.stdout
-    assert len(server.completions()) == 5
+    assert len(server.completions()) == 4
 
     learned = cli("learn", "behavior", model_url=url)
     assert learned.returncode == 0, learned.stderr
@@ -264,7 +266,7 @@ def test_a_set_aside_session_is_named_by_jobs_doctor_and_inbox_and_retried_or_dr
         refused["on"] = False
         retried = cli("inbox", "retry", entry["id"][:20], model_url=server.url)
         assert retried.returncode == 0, retried.stdout + retried.stderr
-        assert json.loads(cli("--json", "inbox").stdout) == {"waiting": 0, "set_aside": []}
+        assert json.loads(cli("--json", "inbox").stdout) == {"waiting": 0, "set_aside": [], "withheld": 0, "withheld_recent": []}
         lessons = [r["reflexion_text"] for r in store_lines(store_dir, "reflections.jsonl")]
         assert any("never deploy on fridays" in text for text in lessons)
 

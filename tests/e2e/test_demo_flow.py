@@ -61,3 +61,30 @@ def test_a_learn_pass_that_files_nothing_is_named_as_where_the_loop_stopped(env,
     assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-2000:]
     assert "The loop stopped at the learn pass: it filed no proposal" in run.stdout, run.stdout[-2000:]
     assert "→ mecha/acceptProposal" not in run.stdout
+
+
+def test_with_the_persons_agent_the_demo_runs_the_loop_through_the_real_cli_to_an_accept(env, tmp_path):
+    # Pins: a demo that asks a person who runs Claude Code every day for an
+    # API key or a 135M model, and one that spends their calls unannounced.
+    import os
+
+    from tests.agent_server import AgentModelServer
+    from tests.realparts import manifest
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").symlink_to(manifest("agents")["claude"])
+    with AgentModelServer() as model:
+        agent_env = {**env, "PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}",
+                     "ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "scripted-key-not-a-secret",
+                     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+        offered = demo(agent_env, tmp_path, "--accept-optional")
+        assert "`mecha-sidecar demo --agent` runs this loop with it (4 calls on your account)" in offered.stdout
+        assert not model.model_calls(), "offered, not used"
+        run = subprocess.run([sys.executable, "-m", "mecha.sidecar", "demo", "--agent", "--timeout", "120"],
+                             env=agent_env, cwd=tmp_path, capture_output=True, text=True, timeout=WAIT_S * 8)
+        calls = len(model.model_calls())
+    out = run.stdout
+    assert run.returncode == 0, out[-3000:] + run.stderr[-2000:]
+    assert "Using Claude Code: `claude` 2.1.328" in out and "4 headless calls on your account" in out
+    assert "The loop is complete" in out and calls == 4, (calls, out[-2000:])

@@ -522,3 +522,54 @@ impl Learning {
         self.notes.push(text);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+
+    fn frames(bytes: &[u8]) -> Vec<io::Result<Option<Vec<u8>>>> {
+        let mut reader = BufReader::new(Cursor::new(bytes.to_vec()));
+        let mut out = Vec::new();
+        loop {
+            let next = read_frame(&mut reader);
+            let done = !matches!(next, Ok(Some(_)));
+            out.push(next);
+            if done {
+                return out;
+            }
+        }
+    }
+
+    #[test]
+    fn frames_are_read_by_their_byte_count_with_any_header_case_and_extra_headers() {
+        let got = frames(b"Content-Length: 2\r\n\r\n{}content-length: 8\r\nContent-Type: x\r\n\r\n[\"\xc3\xa9ab\"]");
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[0].as_ref().unwrap().as_deref(), Some(&b"{}"[..]));
+        assert_eq!(got[1].as_ref().unwrap().as_deref(), Some("[\"\u{e9}ab\"]".as_bytes()));
+        assert!(matches!(got[2], Ok(None)), "the end between frames is the end");
+    }
+
+    #[test]
+    fn an_output_that_stops_inside_a_frame_is_an_error_not_an_end() {
+        let got = frames(b"Content-Length: 10\r\n\r\n{\"a\"");
+        assert!(got[0].is_err());
+        let got = frames(b"Content-Length: 10\r\n");
+        assert!(got[0].is_err());
+    }
+
+    #[test]
+    fn a_frame_over_the_limit_is_refused_before_it_is_read() {
+        let header = format!("Content-Length: {}\r\n\r\n", MAX_FRAME + 1);
+        assert!(frames(header.as_bytes())[0].is_err());
+    }
+
+    #[test]
+    fn only_dead_or_unreadable_sidecars_are_fatal() {
+        let timed_out = SidecarError::TimedOut { method: "m".into(), after: Duration::from_millis(5) };
+        let rpc = SidecarError::Rpc { method: "m".into(), code: -32602, message: "bad".into() };
+        assert!(!timed_out.is_fatal() && !rpc.is_fatal());
+        assert!(SidecarError::Protocol("x".into()).is_fatal());
+        assert_eq!(rpc.to_string(), "m failed (-32602): bad");
+    }
+}
