@@ -41,7 +41,7 @@ class ClientExtensions(msgspec.Struct, frozen=True, rename="camel"):
 
     `notifications`: send it the `NOTIFICATIONS` (a generic client warns on
     each notification it does not know; lsp-mode raises a window for every
-    one). `shows_results`: it shows what a command returns itself — a
+    one). `showsResults`: it shows what a command returns itself — a
     proposal's diff under the `mecha-proposal:` scheme, a review's
     `message` — so the server neither writes the diff to a file and asks it
     to open that (`window/showDocument`) nor sends the message

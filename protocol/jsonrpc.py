@@ -218,7 +218,3 @@ def encode_error(id: Id, error: RpcError) -> bytes:
 
 def encode_notification(method: str, params: Any) -> bytes:
     return _encoder.encode({"jsonrpc": "2.0", "method": method, "params": params})
-
-
-def encode_request(id: Id, method: str, params: Any) -> bytes:
-    return _encoder.encode({"jsonrpc": "2.0", "id": id, "method": method, "params": params})

@@ -456,7 +456,7 @@ def _ref(name: str) -> dict[str, str]:
 def _wire_types(initialization_options: type) -> tuple[list[type], list[type]]:
     """The types the sidecar reads (params, command arguments) and the ones
     it writes (results, notifications' params)."""
-    from .commands import COMMANDS, NOTIFICATIONS
+    from .commands import COMMANDS, NOTIFICATIONS, ClientExtensions
     from .initialize import LIFECYCLE
 
     param_types: list[type] = [initialization_options]
@@ -476,6 +476,7 @@ def _wire_types(initialization_options: type) -> tuple[list[type], list[type]]:
         written_types.append(command.result)
         param_types.extend(a.type for a in command.arguments if a.type is not str)
     written_types.extend(NOTIFICATIONS.values())
+    param_types.append(ClientExtensions)
     return param_types, written_types
 
 
@@ -521,7 +522,7 @@ def _lifecycle_section(read_names: dict[str, str], written_names: dict[str, str]
 
 
 def _editor_section(read_names: dict[str, str], written_names: dict[str, str]) -> dict[str, Any]:
-    from .commands import COMMANDS, NOTIFICATIONS
+    from .commands import COMMANDS, EXPERIMENTAL_KEY, NOTIFICATIONS, ClientExtensions
 
     def argument(a: Any) -> dict[str, Any]:
         shape = {"type": "string"} if a.type is str else _ref(read_names[a.type.__name__])
@@ -538,6 +539,14 @@ def _editor_section(read_names: dict[str, str], written_names: dict[str, str]) -
             for cid, c in COMMANDS.items()
         },
         "notifications": {name: {"params": _ref(written_names[t.__name__])} for name, t in NOTIFICATIONS.items()},
+        "clientCapabilities": {
+            "description": (
+                "What a client says under initialize's capabilities.experimental. A client that sends "
+                "nothing here gets no notifications above, and is shown command results through "
+                "window/showMessage and window/showDocument."
+            ),
+            "experimental": {EXPERIMENTAL_KEY: _ref(read_names[ClientExtensions.__name__])},
+        },
     }
 
 

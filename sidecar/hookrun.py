@@ -153,10 +153,13 @@ def run(argv: list[str]) -> int:
 def session_start(agent: str, learning_dir: str | None, review: str | None = None) -> int:
     _read_stdin()
     try:
-        from mecha.core.agents.notice import hook_output, notice_line, pending_proposals
+        from mecha.core.agents.notice import codex_review_command, hook_output, notice_line, pending_proposals
         from mecha.core.store.layout import resolve_root
 
-        out = hook_output(notice_line(pending_proposals(resolve_root(learning_dir)), learning_dir, review))
+        pending = pending_proposals(resolve_root(learning_dir))
+        if pending and review is None and agent == "codex":
+            review = codex_review_command()
+        out = hook_output(notice_line(pending, learning_dir, review))
     except Exception as exc:
         from mecha.core.store.layout import resolve_root
 
@@ -241,14 +244,15 @@ def hook_pass(learning_dir: str | None) -> int:
                 return 0
             time.sleep(GATHER_S)
             said: list[_Said] = []
+            passed: set[str] = set()
             ctx = None
             while True:
-                while pending(root):  # hooks that end while a round is read make the next round
-                    ctx = _read_queued(root, said) or ctx
-                if not _more_within(root, LINGER_S):
+                while pending(root, passed):  # hooks that end while a round is read make the next round
+                    ctx = _read_queued(root, said, passed) or ctx
+                if not _more_within(root, LINGER_S, passed):
                     break
             _hand_on(root, ctx, said)
-        if not pending(root):
+        if not pending(root, passed):
             return 0
 
 
@@ -263,7 +267,7 @@ GATHER_S = 0.5
 LINGER_S = 1.0
 
 
-def _more_within(root: str, seconds: float) -> bool:
+def _more_within(root: str, seconds: float, passed: set[str]) -> bool:
     """Whether a session is queued within `seconds`."""
     import time
 
@@ -272,7 +276,7 @@ def _more_within(root: str, seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         time.sleep(0.05)
-        if pending(root):
+        if pending(root, passed):
             return True
     return False
 
@@ -305,11 +309,12 @@ def _hand_on(root: str, ctx: object, said: list[_Said]) -> None:
         _record(root, agent, "session-end", what + (started if queued else ""), session_id, cwd)
 
 
-def _read_queued(root: str, said: list[_Said]) -> object:
+def _read_queued(root: str, said: list[_Said], passed: set[str]) -> object:
     """One round: every session queued now, each read once however many
     hooks queued it (a compaction, then the end), exactly as `import`
-    reads it, what each came to added to `said`; the files are removed.
-    The context it read with (`None`: nothing read)."""
+    reads it, what each came to added to `said`; the files are removed (one
+    that cannot be is named, and added to `passed`). The context it read
+    with (`None`: nothing read)."""
     from pathlib import Path
 
     from mecha.core.agents.hookqueue import pending, read_entry, remove
@@ -318,10 +323,13 @@ def _read_queued(root: str, said: list[_Said]) -> object:
 
     from .context import Context, InitializationOptions
 
-    files = pending(root)
+    files = pending(root, passed)
     groups: dict[tuple[str, Path], list[HookInput]] = {}
     for path in files:
-        entry = read_entry(path)
+        try:
+            entry = read_entry(path)
+        except Exception as exc:  # named, and the queue goes on
+            entry = f"cannot be read ({type(exc).__name__}: {exc})"
         if isinstance(entry, str):
             _record(root, "?", "session-end", f"skipped the queued file {path}: {entry}", None, None)
             continue
@@ -345,7 +353,10 @@ def _read_queued(root: str, said: list[_Said]) -> object:
         except Exception as exc:
             said.append((agent, f"failed: {type(exc).__name__}: {exc}", last.session_id, last.cwd, False))
     for path in files:
-        remove(path)
+        problem = remove(path)
+        if problem is not None:
+            passed.add(path)
+            _record(root, "?", "session-end", problem, None, None)
     return ctx
 
 

@@ -159,6 +159,9 @@ def proposal_with_diff(r: dict[str, Any]) -> str:
                 lines.append(f"    measured: {c['measured']}")
     verdict = r.get("verdict") or {}
     lines += ["", f"verdict: {verdict.get('measured') or 'not measured yet'}"]
+    if p.get("left_out"):
+        verb = "left out" if p["status"] == "accepted" else "wrong:"
+        lines += ["", "changes a person left out or named wrong:", *_left_out(p, verb)]
     refusals = p.get("refusals") or []
     if refusals:
         lines += ["", f"the learn gate refused {len(refusals)}:"]
@@ -428,7 +431,11 @@ def hooks_changed(r: dict[str, Any]) -> str:
     if command:
         lines.append(f"  runs: {command}")
     lines.append("  at session end (and before a compaction): the session's new interventions are queued and a "
-                 "reflect pass starts in the background; at session start: one line when proposals await review")
+                 "reflect pass starts in the background, then a learn pass once enough lessons wait; at session "
+                 "start: one line when proposals await review")
+    if r["agent"] == "claude":
+        lines.append("  to review them inside Claude Code (/mecha:review), install the plugin instead of these hooks: "
+                     "\"Review inside the agent\" in the README")
     if r.get("model"):
         lines.append(f"  model: {r['model']}")
     lines.append("  `mecha-sidecar hooks status` shows what the hooks last did")

@@ -469,8 +469,8 @@ def build_server() -> MechaLanguageServer:
 
     @ls.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
     def did_change_configuration(ls: MechaLanguageServer, params: lsp.DidChangeConfigurationParams) -> None:
-        """Clients send their settings after `initialized` (eglot, lsp-mode
-        and VS Code all do). This server's settings are the
+        """Clients send their settings after `initialized` (eglot and
+        lsp-mode do). This server's settings are the
         `initializationOptions`, read once: a change takes a restart,
         which is what every client's "restart server" does."""
 

@@ -157,8 +157,10 @@ def run_pass(
     counts = _ProgressWriter(root, job)
     try:
         if kind == "reflect":
-            final = _reflect(store, counts)
-            if learn_after:
+            final, learned = _reflect(store, counts)
+            # Only new lessons start a learn pass: a scope the learn gate
+            # refused is not asked the same question after every session.
+            if learn_after and learned:
                 final = _learn_after(store, final)
         elif kind == "learn":
             assert domain is not None, "learn needs --domain"
@@ -184,7 +186,9 @@ def _say(line: str) -> None:
     logging.getLogger("mecha.pass").info("%s", line)
 
 
-def _reflect(store: LearningStore, counts: _ProgressWriter) -> jobs_mod.Job:
+def _reflect(store: LearningStore, counts: _ProgressWriter) -> tuple[jobs_mod.Job, int]:
+    """The reflect pass over the inbox: its final record, and how many
+    learnable lessons it wrote."""
     from mecha.core.learning.reflect import reflect_inbox
     from mecha.core.learning.reflection import Reflector
 
@@ -202,7 +206,7 @@ def _reflect(store: LearningStore, counts: _ProgressWriter) -> jobs_mod.Job:
             concurrency=cfg.concurrency if cfg is not None else 1, counts=counts,
         )
     )
-    return msgspec.structs.replace(counts.job, state="done", outcome=outcome.summary())
+    return msgspec.structs.replace(counts.job, state="done", outcome=outcome.summary()), outcome.learnable
 
 
 def _learn_after(store: LearningStore, reflected: jobs_mod.Job) -> jobs_mod.Job:

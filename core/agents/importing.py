@@ -294,7 +294,6 @@ def import_sessions(
     since: float | None = None,
     project: str | None = None,
     dry_run: bool = False,
-    warn: Callable[[str], None] | None = None,
     ended: bool = False,
 ) -> ImportReport:
     """Find, read and plan every session under `root`; unless `dry_run`,
@@ -326,9 +325,6 @@ def import_sessions(
                 staged_path = stage(staging, plan.entry)
                 plan.entry = None  # the transcript is on disk now; let it go
             staged.append((plan, staged_path))
-        if warn is not None:
-            for line in report.skipped:
-                warn(f"skipped {line}")
         if dry_run:
             return report
         if staged:

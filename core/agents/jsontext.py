@@ -169,10 +169,7 @@ class _Patcher:
             self.arr(node, old, new)
         else:
             indent = _line_indent(self.text, node.start)
-            self.replace(node.start, node.end, render_value(new, self.unit, indent, self._multiline(node)))
-
-    def _multiline(self, node: Node) -> bool:
-        return "\n" in self.text[node.start : node.end] or not self.text[node.start : node.end].strip("{}[] ")
+            self.replace(node.start, node.end, render_value(new, self.unit, indent, self._file_multiline(node)))
 
     def _child_indent(self, node: Node) -> str:
         if node.children and "\n" in self.text[node.start : node.children[0][1]]:
@@ -180,8 +177,9 @@ class _Patcher:
         return _line_indent(self.text, node.start) + self.unit
 
     def _file_multiline(self, node: Node) -> bool:
-        """Whether new text in `node` goes over lines: as its own text does,
-        or, for an empty container, as the file's top value does."""
+        """Whether new text in or for `node` goes over lines: as its own
+        text does, or, for an empty container or a scalar, as the file's
+        top value does."""
         if node.children:
             return "\n" in self.text[node.start : node.end]
         return "\n" in self.text.strip()

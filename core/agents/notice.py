@@ -123,6 +123,25 @@ def notice_line(pending: int, learning_dir: str | None = None, review: str | Non
     )
 
 
+#: The Codex skill that reviews proposals inside Codex, as a person mentions
+#: it, and where Codex finds a person's skills (`$CODEX_HOME/skills`, else
+#: `~/.codex/skills`; and `~/.agents/skills`).
+CODEX_REVIEW_SKILL = "mecha-review"
+
+
+def codex_review_command(env: dict[str, str] | None = None) -> str | None:
+    """`$mecha-review` when that skill is installed where Codex reads a
+    person's skills, else `None`: the notice offers only what is there."""
+    env = dict(os.environ) if env is None else env
+    home = env.get("HOME") or os.path.expanduser("~")
+    folders = [os.path.join(env.get("CODEX_HOME") or os.path.join(home, ".codex"), "skills"),
+               os.path.join(home, ".agents", "skills")]
+    for folder in folders:
+        if os.path.isfile(os.path.join(folder, CODEX_REVIEW_SKILL, "SKILL.md")):
+            return "$" + CODEX_REVIEW_SKILL
+    return None
+
+
 def hook_output(line: str | None) -> bytes:
     """What the session-start hook writes on stdout: a JSON object with the
     line as `systemMessage` (shown to the person), or nothing at all."""

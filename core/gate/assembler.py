@@ -11,7 +11,7 @@ outcomes, the taint timeline), and what a counterfactual probe buys.
 - `TodoTool::plan_from_transcript` (the transcript's own `serves:` line) →
   not reproduced: a goal is attributed only when the caller names one.
 - `crate::quarantine::QuarantinedPass` → one `CompletionRequest` with a fixed
-  system frame, no tools and no history (`core.provider`).
+  system frame, no tools and no history (`core/providers/base.py`).
 - `crate::text::char_boundary_at_or_before` → unnecessary: Python slices
   strings by code point, so an excerpt cannot split a character.
 """

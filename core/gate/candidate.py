@@ -56,6 +56,7 @@ from typing import Any, ClassVar, Final, NamedTuple, TypeVar
 import msgspec
 
 from mecha.core.gate.run import RunStats
+from mecha.core.store.layout import fnv1a_64_value
 
 T = TypeVar("T")
 
@@ -480,24 +481,13 @@ def measurable(runs: int) -> bool:
     return runs >= MIN_MEASURABLE_RUNS
 
 
-_FNV_OFFSET: Final[int] = 0xCBF2_9CE4_8422_2325
-_FNV_PRIME: Final[int] = 0x100_0000_01B3
-_U64: Final[int] = (1 << 64) - 1
-
-
 def fnv1a_64(text: str) -> int:
-    """FNV-1a, 64-bit, over the UTF-8 bytes of `text`.
-
-    Written out here rather than borrowed: the split it feeds must never move
-    under a runtime upgrade, and Python's `hash()` is salted per process —
-    the harness's own `DefaultHasher` has the same problem across Rust
-    releases. The hash the holdout depends on has to be one this module owns.
-    """
-    h = _FNV_OFFSET
-    for byte in text.encode("utf-8"):
-        h ^= byte
-        h = (h * _FNV_PRIME) & _U64
-    return h
+    """FNV-1a, 64-bit, over the UTF-8 bytes of `text`: the store's one
+    implementation (`fnv1a_64_value`), which the project owns rather than
+    borrows — the split it feeds must never move under a runtime upgrade,
+    and Python's `hash()` is salted per process (the harness's own
+    `DefaultHasher` has the same problem across Rust releases)."""
+    return fnv1a_64_value(text.encode("utf-8"))
 
 
 def is_holdout(episode: str, holdout_in: int) -> bool:

@@ -125,6 +125,11 @@ def _in_scope(domain: str, project: str | None) -> str:
     return domain if project is None else f"{domain} in {scope_label(project)}"
 
 
+def _rules_in(domain: str, project: str | None) -> str:
+    """`behavior rules`, or `behavior rules in project /src/app`."""
+    return f"{domain} rules" if project is None else f"{domain} rules in {scope_label(project)}"
+
+
 def learn_refusal(
     store: LearningStore, domain: str, minimum: int | None = None, project: str | None = None, *, retry: bool = False
 ) -> str | None:
@@ -472,7 +477,7 @@ def _file_proposal(
     verb = "refused by the budget gate" if refused else "pending review"
     refused_note = f"; the learn gate refused {len(refusals)}: {refusals_summary(refusals)}" if refusals else ""
     return LearnOutcome(
-        outcome=f"proposal {proposal.id} {verb}: {active_before} -> {active_after} active {where} rules{refused_note}",
+        outcome=f"proposal {proposal.id} {verb}: {active_before} -> {active_after} active {_rules_in(domain, project)}{refused_note}",
         proposal_id=proposal.id,
         status=status.value,
         refusals=refusals,

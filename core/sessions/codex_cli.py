@@ -47,7 +47,11 @@ every MCP tool (Codex names them `server__tool`), unknown tools and any
 shell command not known to stay on the machine (`shell.py`) are untrusted. A
 `write_stdin` result (more output of a process an exec call left running,
 "Process running with session ID 42") is decided by the command that started
-that session; a session the file never started is untrusted.
+that session; a session the file never started is untrusted. A
+**subagent's report** (`wait_agent`) is as trusted as the subagent's own
+rollout: the child `spawn_agent` named (`{"agent_id": …}`) is looked for
+under the sessions folder (`rollout-*<thread id>.jsonl`) and must read clean
+to its end; a missing or untrusted one leaves the report untrusted.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ from typing import Any
 
 import msgspec
 
+from mecha.core.errors import InvalidInput
 from mecha.core.sessions.mining import DENIAL_PREFIX
 from mecha.core.sessions.reader import (
     IMAGE_PLACEHOLDER,
@@ -71,7 +76,7 @@ from mecha.core.sessions.reader import (
     TaintPolicy,
     bounded,
 )
-from mecha.core.sessions.transcript import Block, Message, Taint
+from mecha.core.sessions.transcript import Block, Message, Taint, taint_at
 
 CODEX_POLICY = TaintPolicy(
     local=frozenset({"apply_patch", "update_plan", "view_image", "read_file", "list_dir", "grep_files"}),
@@ -219,6 +224,11 @@ class _Reader(ReaderCore):
         #: The person's words already read this turn (the item/event pair).
         self.said_this_turn: list[str] = []
         self.searches = 0
+        #: The subagents this session spawned (their thread ids), and where
+        #: their rollouts are looked for (`sessions_root`; none: reports
+        #: are untrusted).
+        self.children: list[str] = []
+        self.sessions_root: Path | None = None
 
     def _assistant_blocks(self, blocks: list[Block]) -> None:
         self.pending_denial = None
@@ -342,7 +352,18 @@ class _Reader(ReaderCore):
             running = _EXEC_SESSION.search(text) if name in self.policy.shell else None
             if running is not None and command is not None:
                 self.exec_sessions[running.group(1)] = command
-        brought = self.judge(name, command)
+        if is_agent_tool(name, "spawn_agent"):
+            # Its output names the child (`{"agent_id": …}`): ids, no text
+            # of the child's yet. What the child says comes back through
+            # `wait_agent`, decided by the child's own rollout.
+            child = spawned_child(text)
+            if child is not None:
+                self.children.append(child)
+            brought = (Taint(private=True), None) if child is not None else self.judge(name, command)
+        elif is_agent_tool(name, "wait_agent") and self.sessions_root is not None:
+            brought = children_taint(self.sessions_root, waited_for(args, self.children), self.policy)
+        else:
+            brought = self.judge(name, command)
         failed = isinstance(p.output, dict) and p.output.get("success") is False
         self._results([Block.tool_result(call_id, text, failed)], brought)
 
@@ -369,6 +390,92 @@ class _Reader(ReaderCore):
             self._abort()
 
 
+# ─── subagents ──────────────────────────────────────────────────────────────
+
+#: The namespaces Codex's own multi-agent tools are recorded under. An MCP
+#: server's tool that happens to be called `spawn_agent` is not one of them.
+_AGENT_NAMESPACES = ("", "collaboration__", "multi_agent_v1__", "collaboration.", "multi_agent_v1.")
+#: What a `spawn_agent` output may hold besides the child's id: short labels.
+_SPAWN_KEYS = frozenset({"agent_id", "nickname", "task_name", "agent_type", "status"})
+
+
+def is_agent_tool(name: str | None, tool: str) -> bool:
+    """`spawn_agent` / `wait_agent`, bare or under Codex's own namespaces."""
+    return name is not None and any(name == ns + tool for ns in _AGENT_NAMESPACES)
+
+
+def spawned_child(output: str) -> str | None:
+    """The thread id a `spawn_agent` output names — only when the output is
+    nothing but the id and short labels (`{"agent_id": …, "nickname": …}`):
+    anything longer is text in the model's context, decided like any tool's."""
+    try:
+        value = msgspec.json.decode(output)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    if not isinstance(value, dict) or not set(value) <= _SPAWN_KEYS:
+        return None
+    if not all(isinstance(v, str) and len(v) <= 64 for v in value.values()):
+        return None
+    child = value.get("agent_id")
+    return child if isinstance(child, str) and re.fullmatch(r"[\w.:-]+", child) else None
+
+
+def waited_for(args: Any, children: list[str]) -> list[str]:
+    """The children a `wait_agent` call waits on: those its arguments name,
+    or — naming none the reader knows — every child spawned so far."""
+    named: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str) and value in children:
+            named.append(value)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    walk(args)
+    return named or list(children)
+
+
+def sessions_root(path: Path | None) -> Path | None:
+    """The folder Codex keeps rollouts under (`~/.codex/sessions`, above the
+    `YYYY/MM/DD` folders), where a subagent's own rollout is looked for;
+    the rollout's own folder when it is not laid out by date."""
+    if path is None:
+        return None
+    parents = path.parents
+    if len(parents) > 3 and all(p.name.isdigit() for p in (parents[0], parents[1], parents[2])):
+        return parents[3]
+    return path.parent
+
+
+def children_taint(root: Path, children: list[str], policy: TaintPolicy) -> tuple[Taint, Blame | None]:
+    """A subagent's report is as trusted as the subagent's own rollout:
+    local when the rollout of every child waited on is found under `root`
+    (its file name ends with the child's thread id) and reads clean to its
+    end; untrusted otherwise, saying which."""
+    if not children:
+        return Taint(private=True, untrusted=True), Blame(tool="wait_agent", why="a subagent's report whose rollout the file does not name")
+    for child in children:
+        if "/" in child or child.startswith("."):
+            return Taint(private=True, untrusted=True), Blame(tool="wait_agent", why="a subagent's report whose rollout the file does not name")
+        found = sorted(root.rglob(f"rollout-*{child}.jsonl"))
+        if not found:
+            return Taint(private=True, untrusted=True), Blame(tool="wait_agent", program=child, why="a subagent's report: its rollout is not in the sessions folder")
+        try:
+            with found[0].open("rb") as f:
+                read = read_codex(f, name=str(found[0]), policy=policy)
+        except (OSError, InvalidInput) as exc:
+            return Taint(private=True, untrusted=True), Blame(tool="wait_agent", program=child, why=f"a subagent's report: its rollout cannot be read ({exc})")
+        last = taint_at(read.taint_timeline, max(len(read.messages) - 1, 0))
+        if last is None or last.untrusted:
+            inner = read.blames[0].describe() if read.blames else "it reads untrusted"
+            return Taint(private=True, untrusted=True), Blame(tool="wait_agent", program=child, why=f"a subagent's report, whose own rollout is untrusted from {inner}")
+    return Taint(private=True), None
+
+
 def read_codex(
     data: Source,
     *,
@@ -379,6 +486,7 @@ def read_codex(
     """One Codex CLI rollout file as a wire transcript (see the module's
     docstring for every quirk handled)."""
     reader = _Reader(name, policy or CODEX_POLICY)
+    reader.sessions_root = sessions_root(path)
     lines = reader.read(data)
     base = reader.base_id(path)
     return reader.session(SessionFormat.CODEX, f"codex:{base}", lines, interactive=reader.interactive)

@@ -725,8 +725,10 @@ def _git_config_writes_a_program(args: Sequence[str | None]) -> bool:
     if any(a is None for a in args):
         return True
     words = [a for a in args if a is not None]
-    if any(w in ("-e", "--edit", "edit", "--rename-section", "--remove-section", "rename-section", "remove-section") for w in words):
+    if any(w in ("-e", "edit", "rename-section", "remove-section") for w in words):
         return True
+    if any(_abbreviates(w, long) for w in words for long in ("--edit", "--rename-section", "--remove-section")):
+        return True  # git takes `--ed` for `--edit`
     if any(w in _GIT_CONFIG_READS for w in words):
         return False
     operands: list[str] = []

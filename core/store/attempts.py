@@ -33,7 +33,7 @@ class Attempt(msgspec.Struct, kw_only=True, omit_defaults=True):
     """One line of the attempts ledger."""
 
     #: The intervention: `<session id>#<message index>:<trigger>`, or
-    #: `draft:<outbox item id>` (see `passes.intervention_key`).
+    #: `draft:<outbox item id>` (see `core/learning/reflect.py`'s `intervention_key`).
     key: str
     state: AttemptKind
     at: str

@@ -93,14 +93,23 @@ _SLUG_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 _HEX = frozenset("0123456789abcdef")
 
 
-def fnv1a_64(data: bytes) -> str:
-    """FNV-1a 64 over `data`, as 16 hex digits: the rules hash
-    (`rules.rules_hash`) and the project id's hash, one implementation."""
+def fnv1a_64_value(data: bytes) -> int:
+    """FNV-1a, 64-bit, over `data`: the project's one implementation of the
+    hash, written out rather than borrowed (Python's `hash()` is salted per
+    process, and a runtime's hasher may change between releases), because
+    what it keys must never move: the rules hash, a project's id, and the
+    candidate gate's holdout split (`gate.candidate.is_holdout`)."""
     h = 0xCBF29CE484222325
     for byte in data:
         h ^= byte
         h = (h * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return f"{h:016x}"
+    return h
+
+
+def fnv1a_64(data: bytes) -> str:
+    """`fnv1a_64_value` as 16 hex digits: the rules hash
+    (`rules.rules_hash`) and the project id's hash."""
+    return f"{fnv1a_64_value(data):016x}"
 
 
 def project_root(path: str | os.PathLike[str]) -> str:

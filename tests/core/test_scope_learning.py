@@ -103,7 +103,7 @@ async def test_a_pass_files_one_proposal_per_ready_scope_and_accept_writes_each_
     pg, pa = store.proposal(g.proposal_id or ""), store.proposal(a.proposal_id or "")
     assert (pg.project, pg.reflexion_ids) == (None, ["g0", "g1", "g2"])
     assert (pa.project, pa.reflexion_ids) == (app, ["a0", "a1", "a2"])
-    assert f"active behavior in project {app} rules" in a.outcome
+    assert f"active behavior rules in project {app}" in a.outcome
     assert "intervention g0" not in provider.requests[1].user, "a project's pass sees its own reflections only"
 
     # The global proposal does not block the project's scope, and vice versa.

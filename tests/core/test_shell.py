@@ -394,7 +394,7 @@ def test_a_git_config_write_makes_every_later_git_call_of_the_session_untrusted(
     "write",
     [
         "git config include.path /tmp/evil.cfg", "git config set core.pager 'curl evil'", "git config -e",
-        "git config --rename-section x alias", "printf '[core]\\n\\tpager = curl evil\\n' >> .git/config",
+        "git config --rename-section x alias", "git config --ed", "git config --global --rename x alias", "printf '[core]\\n\\tpager = curl evil\\n' >> .git/config",
         "cp /tmp/evil.cfg .git/config", "sed -i 's/x/y/' ~/.gitconfig", "tee -a .git/config < x",
         "git config filter.x.smudge 'curl evil'", "git config \"$KEY\" 1",
     ],

@@ -28,7 +28,7 @@ from mecha.core.store.learning_store import LearningStore, ProposalStatus
 from tests.model_server import ModelServer, lessons_responder
 from tests.realparts import manifest
 
-from .conftest import REPO, WAIT_S
+from .conftest import REPO, WAIT_S, wait_until
 
 PLUGIN = REPO / "plugins" / "mecha"
 
@@ -235,7 +235,9 @@ def test_the_plugins_hooks_read_the_session_and_offer_the_review_command(agent_e
                          str(transcript), "cwd": str(tmp_path), "hook_event_name": "SessionEnd"}), env=agent_env,
                          cwd=tmp_path, capture_output=True, text=True, timeout=WAIT_S)
     assert end.returncode == 0 and end.stdout == ""
-    assert "session-end" in (store_dir / "logs" / "hooks.log").read_text()
+    # The hook hands the session to a hook pass, which logs what it made of it.
+    log = store_dir / "logs" / "hooks.log"
+    wait_until(lambda: log.exists() and "session-end" in log.read_text(), "the hook pass to log the session")
 
     missing = subprocess.run([str(hook), "session-start"], input="{}", env={**agent_env, "PATH": "/usr/bin:/bin"},
                              cwd=tmp_path, capture_output=True, text=True, timeout=WAIT_S)
@@ -258,3 +260,25 @@ def test_codex_lists_the_review_skills_to_its_model_once_they_are_in_its_skills_
     listed = json.dumps(json.loads(shown.stdout))
     assert "- mecha-review: Review mecha's pending rule proposals" in listed
     assert "- mecha-why: Say where one of mecha's learned rules came from" in listed
+
+
+def test_codexs_session_start_notice_offers_the_review_skill_once_it_is_installed(agent_env, pending, tmp_path):
+    # Pins: a Codex notice that sends the person to a terminal though the
+    # review skill is right there, or offers a skill that is not installed.
+    from mecha.core.agents.hooks import HOOK_VERB, MODULE
+
+    command = [sys.executable, "-P", "-m", MODULE, HOOK_VERB, "codex", "session-start"]
+    payload = json.dumps({"session_id": "s", "transcript_path": None, "cwd": str(tmp_path), "source": "startup",
+                          "hook_event_name": "SessionStart"})
+
+    def notice() -> str:
+        done = subprocess.run(command, input=payload, env=agent_env, cwd=tmp_path, capture_output=True, text=True,
+                              timeout=WAIT_S)
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        return str(json.loads(done.stdout)["systemMessage"])
+
+    assert "mecha-sidecar proposals` lists them" in notice() and "$mecha-review" not in notice()
+    import shutil
+
+    shutil.copytree(PLUGIN / "codex" / "skills" / "mecha-review", Path(agent_env["HOME"]) / ".codex" / "skills" / "mecha-review")
+    assert "type $mecha-review to go through it here" in notice()

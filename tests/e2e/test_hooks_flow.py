@@ -387,3 +387,25 @@ def test_hooks_status_says_what_held_a_sessions_words_back_and_what_trusts_it(en
     status = cli(env, project, "hooks", "status", "--learning-dir", str(store_dir))
     assert "1 held back as untrusted by line 3: Bash `bd ready --json` — bd: not in the table" in status.stdout, status.stdout
     assert "to trust it: mecha-sidecar trust add 'Bash(bd)'" in status.stdout
+
+
+def test_a_reflect_pass_that_wrote_no_lesson_starts_no_learn_pass(env, store_dir, server):
+    # Pins: a scope whose proposal the learn gate refused asked the same
+    # question again after every session, though nothing new was learned.
+    from mecha.core.learning.reflection import Origin, Reflexion
+    from mecha.core.store.learning_store import LearningStore
+
+    LearningStore.open(store_dir).append_reflexions([
+        Reflexion(id=f"R{n}", domain="behavior", session_id=f"s{n}", trigger="steer", context="ctx",
+                  intervention=f"Ask before deleting files ({n}).", reflexion_text=f"Ask before deleting files ({n}).",
+                  created_at="2026-11-01T00:00:00.000000Z", origin=Origin.CLEAN)
+        for n in range(3)
+    ])
+    agent_env = {**env, "MECHA_LEARNING_DIR": str(store_dir), "MECHA_MODEL_API": "openai",
+                 "MECHA_MODEL_BASE_URL": server.url, "MECHA_MODEL": "scripted-model"}
+    ran = subprocess.run([sys.executable, "-m", "mecha.sidecar", "pass", "reflect", "--job", "reflect-1", "--learn-after"],
+                         env=agent_env, cwd=store_dir, capture_output=True, text=True, timeout=WAIT_S)
+    assert ran.returncode == 0, ran.stderr
+    (job,) = jobs_settled(store_dir)
+    assert job["kind"] == "reflect" and "learn pass" not in (job.get("outcome") or "")
+    assert server.completions() == []

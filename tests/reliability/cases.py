@@ -44,10 +44,10 @@ REQUEST_METHODS = sorted(name for name, spec in METHODS.items() if not spec.noti
 
 #: Methods that read or write the person's own files outside the store, by
 #: design, wherever a request points them (another agent's sessions, its
-#: instructions file, its hook settings): never run with fuzzed params,
-#: whose paths would be this machine's (`/etc/passwd`, `~`). Their params
-#: are still decoded.
-OUTSIDE_THE_STORE = frozenset({"mecha/importSessions", "mecha/exportRules", "mecha/installHooks"})
+#: instructions file, its hook settings, the config file's trust decisions):
+#: never run with fuzzed params, whose paths would be this machine's
+#: (`/etc/passwd`, `~`). Their params are still decoded.
+OUTSIDE_THE_STORE = frozenset({"mecha/importSessions", "mecha/exportRules", "mecha/installHooks", "mecha/trust"})
 
 #: What the running fuzz sends.
 RUN_METHODS = [name for name in REQUEST_METHODS if name not in OUTSIDE_THE_STORE]
@@ -90,6 +90,7 @@ VALID_PARAMS: dict[str, dict[str, Any]] = {
     },
     "mecha/exportRules": {"target": "agents", "path": "AGENTS.md", "check": True},
     "mecha/hookStatus": {"agent": "claude", "scope": "user"},
+    "mecha/trust": {"action": "add", "entries": ["Bash(bd)", "Bash(git fetch)", "mcp__notes__read"]},
     "mecha/installHooks": {"agent": "codex", "scope": "user", "uninstall": True, "pin_store": False},
     "mecha/proposals": {"status": "pending", "domain": "behavior"},
     "mecha/proposal": {"id": "20260101T000000"},
@@ -107,6 +108,7 @@ VALID_PARAMS: dict[str, dict[str, Any]] = {
         "created_at": "2026-11-03T10:00:00.000000Z",
     },
     "mecha/ruleTallies": {"domain": "behavior"},
+    "mecha/lessons": {"domain": "behavior", "scope": "global", "trigger": "steer", "origin": "clean", "pending": True, "limit": 5},
     "mecha/ruleSources": {"rule_id": "r-1"},
     "mecha/validate": {"domain": "behavior", "dry_run": True},
     "mecha/judge": {

@@ -44,6 +44,27 @@ fn signal(pid: u32, sig: &str) {
     assert!(done.success(), "kill {sig} {pid}");
 }
 
+/// Stop the process, and wait until every thread of it is stopped: a stop
+/// is delivered to each thread as it next runs, and a thread running when
+/// the signal is sent could otherwise still answer a request sent next.
+fn stop(pid: u32) {
+    signal(pid, "-STOP");
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+        let all_stopped = tasks.filter_map(Result::ok).all(|task| {
+            let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+            // The state follows the command name in parentheses.
+            stat.rsplit_once(") ").map(|(_, rest)| rest.starts_with('T')).unwrap_or(true)
+        });
+        if all_stopped {
+            return;
+        }
+        assert!(Instant::now() < until, "{pid} did not stop");
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
 fn transcript() -> Vec<Message> {
     serde_json::from_value(json!([
         {"role": "user", "content": "Rename load_config."},
@@ -104,7 +125,7 @@ fn a_sidecar_that_will_not_start_is_named_with_its_last_words() {
 fn a_sidecar_killed_mid_request_is_reported_dead_not_waited_for() {
     let (mut sidecar, _) = Sidecar::spawn(&config("killed")).expect("spawned");
     let pid = sidecar.pid();
-    signal(pid, "-STOP"); // the request below is in flight when the kill comes
+    stop(pid); // the request below is in flight when the kill comes
     let killer = thread::spawn(move || {
         thread::sleep(Duration::from_millis(200));
         signal(pid, "-KILL");
@@ -128,7 +149,7 @@ fn a_stopped_sidecar_costs_a_deadline_its_late_reply_is_dropped_and_a_second_mis
     assert!(learning.rules_block(None, None).is_some(), "{:?}", learning.notes());
     let pid = learning.sidecar().unwrap().pid();
 
-    signal(pid, "-STOP");
+    stop(pid);
     let started = Instant::now();
     assert!(learning.rules_block(None, None).is_none());
     assert!(started.elapsed() < Duration::from_secs(5));
@@ -140,7 +161,7 @@ fn a_stopped_sidecar_costs_a_deadline_its_late_reply_is_dropped_and_a_second_mis
     assert_eq!(block.domains, vec!["behavior".to_string(), "writing".to_string()]);
     assert_eq!(learning.sidecar().unwrap().dropped_late, 1, "the late reply was dropped, not taken for this one");
 
-    signal(pid, "-STOP");
+    stop(pid);
     assert!(learning.rules_block(None, None).is_none());
     assert!(learning.rules_block(None, None).is_none());
     let why = learning.why_off().expect("two misses in a row turn learning off").to_string();
