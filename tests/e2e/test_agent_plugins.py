@@ -28,7 +28,7 @@ from mecha.core.store.learning_store import LearningStore, ProposalStatus
 from tests.model_server import ModelServer, lessons_responder
 from tests.realparts import manifest
 
-from .conftest import REPO, WAIT_S
+from .conftest import REPO, WAIT_S, wait_until
 
 PLUGIN = REPO / "plugins" / "mecha"
 
@@ -235,7 +235,9 @@ def test_the_plugins_hooks_read_the_session_and_offer_the_review_command(agent_e
                          str(transcript), "cwd": str(tmp_path), "hook_event_name": "SessionEnd"}), env=agent_env,
                          cwd=tmp_path, capture_output=True, text=True, timeout=WAIT_S)
     assert end.returncode == 0 and end.stdout == ""
-    assert "session-end" in (store_dir / "logs" / "hooks.log").read_text()
+    # The hook hands the session to a hook pass, which logs what it made of it.
+    log = store_dir / "logs" / "hooks.log"
+    wait_until(lambda: log.exists() and "session-end" in log.read_text(), "the hook pass to log the session")
 
     missing = subprocess.run([str(hook), "session-start"], input="{}", env={**agent_env, "PATH": "/usr/bin:/bin"},
                              cwd=tmp_path, capture_output=True, text=True, timeout=WAIT_S)

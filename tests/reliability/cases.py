@@ -108,6 +108,7 @@ VALID_PARAMS: dict[str, dict[str, Any]] = {
         "created_at": "2026-11-03T10:00:00.000000Z",
     },
     "mecha/ruleTallies": {"domain": "behavior"},
+    "mecha/lessons": {"domain": "behavior", "scope": "global", "trigger": "steer", "origin": "clean", "pending": True, "limit": 5},
     "mecha/ruleSources": {"rule_id": "r-1"},
     "mecha/validate": {"domain": "behavior", "dry_run": True},
     "mecha/judge": {
