@@ -55,6 +55,8 @@ CONTRACT_METHODS = [
     "mecha/recordValidation",
     "mecha/ruleSources",
     "mecha/ruleTallies",
+    "mecha/lessons",
+    "mecha/trust",
     "mecha/validate",
     "mecha/judge",
     "mecha/judgeDrawn",
