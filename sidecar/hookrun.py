@@ -210,14 +210,14 @@ def _start_hook_pass(agent: str, root: str) -> None:
     store's logs. Spawned, not forked: nothing of this process is copied."""
     import sys
 
-    from mecha.core.store.layout import HOOK_PASS_LOG_FILE, LOGS_DIR
+    from mecha.core.store.layout import hook_pass_log_path
 
-    logs = os.path.join(root, LOGS_DIR)
-    os.makedirs(logs, mode=0o700, exist_ok=True)
+    log = hook_pass_log_path(root)
+    os.makedirs(os.path.dirname(log), mode=0o700, exist_ok=True)
     argv = [sys.executable, "-P", "-m", "mecha.sidecar", "hook", agent, HOOK_PASS, "--learning-dir", root]
     actions = [
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-        (os.POSIX_SPAWN_OPEN, 1, os.path.join(logs, HOOK_PASS_LOG_FILE),
+        (os.POSIX_SPAWN_OPEN, 1, log,
          os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600),
         (os.POSIX_SPAWN_DUP2, 1, 2),
     ]

@@ -37,7 +37,7 @@ import stat
 import time
 from collections.abc import Collection, Iterator
 
-from mecha.core.store.layout import HOOK_QUEUE_DIR
+from mecha.core.store.layout import hook_queue_dir
 
 #: The lock only a running hook pass holds.
 PASS_LOCK = ".pass.lock"
@@ -49,7 +49,7 @@ FIELDS = ("agent", "session_id", "transcript_path", "cwd", "event")
 
 
 def queue_dir(root: str) -> str:
-    return os.path.join(root, HOOK_QUEUE_DIR)
+    return hook_queue_dir(root)
 
 
 def _ensure_dir(path: str) -> None:
