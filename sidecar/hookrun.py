@@ -210,14 +210,14 @@ def _start_hook_pass(agent: str, root: str) -> None:
     store's logs. Spawned, not forked: nothing of this process is copied."""
     import sys
 
-    from mecha.core.store.layout import HOOK_PASS_LOG_FILE, LOGS_DIR
+    from mecha.core.store.layout import hook_pass_log_path
 
-    logs = os.path.join(root, LOGS_DIR)
-    os.makedirs(logs, mode=0o700, exist_ok=True)
+    log = hook_pass_log_path(root)
+    os.makedirs(os.path.dirname(log), mode=0o700, exist_ok=True)
     argv = [sys.executable, "-P", "-m", "mecha.sidecar", "hook", agent, HOOK_PASS, "--learning-dir", root]
     actions = [
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-        (os.POSIX_SPAWN_OPEN, 1, os.path.join(logs, HOOK_PASS_LOG_FILE),
+        (os.POSIX_SPAWN_OPEN, 1, log,
          os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600),
         (os.POSIX_SPAWN_DUP2, 1, 2),
     ]
@@ -244,14 +244,15 @@ def hook_pass(learning_dir: str | None) -> int:
                 return 0
             time.sleep(GATHER_S)
             said: list[_Said] = []
+            passed: set[str] = set()
             ctx = None
             while True:
-                while pending(root):  # hooks that end while a round is read make the next round
-                    ctx = _read_queued(root, said) or ctx
-                if not _more_within(root, LINGER_S):
+                while pending(root, passed):  # hooks that end while a round is read make the next round
+                    ctx = _read_queued(root, said, passed) or ctx
+                if not _more_within(root, LINGER_S, passed):
                     break
             _hand_on(root, ctx, said)
-        if not pending(root):
+        if not pending(root, passed):
             return 0
 
 
@@ -266,7 +267,7 @@ GATHER_S = 0.5
 LINGER_S = 1.0
 
 
-def _more_within(root: str, seconds: float) -> bool:
+def _more_within(root: str, seconds: float, passed: set[str]) -> bool:
     """Whether a session is queued within `seconds`."""
     import time
 
@@ -275,7 +276,7 @@ def _more_within(root: str, seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         time.sleep(0.05)
-        if pending(root):
+        if pending(root, passed):
             return True
     return False
 
@@ -308,11 +309,12 @@ def _hand_on(root: str, ctx: object, said: list[_Said]) -> None:
         _record(root, agent, "session-end", what + (started if queued else ""), session_id, cwd)
 
 
-def _read_queued(root: str, said: list[_Said]) -> object:
+def _read_queued(root: str, said: list[_Said], passed: set[str]) -> object:
     """One round: every session queued now, each read once however many
     hooks queued it (a compaction, then the end), exactly as `import`
-    reads it, what each came to added to `said`; the files are removed.
-    The context it read with (`None`: nothing read)."""
+    reads it, what each came to added to `said`; the files are removed (one
+    that cannot be is named, and added to `passed`). The context it read
+    with (`None`: nothing read)."""
     from pathlib import Path
 
     from mecha.core.agents.hookqueue import pending, read_entry, remove
@@ -321,10 +323,13 @@ def _read_queued(root: str, said: list[_Said]) -> object:
 
     from .context import Context, InitializationOptions
 
-    files = pending(root)
+    files = pending(root, passed)
     groups: dict[tuple[str, Path], list[HookInput]] = {}
     for path in files:
-        entry = read_entry(path)
+        try:
+            entry = read_entry(path)
+        except Exception as exc:  # named, and the queue goes on
+            entry = f"cannot be read ({type(exc).__name__}: {exc})"
         if isinstance(entry, str):
             _record(root, "?", "session-end", f"skipped the queued file {path}: {entry}", None, None)
             continue
@@ -348,7 +353,10 @@ def _read_queued(root: str, said: list[_Said]) -> object:
         except Exception as exc:
             said.append((agent, f"failed: {type(exc).__name__}: {exc}", last.session_id, last.cwd, False))
     for path in files:
-        remove(path)
+        problem = remove(path)
+        if problem is not None:
+            passed.add(path)
+            _record(root, "?", "session-end", problem, None, None)
     return ctx
 
 

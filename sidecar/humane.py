@@ -159,6 +159,9 @@ def proposal_with_diff(r: dict[str, Any]) -> str:
                 lines.append(f"    measured: {c['measured']}")
     verdict = r.get("verdict") or {}
     lines += ["", f"verdict: {verdict.get('measured') or 'not measured yet'}"]
+    if p.get("left_out"):
+        verb = "left out" if p["status"] == "accepted" else "wrong:"
+        lines += ["", "changes a person left out or named wrong:", *_left_out(p, verb)]
     refusals = p.get("refusals") or []
     if refusals:
         lines += ["", f"the learn gate refused {len(refusals)}:"]

@@ -33,10 +33,11 @@ import errno
 import fcntl
 import json
 import os
+import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
-from mecha.core.store.layout import HOOK_QUEUE_DIR
+from mecha.core.store.layout import hook_queue_dir
 
 #: The lock only a running hook pass holds.
 PASS_LOCK = ".pass.lock"
@@ -48,7 +49,7 @@ FIELDS = ("agent", "session_id", "transcript_path", "cwd", "event")
 
 
 def queue_dir(root: str) -> str:
-    return os.path.join(root, HOOK_QUEUE_DIR)
+    return hook_queue_dir(root)
 
 
 def _ensure_dir(path: str) -> None:
@@ -112,13 +113,15 @@ def enqueue(root: str, agent: str, fields: dict[str, object]) -> str:
     return final
 
 
-def pending(root: str) -> list[str]:
-    """The queued files, oldest first."""
+def pending(root: str, passed: Collection[str] = ()) -> list[str]:
+    """The queued files, oldest first, but those in `passed` (files a pass
+    could not take out of the queue: it reads each once)."""
     try:
         names = os.listdir(queue_dir(root))
     except OSError:
         return []
-    return sorted(os.path.join(queue_dir(root), n) for n in names if n.endswith(ENTRY_SUFFIX) and not n.startswith("."))
+    found = (os.path.join(queue_dir(root), n) for n in names if n.endswith(ENTRY_SUFFIX) and not n.startswith("."))
+    return sorted(p for p in found if p not in passed)
 
 
 def entry_problem(value: object) -> str | None:
@@ -146,8 +149,14 @@ def read_entry(path: str) -> dict[str, object] | str:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         return f"cannot be read ({exc.strerror or exc})"
-    with open(fd, "rb") as f:
-        data = f.read(1 << 20)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "not a regular file"
+        data = os.read(fd, 1 << 20)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    finally:
+        os.close(fd)
     try:
         value = json.loads(data)
     except (ValueError, RecursionError) as exc:
@@ -156,9 +165,16 @@ def read_entry(path: str) -> dict[str, object] | str:
     return problem if problem is not None else value
 
 
-def remove(path: str) -> None:
-    with contextlib.suppress(FileNotFoundError):
+def remove(path: str) -> str | None:
+    """Take a queued file out of the queue; why it could not be, if not
+    (the pass then passes it by until it ends)."""
+    try:
         os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        return f"{path} could not be taken out of the queue ({exc.strerror or exc})"
+    return None
 
 
 @contextlib.contextmanager

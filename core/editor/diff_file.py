@@ -16,15 +16,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from mecha.core.store.files import ensure_private_dir, refuse_links, write_atomic
-from mecha.core.store.layout import PROPOSAL_DIFFS_DIR
 from mecha.core.store.proposal_files import ProposalFiles
 
 
 def proposal_diff_path(root: Path, proposal_id: str) -> Path:
     """Where `proposal_id`'s diff file goes; an id that could not name a
     proposal is refused by the same check as a proposal's own file."""
-    ProposalFiles(root).path(proposal_id)
-    return root / PROPOSAL_DIFFS_DIR / f"{proposal_id}.diff"
+    return ProposalFiles(root).diff_path(proposal_id)
 
 
 def write_proposal_diff(root: Path, proposal_id: str, diff: str) -> Path:

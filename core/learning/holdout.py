@@ -35,14 +35,11 @@ import msgspec
 from mecha.core.gate.candidate import is_holdout
 from mecha.core.sessions.files import SessionFile
 from mecha.core.sessions.transcript import Message, TaintCheckpoint
-from mecha.core.store.files import ensure_private_dir, refuse_links, write_atomic
-from mecha.core.store.layout import GITIGNORE_FILE
+from mecha.core.store.files import ensure_ignored_dir, refuse_links, write_atomic
+from mecha.core.store.layout import transcripts_dir
 
 #: One session in this many is held out for `validate` (`candidate.is_holdout`).
 HOLDOUT_IN = 2
-
-#: The folder under the store root that kept transcripts live in.
-TRANSCRIPTS_DIR = "transcripts"
 
 
 def in_holdout(session_id: str) -> bool:
@@ -53,7 +50,7 @@ def in_holdout(session_id: str) -> bool:
 def transcript_path(root: Path, session_id: str) -> Path:
     """Where the kept transcript of `session_id` lives (an id the store
     has already checked is a record id: no separator, no `..`)."""
-    return root / TRANSCRIPTS_DIR / f"{session_id}.json"
+    return Path(transcripts_dir(root)) / f"{session_id}.json"
 
 
 def keep_transcript(
@@ -67,12 +64,8 @@ def keep_transcript(
     """Write the transcript of a handed-over session where `validate` reads
     it again, whole and owner-only, and return its path. Written again
     unchanged when the same session is handed over twice."""
-    folder = root / TRANSCRIPTS_DIR
-    ensure_private_dir(folder, root=root)
-    ignore = folder / GITIGNORE_FILE
-    if not ignore.exists():
-        write_atomic(ignore, b"*\n")
     path = transcript_path(root, session_id)
+    ensure_ignored_dir(path.parent, root=root)
     refuse_links(root, path)
     kept = SessionFile(
         session_id=session_id,

@@ -103,12 +103,17 @@ def _cut(text: str, limit: int) -> str:
     return text[: max(limit - 1, 0)] + "…"
 
 
-def _one_line(text: str) -> str:
+def _one_line(text: str, limit: int | None = None) -> str:
+    """`text` on one line, its runs of spaces and newlines made one space.
+    With `limit`, only as much of it is read as could show in that many
+    characters (a megabyte heredoc is not split whole to show a line)."""
+    if limit is not None and len(text) > 4 * limit + 64:
+        text = text[: 4 * limit + 64]
     return " ".join(text.split())
 
 
 def _quoted(text: str, limit: int) -> str:
-    return '"' + _cut(_one_line(text), max(limit - 2, 1)) + '"'
+    return '"' + _cut(_one_line(text, limit), max(limit - 2, 1)) + '"'
 
 
 def _todo_line(todos: Any) -> str | None:
@@ -187,7 +192,7 @@ def render_call(call: Block, limit: int = 10_000) -> str:
     command = _command_text(args.get("command")) or _command_text(args.get("cmd"))
     path = _s(args.get("file_path")) or _s(args.get("path")) or _s(args.get("notebook_path"))
     if command is not None:
-        return _cut(f"{name}: {_one_line(command)}", limit)
+        return _cut(f"{name}: {_one_line(command, limit)}", limit)
     if name in ("Edit", "MultiEdit", "NotebookEdit", "str_replace_based_edit_tool") or (
         "old_string" in args and path is not None
     ):
@@ -205,11 +210,11 @@ def render_call(call: Block, limit: int = 10_000) -> str:
     if name == "Grep":
         pattern = _s(args.get("pattern")) or ""
         where = f" in {path}" if path else ""
-        return _cut(f'{name} "{_one_line(pattern)}"{where}', limit)
+        return _cut(f'{name} "{_one_line(pattern, limit)}"{where}', limit)
     for key in ("url", "query", "pattern", "description", "prompt", "skill", "question"):
         value = _s(args.get(key))
         if value:
-            text = f"{name}: {_one_line(value)}" if path is None else f"{name} {path}: {_one_line(value)}"
+            text = f"{name}: {_one_line(value, limit)}" if path is None else f"{name} {path}: {_one_line(value, limit)}"
             return _cut(text, limit)
     if path is not None:
         return _cut(f"{name} {path}", limit)
@@ -237,7 +242,7 @@ def _render_edit(name: str, path: str, args: dict[str, Any], limit: int) -> str:
     if room < 12:
         return head
     half = room // 2
-    old_text, new_text = _one_line(old or ""), _one_line(new or "")
+    old_text, new_text = _one_line(old or "", room), _one_line(new or "", room)
     # Whichever string is short gives the other its room.
     if len(old_text) + 2 < half:
         new_room = room - len(old_text) - 2

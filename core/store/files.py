@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from mecha.core.errors import InvalidStore, StoreFull
-from mecha.core.store.layout import TMP_SUFFIX
+from mecha.core.store.layout import GITIGNORE_FILE, TMP_SUFFIX
 
 log = logging.getLogger(__name__)
 
@@ -243,6 +243,17 @@ def ensure_private_dir(path: Path, *, root: Path | None = None) -> None:
             os.chmod(path, DIR_MODE)
     except PermissionError as e:  # not ours to change; still usable
         log.warning("cannot make %s owner-only: %s", path, e)
+
+
+def ensure_ignored_dir(path: Path, *, root: Path) -> None:
+    """`ensure_private_dir`, and a `.gitignore` of `*` inside: a folder of
+    transient files that hold what people and assistants said (the inbox,
+    kept transcripts), which a pass's commit (`git add -A`) must never carry
+    into the store's history."""
+    ensure_private_dir(path, root=root)
+    ignore = path / GITIGNORE_FILE
+    if not ignore.exists():
+        write_atomic(ignore, b"*\n")
 
 
 def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:

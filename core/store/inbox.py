@@ -33,8 +33,7 @@ from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
 from mecha.core.sessions.outbox import OutboxItem
 from mecha.core.sessions.transcript import Message, TaintCheckpoint
 from mecha.core.store import jobs as jobs_mod
-from mecha.core.store.files import ensure_private_dir, process_alive, refuse_links, store_full, write_atomic
-from mecha.core.store.layout import GITIGNORE_FILE
+from mecha.core.store.files import ensure_ignored_dir, ensure_private_dir, process_alive, refuse_links, store_full, write_atomic
 from mecha.core.store.learning_store import Attempt, AttemptKind, LearningStore, SetAside
 
 log = logging.getLogger(__name__)
@@ -111,13 +110,9 @@ def inbox_dir(store: LearningStore) -> Path:
 def _ready_inbox(store: LearningStore) -> Path:
     """The inbox folder, created owner-only and kept out of history."""
     directory = inbox_dir(store)
-    ensure_private_dir(directory, root=store.root)
     # Inbox entries carry what people and assistants said, third-party text
-    # included, and are transient: a pass's commit (`git add -A`) must never carry them into
-    # the store's permanent history.
-    ignore = directory / GITIGNORE_FILE
-    if not ignore.exists():
-        write_atomic(ignore, b"*\n")
+    # included, and are transient: never the store's permanent history.
+    ensure_ignored_dir(directory, root=store.root)
     return directory
 
 

@@ -205,6 +205,10 @@ HOOK_LOG_FILE = "hooks.log"
 HOOK_QUEUE_DIR = "hook-queue"
 #: What the hook pass writes on stdout and stderr (a traceback, if ever).
 HOOK_PASS_LOG_FILE = "hook-pass.log"
+#: Transcripts of handed-over sessions in the holdout, kept whole so
+#: `validate` can replay them (`learning.holdout`): what people and
+#: assistants said, so git-ignored, never history.
+TRANSCRIPTS_DIR = "transcripts"
 
 
 def proposals_dir(root: str | os.PathLike[str]) -> str:
@@ -216,6 +220,22 @@ def proposals_dir(root: str | os.PathLike[str]) -> str:
 def hook_log_path(root: str | os.PathLike[str]) -> str:
     """`<root>/logs/hooks.log`: where an agent hook's runs are recorded."""
     return os.path.join(root, LOGS_DIR, HOOK_LOG_FILE)
+
+
+def hook_pass_log_path(root: str | os.PathLike[str]) -> str:
+    """`<root>/logs/hook-pass.log`: the detached hook pass's stdout and stderr."""
+    return os.path.join(root, LOGS_DIR, HOOK_PASS_LOG_FILE)
+
+
+def hook_queue_dir(root: str | os.PathLike[str]) -> str:
+    """`<root>/hook-queue`, for the session-end hook, which queues with the
+    standard library alone."""
+    return os.path.join(root, HOOK_QUEUE_DIR)
+
+
+def transcripts_dir(root: str | os.PathLike[str]) -> str:
+    """`<root>/transcripts`: the holdout sessions' kept transcripts."""
+    return os.path.join(root, TRANSCRIPTS_DIR)
 
 
 #: The suffix of a write in flight (`files.write_atomic`'s temp files, named

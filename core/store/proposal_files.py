@@ -16,7 +16,7 @@ from mecha.core.errors import InvalidInput, NotFound
 from mecha.core.learning.rules import LeftOut, Refusal, Rule, RuleDrop, validate_domain
 from mecha.core.store import files as _files
 from mecha.core.store.codec import ENCODER, decoder
-from mecha.core.store.layout import PROPOSALS_DIR
+from mecha.core.store.layout import PROPOSAL_DIFFS_DIR, PROPOSALS_DIR
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +93,13 @@ class ProposalFiles:
                 "starting with a letter or digit"
             )
         return self._root / PROPOSALS_DIR / f"{proposal_id}.json"
+
+    def diff_path(self, proposal_id: str) -> Path:
+        """`cache/diffs/<id>.diff`, the proposal's diff written as a file for
+        an editor that can only open files (`editor.diff_file`); the id is
+        checked as `path` checks it."""
+        self.path(proposal_id)
+        return self._root / PROPOSAL_DIFFS_DIR / f"{proposal_id}.diff"
 
     def write(self, p: Proposal) -> None:
         """Write or rewrite one proposal, atomically: a listing never reads

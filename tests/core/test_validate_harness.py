@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from mecha.core.learning.consolidation import Learner
-from mecha.core.learning.holdout import TRANSCRIPTS_DIR, in_holdout
+from mecha.core.learning.holdout import in_holdout
 from mecha.core.learning.learn import learn_domain
 from mecha.core.learning.proposals import accept
 from mecha.core.learning.reflect import reflect_inbox
@@ -24,6 +24,7 @@ from mecha.core.learning.validate import SKIP_HOLDOUT, SKIP_OWN_SOURCE, plan_val
 from mecha.core.providers.base import CompletionRequest
 from mecha.core.sessions.transcript import Message, Taint, TaintCheckpoint
 from mecha.core.store.inbox import queued_session_ids
+from mecha.core.store.layout import transcripts_dir
 from mecha.protocol import methods as m
 from mecha.sidecar.context import Context
 from mecha.sidecar.handlers import session_ended
@@ -78,7 +79,7 @@ async def test_validate_plans_probes_on_harness_sessions_from_the_transcripts_th
     store = ctx.store()
     held = [sid for sid in SESSION_IDS if in_holdout(sid)]
     assert 0 < len(held) < len(SESSION_IDS), "the ids fall on both sides of the split"
-    kept = sorted(p.stem for p in (store.root / TRANSCRIPTS_DIR).glob("*.json"))
+    kept = sorted(p.stem for p in Path(transcripts_dir(store.root)).glob("*.json"))
     assert kept == sorted(held), "only the holdout half's transcripts are kept"
     assert set(queued_session_ids(store)) == set(SESSION_IDS)
 

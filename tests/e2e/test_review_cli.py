@@ -54,6 +54,8 @@ def test_accept_without_a_numbered_change_from_the_command_line(env, store_dir):
     assert done.returncode == 0, done.stderr
     assert "left out 2 (added): “Use pnpm in this workspace.”; 1 lesson(s) marked rejected" in done.stdout
     assert [r.id for r in store.learned_rules("behavior")] == ["rule-r-a", "rule-r-c"]
+    again = run(env, store_dir, "proposals", "show", pid)
+    assert "left out 2 (added): “Use pnpm in this workspace.”; 1 lesson(s) marked rejected" in again.stdout, again.stdout
     lessons = json.loads(run(env, store_dir, "--json", "lessons").stdout)["lessons"]
     assert {x["id"]: x["rejected"] for x in lessons} == {"r-a": None, "r-b": "npm is fine here", "r-c": None}
 

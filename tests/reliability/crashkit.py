@@ -267,7 +267,7 @@ def _run_op(op: str, root: Path, args: dict[str, Any]) -> Any:
     if op == "accept":
         return msgspec.to_builtins(proposals.accept_proposal(store, args["id"]))
     if op == "reject":
-        return msgspec.to_builtins(proposals.reject_proposal(store, args["id"], args.get("reason")))
+        return msgspec.to_builtins(proposals.reject_proposal(store, args["id"], args.get("reason"), wrong=args.get("wrong", [])))
     if op == "retire":
         return msgspec.to_builtins(proposals.propose_retirement(store, args["domain"], args["rule_id"], args["reason"]))
     if op == "handover":

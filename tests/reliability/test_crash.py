@@ -157,7 +157,10 @@ OLD_RULES = [
     Rule(text="Keep diffs small.", id="r-old-1", created_at="2026-11-01T00:00:00.000000Z"),
     Rule(text="Say which files you touched.", id="r-old-2", created_at="2026-11-01T00:00:00.000000Z"),
 ]
-NEW_RULES = [*OLD_RULES, Rule(text="Ask before deleting anything.", id="r-new-1", created_at="2026-11-02T00:00:00.000000Z")]
+NEW_RULES = [
+    *OLD_RULES,
+    Rule(text="Ask before deleting anything.", id="r-new-1", created_at="2026-11-02T00:00:00.000000Z", sources=["old-1"]),
+]
 PROPOSAL_ID = "20261102T000000-c0ffee01"
 
 
@@ -258,7 +261,8 @@ def template_accept(root: Path) -> dict[str, Any]:
 
 def template_reject(root: Path) -> dict[str, Any]:
     _with_proposal(root)
-    return {"id": PROPOSAL_ID, "reason": "too broad"}
+    # Its one change named wrong: its lesson marked rejected, the rest back in the pool.
+    return {"id": PROPOSAL_ID, "reason": "too broad", "wrong": [1]}
 
 
 def template_retire(root: Path) -> dict[str, Any]:
@@ -429,7 +433,8 @@ def final_reject(root: Path, where: str) -> None:
     p = store.proposal(PROPOSAL_ID)
     assert p.status == "rejected" and p.reason == "too broad", f"{where}: {p}"
     assert store.learned_rules("behavior") == OLD_RULES, where
-    assert all(r.is_processed for r in store.reflexions()), where
+    marks = {r.id: (r.is_processed, r.rejected) for r in store.reflexions() if r.id in p.reflexion_ids}
+    assert marks == {"old-0": (False, None), "old-1": (True, "too broad"), "old-2": (False, None)}, where
 
 
 def final_retire(root: Path, where: str) -> None:

@@ -169,3 +169,39 @@ def test_the_hook_on_a_one_gigabyte_one_line_transcript_returns_and_the_pass_ski
     assert "queued 1 new intervention(s)" in line and f"{transcript}:5: skipped a line" in line, line
     assert "longer than 32 MiB" in line
     wait_for_passes(store, timeout=60)
+
+
+def test_the_hook_pass_trusts_nothing_in_its_queue_and_ends(tmp_path: Path) -> None:
+    # A queue is a folder of the store anyone with access can write: a
+    # folder, a FIFO, a link or garbage under an entry's name is named in
+    # the hook log and passed by; the pass reads the real session and ends
+    # (a folder it cannot take out of the queue once kept it going for ever).
+    store, home = tmp_path / "store", tmp_path / "home"
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    queue = store / HOOK_QUEUE_DIR
+    queue.mkdir(parents=True)
+    (queue / "1-folder.json").mkdir()
+    (queue / "1-folder.json" / "inside").write_text("x")
+    os.mkfifo(queue / "2-fifo.json")
+    (queue / "3-link.json").symlink_to("/etc/hostname")
+    (queue / "4-garbage.json").write_bytes(b"\xff{not json")
+    (queue / "5-shape.json").write_text(json.dumps({"agent": "claude", "session_id": ["x"]}))
+    sid, data = _session(0, project)
+    transcript = tmp_path / "real.jsonl"
+    transcript.write_bytes(data)
+    payload = json.dumps({"session_id": sid, "transcript_path": str(transcript), "cwd": str(project),
+                          "hook_event_name": "SessionEnd"}).encode()
+    ran = subprocess.run(["sh", "-c", _command(store)], input=payload, cwd=project, env=_env(home),
+                         capture_output=True, timeout=END_TIMEOUT_S)
+    assert ran.returncode == 0 and ran.stdout == b"" and ran.stderr == b""
+    wait_for_hook_pass(store, timeout=120)
+    log = (store / "logs" / "hooks.log").read_text()
+    assert f"session={sid}" in log and f"queued {CORRECTIONS} new intervention(s)" in log
+    for name, why in [("1-folder.json", "not a regular file"), ("2-fifo.json", "not a regular file"),
+                      ("3-link.json", "cannot be read"), ("4-garbage.json", "not JSON"),
+                      ("5-shape.json", "not a queued session")]:
+        assert f"{queue / name}: {why}" in log, (name, log)
+    assert f"{queue / '1-folder.json'} could not be taken out of the queue" in log
+    assert len(_queued_interventions(store)) == CORRECTIONS
+    wait_for_passes(store, timeout=60)
