@@ -55,8 +55,6 @@ CONTRACT_METHODS = [
     "mecha/recordValidation",
     "mecha/ruleSources",
     "mecha/ruleTallies",
-    "mecha/lessons",
-    "mecha/trust",
     "mecha/validate",
     "mecha/judge",
     "mecha/judgeDrawn",
