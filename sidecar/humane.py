@@ -16,7 +16,8 @@ def builtins(value: Any) -> Any:
 def block(r: dict[str, Any]) -> str:
     lines = []
     if r["block"] is None:
-        lines.append(f"(no rules block: nothing active in {', '.join(r['domains'])})")
+        lines.append(f"(no rules block: nothing active in {', '.join(r['domains'])}; rules arrive when you accept a "
+                     "proposal: `mecha-sidecar proposals`)")
     else:
         lines.append(r["block"])
         lines.append("")
@@ -122,7 +123,8 @@ def accepted(r: dict[str, Any]) -> str:
 
 def proposals(r: dict[str, Any]) -> str:
     if not r["proposals"]:
-        return "no proposals"
+        return ("no proposals: a learn pass files one once enough lessons wait (`mecha-sidecar learn behavior`; "
+                "with the hooks installed it starts by itself)")
     return "\n".join(proposal_line(p) for p in r["proposals"])
 
 
@@ -294,7 +296,7 @@ def inbox(r: dict[str, Any]) -> str:
 
 def tallies(r: dict[str, Any]) -> str:
     if not r["tallies"]:
-        return "no validations recorded"
+        return "no validations recorded: `mecha-sidecar validate behavior --dry-run` plans one and says its cost"
     lines = ["rule id                     obs  improved  regressed  attributed  last validated"]
     for rule_id, t in r["tallies"].items():
         lines.append(

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from mecha.core.editor.document import Layout, decode_rule, document_lines, normalize_rule_text, scan, section_chars
+from mecha.core.editor.document import Layout, decode_rule, document_lines, scan, section_chars
 from mecha.core.editor.results import (
     ATTRIBUTED_REGRESSIONS,
     DUPLICATE_RULE,
@@ -45,6 +45,7 @@ from mecha.core.learning.rules import (
     Rule,
     RulesFile,
     routed_domains,
+    rule_key,
     validate_domain,
 )
 from mecha.core.store.layout import LEARNED_KIND, USER_KIND
@@ -305,14 +306,14 @@ def _rule_findings(
     """The checks on decoded rules: duplicates, restating, the cap,
     retirement, the ledger."""
     out: list[Finding] = []
-    user_texts = {normalize_rule_text(r.text) for r in other_rules if r.text.strip()}
+    user_texts = {rule_key(r.text) for r in other_rules if r.text.strip()}
     first_of: dict[str, int] = {}
     active_seen = 0
     for index, rule in enumerate(decoded):
         if rule is None:
             continue
         data = doc.rule_data(index, rule.id)
-        norm = normalize_rule_text(rule.text)
+        norm = rule_key(rule.text)
         if norm and norm in first_of:
             other = first_of[norm]
             message = f"the same rule as {_describe(other, doc.spans[other])}"

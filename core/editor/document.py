@@ -59,18 +59,6 @@ def apply_edit(text: str, edit: TextEdit) -> str:
     return text[:start] + edit.new_text + text[end:]
 
 
-#: Sentence punctuation a rule may end with or not. Only these: a trailing
-#: `/`, `%` or `)` is part of what the rule says.
-_TRAILING_PUNCTUATION = ".,;:!?\u2026\u3002\uff01\uff1f"
-
-
-def normalize_rule_text(text: str) -> str:
-    """What makes two rules the same rule: casefolded, whitespace collapsed,
-    trailing sentence punctuation stripped. "Never edit reports/." and
-    "never edit  reports/" say one thing and cost the budget twice."""
-    return " ".join(text.casefold().split()).rstrip(_TRAILING_PUNCTUATION + " ")
-
-
 def section_chars(domain: str, user: Sequence[Rule], learned: Sequence[Rule], *, project: bool = False) -> int:
     """How many characters the domain's section of the rules block renders
     to from these rules (0 when it renders to nothing), in a project's

@@ -34,7 +34,7 @@ from mecha.core.learning.replies import (
     refuse_unusable,
     reply_budget,
 )
-from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Refusal, Rule, RuleDrop
+from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Refusal, Rule, RuleDrop, rule_key
 from mecha.core.learning.sense import near_identical, platitude_reason, shares_content
 from mecha.core.providers.base import CompletionRequest, Provider
 from mecha.core.sessions.mining import CONTEXT_BUDGET, bound_text
@@ -402,12 +402,6 @@ class GatedSet(msgspec.Struct, kw_only=True):
     refusals: list[Refusal]
 
 
-def _same_rule_key(text: str) -> str:
-    """Two rules say the same thing to the gate when they match with case,
-    spacing and punctuation folded away."""
-    return " ".join("".join(c if c.isalnum() else " " for c in text.casefold()).split())
-
-
 def gate_learned_set(answer: LearnerAnswer, batch: Sequence[Reflexion], live: Sequence[Rule]) -> GatedSet:
     """The learn gate: which of a learner's proposed rules and drops may go
     before a person, and why each other one may not. Pure and model-agnostic.
@@ -444,14 +438,14 @@ def gate_learned_set(answer: LearnerAnswer, batch: Sequence[Reflexion], live: Se
     current = [r for r in live if r.retired_at is None]
     retired = [r for r in live if r.retired_at is not None]
     by_handle = {rule_handle(i): r for i, r in enumerate(current)}
-    by_key = {_same_rule_key(r.text): h for h, r in reversed(list(by_handle.items()))}
+    by_key = {rule_key(r.text): h for h, r in reversed(list(by_handle.items()))}
     rules: list[Rule] = []
     refusals: list[Refusal] = []
     absorbed: dict[str, str] = {}
     seen: dict[str, int] = {}
     # Live rules this answer keeps as they are, known before any new rule is
     # weighed, so a rewording of one the answer also keeps is a duplicate.
-    kept_by_answer = {by_key[k] for k in (_same_rule_key(p.text) for p in answer.rules) if k in by_key}
+    kept_by_answer = {by_key[k] for k in (rule_key(p.text) for p in answer.rules) if k in by_key}
     kept: set[str] = set()
     accepted: list[tuple[int, str]] = []
 
@@ -459,7 +453,7 @@ def gate_learned_set(answer: LearnerAnswer, batch: Sequence[Reflexion], live: Se
         refusals.append(Refusal(kind="rule", rule=redact_personal_data(text), reason=reason))
 
     for n, proposed in enumerate(answer.rules, start=1):
-        key = _same_rule_key(proposed.text)
+        key = rule_key(proposed.text)
         if key in seen:
             refuse(proposed.text, f"repeats rule {seen[key]} of this proposal")
             continue
@@ -557,7 +551,7 @@ def _sense_refusal(
         cited = ", ".join(proposed.based_on)
         return f"it shares no content with the lesson{'s' if len(proposed.based_on) > 1 else ''} it cites ({cited}): the wrong citation, or a rule about nothing they say"
     for rule in retired:
-        if _same_rule_key(rule.text) == _same_rule_key(text) or near_identical(text, rule.text):
+        if rule_key(rule.text) == rule_key(text) or near_identical(text, rule.text):
             return f"it says what the retired rule {rule.text[:60]!r} says, and a retired rule was measured harmful"
     for h in sorted(kept_by_answer):
         if h not in proposed.replaces and near_identical(text, by_handle[h].text):

@@ -37,7 +37,7 @@ from mecha.core.learning.rules import (
     active_count,
     budget_refuses,
     finalize_rules,
-    same_lesson_key,
+    rule_key,
     validate_domain,
 )
 from mecha.core.learning.scope import scope_label
@@ -259,13 +259,13 @@ def _snapshot(
 
 def _without_global_lessons(gated: GatedSet, snap: _Snapshot) -> GatedSet:
     """A project's pass proposes no new rule the global rules hold (the same
-    lesson, `rules.same_lesson_key`): it rides in the project's runs already,
+    lesson, `rules.rule_key`): it rides in the project's runs already,
     and a copy would be told twice — refused by name instead."""
-    held = {same_lesson_key(r.text) for r in snap.global_rules}
-    live = {same_lesson_key(r.text) for r in snap.before}
+    held = {rule_key(r.text) for r in snap.global_rules}
+    live = {rule_key(r.text) for r in snap.before}
     if not held:
         return gated
-    repeats = [r for r in gated.rules if same_lesson_key(r.text) in held and same_lesson_key(r.text) not in live]
+    repeats = [r for r in gated.rules if rule_key(r.text) in held and rule_key(r.text) not in live]
     if not repeats:
         return gated
     why = "the global rules hold this lesson already; it rides in this project's runs from there"

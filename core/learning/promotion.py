@@ -9,7 +9,7 @@ Two roads lead a project's lesson into the global rules, both through
   retires in the project — to the project's file, as a plain accept would
   write them.
 - **A promotion proposal**: after every accept, a lesson live in two or more
-  projects' learned rules (the same text, `rules.same_lesson_key`) and not in
+  projects' learned rules (the same text, `rules.rule_key`) and not in
   the global ones is filed as a pending proposal for the global scope, its
   `promoted_from` naming the projects — unless a promotion of that lesson
   is already pending or was rejected (a person said no: it is not asked
@@ -32,7 +32,7 @@ import msgspec
 
 from mecha.core.errors import InvalidInput, Stale
 from mecha.core.identity import mint_proposal_id, now
-from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule, active_count, budget_refuses, same_lesson_key
+from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule, active_count, budget_refuses, rule_key
 from mecha.core.learning.scope import new_rules, promotion_candidates, scope_label
 from mecha.core.store.layout import LEARNED_KIND
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
@@ -50,7 +50,7 @@ def stale(p: Proposal) -> Stale:
 
 
 def _keys(rules: Sequence[Rule]) -> set[str]:
-    return {same_lesson_key(r.text) for r in rules}
+    return {rule_key(r.text) for r in rules}
 
 
 def _refuse_growth(domain: str, before: Sequence[Rule], after: Sequence[Rule], what: str) -> None:
@@ -80,14 +80,14 @@ def apply_as_global(store: LearningStore, p: Proposal) -> list[Write]:
         store.reflections_path, store.proposal_path(p.id),
     )
     moved = _keys(added)
-    in_project = [r for r in p.rules if same_lesson_key(r.text) not in moved]
+    in_project = [r for r in p.rules if rule_key(r.text) not in moved]
     live = store.learned_rules(p.domain, p.project)
     # Equal to what this accept writes there: a crash cut an earlier one short.
     if live != p.rules_before and live != in_project:
         raise stale(p)
     global_live = store.learned_rules(p.domain)
     held = _keys(global_live)
-    global_after = global_live + [r for r in added if same_lesson_key(r.text) not in held]
+    global_after = global_live + [r for r in added if rule_key(r.text) not in held]
     _refuse_growth(p.domain, global_live, global_after, "as_global")
     writes: list[Write] = []
     if global_after != global_live:
@@ -108,19 +108,19 @@ def apply_promotion(store: LearningStore, p: Proposal) -> tuple[Proposal, list[W
         *(store.rules_path(p.domain, LEARNED_KIND, project) for project in p.promoted_from),
     )
     global_live = store.learned_rules(p.domain)
-    retired = [r for r in global_live if r.retired_at is not None and same_lesson_key(r.text) in moved]
+    retired = [r for r in global_live if r.retired_at is not None and rule_key(r.text) in moved]
     if retired:
         raise Stale(
             f"proposal {p.id}: the lesson it promotes was retired from the global {p.domain} rules since "
             f"({retired[0].retired_reason or 'no reason given'}); reject the promotion"
         )
     held = _keys(global_live)
-    global_after = global_live + [r for r in lessons if same_lesson_key(r.text) not in held]
+    global_after = global_live + [r for r in lessons if rule_key(r.text) not in held]
     _refuse_growth(p.domain, global_live, global_after, f"proposal {p.id}")
     writes: list[Write] = [(p.domain, None, global_after)] if global_after != global_live else []
     for project in p.promoted_from:
         live = store.learned_rules(p.domain, project)
-        kept = [r for r in live if not (r.active() and same_lesson_key(r.text) in moved)]
+        kept = [r for r in live if not (r.active() and rule_key(r.text) in moved)]
         if kept != live:
             writes.append((p.domain, project, kept))
     return msgspec.structs.replace(p, rules_before=global_live, rules=global_after), writes
@@ -170,8 +170,8 @@ def file_promotions(store: LearningStore, domain: str) -> list[Proposal]:
         if budget_refuses(active_count(global_rules), active_count(global_rules) + 1):
             log.info("promotion of %r not filed: the global %s rules are at the cap", rule.text, domain)
             continue
-        key = same_lesson_key(rule.text)
-        copies = [r for project in projects for r in by_project[project] if r.active() and same_lesson_key(r.text) == key]
+        key = rule_key(rule.text)
+        copies = [r for project in projects for r in by_project[project] if r.active() and rule_key(r.text) == key]
         stamp = now()
         p = Proposal(
             id=mint_proposal_id(), domain=domain, status=ProposalStatus.PENDING, reflexion_ids=[],

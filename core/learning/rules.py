@@ -249,15 +249,24 @@ def domain_rules_section(
     return section_heading(domain, project=project) + "\n" + "\n".join(lines)
 
 
-def same_lesson_key(text: str) -> str:
-    """What two rules must share to be the same lesson, for promotion: the
-    text with case, surrounding whitespace, runs of whitespace and one final
-    full stop ignored. Deliberately this conservative — no stemming, no
-    model, no similarity score: a promotion puts a rule in every repository's
-    prompt, and "these two say the same" is a claim a person can check by
-    reading both, which a near-match would not give them."""
-    folded = " ".join(text.split()).casefold()
-    return folded[:-1].rstrip() if folded.endswith(".") else folded
+#: Sentence punctuation a rule may end with or not. Only these: a trailing
+#: `/`, `%` or `)` is part of what the rule says.
+_TRAILING_PUNCTUATION = ".,;:!?\u2026\u3002\uff01\uff1f"
+
+
+def rule_key(text: str) -> str:
+    """What makes two rules the same rule, everywhere the project asks: the
+    editor's duplicate check, the learn gate's repeat check, a lesson live in
+    two projects (promotion) and a project rule the global rules already
+    hold. Casefolded, whitespace collapsed, trailing sentence punctuation
+    stripped: "Never edit reports/." and "never edit  reports/" say one thing
+    and cost the budget twice.
+
+    Deliberately this conservative — no stemming, no model, no similarity
+    score: "these two are the same rule" is a claim a person can check by
+    reading both. Rules that say one thing in other words are the learn
+    gate's separate, named judgement (`sense.near_identical`)."""
+    return " ".join(text.casefold().split()).rstrip(_TRAILING_PUNCTUATION + " ")
 
 
 def wrap_rules_block(sections: Iterable[str]) -> str | None:

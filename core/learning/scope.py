@@ -18,7 +18,7 @@ project; it reaches every repository only when a person says so.
   which is filed — never applied — when the same lesson is live in two or
   more projects (`promotion_candidates`).
 
-What counts as "the same lesson" is `rules.same_lesson_key`: identical text
+What counts as "the same lesson" is `rules.rule_key`: identical text
 up to case, whitespace and a final full stop. Conservative on purpose; a
 near match is left for a person to notice.
 """
@@ -29,7 +29,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 
 from mecha.core.errors import InvalidInput
-from mecha.core.learning.rules import Rule, same_lesson_key
+from mecha.core.learning.rules import Rule, rule_key
 from mecha.core.store.layout import GLOBAL_SCOPE, project_root, root_problem
 
 
@@ -67,8 +67,8 @@ def new_rules(before: Sequence[Rule], after: Sequence[Rule]) -> list[Rule]:
     """The active rules of `after` whose lesson `before` does not hold: what
     a proposal adds, which is what `accept --global` sends to the global
     scope."""
-    known = {same_lesson_key(r.text) for r in before}
-    return [r for r in after if r.active() and same_lesson_key(r.text) not in known]
+    known = {rule_key(r.text) for r in before}
+    return [r for r in after if r.active() and rule_key(r.text) not in known]
 
 
 def promotion_candidates(
@@ -80,13 +80,13 @@ def promotion_candidates(
     retired it from every repository. `already` are lesson keys a
     promotion is already pending for (or was refused), so none is proposed
     twice."""
-    skip = {same_lesson_key(r.text) for r in global_rules} | set(already)
+    skip = {rule_key(r.text) for r in global_rules} | set(already)
     found: dict[str, tuple[Rule, set[str]]] = {}
     for project in sorted(project_rules):
         for rule in project_rules[project]:
             if not rule.active():
                 continue
-            key = same_lesson_key(rule.text)
+            key = rule_key(rule.text)
             if key in skip:
                 continue
             found.setdefault(key, (rule, set()))[1].add(project)

@@ -11,7 +11,7 @@ Two numbers per side: the share of passes that file a proposal, and of the
 rules filed, how many a person would keep. "Would keep" is judged on the
 kept examples — the well-formed lessons and live rules the learner was
 shown, which are the only rules a person has already vouched for: a filed
-rule counts as kept when it is one of them (`rules.same_lesson_key`), or a
+rule counts as kept when it is one of them (`rules.rule_key`), or a
 sentence that reads as an instruction and cites a reflection whose lesson
 shares a content word with it. The filed texts are printed, so a reader can
 judge them too.
@@ -52,9 +52,9 @@ def _content_words(text: str) -> set[str]:
 
 def _kept(rule_text: str, cited: list[str], examples: list[str]) -> bool:
     from mecha.core.learning.replies import not_an_instruction_reason
-    from mecha.core.learning.rules import same_lesson_key
+    from mecha.core.learning.rules import rule_key
 
-    if same_lesson_key(rule_text) in {same_lesson_key(e) for e in examples}:
+    if rule_key(rule_text) in {rule_key(e) for e in examples}:
         return True
     if not_an_instruction_reason(rule_text) is not None:
         return False

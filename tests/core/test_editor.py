@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mecha.core.editor.diagnostics import check_document
-from mecha.core.editor.document import apply_edit, normalize_rule_text, rule_spans, span_at
+from mecha.core.editor.document import apply_edit, rule_spans, span_at
 from mecha.core.editor.edits import toggle_edit
 from mecha.core.editor.hover import hover_for
 from mecha.core.editor.lenses import lens_for
@@ -44,7 +44,7 @@ from mecha.core.editor.results import (
 from mecha.core.editor.store_view import RulesDocument, rules_document_of
 from mecha.core.errors import InvalidStore
 from mecha.core.learning.reflection import Origin, Reflexion
-from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET, Rule, RulesFile
+from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET, Rule, RulesFile, rule_key
 from mecha.core.store.layout import project_id, rules_file_name
 from mecha.core.store.learning_store import parse_rules_file
 from mecha.core.store.ledger import RuleTally
@@ -443,10 +443,10 @@ def test_restating_is_not_flagged_on_a_user_file_or_a_silenced_learned_rule():
 
 
 def test_normalization_casefolds_collapses_and_strips_trailing_punctuation():
-    assert normalize_rule_text("  Never\tEDIT  reports/!? ") == "never edit reports/"
-    assert normalize_rule_text("Straße.") == normalize_rule_text("STRASSE")
-    assert normalize_rule_text("...") == ""
-    assert normalize_rule_text("Use 100%") != normalize_rule_text("Use 100"), "only sentence punctuation goes"
+    assert rule_key("  Never\tEDIT  reports/!? ") == "never edit reports/"
+    assert rule_key("Straße.") == rule_key("STRASSE")
+    assert rule_key("...") == ""
+    assert rule_key("Use 100%") != rule_key("Use 100"), "only sentence punctuation goes"
 
 
 # ─── over-cap ───────────────────────────────────────────────────────────────

@@ -85,6 +85,7 @@ def test_import_review_accept_export_on_a_fresh_machine(cli, server, home, store
     config.write_text(f'[export]\nagents = "{agents}"\n')
     accepted = cli("proposals", "accept", proposal["id"], MECHA_SIDECAR_CONFIG=str(config))
     assert accepted.returncode == 0, accepted.stderr
+    assert f"  {agents}: rules section rewritten" in accepted.stdout, "the accept says what became of the file"
     block = json.loads(cli("--json", "block", "--project", str(repo)).stdout)["block"]
     assert "(this project)" in block
     assert json.loads(cli("--json", "block").stdout)["block"] is None, "not told outside the repository"

@@ -139,7 +139,7 @@ def test_a_scope_whose_last_pass_kept_the_rules_can_be_asked_again_with_retry(cl
 def test_ctrl_c_while_import_waits_says_the_pass_goes_on_and_how_to_watch_and_stop_it(env, home, store_dir, tmp_path):
     # Pins: Ctrl-C printing `^C` while the pass went on unseen.
     sessions(home, 1)
-    with ModelServer(responder=lessons_responder, latency_s=2.0) as slow:
+    with ModelServer(responder=lessons_responder, latency_s=5.0) as slow:
         run_env = {**env, "MECHA_MODEL_API": "openai", "MECHA_MODEL_BASE_URL": slow.url, "MECHA_MODEL": "m"}
         proc = subprocess.Popen([sys.executable, "-m", "mecha.sidecar", "--learning-dir", str(store_dir), "import",
                                  "claude"], env=run_env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -153,6 +153,11 @@ def test_ctrl_c_while_import_waits_says_the_pass_goes_on_and_how_to_watch_and_st
         assert "Traceback" not in err
         (job,) = [json.loads(p.read_text()) for p in (store_dir / "jobs").glob("*.json")]
         assert f"(pid {job['pid']})" in err and f"`kill {job['pid']}` stops it" in err
+        # `jobs` shows how far it has got, in its one line.
+        shown = subprocess.run([sys.executable, "-m", "mecha.sidecar", "--learning-dir", str(store_dir), "jobs"],
+                               env=run_env, cwd=tmp_path, capture_output=True, text=True, timeout=WAIT_S).stdout
+        assert f"job {job['id']} (reflect): running — 0 of 2 intervention(s) answered" in shown, shown
+        assert "`kill PID` stops one" in shown
         # It did go on: the pass finishes by itself.
         wait_until(lambda: json.loads(next((store_dir / "jobs").glob("*.json")).read_text())["state"] == "done",
                    "the pass to finish by itself")

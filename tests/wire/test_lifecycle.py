@@ -45,6 +45,8 @@ CONTRACT_METHODS = [
     "mecha/exportRules",
     "mecha/hookStatus",
     "mecha/installHooks",
+    "mecha/trust",
+    "mecha/lessons",
     "mecha/proposals",
     "mecha/proposal",
     "mecha/acceptProposal",
