@@ -24,9 +24,8 @@ from mecha.core.sessions.shell import (
     judge_command,
 )
 from mecha.core.sessions.transcript import Taint
-
-from .ccfixture import Claude, Codex, text, use
-from .shellcorpus import BROKEN, LOCAL, REMOTE, corpus
+from tests.core.ccfixture import Claude, Codex, text, use
+from tests.core.shellcorpus import BROKEN, LOCAL, REMOTE, corpus
 
 #: The spellings that were classified clean before this decision existed.
 BYPASSES = [
