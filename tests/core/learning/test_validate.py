@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,6 +35,7 @@ from mecha.core.learning.validate import (
 from mecha.core.providers import OpenAIProvider
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 from mecha.core.store.ledger import OUTCOMES
+from tests import builders
 from tests.model_server import ModelServer, refusal, reply, stall
 
 
@@ -60,15 +62,12 @@ def write_session(folder: Path, session_id: str, *, untrusted: bool = False, cor
     return path
 
 
-def reflection(rid: str, session_id: str, file: Path | None, **over: object) -> Reflexion:
-    fields: dict[str, object] = dict(
-        id=rid, domain="behavior", session_id=session_id, trigger="followup", context="",
-        intervention=CORRECTION, reflexion_text="Change only the file the person names.",
-        created_at=now(), origin=Origin.CLEAN,
-        found=FoundAt(at=2, file=str(file) if file else None, line=3),
+def reflection(rid: str, session_id: str, file: Path | None, **over: Any) -> Reflexion:
+    fields: dict[str, Any] = dict(
+        session_id=session_id, trigger="followup", context="", intervention=CORRECTION,
+        created_at=now(), found=FoundAt(at=2, file=str(file) if file else None, line=3),
     )
-    fields.update(over)
-    return Reflexion(**fields)  # type: ignore[arg-type]
+    return builders.reflexion(rid, "Change only the file the person names.", **(fields | over))
 
 
 @pytest.fixture
