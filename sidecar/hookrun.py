@@ -41,6 +41,9 @@ _MAX_INPUT = 1 << 24
 HOOK_PASS = "pass"
 #: How much gentler the hook pass runs than the hooks and the agent: it is
 #: background work, and the hooks it serves must return within a second.
+#: The reflect pass it starts (and the learn pass after) inherit it: a
+#: storm of sessions ending once kept the person's machine busy for a
+#: minute at full priority.
 PASS_NICENESS = 10
 
 

@@ -42,6 +42,7 @@ FORBIDDEN_PROJECT = (
     "mecha.core.learning.learn",
     "mecha.core.learning.reflect",
     "mecha.core.learning.survey",
+    "mecha.core.sessions.survey",
     "mecha.core.store.inbox",
     "mecha.core.learning.proposals",
     "mecha.core.providers",

@@ -1,7 +1,13 @@
 """The shape of the code: no module imports, directly or through others, a
 module that imports it back — an import inside a function included, since it
 closes the cycle as surely on the path that runs it. Imports under
-`if TYPE_CHECKING:` do not count: they never run."""
+`if TYPE_CHECKING:` do not count: they never run.
+
+And the packages stand on floors (`FLOORS`, lowest first): a module imports
+from its own floor or the ones below, never from a floor above, so a reader
+who opens the store never has to climb into the passes to learn what it
+keeps. A cycle guard alone lets an upward arrow stand as long as nothing
+points back down the same path; this one names each such arrow."""
 
 from __future__ import annotations
 
@@ -11,6 +17,48 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = {"core": "mecha.core", "protocol": "mecha.protocol", "sidecar": "mecha.sidecar"}
+
+
+#: The floors, lowest first: the packages (or modules) on each, by dotted
+#: prefix. The base modules every package uses; the domain model (what the
+#: store persists and its name rules); reading sessions; the store; the
+#: model clients; the passes; the gate, which judges what the passes
+#: propose; the features built on all of it (the editor's, the agents'); the
+#: package itself and the doctor, which look at everything; then the wire,
+#: then the endpoint.
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("mecha.core.errors", "mecha.core.identity", "mecha.core.nesting"),
+    ("mecha.core.domain",),
+    ("mecha.core.sessions",),
+    ("mecha.core.store",),
+    ("mecha.core.providers",),
+    ("mecha.core.learning",),
+    ("mecha.core.gate",),
+    ("mecha.core.editor", "mecha.core.agents"),
+    ("mecha.core", "mecha.core.doctor"),
+    ("mecha.protocol",),
+    ("mecha.sidecar",),
+)
+
+#: The upward arrows that stand, each with why: "source -> target" by module.
+#: Every entry is one the code has today; a new one is a decision to write
+#: down here, not a line to slip past the test (and an entry the code no
+#: longer has fails the test, so the list only shrinks).
+UPWARD_ALLOWED: dict[str, str] = {
+    # The trust decisions a person makes about a foreign session's programs
+    # are written, inside a function, with the store's atomic writer, into
+    # the config file the model settings live in (its path is the provider
+    # config's). Both belong on a floor under sessions: the atomic writer
+    # with the domain, the config path with it too; not moved in this step.
+    "mecha.core.sessions.trust -> mecha.core.store.files": "writes the trust decisions with the store's atomic writer",
+    "mecha.core.sessions.trust -> mecha.core.providers.config": "the trust decisions live in the model config file",
+    # The agent command-line provider runs the agents' binaries, and the
+    # no-model help (inside a function) offers the one installed; finding
+    # them (`agents.installed`) is a provider's concern left in the agents'
+    # package, because doctor, hooks and the demo call it from there.
+    "mecha.core.providers.agent_cli -> mecha.core.agents.installed": "runs the installed agent command lines",
+    "mecha.core.providers._factory -> mecha.core.agents.installed": "the no-model help names the installed agent",
+}
 
 
 @dataclass(frozen=True)
@@ -184,6 +232,63 @@ def cycles_report(root: Path, layers: dict[str, str]) -> list[str]:
         loop = "\n    ".join(str(edge) for edge in _a_cycle(graph, component))
         report.append(f"{', '.join(component)}:\n    {loop}")
     return report
+
+
+def floor_of(module: str, floors: tuple[tuple[str, ...], ...]) -> int | None:
+    """The floor of the longest prefix in `floors` that `module` is or lies in."""
+    best: tuple[int, int] | None = None
+    for level, prefixes in enumerate(floors):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and (best is None or len(prefix) > best[1]):
+                best = (level, len(prefix))
+    return None if best is None else best[0]
+
+
+def upward_edges(root: Path, layers: dict[str, str], floors: tuple[tuple[str, ...], ...]) -> list[Edge]:
+    """Every import from a module to one on a higher floor."""
+    out = []
+    for edges in import_graph(root, layers).values():
+        for edge in edges:
+            here, there = floor_of(edge.source, floors), floor_of(edge.target, floors)
+            if here is not None and there is not None and there > here:
+                out.append(edge)
+    return out
+
+
+def test_every_module_has_a_floor():
+    # Pins: a new package nobody placed, which the upward guard cannot see.
+    unplaced = sorted(m for m in _modules(ROOT, LAYERS) if floor_of(m, FLOORS) is None)
+    assert not unplaced, f"modules on no floor (add their package to FLOORS in this file): {unplaced}"
+
+
+def test_no_package_imports_from_a_floor_above():
+    # Pins: the store reaching up into the passes for the types it keeps
+    # (the tangle the domain floor untied), or any other arrow up a floor.
+    upward = upward_edges(ROOT, LAYERS, FLOORS)
+    found = {f"{e.source} -> {e.target}" for e in upward}
+    new = [str(e) for e in upward if f"{e.source} -> {e.target}" not in UPWARD_ALLOWED]
+    assert not new, (
+        "imports from a floor above (move the shared part down a floor, or import it from where it now lives):\n    "
+        + "\n    ".join(new)
+    )
+    gone = sorted(set(UPWARD_ALLOWED) - found)
+    assert not gone, f"allowed upward arrows the code no longer has (delete them from UPWARD_ALLOWED): {gone}"
+
+
+def test_the_floor_guard_names_an_upward_import_inside_a_function(tmp_path: Path):
+    # Pins: a guard that only reads top-level imports, or that flags an
+    # import down a floor or across one.
+    pkg = tmp_path / "core"
+    for sub in ("low", "high"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "high" / "a.py").write_text("from mecha.core.low import b\n")
+    (pkg / "low" / "b.py").write_text("def f():\n    from mecha.core.high.a import x\n    return x\n")
+    (pkg / "low" / "c.py").write_text("from mecha.core.low import b\n")
+    floors = (("mecha.core.low",), ("mecha.core.high",), ("mecha.core",))
+    found = [str(e) for e in upward_edges(tmp_path, {"core": "mecha.core"}, floors)]
+    assert found == ["mecha.core.low.b -> mecha.core.high.a (core/low/b.py:2, inside a function)"], found
 
 
 def test_no_module_imports_itself_back_through_any_path():

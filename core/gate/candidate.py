@@ -18,7 +18,7 @@ episodes landed where; pairing by episode id removes that. Choosing among
 candidates on the same episodes that then vouch for the winner is a
 multiple-comparisons trap — the more candidates tried, the better the winner
 looks and the less of that is real — so the corpus is split deterministically
-(`is_holdout`, an FNV-1a hash this module owns) and a win on the selection
+(`is_holdout`, the FNV-1a split the store layout owns) and a win on the selection
 slice must survive the holdout.
 
 **Counts, not a significance test.** With a few dozen episodes the noise that
@@ -56,7 +56,7 @@ from typing import Any, ClassVar, Final, NamedTuple, TypeVar
 import msgspec
 
 from mecha.core.gate.run import RunStats
-from mecha.core.store.layout import fnv1a_64_value
+from mecha.core.store.layout import fnv1a_64_value, is_holdout
 
 T = TypeVar("T")
 
@@ -488,22 +488,6 @@ def fnv1a_64(text: str) -> int:
     and Python's `hash()` is salted per process (the harness's own
     `DefaultHasher` has the same problem across Rust releases)."""
     return fnv1a_64_value(text.encode("utf-8"))
-
-
-def is_holdout(episode: str, holdout_in: int) -> bool:
-    """Whether `episode` falls in the holdout: its FNV-1a 64 hash is a
-    multiple of `holdout_in` (so about one in `holdout_in` episodes).
-
-    By hash of the id rather than at random, so the same corpus splits the
-    same way every time. A rerun that quietly graded against a different
-    holdout would make "confirmed on unseen episodes" meaningless.
-
-    `holdout_in` must be at least 1; zero is a `ValueError` (the wire answers
-    it with invalid params before it gets here).
-    """
-    if holdout_in < 1:
-        raise ValueError(f"holdout_in must be at least 1, got {holdout_in}")
-    return fnv1a_64(episode) % holdout_in == 0
 
 
 def tally(costs: Iterable[tuple[float, float]]) -> Tally:

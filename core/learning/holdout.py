@@ -32,13 +32,12 @@ from pathlib import Path
 
 import msgspec
 
-from mecha.core.gate.candidate import is_holdout
 from mecha.core.sessions.files import SessionFile
 from mecha.core.sessions.transcript import Message, TaintCheckpoint
 from mecha.core.store.files import ensure_ignored_dir, refuse_links, write_atomic
-from mecha.core.store.layout import transcripts_dir
+from mecha.core.store.layout import is_holdout, transcripts_dir
 
-#: One session in this many is held out for `validate` (`candidate.is_holdout`).
+#: One session in this many is held out for `validate` (`layout.is_holdout`).
 HOLDOUT_IN = 2
 
 

@@ -19,7 +19,7 @@ What is measured:
   against the live one, so a reviewer reads a verdict before accepting.
 
 Which moments: those of the domain's reflections whose session falls in the
-deterministic holdout (`holdout.in_holdout`: `candidate.is_holdout` on the
+deterministic holdout (`holdout.in_holdout`: `layout.is_holdout` on the
 session id, one in `HOLDOUT_IN`) and whose conversation can be read again:
 an imported session's own file, or, for a session a harness handed over (or
 `reflect --sessions` did), the transcript the store kept because it was in

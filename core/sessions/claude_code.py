@@ -106,20 +106,40 @@ from mecha.core.sessions.reader import (
 )
 from mecha.core.sessions.transcript import Block, Message, Taint, result_text, taint_at
 
-#: Claude Code's built-in tools, by what their results bring in.
+#: Claude Code's built-in tools, by what their results bring in (checked
+#: against its tools reference: every name it lists is in one list here;
+#: a name it adds later is unknown, so untrusted, until it is placed).
 CLAUDE_POLICY = TaintPolicy(
+    # The person's files, the language server's diagnostics on them, and
+    # the session's own bookkeeping — task lists (`TaskCreate`, …, as
+    # `TodoWrite`), plan mode, worktrees, scheduled prompts, stopping a
+    # background task: each result is the machine's state or an
+    # acknowledgement of what the model itself asked for.
     local=frozenset(
         {
-            "Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "NotebookRead", "Glob", "Grep", "LS",
-            "TodoWrite", "TodoRead", "ExitPlanMode", "EnterPlanMode", "KillShell", "KillBash", "Skill",
-            "SlashCommand", "ListMcpResourcesTool",
+            "Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "NotebookRead", "Glob", "Grep", "LS", "LSP",
+            "TodoWrite", "TodoRead", "TaskCreate", "TaskGet", "TaskList", "TaskUpdate", "TaskStop",
+            "ExitPlanMode", "EnterPlanMode", "EnterWorktree", "ExitWorktree", "KillShell", "KillBash", "Skill",
+            "SlashCommand", "ListMcpResourcesTool", "CronCreate", "CronDelete", "CronList", "ScheduleWakeup",
+            "PushNotification",
         }
     ),
     shell=frozenset({"Bash", "BashOutput"}),
-    # `Task` runs a subagent that may itself have fetched the web: read from
-    # a file, its report is decided by the subagent's own transcript beside
-    # it (`subagent_taint`); anywhere else it is untrusted.
-    untrusted=frozenset({"WebFetch", "WebSearch", "Task", "Agent", "ReadMcpResourceTool"}),
+    # `Task`/`Agent` run a subagent that may itself have fetched the web:
+    # read from a file, its report is decided by the subagent's own
+    # transcript beside it (`subagent_taint`); anywhere else it is
+    # untrusted. `Workflow` runs many subagents and returns their combined
+    # result: untrusted, like a subagent whose transcript is not found.
+    # The rest bring another party's words: the web, MCP servers' resources
+    # and tool descriptions, other agents and sessions, claude.ai; and
+    # `PowerShell` / `Monitor`, whose commands the shell parser does not read.
+    untrusted=frozenset(
+        {
+            "WebFetch", "WebSearch", "Task", "Agent", "Workflow", "ReadMcpResourceTool", "ToolSearch",
+            "WaitForMcpServers", "SendMessage", "ListAgents", "TeamCreate", "TeamDelete", "RemoteTrigger",
+            "Artifact", "ShareOnboardingGuide", "Monitor", "PowerShell",
+        }
+    ),
     personal=frozenset({"AskUserQuestion"}),
 )
 

@@ -26,6 +26,8 @@ is what a reviewer has to check when a program is added:
   `systemctl status`, `dpkg -l`, `apt-cache policy`, `pip list`, …): they
   describe this machine from what it already holds. Only the querying
   subcommands are here: `apt update`, `pip install`, `docker pull` fetch.
+- **A shell checking syntax only** (`bash -n build.sh`): it reads the
+  script and runs none of it (`shell._syntax_check_only`).
 - **Programs of the project's own tree** (`./build/bench`,
   `tests/unit_tests`): a relative path with no `..` is a program the
   project holds or built (`shell._project_program`); one named like a
@@ -52,7 +54,7 @@ FILES = frozenset(
         "basename", "dirname", "pwd", "nl", "tac", "rev", "od", "xxd", "hexdump", "strings",
         "grep", "egrep", "fgrep", "diff", "cmp", "comm", "colordiff",
         "sort", "uniq", "cut", "tr", "paste", "join", "fold", "fmt", "column", "expand", "unexpand", "jq", "yq",
-        "base64", "md5sum", "sha1sum", "sha256sum", "sha512sum", "shasum", "cksum", "tee", "seq", "iconv",
+        "base64", "md5sum", "sha1sum", "sha256sum", "sha512sum", "shasum", "cksum", "tee", "seq", "yes", "iconv",
         "mkdir", "rmdir", "touch", "cp", "mv", "rm", "ln", "chmod", "chown", "install", "truncate",
         "gzip", "gunzip", "zcat", "bzip2", "xz", "unxz", "unzip", "zstd",
         "less", "more", "locate", "patch", "dos2unix", "unix2dos",
@@ -99,6 +101,9 @@ SYSTEM = frozenset(
         "lsof", "nvidia-smi", "nvtop", "rocm-smi", "sensors", "dmesg", "locale", "getconf", "arch", "env",
         "dpkg-query", "ldconfig", "mount", "findmnt", "ulimit", "tput", "stty", "tty", "journalctl",
         "dpkg-architecture",
+        # Stopping the person's own processes: what they print is a count or
+        # a process's name, read from this machine.
+        "killall", "pkill",
     }
 )
 

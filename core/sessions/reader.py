@@ -229,6 +229,10 @@ class TaintPolicy(msgspec.Struct, frozen=True, kw_only=True):
                 line = line[: BLAME_COMMAND_CHARS - 1] + "…"
             why = verdict.why or "not known to stay on this machine"
             return Taint(private=True, untrusted=True), Blame(tool=name, program=verdict.program, command=line, why=why, entry=verdict.entry)
+        web = web_word(name)
+        if web is not None:
+            why = f"its name says it reaches the web ({web!r}): its results are a stranger's text, which no standing trust can make the person's"
+            return Taint(private=True, untrusted=True), Blame(tool=name, why=why)
         why = "a tool the reader does not know (an MCP tool is untrusted until you trust it by name)"
         return Taint(private=True, untrusted=True), Blame(tool=name, why=why, entry=name if name else None)
 
@@ -246,12 +250,42 @@ class TaintPolicy(msgspec.Struct, frozen=True, kw_only=True):
         return self.judge(tool, command, memory)
 
 
+#: Parts of a tool's name that say it reaches the web or a remote service.
+#: A tool the reader does not know (an MCP server's, `mcp__serper__google_search`)
+#: with one of these in its name is read like `WebSearch`: never offered to
+#: be trusted, and refused for good. The list fails closed — a local tool
+#: that happens to say "search" is trusted for one run with `--trust-tool`.
+WEB_WORDS = (
+    "search", "fetch", "web", "browse", "browser", "http", "url", "crawl", "scrape", "download", "internet",
+    "online", "google", "bing", "duckduckgo", "ddg", "tavily", "serper", "brave", "perplexity", "firecrawl",
+    "playwright", "puppeteer", "wiki", "reddit", "twitter", "news", "github", "gitlab", "slack", "gmail", "email",
+    "jira", "linear", "notion", "request", "curl", "wget", "remote", "cloud", "api",
+)
+
+
+def web_word(name: str | None) -> str | None:
+    """The part of a tool's name that says it reaches the web (`search` in
+    `mcp__serper__google_search`), else `None`."""
+    if not name:
+        return None
+    lowered = name.lower()
+    return next((w for w in WEB_WORDS if w in lowered), None)
+
+
 #: Why each built-in untrusted tool is, in a person's words.
 _UNTRUSTED_TOOLS = {
     "WebFetch": "a web page's text", "WebSearch": "web search results", "web_search": "web search results",
     "web_fetch": "a web page's text", "ReadMcpResourceTool": "an MCP server's resource",
     "Task": "a subagent's report, whose own transcript was not found clean",
     "Agent": "a subagent's report, whose own transcript was not found clean",
+    "Workflow": "a workflow's result, written by the subagents it ran",
+    "ToolSearch": "tool descriptions an MCP server wrote",
+    "WaitForMcpServers": "what MCP servers said while connecting",
+    "SendMessage": "another agent's words", "ListAgents": "other sessions' names and states, some on other machines",
+    "TeamCreate": "an agent team's words", "TeamDelete": "an agent team's words",
+    "RemoteTrigger": "routines kept on claude.ai", "Artifact": "a page published on claude.ai",
+    "ShareOnboardingGuide": "a link from claude.ai", "Monitor": "a watched command's or socket's output, unread by the shell parser",
+    "PowerShell": "a PowerShell command's output, which the shell parser does not read",
 }
 
 

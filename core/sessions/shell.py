@@ -403,7 +403,9 @@ class _Check:
             word = argv[0]
             name = _program_name(word)
             if name is None:
-                return self.fail(WHY_UNSEEN if word is None else "a program outside the system's and the project's folders", word)
+                base = _outside_program(word)
+                entry = None if base is None else f"Bash({base})"
+                return self.fail(WHY_UNSEEN if word is None else "a program outside the system's and the project's folders", word, entry)
             sub = _subcommand(name, argv[1:])
             label = f"{name} {sub}" if sub is not None and (name in SUBCOMMANDS or name == "git" or f"{name} {sub}" in NETWORK) else name
             if is_network(name, sub):
@@ -424,7 +426,11 @@ class _Check:
             return True
         name = _program_name(word)
         if name is None:
-            return False
+            # A program by a path outside the system's folders (a tool under
+            # the person's home: `~/android-sdk/emulator/emulator`) is known
+            # only by the person's word for its name, never by the table.
+            base = _outside_program(word)
+            return base is not None and base not in self.trust.distrusted and base in self.trust.trusted
         args = list(argv[1:])
         sub = _subcommand(name, args)
         if name in _FILE_WRITERS and any(a is not None and _GIT_CONFIG_FILE.search(a) for a in args):
@@ -442,6 +448,8 @@ class _Check:
                 return False
             return True if not rest and name in _BARE_OK else bool(rest) and self.argv(rest, depth)
         if name in _SHELLS:
+            if _syntax_check_only(args):
+                return True
             script = _shell_script(args)
             return script is not None and self.line(script, depth + 1)
         checked = _CHECKED.get(name)
@@ -814,6 +822,53 @@ def _program_name(word: str | None) -> str | None:
     if folder in SYSTEM_DIRS or _ENV_BIN.fullmatch(folder):
         return name or None
     return None
+
+
+def _outside_program(word: str | None) -> str | None:
+    """The name of a program run by a path outside the system's and the
+    project's folders (`/home/u/android-sdk/emulator/emulator` →
+    `emulator`), by which a person may trust it (`Bash(emulator)`); `None`
+    for a word that is no such path, or whose name is a network client's."""
+    if not word or "/" not in word or word.endswith("/"):
+        return None
+    name = word.rpartition("/")[2]
+    if not _COMMAND_NAME.fullmatch(name) or name in NETWORK:
+        return None
+    return name
+
+
+#: A program's name as a trust entry spells it.
+_COMMAND_NAME = re.compile(r"[\w.+:-]+")
+
+
+def _syntax_check_only(args: Sequence[str | None]) -> bool:
+    """`bash -n script.sh`, `sh -n -c '…'`: the shell reads the commands and
+    checks their syntax without running any (`-n`, `-o noexec`), so it
+    brings in nothing but its own diagnostics. Only the options before the
+    first operand count (after it they are the script's arguments), and an
+    interactive shell (`-i`), which ignores `-n`, is not one."""
+    noexec = False
+    for i, arg in enumerate(args):
+        if arg is None:
+            return False
+        if arg in ("--", "-") or not arg.startswith(("-", "+")):
+            break
+        if arg.startswith("--"):
+            if arg in ("--noprofile", "--norc", "--posix", "--restricted", "--verbose"):
+                continue
+            return False
+        if arg.startswith("+"):
+            return False
+        flags = arg[1:]
+        if "i" in flags or "s" in flags:
+            return False
+        if "n" in flags:
+            noexec = True
+        if "o" in flags:
+            value = args[i + 1] if i + 1 < len(args) else None
+            if value == "noexec":
+                noexec = True
+    return noexec
 
 
 def _subcommand(name: str, args: Sequence[str | None]) -> str | None:

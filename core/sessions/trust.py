@@ -45,7 +45,7 @@ from pathlib import Path
 import msgspec
 
 from mecha.core.errors import InvalidInput
-from mecha.core.sessions.reader import Blame, TaintPolicy, command_entry
+from mecha.core.sessions.reader import Blame, TaintPolicy, command_entry, web_word
 
 #: The config file's table and key the decisions live under.
 TRUST_TABLE = "trust"
@@ -61,11 +61,15 @@ SHELL_SPELLING = "Bash"
 #: `Bash` whole would trust `curl` too; a program of theirs can be trusted.
 NEVER_STANDING = frozenset(
     {
-        "WebFetch", "WebSearch", "web_search", "web_fetch", "Task", "Agent", "ReadMcpResourceTool",
+        "WebFetch", "WebSearch", "web_search", "web_fetch", "Task", "Agent", "Workflow", "ReadMcpResourceTool",
+        "ToolSearch", "SendMessage", "ListAgents", "RemoteTrigger", "Monitor", "PowerShell",
         "Bash", "BashOutput", "shell", "shell_command", "exec_command", "local_shell", "container.exec",
         "unified_exec", "write_stdin",
     }
 )
+
+#: The shell tools of the agents, refused whole (a program of theirs is not).
+SHELL_TOOLS = frozenset({"shell", "shell_command", "exec_command", "local_shell", "container.exec", "unified_exec", "write_stdin"})
 
 
 class TrustAction(str, Enum):
@@ -202,12 +206,30 @@ def check_entry(value: str, *, standing: bool = True) -> str:
         return f"{SHELL_SPELLING}({command})"
     if any(c.isspace() for c in text) or "(" in text or ")" in text:
         raise InvalidInput(f"{value!r}: not a trust entry: write a program (Bash(bd)), a program and a subcommand (Bash(git fetch)) or a tool's name (mcp__notes__read)")
-    if standing and text in NEVER_STANDING:
-        raise InvalidInput(
-            f"{text!r} cannot be trusted for good: its results are a stranger's text (or, for a shell tool, any program's). "
-            "Trust one program instead (Bash(bd), Bash(git fetch)), or use --trust-tool for one run"
-        )
+    if standing:
+        why = refusal(text)
+        if why is not None:
+            raise InvalidInput(f"{text!r} cannot be trusted for good: {why}")
     return text
+
+
+def refusal(tool: str) -> str | None:
+    """Why the tool `tool` may not be trusted for good, with what to do
+    instead; `None` when it may. Web tools, subagents and whole shells are
+    refused by name (`NEVER_STANDING`); any other tool whose name says it
+    reaches the web (`reader.web_word`) too — fail closed."""
+    if tool in NEVER_STANDING:
+        if tool in ("Task", "Agent", "Workflow"):
+            return ("it runs subagents, whose reports are as trusted as their own transcripts (which the reader checks). "
+                    "Use --trust-tool for one run")
+        if tool in ("Bash", "BashOutput") or tool in SHELL_TOOLS:
+            return "a shell tool runs any program, curl too. Trust one program instead (Bash(bd), Bash(git fetch)), or use --trust-tool for one run"
+        return "its results are a stranger's text. Use --trust-tool for one run if you must"
+    web = web_word(tool)
+    if web is not None:
+        return (f"its name says it reaches the web ({web!r}), so its results are a stranger's text. "
+                "Use --trust-tool for one run if it is in fact your own local tool")
+    return None
 
 
 def load_trust(config: Path | None = None, env: Mapping[str, str] | None = None) -> Trust:
@@ -248,7 +270,7 @@ def _entries_of(table: object, path: Path) -> tuple[str, ...]:
         try:
             entry = check_entry(value)
         except InvalidInput as exc:
-            raise InvalidInput(f"{path}: [{TRUST_TABLE}] {TRUST_KEY}: {exc}") from None
+            raise InvalidInput(f"{path}: [{TRUST_TABLE}] {TRUST_KEY}: {exc} (take it out of that list to go on)") from None
         if entry not in out:
             out.append(entry)
     return tuple(out)

@@ -28,9 +28,9 @@ import msgspec
 
 from mecha.core.errors import InvalidInput, StoreFull
 from mecha.core.identity import now
-from mecha.core.learning.survey import Planned, survey_session
 from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
 from mecha.core.sessions.outbox import OutboxItem
+from mecha.core.sessions.survey import Planned, survey_session
 from mecha.core.sessions.transcript import Message, TaintCheckpoint
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.files import ensure_ignored_dir, ensure_private_dir, process_alive, refuse_links, store_full, write_atomic

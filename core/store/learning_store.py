@@ -64,7 +64,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mecha.core.learning.rules import Rule, validate_domain
+from mecha.core.domain.rules import Rule, validate_domain
 from mecha.core.store import files as _files
 from mecha.core.store import transaction
 from mecha.core.store.attempts import MAX_UNUSABLE_ANSWERS, Attempt, AttemptKind, AttemptState, SetAside
@@ -97,7 +97,7 @@ from mecha.core.store.rules_text import parse_rules_file, render_learned_toml, r
 from mecha.core.store.watch import ReflectionsById, store_identity
 
 if TYPE_CHECKING:
-    from mecha.core.learning.reflection import Reflexion
+    from mecha.core.domain.reflexion import Reflexion
 
 #: The names this module has always offered, each now defined by the part
 #: that owns it.

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import msgspec
 
+from mecha.core.domain.rules import LeftOut, Refusal, Rule, RuleDrop, validate_domain
 from mecha.core.errors import InvalidInput, NotFound
-from mecha.core.learning.rules import LeftOut, Refusal, Rule, RuleDrop, validate_domain
 from mecha.core.store import files as _files
 from mecha.core.store.codec import ENCODER, decoder
 from mecha.core.store.layout import PROPOSAL_DIFFS_DIR, PROPOSALS_DIR

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from mecha.core.learning.rules import validate_domain
+from mecha.core.domain.rules import validate_domain
 from mecha.core.store import files as _files
 from mecha.core.store.attempts import Attempt, AttemptState
 from mecha.core.store.codec import ENCODER, decoder
@@ -38,7 +38,7 @@ from mecha.core.store.ledger import LeapRun, ValidationRecord
 if TYPE_CHECKING:
     # Imported where used: an agent run reads its rules block at startup and
     # needs no reflections.
-    from mecha.core.learning.reflection import Reflexion
+    from mecha.core.domain.reflexion import Reflexion
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ class _MarkHead(msgspec.Struct):
 
 
 def _reflexion_decoder() -> msgspec.json.Decoder[Reflexion]:
-    from mecha.core.learning.reflection import Reflexion
+    from mecha.core.domain.reflexion import Reflexion
 
     return decoder(Reflexion)
 

@@ -12,15 +12,27 @@ from collections.abc import Sequence
 
 import msgspec
 
-from mecha.core.learning.rules import (
+from mecha.core.domain.rules import (
     Rule,
     domain_rules_section,
-    rules_hash,
     run_domains_including,
     validate_domain,
     wrap_rules_block,
 )
+from mecha.core.store.layout import fnv1a_64
 from mecha.core.store.rules_files import RulesFiles
+
+
+def rules_hash(block: str) -> str:
+    """FNV-1a 64 over the UTF-8 bytes of a rendered block, as 16 hex digits.
+
+    Written out rather than using `hash()`: the validation ledger keys on this
+    value, and a key that drifted between interpreters would silently split
+    every tally. `"abc"` is `e71fa2190541574b`, forever. It lives beside the
+    rendering it keys, over the store's one FNV-1a (`layout.fnv1a_64`), which
+    stays in the layout because the first stage reads the layout alone.
+    """
+    return fnv1a_64(block.encode("utf-8"))
 
 
 class RenderedBlock(msgspec.Struct, kw_only=True):
@@ -76,7 +88,6 @@ def render_rules(rule_sets: Sequence[RuleSet], project_sets: Sequence[RuleSet] =
         rule_ids=rule_ids,
         domains=domains,
     )
-
 
 
 def render_candidate(

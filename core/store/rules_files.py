@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from mecha.core.domain.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule, active_count, validate_domain
 from mecha.core.errors import InvalidDomain
-from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule, active_count, validate_domain
 from mecha.core.store import files as _files
 from mecha.core.store.layout import (
     LEARNED_KIND,

@@ -17,8 +17,8 @@ from typing import Any
 
 import msgspec
 
+from mecha.core.domain.rules import Rule, RulesFile
 from mecha.core.errors import InvalidStore
-from mecha.core.learning.rules import Rule, RulesFile
 
 log = logging.getLogger(__name__)
 

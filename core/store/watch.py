@@ -19,7 +19,7 @@ from mecha.core.store.layout import (
 )
 
 if TYPE_CHECKING:
-    from mecha.core.learning.reflection import Reflexion
+    from mecha.core.domain.reflexion import Reflexion
     from mecha.core.store.learning_store import LearningStore
 
 

@@ -5,7 +5,7 @@ longer one is skipped by name — read through in pieces, never held — and
 costs that line alone. The files here are real and sparse: a 1 GB line
 of a Claude Code or Codex session takes no room on disk, but the reader
 still reads every byte of it. Each read runs in its own process, whose
-peak resident memory (`ru_maxrss`) is what is measured.
+peak resident memory (`VmHWM`) is what is measured.
 """
 
 from __future__ import annotations
@@ -46,12 +46,15 @@ def claude_with_huge_line(path: Path, size: int) -> None:
 
 
 READ = """
-import json, resource, sys, time
+import json, sys, time
 from pathlib import Path
 from mecha.core.sessions.foreign import read_session
 t = time.monotonic()
 s = read_session(Path(sys.argv[1]))
-print(json.dumps({"s": time.monotonic() - t, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+# This process's own peak (VmHWM): `ru_maxrss` would count what the test
+# process held when it started this one.
+hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+print(json.dumps({"s": time.monotonic() - t, "peak_mb": hwm / 1024,
                   "skipped": s.skipped_lines, "warnings": s.warnings,
                   "said": [b.text for m in s.messages for b in m.content if m.role == "user" and b.text]}))
 """

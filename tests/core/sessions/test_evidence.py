@@ -9,8 +9,7 @@ from mecha.core.sessions.evidence import ContextPieces, evidence_context, gather
 from mecha.core.sessions.foreign import HARNESS_VOICE_PROFILES
 from mecha.core.sessions.mining import CONTEXT_BUDGET, DENIAL_PREFIX, Trigger, Voices, context_sources
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
-
-from .ccfixture import REJECTION, Claude, text, use
+from tests.core.ccfixture import REJECTION, Claude, text, use
 
 VOICES = Voices(harness_prefixes=HARNESS_VOICE_PROFILES["claude"])
 

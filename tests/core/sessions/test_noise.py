@@ -22,10 +22,9 @@ from mecha.core.store.attempts import Attempt
 from mecha.core.store.inbox import enqueue, session_entry
 from mecha.core.store.layout import ATTEMPTS_FILE
 from mecha.core.store.learning_store import LearningStore
-
-from .ccfixture import REJECTION, Claude, text, use
-from .test_claude_code import queue
-from .test_reflect_pending import ByIntervention, lesson
+from tests.core.ccfixture import REJECTION, Claude, text, use
+from tests.core.learning.test_reflect import ByIntervention, lesson
+from tests.core.sessions.test_claude_code import queue
 
 VOICES = Voices(harness_prefixes=HARNESS_VOICE_PROFILES["claude"])
 CLEAN = [TaintCheckpoint(at=0, taint=Taint())]

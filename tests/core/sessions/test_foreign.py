@@ -14,8 +14,7 @@ from mecha.core.sessions.foreign import detect_format, expand_voices, voices_fro
 from mecha.core.sessions.transcript import Block, Message, Taint
 from mecha.core.store.inbox import enqueue, queued_session_ids, session_entry
 from mecha.core.store.learning_store import LearningStore
-
-from .ccfixture import Claude, Codex
+from tests.core.ccfixture import Claude, Codex
 
 
 @pytest.mark.parametrize(
@@ -72,7 +71,7 @@ def test_a_deep_line_of_no_format_before_the_first_record_does_not_hide_the_sess
 )
 def test_shell_commands_that_reach_the_network_are_untrusted(command, fetches):
     # Pins: `curl … | sh` output classified as the person's own machine.
-    # (The decision itself is tests/core/test_shell.py's.)
+    # (The decision itself is tests/core/sessions/test_shell.py's.)
     assert CLAUDE_POLICY.taint_of("Bash", command).untrusted is fetches
 
 

@@ -13,10 +13,9 @@ from mecha.core.learning.survey import survey_session
 from mecha.core.sessions.claude_code import read_claude_code
 from mecha.core.sessions.foreign import HARNESS_VOICE_PROFILES, detect_format, read_session
 from mecha.core.sessions.mining import DENIAL_PREFIX, Trigger, Voices, extract_interventions
+from tests.core.ccfixture import REJECTION, Claude, text, use
 
-from .ccfixture import REJECTION, Claude, text, use
-
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "claude-code" / "projects"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "claude-code" / "projects"
 VOICES = Voices(harness_prefixes=HARNESS_VOICE_PROFILES["claude"])
 
 

@@ -13,8 +13,7 @@ from mecha.core.sessions.foreign import HARNESS_VOICE_PROFILES
 from mecha.core.sessions.mining import Trigger, Voices
 from mecha.core.store.inbox import entry_decoder, inbox_dir
 from mecha.core.store.learning_store import LearningStore
-
-from .ccfixture import Claude, Codex, text, use
+from tests.core.ccfixture import Claude, Codex, text, use
 
 VOICES = Voices(harness_prefixes=HARNESS_VOICE_PROFILES["claude"])
 
@@ -193,7 +192,7 @@ def test_since_rejects_what_is_not_a_date():
 
 def test_a_live_sessions_last_refusal_waits_for_the_persons_reason(store, tmp_path):
     # Pins: importing mid-refusal queueing a reasonless denial, then the reason as a second one.
-    from .ccfixture import REJECTION
+    from tests.core.ccfixture import REJECTION
 
     root = tmp_path / "projects"
     cc = session(["Use past tense."], "a").assistant(use("p", "Bash", command="git push --force")).result("p", REJECTION, is_error=True)
@@ -211,7 +210,7 @@ def test_a_live_sessions_last_refusal_waits_for_the_persons_reason(store, tmp_pa
 
 def test_an_old_session_that_ended_on_a_silent_refusal_queues_it(store, tmp_path):
     # Pins: a refusal held back forever because its session is over.
-    from .ccfixture import REJECTION
+    from tests.core.ccfixture import REJECTION
 
     root = tmp_path / "projects"
     cc = Claude(session="a").user("Ship.").assistant(use("p", "Bash", command="git push")).result("p", REJECTION, is_error=True)

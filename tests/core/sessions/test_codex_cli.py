@@ -13,8 +13,7 @@ from mecha.core.learning.survey import survey_session
 from mecha.core.sessions.codex_cli import read_codex
 from mecha.core.sessions.foreign import HARNESS_VOICE_PROFILES, detect_format
 from mecha.core.sessions.mining import Trigger, Voices
-
-from .ccfixture import Codex
+from tests.core.ccfixture import Codex
 
 VOICES = Voices(harness_prefixes=HARNESS_VOICE_PROFILES["codex"])
 

@@ -62,8 +62,7 @@ from mecha.core.providers.base import CompletionResponse, StopReason
 from mecha.core.sessions.mining import Intervention, Trigger, extract_interventions
 from mecha.core.sessions.outbox import OutboxItem
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
-
-from ..fakes import ScriptedProvider
+from tests.fakes import ScriptedProvider
 
 GOAL = GoalRef.task("01J8ZK")
 WHEN = "2026-08-27T00:00:00Z"

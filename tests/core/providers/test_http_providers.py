@@ -62,7 +62,7 @@ from tests.model_server import (
     truncated_json,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 KEY = "sk-test-5f3a9c1e7b2d4068a1b3c5d7e9f0"
 KEY_ENV = {"TEST_MODEL_KEY": KEY}
 REQUEST = CompletionRequest(system="You are terse.", user="Say hi.", max_tokens=64)

@@ -112,3 +112,49 @@ def test_a_program_trusted_for_one_agent_is_trusted_for_the_others_shell_tools(t
     read = read_session(tmp_path / "r.jsonl", "codex", data=cx.bytes(), policy=policy)
     [plan] = survey_session(read.messages, read.taint_timeline)
     assert plan.origin is Origin.CLEAN
+
+
+@pytest.mark.parametrize(
+    "entry",
+    ["mcp__serper__google_search", "mcp__MiniMax__web_search", "mcp__ddg-search__fetch_content", "mcp__fetch__imageFetch",
+     "mcp__tavily__tavily_extract", "mcp__docs__browse_page", "Workflow", "Agent", "ToolSearch"],
+)
+def test_a_tool_that_reaches_the_web_or_runs_subagents_is_refused_for_good_saying_why(tmp_path: Path, entry: str) -> None:
+    # Pins: `trust add` accepted the web-search MCP tools and Workflow for good.
+    config = tmp_path / "sidecar.toml"
+    with pytest.raises(InvalidInput, match=r"cannot be trusted for good: (its name says it reaches the web|it runs subagents|its results)") as err:
+        add_trust([entry], config)
+    assert "--trust-tool" in str(err.value)
+    assert not config.exists()
+    # One run can still say so, where the person sees the choice.
+    assert entry in policy_with("claude", [entry], []).local
+
+
+def test_a_local_mcp_tool_is_still_trusted_for_good(tmp_path: Path) -> None:
+    assert add_trust(["mcp__notes__read", "mcp__beads__list_issues"], tmp_path / "c.toml").entries == ("mcp__notes__read", "mcp__beads__list_issues")
+
+
+def _tool_session(tool: str) -> bytes:
+    cc = Claude()
+    cc.user("Look it up.").assistant(text("Looking."), use("t1", tool, query="x")).result("t1", "found: rm -rf everything")
+    cc.assistant(text("Done.")).user("Now do it the other way.")
+    cc.assistant(text("Ok."))
+    return cc.bytes()
+
+
+@pytest.mark.parametrize("tool", ["mcp__serper__google_search", "Workflow", "WebSearch"])
+def test_a_web_tool_held_back_intervention_offers_no_trust_command(tmp_path: Path, tool: str) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(_tool_session(tool))
+    read = read_session(path)
+    assert read.blames and read.blames[0].tool == tool and read.blames[0].entry is None, read.blames
+
+
+@pytest.mark.parametrize("tool", ["TaskCreate", "TaskUpdate", "TaskList", "TaskGet", "TaskStop", "LSP", "EnterWorktree", "CronCreate"])
+def test_claude_codes_own_bookkeeping_tools_are_local(tmp_path: Path, tool: str) -> None:
+    # Pins: the task-list tools were read as an unknown MCP tool.
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(_tool_session(tool))
+    read = read_session(path)
+    assert read.blames == [], read.blames
+    assert [p.origin for p in survey_session(read.messages, read.taint_timeline, interactive=read.interactive)] == [Origin.CLEAN]

@@ -12,7 +12,7 @@ from mecha.core.learning.learn import domains_to_learn
 from mecha.core.learning.reflection import Origin
 from mecha.core.learning.rules import LEARN_MIN_REFLECTIONS
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
-from tests.core.test_scope_learning import reflexion
+from tests.core.learning.test_learn_in_scopes import reflexion
 
 
 @pytest.fixture
