@@ -68,7 +68,7 @@ from mecha.protocol.jsonrpc import (
 )
 
 from .context import Context
-from .handlers import HANDLERS, call, make_dispatch
+from .handlers import call, make_dispatch
 from .lsp_display import Display, display_for
 from .rpc import Cancel, Cancelled
 from .serve import server_version
@@ -913,4 +913,4 @@ def serve_lsp() -> int:
     return code
 
 
-__all__ = ["serve_lsp", "build_server", "COMMANDS", "HANDLERS"]
+__all__ = ["serve_lsp", "build_server", "COMMANDS"]

@@ -27,7 +27,7 @@ from mecha.core.store.inbox import queued_session_ids
 from mecha.core.store.layout import transcripts_dir
 from mecha.protocol import methods as m
 from mecha.sidecar.context import Context
-from mecha.sidecar.handlers import session_ended
+from mecha.sidecar.handlers.sessions import session_ended
 from mecha.sidecar.rpc import Cancel
 from tests.fakes import ScriptedProvider
 from tests.model_server import _intervention_text, _learner_rules
