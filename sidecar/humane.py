@@ -410,8 +410,10 @@ def trust(r: dict[str, Any]) -> str:
                          "queued to be asked")
         else:
             lines.append(f"no held-back intervention reads clean yet ({again['sessions']} session(s) read again)")
+        if again.get("already_asked"):
+            lines.append(f"asked again before (answered, or waiting to be): {again['already_asked']}, not asked twice")
         if again["still_untrusted"]:
-            lines.append(f"still untrusted: {again['still_untrusted']} (`mecha-sidecar import … --dry-run` says what holds each back)")
+            lines.append(f"still untrusted: {again['still_untrusted']} (`mecha-sidecar inbox` says what holds each back)")
         for why in again["unreadable"]:
             lines.append(f"  not read again: {why}")
     if r.get("job"):
