@@ -209,6 +209,29 @@ def queued_draft_ids(store: LearningStore) -> set[str]:
     return _queued_ids(store, _QUEUED_DRAFT_ID)
 
 
+def queued_sessions(store: LearningStore, marker: str) -> list[SessionEntry]:
+    """The session entries waiting in the inbox (claimed or not) or set
+    aside there whose id holds `marker` (`"@retrust-"`): only those files
+    are decoded; one that no longer reads is passed over."""
+    out: list[SessionEntry] = []
+    for directory in (inbox_dir(store), set_aside_dir(store)):
+        if not directory.is_dir():
+            continue
+        for path in directory.iterdir():
+            name = path.name
+            if not (name.endswith(".json") or _CLAIM in name) or name.endswith(_REASON_SUFFIX) or not path.is_file():
+                continue
+            if not any(marker in ident for ident in _ids_in_file(path, _QUEUED_ID)):
+                continue
+            try:
+                entry = entry_decoder.decode(path.read_bytes())
+            except (OSError, msgspec.DecodeError):
+                continue
+            if isinstance(entry, SessionEntry):
+                out.append(entry)
+    return out
+
+
 def _queued_ids(store: LearningStore, head: re.Pattern[bytes]) -> set[str]:
     out: set[str] = set()
     for directory in (inbox_dir(store), set_aside_dir(store)):

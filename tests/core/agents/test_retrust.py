@@ -5,8 +5,10 @@ of the tool that held it back queues it to be asked — once."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 from mecha.core.agents.importing import import_sessions
 from mecha.core.agents.retrust import reclassify, withheld
@@ -17,7 +19,7 @@ from mecha.core.sessions.mining import DEFAULT_VOICES
 from mecha.core.sessions.trust import add_trust
 from mecha.core.store.learning_store import LearningStore
 from tests.core.ccfixture import Claude, text, use
-from tests.model_server import ModelServer, lessons_responder
+from tests.model_server import Action, Dialect, ModelServer, lessons_responder, reply, request_prompts
 
 
 def _sessions(root: Path) -> None:
@@ -87,3 +89,62 @@ def test_untrusted_words_are_recorded_unasked_and_asked_once_their_tool_is_trust
     count, [left] = withheld(store)
     assert count == 1 and left.words == "Summarise it in two lines." and "curl" in left.why and left.line == 5
 
+
+
+def _steers(root: Path) -> None:
+    """One session whose two steers are held back by two different programs
+    of the person's, and whose go-ahead is answered with nothing to learn."""
+    cc = Claude(session="bbbb0001-1111-4222-8333-444455556666")
+    cc.user("Start.").assistant(text("Listing."), use("s1", "Bash", command="bd ready --json")).result("s1", "[]")
+    cc.assistant(text("Nothing ready; shall I file one?")).user("Keep issue titles under sixty characters.")
+    cc.assistant(text("Checking."), use("s2", "Bash", command="mytool status")).result("s2", "fine")
+    cc.assistant(text("Fine.")).user("Name branches after the issue id, always.")
+    cc.assistant(text("Done."))
+    folder = root / "-home-pat-proj"
+    folder.mkdir(parents=True)
+    (folder / "s.jsonl").write_bytes(cc.bytes())
+    old = 1_700_000_000
+    os.utime(folder / "s.jsonl", (old, old))
+
+
+def _skip_titles(request: Any, dialect: Dialect) -> Action:
+    """Nothing to learn from the steer about titles (so it leaves no
+    reflection, only an answered attempt); a lesson from anything else."""
+    if "Keep issue titles under sixty" in request_prompts(request, dialect)[1]:
+        return reply(json.dumps({"skip": True}))
+    return lessons_responder(request, dialect)
+
+
+def test_successive_changes_of_trust_ask_each_intervention_once_and_count_it_once(tmp_path: Path) -> None:
+    # Pins: every `trust add` queued the same steer again under a new
+    # `@retrust-` id and asked the model again, and the counts reported by
+    # successive adds did not add up.
+    root = tmp_path / "projects"
+    _steers(root)
+    store = LearningStore.open(tmp_path / "learning")
+    import_sessions(store, "claude", root, voices=DEFAULT_VOICES)
+    config = Path(os.environ["MECHA_SIDECAR_CONFIG"])
+    with ModelServer(responder=_skip_titles) as server:
+        _reflect(store, server)
+        assert server.completions() == [], "both steers read untrusted: nothing sent"
+        assert withheld(store)[0] == 2
+
+        add_trust(["Bash(bd)"], config)
+        first = reclassify(store)
+        assert (first.asked_again, first.already_asked, first.still_untrusted) == (1, 0, 1), first
+        waiting = reclassify(store)
+        assert waiting.queued == [] and (waiting.asked_again, waiting.already_asked, waiting.still_untrusted) == (0, 1, 1), waiting
+        _reflect(store, server)
+        assert len(server.completions()) == 1
+        assert withheld(store)[0] == 1
+
+        server.clear()
+        add_trust(["Bash(mytool)"], config)
+        second = reclassify(store)
+        assert (second.asked_again, second.already_asked, second.still_untrusted) == (1, 1, 0), second
+        _reflect(store, server)
+        [sent] = [r.raw.decode() for r in server.completions()]
+        assert "Name branches after the issue id" in sent and "Keep issue titles under sixty" not in sent
+        assert withheld(store)[0] == 0
+        third = reclassify(store)
+        assert third.queued == [] and (third.asked_again, third.already_asked, third.still_untrusted) == (0, 2, 0), third

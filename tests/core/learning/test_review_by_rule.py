@@ -177,5 +177,5 @@ async def test_a_rule_rewritten_by_a_later_pass_keeps_every_source_and_why_shows
     [rewritten] = store.learned_rules("behavior")
     assert rewritten.supersedes == [live.id]
     why = rule_sources(store, rewritten.id or "")
-    assert [s.reflection_id for s in why.sources] == ["r-tests", "r-err", "r-tests-2"]
+    assert [s.reflexion_id for s in why.sources] == ["r-tests", "r-err", "r-tests-2"]
     assert all(s.on_record for s in why.sources)
