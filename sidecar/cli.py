@@ -680,7 +680,7 @@ def _reflect(ctx: Any, args: argparse.Namespace) -> int:
     from mecha.protocol import methods as m
 
     from . import humane
-    from .handlers import session_ended
+    from .handlers.sessions import session_ended
     from .rpc import Cancel
 
     directory: Path = args.sessions
@@ -734,7 +734,7 @@ def _reflect_what_was_queued(
     work an earlier pass left pending waits in the inbox, as
     `mecha/sessionEnded` does — one reflect pass over the inbox."""
     from . import humane
-    from .handlers import start_job
+    from .jobs import start_pass
 
     if not start:
         # Nothing new queued, but what an earlier pass left pending (answers
@@ -743,7 +743,7 @@ def _reflect_what_was_queued(
 
         start = count_waiting(ctx.store()) > 0
     if start:
-        summary["job"] = humane.builtins(start_job(ctx, "reflect"))
+        summary["job"] = humane.builtins(start_pass(ctx, "reflect"))
     return _report_queued(ctx, args, summary, render)
 
 

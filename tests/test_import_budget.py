@@ -42,6 +42,7 @@ FORBIDDEN_PROJECT = (
     "mecha.core.learning.learn",
     "mecha.core.learning.reflect",
     "mecha.core.learning.survey",
+    "mecha.core.sessions.survey",
     "mecha.core.store.inbox",
     "mecha.core.learning.proposals",
     "mecha.core.providers",
@@ -56,6 +57,16 @@ FORBIDDEN_PROJECT = (
     "mecha.sidecar.jobs",
     "mecha.sidecar.lsp",
     "mecha.sidecar.passrun",
+    # every feature's handlers but the rules block's (`handlers.ROUTES`)
+    "mecha.sidecar.handlers.agents",
+    "mecha.sidecar.handlers.doctor",
+    "mecha.sidecar.handlers.gate",
+    "mecha.sidecar.handlers.inbox",
+    "mecha.sidecar.handlers.ledger",
+    "mecha.sidecar.handlers.passes",
+    "mecha.sidecar.handlers.proposals",
+    "mecha.sidecar.handlers.sessions",
+    "mecha.sidecar.handlers.transcript",
 )
 
 #: Standard-library modules that are measurable at startup and that nothing
@@ -116,7 +127,7 @@ def test_the_first_request_loads_only_what_it_needs(tmp_path: Path) -> None:
     assert sorted(by_id) == [1, 2, 3]
     assert len(by_id[2]["result"]["rule_ids"]) == 45
     assert by_id[2]["result"]["domains"] == ["behavior", "writing", "coding"]
-    assert {"msgspec", "tomllib", "mecha.sidecar.serve", "mecha.core.store.learning_store"} <= modules
+    assert {"msgspec", "tomllib", "mecha.sidecar.serve", "mecha.core.store.learning_store", "mecha.sidecar.handlers.rules"} <= modules
 
     heavy = sorted(m for m in modules if m.split(".")[0] in FORBIDDEN_PACKAGES)
     assert heavy == [], f"the harness endpoint's cold path imported {heavy}"

@@ -45,10 +45,6 @@ FLOORS: tuple[tuple[str, ...], ...] = (
 #: down here, not a line to slip past the test (and an entry the code no
 #: longer has fails the test, so the list only shrinks).
 UPWARD_ALLOWED: dict[str, str] = {
-    # The inbox surveys a session as it is handed over and keeps the survey
-    # (`Planned`) in its entry; the survey is the reflect pass's reading of a
-    # session. Moving it down onto the sessions floor is the next step.
-    "mecha.core.store.inbox -> mecha.core.learning.survey": "the inbox keeps the reflect pass's survey",
     # The trust decisions a person makes about a foreign session's programs
     # are written, inside a function, with the store's atomic writer, into
     # the config file the model settings live in (its path is the provider

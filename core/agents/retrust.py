@@ -14,9 +14,13 @@ entry, `<session>@retrust-<digest>`, for the reflect pass to ask about.
 Nothing untrusted is consolidated on the way: the old reflection stays
 untrusted, the new one is only as clean as the file now reads, and a
 session that still reads untrusted at that intervention queues nothing.
-The entry's id is a digest of what it asks about, so asking twice (two
-trust changes, or two runs) queues it once; the mined sessions and the
-inbox are checked under the store's lock, as an import does.
+An intervention is known by itself — its session, the index of its
+message, its trigger — never by the entry that carried it: one that has a
+clean reflection, one a re-asking entry had answered (a lesson, or nothing
+to learn), and one a re-asking entry still carries in the inbox are never
+queued again, however many changes of trust follow, and each is counted
+once (`Reclassified`). The mined sessions and the inbox are checked under
+the store's lock, as an import does.
 
 What is not reached: an untrusted intervention still waiting in the inbox
 when the trust changes is withheld by the pass that takes it, and is asked
@@ -31,6 +35,7 @@ from pathlib import Path
 
 import msgspec
 
+from mecha.core.domain.reflexion import Reflexion
 from mecha.core.errors import InvalidInput
 from mecha.core.learning.reflection import Origin
 from mecha.core.learning.scope import project_of_cwd
@@ -39,11 +44,25 @@ from mecha.core.sessions.foreign import read_session
 from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
 from mecha.core.sessions.reader import TaintPolicy
 from mecha.core.sessions.trust import Reclassified, Withheld
-from mecha.core.store.inbox import SessionEntry, enqueue, queued_session_ids
+from mecha.core.store.inbox import SessionEntry, enqueue, queued_session_ids, queued_sessions
 from mecha.core.store.learning_store import LearningStore
 
 #: How many withheld interventions `withheld` lists, newest first.
 MAX_WITHHELD_LISTED = 50
+
+
+#: One intervention, whichever entry carried it: the session (without the
+#: `@…` suffix of a grown session or a re-asking entry), the index of the
+#: message it rides in, and its trigger.
+Ident = tuple[str, int, str]
+
+#: The marker of an entry a change of trust queued.
+RETRUST = "@retrust-"
+
+
+def base_session(session_id: str) -> str:
+    """`claude:abc` for `claude:abc`, `claude:abc@12` and `claude:abc@retrust-…`."""
+    return session_id.split("@", 1)[0]
 
 
 def withheld(store: LearningStore) -> tuple[int, list[Withheld]]:
@@ -53,17 +72,18 @@ def withheld(store: LearningStore) -> tuple[int, list[Withheld]]:
     from mecha.core.learning.reflect import WITHHELD_LESSON
 
     reflections = store.reflexions()
-    clean = {_key(r.found.file, r.trigger, r.intervention) for r in reflections if r.origin is Origin.CLEAN and r.found and r.found.file}
-    asked = _asked_again(store)
+    done = _settled(store, reflections)
     rows: list[Withheld] = []
+    seen: set[Ident] = set()
     for r in reflections:
         if r.origin is not Origin.UNTRUSTED or not r.reflexion_text.startswith(WITHHELD_LESSON[:-1]):
             continue
+        ident = _ident(r.session_id, r.found.at if r.found is not None else None, r.trigger)
+        if ident is not None and (ident in done or ident in seen):
+            continue  # asked again (answered, or waiting), or listed already
+        if ident is not None:
+            seen.add(ident)
         file = r.found.file if r.found is not None else None
-        if file and _key(file, r.trigger, r.intervention) in clean:
-            continue
-        if r.found is not None and (r.session_id.split("@", 1)[0], r.found.at, r.trigger) in asked:
-            continue  # asked again and answered: nothing to learn there
         _, _, why = r.reflexion_text.partition("held back by ")
         words = r.intervention if len(r.intervention) <= 80 else r.intervention[:79] + "…"
         rows.append(Withheld(session_id=r.session_id, words=words, why=why.rstrip(")") or "third-party content was in context",
@@ -71,48 +91,56 @@ def withheld(store: LearningStore) -> tuple[int, list[Withheld]]:
     return len(rows), rows[-MAX_WITHHELD_LISTED:][::-1]
 
 
-def _asked_again(store: LearningStore) -> set[tuple[str, int, str]]:
-    """`(session, message index, trigger)` of every intervention a
-    re-asking entry (`@retrust-`) had answered — with a lesson or with
-    nothing to learn. Read from the attempts ledger, whose keys are
-    `reflect.intervention_key`'s `<session>#<at>:<trigger>`."""
-    mined = {s for s in store.mined_sessions() if "@retrust-" in s}
-    if not mined:
-        return set()
-    states = store.attempt_states()
-    out: set[tuple[str, int, str]] = set()
-    for key, state in states.items():
+def _ident(session_id: str, at: int | None, trigger: str) -> Ident | None:
+    return None if at is None else (base_session(session_id), at, trigger)
+
+
+def _settled(store: LearningStore, reflections: list[Reflexion] | None = None) -> set[Ident]:
+    """Every intervention a change of trust need not ask about again: one
+    with a clean reflection; one a re-asking entry had answered — with a
+    lesson or with nothing to learn (the attempts ledger, whose keys are
+    `reflect.intervention_key`'s `<session>#<at>:<trigger>`); and one a
+    re-asking entry still carries, waiting in the inbox or set aside there."""
+    done: set[Ident] = set()
+    for r in store.reflexions() if reflections is None else reflections:
+        if r.origin is Origin.CLEAN and r.found is not None:
+            ident = _ident(r.session_id, r.found.at, r.trigger)
+            if ident is not None:
+                done.add(ident)
+    for key, state in store.attempt_states().items():
         session, _, rest = key.rpartition("#")
-        if session not in mined or not state.answered:
+        if RETRUST not in session or not state.answered:
             continue
         at, _, trigger = rest.partition(":")
         if at.isdigit():
-            out.add((session.split("@", 1)[0], int(at), trigger))
-    return out
-
-
-def _key(file: str, trigger: str, words: str) -> tuple[str, str, str]:
-    return file, trigger, words
+            done.add((base_session(session), int(at), trigger))
+    for entry in queued_sessions(store, RETRUST):
+        for plan in entry.plans:
+            done.add((base_session(entry.session_id), plan.intervention.at, plan.intervention.trigger.value))
+    return done
 
 
 def reclassify(store: LearningStore, *, voices: Voices = DEFAULT_VOICES, policy: TaintPolicy | None = None) -> Reclassified:
     """Read again every session file that held back an intervention, under
     `policy` (default: each reader's own lists with the person's standing
-    trust), and queue those that now read clean (see the module)."""
-    held: dict[str, set[tuple[str, str, str]]] = defaultdict(set)
-    clean: set[tuple[str, str, str]] = set()
-    for r in store.reflexions():
-        if r.found is None or not r.found.file:
+    trust), and queue those that now read clean and were never asked again
+    (see the module). Each held-back intervention is counted once, in one
+    of: asked again now, asked before (answered or still waiting), still
+    untrusted."""
+    reflections = store.reflexions()
+    done = _settled(store, reflections)
+    held: dict[str, set[Ident]] = defaultdict(set)
+    for r in reflections:
+        if r.origin is not Origin.UNTRUSTED or r.found is None or not r.found.file:
             continue
-        key = _key(r.found.file, r.trigger, r.intervention)
-        if r.origin is Origin.CLEAN:
-            clean.add(key)
-        elif r.origin is Origin.UNTRUSTED:
-            held[r.found.file].add(key)
+        ident = _ident(r.session_id, r.found.at, r.trigger)
+        if ident is not None:
+            held[r.found.file].add(ident)
     out = Reclassified()
     entries: list[SessionEntry] = []
-    for file, keys in sorted(held.items()):
-        waiting = keys - clean
+    for file, idents in sorted(held.items()):
+        out.already_asked += len(idents & done)
+        waiting = idents - done
         if not waiting:
             continue
         out.sessions += 1
@@ -120,13 +148,14 @@ def reclassify(store: LearningStore, *, voices: Voices = DEFAULT_VOICES, policy:
             read = read_session(Path(file), policy=policy)
         except InvalidInput as exc:
             out.unreadable.append(str(exc))
+            out.still_untrusted += len(waiting)
             continue
         now_clean: list[Planned] = []
         for plan in survey_session(read.messages, read.taint_timeline, interactive=read.interactive, voices=voices):
-            key = _key(file, plan.intervention.trigger.value, plan.intervention.text)
-            if key not in waiting:
+            ident = (base_session(read.session_id), plan.intervention.at, plan.intervention.trigger.value)
+            if ident not in waiting:
                 continue
-            waiting.discard(key)  # one reading per held reflection
+            waiting.discard(ident)  # one reading per held intervention
             if plan.origin is Origin.CLEAN:
                 at = plan.intervention.at
                 plan.line = read.lines[at] if 0 <= at < len(read.lines) else None
@@ -137,14 +166,15 @@ def reclassify(store: LearningStore, *, voices: Voices = DEFAULT_VOICES, policy:
         if now_clean:
             digest = hashlib.blake2b(digest_size=6)
             digest.update(msgspec.json.encode([[p.intervention.trigger.value, p.intervention.text, p.intervention.at] for p in now_clean]))
-            session_id = f"{read.session_id}@retrust-{digest.hexdigest()}"
+            session_id = f"{read.session_id}{RETRUST}{digest.hexdigest()}"
             entries.append(SessionEntry(session_id, plans=now_clean, project=project_of_cwd(read.project), file=file))
     if not entries:
         return out
     with store.lock():
-        done = store.mined_sessions() | queued_session_ids(store)
+        taken = store.mined_sessions() | queued_session_ids(store)
         for entry in entries:
-            if entry.session_id in done:
+            if entry.session_id in taken:
+                out.already_asked += len(entry.plans)
                 continue
             enqueue(store, entry)
             out.queued.append(entry.session_id)

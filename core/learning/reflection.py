@@ -42,32 +42,10 @@ from mecha.core.learning.replies import (
 from mecha.core.providers.base import CompletionRequest, Provider
 from mecha.core.sessions.mining import INTERVENTION_BUDGET, Intervention, Trigger, bound_text
 from mecha.core.sessions.provenance import WITHHELD_AFTERMATH, WITHHELD_CONTEXT
-from mecha.core.sessions.transcript import Taint
+from mecha.core.sessions.survey import classify_origin as classify_origin
+from mecha.core.sessions.survey import evidence_for as evidence_for
 
 log = logging.getLogger(__name__)
-
-
-def classify_origin(covering: Taint | None) -> Origin:
-    """`clean` only when a recorded taint covers the moment and says nothing
-    untrusted had entered. Unknown coverage — a torn transcript, or one
-    recorded before taint was — fails closed to `untrusted`. Private but
-    trusted content is still the person's own conversation."""
-    if covering is not None and not covering.untrusted:
-        return Origin.CLEAN
-    return Origin.UNTRUSTED
-
-
-def evidence_for(covering: Taint | None, *, interactive: bool = True) -> tuple[Evidence, Origin]:
-    """What the reflector may see for one intervention, and how the resulting
-    reflection classifies.
-
-    A non-interactive session classifies `derived` whatever its taint. Only a
-    `clean` origin earns `full` evidence; everything else is shown the
-    person's words alone.
-    """
-    origin = classify_origin(covering) if interactive else Origin.DERIVED
-    evidence = Evidence.FULL if origin is Origin.CLEAN else Evidence.INTERVENTION_ONLY
-    return evidence, origin
 
 
 # ─── The reflector ──────────────────────────────────────────────────────────

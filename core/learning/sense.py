@@ -68,7 +68,7 @@ _GENERIC = frozenset(
 _WORD = re.compile(r"[a-z0-9][a-z0-9'_-]*")
 
 #: Topic-word overlap (Jaccard) from which two rules say the same thing in
-#: other words. On the gate's hand-made answers (tests/core/test_gate_sense.py)
+#: other words. On the gate's hand-made answers (tests/core/learning/test_sense.py)
 #: a live rule reworded ("Run the tests before saying a change is done." →
 #: "Run the test suite before saying a change is finished.") overlaps 0.62.
 NEAR_IDENTICAL = 0.6

@@ -115,6 +115,9 @@ class Reclassified(msgspec.Struct, kw_only=True):
     queued: list[str] = msgspec.field(default_factory=list)
     #: Held-back interventions that still read untrusted.
     still_untrusted: int = 0
+    #: Held-back interventions asked again at an earlier change of trust
+    #: (answered, or still waiting): not asked a second time.
+    already_asked: int = 0
     #: Files that could not be read again (gone, or no longer a session),
     #: each with why.
     unreadable: list[str] = msgspec.field(default_factory=list)

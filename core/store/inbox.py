@@ -28,9 +28,9 @@ import msgspec
 
 from mecha.core.errors import InvalidInput, StoreFull
 from mecha.core.identity import now
-from mecha.core.learning.survey import Planned, survey_session
 from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
 from mecha.core.sessions.outbox import OutboxItem
+from mecha.core.sessions.survey import Planned, survey_session
 from mecha.core.sessions.transcript import Message, TaintCheckpoint
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.files import ensure_ignored_dir, ensure_private_dir, process_alive, refuse_links, store_full, write_atomic
@@ -207,6 +207,29 @@ def queued_session_ids(store: LearningStore) -> set[str]:
 def queued_draft_ids(store: LearningStore) -> set[str]:
     """The outbox items whose drafts wait in the inbox or are set aside."""
     return _queued_ids(store, _QUEUED_DRAFT_ID)
+
+
+def queued_sessions(store: LearningStore, marker: str) -> list[SessionEntry]:
+    """The session entries waiting in the inbox (claimed or not) or set
+    aside there whose id holds `marker` (`"@retrust-"`): only those files
+    are decoded; one that no longer reads is passed over."""
+    out: list[SessionEntry] = []
+    for directory in (inbox_dir(store), set_aside_dir(store)):
+        if not directory.is_dir():
+            continue
+        for path in directory.iterdir():
+            name = path.name
+            if not (name.endswith(".json") or _CLAIM in name) or name.endswith(_REASON_SUFFIX) or not path.is_file():
+                continue
+            if not any(marker in ident for ident in _ids_in_file(path, _QUEUED_ID)):
+                continue
+            try:
+                entry = entry_decoder.decode(path.read_bytes())
+            except (OSError, msgspec.DecodeError):
+                continue
+            if isinstance(entry, SessionEntry):
+                out.append(entry)
+    return out
 
 
 def _queued_ids(store: LearningStore, head: re.Pattern[bytes]) -> set[str]:

@@ -482,7 +482,7 @@ def test_a_handed_over_session_carries_its_survey_in_the_inbox_and_no_voices_in_
     from mecha.core.store.inbox import queued_session_ids
     from mecha.protocol import methods as m
     from mecha.sidecar.context import Context, InitializationOptions
-    from mecha.sidecar.handlers import session_ended
+    from mecha.sidecar.handlers.sessions import session_ended
     from mecha.sidecar.rpc import Cancel
 
     ctx = Context.from_options(

@@ -274,7 +274,7 @@ def test_reflect_sessions_skips_non_session_json_and_never_queues_a_waiting_sess
 def test_an_export_target_that_cannot_be_written_never_fails_the_accept(tmp_path, monkeypatch):
     # Pins: a damaged AGENTS.md turning an accept that already happened into an error.
     from mecha.sidecar.context import Context, InitializationOptions
-    from mecha.sidecar.handlers import reexport
+    from mecha.sidecar.handlers.proposals import reexport
 
     good, bad = tmp_path / "good.md", tmp_path / "bad.md"
     bad.write_text("<!-- mecha:rules:end -->\nmine\n")

@@ -30,7 +30,7 @@ checks after every case that:
   section an export writes — each with the same checks (a named error, no
   hang, nothing lost) and its own.
 
-Background passes are not spawned: `start_job` is replaced by one that
+Background passes are not spawned: `jobs.start_pass` is replaced by one that
 writes the job record a real start would, so a request that would start a
 pass is served exactly as it is, minus the child process.
 
@@ -72,6 +72,7 @@ from mecha.protocol.errors import RpcError, rpc_error_from
 from mecha.protocol.framing import MAX_FRAME_BYTES, encode_frame, next_header_at
 from mecha.protocol.jsonrpc import decode_envelope, request_id_of
 from mecha.sidecar import handlers
+from mecha.sidecar import jobs as background
 from mecha.sidecar.context import Context
 from mecha.sidecar.rpc import Cancel, _encode_result
 from tests.core.shellcorpus import BROKEN, generate_line
@@ -240,7 +241,7 @@ def snapshot(root: Path) -> dict[str, tuple[int, int, int, int]]:
 
 
 def _fake_start_job(ctx: Context, kind: str, **kw: Any) -> jobs_mod.Job:
-    """What `start_job` records, without the detached process."""
+    """What `jobs.start_pass` records, without the detached process."""
     job = jobs_mod.Job(
         id=mint_job_id(kind),
         kind=kind,  # type: ignore[arg-type]
@@ -674,8 +675,8 @@ class Fuzzer:
 def run(cases: int, seed: int, start: int = 0, reset_every: int = 500, out: Any = sys.stdout) -> list[Failure]:
     """Run `cases` cases from `start`; the failures."""
     logging.disable(logging.CRITICAL)  # corrupt-line warnings are expected by the thousand
-    saved = handlers.start_job
-    handlers.start_job = _fake_start_job
+    saved = background.start_pass
+    background.start_pass = _fake_start_job  # type: ignore[assignment]
     env_saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("MECHA_")}
     tmp = Path(tempfile.mkdtemp(prefix="mecha-fuzz-"))
     server = ModelServer(responder=lessons_responder).start()
@@ -708,7 +709,7 @@ def run(cases: int, seed: int, start: int = 0, reset_every: int = 500, out: Any 
         return fuzzer.failures
     finally:
         server.stop()
-        handlers.start_job = saved
+        background.start_pass = saved  # type: ignore[assignment]
         os.environ.pop("MECHA_SIDECAR_CONFIG", None)
         os.environ.update(env_saved)
         logging.disable(logging.NOTSET)

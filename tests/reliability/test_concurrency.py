@@ -378,8 +378,8 @@ def test_a_block_read_across_a_rewrite_is_not_cached_under_the_identity_taken_be
     # a later identical-looking directory (a reused inode within one clock
     # tick) would be served the wrong rules.
     from mecha.protocol import methods as m
-    from mecha.sidecar import handlers
     from mecha.sidecar.context import Context
+    from mecha.sidecar.handlers import rules as handlers
     from mecha.sidecar.rpc import Cancel
 
     root = tmp_path / "learning"

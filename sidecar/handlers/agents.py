@@ -1,0 +1,85 @@
+"""The agents around the sidecar: their session hooks (status, install,
+uninstall) and the rules files they read (export)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from mecha.core.agents import export_targets as et
+from mecha.core.agents import hooks as hk
+from mecha.core.agents.export import rewrite_file
+from mecha.core.agents.installed import find_agents
+from mecha.core.learning.scope import resolve_project
+from mecha.core.providers import default_config_path, resolve_model_config
+from mecha.core.providers.config import SOURCE_ENV
+from mecha.protocol import methods as m
+
+from ..context import Context
+from ..rpc import Cancel
+
+
+def hook_status(ctx: Context, p: m.HookStatusParams, cancel: Cancel) -> m.HookStatusResult:
+    home, cwd = Path.home(), Path.cwd()
+    files = []
+    for agent in [p.agent] if p.agent else list(hk.AGENTS):
+        for scope in [p.scope] if p.scope else list(hk.SCOPES):
+            got = hk.installed(hk.read_settings(hk.settings_path(agent, scope, home=home, cwd=cwd)), agent)
+            files.append(m.HookFile(agent=agent, scope=scope, path=got.path, exists=got.exists, events=got.events,
+                                    missing=got.missing, stale_programs=got.stale_programs))
+    return m.HookStatusResult(files=files, store=str(ctx.root), log=hk.hook_log_tail(ctx.root))
+
+
+def install_hooks(ctx: Context, p: m.InstallHooksParams, cancel: Cancel) -> m.InstallHooksResult:
+    path = hk.settings_path(p.agent, p.scope, home=Path.home(), cwd=Path.cwd())
+    learning_dir = str(ctx.root) if p.pin_store else None
+    program = hk.hook_program(sys.executable)
+
+    def change(doc: dict[str, Any]) -> dict[str, Any]:
+        return hk.without_ours(doc) if p.uninstall else hk.with_ours(doc, p.agent, program, learning_dir)
+
+    changed = rewrite_file(path, lambda raw: hk.settings_after(path, raw, change), appends=False,
+                           what="the hooks change").changed
+    got = hk.installed(hk.read_settings(path), p.agent)
+    installed = m.HookSettings(path=got.path, exists=got.exists, events=got.events, missing=got.missing,
+                               stale_programs=got.stale_programs)
+    action = "uninstall" if p.uninstall else "install"
+    return m.InstallHooksResult(
+        action=action, agent=p.agent, path=str(path), changed=changed, installed=installed,
+        model=None if p.uninstall else _hooks_model(),
+    )
+
+
+def _hooks_model() -> str:
+    """What `hooks install` says of the model its passes will use."""
+    try:
+        config = resolve_model_config(None, os.environ, default_config_path())
+    except ValueError as exc:
+        return f"the model configuration here is not usable: {exc}; `mecha-sidecar doctor` says more"
+    return hk.hooks_model_note(config, SOURCE_ENV, [a.describe() for a in find_agents()] if config is None else [])
+
+
+def export_rules(ctx: Context, p: m.ExportRulesParams, cancel: Cancel) -> m.ExportRulesResult:
+    """Each file chosen (`export_targets.chosen_targets`) told its scope's
+    rules. One file named (by `path` or `project`) fails as the method's
+    error; of several, each failure is named in its `exports` entry and the
+    rest are still written."""
+    store = ctx.existing_store()
+    project = None if p.project is None else resolve_project(p.project)
+    path = None if p.path is None else Path(p.path)
+    targets = et.chosen_targets(
+        p.target, path, project, projects=et.store_projects(store), home=Path.home(), cwd=os.getcwd()
+    )
+    if path is not None or project is not None:
+        [target] = targets
+        outcome = et.export_to(store, target, check=p.check)
+        results = [et.TargetResult(str(target.path), target.project, changed=outcome.changed, skipped=outcome.skipped)]
+    else:
+        results = et.export_all(store, targets, check=p.check)
+    changed = any(r.changed for r in results)
+    return m.ExportRulesResult(
+        path=results[0].path if results else "", changed=changed, up_to_date=not changed, check=p.check,
+        exports=[m.ExportResult(path=r.path, changed=r.changed, error=r.error, project=r.project, skipped=r.skipped) for r in results],
+    )

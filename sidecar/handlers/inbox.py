@@ -1,0 +1,36 @@
+"""The inbox: work waiting for a reflect pass, and what a pass set aside
+— listed, retried or dropped."""
+
+from __future__ import annotations
+
+from mecha.core.agents.retrust import withheld
+from mecha.core.store.inbox import count_waiting, drop_set_aside, list_set_aside, retry_set_aside
+from mecha.protocol import methods as m
+
+from .. import jobs as background
+from ..context import Context
+from ..rpc import Cancel
+from .passes import running_pass
+
+
+def inbox(ctx: Context, p: m.Empty, cancel: Cancel) -> m.InboxResult:
+    store = ctx.existing_store()
+    if store is None:
+        return m.InboxResult(waiting=0, set_aside=[])
+    count, recent = withheld(store)
+    return m.InboxResult(waiting=count_waiting(store), set_aside=list_set_aside(store), withheld=count, withheld_recent=recent)
+
+
+def inbox_retry(ctx: Context, p: m.InboxRetryParams, cancel: Cancel) -> m.InboxRetryResult:
+    if p.id is None:
+        store = ctx.store()
+        running = running_pass(store.root, "reflect")
+        if running is not None:
+            return m.InboxRetryResult(entry=None, job=running)
+        return m.InboxRetryResult(entry=None, job=background.start_pass(ctx, "reflect") if count_waiting(store) else None)
+    entry = retry_set_aside(ctx.store(), p.id)
+    return m.InboxRetryResult(entry=entry, job=background.start_pass(ctx, "reflect"))
+
+
+def inbox_drop(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.InboxDropResult:
+    return m.InboxDropResult(entry=drop_set_aside(ctx.store(), p.id))

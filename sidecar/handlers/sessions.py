@@ -1,0 +1,143 @@
+"""Handing finished work to the background passes: a run's transcript at
+its end, a resolved draft, a folder of another agent's sessions, and the
+standing trust list (whose widening may make held-back sessions learnable).
+Each queues in the store's inbox and starts the reflect pass the queue
+needs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from mecha.core.agents import importing
+from mecha.core.agents.retrust import reclassify
+from mecha.core.errors import InvalidInput
+from mecha.core.identity import validate_record_id
+from mecha.core.learning.holdout import in_holdout, keep_transcript
+from mecha.core.learning.reflection import Origin
+from mecha.core.learning.scope import resolve_project
+from mecha.core.learning.survey import survey_draft
+from mecha.core.sessions import trust as standing
+from mecha.core.sessions.foreign import policy_with
+from mecha.core.sessions.trust import unknown_summary
+from mecha.core.store import jobs as jobs_mod
+from mecha.core.store.inbox import DraftEntry, HandOver, count_waiting, hand_over, session_entry
+from mecha.protocol import methods as m
+
+from .. import jobs as background
+from ..context import Context
+from ..rpc import Cancel
+from .passes import running_pass
+
+
+def session_ended(
+    ctx: Context, p: m.SessionEndedParams, cancel: Cancel, *, start_pass: bool = True
+) -> m.SessionEndedResult:
+    """Survey a finished run's transcript and, when it holds interventions
+    and is not mined yet, queue what the survey found (the pass reflects on
+    exactly that) and start a reflect pass. `start_pass=False` (the CLI handing over a folder
+    of sessions, which starts one pass after the last) only queues."""
+    validate_record_id(p.session_id, "session_id")
+    project = None if p.project is None else resolve_project(p.project)
+    entry = session_entry(
+        p.session_id, p.messages, p.taint_timeline, interactive=p.interactive, voices=ctx.voices, project=project
+    )
+    plans = entry.plans or []
+    learnable = sum(1 for plan in plans if plan.origin is Origin.CLEAN)
+    store = ctx.store()
+    if not plans:
+        if p.session_id in store.mined_sessions():
+            return m.SessionEndedResult(interventions=0, learnable=0, already_mined=True, job=None)
+        # Nothing to queue from this run; but work a failed pass left waiting
+        # is picked up at the next run's end rather than waiting for one
+        # that has interventions of its own.
+        job = background.start_pass(ctx, "reflect") if start_pass and count_waiting(store) else None
+        return m.SessionEndedResult(interventions=0, learnable=0, already_mined=False, job=job)
+    if learnable and in_holdout(p.session_id) and p.session_id not in store.mined_sessions():
+        # Kept so `validate` can replay it (`core.learning.holdout`).
+        kept = keep_transcript(store.root, p.session_id, p.messages, p.taint_timeline, interactive=p.interactive)
+        entry = msgspec.structs.replace(entry, file=str(kept))
+    done, job = hand_over(store, entry, (lambda: background.start_pass(ctx, "reflect", session_id=p.session_id)) if start_pass else None)
+    return m.SessionEndedResult(
+        interventions=len(plans),
+        learnable=learnable,
+        already_mined=done is HandOver.MINED,
+        job=job,
+        already_queued=done is HandOver.WAITING,
+    )
+
+
+def draft_resolved(ctx: Context, p: m.DraftResolvedParams, cancel: Cancel) -> m.DraftResolvedResult:
+    validate_record_id(p.item.id, "item.id")
+    if p.item.session_id is not None:
+        validate_record_id(p.item.session_id, "item.session_id")
+    plan = survey_draft(p.item)
+    store = ctx.store()
+    intervention = plan.intervention if plan else None
+    if plan is None:
+        if p.item.id in store.mined_outbox():
+            return m.DraftResolvedResult(intervention=None, already_mined=True, job=None)
+        return m.DraftResolvedResult(intervention=None, already_mined=False, job=None)
+    done, job = hand_over(store, DraftEntry(p.item, plan), lambda: background.start_pass(ctx, "reflect", session_id=p.item.session_id))
+    return m.DraftResolvedResult(
+        intervention=intervention, already_mined=done is HandOver.MINED, job=job, already_queued=done is HandOver.WAITING
+    )
+
+
+def import_sessions(ctx: Context, p: m.ImportSessionsParams, cancel: Cancel) -> m.ImportSessionsResult:
+    mining = ctx.with_voices(p.source, extra=p.voices)
+    root = Path(p.dir) if p.dir is not None else importing.DEFAULT_DIRS[p.source].expanduser()
+    since = importing.parse_since(p.since) if p.since else None
+    if not root.exists():
+        importing.find_session_files(root, p.source)  # says so, before a store is made
+    store = mining.store()
+    report = importing.import_sessions(
+        store, p.source, root, voices=mining.voices, policy=policy_with(p.source, p.trust_tools, p.distrust_tools),
+        since=since, project=p.project, dry_run=p.dry_run,
+    )
+    # What an earlier pass left pending (answers that were unusable) is
+    # asked again too, as `mecha/sessionEnded` does: the retry a pass's
+    # outcome names.
+    # Nothing new while a pass is still at work on what an earlier import
+    # queued: that pass is the answer (a second one would find everything
+    # taken and report "0 reflections" while it goes on).
+    running = None if p.dry_run or report.queued else running_pass(store.root, "reflect")
+    if running is not None:
+        job: jobs_mod.Job | None = running
+    else:
+        job = None if p.dry_run or not (report.queued or count_waiting(store)) else background.start_pass(mining, "reflect")
+    sessions = [
+        m.ImportedSession(
+            path=plan.path, session_id=plan.session_id, project=plan.project, found=plan.found, new=len(plan.fresh),
+            counts=plan.counts(), held=plan.held, skipped_lines=plan.skipped_lines, held_back=plan.held_back,
+        )
+        for plan in report.sessions
+    ]
+    return m.ImportSessionsResult(
+        source=report.source, root=report.root, sessions=sessions, unchanged=report.unchanged, filtered=report.filtered,
+        skipped=report.skipped, skipped_lines=report.skipped_lines, queued=report.queued, dry_run=report.dry_run,
+        warnings=report.warnings, job=job, in_flight=running is not None,
+        unknown=unknown_summary(plan.held_back for plan in report.sessions),
+    )
+
+
+def trust(ctx: Context, p: m.TrustParams, cancel: Cancel) -> m.TrustResult:
+    reclassified = None
+    job = None
+    if p.action is standing.TrustAction.LIST:
+        if p.entries:
+            raise InvalidInput("trust list takes no entries")
+        kept = standing.load_trust()
+    elif not p.entries:
+        raise InvalidInput(f"trust {p.action.value} needs at least one entry: Bash(bd), Bash(git fetch) or mcp__notes__read")
+    elif p.action is standing.TrustAction.REMOVE:
+        kept = standing.remove_trust(p.entries)
+    else:
+        kept = standing.add_trust(p.entries)
+        mining = ctx.with_voices("claude", "codex")
+        store = mining.store()
+        reclassified = reclassify(store, voices=mining.voices)
+        if reclassified.queued:
+            job = background.start_pass(mining, "reflect")
+    return m.TrustResult(path=kept.path or "", entries=list(kept.entries), reclassified=reclassified, job=job)

@@ -1,0 +1,220 @@
+"""Importing other agents' session folders into a real store: what is new,
+what is queued, and what is never queued twice."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from mecha.core.agents.importing import import_sessions, parse_since
+from mecha.core.sessions.foreign import HARNESS_VOICE_PROFILES
+from mecha.core.sessions.mining import Trigger, Voices
+from mecha.core.store.inbox import entry_decoder, inbox_dir
+from mecha.core.store.learning_store import LearningStore
+from tests.core.ccfixture import Claude, Codex, text, use
+
+VOICES = Voices(harness_prefixes=HARNESS_VOICE_PROFILES["claude"])
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> LearningStore:
+    return LearningStore.open(tmp_path / "store")
+
+
+def inbox(store: LearningStore) -> list:
+    directory = inbox_dir(store)
+    if not directory.is_dir():
+        return []
+    return [entry_decoder.decode(p.read_bytes()) for p in sorted(directory.iterdir()) if p.name.endswith(".json")]
+
+
+def session(corrections: list[str], session: str = "s-1") -> Claude:
+    cc = Claude(session=session).user("Write the release notes.")
+    for i, words in enumerate(corrections):
+        cc.assistant(text(f"Draft {i}."), use(f"t{i}", "Read", file_path="CHANGES.md")).result(f"t{i}", "changes")
+        cc.assistant(text(f"Here is draft {i}."))
+        cc.user(words)
+    return cc.assistant(text("Revised."))
+
+
+def write(root: Path, name: str, cc: Claude) -> Path:
+    path = root / "-home-pat-proj" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(cc.bytes())
+    return path
+
+
+def run(store: LearningStore, root: Path, **kw):
+    return import_sessions(store, kw.pop("source", "claude"), root, voices=VOICES, **kw)
+
+
+def test_an_import_queues_every_session_with_interventions_and_records_them(store, tmp_path):
+    # Pins: a folder read but nothing handed to the reflect pass.
+    root = tmp_path / "projects"
+    write(root, "a.jsonl", session(["Use past tense."], "a"))
+    write(root, "b.jsonl", session(["Group by component."], "b"))
+    report = run(store, root)
+    assert sorted(report.queued) == ["claude:a", "claude:b"]
+    assert sorted(e.session_id for e in inbox(store)) == ["claude:a", "claude:b"]
+    assert len(store.imports()) == 2
+
+
+def test_a_reimport_with_nothing_changed_reads_no_file_and_queues_nothing(store, tmp_path):
+    # Pins: a daily import re-reading (and re-queueing) every session.
+    root = tmp_path / "projects"
+    write(root, "a.jsonl", session(["Use past tense."], "a"))
+    run(store, root)
+    again = run(store, root)
+    assert again.unchanged == 1 and again.sessions == [] and again.queued == []
+    assert len(inbox(store)) == 1
+
+
+def test_a_grown_session_queues_only_its_new_interventions_as_a_tail(store, tmp_path):
+    # Pins: re-reading a grown session mined its old corrections a second time.
+    root = tmp_path / "projects"
+    path = write(root, "a.jsonl", session(["Use past tense."], "a"))
+    run(store, root)
+    path.write_bytes(session(["Use past tense.", "Link each entry to its PR."], "a").bytes())
+    os.utime(path, ns=(1, 2))  # a new mtime even on a coarse clock
+    report = run(store, root)
+    assert report.queued == [e.session_id for e in inbox(store)][1:]
+    tail = inbox(store)[1]
+    assert tail.session_id.startswith("claude:a@")
+    # The entry carries the new intervention as the import surveyed it, in
+    # the whole session: what it answers, where it sits, how it classifies.
+    (plan,) = tail.plans
+    assert plan.intervention.text == "Link each entry to its PR."
+    assert plan.intervention.context.endswith("Here is draft 1.")
+    assert plan.origin.value == "clean"
+    first = inbox(store)[0].plans[0].intervention
+    assert plan.intervention.at > first.at  # indexed in the whole session, as the first was
+
+
+def test_a_resumed_copy_of_a_session_is_not_new(store, tmp_path):
+    # Pins: a resumed session (its history copied into a new file) mined twice.
+    root = tmp_path / "projects"
+    write(root, "a.jsonl", session(["Use past tense."], "a"))
+    run(store, root)
+    write(root, "b.jsonl", session(["Use past tense.", "Drop the emoji."], "b"))
+    report = run(store, root)
+    (plan,) = report.sessions
+    assert [p.intervention.text for p in plan.fresh] == ["Drop the emoji."]
+
+
+def test_files_that_are_not_sessions_are_skipped_with_a_warning_and_the_rest_queued(store, tmp_path):
+    # Pins: one stray file refusing the whole folder, or being queued as a session.
+    root = tmp_path / "projects"
+    write(root, "a.jsonl", session(["Use past tense."], "a"))
+    (root / "-home-pat-proj" / "notes.jsonl").write_text('{"todo": "buy milk"}\n')
+    (root / "-home-pat-proj" / "broken.jsonl").write_text('{"type":"user","sessionId":"x","message":{"role":"user","content":"a"}}\n{oops\n{}\n')
+    report = run(store, root)
+    assert report.queued == ["claude:a"]
+    assert any("notes.jsonl: not a Claude Code session" in s for s in report.skipped)
+    # A bad line costs that line: the rest of the file is read.
+    assert not any("broken.jsonl" in s for s in report.skipped)
+    assert any("broken.jsonl:2: skipped a line" in w for w in report.warnings) and report.skipped_lines == 1
+
+
+def test_a_folder_is_never_half_queued_when_the_import_fails_midway(store, tmp_path, monkeypatch):
+    # Pins: the files sorting before a failure left in the inbox with no job started.
+    root = tmp_path / "projects"
+    write(root, "a.jsonl", session(["Use past tense."], "a"))
+    write(root, "b.jsonl", session(["Group by component."], "b"))
+    import mecha.core.agents.importing as importing
+
+    real = importing.plan_session
+    calls = []
+
+    def failing(*args, **kw):
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError("disk on fire")
+        return real(*args, **kw)
+
+    monkeypatch.setattr(importing, "plan_session", failing)
+    with pytest.raises(OSError):
+        run(store, root)
+    assert inbox(store) == []
+    assert [p.name for p in inbox_dir(store).iterdir() if p.name != ".gitignore"] == []
+    assert store.imports() == []
+
+
+def test_a_dry_run_counts_per_trigger_and_origin_and_queues_nothing(store, tmp_path):
+    # Pins: --dry-run writing to the store.
+    root = tmp_path / "projects"
+    write(root, "a.jsonl", session(["Use past tense.", "Shorter."], "a"))
+    report = run(store, root, dry_run=True)
+    assert report.sessions[0].counts() == {"followup/clean": 2}
+    assert inbox(store) == [] and store.imports() == []
+
+
+def test_since_and_project_leave_sessions_out(store, tmp_path):
+    # Pins: --since and --project ignored.
+    root = tmp_path / "projects"
+    old = write(root, "a.jsonl", session(["Use past tense."], "a"))
+    os.utime(old, (0, 0))
+    write(root, "b.jsonl", session(["Shorter."], "b"))
+    report = run(store, root, since=parse_since("2020-01-01"), dry_run=True)
+    assert [p.session_id for p in report.sessions] == ["claude:b"] and report.filtered == 1
+    assert run(store, root, project="no-such", dry_run=True).sessions == []
+    assert len(run(store, root, project="pat-proj", dry_run=True).sessions) == 2
+
+
+def test_a_session_waiting_in_the_inbox_or_mined_is_not_queued_again(store, tmp_path):
+    # Pins: a re-import after its records were lost queueing the same session beside itself.
+    root = tmp_path / "projects"
+    write(root, "a.jsonl", session(["Use past tense."], "a"))
+    run(store, root)
+    (store.root / "imported.jsonl").unlink()
+    again = run(store, root)
+    assert again.queued == [] and len(inbox(store)) == 1
+
+
+def test_codex_rollouts_import_the_same_way(store, tmp_path):
+    # Pins: the Codex path diverging from the Claude Code one.
+    root = tmp_path / "sessions" / "2026" / "11" / "01"
+    root.mkdir(parents=True)
+    cx = Codex().user("Add a flag.").say("Added --verbose.").user("Call it --debug instead.")
+    (root / "rollout-2026-11-01T10-00-00-x.jsonl").write_bytes(cx.bytes())
+    report = import_sessions(store, "codex", tmp_path / "sessions", voices=VOICES)
+    assert report.queued == ["codex:0199aaaa-bbbb-7ccc-8ddd-000000000001"]
+    (entry,) = inbox(store)
+    assert [p.intervention.trigger for p in entry.plans] == [Trigger.FOLLOWUP]
+
+
+def test_since_rejects_what_is_not_a_date():
+    # Pins: a typo silently importing everything.
+    with pytest.raises(Exception, match="--since 'last week'"):
+        parse_since("last week")
+
+
+def test_a_live_sessions_last_refusal_waits_for_the_persons_reason(store, tmp_path):
+    # Pins: importing mid-refusal queueing a reasonless denial, then the reason as a second one.
+    from tests.core.ccfixture import REJECTION
+
+    root = tmp_path / "projects"
+    cc = session(["Use past tense."], "a").assistant(use("p", "Bash", command="git push --force")).result("p", REJECTION, is_error=True)
+    path = write(root, "a.jsonl", cc)
+    first = run(store, root)
+    assert first.sessions[0].held == 1
+    assert [t.value for t in (p.intervention.trigger for p in first.sessions[0].fresh)] == ["followup"]
+    cc.user([text("[Request interrupted by user for tool use]")]).user("Never force-push.")
+    path.write_bytes(cc.bytes())
+    second = run(store, root)
+    (plan,) = second.sessions
+    assert [(p.intervention.trigger.value, p.intervention.text) for p in plan.fresh] == [("denial", "Never force-push.")]
+    assert plan.held == 0
+
+
+def test_an_old_session_that_ended_on_a_silent_refusal_queues_it(store, tmp_path):
+    # Pins: a refusal held back forever because its session is over.
+    from tests.core.ccfixture import REJECTION
+
+    root = tmp_path / "projects"
+    cc = Claude(session="a").user("Ship.").assistant(use("p", "Bash", command="git push")).result("p", REJECTION, is_error=True)
+    path = write(root, "a.jsonl", cc)
+    os.utime(path, (1, 1))
+    (plan,) = run(store, root).sessions
+    assert [p.intervention.trigger.value for p in plan.fresh] == ["denial"] and plan.held == 0

@@ -1,0 +1,75 @@
+"""The route table of the handlers: every request method of the protocol
+is routed to a function of a feature module, and every endpoint reaches a
+handler through it.
+
+That a feature module is loaded only when one of its methods is called is
+pinned where the cold path is, in `tests/test_import_budget.py`.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+from mecha.core.errors import InvalidInput
+from mecha.protocol import methods as m
+from mecha.protocol.errors import METHOD_NOT_FOUND, RpcError
+from mecha.sidecar import handlers
+from mecha.sidecar.context import Context
+from mecha.sidecar.rpc import Cancel
+
+PACKAGE = Path(handlers.__file__).parent
+
+
+def test_every_request_method_is_routed_and_nothing_else() -> None:
+    requests = {name for name, spec in m.METHODS.items() if not spec.notification}
+    assert set(handlers.ROUTES) == requests
+
+
+def test_each_route_names_a_function_of_its_feature_module() -> None:
+    for method, (module, function) in handlers.ROUTES.items():
+        assert (PACKAGE / f"{module}.py").is_file(), f"{method}: no module {module}"
+        found = getattr(importlib.import_module(f"mecha.sidecar.handlers.{module}"), function, None)
+        assert callable(found), f"{method}: {module} has no function {function}"
+        assert found.__module__ == f"mecha.sidecar.handlers.{module}", f"{method}: {function} is imported, not defined"
+        assert handlers.handler_for(method) is found
+
+
+def test_an_unknown_method_or_a_notification_has_no_handler() -> None:
+    assert handlers.handler_for("mecha/noSuchMethod") is None
+    dispatch = handlers.make_dispatch(Context(root=Path("/nonexistent-store")))
+    for method in ("mecha/noSuchMethod", "mecha/jobFinished"):
+        with pytest.raises(RpcError) as caught:
+            dispatch(method, None, Cancel())
+        assert caught.value.code == METHOD_NOT_FOUND
+
+
+def test_the_wire_and_the_cli_reach_the_same_handler(tmp_path: Path) -> None:
+    ctx = Context(root=tmp_path / "learning")
+    raw = b'{"messages": [{"role": "user", "content": "x"}], "text": "x"}'
+    over_wire = handlers.make_dispatch(ctx)("mecha/locateFollowup", raw, Cancel())
+    by_call = handlers.call(ctx, "mecha/locateFollowup", {"messages": [{"role": "user", "content": "x"}], "text": "x"})
+    assert m.to_builtins(over_wire) == by_call
+    with pytest.raises(InvalidInput, match="min: must be at least 1"):
+        handlers.call(ctx, "mecha/learn", {"domain": "coding", "min": 0})
+    assert not ctx.root.exists(), "a refused request made a store"
+
+
+def _imports_inside_functions(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text())
+    found = []
+    for fn in ast.walk(tree):
+        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            found += [f"{path.name}:{n.lineno}" for n in ast.walk(fn) if isinstance(n, ast.Import | ast.ImportFrom)]
+    return found
+
+
+def test_feature_modules_import_at_their_top() -> None:
+    # Pins: an import hidden in a handler, where a reader following a call
+    # loses the route (the lazy loading is the route table's, not each
+    # handler's).
+    inside = [hit for path in sorted(PACKAGE.glob("*.py")) for hit in _imports_inside_functions(path)]
+    assert inside == []
