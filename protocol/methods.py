@@ -603,10 +603,13 @@ class ProposalSummary(msgspec.Struct):
     title: str
     active_before: int
     active_after: int
-    #: `global`, or `project <root>`.
+    #: `global`, or the project's root: what `scope` means in every other
+    #: result (`mecha/proposal`, a change, a lesson).
     scope: str
     #: The rules file an accept writes, by name.
     writes: str
+    #: The scope named to a person: `global`, or `project <root>`.
+    scope_label: str = "global"
 
 
 class ProposalListResult(msgspec.Struct):

@@ -49,7 +49,7 @@ def _one_line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def proposal_scope(p: dict[str, Any]) -> str:
+def scope_in_words(p: dict[str, Any]) -> str:
     """Which rules a proposal is for, in words: `global`, `project <root>`,
     a promotion's projects, a project's proposal a person accepted as global."""
     if p.get("promoted_from"):
@@ -64,7 +64,7 @@ def proposal_line(p: dict[str, Any]) -> str:
     after = sum(1 for r in p["rules"] if r.get("enabled", True) and not r.get("retired_at"))
     return (
         f"{p['id']}  {p['status']:<16} {p['domain']:<10} {before} -> {after} active rules  {p['created_at']}  "
-        + proposal_scope(p)
+        + scope_in_words(p)
     )
 
 
@@ -130,7 +130,7 @@ def proposals(r: dict[str, Any]) -> str:
 
 def proposal_with_diff(r: dict[str, Any]) -> str:
     p = r["proposal"]
-    lines = [proposal_line(p), f"scope: {proposal_scope(p)}"]
+    lines = [proposal_line(p), f"scope: {scope_in_words(p)}"]
     lines.extend(f"  from project {where}" for where in p.get("promoted_from") or [])
     if p.get("evidence"):
         lines.append(f"evidence: {p['evidence']}")
@@ -322,7 +322,7 @@ def validate_plan(r: dict[str, Any]) -> str:
     for p in probes:
         where = f"{p['file']}:{p['line']}" if p.get("file") and p.get("line") else (p.get("file") or f"session {p['session_id']}")
         again = " (measured before under this block)" if p.get("measured_before") else ""
-        lines.append(f"  [{p['trigger']}] {p['reflection_id']}: “{_one_line(p['text'], 100)}” ({where}){again}")
+        lines.append(f"  [{p['trigger']}] {p['reflexion_id']}: “{_one_line(p['text'], 100)}” ({where}){again}")
     for reason, n in plan.get("skipped", {}).items():
         lines.append(f"  not probed: {n} — {reason}")
     if r.get("reason"):

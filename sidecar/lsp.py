@@ -47,7 +47,7 @@ from mecha.core.editor.document import document_lines
 from mecha.core.editor.hover import hover_for
 from mecha.core.editor.lenses import document_lenses
 from mecha.core.editor.results import Act, CodeAction, Finding, Scope
-from mecha.core.learning.proposals import PendingSummary, pending_summary, should_announce
+from mecha.core.learning.proposals import PendingSummary, pending_summary, proposal_scope, should_announce
 from mecha.core.learning.rules import active_count
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.learning_store import LearningStore, ReflectionsById, store_identity
@@ -130,8 +130,9 @@ def _listed(result: Any) -> m.ProposalListResult:
             title=review.proposal_title(p),
             active_before=active_count(p.rules_before),
             active_after=active_count(p.rules),
-            scope=review.proposal_scope(p),
+            scope=proposal_scope(p),
             writes=review.proposal_writes(p),
+            scope_label=review.proposal_scope_label(p),
         )
         for p in proposals
     ]

@@ -65,10 +65,13 @@ DEFAULT_DIRS = {"claude": Path("~/.claude/projects"), "codex": Path("~/.codex/se
 
 
 
-def intervention_key(source: str, i: Intervention) -> str:
+def intervention_fingerprint(source: str, i: Intervention) -> str:
     """What makes two readings of an intervention the same one: the source,
     the trigger, the person's words and the context — what the transcript
-    fixes, not where in a file it sits (a resumed copy moves it)."""
+    fixes, not where in a file it sits (a resumed copy moves it). An import
+    record's `keys` hold these. Not the attempts ledger's key
+    (`reflect.intervention_key`), which names one intervention by its place
+    in one inbox session."""
     digest = hashlib.blake2b(digest_size=12)
     digest.update(msgspec.json.encode([source, i.trigger.value, i.text, i.context]))
     return digest.hexdigest()
@@ -196,7 +199,7 @@ def _fresh_plans(read: ReadSession, planned: list[Planned], on_file: Counter[str
     keys: list[str] = []
     old_before_first_fresh = False
     for plan in planned:
-        key = intervention_key(read.source, plan.intervention)
+        key = intervention_fingerprint(read.source, plan.intervention)
         if on_file[key] > 0:
             on_file[key] -= 1
             if not fresh:

@@ -13,7 +13,7 @@ from mecha.core.store.layout import LEARNED_KIND, rules_file_name
 from mecha.core.store.proposal_files import Proposal
 
 
-def proposal_scope(p: Proposal) -> str:
+def proposal_scope_label(p: Proposal) -> str:
     """The scope a proposal's rules apply in, named to a person: `global`,
     or `project <root>` (`Proposal.project`, `None` for global)."""
     return scope_label(p.project)
@@ -23,7 +23,7 @@ def proposal_title(p: Proposal) -> str:
     """`behavior · 3 → 4 active rules`, then ` · project <root>` for a
     project's: one proposal in a list."""
     line = f"{p.domain} · {active_count(p.rules_before)} → {active_count(p.rules)} active rules"
-    return line if p.project is None else f"{line} · {proposal_scope(p)}"
+    return line if p.project is None else f"{line} · {proposal_scope_label(p)}"
 
 
 def proposal_writes(p: Proposal) -> str:
@@ -34,7 +34,7 @@ def proposal_writes(p: Proposal) -> str:
 def accepted_message(p: Proposal) -> str:
     """Said once `p` is accepted: how many learned rules are active now,
     where."""
-    where = "" if p.project is None else f" in {proposal_scope(p)}"
+    where = "" if p.project is None else f" in {proposal_scope_label(p)}"
     return f"accepted proposal {p.id}; {p.domain} now has {active_count(p.rules)} active learned rules{where}"
 
 

@@ -36,7 +36,9 @@ SOURCE_TEXT_BUDGET = 400
 class RuleSource(msgspec.Struct, kw_only=True, omit_defaults=True):
     """One reflection a rule rests on, and where its intervention was found."""
 
-    reflection_id: str
+    #: The reflection's id, spelled as proposals (`reflexion_ids`) and the
+    #: ledger spell it.
+    reflexion_id: str
     #: `False` when the rule names a reflection the store no longer holds;
     #: every other field but the id is then absent.
     on_record: bool = True
@@ -53,6 +55,12 @@ class RuleSource(msgspec.Struct, kw_only=True, omit_defaults=True):
     file: str | None = None
     line: int | None = None
     created_at: str | None = None
+    #: Deprecated: `reflexion_id` under the spelling it had before, written
+    #: (always equal to it) so a client that reads it keeps working.
+    reflection_id: str = ""
+
+    def __post_init__(self) -> None:
+        self.reflection_id = self.reflexion_id
 
 
 class RuleChange(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -93,10 +101,10 @@ def source_of(reflection_id: str, by_id: Mapping[str, Reflexion]) -> RuleSource:
     """The source a reflection id names, from the reflections on record."""
     r = by_id.get(reflection_id)
     if r is None:
-        return RuleSource(reflection_id=reflection_id, on_record=False)
+        return RuleSource(reflexion_id=reflection_id, on_record=False)
     found = r.found
     return RuleSource(
-        reflection_id=r.id,
+        reflexion_id=r.id,
         session_id=r.session_id or None,
         trigger=r.trigger,
         text=bound_text(r.intervention, SOURCE_TEXT_BUDGET),
@@ -182,7 +190,7 @@ def describe_source(s: RuleSource) -> str:
     """One source on one line, for a person: the trigger, the person's
     words, the session and where in it."""
     if not s.on_record:
-        return f"{s.reflection_id} (not on record)"
+        return f"{s.reflexion_id} (not on record)"
     where = []
     if s.session_id:
         where.append(f"session {s.session_id}")

@@ -333,7 +333,7 @@ def _hash(arms: Arms) -> str:
 def _planned(r: Reflexion, arms: Arms, measured_before: bool) -> PlannedProbe:
     found = r.found
     return PlannedProbe(
-        reflection_id=r.id,
+        reflexion_id=r.id,
         trigger=r.trigger,
         session_id=r.session_id,
         text=bound_text(" ".join(r.intervention.split()), 160),

@@ -142,7 +142,9 @@ def rule_tallies_by_model(
 class PlannedProbe(msgspec.Struct, kw_only=True, omit_defaults=True):
     """One probe a pass will run (or, in a dry run, would)."""
 
-    reflection_id: str
+    #: The reflection probed, spelled as the ledger rows and proposals spell
+    #: a reflection's id.
+    reflexion_id: str
     trigger: str
     session_id: str
     #: The person's words at the correction, bounded.
@@ -156,6 +158,12 @@ class PlannedProbe(msgspec.Struct, kw_only=True, omit_defaults=True):
     rule_ids: list[str] = msgspec.field(default_factory=list)
     #: The ledger already holds this reflection measured under this block.
     measured_before: bool = False
+    #: Deprecated: `reflexion_id` under the spelling it had before, written
+    #: (always equal to it) so a client that reads it keeps working.
+    reflection_id: str = ""
+
+    def __post_init__(self) -> None:
+        self.reflection_id = self.reflexion_id
 
 
 #: Model calls one probe makes at most: the assistant's turn in each arm and

@@ -53,7 +53,8 @@ class ImportRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
     size: int
     mtime_ns: int
     session_id: str
-    #: Keys of the interventions this import queued (see `intervention_key`).
+    #: Fingerprints of the interventions this import queued
+    #: (`importing.intervention_fingerprint`).
     keys: list[str] = msgspec.field(default_factory=list)
     #: The inbox session id the new part was queued under, if any.
     queued_as: str | None = None

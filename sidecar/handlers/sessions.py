@@ -79,7 +79,7 @@ def draft_resolved(ctx: Context, p: m.DraftResolvedParams, cancel: Cancel) -> m.
         return m.DraftResolvedResult(intervention=None, already_mined=False, job=None)
     done, job = hand_over(store, DraftEntry(p.item, plan), lambda: background.start_pass(ctx, "reflect", session_id=p.item.session_id))
     return m.DraftResolvedResult(
-        intervention=intervention, already_mined=done is HandOver.MINED, job=job, already_queued=done == "waiting"
+        intervention=intervention, already_mined=done is HandOver.MINED, job=job, already_queued=done is HandOver.WAITING
     )
 
 

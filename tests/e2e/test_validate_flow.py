@@ -208,7 +208,7 @@ def test_a_stall_mid_probe_keeps_the_whole_probes_and_nothing_of_the_half_one(cl
     assert final["state"] == "failed"
     assert "1 of 2 probe(s) recorded" in final["outcome"] and "nothing of the probe in progress was recorded" in final["outcome"]
     rows = store_lines(store_dir, "validations.jsonl")
-    assert [r["reflexion_id"] for r in rows] == [first["reflection_id"]]
+    assert [r["reflexion_id"] for r in rows] == [first["reflexion_id"]]
 
 
 def test_a_pass_killed_mid_probe_keeps_its_whole_probes_and_the_next_pass_measures_the_rest(cli, responder, store_dir, tmp_path):
@@ -228,11 +228,11 @@ def test_a_pass_killed_mid_probe_keeps_its_whole_probes_and_the_next_pass_measur
         "the killed pass to read as ended",
     )
     assert settled["state"] == "failed" and "killed or crashed" in settled["outcome"]
-    assert [r["reflexion_id"] for r in store_lines(store_dir, "validations.jsonl")] == [first["reflection_id"]]
+    assert [r["reflexion_id"] for r in store_lines(store_dir, "validations.jsonl")] == [first["reflexion_id"]]
 
     responder.hold_on = None
     again = cli("validate", "behavior", "--budget", "1")
-    assert second["reflection_id"] in again.stdout, "the probe not measured yet comes first"
+    assert second["reflexion_id"] in again.stdout, "the probe not measured yet comes first"
     assert [r["reflexion_id"] for r in store_lines(store_dir, "validations.jsonl")] == [
-        first["reflection_id"], second["reflection_id"],
+        first["reflexion_id"], second["reflexion_id"],
     ]

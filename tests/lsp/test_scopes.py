@@ -7,8 +7,9 @@ from __future__ import annotations
 from lsprotocol import types as lsp
 
 from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET, domain_rules_section
+from tests.builders import rule
 
-from .conftest import MechaClient, Store, has_code, rule
+from .conftest import MechaClient, Store, has_code
 
 RULES = [rule("Indent with two spaces", "r-app-1"), rule("Run make check before committing", "r-app-2")]
 
@@ -113,11 +114,15 @@ async def test_the_review_commands_say_what_the_server_computed(client: MechaCli
         "title": f"behavior · 2 → 3 active rules · project {app}",
         "active_before": 2,
         "active_after": 3,
-        "scope": f"project {app}",
+        "scope": app,
         "writes": store.path("behavior", "learned", app).name,
+        "scope_label": f"project {app}",
     }
+    shown = await client.request("mecha/proposal", {"id": "p-app"})
+    assert shown["scope"] == by_id["p-app"]["scope"], "`scope` means the project's root in the listing and the diff alike"
     assert by_id["p-global"]["title"] == "behavior · 0 → 1 active rules"
-    assert (by_id["p-global"]["scope"], by_id["p-global"]["writes"]) == ("global", "behavior.learned.toml")
+    assert (by_id["p-global"]["scope"], by_id["p-global"]["scope_label"]) == ("global", "global")
+    assert by_id["p-global"]["writes"] == "behavior.learned.toml"
 
     accepted = await client.command("mecha.acceptProposal", "p-app")
     assert accepted["proposal"]["status"] == "accepted"

@@ -27,8 +27,8 @@ import {
   CLIENT_COMMANDS,
   METHODS,
   PROPOSAL_SCHEME,
-  type JobFinished,
-  type ProposalsChanged,
+  type JobFinishedParams,
+  type ProposalsChangedParams,
 } from "./protocol";
 import { formatStatus, type StatusState } from "./status";
 
@@ -183,11 +183,11 @@ export class MechaExtension implements vscode.Disposable {
     }
     this.setStatus({ kind: "starting" });
     this.clientDisposables = [
-      client.onNotification(METHODS.proposalsChanged, (params: ProposalsChanged) => {
+      client.onNotification(METHODS.proposalsChanged, (params: ProposalsChangedParams) => {
         this.setStatus({ kind: "ready", pending: params?.pending ?? 0, byDomain: params?.by_domain ?? {} });
         this.refreshOpenProposalDocuments();
       }),
-      client.onNotification(METHODS.jobFinished, (params: JobFinished) => this.jobFinished(params)),
+      client.onNotification(METHODS.jobFinished, (params: JobFinishedParams) => this.jobFinished(params)),
       client.onRunningChange((running) => {
         if (!running && this.client === client) {
           this.setStatus({ kind: "stopped" });
@@ -216,7 +216,7 @@ export class MechaExtension implements vscode.Disposable {
     return client;
   }
 
-  private jobFinished(params: JobFinished): void {
+  private jobFinished(params: JobFinishedParams): void {
     this.refreshOpenProposalDocuments();
     const job = params?.job;
     if (job?.proposal_id) {

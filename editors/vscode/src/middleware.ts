@@ -10,8 +10,8 @@ import {
   SERVER_COMMANDS,
   type LearnResult,
   type ReviewedProposalResult,
-  type RulesBlockResult,
-  type ShowDiffResult,
+  type RulesPromptBlockResult,
+  type ShowProposalDiffResult,
 } from "./protocol";
 
 export type Next = (command: string, args: unknown[]) => unknown;
@@ -85,7 +85,7 @@ export function executeCommandMiddleware(hooks: MiddlewareHooks) {
           return result;
         }
         case SERVER_COMMANDS.showProposalDiff: {
-          const result = (await next(command, args)) as ShowDiffResult | undefined;
+          const result = (await next(command, args)) as ShowProposalDiffResult | undefined;
           const id = result?.id ?? (typeof args[0] === "string" ? args[0] : undefined);
           if (id) {
             await ui.openProposal(id);
@@ -93,7 +93,7 @@ export function executeCommandMiddleware(hooks: MiddlewareHooks) {
           return result;
         }
         case SERVER_COMMANDS.showRulesBlock: {
-          const result = (await next(command, args)) as RulesBlockResult | undefined;
+          const result = (await next(command, args)) as RulesPromptBlockResult | undefined;
           await hooks.openText(
             result?.block ?? "<!-- No active rules: a run in these domains gets no rules block. -->\n",
             "markdown",

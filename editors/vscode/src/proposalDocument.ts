@@ -4,7 +4,7 @@
  * treats documents from a content provider as read-only.
  */
 import { proposalIdFromPath } from "./config";
-import { METHODS, type ProposalWithDiff } from "./protocol";
+import { METHODS, type ProposalWithDiffResult } from "./protocol";
 
 /** The part of `vscode.Uri` the provider reads. */
 export interface UriLike {
@@ -32,7 +32,7 @@ export class ProposalDocumentProvider<U extends UriLike = UriLike> {
 
   async provideTextDocumentContent(uri: U): Promise<string> {
     const id = proposalIdFromPath(uri.path);
-    const shown = await this.request<ProposalWithDiff>(METHODS.proposal, { id });
+    const shown = await this.request<ProposalWithDiffResult>(METHODS.proposal, { id });
     const diff = shown?.diff ?? "";
     if (diff) {
       return diff.endsWith("\n") ? diff : `${diff}\n`;

@@ -27,11 +27,11 @@ export type {
   ProposalSummary,
   ReviewedProposalResult,
   Rule,
-  RulesPromptBlockResult as RulesBlockResult,
-  ProposalWithDiffResult as ProposalWithDiff,
-  ShowProposalDiffResult as ShowDiffResult,
-  ProposalsChangedParams as ProposalsChanged,
-  JobFinishedParams as JobFinished,
+  RulesPromptBlockResult,
+  ProposalWithDiffResult,
+  ShowProposalDiffResult,
+  ProposalsChangedParams,
+  JobFinishedParams,
 } from "./wire";
 import { MECHA_METHODS } from "./wire";
 

@@ -186,6 +186,7 @@ export interface ProposalSummary {
   active_before: number;
   id: string;
   scope: string;
+  scope_label: string;
   title: string;
   writes: string;
 }
@@ -295,7 +296,8 @@ export interface RuleSource {
   lesson?: string;
   line?: number;
   on_record?: boolean;
-  reflection_id: string;
+  reflection_id?: string;
+  reflexion_id: string;
   session_id?: string;
   text?: string;
   trigger?: string;

@@ -29,9 +29,9 @@ import {
   SERVER_COMMANDS,
   type Proposal,
   type ProposalListResult,
-  type ProposalWithDiff,
+  type ProposalWithDiffResult,
   type ReviewedProposalResult,
-  type ShowDiffResult,
+  type ShowProposalDiffResult,
 } from "../src/protocol";
 import { VSCODE_CAPABILITIES, VSCODE_CLIENT_INFO } from "./vscodeCapabilities";
 
@@ -261,10 +261,10 @@ test("mecha-sidecar lsp: diagnostics, the accept code action and its command, ov
         writes: "behavior.learned.toml",
       },
     ]);
-    const shown = await rpc<ProposalWithDiff>("mecha/proposal", { id: PROPOSAL.id });
+    const shown = await rpc<ProposalWithDiffResult>("mecha/proposal", { id: PROPOSAL.id });
     assert.equal(shown.proposal.id, PROPOSAL.id);
     assert.ok(shown.diff.includes(ADDED.text), `the diff shows the added rule:\n${shown.diff}`);
-    const diffCommand = await rpc<ShowDiffResult>("workspace/executeCommand", {
+    const diffCommand = await rpc<ShowProposalDiffResult>("workspace/executeCommand", {
       command: SERVER_COMMANDS.showProposalDiff,
       arguments: [PROPOSAL.id],
     });

@@ -43,11 +43,12 @@ from mecha.core.editor.results import (
 )
 from mecha.core.editor.store_view import RulesDocument, rules_document_of
 from mecha.core.errors import InvalidStore
-from mecha.core.learning.reflection import Origin, Reflexion
+from mecha.core.learning.reflection import Reflexion
 from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET, Rule, RulesFile, rule_key
 from mecha.core.store.layout import project_id, rules_file_name
 from mecha.core.store.learning_store import parse_rules_file
 from mecha.core.store.ledger import RuleTally
+from tests import builders
 
 # ─── helpers ────────────────────────────────────────────────────────────────
 
@@ -81,17 +82,8 @@ def rules_toml(texts: list[str]) -> str:
 
 
 def reflexion(rid: str, trigger: str, lesson: str) -> Reflexion:
-    return Reflexion(
-        id=rid,
-        domain="behavior",
-        session_id="s1",
-        trigger=trigger,
-        context="",
-        intervention="stop that",
-        reflexion_text=lesson,
-        created_at="2026-08-01T00:00:00Z",
-        origin=Origin.CLEAN,
-    )
+    return builders.reflexion(rid, lesson, trigger=trigger, context="", intervention="stop that",
+                              created_at="2026-08-01T00:00:00Z")
 
 
 CLEAN = doc(

@@ -14,7 +14,7 @@ from mecha.core.errors import ModelFailure, UnusableReply
 from mecha.core.learning.consolidation import Learner
 from mecha.core.learning.learn import LEARN_BATCH_MAX_REFLECTIONS, learn_batch, learn_domain, learn_refusal
 from mecha.core.learning.reflect import ReflectOutcome, pass_failure, reflect_inbox
-from mecha.core.learning.reflection import Origin, Reflector, Reflexion
+from mecha.core.learning.reflection import Reflector, Reflexion
 from mecha.core.providers.base import CompletionRequest, CompletionResponse
 from mecha.core.sessions.mining import INTERVENTION_BUDGET
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
@@ -28,6 +28,7 @@ from mecha.core.store.inbox import (
     set_aside_dir,
 )
 from mecha.core.store.learning_store import MAX_UNUSABLE_ANSWERS, LearningStore
+from tests import builders
 from tests.fakes import ScriptedProvider
 
 CLEAN = [TaintCheckpoint(at=0, taint=Taint())]
@@ -233,12 +234,9 @@ async def test_the_persons_words_are_bounded_in_what_a_reflection_stores_and_a_p
 # ─── learn ──────────────────────────────────────────────────────────────────
 
 
-def reflexion(i: int, *, text: str | None = None, intervention: str = "ask first before acting or deleting anything; keep each diff, reply and rule short and fresh; indent with two spaces, never tabs") -> Reflexion:
-    return Reflexion(
-        id=f"r{i:03d}", domain="behavior", session_id="s", trigger="steer", context="ctx",
-        intervention=intervention, reflexion_text=text or f"lesson {i}",
-        created_at=f"2026-11-01T00:00:{i % 60:02d}.000000Z", origin=Origin.CLEAN,
-    )
+def reflexion(i: int, *, text: str | None = None, intervention: str = builders.ASK_FIRST) -> Reflexion:
+    return builders.reflexion(f"r{i:03d}", text or f"lesson {i}", session_id="s", context="ctx",
+                              intervention=intervention, created_at=f"2026-11-01T00:00:{i % 60:02d}.000000Z")
 
 
 def rules_reply(*texts: str, cites: tuple[str, ...] = ("R1",)) -> str:

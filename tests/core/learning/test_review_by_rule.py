@@ -12,9 +12,10 @@ from mecha.core.errors import InvalidInput
 from mecha.core.learning.consolidation import Learner
 from mecha.core.learning.learn import learn_domain
 from mecha.core.learning.proposals import accept, numbered_changes, proposal_changes_in, reject_proposal
-from mecha.core.learning.reflection import Origin, Reflexion
+from mecha.core.learning.reflection import Reflexion
 from mecha.core.learning.rules import Rule
 from mecha.core.store.learning_store import LearningStore
+from tests import builders
 from tests.fakes import ScriptedProvider
 
 LESSONS = {
@@ -31,8 +32,8 @@ LIVE = [
 
 def reflexion(rid: str) -> Reflexion:
     said, lesson = LESSONS[rid]
-    return Reflexion(id=rid, domain="behavior", session_id="s", trigger="followup", context="", intervention=said,
-                     reflexion_text=lesson, created_at="2026-12-01T00:00:00Z", origin=Origin.CLEAN)
+    return builders.reflexion(rid, lesson, session_id="s", trigger="followup", context="", intervention=said,
+                              created_at="2026-12-01T00:00:00Z")
 
 
 def learner_answer() -> str:
@@ -176,5 +177,5 @@ async def test_a_rule_rewritten_by_a_later_pass_keeps_every_source_and_why_shows
     [rewritten] = store.learned_rules("behavior")
     assert rewritten.supersedes == [live.id]
     why = rule_sources(store, rewritten.id or "")
-    assert [s.reflection_id for s in why.sources] == ["r-tests", "r-err", "r-tests-2"]
+    assert [s.reflexion_id for s in why.sources] == ["r-tests", "r-err", "r-tests-2"]
     assert all(s.on_record for s in why.sources)

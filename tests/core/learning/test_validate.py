@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,6 +35,7 @@ from mecha.core.learning.validate import (
 from mecha.core.providers import OpenAIProvider
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 from mecha.core.store.ledger import OUTCOMES
+from tests import builders
 from tests.model_server import ModelServer, refusal, reply, stall
 
 
@@ -60,15 +62,12 @@ def write_session(folder: Path, session_id: str, *, untrusted: bool = False, cor
     return path
 
 
-def reflection(rid: str, session_id: str, file: Path | None, **over: object) -> Reflexion:
-    fields: dict[str, object] = dict(
-        id=rid, domain="behavior", session_id=session_id, trigger="followup", context="",
-        intervention=CORRECTION, reflexion_text="Change only the file the person names.",
-        created_at=now(), origin=Origin.CLEAN,
-        found=FoundAt(at=2, file=str(file) if file else None, line=3),
+def reflection(rid: str, session_id: str, file: Path | None, **over: Any) -> Reflexion:
+    fields: dict[str, Any] = dict(
+        session_id=session_id, trigger="followup", context="", intervention=CORRECTION,
+        created_at=now(), found=FoundAt(at=2, file=str(file) if file else None, line=3),
     )
-    fields.update(over)
-    return Reflexion(**fields)  # type: ignore[arg-type]
+    return builders.reflexion(rid, "Change only the file the person names.", **(fields | over))
 
 
 @pytest.fixture
@@ -113,7 +112,7 @@ def test_a_probe_is_cut_before_the_turn_that_drew_the_correction(store: Learning
     [probe] = probes
     assert [m.text() for m in probe.prefix] == ["Tidy up the release notes in docs/RELEASE.md."]
     assert probe.corrected.text().startswith("I tidied RELEASE.md")
-    assert plan.calls == CALLS_PER_PROBE and plan.probes[0].reflection_id == "r1"
+    assert plan.calls == CALLS_PER_PROBE and plan.probes[0].reflexion_id == "r1"
     live = store.render_block("behavior")
     assert probe.arms.treatment.rules_hash == live.rules_hash and plan.probes[0].rules_hash == live.rules_hash
     assert probe.arms.baseline.block is None, "the baseline carries none of the domain's learned rules"
@@ -134,7 +133,7 @@ def test_only_clean_recoverable_followups_and_steers_in_the_holdout_are_probed(s
         reflection("tainted", f, write_session(tmp_path, f, untrusted=True)),
     ])
     plan = plan_validation(store, "behavior", budget=10)
-    assert [p.reflection_id for p in plan.probes] == ["keep"]
+    assert [p.reflexion_id for p in plan.probes] == ["keep"]
     assert plan.skipped == {
         SKIP_HOLDOUT: 1, SKIP_TRIGGER: 1, SKIP_ORIGIN: 1, SKIP_NO_TRANSCRIPT: 1, SKIP_MOVED: 1, SKIP_NOT_CLEAN: 1,
     }
@@ -152,10 +151,10 @@ def test_unmeasured_reflections_come_first_and_the_budget_bounds_the_plan(store:
         rule_ids=block.rule_ids, outcome="improved", model="m", created_at=now(),
     ))
     plan = plan_validation(store, "behavior", budget=2)
-    assert [p.reflection_id for p in plan.probes] == ["r1", "r2"]
+    assert [p.reflexion_id for p in plan.probes] == ["r1", "r2"]
     assert plan.skipped == {"beyond the budget": 1}
     again = plan_validation(store, "behavior", budget=3)
-    assert [(p.reflection_id, p.measured_before) for p in again.probes] == [("r1", False), ("r2", False), ("r0", True)]
+    assert [(p.reflexion_id, p.measured_before) for p in again.probes] == [("r1", False), ("r2", False), ("r0", True)]
     with pytest.raises(InvalidInput, match="budget"):
         plan_validation(store, "behavior", budget=0)
 
@@ -209,7 +208,7 @@ def test_a_probe_never_measures_a_rule_on_a_correction_among_its_own_sources(tmp
     # With every measured rule learned from it, the correction measures nothing.
     store.write_learned_rules("behavior", [own])
     plan = plan_validation(store, "behavior", budget=5)
-    assert [p.reflection_id for p in plan.probes] == ["r-b"] and plan.skipped == {SKIP_OWN_SOURCE: 1}
+    assert [p.reflexion_id for p in plan.probes] == ["r-b"] and plan.skipped == {SKIP_OWN_SOURCE: 1}
 
 
 def test_a_proposals_rule_is_not_measured_on_its_own_sources(store: LearningStore, tmp_path: Path) -> None:
@@ -341,4 +340,4 @@ def test_a_session_is_reread_with_the_trust_the_person_gave(store: LearningStore
     assert plan.probes == [] and plan.skipped == {SKIP_NOT_CLEAN: 1}, "`bd` is nobody's program by default"
     config.write_text('[trust]\nallow = ["Bash(bd)"]\n')
     plan = plan_validation(store, "behavior")
-    assert [p.reflection_id for p in plan.probes] == ["r-bd"], plan.skipped
+    assert [p.reflexion_id for p in plan.probes] == ["r-bd"], plan.skipped

@@ -101,7 +101,7 @@ async def test_validate_plans_probes_on_harness_sessions_from_the_transcripts_th
     assert len(plan.probes) == len(held), plan.skipped
     assert plan.skipped == {SKIP_HOLDOUT: len(SESSION_IDS) - len(held)}
     for probe in plan.probes:
-        own = [r.id for r in rules if probe.reflection_id in r.sources]
+        own = [r.id for r in rules if probe.reflexion_id in r.sources]
         assert own and not set(own) & set(probe.rule_ids), "never measured on its own source"
         assert len(probe.rule_ids) == len(rules) - len(own)
     assert SKIP_OWN_SOURCE not in plan.skipped
