@@ -6,13 +6,12 @@ from __future__ import annotations
 from mecha.core.agents.retrust import withheld
 from mecha.core.errors import InvalidInput
 from mecha.core.sessions.trust import load_trust
-from mecha.core.store.inbox import count_waiting, drop_set_aside, list_set_aside, retry_set_aside
+from mecha.core.store.inbox import count_waiting, drop_set_aside, list_set_aside, pass_after_queue, retry_set_aside
 from mecha.protocol import methods as m
 
 from .. import jobs as background
 from ..context import Context
 from ..rpc import Cancel
-from .passes import running_pass
 
 
 def inbox(ctx: Context, p: m.Empty, cancel: Cancel) -> m.InboxResult:
@@ -29,11 +28,8 @@ def inbox(ctx: Context, p: m.Empty, cancel: Cancel) -> m.InboxResult:
 
 def inbox_retry(ctx: Context, p: m.InboxRetryParams, cancel: Cancel) -> m.InboxRetryResult:
     if p.id is None:
-        store = ctx.store()
-        running = running_pass(store.root, "reflect")
-        if running is not None:
-            return m.InboxRetryResult(entry=None, job=running)
-        return m.InboxRetryResult(entry=None, job=background.start_pass(ctx, "reflect") if count_waiting(store) else None)
+        after = pass_after_queue(ctx.store(), False, lambda: background.start_pass(ctx, "reflect"))
+        return m.InboxRetryResult(entry=None, job=after.job)
     entry = retry_set_aside(ctx.store(), p.id)
     return m.InboxRetryResult(entry=entry, job=background.start_pass(ctx, "reflect"))
 
