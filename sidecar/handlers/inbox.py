@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 from mecha.core.agents.retrust import withheld
+from mecha.core.errors import InvalidInput
+from mecha.core.sessions.trust import load_trust
 from mecha.core.store.inbox import count_waiting, drop_set_aside, list_set_aside, pass_after_queue, retry_set_aside
 from mecha.protocol import methods as m
 
@@ -16,7 +18,11 @@ def inbox(ctx: Context, p: m.Empty, cancel: Cancel) -> m.InboxResult:
     store = ctx.existing_store()
     if store is None:
         return m.InboxResult(waiting=0, set_aside=[])
-    count, recent = withheld(store)
+    try:
+        trust = load_trust()
+    except InvalidInput:
+        trust = None  # the reasons are shown as recorded; `trust list` names the fault
+    count, recent = withheld(store, trust)
     return m.InboxResult(waiting=count_waiting(store), set_aside=list_set_aside(store), withheld=count, withheld_recent=recent)
 
 
