@@ -296,21 +296,31 @@ def _text(value: object) -> str | None:
 
 
 def _hand_on(root: str, ctx: object, said: list[_Said]) -> None:
-    """One reflect pass for every session read that queued something new,
-    then one hook log line per session (as each hook run had), naming it."""
+    """The reflect pass the inbox needs once every session read is queued
+    (`inbox.pass_after_queue`, as every door that hands sessions over: one
+    for all the sessions that queued something new, or for work an earlier
+    pass left waiting), then one hook log line per session (as each hook
+    run had), naming the pass where it started one."""
     started = ""
-    if ctx is not None and any(queued for *_, queued in said):
+    any_new = any(new for *_, new in said)
+    if ctx is not None:
         try:
+            from mecha.core.store.inbox import pass_after_queue
+
             from .context import Context
             from .jobs import start_pass
 
             assert isinstance(ctx, Context)
-            job = start_pass(ctx, "reflect", learn_after=True)
-            started = f"; reflect pass {job.id} started (a learn pass follows where enough lessons wait)"
+            context = ctx
+            after = pass_after_queue(context.store(), any_new, lambda: start_pass(context, "reflect", learn_after=True))
+            if after.job is not None and not after.in_flight:
+                started = f"; reflect pass {after.job.id} started (a learn pass follows where enough lessons wait)"
         except Exception as exc:
             started = f"; no reflect pass started: {type(exc).__name__}: {exc}"
-    for agent, what, session_id, cwd, queued in said:
-        _record(root, agent, "session-end", what + (started if queued else ""), session_id, cwd)
+    for agent, what, session_id, cwd, new in said:
+        # The pass is named where it takes this session's work, or on every
+        # line when it only takes what an earlier pass left waiting.
+        _record(root, agent, "session-end", what + (started if new or not any_new else ""), session_id, cwd)
 
 
 def _stat_key(path: object) -> tuple[int, int] | None:

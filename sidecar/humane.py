@@ -291,6 +291,8 @@ def inbox(r: dict[str, Any]) -> str:
         for w in r["withheld_recent"]:
             where = f"{w['file']}:{w['line']}" if w.get("file") and w.get("line") else w["session_id"]
             lines.append(f"  “{w['words']}” ({where}) — held back by {w['why']}")
+            if w.get("now"):
+                lines.append(f"    {w['now']}")
     return "\n".join(lines)
 
 
@@ -375,10 +377,16 @@ def import_summary(s: dict[str, Any]) -> str:
                 f" ({_progress_of(s['job'])}) — waiting for it (Ctrl-C stops the waiting, not the pass)"
             )
     unknown = s.get("unknown", [])
-    if unknown:
+    trustable = [u for u in unknown if u.get("command")]
+    refused = [u for u in unknown if not u.get("command")]
+    if trustable:
         lines.append("not in the table of local programs (each held back this many interventions; trust it if it is yours):")
-        for u in unknown:
+        for u in trustable:
             lines.append(f"  {u['entry']}: {u['interventions']} in {u['sessions']} session(s) — {u['command']}")
+    if refused:
+        lines.append("held back by what no trust entry can answer (a stranger's text stays untrusted):")
+        for u in refused:
+            lines.append(f"  {u['entry']}: {u['interventions']} in {u['sessions']} session(s) — {u['refused']}")
     return "\n".join([head, *lines, tail])
 
 

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from mecha.core.learning.reflection import Origin, Reflexion
+from mecha.core.learning.reflection import Reflexion
 from mecha.core.store.learning_store import LearningStore
 from mecha.core.store.ledger import LeapRun
 from mecha.sidecar.clihelp import HIDDEN_VERBS, VERB_DOCS
+from tests import builders
 from tests.core.ccfixture import Claude, text
 from tests.model_server import ModelServer, lessons_responder
 
@@ -60,10 +61,9 @@ def sessions(home: Path, count: int) -> Path:
 
 
 def reflexion(n: int) -> Reflexion:
-    return Reflexion(id=f"R{n}", domain="behavior", session_id=f"s{n}", trigger="steer", context="ctx",
-                     intervention=f"Only change the file you were asked to change ({n}).",
-                     reflexion_text=f"Change only the files the person named, and ask before touching others ({n}).",
-                     created_at="2026-11-01T00:00:00.000000Z", origin=Origin.CLEAN)
+    return builders.reflexion(f"R{n}", f"Change only the files the person named, and ask before touching others ({n}).",
+                              session_id=f"s{n}", context="ctx",
+                              intervention=f"Only change the file you were asked to change ({n}).")
 
 
 # ─── help and typos ─────────────────────────────────────────────────────────

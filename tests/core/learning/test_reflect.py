@@ -276,7 +276,7 @@ async def test_a_learn_batch_is_bounded_oldest_first_and_the_rest_wait(store: Le
     assert proposal.reflexion_ids == [f"r{i:03d}" for i in range(LEARN_BATCH_MAX_REFLECTIONS)]
     assert "r045" not in provider.requests[0].user
 
-    huge = [reflexion(0, intervention="pasted " * 2_000_000)]
+    huge = [reflexion(0, intervention="pasted " * 200_000)]
     assert [r.id for r in learn_batch(huge)] == ["r000"], "a single large reflection is still consolidated"
     from mecha.core.learning.consolidation import learner_user_prompt
 
