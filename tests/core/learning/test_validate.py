@@ -172,8 +172,7 @@ def test_a_proposal_is_measured_against_the_live_block(store: LearningStore, tmp
     store.append_reflexion(reflection("r1", sid, write_session(tmp_path, sid)))
     live = store.learned_rules("behavior")
     added = Rule(text="Ask before touching a second file.", id="rule-new")
-    p = Proposal(id="20260101T000000-p1", domain="behavior", status=ProposalStatus.PENDING, reflexion_ids=[],
-                 rules_before=live, rules=[*live, added], evidence="", created_at=now())
+    p = builders.proposal("20260101T000000-p1", [*live, added], rules_before=live, created_at=now())
     store.write_proposal(p)
     [probe], plan = prepare(store, "behavior", proposal_id=p.id)
     assert probe.arms.baseline.rules_hash == store.render_block("behavior").rules_hash
@@ -218,8 +217,7 @@ def test_a_proposals_rule_is_not_measured_on_its_own_sources(store: LearningStor
     store.append_reflexion(reflection("r1", sid, write_session(tmp_path, sid)))
     live = store.learned_rules("behavior")
     added = Rule(text="Ask before touching a second file.", id="rule-new", sources=["r1"])
-    p = Proposal(id="20260101T000000-p2", domain="behavior", status=ProposalStatus.PENDING, reflexion_ids=["r1"],
-                 rules_before=live, rules=[*live, added], evidence="", created_at=now())
+    p = builders.proposal("20260101T000000-p2", [*live, added], rules_before=live, reflexion_ids=["r1"], created_at=now())
     store.write_proposal(p)
     plan = plan_validation(store, "behavior", proposal_id=p.id)
     assert plan.probes == [] and plan.skipped == {SKIP_OWN_SOURCE: 1}

@@ -7,6 +7,7 @@ real submodule, made by `git` itself, in a temp dir."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -23,9 +24,16 @@ from mecha.core.agents.export_targets import (
     target_for_file,
 )
 from mecha.core.agents.hooks import settings_path
+from mecha.core.learning.learn import scopes_ready
+from mecha.core.learning.reflect import reflect_inbox
+from mecha.core.learning.reflection import Reflector
 from mecha.core.learning.rules import Rule
+from mecha.core.learning.scope import project_of_cwd
+from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
+from mecha.core.store.inbox import enqueue, session_entry
 from mecha.core.store.layout import checkout_root, linked_worktrees, main_worktree, project_root
 from mecha.core.store.learning_store import LearningStore
+from tests.fakes import ScriptedProvider
 
 _ID = ["-c", "user.name=t", "-c", "user.email=t@t"]
 
@@ -180,6 +188,14 @@ def test_a_projects_rules_are_written_into_every_worktrees_file(
     named = chosen_targets("agents", None, str(main), projects=[], home=home, cwd=str(main))
     assert [t.path for t in named] == every_agents_md
 
+    # A file named by hand in a worktree is written there, inside that checkout.
+    (feature / "docs").mkdir()
+    [by_hand] = export_all(store, [target_for_file("agents", feature / "docs" / "AGENTS.md", home=home)])
+    assert by_hand.error is None and by_hand.changed
+    again = chosen_targets("claude", feature / "CLAUDE.md", str(main), projects=[], home=home, cwd=str(feature))
+    assert [(t.path, t.checkout) for t in again] == [(feature / "CLAUDE.md", str(feature))]
+    assert "Run the linter before committing." in (feature / "docs" / "AGENTS.md").read_text()
+
     # A worktree removed by hand (no `git worktree prune`) is skipped quietly.
     shutil.rmtree(fix)
     assert [t.path for t in project_targets("claude", str(main))] == [main / "CLAUDE.md", feature / "CLAUDE.md"]
@@ -210,7 +226,8 @@ def test_a_file_named_in_a_worktree_is_told_its_repositorys_rules(repo: tuple[Pa
         "claude", feature / "CLAUDE.md", str(main), checkout=str(feature)
     )
     assert target_for_file("claude", feature / "docs" / "CLAUDE.md", home=home).project is None
-    assert target_for_file("agents", feature / "sub" / "AGENTS.md", home=home).project == str(main)
+    named = target_for_file("agents", feature / "sub" / "AGENTS.md", home=home)
+    assert (named.project, named.checkout) == (str(main), str(feature))
 
 
 def test_a_store_holding_a_worktree_as_its_own_project_leaves_that_scope_alone(
@@ -238,3 +255,32 @@ def test_project_hooks_go_into_the_worktree_the_agent_runs_in(repo: tuple[Path, 
     (feature / "src").mkdir()
     path = settings_path("claude", "project", home=tmp_path / "home", cwd=feature / "src")
     assert path == feature / ".claude" / "settings.json"
+
+
+# ─── lessons add up across worktrees ────────────────────────────────────────
+
+
+def _steered(words: str) -> list[Message]:
+    return [
+        Message.user("tidy the docs"),
+        Message.assistant([Block.text_block("reading"), Block.tool_use("t1", "fs_read", {"path": "a.md"})]),
+        Message.tool_results([Block.tool_result("t1", "contents"), Block.text_block(words)]),
+        Message.assistant("Done."),
+    ]
+
+
+async def test_lessons_from_three_worktrees_reach_the_learn_minimum_as_one_project(
+    repo: tuple[Path, Path, Path], store: LearningStore
+) -> None:
+    # Pins: one lesson per worktree, three scopes, none of which a learn
+    # pass would ever take.
+    main, feature, fix = repo
+    clean = [TaintCheckpoint(at=0, taint=Taint())]
+    for n, cwd in enumerate((main, feature / ".", fix)):
+        enqueue(store, session_entry(f"s-{n}", _steered(f"use two spaces here ({n})"), clean, project=project_of_cwd(str(cwd))))
+    reply = json.dumps({"skip": False, "reflexion": "Indent with two spaces.", "error_type": "style", "confidence": 0.8})
+    await reflect_inbox(store, Reflector(ScriptedProvider(reply, reply, reply)))
+    assert {r.project for r in store.reflexions()} == {str(main)}
+    [domain] = {r.domain for r in store.reflexions()}
+    ready, why = scopes_ready(store, domain, 3)
+    assert ready == [str(main)], why
