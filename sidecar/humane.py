@@ -345,6 +345,20 @@ def reflect_summary(s: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+#: How many skipped files an import names before it only counts the rest.
+SKIPS_NAMED = 5
+
+
+def skipped_files(skipped: list[str]) -> list[str]:
+    """The files an import skipped, as warning lines: the first
+    `SKIPS_NAMED` by name and why, then how many more, so the summary that
+    follows is not buried."""
+    lines = [f"skipped {why}" for why in skipped[:SKIPS_NAMED]]
+    if len(skipped) > SKIPS_NAMED:
+        lines.append(f"skipped {len(skipped) - SKIPS_NAMED} more file(s) that are not sessions (`--json` lists every one)")
+    return lines
+
+
 def import_summary(s: dict[str, Any]) -> str:
     lines = []
     for session in s["sessions"]:
@@ -445,7 +459,9 @@ def hooks_changed(r: dict[str, Any]) -> str:
     lines.append("  at session end (and before a compaction): the session's new interventions are queued and a "
                  "reflect pass starts in the background, then a learn pass once enough lessons wait; at session "
                  "start: one line when proposals await review")
-    if r["agent"] == "claude":
+    if r.get("double_reading"):
+        lines.append(f"  warning: {r['double_reading']}")
+    elif r["agent"] == "claude":
         lines.append("  to review them inside Claude Code (/mecha:review), install the plugin instead of these hooks: "
                      "\"Review inside the agent\" in the README")
     if r.get("model"):
@@ -467,6 +483,12 @@ def hooks_status(r: dict[str, Any]) -> str:
         lines.append(f"{where}: {_hook_events(row)}" + (f"; missing {', '.join(row['missing'])}" if row["missing"] else ""))
         for program in row["stale_programs"]:
             lines.append(f"  {program} is not there any more: run `hooks install {row['agent']}` again")
+    for plugin in r.get("plugins") or []:
+        where = f" for {plugin['project']}" if plugin.get("project") else ""
+        state = "enabled" if plugin["enabled"] else "disabled: its hooks do not run"
+        lines.append(f"claude plugin {plugin['key']} ({plugin['scope']}{where}) {plugin['path']}: {state}")
+    if r.get("double_reading"):
+        lines.append(f"warning: {r['double_reading']}")
     lines.append(f"store: {r['store']}")
     if r["log"]:
         lines.append("last hook runs:")

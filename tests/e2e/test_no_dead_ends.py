@@ -105,6 +105,13 @@ def test_a_typo_gets_the_nearest_spelling_and_how_to_get_help(cli, argv, says):
     assert "--help` shows what it takes" in got.stderr and "'pass'" not in got.stderr and " pass," not in got.stderr
 
 
+def test_an_option_another_verb_takes_is_not_offered_as_its_own_correction(cli):
+    # Pins: "unrecognized arguments: --no-wait (did you mean: --no-wait → --no-wait?)".
+    got = cli("trust", "add", "Bash(bd)", "--no-wait")
+    assert got.returncode == 2 and "`trust` does not take --no-wait" in got.stderr, got.stderr
+    assert "→ --no-wait" not in got.stderr and "mecha-sidecar trust --help" in got.stderr
+
+
 def test_a_misspelt_domain_is_refused_with_the_near_miss(cli, store_dir):
     # Pins: `learn behaviour` accepted silently ("0 learnable reflections").
     got = cli("learn", "behaviour")

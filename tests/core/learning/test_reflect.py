@@ -251,7 +251,7 @@ async def test_a_learn_pass_that_changes_nothing_files_nothing_and_says_so(store
     store.append_reflexions([reflexion(i) for i in range(3)])
     outcome = await learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply())))
     assert outcome.outcome == (
-        "nothing to change: the model kept the 0 behavior rule(s) as they are; "
+        "nothing to change: the model drew no rule from the 3 lesson(s), and there are no behavior rules yet; "
         "`mecha-sidecar learn behavior --retry` asks again"
     )
     assert outcome.proposal_id is None and store.proposals() == []
@@ -319,3 +319,12 @@ def test_a_pass_fails_only_when_it_could_not_do_its_work(usable, unusable, stopp
     assert (type(failure).__name__ if failure is not None else "done") == ends
     if ends == "done" and unusable:
         assert f"{unusable} intervention(s) pending: the next reflect pass asks them again" in outcome.summary()
+
+
+def test_an_unchanged_pass_is_worded_for_how_many_rules_it_kept() -> None:
+    # Pins: "the model kept the 0 behavior in project /home/… rule(s) as they are".
+    from mecha.core.learning.learn import _kept
+
+    assert _kept(0, "behavior", None, 4) == "the model drew no rule from the 4 lesson(s), and there are no behavior rules yet"
+    assert _kept(1, "behavior", None, 4) == "the model kept the one behavior rule as it is"
+    assert _kept(3, "behavior", None, 4) == "the model kept the 3 behavior rules as they are"
