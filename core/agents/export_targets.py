@@ -83,7 +83,8 @@ def target_for_file(agent: str, path: Path, *, home: Path) -> ExportTarget:
     """The scope of a file named by hand (see the module docstring)."""
     path = Path(os.path.abspath(path.expanduser()))
     if agent == "agents":
-        return ExportTarget(agent, path, project_root(path.parent))
+        project, checkout = project_root(path.parent), checkout_root(path.parent)
+        return ExportTarget(agent, path, project, checkout=None if checkout == project else checkout)
     if path == Path(os.path.abspath(global_claude_file(home))):
         return ExportTarget(agent, path, None)
     folder = path.parent.parent if path.parent.name == ".claude" else path.parent
@@ -169,7 +170,9 @@ def chosen_targets(
     directory's project's too, as `AGENTS.md` there always was."""
     if path is not None:
         named = target_for_file(agent, path, home=home)
-        return [named if project is None else ExportTarget(agent, named.path, project)]
+        if project is None or project == named.project:
+            return [named]
+        return [ExportTarget(agent, named.path, project)]
     if project is not None:
         return project_targets(agent, project)
     here = [project_root(cwd)] if agent == "agents" else []

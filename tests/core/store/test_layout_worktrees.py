@@ -188,6 +188,14 @@ def test_a_projects_rules_are_written_into_every_worktrees_file(
     named = chosen_targets("agents", None, str(main), projects=[], home=home, cwd=str(main))
     assert [t.path for t in named] == every_agents_md
 
+    # A file named by hand in a worktree is written there, inside that checkout.
+    (feature / "docs").mkdir()
+    [by_hand] = export_all(store, [target_for_file("agents", feature / "docs" / "AGENTS.md", home=home)])
+    assert by_hand.error is None and by_hand.changed
+    again = chosen_targets("claude", feature / "CLAUDE.md", str(main), projects=[], home=home, cwd=str(feature))
+    assert [(t.path, t.checkout) for t in again] == [(feature / "CLAUDE.md", str(feature))]
+    assert "Run the linter before committing." in (feature / "docs" / "AGENTS.md").read_text()
+
     # A worktree removed by hand (no `git worktree prune`) is skipped quietly.
     shutil.rmtree(fix)
     assert [t.path for t in project_targets("claude", str(main))] == [main / "CLAUDE.md", feature / "CLAUDE.md"]
@@ -218,7 +226,8 @@ def test_a_file_named_in_a_worktree_is_told_its_repositorys_rules(repo: tuple[Pa
         "claude", feature / "CLAUDE.md", str(main), checkout=str(feature)
     )
     assert target_for_file("claude", feature / "docs" / "CLAUDE.md", home=home).project is None
-    assert target_for_file("agents", feature / "sub" / "AGENTS.md", home=home).project == str(main)
+    named = target_for_file("agents", feature / "sub" / "AGENTS.md", home=home)
+    assert (named.project, named.checkout) == (str(main), str(feature))
 
 
 def test_a_store_holding_a_worktree_as_its_own_project_leaves_that_scope_alone(
