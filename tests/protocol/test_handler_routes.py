@@ -27,7 +27,10 @@ PACKAGE = Path(handlers.__file__).parent
 
 def test_every_request_method_is_routed_and_nothing_else() -> None:
     requests = {name for name, spec in m.METHODS.items() if not spec.notification}
-    assert set(handlers.ROUTES) == requests
+    unrouted = sorted(requests - set(handlers.ROUTES))
+    assert unrouted == [], f"no handler for {unrouted}: add a row to ROUTES in sidecar/handlers/__init__.py"
+    stray = sorted(set(handlers.ROUTES) - requests)
+    assert stray == [], f"routes for {stray}, which the method table (protocol/methods.py) has no request for"
 
 
 def test_each_route_names_a_function_of_its_feature_module() -> None:
