@@ -296,6 +296,10 @@ class TrustResult(msgspec.Struct):
     path: str
     #: The standing decisions after the change, as the file holds them.
     entries: list[str]
+    #: Entries the file lists that no standing decision may say (a web tool,
+    #: a subagent, a spelling that is not an entry), each `"<entry>: <why>"`:
+    #: no reader honours them; `remove` takes them out.
+    ignored: list[str] = msgspec.field(default_factory=list)
     #: After an `add`: the interventions held back as untrusted that now
     #: read clean, queued to be asked (`null` for `remove` and `list`).
     reclassified: Reclassified | None = None

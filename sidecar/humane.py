@@ -425,6 +425,9 @@ def blame_line(b: dict[str, Any]) -> str:
 def trust(r: dict[str, Any]) -> str:
     entries = ", ".join(r["entries"]) or "nothing beyond the built-in table"
     lines = [f"{r['path']}: trusts {entries}"]
+    for why in r.get("ignored") or ():
+        entry = why.split(": ", 1)[0]
+        lines.append(f"  ignored, no reader honours it: {why} — `mecha-sidecar trust remove '{entry}'` takes it out")
     again = r.get("reclassified")
     if again is not None:
         if again["asked_again"]:

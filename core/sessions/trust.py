@@ -88,6 +88,16 @@ class Trust(msgspec.Struct, frozen=True, kw_only=True):
 
     entries: tuple[str, ...] = ()
     path: str | None = None
+    #: What the file lists that no standing decision may say (a web tool, a
+    #: subagent, a spelling that is not a trust entry — perhaps written by an
+    #: older release, or by hand), each as `(the entry as written, why)`:
+    #: honoured by no reader, never an error that stops one (a hook would
+    #: then fail on every session), and taken out by `trust remove`.
+    ignored: tuple[tuple[str, str], ...] = ()
+
+    def stored(self) -> list[str]:
+        """Every entry the file lists, honoured or not, in its order."""
+        return [*self.entries, *(raw for raw, _ in self.ignored)]
 
     def policy(self, source: str, *, trust: Iterable[str] = (), distrust: Iterable[str] = ()) -> TaintPolicy:
         """The taint policy a reader of `source` (`claude`, `codex`; anything
@@ -312,12 +322,15 @@ def load_trust(config: Path | None = None, env: Mapping[str, str] | None = None)
         table = tomllib.loads(data.decode("utf-8")).get(TRUST_TABLE)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"{path}: not valid TOML: {exc}") from None
-    return Trust(entries=_entries_of(table, path), path=str(path))
+    entries, ignored = _entries_of(table, path)
+    return Trust(entries=entries, path=str(path), ignored=ignored)
 
 
-def _entries_of(table: object, path: Path) -> tuple[str, ...]:
+def _entries_of(table: object, path: Path) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """The entries a reader honours, and those it ignores with why: one entry
+    that may not stand costs that entry, never the whole table."""
     if table is None:
-        return ()
+        return (), ()
     if not isinstance(table, dict):
         raise InvalidInput(f"{path}: [{TRUST_TABLE}] must be a table with {TRUST_KEY} = [\"Bash(bd)\", …]")
     unknown = sorted(k for k in table if k != TRUST_KEY)
@@ -327,14 +340,17 @@ def _entries_of(table: object, path: Path) -> tuple[str, ...]:
     if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
         raise InvalidInput(f"{path}: [{TRUST_TABLE}] {TRUST_KEY}: expected a list of strings, e.g. [\"Bash(bd)\", \"mcp__notes__read\"]")
     out: list[str] = []
+    ignored: list[tuple[str, str]] = []
     for value in values:
         try:
             entry = check_entry(value)
         except InvalidInput as exc:
-            raise InvalidInput(f"{path}: [{TRUST_TABLE}] {TRUST_KEY}: {exc} (take it out of that list to go on)") from None
+            if value not in (raw for raw, _ in ignored):
+                ignored.append((value, str(exc)))
+            continue
         if entry not in out:
             out.append(entry)
-    return tuple(out)
+    return tuple(out), tuple(ignored)
 
 
 def add_trust(entries: Iterable[str], config: Path | None = None) -> Trust:
@@ -342,20 +358,24 @@ def add_trust(entries: Iterable[str], config: Path | None = None) -> Trust:
     first: nothing is written when one is refused); the decisions after."""
     checked = [check_entry(e) for e in entries]
     current = load_trust(config)
-    wanted = list(current.entries) + [e for e in dict.fromkeys(checked) if e not in current.entries]
+    wanted = current.stored() + [e for e in dict.fromkeys(checked) if e not in current.entries]
     return _write(current, wanted)
 
 
 def remove_trust(entries: Iterable[str], config: Path | None = None) -> Trust:
     """`entries` taken out of the `[trust]` table; one the table does not
-    hold is an `InvalidInput` listing what it does hold (nothing written)."""
-    checked = [check_entry(e, standing=False) for e in entries]
+    hold is an `InvalidInput` listing what it does hold (nothing written).
+    An ignored entry (`Trust.ignored`) is taken out by its spelling in the
+    file, so no entry the person cannot trust is one they cannot remove."""
+    entries = list(entries)
     current = load_trust(config)
-    missing = [e for e in checked if e not in current.entries]
+    raw_ignored = {raw for raw, _ in current.ignored}
+    checked = [e if e in raw_ignored else check_entry(e, standing=False) for e in entries]
+    missing = [e for e in checked if e not in current.entries and e not in raw_ignored]
     if missing:
-        held = ", ".join(current.entries) or "nothing"
+        held = ", ".join(current.stored()) or "nothing"
         raise InvalidInput(f"{missing[0]} is not trusted in {current.path} (it holds: {held}); `mecha-sidecar trust list` shows them")
-    return _write(current, [e for e in current.entries if e not in checked])
+    return _write(current, [e for e in current.stored() if e not in checked])
 
 
 def _write(current: Trust, wanted: list[str]) -> Trust:
@@ -366,7 +386,7 @@ def _write(current: Trust, wanted: list[str]) -> Trust:
 
     assert current.path is not None
     path = Path(current.path)
-    if list(current.entries) == wanted:
+    if current.stored() == wanted:
         return current
     target = path.resolve() if path.is_symlink() else path
     try:

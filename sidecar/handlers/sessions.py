@@ -132,4 +132,7 @@ def trust(ctx: Context, p: m.TrustParams, cancel: Cancel) -> m.TrustResult:
         reclassified = reclassify(store, voices=mining.voices)
         if reclassified.queued:
             job = background.start_pass(mining, "reflect")
-    return m.TrustResult(path=kept.path or "", entries=list(kept.entries), reclassified=reclassified, job=job)
+    return m.TrustResult(
+        path=kept.path or "", entries=list(kept.entries), reclassified=reclassified, job=job,
+        ignored=[f"{raw}: {why}" for raw, why in kept.ignored],
+    )

@@ -75,7 +75,6 @@ def test_removing_what_is_not_trusted_names_what_is(tmp_path: Path) -> None:
         ("[trust]\nallow = 'Bash(bd)'\n", "expected a list of strings"),
         ("[trust]\nallw = ['Bash(bd)']\n", "allw: unknown key"),
         ("trust = 3\n", "must be a table"),
-        ("[trust]\nallow = ['Bash']\n", "cannot be trusted for good"),
         ("[trust\n", "not valid TOML"),
     ],
 )
@@ -85,6 +84,27 @@ def test_a_trust_table_that_does_not_read_is_an_error_naming_the_file(tmp_path: 
     with pytest.raises(InvalidInput, match=why) as err:
         load_trust(config)
     assert str(config) in str(err.value)
+
+
+def test_an_entry_that_may_not_stand_is_ignored_by_name_and_removable(tmp_path: Path) -> None:
+    # Pins: a config holding a web tool (written before such tools were
+    # refused, or by hand) stopping every reader with an error — every hook
+    # then failed on every session — while `trust remove` refused to take the
+    # entry out, so only a hand edit got the person going again.
+    config = tmp_path / "sidecar.toml"
+    config.write_text("# mine\n[trust]\nallow = ['Bash(bd)', 'mcp__serper__google_search', 'Bash', 'not an entry (']\n")
+    kept = load_trust(config)
+    assert kept.entries == ("Bash(bd)",)
+    assert [raw for raw, _ in kept.ignored] == ["mcp__serper__google_search", "Bash", "not an entry ("]
+    assert all("trusted for good" in why or "not a trust entry" in why for _, why in kept.ignored)
+    assert "mcp__serper__google_search" not in kept.policy("claude").local
+    # Adding keeps what the person wrote; removing takes one out by its spelling.
+    added = add_trust(["Bash(make)"], config)
+    assert added.entries == ("Bash(bd)", "Bash(make)") and len(added.ignored) == 3
+    after = remove_trust(["mcp__serper__google_search"], config)
+    assert [raw for raw, _ in after.ignored] == ["Bash", "not an entry ("]
+    assert after.entries == ("Bash(bd)", "Bash(make)")
+    assert config.read_text().startswith("# mine\n")
 
 
 def test_a_session_reader_honours_the_standing_decisions(tmp_path: Path) -> None:
