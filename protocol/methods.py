@@ -334,12 +334,34 @@ class HookFile(msgspec.Struct):
     stale_programs: list[str]
 
 
+class ClaudePluginInstall(msgspec.Struct):
+    """One installation of mecha's Claude Code plugin, as Claude Code
+    recorded it (`~/.claude/plugins/installed_plugins.json`)."""
+
+    #: `<plugin>@<marketplace>`, as `claude plugin uninstall` takes it.
+    key: str
+    #: `user`, `project` or `local`.
+    scope: str
+    #: The copy of the plugin Claude Code runs.
+    path: str
+    #: Switched on (`claude plugin enable`/`disable`).
+    enabled: bool
+    #: The project a `project` or `local` installation is for.
+    project: str | None = None
+
+
 class HookStatusResult(msgspec.Struct):
     files: list[HookFile]
     #: The store the sidecar uses.
     store: str
     #: The hooks' last runs, as their log has them, oldest first.
     log: list[str]
+    #: mecha's Claude Code plugin wherever it is installed (it runs the same
+    #: hooks); asked about codex only: empty.
+    plugins: list[ClaudePluginInstall] = msgspec.field(default_factory=list)
+    #: Set when Claude Code would read each session twice (an enabled
+    #: plugin and hooks in a settings file): what to keep, in one message.
+    double_reading: str | None = None
 
 
 class InstallHooksParams(msgspec.Struct):
@@ -366,6 +388,9 @@ class InstallHooksResult(msgspec.Struct):
     #: install: the model the hooks' passes will use, or what to do when
     #: none is configured, in one line.
     model: str | None = None
+    #: install (claude): set when mecha's Claude Code plugin is installed and
+    #: enabled too, so each session would be read twice: what to keep.
+    double_reading: str | None = None
 
 
 class ExportRulesParams(msgspec.Struct):

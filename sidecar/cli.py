@@ -728,22 +728,19 @@ def _reflect(ctx: Any, args: argparse.Namespace) -> int:
 
 
 def _reflect_what_was_queued(
-    ctx: Any, args: argparse.Namespace, summary: dict[str, Any], render: Callable[[dict[str, Any]], str], start: bool
+    ctx: Any, args: argparse.Namespace, summary: dict[str, Any], render: Callable[[dict[str, Any]], str], queued: bool
 ) -> int:
-    """After `reflect --sessions` queued sessions: when it queued any — or
-    work an earlier pass left pending waits in the inbox, as
-    `mecha/sessionEnded` does — one reflect pass over the inbox."""
+    """After `reflect --sessions` queued sessions (`queued`: any): the
+    reflect pass the inbox needs (`inbox.pass_after_queue`), as every door
+    that hands sessions over starts it."""
+    from mecha.core.store.inbox import pass_after_queue
+
     from . import humane
     from .jobs import start_pass
 
-    if not start:
-        # Nothing new queued, but what an earlier pass left pending (answers
-        # that were unusable) is asked again: the retry a pass's outcome names.
-        from mecha.core.store.inbox import count_waiting
-
-        start = count_waiting(ctx.store()) > 0
-    if start:
-        summary["job"] = humane.builtins(start_pass(ctx, "reflect"))
+    after = pass_after_queue(ctx.store(), queued, lambda: start_pass(ctx, "reflect"))
+    if after.job is not None:
+        summary["job"] = humane.builtins(after.job)
     return _report_queued(ctx, args, summary, render)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import sys
 from typing import Any, NoReturn
 
 #: Verbs the command line takes but never lists: not for a person to type.
@@ -186,15 +187,58 @@ class Parser(argparse.ArgumentParser):
         hint = f"did you mean {guess}? " if guess else ""
         raise argparse.ArgumentError(action, f"invalid choice: “{value}”; {hint}(choose from {', '.join(map(str, shown))})")
 
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        # Kept so an error can name the verb the line gave.
+        self._argv = list(args) if args is not None else sys.argv[1:]
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str) -> NoReturn:
         if message.startswith("unrecognized arguments:"):
             words = message.split(":", 1)[1].split()
-            options = sorted(self._all_option_strings())
-            guesses = [f"{w} → {g}" for w in words if w.startswith("-") and (g := nearest(w.split("=")[0], options))]
-            if guesses:
-                message += f" (did you mean: {', '.join(guesses)}?)"
+            message += self._unrecognized_hint(words)
         self.print_usage()
         self.exit(2, f"{self.prog}: error: {message}\n`{self.prog} --help` shows what it takes.\n")
+
+    def _unrecognized_hint(self, words: list[str]) -> str:
+        """For options no verb of this line takes: the nearest other
+        spelling (never the same one), or, for an option another verb
+        takes, that this verb does not."""
+        options = sorted(self._all_option_strings())
+        verb = self._verb_in(getattr(self, "_argv", None) or sys.argv[1:])
+        said: list[str] = []
+        guesses: list[str] = []
+        for word in words:
+            name = word.split("=", 1)[0]
+            if not name.startswith("-"):
+                continue
+            if name in options:
+                takers = self._verbs_taking(name)
+                which = f"`{verb}` does not take {name}" if verb else f"this verb does not take {name}"
+                said.append(f"{which} (it is an option of: {', '.join(takers)})" if takers else which)
+                continue
+            guess = nearest(name, [o for o in options if o != name])
+            if guess:
+                guesses.append(f"{word} → {guess}")
+        hint = ""
+        if said:
+            hint += f" ({'; '.join(said)}; `{self.prog} {verb or 'VERB'} --help` lists what it takes)"
+        if guesses:
+            hint += f" (did you mean: {', '.join(guesses)}?)"
+        return hint
+
+    def _verb_parsers(self) -> dict[str, argparse.ArgumentParser]:
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return dict(action.choices)
+        return {}
+
+    def _verb_in(self, argv: list[str]) -> str | None:
+        verbs = self._verb_parsers()
+        return next((a for a in argv if a in verbs), None)
+
+    def _verbs_taking(self, option: str) -> list[str]:
+        return sorted(name for name, sub in self._verb_parsers().items()
+                      if name not in HIDDEN_VERBS and any(option in a.option_strings for a in sub._actions))
 
     def _all_option_strings(self) -> set[str]:
         found: set[str] = set()

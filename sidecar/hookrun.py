@@ -248,10 +248,11 @@ def hook_pass(learning_dir: str | None) -> int:
             time.sleep(GATHER_S)
             said: list[_Said] = []
             passed: set[str] = set()
+            read: dict[tuple[str, str], tuple[int, int, bool]] = {}
             ctx = None
             while True:
                 while pending(root, passed):  # hooks that end while a round is read make the next round
-                    ctx = _read_queued(root, said, passed) or ctx
+                    ctx = _read_queued(root, said, passed, read) or ctx
                 if not _more_within(root, LINGER_S, passed):
                     break
             _hand_on(root, ctx, said)
@@ -295,29 +296,57 @@ def _text(value: object) -> str | None:
 
 
 def _hand_on(root: str, ctx: object, said: list[_Said]) -> None:
-    """One reflect pass for every session read that queued something new,
-    then one hook log line per session (as each hook run had), naming it."""
+    """The reflect pass the inbox needs once every session read is queued
+    (`inbox.pass_after_queue`, as every door that hands sessions over: one
+    for all the sessions that queued something new, or for work an earlier
+    pass left waiting), then one hook log line per session (as each hook
+    run had), naming the pass where it started one."""
     started = ""
-    if ctx is not None and any(queued for *_, queued in said):
+    any_new = any(new for *_, new in said)
+    if ctx is not None:
         try:
+            from mecha.core.store.inbox import pass_after_queue
+
             from .context import Context
             from .jobs import start_pass
 
             assert isinstance(ctx, Context)
-            job = start_pass(ctx, "reflect", learn_after=True)
-            started = f"; reflect pass {job.id} started (a learn pass follows where enough lessons wait)"
+            context = ctx
+            after = pass_after_queue(context.store(), any_new, lambda: start_pass(context, "reflect", learn_after=True))
+            if after.job is not None and not after.in_flight:
+                started = f"; reflect pass {after.job.id} started (a learn pass follows where enough lessons wait)"
         except Exception as exc:
             started = f"; no reflect pass started: {type(exc).__name__}: {exc}"
-    for agent, what, session_id, cwd, queued in said:
-        _record(root, agent, "session-end", what + (started if queued else ""), session_id, cwd)
+    for agent, what, session_id, cwd, new in said:
+        # The pass is named where it takes this session's work, or on every
+        # line when it only takes what an earlier pass left waiting.
+        _record(root, agent, "session-end", what + (started if new or not any_new else ""), session_id, cwd)
 
 
-def _read_queued(root: str, said: list[_Said], passed: set[str]) -> object:
+def _stat_key(path: object) -> tuple[int, int] | None:
+    try:
+        st = os.stat(str(path))
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def _read_queued(root: str, said: list[_Said], passed: set[str],
+                 read: dict[tuple[str, str], tuple[int, int, bool]] | None = None) -> object:
     """One round: every session queued now, each read once however many
     hooks queued it (a compaction, then the end), exactly as `import`
     reads it, what each came to added to `said`; the files are removed (one
     that cannot be is named, and added to `passed`). The context it read
-    with (`None`: nothing read)."""
+    with (`None`: nothing read).
+
+    Once per session across the rounds of a pass, too (`read`: agent and
+    session id → the file's size and mtime when read, and whether it was
+    read as ended): Claude Code with both mecha's plugin and hooks in a
+    settings file runs two session-end hooks for one session, and the
+    second can land in the next round. A session already read this pass,
+    its file unchanged since, is not read again — unless it is now read as
+    ended and was not then (a compaction, then the end: a refusal the
+    session ended on is queued only at its end); the hook log says why."""
     from pathlib import Path
 
     from mecha.core.agents.hookqueue import pending, read_entry, remove
@@ -346,13 +375,23 @@ def _read_queued(root: str, said: list[_Said], passed: set[str]) -> object:
             continue
         groups.setdefault((agent, session), []).append(got)
     ctx = None
+    read = {} if read is None else read
     for (agent, session), hooks in groups.items():
         last = hooks[-1]
+        key, stat = (agent, last.session_id), _stat_key(session)
+        ended = any(ended_event(h.hook_event_name) for h in hooks)
+        before = read.get(key)
+        if stat is not None and before is not None and before[:2] == stat and (before[2] or not ended):
+            said.append((agent, "already read by this pass: another hook ran for the same session (the Claude Code "
+                                "plugin and hooks in a settings file? `mecha-sidecar hooks status` says)",
+                         last.session_id, last.cwd, False))
+            continue
         try:
             ctx = Context.from_options(InitializationOptions(learning_dir=root)).with_voices(agent)
-            report = import_sessions(ctx.store(), agent, session, voices=ctx.voices,
-                                     ended=any(ended_event(h.hook_event_name) for h in hooks))
+            report = import_sessions(ctx.store(), agent, session, voices=ctx.voices, ended=ended)
             said.append((agent, _summary(report), last.session_id, last.cwd, bool(report.queued)))
+            if stat is not None:
+                read[key] = (*stat, ended)
         except Exception as exc:
             said.append((agent, f"failed: {type(exc).__name__}: {exc}", last.session_id, last.cwd, False))
     for path in files:

@@ -291,6 +291,8 @@ def inbox(r: dict[str, Any]) -> str:
         for w in r["withheld_recent"]:
             where = f"{w['file']}:{w['line']}" if w.get("file") and w.get("line") else w["session_id"]
             lines.append(f"  “{w['words']}” ({where}) — held back by {w['why']}")
+            if w.get("now"):
+                lines.append(f"    {w['now']}")
     return "\n".join(lines)
 
 
@@ -375,10 +377,16 @@ def import_summary(s: dict[str, Any]) -> str:
                 f" ({_progress_of(s['job'])}) — waiting for it (Ctrl-C stops the waiting, not the pass)"
             )
     unknown = s.get("unknown", [])
-    if unknown:
+    trustable = [u for u in unknown if u.get("command")]
+    refused = [u for u in unknown if not u.get("command")]
+    if trustable:
         lines.append("not in the table of local programs (each held back this many interventions; trust it if it is yours):")
-        for u in unknown:
+        for u in trustable:
             lines.append(f"  {u['entry']}: {u['interventions']} in {u['sessions']} session(s) — {u['command']}")
+    if refused:
+        lines.append("held back by what no trust entry can answer (a stranger's text stays untrusted):")
+        for u in refused:
+            lines.append(f"  {u['entry']}: {u['interventions']} in {u['sessions']} session(s) — {u['refused']}")
     return "\n".join([head, *lines, tail])
 
 
@@ -437,7 +445,9 @@ def hooks_changed(r: dict[str, Any]) -> str:
     lines.append("  at session end (and before a compaction): the session's new interventions are queued and a "
                  "reflect pass starts in the background, then a learn pass once enough lessons wait; at session "
                  "start: one line when proposals await review")
-    if r["agent"] == "claude":
+    if r.get("double_reading"):
+        lines.append(f"  warning: {r['double_reading']}")
+    elif r["agent"] == "claude":
         lines.append("  to review them inside Claude Code (/mecha:review), install the plugin instead of these hooks: "
                      "\"Review inside the agent\" in the README")
     if r.get("model"):
@@ -459,6 +469,12 @@ def hooks_status(r: dict[str, Any]) -> str:
         lines.append(f"{where}: {_hook_events(row)}" + (f"; missing {', '.join(row['missing'])}" if row["missing"] else ""))
         for program in row["stale_programs"]:
             lines.append(f"  {program} is not there any more: run `hooks install {row['agent']}` again")
+    for plugin in r.get("plugins") or []:
+        where = f" for {plugin['project']}" if plugin.get("project") else ""
+        state = "enabled" if plugin["enabled"] else "disabled: its hooks do not run"
+        lines.append(f"claude plugin {plugin['key']} ({plugin['scope']}{where}) {plugin['path']}: {state}")
+    if r.get("double_reading"):
+        lines.append(f"warning: {r['double_reading']}")
     lines.append(f"store: {r['store']}")
     if r["log"]:
         lines.append("last hook runs:")

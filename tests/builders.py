@@ -36,6 +36,13 @@ WHEN = "2026-11-01T00:00:00.000000Z"
 #: A lesson that reads like one a reflector writes.
 LESSON = "When the person narrows a task, drop the remaining steps."
 
+#: What a person said that shares words with every rule the learn tests have
+#: a scripted learner propose, so each such rule rests on its cited lesson.
+ASK_FIRST = (
+    "ask first before acting or deleting anything; keep each diff, reply and rule short and fresh; "
+    "indent with two spaces, never tabs"
+)
+
 
 def reflexion(
     id: str,

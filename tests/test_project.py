@@ -180,3 +180,23 @@ def test_the_quick_loop_deselects_every_test_that_meets_a_real_part():
     assert not {t.split("::")[0] for t in slow} & {t.split("::")[0] for t in quick}
     for folder in ("e2e", "wire", "editors", "lsp", "reliability"):
         assert any(t.startswith(f"tests/{folder}/") for t in slow), folder
+
+
+def test_the_domain_tests_are_laid_out_like_the_domain():
+    # Pins: tests/core going flat again while core/ has packages (a test of
+    # the store beside one of the editor), or a folder of tests for a package
+    # that was renamed away, so a reader cannot find a package's tests.
+    core, tests = ROOT / "core", ROOT / "tests" / "core"
+    packages = {p.name for p in core.iterdir() if (p / "__init__.py").is_file()}
+    modules = {p.stem for p in core.glob("*.py") if p.stem != "__init__"}
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders <= packages, (
+        f"{', '.join(f'tests/core/{f}/' for f in sorted(folders - packages))}: no package of core/ has that name; "
+        "move its tests into the folder of the package they exercise"
+    )
+    assert all((tests / f / "__init__.py").is_file() for f in folders), "each tests/core folder is a package"
+    flat = {p.stem.removeprefix("test_") for p in tests.glob("test_*.py")}
+    assert flat <= modules, (
+        f"{', '.join(f'tests/core/test_{m}.py' for m in sorted(flat - modules))}: no top-level module of core/ has "
+        "that name; move it into tests/core/<package>/ beside the package it exercises"
+    )

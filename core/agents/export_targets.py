@@ -26,6 +26,15 @@ repository (a session run in `~/src`) is listed and left alone, with the
 reason (`not_a_repository`): an instructions file there is read in every
 repository below it.
 
+A project is a repository, and the agent reads the file of the checkout it
+runs in, so a repository with linked worktrees (`git worktree add`) has its
+project's file written in each: the main worktree's and every linked
+worktree's (`project_targets`), each kept inside its own checkout by the
+same checks. A store from before worktrees were one project may hold a
+linked worktree as a project of its own: that scope is listed and left
+alone (`superseded_worktree`), since its folder's file is its repository's
+now.
+
 What goes into each file is written by `export.export_block`, with all of
 its safety (the managed section, the checks, the exchange).
 """
@@ -43,7 +52,7 @@ import msgspec
 from mecha.core.agents.export import DEFAULT_TARGETS, ExportOutcome, export_block
 from mecha.core.errors import ExportFailed, InvalidInput
 from mecha.core.learning.rules import run_domains_including
-from mecha.core.store.layout import GIT_MARKER, project_root
+from mecha.core.store.layout import GIT_MARKER, checkout_root, linked_worktrees, project_root
 from mecha.core.store.learning_store import LearningStore
 from mecha.core.store.rules_block import render_rules
 
@@ -61,6 +70,9 @@ class ExportTarget(msgspec.Struct, frozen=True):
     project: str | None = None
     #: Why the file is left alone on purpose (`not_a_repository`), or `None`.
     skip: str | None = None
+    #: The checkout the file must stay inside when it is not the project's
+    #: own folder (a linked worktree's), or `None`: the project's.
+    checkout: str | None = None
 
 
 def global_claude_file(home: Path) -> Path:
@@ -71,17 +83,49 @@ def target_for_file(agent: str, path: Path, *, home: Path) -> ExportTarget:
     """The scope of a file named by hand (see the module docstring)."""
     path = Path(os.path.abspath(path.expanduser()))
     if agent == "agents":
-        return ExportTarget(agent, path, project_root(path.parent))
+        project, checkout = project_root(path.parent), checkout_root(path.parent)
+        return ExportTarget(agent, path, project, checkout=None if checkout == project else checkout)
     if path == Path(os.path.abspath(global_claude_file(home))):
         return ExportTarget(agent, path, None)
     folder = path.parent.parent if path.parent.name == ".claude" else path.parent
-    is_root = os.path.lexists(folder / GIT_MARKER) and project_root(folder) == os.path.realpath(folder)
-    return ExportTarget(agent, path, project_root(folder) if is_root else None)
+    real = os.path.realpath(folder)
+    if not (os.path.lexists(folder / GIT_MARKER) and checkout_root(folder) == real):
+        return ExportTarget(agent, path, None)
+    project = project_root(folder)
+    return ExportTarget(agent, path, project, checkout=None if project == real else real)
 
 
 def project_target(agent: str, project: str) -> ExportTarget:
     """A project's own instructions file for `agent`, at its root."""
     return ExportTarget(agent, Path(project) / PROJECT_FILES[agent], project)
+
+
+def project_targets(agent: str, project: str) -> list[ExportTarget]:
+    """Every file of `project`'s for `agent`: the one at its root, then one
+    in each linked worktree of its repository (`layout.linked_worktrees`),
+    since the agent reads the file of the checkout it runs in and every
+    checkout of a repository is the one project. A worktree removed since
+    is not listed."""
+    name = PROJECT_FILES[agent]
+    return [project_target(agent, project)] + [
+        ExportTarget(agent, Path(wt) / name, project, checkout=wt) for wt in linked_worktrees(project)
+    ]
+
+
+def superseded_worktree(project: str) -> str | None:
+    """Why a project the store holds rules for is no longer exported on its
+    own, or `None`: a linked worktree that a store written before worktrees
+    were one project with their repository kept as a project of its own.
+    Its file now carries its repository's rules (`project_targets`), and
+    two scopes must not take turns writing one file."""
+    main = project_root(project)
+    if main == project:
+        return None
+    return (
+        f"not exported: {project} is a worktree of the repository at {main}, which is now its project; "
+        f"the worktree's file carries that project's rules. Its earlier lessons and rules stay in the store "
+        "under the worktree's path (`mecha-sidecar lessons` lists them)"
+    )
 
 
 def not_a_repository(project: str) -> str | None:
@@ -108,9 +152,13 @@ def scope_targets(agent: str, projects: Iterable[str], *, home: Path) -> list[Ex
     then each project's file, by path — a project that is not a repository
     listed with the reason it is left alone (`not_a_repository`)."""
     out = [ExportTarget(agent, global_claude_file(home), None)] if agent == "claude" else []
-    return out + [
-        msgspec.structs.replace(project_target(agent, p), skip=not_a_repository(p)) for p in sorted(set(projects))
-    ]
+    for p in sorted(set(projects)):
+        skip = superseded_worktree(p) or not_a_repository(p)
+        if skip is not None:
+            out.append(msgspec.structs.replace(project_target(agent, p), skip=skip))
+        else:
+            out += project_targets(agent, p)
+    return out
 
 
 def chosen_targets(
@@ -122,9 +170,11 @@ def chosen_targets(
     directory's project's too, as `AGENTS.md` there always was."""
     if path is not None:
         named = target_for_file(agent, path, home=home)
-        return [named if project is None else ExportTarget(agent, named.path, project)]
+        if project is None or project == named.project:
+            return [named]
+        return [ExportTarget(agent, named.path, project)]
     if project is not None:
-        return [project_target(agent, project)]
+        return project_targets(agent, project)
     here = [project_root(cwd)] if agent == "agents" else []
     return scope_targets(agent, [*projects, *here], home=home)
 
@@ -170,7 +220,7 @@ def export_to(store: LearningStore | None, target: ExportTarget, *, check: bool 
                 f"{target.path}: the folder of the project at {target.project} is not there (moved or removed); "
                 "nothing was written"
             )
-        within = Path(target.project)
+        within = Path(target.checkout or target.project)
     if block is None and not _has_section(target.path):
         return ExportOutcome(path=str(target.path), changed=False, skipped=NO_RULES_YET)
     return export_block(target.path, block, check=check, within=within)

@@ -54,7 +54,7 @@ from typing import Any
 import msgspec
 
 from mecha.core.errors import InvalidInput
-from mecha.core.store.layout import project_root
+from mecha.core.store.layout import checkout_root
 
 AGENTS = ("claude", "codex")
 SCOPES = ("user", "project")
@@ -149,14 +149,15 @@ def validate_agent(agent: str) -> str:
 
 def settings_path(agent: str, scope: str, *, home: Path, cwd: Path) -> Path:
     """The agent's hook settings file for `scope`: under the home directory,
-    or under the project `cwd` is in — its git root, else `cwd` itself, as
-    a lesson's project is found (`layout.project_root`)."""
+    or in the checkout `cwd` is in — its git root (a linked worktree's own,
+    since the agent reads the settings of the checkout it runs in), else
+    `cwd` itself (`layout.checkout_root`)."""
     parts = SETTINGS_FILES[validate_agent(agent)]
     if scope == "user":
         return home.joinpath(*parts)
     if scope != "project":
         raise InvalidInput(f"unknown scope {scope!r}: user or project")
-    return Path(project_root(cwd)).joinpath(*parts)
+    return Path(checkout_root(cwd)).joinpath(*parts)
 
 
 # ─── the command ────────────────────────────────────────────────────────────

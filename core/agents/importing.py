@@ -55,7 +55,7 @@ from mecha.core.sessions.foreign import detect_format, read_session
 from mecha.core.sessions.mining import Intervention, Trigger, Voices
 from mecha.core.sessions.reader import FORMAT_NAMES, ReadSession, TaintPolicy, first_blame
 from mecha.core.sessions.transcript import Message
-from mecha.core.sessions.trust import HeldBack, held_back
+from mecha.core.sessions.trust import HeldBack, blockers, held_back
 from mecha.core.store.inbox import SessionEntry, admit_staged, queued_session_ids, stage, staging_dir
 from mecha.core.store.learning_store import LearningStore
 from mecha.core.store.records import ImportRecord
@@ -98,6 +98,9 @@ class SessionPlan(msgspec.Struct, kw_only=True):
     skipped_lines: int = 0
     #: What held back its new untrusted interventions (`trust.held_back`).
     held_back: list[HeldBack] = msgspec.field(default_factory=list)
+    #: Every call that held any of them back (`trust.blockers`), for the
+    #: summary of what to trust.
+    blockers: list[HeldBack] = msgspec.field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         """New interventions per `trigger/origin`, for a dry run."""
@@ -176,6 +179,7 @@ def plan_session(
         held=held,
         skipped_lines=read.skipped_lines,
         held_back=held_back([p.held_by for p in fresh]),
+        blockers=blockers(read.blames, [p.intervention.at for p in fresh if p.origin is Origin.UNTRUSTED]),
     )
     if not fresh:
         return session

@@ -43,7 +43,7 @@ from mecha.core.learning.survey import Planned, survey_session
 from mecha.core.sessions.foreign import read_session
 from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
 from mecha.core.sessions.reader import TaintPolicy
-from mecha.core.sessions.trust import Reclassified, Withheld
+from mecha.core.sessions.trust import Reclassified, Trust, Withheld, trusted_since
 from mecha.core.store.inbox import SessionEntry, enqueue, queued_session_ids, queued_sessions
 from mecha.core.store.learning_store import LearningStore
 
@@ -65,10 +65,11 @@ def base_session(session_id: str) -> str:
     return session_id.split("@", 1)[0]
 
 
-def withheld(store: LearningStore) -> tuple[int, list[Withheld]]:
+def withheld(store: LearningStore, trust: Trust | None = None) -> tuple[int, list[Withheld]]:
     """The interventions recorded without a model call (untrusted) that no
     change of trust has made clean yet: how many, and the newest
-    `MAX_WITHHELD_LISTED` of them with what held each back."""
+    `MAX_WITHHELD_LISTED` of them with what held each back — and, under
+    `trust` (the person's decisions now), whether that is trusted since."""
     from mecha.core.learning.reflect import WITHHELD_LESSON
 
     reflections = store.reflexions()
@@ -86,8 +87,11 @@ def withheld(store: LearningStore) -> tuple[int, list[Withheld]]:
         file = r.found.file if r.found is not None else None
         _, _, why = r.reflexion_text.partition("held back by ")
         words = r.intervention if len(r.intervention) <= 80 else r.intervention[:79] + "…"
-        rows.append(Withheld(session_id=r.session_id, words=words, why=why.rstrip(")") or "third-party content was in context",
-                             file=file, line=r.found.line if r.found is not None else None))
+        reason = why.rstrip(")") or "third-party content was in context"
+        source = "codex" if r.session_id.startswith("codex:") else "claude"
+        rows.append(Withheld(session_id=r.session_id, words=words, why=reason,
+                             file=file, line=r.found.line if r.found is not None else None,
+                             now=None if trust is None else trusted_since(reason, trust, source)))
     return len(rows), rows[-MAX_WITHHELD_LISTED:][::-1]
 
 

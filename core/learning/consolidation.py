@@ -24,7 +24,7 @@ import msgspec
 from mecha.core.errors import UnusableReply
 from mecha.core.learning.framing import learner_scope, scope_words
 from mecha.core.learning.personal import describe_findings, find_personal_data, redact_personal_data
-from mecha.core.learning.reflection import REFLECTOR_EXAMPLES, Reflexion
+from mecha.core.learning.reflection import REFLECTOR_EXAMPLES, Evidence, Reflexion
 from mecha.core.learning.replies import (
     ReplyContract,
     complete_within_budget,
@@ -165,6 +165,25 @@ _WRITING_DUTY = (
     f"'{GUARDRAIL_EXAMPLE}'). Never write a rule about one particular recipient: what "
     "was seen with one person is context, not a rule; generalise only what recurs.\n\n"
 )
+#: Below this confidence the learner is told a lesson is doubtful. The
+#: reflector rates each lesson from 0 to 1; it gave 0.45 to a lesson drawn
+#: from a refusal with no words, and the learner, shown a bare "lesson:",
+#: weighed it as it weighed a lesson rated 0.9. Read by the frame that
+#: explains the mark and by `lesson_standing`, which sets it.
+DOUBTFUL_BELOW = 0.6
+
+_STANDING = (
+    "How to weigh a reflection. Every reflection shown comes from a moment with no "
+    "third-party content in context. Each is marked with its trigger — steer: the person "
+    "interrupted the assistant mid-turn; denial: the person refused a tool call; followup: "
+    "the person corrected it after the turn; edit: the person changed a draft before "
+    "sending it — and with the reflector's confidence that its lesson is real, from 0 to 1, "
+    "and what the reflector was shown (the whole moment, or only the person's words). A "
+    f"lesson marked doubtful (confidence below {DOUBTFUL_BELOW:.2f}, or not rated) is a hint, "
+    "not grounds: never make a rule from doubtful lessons alone; one may only add weight to a "
+    "rule that a sure lesson also supports. A lesson with no words from the person (a "
+    "refusal alone) says only that something was unwanted; read its lesson as a guess.\n\n"
+)
 _PERSONAL = (
     "Never put personal data in a rule: no email address, host name, token or key, and no "
     "one person's home directory. Where the material names one, it shows a placeholder "
@@ -183,6 +202,7 @@ def learner_frames(domain: str, project: str | None = None) -> str:
         duty
         + learner_scope(project)
         + "\n\n"
+        + _STANDING
         + _PERSONAL
         + _SHARED_DUTIES.format(cap=MAX_ACTIVE_RULES_PER_DOMAIN)
         + LEARNER_REPLY_SHAPE
@@ -276,6 +296,23 @@ def _one_line(text: str, budget: int) -> str:
     return bound_text(" ".join(text.split()), budget).replace("\n", " ")
 
 
+def lesson_standing(r: Reflexion) -> str:
+    """How far the learner may lean on one reflection, as its prompt line
+    says it: the reflector's confidence, marked doubtful below
+    `DOUBTFUL_BELOW` or when not rated, and what the reflector was shown."""
+    if r.confidence is None:
+        sure = "confidence not rated (doubtful)"
+    else:
+        sure = f"confidence {r.confidence:.2f}" + (" (doubtful)" if r.confidence < DOUBTFUL_BELOW else "")
+    seen = "saw the whole moment" if r.evidence is Evidence.FULL else "saw only the person's words"
+    return f"reflector's {sure}, {seen}"
+
+
+#: What a reflection's line shows for a person who gave no words (a
+#: refusal alone): an empty "person:" read as if text had been lost.
+NO_WORDS = "(no words)"
+
+
 def learner_user_prompt(
     domain: str,
     user_rules: Sequence[Rule],
@@ -311,7 +348,8 @@ def learner_user_prompt(
             parts.append(
                 f"- {reflection_handle(i)} [{r.trigger} / {r.error_type or 'unknown'}]"
                 f" while: {_one_line(redact_personal_data(r.context), CONTEXT_BUDGET)}"
-                f" — person: {_one_line(redact_personal_data(r.intervention), PERSON_BUDGET)}"
+                f" — person: {_one_line(redact_personal_data(r.intervention), PERSON_BUDGET) or NO_WORDS}"
+                f" — {lesson_standing(r)}"
                 f" — lesson: {_one_line(redact_personal_data(r.reflexion_text), CONTEXT_BUDGET)}"
             )
     else:

@@ -125,6 +125,17 @@ def _in_scope(domain: str, project: str | None) -> str:
     return domain if project is None else f"{domain} in {scope_label(project)}"
 
 
+def _kept(active: int, domain: str, project: str | None, lessons: int) -> str:
+    """What an unchanged pass kept, worded for its count: `the model kept
+    the 3 behavior rules in project /src/app as they are`, or, with no rule
+    live, that it drew none from the lessons."""
+    if active == 0:
+        return f"the model drew no rule from the {lessons} lesson(s), and there are no {_rules_in(domain, project)} yet"
+    if active == 1:
+        return f"the model kept the one {_rules_in(domain, project).replace(' rules', ' rule', 1)} as it is"
+    return f"the model kept the {active} {_rules_in(domain, project)} as they are"
+
+
 def _rules_in(domain: str, project: str | None) -> str:
     """`behavior rules`, or `behavior rules in project /src/app`."""
     return f"{domain} rules" if project is None else f"{domain} rules in {scope_label(project)}"
@@ -409,7 +420,7 @@ def _nothing_filed(
     )
     return LearnOutcome(
         outcome=(
-            f"nothing to change: the model kept the {active_before} {where} rule(s) as they are; "
+            f"nothing to change: {_kept(active_before, domain, project, len(snap.batch))}; "
             f"`mecha-sidecar learn {domain} --retry` asks again"
         ),
         status="unchanged",

@@ -37,6 +37,7 @@ file (tomlkit), written whole-or-not-at-all.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from enum import Enum
@@ -131,15 +132,18 @@ class HeldBack(msgspec.Struct, frozen=True, kw_only=True):
     interventions: int
 
 
-class Unknown(msgspec.Struct, frozen=True, kw_only=True):
-    """A program or tool the reader did not know, with what it held back
-    (the interventions it was the first untrusted call before) and the
-    exact command that trusts it."""
+class Unknown(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A program or tool that held back interventions: how many (every
+    intervention it was before, not only those it was the first call
+    before), in how many sessions, and the exact command that trusts it —
+    or, for one that no trust entry can answer (a web tool, a network
+    client, a spelling that hides its program), why not."""
 
     entry: str
     interventions: int
     sessions: int
-    command: str
+    command: str | None = None
+    refused: str | None = None
 
 
 def held_back(blames: Iterable[Blame | None]) -> list[HeldBack]:
@@ -152,29 +156,57 @@ def held_back(blames: Iterable[Blame | None]) -> list[HeldBack]:
     return [HeldBack(blame=b, interventions=n) for b, n in counts.items()]
 
 
+def blockers(blames: Iterable[Blame], untrusted_at: Iterable[int]) -> list[HeldBack]:
+    """Every call that held back one of the untrusted interventions riding
+    in messages `untrusted_at`: each of a session's `blames` with how many
+    of them came at or after it. Trusting only the first blocker leaves the
+    next one holding the same interventions, so the person is shown all."""
+    ats = sorted(untrusted_at)
+    out: list[HeldBack] = []
+    for blame in blames:
+        n = sum(1 for at in ats if at >= blame.at)
+        if n:
+            out.append(HeldBack(blame=blame, interventions=n))
+    return out
+
+
 def trust_command(entry: str) -> str:
     """The command that trusts `entry` for good, quoted for a shell."""
     return f"mecha-sidecar trust add '{entry}'"
 
 
+def _label(blame: Blame) -> str:
+    """What a person calls the call `blame` names: its trust entry, else
+    `Bash(curl)`, `WebSearch`, or the record."""
+    if blame.entry is not None:
+        return blame.entry
+    if blame.tool and blame.program:
+        return f"{blame.tool}({blame.program})"
+    return blame.tool or blame.program or "a record the reader could not read"
+
+
 def unknown_summary(sessions: Iterable[Iterable[HeldBack]]) -> list[Unknown]:
-    """The programs and tools the table did not know, over many sessions:
-    how many interventions each held back and in how many sessions, most
-    first — only those a trust entry can answer (never a network client,
-    nor a spelling that hides a program)."""
+    """Every program and tool that held back interventions, over many
+    sessions (`blockers`): how many each held back and in how many
+    sessions; those a trust entry can answer first, with the command, most
+    first; then those it cannot, with why."""
     held: dict[str, int] = {}
     seen: dict[str, int] = {}
+    why: dict[str, str | None] = {}
     for session in sessions:
-        entries = set()
+        labels = set()
         for h in session:
-            if h.blame.entry is None:
-                continue
-            held[h.blame.entry] = held.get(h.blame.entry, 0) + h.interventions
-            entries.add(h.blame.entry)
-        for entry in entries:
-            seen[entry] = seen.get(entry, 0) + 1
-    rows = [Unknown(entry=e, interventions=n, sessions=seen[e], command=trust_command(e)) for e, n in held.items()]
-    return sorted(rows, key=lambda u: (-u.interventions, u.entry))
+            label = _label(h.blame)
+            held[label] = held.get(label, 0) + h.interventions
+            why.setdefault(label, None if h.blame.entry is not None else h.blame.why)
+            labels.add(label)
+        for label in labels:
+            seen[label] = seen.get(label, 0) + 1
+    rows = [
+        Unknown(entry=e, interventions=n, sessions=seen[e], command=None if why[e] is not None else trust_command(e), refused=why[e])
+        for e, n in held.items()
+    ]
+    return sorted(rows, key=lambda u: (u.refused is not None, -u.interventions, u.entry))
 
 
 class Withheld(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -187,6 +219,32 @@ class Withheld(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     why: str
     file: str | None = None
     line: int | None = None
+    #: Set when what held it back is trusted now (the reason was recorded
+    #: under the trust of the time): says so, and how to have it asked.
+    now: str | None = None
+
+
+#: A recorded reason, as `reader.Blame.reason` wrote it: `line 12: Bash (bd): …`.
+_REASON = re.compile(r"(?:line \d+: )?([^\s:()]+)(?: \(([^)]*)\))?: ")
+
+
+def trusted_since(why: str, trust: Trust, source: str) -> str | None:
+    """When the call a recorded reason `why` names is trusted now (by the
+    person's entries or the reader's own lists, for `source`'s reader),
+    a sentence saying so and what asks the intervention again; else `None`."""
+    found = _REASON.match(why)
+    if found is None:
+        return None
+    tool, program = found.group(1), found.group(2)
+    policy = trust.policy(source)
+    if tool in policy.local or tool in policy.personal:
+        entry = tool
+    elif tool in policy.shell and program and (program in policy.trusted_commands or program.split(" ", 1)[0] in policy.trusted_commands):
+        entry = f"{SHELL_SPELLING}({program})"
+    else:
+        return None
+    return (f"recorded before {entry} was trusted: that reason no longer holds (a later call may) — "
+            f"{trust_command(entry)} reads its session again and asks what now reads clean")
 
 
 def config_path(env: Mapping[str, str] | None = None) -> Path:

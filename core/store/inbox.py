@@ -23,6 +23,7 @@ import shutil
 from collections.abc import Callable, Sequence
 from enum import Enum
 from pathlib import Path
+from typing import NamedTuple
 
 import msgspec
 
@@ -280,6 +281,39 @@ def hand_over(
             return HandOver.WAITING, job
         enqueue(store, entry)
         return HandOver.QUEUED, start_pass() if start_pass is not None else None
+
+
+class PassAfter(NamedTuple):
+    """The reflect pass a door's hand-over came to (`pass_after_queue`)."""
+
+    #: The pass, or None when the inbox needs none.
+    job: jobs_mod.Job | None
+    #: `job` was already running: nothing was started.
+    in_flight: bool
+
+
+def pass_after_queue(store: LearningStore, queued: bool, start: Callable[[], jobs_mod.Job]) -> PassAfter:
+    """The reflect pass the inbox needs once a door has queued what it was
+    given — `queued`: whether anything new went in. The one answer for every
+    door that hands sessions over and then starts a pass: a run's end with
+    nothing to queue (`mecha/sessionEnded`), an import of an agent's
+    sessions, the session-end hook's pass, `reflect --sessions`, and a
+    retry of the whole inbox. (One session handed over with work to queue
+    goes through `hand_over`, which starts its pass under the writer lock.)
+
+    New work gets a new pass (`start`): a pass claims the whole inbox when
+    it starts, so one already running does not hold what came in after it.
+    With nothing new, a reflect pass still running is the answer — a second
+    would find everything claimed and report no reflections while the first
+    goes on; with none running, work an earlier pass left waiting (answers
+    it could not use, a pass that died) is asked again; with nothing
+    waiting, no pass."""
+    if queued:
+        return PassAfter(start(), in_flight=False)
+    running = jobs_mod.running_pass(store.root, "reflect")
+    if running is not None:
+        return PassAfter(running, in_flight=True)
+    return PassAfter(start() if count_waiting(store) else None, in_flight=False)
 
 
 def awaits_a_pass(store: LearningStore, entry: InboxEntry) -> bool:

@@ -245,6 +245,11 @@ def list_jobs(root: Path, limit: int = 50) -> list[Job]:
     return jobs[:limit]
 
 
+def running_pass(root: Path, kind: JobKind) -> Job | None:
+    """The newest pass of `kind` still running in the store at `root`, if any."""
+    return next((j for j in list_jobs(root) if j.kind == kind and j.state == "running"), None)
+
+
 def seconds_running(job: Job) -> float:
     """How long the pass has run: from its start to its end, or to now."""
     start = _seconds_since(job.started_at)

@@ -58,7 +58,9 @@ CACHE_DIR = "cache"
 # ─── Scopes: where a rule applies ───────────────────────────────────────────
 #
 # A rule is global (every run, every repository) or belongs to one project.
-# A project is a directory: the git root of where the session ran, or that
+# A project is a directory: the root of the repository where the session
+# ran — for a linked worktree (`git worktree add`) its repository's main
+# worktree, so every worktree of one repository is one project — or that
 # directory itself outside any repository (`project_root`). On disk:
 #
 #     rules/<domain>.learned.toml                   global (as before scopes)
@@ -85,8 +87,10 @@ CACHE_DIR = "cache"
 GLOBAL_SCOPE = "global"
 #: Between a rules file's domain and its project id.
 PROJECT_SEP = "@"
-#: The marker of a repository's root (a directory, or a file in a worktree or
-#: submodule, which is then a project of its own).
+#: The marker of a checkout's root: a directory in a repository's main
+#: worktree; a file naming the git directory in a linked worktree (whose
+#: project is the main worktree's, `project_root`) or a submodule (a
+#: project of its own).
 GIT_MARKER = ".git"
 _SLUG_MAX = 40
 _SLUG_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
@@ -132,14 +136,15 @@ def is_holdout(episode: str, holdout_in: int) -> bool:
     return fnv1a_64_value(episode.encode("utf-8")) % holdout_in == 0
 
 
-def project_root(path: str | os.PathLike[str]) -> str:
-    """The project a directory belongs to: the nearest directory at or above
-    `path` (resolved physically, links included) that holds `.git`, else
-    `path` itself. Found by looking, as git looks, with no `git` process:
-    the harness's cold path resolves a run's project on every start.
+def checkout_root(path: str | os.PathLike[str]) -> str:
+    """The checkout a directory is in: the nearest directory at or above
+    `path` (resolved physically, links included) that holds `.git` — a
+    repository's main worktree, a linked worktree or a submodule — else
+    `path` itself. Where an agent reads a checkout's own files (its
+    `CLAUDE.md`, its `.claude/settings.json`). Found by looking, as git
+    looks, with no `git` process.
 
-    A path that does not exist is its own project, normalised: a session
-    recorded in a directory since removed still names where it ran."""
+    A path that does not exist is its own checkout, normalised."""
     start = os.path.realpath(os.fspath(path))
     here = start
     while True:
@@ -149,6 +154,122 @@ def project_root(path: str | os.PathLike[str]) -> str:
         if parent == here:
             return start
         here = parent
+
+
+def project_root(path: str | os.PathLike[str]) -> str:
+    """The project a directory belongs to: its repository. That is the
+    checkout it is in (`checkout_root`), except in a linked worktree (`git
+    worktree add`), whose project is the repository's main worktree — every
+    worktree of one repository is one project, so its lessons add up and
+    its rules ride in every checkout. Found with no `git` process: the
+    harness's cold path resolves a run's project on every start.
+
+    A path that does not exist is its own project, normalised: a session
+    recorded in a directory since removed still names where it ran."""
+    here = checkout_root(path)
+    main = main_worktree(here)
+    return here if main is None else main
+
+
+#: What a `.git` file says before the path of its git directory.
+_GITDIR_PREFIX = "gitdir:"
+#: The folder of a repository's git directory that holds one git directory
+#: per linked worktree, and the files in each that lead back and home.
+_WORKTREES_DIR = "worktrees"
+_COMMONDIR_FILE = "commondir"
+_BACKLINK_FILE = "gitdir"
+#: A regular file's type bits in `st_mode` (POSIX's fixed values, spelled
+#: here so that `stat` stays unimported on the cold path).
+_S_IFMT, _S_IFREG = 0o170000, 0o100000
+#: More than any of these small files holds; a bigger one is not git's.
+_POINTER_MAX = 4096
+
+
+def _pointer(path: str, prefix: str = "") -> str | None:
+    """The one path a small git bookkeeping file names (after `prefix`),
+    made absolute against the file's folder, or `None` when it cannot be
+    read, is not such a file, or names nothing. Opened without blocking
+    (a FIFO in its place never hangs a run's start)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if os.fstat(fd).st_mode & _S_IFMT != _S_IFREG:
+            return None
+        raw = os.read(fd, _POINTER_MAX + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(raw) > _POINTER_MAX:
+        return None
+    try:
+        text = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return None
+    if not text.startswith(prefix):
+        return None
+    named = text[len(prefix) :].strip()
+    if not named or "\n" in named or "\x00" in named:
+        return None
+    return os.path.realpath(os.path.join(os.path.dirname(path), named))
+
+
+def main_worktree(checkout: str) -> str | None:
+    """The main worktree's root of the repository whose LINKED worktree is
+    at `checkout` (a `checkout_root`), or `None` when `checkout` is no
+    linked worktree: a main worktree (`.git` is a folder), a submodule
+    (its `.git` file names `<super>/.git/modules/<name>`, a git directory
+    with no `commondir`), a worktree of a bare repository or of a
+    submodule (its common directory is not a `.git` folder inside a
+    checkout), or anything unreadable. Each of those stays its own
+    project, as every checkout was before.
+
+    A linked worktree is recognised by all of git's own bookkeeping
+    agreeing, read as plain files: `<checkout>/.git` says `gitdir: G`; `G`
+    is `<common>/worktrees/<name>`; `G/commondir` leads to `<common>`;
+    `G/gitdir` leads back to `<checkout>/.git` (a worktree moved without
+    `git worktree repair`, or a `.git` file written by hand to claim
+    another repository, fails this); and `<common>` is the `.git` folder
+    of its parent, the main worktree."""
+    marker = os.path.join(checkout, GIT_MARKER)
+    if os.path.isdir(marker):
+        return None
+    gitdir = _pointer(marker, _GITDIR_PREFIX)
+    if gitdir is None or os.path.basename(os.path.dirname(gitdir)) != _WORKTREES_DIR:
+        return None
+    common = _pointer(os.path.join(gitdir, _COMMONDIR_FILE))
+    if common is None or common != os.path.dirname(os.path.dirname(gitdir)):
+        return None
+    if _pointer(os.path.join(gitdir, _BACKLINK_FILE)) != os.path.realpath(marker):
+        return None
+    if os.path.basename(common) != GIT_MARKER or os.path.islink(common) or not os.path.isdir(common):
+        return None
+    return os.path.dirname(common)
+
+
+def linked_worktrees(root: str) -> list[str]:
+    """The roots of every linked worktree of the repository whose main
+    worktree is at `root`, sorted: each `<root>/.git/worktrees/*/gitdir`
+    names one. A worktree that no longer exists (removed without `git
+    worktree prune`), or whose own `.git` does not lead back here
+    (`main_worktree`), is left out quietly."""
+    common = os.path.join(root, GIT_MARKER)
+    try:
+        names = sorted(os.listdir(os.path.join(common, _WORKTREES_DIR)))
+    except OSError:
+        return []
+    real_root = os.path.realpath(root)
+    out: list[str] = []
+    for name in names:
+        marker = _pointer(os.path.join(common, _WORKTREES_DIR, name, _BACKLINK_FILE))
+        if marker is None or os.path.basename(marker) != GIT_MARKER:
+            continue
+        checkout = os.path.dirname(marker)
+        if main_worktree(checkout) == real_root and checkout not in out:
+            out.append(checkout)
+    return out
 
 
 def _slug(root: str) -> str:

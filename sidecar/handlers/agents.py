@@ -12,6 +12,7 @@ from mecha.core.agents import export_targets as et
 from mecha.core.agents import hooks as hk
 from mecha.core.agents.export import rewrite_file
 from mecha.core.agents.installed import find_agents
+from mecha.core.agents.plugin import ClaudePlugin, double_reading, find_claude_plugins
 from mecha.core.learning.scope import resolve_project
 from mecha.core.providers import default_config_path, resolve_model_config
 from mecha.core.providers.config import SOURCE_ENV
@@ -29,7 +30,30 @@ def hook_status(ctx: Context, p: m.HookStatusParams, cancel: Cancel) -> m.HookSt
             got = hk.installed(hk.read_settings(hk.settings_path(agent, scope, home=home, cwd=cwd)), agent)
             files.append(m.HookFile(agent=agent, scope=scope, path=got.path, exists=got.exists, events=got.events,
                                     missing=got.missing, stale_programs=got.stale_programs))
-    return m.HookStatusResult(files=files, store=str(ctx.root), log=hk.hook_log_tail(ctx.root))
+    plugins = find_claude_plugins(home) if p.agent in (None, "claude") else []
+    # Every scope's file counts for the overlap, whichever scope was asked about.
+    hooked = _claude_hook_files(home, cwd) if plugins else []
+    return m.HookStatusResult(files=files, store=str(ctx.root), log=hk.hook_log_tail(ctx.root),
+                              plugins=[_plugin_info(x) for x in plugins], double_reading=double_reading(plugins, hooked))
+
+
+def _claude_hook_files(home: Path, cwd: Path) -> list[str]:
+    """The Claude Code settings files, of either scope, that hold our hooks."""
+    out = []
+    for scope in hk.SCOPES:
+        path = hk.settings_path("claude", scope, home=home, cwd=cwd)
+        try:
+            got = hk.installed(hk.read_settings(path), "claude")
+        except Exception:  # a file we cannot read is reported by its own row
+            continue
+        if got.events and str(path) not in out:
+            out.append(str(path))
+    return out
+
+
+def _plugin_info(plugin: ClaudePlugin) -> m.ClaudePluginInstall:
+    return m.ClaudePluginInstall(key=plugin.key, scope=plugin.scope, path=plugin.path, enabled=plugin.enabled,
+                                 project=plugin.project)
 
 
 def install_hooks(ctx: Context, p: m.InstallHooksParams, cancel: Cancel) -> m.InstallHooksResult:
@@ -46,9 +70,12 @@ def install_hooks(ctx: Context, p: m.InstallHooksParams, cancel: Cancel) -> m.In
     installed = m.HookSettings(path=got.path, exists=got.exists, events=got.events, missing=got.missing,
                                stale_programs=got.stale_programs)
     action = "uninstall" if p.uninstall else "install"
+    twice = None
+    if p.agent == "claude" and not p.uninstall:
+        twice = double_reading(find_claude_plugins(Path.home()), _claude_hook_files(Path.home(), Path.cwd()))
     return m.InstallHooksResult(
         action=action, agent=p.agent, path=str(path), changed=changed, installed=installed,
-        model=None if p.uninstall else _hooks_model(),
+        model=None if p.uninstall else _hooks_model(), double_reading=twice,
     )
 
 

@@ -3,8 +3,6 @@ and the list of passes and their state."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from mecha.core.errors import InvalidInput, NotFound
 from mecha.core.learning.learn import ALL_SCOPES, near_domain, scopes_ready
 from mecha.core.learning.rules import validate_domain
@@ -66,8 +64,3 @@ def validate(ctx: Context, p: m.ValidateParams, cancel: Cancel) -> m.ValidateRes
         return m.ValidateResult(plan=plan, job=None, reason=no_probe_reason(plan))
     job = background.start_pass(ctx, "validate", domain=p.domain, budget=plan.budget, proposal_id=plan.proposal_id)
     return m.ValidateResult(plan=plan, job=job)
-
-
-def running_pass(root: Path, kind: jobs_mod.JobKind) -> jobs_mod.Job | None:
-    """The newest pass of `kind` still running in the store at `root`, if any."""
-    return next((j for j in jobs_mod.list_jobs(root) if j.kind == kind and j.state == "running"), None)

@@ -21,14 +21,12 @@ from mecha.core.learning.survey import survey_draft
 from mecha.core.sessions import trust as standing
 from mecha.core.sessions.foreign import policy_with
 from mecha.core.sessions.trust import unknown_summary
-from mecha.core.store import jobs as jobs_mod
-from mecha.core.store.inbox import DraftEntry, HandOver, count_waiting, hand_over, session_entry
+from mecha.core.store.inbox import DraftEntry, HandOver, PassAfter, hand_over, pass_after_queue, session_entry
 from mecha.protocol import methods as m
 
 from .. import jobs as background
 from ..context import Context
 from ..rpc import Cancel
-from .passes import running_pass
 
 
 def session_ended(
@@ -52,7 +50,7 @@ def session_ended(
         # Nothing to queue from this run; but work a failed pass left waiting
         # is picked up at the next run's end rather than waiting for one
         # that has interventions of its own.
-        job = background.start_pass(ctx, "reflect") if start_pass and count_waiting(store) else None
+        job = pass_after_queue(store, False, lambda: background.start_pass(ctx, "reflect")).job if start_pass else None
         return m.SessionEndedResult(interventions=0, learnable=0, already_mined=False, job=job)
     if learnable and in_holdout(p.session_id) and p.session_id not in store.mined_sessions():
         # Kept so `validate` can replay it (`core.learning.holdout`).
@@ -96,17 +94,11 @@ def import_sessions(ctx: Context, p: m.ImportSessionsParams, cancel: Cancel) -> 
         store, p.source, root, voices=mining.voices, policy=policy_with(p.source, p.trust_tools, p.distrust_tools),
         since=since, project=p.project, dry_run=p.dry_run,
     )
-    # What an earlier pass left pending (answers that were unusable) is
-    # asked again too, as `mecha/sessionEnded` does: the retry a pass's
-    # outcome names.
-    # Nothing new while a pass is still at work on what an earlier import
-    # queued: that pass is the answer (a second one would find everything
-    # taken and report "0 reflections" while it goes on).
-    running = None if p.dry_run or report.queued else running_pass(store.root, "reflect")
-    if running is not None:
-        job: jobs_mod.Job | None = running
-    else:
-        job = None if p.dry_run or not (report.queued or count_waiting(store)) else background.start_pass(mining, "reflect")
+    after = (
+        PassAfter(None, in_flight=False)
+        if p.dry_run
+        else pass_after_queue(store, bool(report.queued), lambda: background.start_pass(mining, "reflect"))
+    )
     sessions = [
         m.ImportedSession(
             path=plan.path, session_id=plan.session_id, project=plan.project, found=plan.found, new=len(plan.fresh),
@@ -117,8 +109,8 @@ def import_sessions(ctx: Context, p: m.ImportSessionsParams, cancel: Cancel) -> 
     return m.ImportSessionsResult(
         source=report.source, root=report.root, sessions=sessions, unchanged=report.unchanged, filtered=report.filtered,
         skipped=report.skipped, skipped_lines=report.skipped_lines, queued=report.queued, dry_run=report.dry_run,
-        warnings=report.warnings, job=job, in_flight=running is not None,
-        unknown=unknown_summary(plan.held_back for plan in report.sessions),
+        warnings=report.warnings, job=after.job, in_flight=after.in_flight,
+        unknown=unknown_summary(plan.blockers for plan in report.sessions),
     )
 
 

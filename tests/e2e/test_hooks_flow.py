@@ -409,3 +409,40 @@ def test_a_reflect_pass_that_wrote_no_lesson_starts_no_learn_pass(env, store_dir
     (job,) = jobs_settled(store_dir)
     assert job["kind"] == "reflect" and "learn pass" not in (job.get("outcome") or "")
     assert server.completions() == []
+
+
+def test_a_session_end_with_nothing_new_asks_again_what_an_earlier_pass_left_waiting(
+    env, home, project, store_dir, server
+):
+    # Pins: the hook pass starting a reflect pass only for what its own
+    # sessions queued, so work left waiting (a pass that met a dead model)
+    # waited for the next session with a correction in it.
+    from mecha.core.sessions.transcript import Message
+    from mecha.core.store.inbox import enqueue, session_entry
+    from mecha.core.store.learning_store import LearningStore
+
+    waiting = [
+        Message(role="user", content="Draft the release notes."),
+        Message(role="assistant", content="Here are the notes, in the passive voice throughout."),
+        Message(role="user", content="No: write release notes in the active voice."),
+    ]
+    enqueue(LearningStore.open(store_dir), session_entry("left-waiting", waiting, None))
+    cli(env, project, "hooks", "install", "claude", "--learning-dir", str(store_dir))
+    end = commands(home / ".claude" / "settings.json")["SessionEnd"]
+    quiet = Claude(session=SID, cwd=str(project))
+    quiet.user("What does total() return?")
+    quiet.assistant(text("The sum of the amounts, rounded to cents."))
+    transcript = home / "quiet.jsonl"
+    transcript.write_bytes(quiet.bytes())
+    agent_env = {**env, "MECHA_MODEL_API": "openai", "MECHA_MODEL_BASE_URL": server.url, "MECHA_MODEL": "scripted-model"}
+    agent_env["PYTHONPATH"] = os.pathsep.join(p for p in env["PYTHONPATH"].split(os.pathsep) if p)
+
+    ran = run_hook(end, {"session_id": SID, "transcript_path": str(transcript), "cwd": str(project),
+                         "hook_event_name": "SessionEnd"}, cwd=project, env=agent_env)
+    assert ran.returncode == 0 and ran.stdout == b"", ran.stderr
+    (line,) = hook_log(store_dir)
+    assert "nothing new to queue" in line and "reflect pass" in line and "started" in line, line
+    (job,) = jobs_settled(store_dir)
+    assert job["kind"] == "reflect" and job["state"] == "done", job
+    said = [r["intervention"] for r in store_lines(store_dir, "reflections.jsonl")]
+    assert said == ["No: write release notes in the active voice."]

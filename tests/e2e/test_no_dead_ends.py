@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from mecha.core.learning.reflection import Origin, Reflexion
+from mecha.core.learning.reflection import Reflexion
 from mecha.core.store.learning_store import LearningStore
 from mecha.core.store.ledger import LeapRun
 from mecha.sidecar.clihelp import HIDDEN_VERBS, VERB_DOCS
+from tests import builders
 from tests.core.ccfixture import Claude, text
 from tests.model_server import ModelServer, lessons_responder
 
@@ -60,10 +61,9 @@ def sessions(home: Path, count: int) -> Path:
 
 
 def reflexion(n: int) -> Reflexion:
-    return Reflexion(id=f"R{n}", domain="behavior", session_id=f"s{n}", trigger="steer", context="ctx",
-                     intervention=f"Only change the file you were asked to change ({n}).",
-                     reflexion_text=f"Change only the files the person named, and ask before touching others ({n}).",
-                     created_at="2026-11-01T00:00:00.000000Z", origin=Origin.CLEAN)
+    return builders.reflexion(f"R{n}", f"Change only the files the person named, and ask before touching others ({n}).",
+                              session_id=f"s{n}", context="ctx",
+                              intervention=f"Only change the file you were asked to change ({n}).")
 
 
 # ─── help and typos ─────────────────────────────────────────────────────────
@@ -103,6 +103,13 @@ def test_a_typo_gets_the_nearest_spelling_and_how_to_get_help(cli, argv, says):
     got = cli(*argv)
     assert got.returncode == 2 and says in got.stderr, got.stderr
     assert "--help` shows what it takes" in got.stderr and "'pass'" not in got.stderr and " pass," not in got.stderr
+
+
+def test_an_option_another_verb_takes_is_not_offered_as_its_own_correction(cli):
+    # Pins: "unrecognized arguments: --no-wait (did you mean: --no-wait → --no-wait?)".
+    got = cli("trust", "add", "Bash(bd)", "--no-wait")
+    assert got.returncode == 2 and "`trust` does not take --no-wait" in got.stderr, got.stderr
+    assert "→ --no-wait" not in got.stderr and "mecha-sidecar trust --help" in got.stderr
 
 
 def test_a_misspelt_domain_is_refused_with_the_near_miss(cli, store_dir):

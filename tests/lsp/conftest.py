@@ -38,12 +38,13 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.checks import LspSpecificationWarning
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
-from mecha.core.learning.reflection import Origin, Reflexion
+from mecha.core.learning.reflection import Reflexion
 from mecha.core.learning.rules import Rule
 from mecha.core.store.layout import rules_file_name
-from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
+from mecha.core.store.learning_store import LearningStore, Proposal
 from mecha.core.store.ledger import REGRESSED, ValidationRecord
 from mecha.protocol.commands import EXPERIMENTAL_KEY
+from tests import builders
 from tests.builders import write_learned_rules
 from tests.model_server import ModelServer, lessons_responder
 from tests.processes import wait_for_passes
@@ -392,10 +393,6 @@ def has_code(code: str) -> Callable[[Sequence[lsp.Diagnostic]], bool]:
     return lambda diags: any(d.code == code for d in diags)
 
 
-def rule(text: str, id: str | None = None, **fields: Any) -> Rule:
-    return Rule(text=text, id=id, **fields)
-
-
 class Store:
     """A private learning store and the ways a test fills it: rules files
     as a person writes them, proposals as a pass writes them, reflections
@@ -439,17 +436,8 @@ class Store:
         defaults to the live learned rules of its scope (so it can be
         accepted)."""
         before = list(self.store.learned_rules(domain, project) if rules_before is None else rules_before)
-        p = Proposal(
-            id=pid,
-            domain=domain,
-            status=ProposalStatus.PENDING,
-            reflexion_ids=list(reflexion_ids),
-            rules_before=before,
-            rules=list(rules),
-            evidence="",
-            created_at=WHEN,
-            project=project,
-        )
+        p = builders.proposal(pid, rules, domain=domain, rules_before=before, reflexion_ids=reflexion_ids,
+                              created_at=WHEN, project=project)
         self.store.write_proposal(p)
         return p
 
@@ -457,18 +445,8 @@ class Store:
         return self.store.proposal(pid).status.value
 
     def reflexion(self, rid: str, lesson: str, *, trigger: str = "steer", domain: str = "behavior") -> Reflexion:
-        r = Reflexion(
-            id=rid,
-            domain=domain,
-            session_id=f"s-{rid}",
-            trigger=trigger,
-            context="reading files",
-            intervention=f"about {rid}: {lesson}",
-            reflexion_text=lesson,
-            confidence=0.8,
-            created_at=WHEN,
-            origin=Origin.CLEAN,
-        )
+        r = builders.reflexion(rid, lesson, domain=domain, session_id=f"s-{rid}", trigger=trigger,
+                               intervention=f"about {rid}: {lesson}", confidence=0.8, created_at=WHEN)
         self.store.append_reflexion(r)
         return r
 

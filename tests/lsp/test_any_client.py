@@ -21,8 +21,9 @@ from lsprotocol import types as lsp
 from pygls.uris import to_fs_path
 
 from mecha.protocol.commands import ClientExtensions, client_extensions
+from tests.builders import rule
 
-from .conftest import SERVER_COMMAND, MechaClient, Store, rule, server_env
+from .conftest import SERVER_COMMAND, MechaClient, Store, server_env
 
 
 def _any_client(capabilities: lsp.ClientCapabilities) -> None:

@@ -10,7 +10,9 @@ from collections.abc import Sequence
 
 from lsprotocol import types as lsp
 
-from .conftest import MechaClient, Store, has_code, rule
+from tests.builders import rule
+
+from .conftest import MechaClient, Store, has_code
 
 
 def by_title(actions: Sequence[lsp.CodeAction]) -> dict[str, lsp.CodeAction]:

@@ -11,8 +11,9 @@ from typing import Any
 from lsprotocol import types as lsp
 
 from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET
+from tests.builders import rule
 
-from .conftest import MechaClient, Store, has_code, rule
+from .conftest import MechaClient, Store, has_code
 
 ERROR = lsp.DiagnosticSeverity.Error
 WARNING = lsp.DiagnosticSeverity.Warning

@@ -13,9 +13,10 @@ import pytest
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 
+from tests.builders import rule
 from tests.wire.client import Sidecar
 
-from .conftest import MechaClient, Store, rule, server_env
+from .conftest import MechaClient, Store, server_env
 
 COMMANDS = [
     "mecha.acceptProposal",

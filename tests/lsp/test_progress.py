@@ -12,7 +12,9 @@ import time
 import pytest
 from lsprotocol import types as lsp
 
-from .conftest import MechaClient, Store, has_code, rule
+from tests.builders import rule
+
+from .conftest import MechaClient, Store, has_code
 
 LESSONS = [
     "Ask before deleting anything outside the working directory.",

@@ -7,8 +7,9 @@ from __future__ import annotations
 from lsprotocol import types as lsp
 
 from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET, domain_rules_section
+from tests.builders import rule
 
-from .conftest import MechaClient, Store, has_code, rule
+from .conftest import MechaClient, Store, has_code
 
 RULES = [rule("Indent with two spaces", "r-app-1"), rule("Run make check before committing", "r-app-2")]
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from mecha.core.errors import InvalidInput
+from mecha.core.store import jobs as jobs_mod
 from mecha.protocol import methods as m
 from mecha.protocol.errors import METHOD_NOT_FOUND, RpcError
 from mecha.sidecar import handlers
@@ -73,3 +74,19 @@ def test_feature_modules_import_at_their_top() -> None:
     # handler's).
     inside = [hit for path in sorted(PACKAGE.glob("*.py")) for hit in _imports_inside_functions(path)]
     assert inside == []
+
+
+def test_the_doors_that_hand_work_over_agree_on_the_pass_it_needs(tmp_path: Path) -> None:
+    # Pins: a run's end with nothing to queue starting a second reflect pass
+    # beside one still at work on the inbox (`inbox.pass_after_queue`).
+    from tests.core.store.test_pass_after_queue import queue_a_steer, running_job
+
+    ctx = Context(root=tmp_path / "learning")
+    queue_a_steer(ctx.store())
+    running = running_job(ctx.root, "reflect")
+    quiet = {"session_id": "s-quiet", "messages": [{"role": "user", "content": "Thanks, that is all."}]}
+    ended = handlers.call(ctx, "mecha/sessionEnded", quiet)
+    retried = handlers.call(ctx, "mecha/inboxRetry", {})
+    assert ended["interventions"] == 0
+    assert ended["job"]["id"] == retried["job"]["id"] == running.id
+    assert [j.id for j in jobs_mod.list_jobs(ctx.root)] == [running.id], "no second pass was started"

@@ -34,12 +34,13 @@ import pytest
 from mecha.core.identity import now
 from mecha.core.learning.learn import learnable_pool
 from mecha.core.learning.proposals import accept_proposal, propose_retirement
-from mecha.core.learning.reflection import Origin, Reflexion
+from mecha.core.learning.reflection import Reflexion
 from mecha.core.learning.rules import Rule
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.inbox import enqueue, inbox_dir, session_entry
 from mecha.core.store.learning_store import LearningStore, Proposal
+from tests import builders
 from tests.builders import write_learned_rules
 from tests.e2e.conftest import (
     REPO,
@@ -103,10 +104,8 @@ def _steered(text: str) -> list[Message]:
 
 
 def _reflexion(n: int) -> Reflexion:
-    return Reflexion(
-        id=f"pool-{n}", domain="behavior", session_id="earlier", trigger="steer", context="ctx",
-        intervention=f"person said {n}", reflexion_text=f"Ask before touching file number {n}.", created_at=now(), origin=Origin.CLEAN,
-    )
+    return builders.reflexion(f"pool-{n}", f"Ask before touching file number {n}.", session_id="earlier", context="ctx",
+                              intervention=f"person said {n}", created_at=now())
 
 
 R0 = [Rule(text="Keep diffs small.", id="r-keep"), Rule(text="Say which files you touched.", id="r-say")]

@@ -36,7 +36,7 @@ import pytest
 
 from mecha.core.errors import InvalidInput, InvalidStore, LearningError
 from mecha.core.learning.reflect import reflect_inbox
-from mecha.core.learning.reflection import Origin, Reflector, Reflexion
+from mecha.core.learning.reflection import Reflector, Reflexion
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.learning_store import LearningStore
 from mecha.core.store.ledger import LeapRun
@@ -45,6 +45,7 @@ from mecha.protocol.errors import RpcError, rpc_error_from
 from mecha.sidecar.context import Context
 from mecha.sidecar.handlers import make_dispatch
 from mecha.sidecar.rpc import Cancel
+from tests import builders
 from tests.fakes import ScriptedProvider
 from tests.model_server import ModelServer, echo_auth, lessons_responder
 from tests.protocol.wire_examples import MESSAGES, TIMELINE
@@ -469,17 +470,8 @@ def test_reads_follow_a_link_the_person_made(world: World) -> None:
 
 
 def _reflexion(rid: str, domain: str = "writing") -> Reflexion:
-    return Reflexion(
-        id=rid,
-        domain=domain,
-        session_id="s",
-        trigger="steer",
-        context="c",
-        intervention="i",
-        reflexion_text="Keep it short.",
-        created_at=WHEN,
-        origin=Origin.CLEAN,
-    )
+    return builders.reflexion(rid, "Keep it short.", domain=domain, session_id="s", context="c", intervention="i",
+                              created_at=WHEN)
 
 
 # ─── owner-only, whatever the umask ─────────────────────────────────────────

@@ -40,7 +40,7 @@ import pytest
 
 from mecha.core.identity import now
 from mecha.core.learning.learn import learnable_pool
-from mecha.core.learning.reflection import Origin, Reflexion
+from mecha.core.learning.reflection import Reflexion
 from mecha.core.learning.rules import Rule
 from mecha.core.learning.survey import survey_draft
 from mecha.core.sessions.outbox import OutboxItem
@@ -48,6 +48,7 @@ from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoin
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.inbox import DraftEntry, enqueue, session_entry
 from mecha.core.store.learning_store import LearningStore, Proposal
+from tests import builders
 from tests.builders import write_learned_rules
 from tests.e2e.conftest import REPO, WAIT_S, clean_env, wait_until
 
@@ -166,17 +167,8 @@ PROPOSAL_ID = "20261102T000000-c0ffee01"
 
 
 def _reflexion(n: int, *, session: str = "old-session") -> Reflexion:
-    return Reflexion(
-        id=f"old-{n}",
-        domain="behavior",
-        session_id=session,
-        trigger="steer",
-        context=f"context {n}",
-        intervention=f"person said {n}",
-        reflexion_text=f"Say which step of the plan you are on before acting on step {n}.",
-        created_at="2026-11-01T00:00:00.000000Z",
-        origin=Origin.CLEAN,
-    )
+    return builders.reflexion(f"old-{n}", f"Say which step of the plan you are on before acting on step {n}.",
+                              session_id=session, context=f"context {n}", intervention=f"person said {n}")
 
 
 def _session_messages() -> list[Message]:

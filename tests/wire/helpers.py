@@ -13,6 +13,8 @@ from typing import Any
 from mecha.core.learning.reflection import Origin, Reflexion
 from mecha.core.learning.rules import Rule
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
+from tests import builders
+from tests.builders import rule
 
 from .client import Sidecar
 
@@ -84,10 +86,6 @@ def open_store(root: Path) -> LearningStore:
     return LearningStore.open(root)
 
 
-def rule(text: str, id: str | None = None, **fields: Any) -> Rule:
-    return Rule(text=text, id=id, **fields)
-
-
 def write_user_rules(root: Path, domain: str, *texts: str) -> Path:
     """A person's own rules file, written by hand as a person would."""
     path = root / "rules" / f"{domain}.user.toml"
@@ -106,30 +104,14 @@ def proposal(
     rules: list[Rule] | None = None,
     reflexion_ids: list[str] | None = None,
 ) -> Proposal:
-    return Proposal(
-        id=pid,
-        domain=domain,
-        status=status,
-        reflexion_ids=reflexion_ids or [],
-        rules_before=rules_before or [],
-        rules=rules if rules is not None else [rule("Ask before deleting files", "r-new")],
-        evidence="",
-        created_at=WHEN,
+    return builders.proposal(
+        pid, rules if rules is not None else [rule("Ask before deleting files", "r-new")], domain=domain,
+        status=status, rules_before=rules_before or [], reflexion_ids=reflexion_ids or [], created_at=WHEN,
     )
 
 
 def reflexion(rid: str, domain: str = "behavior", origin: Origin = Origin.CLEAN) -> Reflexion:
-    return Reflexion(
-        id=rid,
-        domain=domain,
-        session_id="s1",
-        trigger="steer",
-        context="reading files",
-        intervention="skip the rest",
-        reflexion_text="When the person narrows a task, drop the remaining steps.",
-        created_at=WHEN,
-        origin=origin,
-    )
+    return builders.reflexion(rid, domain=domain, origin=origin, created_at=WHEN)
 
 
 # ─── the wire ───────────────────────────────────────────────────────────────

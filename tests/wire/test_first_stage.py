@@ -496,6 +496,33 @@ def test_a_projects_block_is_kept_per_project_and_served_as_the_full_server_woul
     assert exchange(tmp_path, cold_path(root, {"project": "relative"})).error(2)["code"] == -32602
 
 
+def test_a_run_in_a_linked_worktree_gets_its_repositorys_block_from_the_cache(tmp_path: Path) -> None:
+    # Pins: a run in a `git worktree add` checkout served its own (empty)
+    # project's block, or the first stage and the full server disagreeing
+    # on which project a worktree is.
+    import subprocess
+
+    root = tmp_path / "learning"
+    _layout(root)
+    app, feature = tmp_path / "app", tmp_path / "app-feature"
+    ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(app)], check=True)
+    subprocess.run(["git", *ident, "-C", str(app), "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    subprocess.run(["git", "-C", str(app), "worktree", "add", "-q", str(feature)], check=True, capture_output=True)
+    (feature / "src").mkdir()
+    store = open_store(root)
+    write_learned_rules(store, "behavior", [rule("Indent with two spaces", "r-app")], str(app.resolve()))
+    settle(root)
+
+    miss = cached(tmp_path, root, {"project": str(app)})
+    assert miss.result(2)["rule_ids"] == ["r-1", "r-w", "r-app"]
+    in_worktree = {"project": str(feature / "src")}
+    run = exchange(tmp_path, cold_path(root, in_worktree))
+    assert run.first_stage_only, "the worktree's run is the repository's: the cached answer"
+    full = exchange(tmp_path, cold_path(root, in_worktree), full=True)
+    assert run.by_id() == full.by_id() and run.result(2)["rule_ids"] == ["r-1", "r-w", "r-app"]
+
+
 def test_the_first_run_after_an_accept_is_answered_by_the_first_stage(tmp_path: Path) -> None:
     # Pins: an accept leaving the block cache keyed by the rules before it,
     # so the first run after every accept paid for the full server (its

@@ -3,7 +3,7 @@
 //! middle of a request, stopped (hung) — each of which the run survives.
 //!
 //! `MECHA_TEST_PYTHON` names the interpreter that has mecha-sidecar
-//! installed (the pytest wrapper, tests/protocol/test_rust_client.py, sets
+//! installed (the pytest wrapper, tests/wire/test_rust_client.py, sets
 //! it); each test makes its own store under `MECHA_TEST_TMP`.
 
 use std::path::PathBuf;

@@ -15,6 +15,7 @@ from mecha.core.agents.notice import hook_output, notice_line, pending_proposals
 from mecha.core.errors import InvalidInput
 from mecha.core.learning.proposals import pending_for
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
+from tests import builders
 
 PROGRAM = hk.hook_program("/home/pat/.venvs/mecha/bin/python")
 
@@ -191,8 +192,7 @@ def test_a_codex_rollout_is_found_by_its_session_id_newest_day_first(tmp_path):
 
 
 def _proposal(pid: str, status: ProposalStatus) -> Proposal:
-    return Proposal(id=pid, domain="behavior", status=status, reflexion_ids=[], rules_before=[], rules=[],
-                    evidence="", created_at="2026-11-01T10:00:00Z")
+    return builders.proposal(pid, status=status, created_at="2026-11-01T10:00:00Z")
 
 
 def test_the_notice_counts_pending_proposals_as_the_store_does(tmp_path):

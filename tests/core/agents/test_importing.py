@@ -10,7 +10,7 @@ import pytest
 
 from mecha.core.agents.importing import import_sessions, parse_since
 from mecha.core.sessions.foreign import HARNESS_VOICE_PROFILES
-from mecha.core.sessions.mining import Trigger, Voices
+from mecha.core.sessions.mining import DEFAULT_VOICES, Trigger, Voices
 from mecha.core.store.inbox import entry_decoder, inbox_dir
 from mecha.core.store.learning_store import LearningStore
 from tests.core.ccfixture import Claude, Codex, text, use
@@ -218,3 +218,32 @@ def test_an_old_session_that_ended_on_a_silent_refusal_queues_it(store, tmp_path
     os.utime(path, (1, 1))
     (plan,) = run(store, root).sessions
     assert [p.intervention.trigger.value for p in plan.fresh] == ["denial"] and plan.held == 0
+
+
+def test_the_summary_names_every_program_that_held_an_intervention_back_not_only_the_first(tmp_path: Path) -> None:
+    # Pins: only each session's first blocker was named, so trusting took
+    # one round per program; and a web tool was either offered for trust
+    # or left out without a word.
+    from mecha.core.sessions.trust import unknown_summary
+
+    cc = Claude(session="cccc0001-1111-4222-8333-444455556666")
+    cc.user("Start.").assistant(text("Listing."), use("s1", "Bash", command="bd ready")).result("s1", "[]")
+    cc.assistant(text("Nothing.")).user("Keep titles short.")
+    cc.assistant(text("Checking."), use("s2", "Bash", command="mytool status")).result("s2", "ok")
+    cc.assistant(text("Searching."), use("s3", "mcp__serper__google_search", q="x")).result("s3", "results")
+    cc.assistant(text("Found.")).user("Name branches after the issue.")
+    cc.assistant(text("Done."))
+    folder = tmp_path / "projects" / "-home-pat-p"
+    folder.mkdir(parents=True)
+    (folder / "s.jsonl").write_bytes(cc.bytes())
+    os.utime(folder / "s.jsonl", (1_700_000_000, 1_700_000_000))
+    store = LearningStore.open(tmp_path / "learning")
+    report = import_sessions(store, "claude", tmp_path / "projects", voices=DEFAULT_VOICES, dry_run=True)
+    [session] = report.sessions
+    assert [h.blame.entry for h in session.held_back] == ["Bash(bd)"], "each intervention's first blocker is bd"
+    rows = {u.entry: u for u in unknown_summary(s.blockers for s in report.sessions)}
+    assert set(rows) == {"Bash(bd)", "Bash(mytool)", "mcp__serper__google_search"}, rows
+    assert (rows["Bash(bd)"].interventions, rows["Bash(mytool)"].interventions) == (2, 1)
+    assert rows["Bash(mytool)"].command == "mecha-sidecar trust add 'Bash(mytool)'" and rows["Bash(mytool)"].refused is None
+    web = rows["mcp__serper__google_search"]
+    assert web.command is None and web.refused is not None and "reaches the web" in web.refused

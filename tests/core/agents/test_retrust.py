@@ -16,7 +16,7 @@ from mecha.core.learning.reflect import WITHHELD_LESSON, reflect_inbox
 from mecha.core.learning.reflection import Origin, Reflector
 from mecha.core.providers import provider_from_config
 from mecha.core.sessions.mining import DEFAULT_VOICES
-from mecha.core.sessions.trust import add_trust
+from mecha.core.sessions.trust import add_trust, load_trust
 from mecha.core.store.learning_store import LearningStore
 from tests.core.ccfixture import Claude, text, use
 from tests.model_server import Action, Dialect, ModelServer, lessons_responder, reply, request_prompts
@@ -130,6 +130,11 @@ def test_successive_changes_of_trust_ask_each_intervention_once_and_count_it_onc
         assert withheld(store)[0] == 2
 
         add_trust(["Bash(bd)"], config)
+        # Pins: the inbox kept showing the old reason after the trust changed.
+        listed = {w.words: w for w in withheld(store, load_trust(config))[1]}
+        titles, branches = listed["Keep issue titles under sixty characters."], listed["Name branches after the issue id, always."]
+        assert titles.now is not None and "before Bash(bd) was trusted" in titles.now and "trust add 'Bash(bd)'" in titles.now
+        assert branches.now == titles.now, "recorded as held back by bd (its first blocker): that reason is stale too"
         first = reclassify(store)
         assert (first.asked_again, first.already_asked, first.still_untrusted) == (1, 0, 1), first
         waiting = reclassify(store)

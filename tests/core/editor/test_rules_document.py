@@ -43,11 +43,12 @@ from mecha.core.editor.results import (
 )
 from mecha.core.editor.store_view import RulesDocument, rules_document_of
 from mecha.core.errors import InvalidStore
-from mecha.core.learning.reflection import Origin, Reflexion
+from mecha.core.learning.reflection import Reflexion
 from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET, Rule, RulesFile, rule_key
 from mecha.core.store.layout import project_id, rules_file_name
 from mecha.core.store.learning_store import parse_rules_file
 from mecha.core.store.ledger import RuleTally
+from tests import builders
 
 # ─── helpers ────────────────────────────────────────────────────────────────
 
@@ -81,17 +82,8 @@ def rules_toml(texts: list[str]) -> str:
 
 
 def reflexion(rid: str, trigger: str, lesson: str) -> Reflexion:
-    return Reflexion(
-        id=rid,
-        domain="behavior",
-        session_id="s1",
-        trigger=trigger,
-        context="",
-        intervention="stop that",
-        reflexion_text=lesson,
-        created_at="2026-08-01T00:00:00Z",
-        origin=Origin.CLEAN,
-    )
+    return builders.reflexion(rid, lesson, trigger=trigger, context="", intervention="stop that",
+                              created_at="2026-08-01T00:00:00Z")
 
 
 CLEAN = doc(
@@ -1121,11 +1113,9 @@ def test_only_the_domains_pending_proposals_count_with_active_rules_before_and_a
     from mecha.core.store.learning_store import Proposal, ProposalStatus
 
     def proposal(pid: str, domain: str, status: ProposalStatus) -> Proposal:
-        return Proposal(
-            id=pid, domain=domain, status=status, reflexion_ids=[], evidence="", created_at="2026-01-01T00:00:00Z",
-            rules_before=[Rule(text="a"), Rule(text="b", enabled=False)],
-            rules=[Rule(text="a"), Rule(text="b"), Rule(text="c")],
-        )
+        return builders.proposal(pid, [Rule(text="a"), Rule(text="b"), Rule(text="c")], domain=domain, status=status,
+                                 rules_before=[Rule(text="a"), Rule(text="b", enabled=False)],
+                                 created_at="2026-01-01T00:00:00Z")
 
     found = pending_of(
         _doc(Path("/store"), "behavior", "learned"),
@@ -1216,7 +1206,7 @@ def test_without_a_store_nothing_is_pending_and_nothing_measured(tmp_path: Path)
 def test_pending_proposals_and_tallies_are_read_from_the_store(tmp_path: Path):
     # Pins: the editor showing another domain's proposal, a resolved one,
     # or a ledger other than the store's.
-    from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
+    from mecha.core.store.learning_store import LearningStore, ProposalStatus
     from mecha.core.store.ledger import ValidationRecord
 
     store = LearningStore.open(tmp_path / "learning")
@@ -1225,12 +1215,7 @@ def test_pending_proposals_and_tallies_are_read_from_the_store(tmp_path: Path):
         ("p-2", "behavior", ProposalStatus.REJECTED),
         ("p-3", "writing", ProposalStatus.PENDING),
     ):
-        store.write_proposal(
-            Proposal(
-                id=pid, domain=domain, status=status, reflexion_ids=[], evidence="", created_at="t",
-                rules_before=[], rules=[Rule(text="a", id="r-1")],
-            )
-        )
+        store.write_proposal(builders.proposal(pid, [Rule(text="a", id="r-1")], domain=domain, status=status, created_at="t"))
     assert pending_in(store, _doc(store.root, "behavior", "learned")) == [PendingProposal("p-1", 0, 1, ((1, "added", "a"),))]
     assert tallies_in(store) == {}
     store.append_validation(
@@ -1311,13 +1296,10 @@ def test_a_documents_scope_is_read_from_its_own_project_key_then_its_siblings(tm
 def test_a_documents_pending_proposals_are_its_scopes(tmp_path: Path):
     # Pins: a project's proposal offered for review on the global file (an
     # accept there writes another file than the one open), or the other way.
-    from mecha.core.store.learning_store import Proposal, ProposalStatus
+    from mecha.core.store.learning_store import Proposal
 
     def proposal(pid: str, project: str | None) -> Proposal:
-        return Proposal(
-            id=pid, domain="behavior", status=ProposalStatus.PENDING, reflexion_ids=[], evidence="",
-            created_at="t", rules_before=[], rules=[Rule(text="a")], project=project,
-        )
+        return builders.proposal(pid, [Rule(text="a")], created_at="t", project=project)
 
     proposals = [proposal("p-global", None), proposal("p-app", "/home/pat/app"), proposal("p-lib", "/home/pat/lib")]
     root = tmp_path / "learning"

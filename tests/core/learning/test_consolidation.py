@@ -23,26 +23,18 @@ from mecha.core.learning.consolidation import (
 )
 from mecha.core.learning.reflection import Origin, Reflexion
 from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule, finalize_rules
+from tests import builders
 from tests.fakes import ScriptedProvider
 
 FRAMES = [pytest.param(LEARNER_SYSTEM, id="behavior"), pytest.param(WRITING_LEARNER_SYSTEM, id="writing")]
 
 
 def reflexion(id: str, origin: Origin = Origin.CLEAN, **fields) -> Reflexion:
-    base = dict(
-        id=id,
-        domain="behavior",
-        session_id="s",
-        trigger="steer",
-        context="reading files",
-        intervention="skip the rest",
-        reflexion_text="When the person narrows the task, drop the remaining steps.",
-        error_type="overreach",
-        created_at="t",
-        origin=origin,
-    )
-    base.update(fields)
-    return Reflexion(**base)
+    base = dict(lesson="When the person narrows the task, drop the remaining steps.", session_id="s",
+                error_type="overreach", created_at="t", origin=origin)
+    if "reflexion_text" in fields:
+        fields["lesson"] = fields.pop("reflexion_text")
+    return builders.reflexion(id, **(base | fields))
 
 
 # ─── The reply ──────────────────────────────────────────────────────────────

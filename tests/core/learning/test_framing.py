@@ -16,7 +16,6 @@ from mecha.core.learning.reflection import (
     LESSON_EXAMPLE,
     NOT_A_LESSON_EXAMPLE,
     Evidence,
-    Origin,
     Reflector,
     Reflexion,
     View,
@@ -26,6 +25,7 @@ from mecha.core.learning.reflection import (
 )
 from mecha.core.sessions.mining import Intervention, Trigger
 from mecha.core.sessions.provenance import WITHHELD_AFTERMATH, WITHHELD_CONTEXT
+from tests import builders
 from tests.fakes import ScriptedProvider
 
 LESSON = json.dumps({"skip": False, "reflexion": "Ask before deleting files.", "error_type": "overreach", "confidence": 0.8})
@@ -82,9 +82,8 @@ async def test_the_learner_is_told_a_project_rule_may_be_specific_to_that_projec
 
 
 def reflection(context: str, intervention: str, lesson: str) -> Reflexion:
-    return Reflexion(id="r1", domain="behavior", session_id="s", trigger="steer", context=context,
-                     intervention=intervention, reflexion_text=lesson, created_at="2026-12-03T00:00:00Z",
-                     origin=Origin.CLEAN, evidence=Evidence.FULL)
+    return builders.reflexion("r1", lesson, session_id="s", context=context, intervention=intervention,
+                              created_at="2026-12-03T00:00:00Z", evidence=Evidence.FULL)
 
 
 async def test_personal_data_never_reaches_the_learners_prompt():

@@ -11,7 +11,8 @@ import pytest
 from mecha.core.learning.learn import domains_to_learn
 from mecha.core.learning.reflection import Origin
 from mecha.core.learning.rules import LEARN_MIN_REFLECTIONS
-from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
+from mecha.core.store.learning_store import LearningStore
+from tests import builders
 from tests.core.learning.test_learn_in_scopes import reflexion
 
 
@@ -49,6 +50,5 @@ def test_a_domain_with_a_pass_running_or_a_proposal_waiting_is_left_alone(store:
     # proposal for the person to review beside the first.
     store.append_reflexions([reflexion(f"b{i}", None) for i in range(3)])
     assert domains_to_learn(store, busy={"behavior"}) == []
-    store.write_proposal(Proposal(id="p-1", domain="behavior", status=ProposalStatus.PENDING, reflexion_ids=[],
-                                  rules_before=[], rules=[], evidence="", created_at="2026-11-01T10:00:00Z"))
+    store.write_proposal(builders.proposal("p-1", created_at="2026-11-01T10:00:00Z"))
     assert domains_to_learn(store) == []

@@ -19,6 +19,7 @@ from mecha.core.learning.reflection import Origin, Reflexion
 from mecha.core.learning.rules import Rule
 from mecha.core.learning.scope import promotion_candidates
 from mecha.core.store.learning_store import LearningStore
+from tests import builders
 from tests.builders import write_learned_rules
 from tests.fakes import ScriptedProvider
 
@@ -30,11 +31,8 @@ def git_repo(path: Path) -> str:
 
 
 def reflexion(id: str, project: str | None, *, domain: str = "behavior", origin: Origin = Origin.CLEAN) -> Reflexion:
-    return Reflexion(
-        id=id, domain=domain, session_id=f"s-{id}", trigger="steer", context="ctx",
-        intervention=f"intervention {id}: ask first before acting or deleting anything; keep each diff, reply and rule short and fresh; indent with two spaces, never tabs", reflexion_text=f"lesson {id}",
-        created_at="2026-11-01T00:00:00.000000Z", origin=origin, project=project,
-    )
+    return builders.reflexion(id, f"lesson {id}", domain=domain, session_id=f"s-{id}", context="ctx",
+                              intervention=f"intervention {id}: {builders.ASK_FIRST}", origin=origin, project=project)
 
 
 def rules_reply(*texts: str) -> str:

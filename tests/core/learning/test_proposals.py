@@ -13,6 +13,7 @@ import pytest
 from mecha.core.learning.proposals import PendingSummary, pending_summary, should_announce
 from mecha.core.learning.rules import Rule
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
+from tests import builders
 
 
 @pytest.fixture
@@ -21,10 +22,8 @@ def store(tmp_path: Path) -> LearningStore:
 
 
 def proposal(pid: str, domain: str = "behavior", status: ProposalStatus = ProposalStatus.PENDING) -> Proposal:
-    return Proposal(
-        id=pid, domain=domain, status=status, reflexion_ids=["r1"], rules_before=[],
-        rules=[Rule(text="Ask first.")], evidence="", created_at="2026-08-04T06:00:00Z",
-    )
+    return builders.proposal(pid, [builders.rule("Ask first.")], domain=domain, status=status, reflexion_ids=["r1"],
+                             created_at="2026-08-04T06:00:00Z")
 
 
 def test_the_pending_summary_counts_only_pending_proposals_by_domain_with_its_ids_in_order(store: LearningStore):

@@ -14,7 +14,7 @@ from mecha.core.errors import ModelFailure, UnusableReply
 from mecha.core.learning.consolidation import Learner
 from mecha.core.learning.learn import LEARN_BATCH_MAX_REFLECTIONS, learn_batch, learn_domain, learn_refusal
 from mecha.core.learning.reflect import ReflectOutcome, pass_failure, reflect_inbox
-from mecha.core.learning.reflection import Origin, Reflector, Reflexion
+from mecha.core.learning.reflection import Reflector, Reflexion
 from mecha.core.providers.base import CompletionRequest, CompletionResponse
 from mecha.core.sessions.mining import INTERVENTION_BUDGET
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
@@ -28,6 +28,7 @@ from mecha.core.store.inbox import (
     set_aside_dir,
 )
 from mecha.core.store.learning_store import MAX_UNUSABLE_ANSWERS, LearningStore
+from tests import builders
 from tests.fakes import ScriptedProvider
 
 CLEAN = [TaintCheckpoint(at=0, taint=Taint())]
@@ -233,12 +234,9 @@ async def test_the_persons_words_are_bounded_in_what_a_reflection_stores_and_a_p
 # ─── learn ──────────────────────────────────────────────────────────────────
 
 
-def reflexion(i: int, *, text: str | None = None, intervention: str = "ask first before acting or deleting anything; keep each diff, reply and rule short and fresh; indent with two spaces, never tabs") -> Reflexion:
-    return Reflexion(
-        id=f"r{i:03d}", domain="behavior", session_id="s", trigger="steer", context="ctx",
-        intervention=intervention, reflexion_text=text or f"lesson {i}",
-        created_at=f"2026-11-01T00:00:{i % 60:02d}.000000Z", origin=Origin.CLEAN,
-    )
+def reflexion(i: int, *, text: str | None = None, intervention: str = builders.ASK_FIRST) -> Reflexion:
+    return builders.reflexion(f"r{i:03d}", text or f"lesson {i}", session_id="s", context="ctx",
+                              intervention=intervention, created_at=f"2026-11-01T00:00:{i % 60:02d}.000000Z")
 
 
 def rules_reply(*texts: str, cites: tuple[str, ...] = ("R1",)) -> str:
@@ -253,7 +251,7 @@ async def test_a_learn_pass_that_changes_nothing_files_nothing_and_says_so(store
     store.append_reflexions([reflexion(i) for i in range(3)])
     outcome = await learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply())))
     assert outcome.outcome == (
-        "nothing to change: the model kept the 0 behavior rule(s) as they are; "
+        "nothing to change: the model drew no rule from the 3 lesson(s), and there are no behavior rules yet; "
         "`mecha-sidecar learn behavior --retry` asks again"
     )
     assert outcome.proposal_id is None and store.proposals() == []
@@ -278,7 +276,7 @@ async def test_a_learn_batch_is_bounded_oldest_first_and_the_rest_wait(store: Le
     assert proposal.reflexion_ids == [f"r{i:03d}" for i in range(LEARN_BATCH_MAX_REFLECTIONS)]
     assert "r045" not in provider.requests[0].user
 
-    huge = [reflexion(0, intervention="pasted " * 2_000_000)]
+    huge = [reflexion(0, intervention="pasted " * 200_000)]
     assert [r.id for r in learn_batch(huge)] == ["r000"], "a single large reflection is still consolidated"
     from mecha.core.learning.consolidation import learner_user_prompt
 
@@ -321,3 +319,12 @@ def test_a_pass_fails_only_when_it_could_not_do_its_work(usable, unusable, stopp
     assert (type(failure).__name__ if failure is not None else "done") == ends
     if ends == "done" and unusable:
         assert f"{unusable} intervention(s) pending: the next reflect pass asks them again" in outcome.summary()
+
+
+def test_an_unchanged_pass_is_worded_for_how_many_rules_it_kept() -> None:
+    # Pins: "the model kept the 0 behavior in project /home/… rule(s) as they are".
+    from mecha.core.learning.learn import _kept
+
+    assert _kept(0, "behavior", None, 4) == "the model drew no rule from the 4 lesson(s), and there are no behavior rules yet"
+    assert _kept(1, "behavior", None, 4) == "the model kept the one behavior rule as it is"
+    assert _kept(3, "behavior", None, 4) == "the model kept the 3 behavior rules as they are"

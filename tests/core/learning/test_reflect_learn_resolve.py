@@ -30,6 +30,7 @@ from mecha.core.sessions.outbox import OutboxItem
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
 from mecha.core.store.inbox import DraftEntry, enqueue, entry_decoder, inbox_dir, list_set_aside, session_entry
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
+from tests import builders
 from tests.builders import write_learned_rules
 from tests.fakes import ScriptedProvider
 
@@ -46,20 +47,11 @@ def steered(session_note: str = "skip the rest") -> list[Message]:
 
 
 def reflexion(id: str, *, origin: Origin = Origin.CLEAN, domain: str = "behavior", processed: bool = False) -> Reflexion:
-    return Reflexion(
-        id=id,
-        domain=domain,
-        session_id="s",
-        trigger="steer",
-        context="ctx",
-        # What the person said covers every rule these tests have the learner
-        # propose, so each rule shares content with the lesson it cites.
-        intervention=f"intervention {id}: ask first before acting or deleting anything; keep each diff, reply and rule short and fresh; indent with two spaces, never tabs",
-        reflexion_text=f"lesson {id}",
-        created_at="2026-11-01T00:00:00.000000Z",
-        origin=origin,
-        is_processed=processed,
-    )
+    # What the person said covers every rule these tests have the learner
+    # propose, so each rule shares content with the lesson it cites.
+    return builders.reflexion(id, f"lesson {id}", domain=domain, session_id="s", context="ctx",
+                              intervention=f"intervention {id}: {builders.ASK_FIRST}", origin=origin,
+                              is_processed=processed)
 
 
 def lesson(text: str = "When the person narrows a task, stop.", error_type: str = "overreach") -> str:

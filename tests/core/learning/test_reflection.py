@@ -24,23 +24,14 @@ from mecha.core.learning.reflection import (
 from mecha.core.providers.base import CompletionResponse, StopReason
 from mecha.core.sessions.mining import Intervention, Trigger
 from mecha.core.sessions.transcript import Taint
+from tests import builders
 from tests.fakes import ScriptedProvider
 
 LESSON = '{"skip": false, "reflexion": "When the person narrows a task mid-run, drop the remaining steps.", "error_type": "overreach", "confidence": 0.8}'
 
 
 def reflexion(origin: Origin) -> Reflexion:
-    return Reflexion(
-        id="r",
-        domain="behavior",
-        session_id="s",
-        trigger="steer",
-        context="",
-        intervention="x",
-        reflexion_text="y",
-        created_at="t",
-        origin=origin,
-    )
+    return builders.reflexion("r", "y", session_id="s", context="", intervention="x", created_at="t", origin=origin)
 
 
 def steer(**fields) -> Intervention:

@@ -12,9 +12,10 @@ from mecha.core.errors import InvalidInput
 from mecha.core.learning.consolidation import Learner
 from mecha.core.learning.learn import learn_domain
 from mecha.core.learning.proposals import accept, numbered_changes, proposal_changes_in, reject_proposal
-from mecha.core.learning.reflection import Origin, Reflexion
+from mecha.core.learning.reflection import Reflexion
 from mecha.core.learning.rules import Rule
 from mecha.core.store.learning_store import LearningStore
+from tests import builders
 from tests.builders import write_learned_rules
 from tests.fakes import ScriptedProvider
 
@@ -32,8 +33,8 @@ LIVE = [
 
 def reflexion(rid: str) -> Reflexion:
     said, lesson = LESSONS[rid]
-    return Reflexion(id=rid, domain="behavior", session_id="s", trigger="followup", context="", intervention=said,
-                     reflexion_text=lesson, created_at="2026-12-01T00:00:00Z", origin=Origin.CLEAN)
+    return builders.reflexion(rid, lesson, session_id="s", trigger="followup", context="", intervention=said,
+                              created_at="2026-12-01T00:00:00Z")
 
 
 def learner_answer() -> str:

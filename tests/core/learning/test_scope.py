@@ -65,19 +65,6 @@ def test_a_directory_outside_any_repository_is_its_own_project(tmp_path: Path) -
     assert project_root(plain) == str(plain.resolve())
 
 
-def test_a_worktree_is_a_project_of_its_own(tmp_path: Path) -> None:
-    # `.git` is a file there; the worktree, not the main checkout, is where the session ran.
-    repo = git_repo(tmp_path / "app")
-    subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"],
-        check=True,
-    )
-    wt = tmp_path / "app-feature"
-    subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", str(wt)], check=True)
-    assert (wt / ".git").is_file()
-    assert project_root(wt / ".") == str(wt.resolve())
-
-
 def test_a_linked_directory_is_the_project_it_links_into(tmp_path: Path) -> None:
     repo = git_repo(tmp_path / "app")
     (repo / "lib").mkdir()

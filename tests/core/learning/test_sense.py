@@ -18,16 +18,15 @@ from dataclasses import dataclass, field
 import pytest
 
 from mecha.core.learning.consolidation import LearnerAnswer, gate_learned_set, parse_learner_reply
-from mecha.core.learning.reflection import Origin, Reflexion
+from mecha.core.learning.reflection import Reflexion
 from mecha.core.learning.rules import Rule
 from mecha.core.learning.sense import near_identical, overlap, platitude_reason, shares_content
+from tests import builders
 
 
 def reflexion(id: str, said: str, lesson: str) -> Reflexion:
-    return Reflexion(
-        id=id, domain="behavior", session_id="s", trigger="followup", context="working in the repository",
-        intervention=said, reflexion_text=lesson, created_at="t", origin=Origin.CLEAN,
-    )
+    return builders.reflexion(id, lesson, session_id="s", trigger="followup", context="working in the repository",
+                              intervention=said, created_at="t")
 
 
 BATCH = [

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,6 +35,7 @@ from mecha.core.learning.validate import (
 from mecha.core.providers import OpenAIProvider
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 from mecha.core.store.ledger import OUTCOMES
+from tests import builders
 from tests.builders import write_learned_rules
 from tests.model_server import ModelServer, refusal, reply, stall
 
@@ -61,15 +63,12 @@ def write_session(folder: Path, session_id: str, *, untrusted: bool = False, cor
     return path
 
 
-def reflection(rid: str, session_id: str, file: Path | None, **over: object) -> Reflexion:
-    fields: dict[str, object] = dict(
-        id=rid, domain="behavior", session_id=session_id, trigger="followup", context="",
-        intervention=CORRECTION, reflexion_text="Change only the file the person names.",
-        created_at=now(), origin=Origin.CLEAN,
-        found=FoundAt(at=2, file=str(file) if file else None, line=3),
+def reflection(rid: str, session_id: str, file: Path | None, **over: Any) -> Reflexion:
+    fields: dict[str, Any] = dict(
+        session_id=session_id, trigger="followup", context="", intervention=CORRECTION,
+        created_at=now(), found=FoundAt(at=2, file=str(file) if file else None, line=3),
     )
-    fields.update(over)
-    return Reflexion(**fields)  # type: ignore[arg-type]
+    return builders.reflexion(rid, "Change only the file the person names.", **(fields | over))
 
 
 @pytest.fixture
@@ -174,8 +173,7 @@ def test_a_proposal_is_measured_against_the_live_block(store: LearningStore, tmp
     store.append_reflexion(reflection("r1", sid, write_session(tmp_path, sid)))
     live = store.learned_rules("behavior")
     added = Rule(text="Ask before touching a second file.", id="rule-new")
-    p = Proposal(id="20260101T000000-p1", domain="behavior", status=ProposalStatus.PENDING, reflexion_ids=[],
-                 rules_before=live, rules=[*live, added], evidence="", created_at=now())
+    p = builders.proposal("20260101T000000-p1", [*live, added], rules_before=live, created_at=now())
     store.write_proposal(p)
     [probe], plan = prepare(store, "behavior", proposal_id=p.id)
     assert probe.arms.baseline.rules_hash == store.render_block("behavior").rules_hash
@@ -220,8 +218,7 @@ def test_a_proposals_rule_is_not_measured_on_its_own_sources(store: LearningStor
     store.append_reflexion(reflection("r1", sid, write_session(tmp_path, sid)))
     live = store.learned_rules("behavior")
     added = Rule(text="Ask before touching a second file.", id="rule-new", sources=["r1"])
-    p = Proposal(id="20260101T000000-p2", domain="behavior", status=ProposalStatus.PENDING, reflexion_ids=["r1"],
-                 rules_before=live, rules=[*live, added], evidence="", created_at=now())
+    p = builders.proposal("20260101T000000-p2", [*live, added], rules_before=live, reflexion_ids=["r1"], created_at=now())
     store.write_proposal(p)
     plan = plan_validation(store, "behavior", proposal_id=p.id)
     assert plan.probes == [] and plan.skipped == {SKIP_OWN_SOURCE: 1}

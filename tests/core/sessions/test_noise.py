@@ -130,6 +130,23 @@ def test_anything_that_pushes_back_or_asks_goes_to_the_reflector(words):
     assert go_ahead_reason(said(words)) is None
 
 
+@pytest.mark.parametrize("words", [
+    "是的", "继续", "好", "好的", "可以", "对", "符合", "好的，继续", "好的继续", "oui", "continuer", "Oui, merci !",
+    "sí", "sí, adelante", "ja", "weiter", "ja bitte, mach weiter", "d'accord", "vas-y", "はい", "네 계속", "да, продолжай",
+])
+def test_a_go_ahead_in_another_language_is_skipped_by_rule(words):
+    # Pins: go-aheads in Chinese, French, Spanish and German each cost a model call.
+    assert go_ahead_reason(said(words)) is not None
+
+
+@pytest.mark.parametrize("words", [
+    "不", "不是", "不对", "为什么", "好的，但是不要改测试", "继续？", "可以吗", "oui mais pas les tests", "non",
+    "nein, nicht so", "sí, pero sin tests", "pourquoi ?", "weiter, aber ohne Tests", "нет", "好的 but only docs",
+])
+def test_a_pushback_in_another_language_goes_to_the_reflector(words):
+    assert go_ahead_reason(said(words)) is None
+
+
 def test_a_denial_or_an_edit_is_never_a_go_ahead():
     assert go_ahead_reason(said("yes", Trigger.DENIAL)) is None
     assert go_ahead_reason(said("ok", Trigger.EDIT)) is None

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -41,6 +42,7 @@ from mecha.core.store.learning_store import (
     render_learned_toml,
 )
 from mecha.core.store.ledger import LeapRun, ValidationRecord
+from tests import builders
 from tests.builders import write_learned_rules
 
 # ─── helpers ────────────────────────────────────────────────────────────────
@@ -51,37 +53,22 @@ def store(tmp_path: Path) -> LearningStore:
     return LearningStore.open(tmp_path / "learning")
 
 
-def reflexion(rid: str, **overrides: object) -> Reflexion:
-    fields: dict[str, object] = dict(
-        id=rid,
-        domain="behavior",
-        session_id="s1",
-        trigger="steer",
-        context="reading files",
-        intervention="skip the rest",
-        reflexion_text="When the person narrows the task, drop the remaining steps.",
-        error_type="overreach",
-        confidence=0.9,
-        created_at="2026-08-04T00:00:00Z",
-        origin=Origin.CLEAN,
+def reflexion(rid: str, **overrides: Any) -> Reflexion:
+    fields: dict[str, Any] = dict(
+        lesson="When the person narrows the task, drop the remaining steps.",
+        error_type="overreach", confidence=0.9, created_at="2026-08-04T00:00:00Z",
     )
-    fields.update(overrides)
-    return Reflexion(**fields)  # type: ignore[arg-type]
+    if "reflexion_text" in overrides:
+        overrides["lesson"] = overrides.pop("reflexion_text")
+    return builders.reflexion(rid, **(fields | overrides))
 
 
-def proposal(pid: str, **overrides: object) -> Proposal:
-    fields: dict[str, object] = dict(
-        id=pid,
-        domain="behavior",
-        status=ProposalStatus.PENDING,
-        reflexion_ids=["r1"],
-        rules_before=[],
-        rules=[Rule(text="Never edit reports/", confidence=0.9, based_on_count=1)],
-        evidence="steer probe improved",
-        created_at="2026-08-04T06:00:00Z",
+def proposal(pid: str, **overrides: Any) -> Proposal:
+    fields: dict[str, Any] = dict(
+        rules=[builders.rule("Never edit reports/", confidence=0.9, based_on_count=1)],
+        reflexion_ids=["r1"], evidence="steer probe improved", created_at="2026-08-04T06:00:00Z",
     )
-    fields.update(overrides)
-    return Proposal(**fields)  # type: ignore[arg-type]
+    return builders.proposal(pid, **(fields | overrides))
 
 
 def write_user_rules(store: LearningStore, domain: str, toml: str) -> None:
