@@ -620,8 +620,8 @@ def _import(ctx: Any, args: argparse.Namespace) -> int:
         "trust_tools": args.trust_tool, "distrust_tools": args.distrust_tool,
     }
     result = call(ctx, "mecha/importSessions", params)
-    for line in result["skipped"]:
-        print(f"mecha-sidecar: warning: skipped {line}", file=sys.stderr)
+    for line in humane.skipped_files(result["skipped"]):
+        print(f"mecha-sidecar: warning: {line}", file=sys.stderr)
     for line in result["warnings"]:
         print(f"mecha-sidecar: warning: {line}", file=sys.stderr)
     return _report_queued(ctx, args, result, humane.import_summary)

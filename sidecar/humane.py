@@ -345,6 +345,20 @@ def reflect_summary(s: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+#: How many skipped files an import names before it only counts the rest.
+SKIPS_NAMED = 5
+
+
+def skipped_files(skipped: list[str]) -> list[str]:
+    """The files an import skipped, as warning lines: the first
+    `SKIPS_NAMED` by name and why, then how many more, so the summary that
+    follows is not buried."""
+    lines = [f"skipped {why}" for why in skipped[:SKIPS_NAMED]]
+    if len(skipped) > SKIPS_NAMED:
+        lines.append(f"skipped {len(skipped) - SKIPS_NAMED} more file(s) that are not sessions (`--json` lists every one)")
+    return lines
+
+
 def import_summary(s: dict[str, Any]) -> str:
     lines = []
     for session in s["sessions"]:

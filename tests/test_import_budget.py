@@ -47,6 +47,7 @@ FORBIDDEN_PROJECT = (
     "mecha.core.learning.proposals",
     "mecha.core.providers",
     "mecha.core.learning.reflection",
+    "mecha.core.learning.scope",  # only a run that names its project resolves it
     "mecha.core.editor.diagnostics",
     "mecha.core.editor.hover",
     "mecha.core.editor.lenses",

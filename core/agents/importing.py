@@ -372,6 +372,13 @@ def _plan_file(scan: _Scan, path: Path, report: ImportReport) -> SessionPlan | N
     except OSError as exc:
         report.skipped.append(f"{path}: {exc.strerror or exc}")
         return None
+    from mecha.core.sessions.claude_code import is_workflow_record
+
+    if st.st_size == 0 or is_workflow_record(path):
+        # An empty file is nothing yet (an agent creates one before its
+        # first line); a workflow's files are its subagents' and its ledger.
+        # Neither is a session to warn about.
+        return None
     if scan.since is not None and st.st_mtime < scan.since:
         report.filtered += 1
         return None

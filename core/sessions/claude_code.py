@@ -249,6 +249,15 @@ def is_subagent_path(path: Path | None) -> bool:
     return path.parent.name == "subagents" or path.name.startswith("agent-")
 
 
+def is_workflow_record(path: Path) -> bool:
+    """A file Claude Code keeps for a workflow (`Workflow`) run:
+    `<session>/subagents/workflows/wf_*/agent-*.jsonl` and its
+    `journal.jsonl`. The subagents' transcripts and the run's own ledger,
+    never a person's session: an import passes them over without a word."""
+    parts = path.parts
+    return any(a == "subagents" and b == "workflows" for a, b in zip(parts, parts[1:], strict=False))
+
+
 def flatten_result(content: str | list[_Inner] | None) -> str:
     """A tool result's content as text: a string as is, a list of blocks as
     the wire reads one (`transcript.result_text`); a block of a type Claude

@@ -16,7 +16,6 @@ import msgspec
 
 from mecha.core.errors import InvalidStore
 from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, active_count, run_domains_including, validate_domain
-from mecha.core.learning.scope import resolve_project
 from mecha.core.store import blockcache
 from mecha.core.store.layout import RACY_FINE_NS, racy_until
 from mecha.core.store.learning_store import LearningStore
@@ -64,7 +63,14 @@ def _empty_block(domains: list[str], project: str | None) -> m.RulesPromptBlockR
 def rules_prompt_block(ctx: Context, p: m.RulesPromptBlockParams, cancel: Cancel) -> m.RulesPromptBlockResult:
     if p.domain is not None:
         validate_domain(p.domain)
-    project = None if p.project is None else resolve_project(p.project)
+    if p.project is None:
+        project = None
+    else:
+        # Here, not at the top: a run that names no project (the first
+        # request a harness sends, in the cold-path budget) does not load it.
+        from mecha.core.learning.scope import resolve_project
+
+        project = resolve_project(p.project)
     key = _block_cache.identity(ctx.root)
     if key is None:
         return _empty_block(run_domains_including(p.domain), project)

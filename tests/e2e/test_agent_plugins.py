@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from mecha.core.learning.reflection import Origin, Reflexion
 from mecha.core.store.learning_store import LearningStore, ProposalStatus
+from tests import builders
 from tests.model_server import ModelServer, lessons_responder
 from tests.realparts import manifest
 
@@ -140,9 +140,7 @@ def agent_env(env: dict[str, str], store_dir: Path) -> dict[str, str]:
 def pending(agent_env: dict[str, str], store_dir: Path, tmp_path: Path) -> Iterator[str]:
     """A pending proposal of three new rules, filed by a real learn pass."""
     LearningStore.open(store_dir).append_reflexions([
-        Reflexion(id=f"R{n}", domain="behavior", session_id=f"s{n}", trigger="steer", context="ctx",
-                  intervention=text, reflexion_text=text, created_at="2026-11-01T00:00:00.000000Z",
-                  origin=Origin.CLEAN)
+        builders.reflexion(f"R{n}", text, session_id=f"s{n}", context="ctx", intervention=text)
         for n, text in enumerate([
             "Run the test suite before saying a change is done.",
             "Ask before deleting files you did not create.",

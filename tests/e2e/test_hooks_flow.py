@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests import builders
 from tests.core.ccfixture import REJECTION, Claude, Codex, text, use
 from tests.processes import wait_for_hook_pass
 
@@ -262,7 +263,7 @@ def test_codex_finds_the_rollout_by_session_id_when_transcript_path_is_null(env,
 
 
 def test_session_start_tells_the_person_of_pending_proposals_and_nothing_else(env, home, project, store_dir):
-    from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
+    from mecha.core.store.learning_store import LearningStore
 
     cli(env, project, "hooks", "install", "claude", "--learning-dir", str(store_dir))
     start = commands(home / ".claude" / "settings.json")["SessionStart"]
@@ -272,8 +273,7 @@ def test_session_start_tells_the_person_of_pending_proposals_and_nothing_else(en
     assert ran.returncode == 0 and ran.stdout == b"" and ran.stderr == b""
 
     store = LearningStore.open(store_dir)
-    store.write_proposal(Proposal(id="p-1", domain="behavior", status=ProposalStatus.PENDING, reflexion_ids=[],
-                                  rules_before=[], rules=[], evidence="", created_at="2026-11-01T10:00:00Z"))
+    store.write_proposal(builders.proposal("p-1", created_at="2026-11-01T10:00:00Z"))
     ran = run_hook(start, payload, cwd=project, env=env)
     assert ran.returncode == 0 and ran.stderr == b""
     out = json.loads(ran.stdout)
@@ -392,13 +392,11 @@ def test_hooks_status_says_what_held_a_sessions_words_back_and_what_trusts_it(en
 def test_a_reflect_pass_that_wrote_no_lesson_starts_no_learn_pass(env, store_dir, server):
     # Pins: a scope whose proposal the learn gate refused asked the same
     # question again after every session, though nothing new was learned.
-    from mecha.core.learning.reflection import Origin, Reflexion
     from mecha.core.store.learning_store import LearningStore
 
     LearningStore.open(store_dir).append_reflexions([
-        Reflexion(id=f"R{n}", domain="behavior", session_id=f"s{n}", trigger="steer", context="ctx",
-                  intervention=f"Ask before deleting files ({n}).", reflexion_text=f"Ask before deleting files ({n}).",
-                  created_at="2026-11-01T00:00:00.000000Z", origin=Origin.CLEAN)
+        builders.reflexion(f"R{n}", f"Ask before deleting files ({n}).", session_id=f"s{n}", context="ctx",
+                           intervention=f"Ask before deleting files ({n}).")
         for n in range(3)
     ])
     agent_env = {**env, "MECHA_LEARNING_DIR": str(store_dir), "MECHA_MODEL_API": "openai",

@@ -10,9 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mecha.core.learning.reflection import Origin, Reflexion
 from mecha.core.learning.rules import Rule
-from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
+from mecha.core.store.learning_store import LearningStore
+from tests import builders
 
 from .conftest import WAIT_S
 
@@ -28,13 +28,12 @@ def seeded(store_dir: Path, pid: str) -> LearningStore:
     store = LearningStore.open(store_dir)
     said = {"r-a": "Quote the exact error message.", "r-b": "Use pnpm in this workspace.", "r-c": "Never force-push to main."}
     store.append_reflexions([
-        Reflexion(id=i, domain="behavior", session_id="s", trigger="followup", context="", intervention=t,
-                  reflexion_text=t, created_at="2026-12-01T00:00:00Z", origin=Origin.CLEAN)
+        builders.reflexion(i, t, session_id="s", trigger="followup", context="", intervention=t,
+                           created_at="2026-12-01T00:00:00Z")
         for i, t in said.items()
     ])
     rules = [Rule(text=t, id=f"rule-{i}", sources=[i]) for i, t in said.items()]
-    store.write_proposal(Proposal(id=pid, domain="behavior", status=ProposalStatus.PENDING, reflexion_ids=list(said),
-                                  rules_before=[], rules=rules, evidence="", created_at="2026-12-01T00:00:00Z"))
+    store.write_proposal(builders.proposal(pid, rules, reflexion_ids=list(said), created_at="2026-12-01T00:00:00Z"))
     return store
 
 

@@ -39,7 +39,7 @@ from mecha.core.learning.rules import Rule
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.inbox import enqueue, inbox_dir, session_entry
-from mecha.core.store.learning_store import LearningStore, Proposal
+from mecha.core.store.learning_store import LearningStore
 from tests import builders
 from tests.builders import write_learned_rules
 from tests.e2e.conftest import (
@@ -169,10 +169,7 @@ def _proposal_chain(store: LearningStore, count: int) -> list[str]:
     ids = []
     for n in range(count):
         before, after = (RULES_A, RULES_B) if n % 2 == 0 else (RULES_B, RULES_A)
-        p = Proposal(
-            id=f"20261201T000000-{n:08x}", domain="behavior", status="pending",  # type: ignore[arg-type]
-            reflexion_ids=[], rules_before=before, rules=after, evidence="flip", created_at=now(),
-        )
+        p = builders.proposal(f"20261201T000000-{n:08x}", after, rules_before=before, evidence="flip", created_at=now())
         store.write_proposal(p)
         ids.append(p.id)
     return ids
@@ -339,10 +336,7 @@ def test_two_accepts_racing_over_proposals_made_against_the_same_rules_land_exac
         pair = []
         for side in ("left", "right"):
             rules = [*live, Rule(text=f"Round {round_}: the {side} rule.", id=f"r-{round_}-{side}")]
-            p = Proposal(
-                id=f"20261201T{round_:06d}-{side}", domain="behavior", status="pending",  # type: ignore[arg-type]
-                reflexion_ids=[], rules_before=live, rules=rules, evidence=side, created_at=now(),
-            )
+            p = builders.proposal(f"20261201T{round_:06d}-{side}", rules, rules_before=live, evidence=side, created_at=now())
             store.write_proposal(p)
             pair.append(p)
         # Hold the writer lock so both accepts are waiting on it, then let go:

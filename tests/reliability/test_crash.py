@@ -232,15 +232,9 @@ def template_learn(root: Path) -> dict[str, Any]:
 def _with_proposal(root: Path) -> LearningStore:
     store = _base_store(root)
     store.write_proposal(
-        Proposal(
-            id=PROPOSAL_ID,
-            domain="behavior",
-            status="pending",  # type: ignore[arg-type]
-            reflexion_ids=["old-0", "old-1", "old-2"],
-            rules_before=OLD_RULES,
-            rules=NEW_RULES,
-            evidence="consolidated from 3 learnable reflection(s)",
-            created_at="2026-11-02T00:00:00.000000Z",
+        builders.proposal(
+            PROPOSAL_ID, NEW_RULES, rules_before=OLD_RULES, reflexion_ids=["old-0", "old-1", "old-2"],
+            evidence="consolidated from 3 learnable reflection(s)", created_at="2026-11-02T00:00:00.000000Z",
         )
     )
     assert store.commit("learn behavior: propose")

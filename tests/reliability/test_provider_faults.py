@@ -24,7 +24,6 @@ import pytest
 
 from mecha.core.identity import now
 from mecha.core.learning.learn import learnable_pool
-from mecha.core.learning.reflection import Origin, Reflexion
 from mecha.core.learning.rules import Rule
 from mecha.core.sessions.mining import INTERVENTION_BUDGET
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
@@ -32,6 +31,7 @@ from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.inbox import enqueue, inbox_dir, list_set_aside, session_entry
 from mecha.core.store.learning_store import LearningStore
 from mecha.sidecar.passrun import run_pass
+from tests import builders
 from tests.builders import write_learned_rules
 from tests.e2e.conftest import (
     _no_pass_left_running,  # noqa: F401 - autouse: no pass outlives its test
@@ -153,9 +153,9 @@ def _seed(root: Path) -> LearningStore:
     store = LearningStore.open(root)
     store.append_reflexions(
         [
-            Reflexion(
-                id=f"seed-{n}", domain="behavior", session_id="earlier", trigger="steer", context="ctx",
-                intervention=f"person said {n}", reflexion_text=f"Say which step of the plan you are on before acting on step {n}.", created_at=now(), origin=Origin.CLEAN,
+            builders.reflexion(
+                f"seed-{n}", f"Say which step of the plan you are on before acting on step {n}.", session_id="earlier",
+                context="ctx", intervention=f"person said {n}", created_at=now(),
             )
             for n in range(2)
         ]

@@ -29,7 +29,8 @@ from pathlib import Path
 import pytest
 
 from mecha.core.learning.rules import Rule
-from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
+from mecha.core.store.learning_store import LearningStore
+from tests import builders
 from tests.builders import write_learned_rules
 
 #: Long enough for a loaded machine; a hang on a FIFO would be forever.
@@ -77,9 +78,8 @@ class World:
         assert not (self.home / ".config").exists(), "a folder was made through a dangling link"
 
     def pending_proposal(self) -> str:
-        self.store.write_proposal(Proposal(
-            id="p-reach", domain="behavior", status=ProposalStatus.PENDING, reflexion_ids=[], rules_before=[],
-            rules=[Rule(text="Ask before deleting anything.", id="r-g")], evidence="", created_at="2026-11-01T10:00:00Z",
+        self.store.write_proposal(builders.proposal(
+            "p-reach", [builders.rule("Ask before deleting anything.", "r-g")], created_at="2026-11-01T10:00:00Z",
         ))
         return "p-reach"
 

@@ -27,6 +27,7 @@ from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN
 from mecha.core.sessions.files import samples_dir
 from mecha.core.store import blockcache
 from mecha.core.store.layout import is_racy, rules_fingerprint
+from tests import builders
 from tests.builders import write_learned_rules
 from tests.processes import recording_modules
 
@@ -527,7 +528,6 @@ def test_the_first_run_after_an_accept_is_answered_by_the_first_stage(tmp_path: 
     # Pins: an accept leaving the block cache keyed by the rules before it,
     # so the first run after every accept paid for the full server (its
     # imports and a render) instead of the cached answer.
-    from mecha.core.store.learning_store import Proposal, ProposalStatus
 
     root = tmp_path / "learning"
     _layout(root)
@@ -535,10 +535,8 @@ def test_the_first_run_after_an_accept_is_answered_by_the_first_stage(tmp_path: 
     before = store.learned_rules("behavior")
     pid = "20261201T000000-cache001"
     store.write_proposal(
-        Proposal(
-            id=pid, domain="behavior", status=ProposalStatus.PENDING, reflexion_ids=[], rules_before=before,
-            rules=[*before, rule("Run the tests before saying done", "r-new")], evidence="", created_at="2026-12-01T00:00:00Z",
-        )
+        builders.proposal(pid, [*before, rule("Run the tests before saying done", "r-new")], rules_before=before,
+                          created_at="2026-12-01T00:00:00Z")
     )
     cached(tmp_path, root)
     cached_triage = exchange(tmp_path, cold_path(root, {"domain": "triage"}))

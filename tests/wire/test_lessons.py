@@ -11,6 +11,7 @@ from pathlib import Path
 
 from mecha.core.learning.reflection import Evidence, FoundAt, Origin, Reflexion
 from mecha.core.store.learning_store import LearningStore
+from tests import builders
 
 from .client import Sidecar, clean_env
 
@@ -19,9 +20,9 @@ PROJECT = "/srv/work/cuda-bench"
 
 def lesson(rid: str, text: str, *, origin: Origin = Origin.CLEAN, trigger: str = "steer", project: str | None = None,
            domain: str = "behavior", when: str = "2026-12-01T10:00:00Z") -> Reflexion:
-    return Reflexion(
-        id=rid, domain=domain, session_id=f"claude:{rid}", trigger=trigger, context="Its last call: Bash: make",
-        intervention="use ninja, not make", reflexion_text=text, created_at=when, origin=origin,
+    return builders.reflexion(
+        rid, text, domain=domain, session_id=f"claude:{rid}", trigger=trigger, context="Its last call: Bash: make",
+        intervention="use ninja, not make", created_at=when, origin=origin,
         evidence=Evidence.FULL if origin is Origin.CLEAN else Evidence.INTERVENTION_ONLY, project=project,
         found=FoundAt(at=4, file="/srv/sessions/a.jsonl", line=12) if rid == "r1" else None,
     )

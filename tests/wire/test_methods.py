@@ -12,12 +12,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from mecha.core.gate.candidate import MIN_HOLDOUT_PAIRS, MIN_SELECTION_PAIRS, is_holdout
 from mecha.core.learning.reflection import Origin
 from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_BLOCK_HEADING, RULES_BLOCK_PREAMBLE, rules_hash
 from mecha.core.store.learning_store import ProposalStatus
+from tests import builders
 from tests.builders import write_learned_rules
 
 from .client import SIDECAR_ARGV, Sidecar, SpawnSidecar, WireError, clean_env
@@ -370,7 +372,7 @@ def test_the_ledger_folds_into_tallies(sidecar: Sidecar) -> None:
 
 def test_validate_plans_first_and_refuses_what_it_cannot_measure(sidecar: Sidecar) -> None:
     from mecha.core.identity import now
-    from mecha.core.store.learning_store import LearningStore, Proposal
+    from mecha.core.store.learning_store import LearningStore
 
     plan = sidecar.call("mecha/validate", {"domain": "behavior", "dry_run": True})
     assert plan == {
@@ -390,12 +392,10 @@ def test_validate_plans_first_and_refuses_what_it_cannot_measure(sidecar: Sideca
     assert sidecar.error("mecha/validate", {"domain": "behavior", "proposal_id": "20991231"})["data"]["name"] == "NotFound"
 
     store = LearningStore.open(sidecar.learning_dir)
-    done = Proposal(id="20260101T000000-0000dddd", domain="behavior", status=ProposalStatus.REJECTED, reflexion_ids=[],
-                    rules_before=[], rules=[], evidence="", created_at=now())
+    done = builders.proposal("20260101T000000-0000dddd", status=ProposalStatus.REJECTED, created_at=now())
     store.write_proposal(done)
     assert sidecar.error("mecha/validate", {"domain": "behavior", "proposal_id": done.id})["data"]["name"] == "NotPending"
-    pending = Proposal(**{**{f: getattr(done, f) for f in done.__struct_fields__},
-                          "id": "20260101T000000-0000eeee", "status": ProposalStatus.PENDING})
+    pending = msgspec.structs.replace(done, id="20260101T000000-0000eeee", status=ProposalStatus.PENDING)
     store.write_proposal(pending)
     err = sidecar.error("mecha/validate", {"domain": "writing", "proposal_id": pending.id})
     assert err["code"] == -32602 and "not 'writing'" in err["message"]

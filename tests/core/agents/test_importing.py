@@ -247,3 +247,31 @@ def test_the_summary_names_every_program_that_held_an_intervention_back_not_only
     assert rows["Bash(mytool)"].command == "mecha-sidecar trust add 'Bash(mytool)'" and rows["Bash(mytool)"].refused is None
     web = rows["mcp__serper__google_search"]
     assert web.command is None and web.refused is not None and "reaches the web" in web.refused
+
+
+def test_empty_files_and_a_workflows_files_are_passed_over_without_a_warning(tmp_path: Path) -> None:
+    # Pins: ~30 "skipped …/subagents/workflows/wf_*/agent-*.jsonl: not a
+    # Claude Code session" warnings, for empty files and workflow journals.
+    folder = tmp_path / "projects" / "-home-pat-p"
+    session = folder / "dddd0001-1111-4222-8333-444455556666.jsonl"
+    folder.mkdir(parents=True)
+    session.write_bytes(Claude(session="dddd0001-1111-4222-8333-444455556666").user("Hi.").assistant(text("Hello.")).bytes())
+    workflow = folder / session.stem / "subagents" / "workflows" / "wf_1234"
+    workflow.mkdir(parents=True)
+    (workflow / "journal.jsonl").write_text('{"type":"started","key":"v2:ab","agentId":"a1"}\n')
+    (workflow / "agent-a1.jsonl").write_bytes(b"")
+    (workflow / "agent-a2.jsonl").write_text('{"type":"result","key":"v2:cd","agentId":"a2","result":{}}\n')
+    (folder / "empty.jsonl").write_bytes(b"")
+    (folder / "notes.jsonl").write_text('{"note": "not a session"}\n')
+    store = LearningStore.open(tmp_path / "learning")
+    report = import_sessions(store, "claude", tmp_path / "projects", voices=DEFAULT_VOICES, dry_run=True)
+    assert [s.session_id for s in report.sessions] == ["claude:dddd0001-1111-4222-8333-444455556666"]
+    assert len(report.skipped) == 1 and "notes.jsonl" in report.skipped[0], "a real unreadable file is still named"
+
+
+def test_many_skipped_files_are_summarised_not_listed() -> None:
+    from mecha.sidecar.humane import skipped_files
+
+    lines = skipped_files([f"/x/{i}.jsonl: not a Claude Code session" for i in range(12)])
+    assert len(lines) == 6 and lines[0] == "skipped /x/0.jsonl: not a Claude Code session"
+    assert lines[-1].startswith("skipped 7 more file(s)") and "--json" in lines[-1]

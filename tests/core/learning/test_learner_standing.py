@@ -6,16 +6,17 @@ through the real Learner, as each request is sent."""
 from __future__ import annotations
 
 from mecha.core.learning.consolidation import DOUBTFUL_BELOW, NO_WORDS, Learner, learner_frames
-from mecha.core.learning.reflection import Evidence, Origin, Reflexion
+from mecha.core.learning.reflection import Evidence, Reflexion
+from tests import builders
 from tests.fakes import ScriptedProvider
 
 NO_RULES = '{"rules": [], "dropped": []}'
 
 
 def lesson(rid: str, trigger: str, said: str, confidence: float | None, evidence: Evidence = Evidence.FULL) -> Reflexion:
-    return Reflexion(id=rid, domain="behavior", session_id="s", trigger=trigger, context="Its last call: Bash: rm -rf build/",
-                     intervention=said, reflexion_text="Ask before deleting a build folder.", error_type="overreach",
-                     confidence=confidence, created_at="2026-12-03T00:00:00Z", origin=Origin.CLEAN, evidence=evidence)
+    return builders.reflexion(rid, "Ask before deleting a build folder.", session_id="s", trigger=trigger,
+                              context="Its last call: Bash: rm -rf build/", intervention=said, error_type="overreach",
+                              confidence=confidence, created_at="2026-12-03T00:00:00Z", evidence=evidence)
 
 
 async def learner_prompt(*batch: Reflexion) -> tuple[str, list[str]]:

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from mecha.core.learning.proposals import PendingSummary, pending_summary, should_announce
-from mecha.core.learning.rules import Rule
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 from tests import builders
 
@@ -70,11 +69,8 @@ def test_an_accept_that_landed_stands_when_its_promotions_cannot_be_filed(store:
     from mecha.core.learning import promotion
     from mecha.core.learning.proposals import accept
 
-    p = Proposal(
-        id="20260101T000000-acc00001", domain="behavior", status=ProposalStatus.PENDING, reflexion_ids=[],
-        rules_before=[], rules=[Rule(text="Ask before deleting any file.", id="r-ask")],
-        evidence="test", created_at="2026-01-01T00:00:00.000000Z",
-    )
+    p = builders.proposal("20260101T000000-acc00001", [builders.rule("Ask before deleting any file.", "r-ask")],
+                          evidence="test", created_at="2026-01-01T00:00:00.000000Z")
     store.write_proposal(p)
 
     def full(*_: object) -> list[Proposal]:
