@@ -29,7 +29,6 @@ from mecha.core.domain.rules import Rule
 from mecha.core.store import files
 from mecha.core.store.learning_store import LearningStore
 from mecha.core.store.proposal_files import Proposal, ProposalStatus
-from tests.builders import write_learned_rules
 
 #: The timestamp a built record carries unless a test gives its own.
 WHEN = "2026-11-01T00:00:00.000000Z"
