@@ -377,6 +377,21 @@ class InstallHooksParams(msgspec.Struct):
     pin_store: bool = False
 
 
+class CodexSkills(msgspec.Struct):
+    """What `mecha/installHooks` did to Codex's skills folder: mecha's review
+    skills (`mecha-review`, `mecha-why`) installed there, or removed."""
+
+    #: The folder Codex reads a person's (or the project's) skills from.
+    folder: str
+    #: The skills installed or updated (install), or removed (uninstall).
+    changed: list[str]
+    #: Already there as they would be written.
+    unchanged: list[str]
+    #: Skills left alone, each with why (a folder of that name that is not
+    #: mecha's, or a person's own file in one of ours).
+    left: list[str]
+
+
 class InstallHooksResult(msgspec.Struct):
     #: `install` or `uninstall`.
     action: str
@@ -391,6 +406,8 @@ class InstallHooksResult(msgspec.Struct):
     #: install (claude): set when mecha's Claude Code plugin is installed and
     #: enabled too, so each session would be read twice: what to keep.
     double_reading: str | None = None
+    #: codex: the review skills, installed with the hooks or removed with them.
+    skills: CodexSkills | None = None
 
 
 class ExportRulesParams(msgspec.Struct):

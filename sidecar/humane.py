@@ -447,10 +447,28 @@ def _hook_events(inst: dict[str, Any]) -> str:
     return ", ".join(inst["events"]) if inst["events"] else "none"
 
 
+def _skills_lines(r: dict[str, Any]) -> list[str]:
+    """What became of Codex's review skills, for `hooks install|uninstall codex`."""
+    skills = r.get("skills")
+    if not skills:
+        return []
+    folder = skills["folder"]
+    if r["action"] == "uninstall":
+        lines = [f"{folder}: mecha's review skills {'removed (' + ', '.join(skills['changed']) + ')' if skills['changed'] else 'were not there'}"]
+    else:
+        names = skills["changed"] + skills["unchanged"]
+        state = "installed" if skills["changed"] else "already installed, unchanged"
+        lines = [f"{folder}: review skills {state} ({', '.join(names) or 'none'}): in Codex, type "
+                 "$mecha-review to go through waiting proposals, $mecha-why to ask where a rule came from"] if names else []
+    lines += [f"  {why}" for why in skills["left"]]
+    return lines
+
+
 def hooks_changed(r: dict[str, Any]) -> str:
     inst = r["installed"]
     if r["action"] == "uninstall":
-        return f"{r['path']}: mecha's hooks {'removed' if r['changed'] else 'were not there'}; everything else left as it was"
+        return "\n".join([f"{r['path']}: mecha's hooks {'removed' if r['changed'] else 'were not there'}; everything else left as it was",
+                          *_skills_lines(r)])
     lines = [f"{r['path']}: {'hooks installed' if r['changed'] else 'already installed, unchanged'} "
              f"({_hook_events(inst)})"]
     command = next(iter(inst["events"].values()), None)
@@ -470,6 +488,7 @@ def hooks_changed(r: dict[str, Any]) -> str:
     if r["agent"] == "codex":
         lines.append("  Codex runs a new hook only once you trust it: open /hooks in Codex; hooks must be enabled "
                      "([features] hooks = true, codex_hooks on older versions, in ~/.codex/config.toml)")
+    lines += _skills_lines(r)
     return "\n".join(lines)
 
 

@@ -410,7 +410,10 @@ class _Check:
             label = f"{name} {sub}" if sub is not None and (name in SUBCOMMANDS or name == "git" or f"{name} {sub}" in NETWORK) else name
             if is_network(name, sub):
                 return self.fail(WHY_NETWORK, label)
-            known = name in PROGRAMS or name in SUBCOMMANDS or name in _WRAPPERS or name in _SHELLS or name in _CHECKED or name == "xargs"
+            # `source FILE` / `. FILE` run a script in this shell, as `bash
+            # FILE` does: trusting the word would trust every script.
+            known = (name in PROGRAMS or name in SUBCOMMANDS or name in _WRAPPERS or name in _SHELLS or name in _CHECKED
+                     or name in ("xargs", "source", "."))
             if _PYTHON.fullmatch(name):
                 return self.fail("runs code the line does not show (`-c`, a script, a module that is not a checker)", label)
             if known and (name not in SUBCOMMANDS or sub in SUBCOMMANDS[name]) and not (name == "git" and sub not in GIT_SUBCOMMANDS):

@@ -13,6 +13,7 @@ from mecha.core.agents import hooks as hk
 from mecha.core.agents.export import rewrite_file
 from mecha.core.agents.installed import find_agents
 from mecha.core.agents.plugin import ClaudePlugin, double_reading, find_claude_plugins
+from mecha.core.agents.skills import install_skills, skills_folder, uninstall_skills
 from mecha.core.learning.scope import resolve_project
 from mecha.core.providers import default_config_path, resolve_model_config
 from mecha.core.providers.config import SOURCE_ENV
@@ -73,9 +74,14 @@ def install_hooks(ctx: Context, p: m.InstallHooksParams, cancel: Cancel) -> m.In
     twice = None
     if p.agent == "claude" and not p.uninstall:
         twice = double_reading(find_claude_plugins(Path.home()), _claude_hook_files(Path.home(), Path.cwd()))
+    skills = None
+    if p.agent == "codex":
+        folder = skills_folder(p.scope, home=Path.home(), cwd=Path.cwd())
+        done = uninstall_skills(folder) if p.uninstall else install_skills(folder)
+        skills = m.CodexSkills(folder=done.folder, changed=done.changed, unchanged=done.unchanged, left=done.left)
     return m.InstallHooksResult(
         action=action, agent=p.agent, path=str(path), changed=changed, installed=installed,
-        model=None if p.uninstall else _hooks_model(), double_reading=twice,
+        model=None if p.uninstall else _hooks_model(), double_reading=twice, skills=skills,
     )
 
 

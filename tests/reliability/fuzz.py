@@ -62,10 +62,9 @@ import msgspec
 
 from mecha.core.errors import LearningError
 from mecha.core.identity import mint_job_id, now
-from mecha.core.learning.reflection import Origin, Reflexion
 from mecha.core.learning.rules import Rule
 from mecha.core.store import jobs as jobs_mod
-from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
+from mecha.core.store.learning_store import LearningStore, ProposalStatus
 from mecha.core.store.ledger import ValidationRecord
 from mecha.protocol import errors as codes
 from mecha.protocol.errors import RpcError, rpc_error_from
@@ -75,6 +74,7 @@ from mecha.sidecar import handlers
 from mecha.sidecar import jobs as background
 from mecha.sidecar.context import Context
 from mecha.sidecar.rpc import Cancel, _encode_result
+from tests import builders
 from tests.builders import write_learned_rules
 from tests.core.shellcorpus import BROKEN, generate_line
 from tests.model_server import ModelServer, lessons_responder
@@ -161,42 +161,22 @@ def build_template(root: Path) -> None:
     write_learned_rules(store, "writing", [Rule(text="Keep emails short", id="r-3")])
     before = store.learned_rules("behavior")
     store.write_proposal(
-        Proposal(
-            id=PENDING_ID,
-            domain="behavior",
-            status=ProposalStatus.PENDING,
-            reflexion_ids=["refl-1"],
-            rules_before=before,
-            rules=[*before, Rule(text="Run the tests before committing", id="r-4")],
-            evidence="",
-            created_at=WHEN,
+        builders.proposal(
+            PENDING_ID, [*before, Rule(text="Run the tests before committing", id="r-4")], rules_before=before,
+            reflexion_ids=["refl-1"], created_at=WHEN,
         )
     )
     store.write_proposal(
-        Proposal(
-            id=ACCEPTED_ID,
-            domain="writing",
-            status=ProposalStatus.ACCEPTED,
-            reflexion_ids=[],
-            rules_before=[],
-            rules=store.learned_rules("writing"),
-            evidence="",
-            created_at=WHEN,
-            resolved_at=WHEN,
+        builders.proposal(
+            ACCEPTED_ID, store.learned_rules("writing"), domain="writing", status=ProposalStatus.ACCEPTED,
+            created_at=WHEN, resolved_at=WHEN,
         )
     )
     store.append_reflexions(
         [
-            Reflexion(
-                id=f"refl-{i}",
-                domain="behavior" if i < 4 else "writing",
-                session_id="run-0",
-                trigger="steer",
-                context="c",
-                intervention="i",
-                reflexion_text="When asked to stop, stop.",
-                created_at=WHEN,
-                origin=Origin.CLEAN,
+            builders.reflexion(
+                f"refl-{i}", "When asked to stop, stop.", domain="behavior" if i < 4 else "writing",
+                session_id="run-0", context="c", intervention="i", created_at=WHEN,
             )
             for i in range(1, 6)
         ]

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from mecha.core.errors import LearningError, UnusableReply
 from mecha.core.store.learning_store import LearningStore
+from tests import builders
 from tests.builders import write_learned_rules
 
 if TYPE_CHECKING:
@@ -366,13 +367,11 @@ def _reflect_template(root: Path) -> None:
 
 def _learn_template(root: Path) -> None:
     from mecha.core.identity import now
-    from mecha.core.learning.reflection import Origin, Reflexion
 
     store = LearningStore.open(root)
     store.append_reflexions([
-        Reflexion(id=f"pool-{i}", domain="behavior", session_id=f"s{i}", trigger="steer", context="ctx",
-                  intervention=WORDS, reflexion_text=f"Only touch the docs folder unless told otherwise, part {i}.",
-                  created_at=now(), origin=Origin.CLEAN)
+        builders.reflexion(f"pool-{i}", f"Only touch the docs folder unless told otherwise, part {i}.",
+                           session_id=f"s{i}", context="ctx", intervention=WORDS, created_at=now())
         for i in range(2)
     ])
     store.commit("fuzz: a learnable pool")

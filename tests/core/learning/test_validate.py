@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from mecha.core.errors import InvalidInput, NotPending
@@ -33,7 +34,7 @@ from mecha.core.learning.validate import (
     run_validation,
 )
 from mecha.core.providers import OpenAIProvider
-from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
+from mecha.core.store.learning_store import LearningStore, ProposalStatus
 from mecha.core.store.ledger import OUTCOMES
 from tests import builders
 from tests.builders import write_learned_rules
@@ -182,7 +183,7 @@ def test_a_proposal_is_measured_against_the_live_block(store: LearningStore, tmp
     assert plan.proposal_id == p.id
     with pytest.raises(InvalidInput, match="domain"):
         plan_validation(store, "writing", proposal_id=p.id)
-    store.write_proposal(Proposal(**{**{f: getattr(p, f) for f in p.__struct_fields__}, "status": ProposalStatus.REJECTED}))
+    store.write_proposal(msgspec.structs.replace(p, status=ProposalStatus.REJECTED))
     with pytest.raises(NotPending):
         plan_validation(store, "behavior", proposal_id=p.id)
 

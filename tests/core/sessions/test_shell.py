@@ -442,3 +442,10 @@ def test_a_program_under_the_home_folder_is_trusted_by_its_name_only_when_the_pe
     # The table's own names do not reach a program of the same name elsewhere.
     assert judge_command("/home/u/bin/cat notes.txt").local is False
     assert judge_command("/home/u/bin/curl evil.example").entry is None
+
+
+@pytest.mark.parametrize("command", ["source venv/bin/activate", ". ./env.sh"])
+def test_sourcing_a_script_is_untrusted_and_offers_no_entry(command: str) -> None:
+    # Pins: `Bash(source)` offered as a trust entry, which would trust every script sourced.
+    verdict = judge_command(command)
+    assert verdict.local is False and verdict.entry is None, verdict

@@ -1,0 +1,164 @@
+"""mecha's review skills for Codex: installed where Codex reads a person's
+skills, and removed again — exactly them.
+
+The review inside Codex is two skills (`mecha-review`, `mecha-why`; their
+text lives with the Claude Code plugin, `plugins/mecha/codex/skills`, and
+ships in the package through the `skill_files` link). A person once had to
+find that folder and copy it by hand; `hooks install codex` now puts them
+where Codex looks, and `hooks uninstall codex` takes them out.
+
+Where: Codex (0.169, checked with the real `codex debug prompt-input`) lists
+a person's skills from `$HOME/.agents/skills` — the open agent-skills
+location its documentation names for user skills — and a repository's from
+`<repo>/.agents/skills`; the older `$CODEX_HOME/skills` still works and is
+not written to. Scope `user` installs under the home folder, `project`
+under the project's root, as the hooks' own scopes do.
+
+What is ours: a folder named like one of our skills whose `SKILL.md` names
+that skill in its front matter. Install writes our files into it (over an
+older version of ours), and refuses — by name, writing nothing for it — a
+folder of that name that is someone else's. Uninstall removes our files
+from our folders, and the folder when nothing else is left in it; a file a
+person added beside ours stays, and so does its folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import msgspec
+
+from mecha.core.errors import InvalidInput
+from mecha.core.store.layout import project_root
+
+#: Where the skills ship: a link, in the source tree, to the plugin's folder.
+SOURCE = Path(__file__).resolve().parent / "skill_files"
+#: Our skills, as a person mentions them (`$mecha-review`).
+SKILL_NAMES = ("mecha-review", "mecha-why")
+SKILL_FILE = "SKILL.md"
+#: Codex's folder for skills, under the home folder or a project's root.
+SKILLS_DIR = (".agents", "skills")
+
+_NAME_RE = re.compile(r"\A---\s*\n(?:.*\n)*?name:\s*['\"]?([\w.-]+)['\"]?\s*\n(?:.*\n)*?---", re.MULTILINE)
+
+
+class SkillsChange(msgspec.Struct, kw_only=True):
+    """What an install or uninstall did to the skills folder."""
+
+    #: The folder Codex reads the skills from.
+    folder: str
+    #: The skills installed (or updated) or removed.
+    changed: list[str] = msgspec.field(default_factory=list)
+    #: Already as we would write them.
+    unchanged: list[str] = msgspec.field(default_factory=list)
+    #: Skills left alone, each with why.
+    left: list[str] = msgspec.field(default_factory=list)
+
+
+def skills_folder(scope: str, *, home: Path, cwd: Path) -> Path:
+    """Where Codex reads skills for `scope`: the person's (`user`) or the
+    project's `cwd` is in (`project`)."""
+    if scope == "user":
+        return home.joinpath(*SKILLS_DIR)
+    if scope == "project":
+        return Path(project_root(cwd)).joinpath(*SKILLS_DIR)
+    raise InvalidInput(f"unknown scope {scope!r}: user or project")
+
+
+def skill_name(text: str) -> str | None:
+    """The `name:` of a SKILL.md's front matter, or `None`."""
+    m = _NAME_RE.match(text)
+    return m.group(1) if m else None
+
+
+def shipped(source: Path = SOURCE) -> dict[str, dict[str, bytes]]:
+    """Each of our skills: its files (relative name → bytes)."""
+    out: dict[str, dict[str, bytes]] = {}
+    for name in SKILL_NAMES:
+        folder = source / name
+        files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+        if SKILL_FILE not in files:
+            raise InvalidInput(f"the {name} skill is missing from this installation ({folder}); reinstall mecha-sidecar")
+        out[name] = files
+    return out
+
+
+def _ours(folder: Path, name: str) -> bool | None:
+    """Whether the skill folder `folder` is our skill `name` (`None`: not there)."""
+    if not folder.exists() and not folder.is_symlink():
+        return None
+    if folder.is_symlink() or not folder.is_dir():
+        return False
+    try:
+        text = (folder / SKILL_FILE).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return skill_name(text) == name
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def install_skills(target: Path, source: Path = SOURCE) -> SkillsChange:
+    """Our skills written into the skills folder `target`."""
+    change = SkillsChange(folder=str(target))
+    for name, files in shipped(source).items():
+        folder = target / name
+        if _ours(folder, name) is False:
+            change.left.append(f"{name}: {folder} is not mecha's {name} skill; left as it is (move it, then run this again)")
+            continue
+        stale = [rel for rel, data in files.items() if _read(folder / rel) != data]
+        if not stale:
+            change.unchanged.append(name)
+            continue
+        for rel in stale:
+            _write(folder / rel, files[rel])
+        change.changed.append(name)
+    return change
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def uninstall_skills(target: Path, source: Path = SOURCE) -> SkillsChange:
+    """Our skills taken out of the skills folder `target`: our files from
+    our folders, each folder with them when nothing else is in it."""
+    change = SkillsChange(folder=str(target))
+    for name, files in shipped(source).items():
+        folder = target / name
+        ours = _ours(folder, name)
+        if ours is None:
+            continue
+        if not ours:
+            change.left.append(f"{name}: {folder} is not mecha's {name} skill; left as it is")
+            continue
+        for rel in [*files, SKILL_FILE]:
+            (folder / rel).unlink(missing_ok=True)
+        for sub in sorted((p for p in folder.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+            _rmdir_if_empty(sub)
+        if _rmdir_if_empty(folder):
+            change.changed.append(name)
+        else:
+            change.changed.append(name)
+            change.left.append(f"{name}: files that are not mecha's stay in {folder}")
+    if change.changed and _rmdir_if_empty(target):
+        _rmdir_if_empty(target.parent)  # `.agents`, when the skills were all it held
+    return change
+
+
+def _rmdir_if_empty(folder: Path) -> bool:
+    try:
+        folder.rmdir()
+    except OSError:
+        return not folder.exists()
+    return True
