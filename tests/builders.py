@@ -9,6 +9,14 @@ takes every field by keyword, so a test names only what its assertion rests
 on. They build values and write nothing: a test that needs the record on
 disk hands it to the store's own writer (`append_reflexion`,
 `write_proposal`), the path a pass takes.
+
+Learned rules are the exception: in the product only a person's accept
+writes them, inside the transaction that also resolves the proposal, so the
+store has no writer for them alone. `write_learned_rules` lays a learned
+rules file down for a test the way that accept's transaction applies it —
+the same rendering (`RulesFiles.render_learned`, which keeps a person's
+comments in an existing file) and the same atomic replace — minus the
+proposal and the history commit a test setting up live rules has no use for.
 """
 
 from __future__ import annotations
@@ -18,6 +26,8 @@ from typing import Any
 
 from mecha.core.domain.reflexion import Origin, Reflexion
 from mecha.core.domain.rules import Rule
+from mecha.core.store import files
+from mecha.core.store.learning_store import LearningStore
 from mecha.core.store.proposal_files import Proposal, ProposalStatus
 
 #: The timestamp a built record carries unless a test gives its own.
@@ -95,3 +105,11 @@ def proposal(
         created_at=created_at,
         **fields,
     )
+
+
+def write_learned_rules(store: LearningStore, domain: str, rules: Sequence[Rule], project: str | None = None) -> None:
+    """Make `domain`'s learned rules in `project`'s scope (`None`: global)
+    exactly `rules`, as an accept of a proposal holding them would leave the
+    file."""
+    path, data = store.rules_files.render_learned(domain, rules, project)
+    files.write_atomic(path, data)

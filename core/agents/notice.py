@@ -125,17 +125,35 @@ def notice_line(pending: int, learning_dir: str | None = None, review: str | Non
 
 #: The Codex skill that reviews proposals inside Codex, as a person mentions
 #: it, and where Codex finds a person's skills (`$CODEX_HOME/skills`, else
-#: `~/.codex/skills`; and `~/.agents/skills`).
+#: `~/.codex/skills`; and `~/.agents/skills`) and a repository's
+#: (`.agents/skills` in the working directory or a folder above it, up to
+#: the repository's root — where `hooks install codex --scope project` puts it).
 CODEX_REVIEW_SKILL = "mecha-review"
 
 
-def codex_review_command(env: dict[str, str] | None = None) -> str | None:
+def _repository_skill_folders(cwd: str) -> list[str]:
+    """`.agents/skills` of `cwd` and each folder above it, up to the first
+    that holds `.git` (all the way up outside a repository)."""
+    out = []
+    here = os.path.abspath(cwd)
+    while True:
+        out.append(os.path.join(here, ".agents", "skills"))
+        parent = os.path.dirname(here)
+        if os.path.lexists(os.path.join(here, ".git")) or parent == here:
+            return out
+        here = parent
+
+
+def codex_review_command(env: dict[str, str] | None = None, cwd: str | None = None) -> str | None:
     """`$mecha-review` when that skill is installed where Codex reads a
-    person's skills, else `None`: the notice offers only what is there."""
+    person's skills, or the skills of the repository `cwd` is in, else
+    `None`: the notice offers only what is there."""
     env = dict(os.environ) if env is None else env
     home = env.get("HOME") or os.path.expanduser("~")
     folders = [os.path.join(env.get("CODEX_HOME") or os.path.join(home, ".codex"), "skills"),
                os.path.join(home, ".agents", "skills")]
+    if cwd is not None:
+        folders += _repository_skill_folders(cwd)
     for folder in folders:
         if os.path.isfile(os.path.join(folder, CODEX_REVIEW_SKILL, "SKILL.md")):
             return "$" + CODEX_REVIEW_SKILL

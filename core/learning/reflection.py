@@ -278,12 +278,6 @@ def reflector_user_prompt(i: Intervention, evidence: Evidence) -> str:
     )
 
 
-def parse_reflector_reply(text: str, contract: ReplyContract = BEHAVIOR_CONTRACT) -> BehaviorReply | WritingReply | None:
-    """The reflector's reply, or `None` when no JSON object in it meets the
-    contract."""
-    return contract.decode(text)
-
-
 def unusable_reflection(
     reply: BehaviorReply | WritingReply | None, contract: ReplyContract, unread: str | None = None
 ) -> str | None:

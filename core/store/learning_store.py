@@ -392,11 +392,6 @@ class LearningStore:
         whose root is `project`."""
         return self.rules_files.learned(domain, project)
 
-    def write_learned_rules(self, domain: str, rules: Sequence[Rule], project: str | None = None) -> None:
-        """Replace a domain's learned rules. Only accepting a proposal (and
-        retiring a rule) calls this."""
-        self.rules_files.write_learned(domain, rules, project)
-
     def domains(self) -> list[str]:
         """Every domain with a rules file on disk, in any scope, sorted."""
         return self.rules_files.domains()

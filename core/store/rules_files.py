@@ -82,22 +82,15 @@ class RulesFiles:
         whose root is `project`."""
         return self._load(self.path(domain, LEARNED_KIND, project))
 
-    def write_learned(self, domain: str, rules: Sequence[Rule], project: str | None = None) -> None:
-        """Replace a domain's learned rules. Only accepting a proposal calls
-        this — unattended learning proposes, it never applies.
-
-        Written through a temp sibling and rename because runs read this file
-        with no lock: a torn TOML here would fail an unrelated run at startup.
-        An existing file is edited in place where possible, keeping a
-        person's comments (`render_learned_toml`).
-        """
-        path, data = self.render_learned(domain, rules, project)
-        _files.write_atomic(path, data)
-
     def render_learned(self, domain: str, rules: Sequence[Rule], project: str | None = None) -> tuple[Path, bytes]:
         """The learned file of `domain` in `project`'s scope and the bytes
         that would make it hold exactly `rules`, written nowhere yet (its
-        folder is made, and a link in the way refused)."""
+        folder is made, and a link in the way refused). An existing file is
+        edited in place where possible, keeping a person's comments
+        (`render_learned_toml`). Only an accept's transaction puts these
+        bytes in place — unattended learning proposes, it never applies —
+        by a rename, since runs read the file with no lock and a torn TOML
+        would fail an unrelated run at startup."""
         path = self.path(domain, LEARNED_KIND, project)
         _files.ensure_private_dir(path.parent, root=self._root)
         _files.refuse_links(self._root, path)

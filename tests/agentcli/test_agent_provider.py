@@ -17,7 +17,7 @@ import pytest
 
 from mecha.core.agents.installed import own_calls_dir
 from mecha.core.errors import ModelFailure
-from mecha.core.learning.reflection import BEHAVIOR_CONTRACT, parse_reflector_reply
+from mecha.core.learning.reflection import BEHAVIOR_CONTRACT
 from mecha.core.providers import provider_from_config, resolve_model_config
 from mecha.core.providers.base import CompletionRequest
 from tests.agent_server import AgentModelServer, Answer, Stall, Status, Text
@@ -157,4 +157,4 @@ def test_claude_code_answering_without_the_schema_is_not_taken_as_an_answer(
     response = _ask(_provider("claude-code", agent_env(server), timeoutS=120))
     assert response.structured == "off"
     assert "careful" in response.text
-    assert parse_reflector_reply(response.text) is None
+    assert BEHAVIOR_CONTRACT.decode(response.text) is None

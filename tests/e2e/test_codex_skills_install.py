@@ -94,3 +94,40 @@ def test_project_scope_installs_into_the_repositorys_skills_folder_which_codex_l
     mecha(env, inner, "hooks", "uninstall", "codex", "--scope", "project")
     assert not (repo / ".agents").exists()
     assert not (repo / ".codex" / "hooks.json").exists() or "mecha" not in (repo / ".codex" / "hooks.json").read_text()
+
+
+def test_codexs_notice_offers_the_review_skill_installed_in_the_repository(env, store_dir, tmp_path):
+    # Pins: skills installed with --scope project, then a notice that never offers them.
+    from mecha.core.agents.hooks import HOOK_VERB, MODULE
+    from mecha.core.learning.reflection import Origin, Reflexion
+    from mecha.core.store.learning_store import LearningStore
+    from tests.model_server import ModelServer, lessons_responder
+
+    agent_env = {**env, "MECHA_LEARNING_DIR": str(store_dir)}
+    LearningStore.open(store_dir).append_reflexions([
+        Reflexion(id=f"R{n}", domain="behavior", session_id=f"s{n}", trigger="steer", context="ctx", intervention=said,
+                  reflexion_text=said, created_at="2026-11-01T00:00:00.000000Z", origin=Origin.CLEAN)
+        for n, said in enumerate(["Run the test suite before saying a change is done.",
+                                  "Ask before deleting files you did not create.",
+                                  "Keep commit messages to one line under 72 characters."])
+    ])
+    with ModelServer(responder=lessons_responder) as model:
+        mecha({**agent_env, "MECHA_MODEL_API": "openai", "MECHA_MODEL_BASE_URL": model.url, "MECHA_MODEL": "m"},
+              tmp_path, "learn", "behavior")
+    repo = tmp_path / "src" / "ledger"
+    repo.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, env=env)
+    inner = repo / "pkg"
+    inner.mkdir()
+    payload = json.dumps({"session_id": "s", "transcript_path": None, "cwd": str(inner), "source": "startup",
+                          "hook_event_name": "SessionStart"})
+
+    def notice() -> str:
+        done = subprocess.run([sys.executable, "-P", "-m", MODULE, HOOK_VERB, "codex", "session-start"], input=payload,
+                              env=agent_env, cwd=inner, capture_output=True, text=True, timeout=WAIT_S)
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        return str(json.loads(done.stdout)["systemMessage"])
+
+    assert "$mecha-review" not in notice()
+    mecha(agent_env, inner, "hooks", "install", "codex", "--scope", "project")
+    assert "type $mecha-review to go through it here" in notice()

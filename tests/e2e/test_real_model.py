@@ -26,6 +26,7 @@ from mecha.core.learning.reflection import BEHAVIOR_CONTRACT, WRITING_CONTRACT, 
 from mecha.core.learning.rules import Rule
 from mecha.core.store.learning_store import LearningStore
 from mecha.sidecar.localmodel import MODEL_ID, LocalServer
+from tests.builders import write_learned_rules
 from tests.e2e.conftest import REPO, store_lines
 from tests.realparts import MissingPart, manifest
 from tests.recording_proxy import RecordingProxy
@@ -85,7 +86,7 @@ def test_the_whole_loop_runs_on_a_real_local_model(spawn, store_dir: Path, env: 
                   intervention=text, reflexion_text=text, created_at=now(), origin=Origin.CLEAN)
         for i, text in enumerate(["Ask before deleting any file.", "Keep edits inside the folder the person names."])
     ])
-    seeded.write_learned_rules("behavior", [Rule(text="Confirm destructive shell commands first.")])
+    write_learned_rules(seeded, "behavior", [Rule(text="Confirm destructive shell commands first.")])
     seeded.commit("seed")
 
     with LocalServer(model_file, log=tmp_path / "llama.log") as llama, \

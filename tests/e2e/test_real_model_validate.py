@@ -28,6 +28,7 @@ from mecha.core.sessions.foreign import read_session
 from mecha.core.sessions.mining import locate_followup
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 from mecha.sidecar.localmodel import MODEL_ID, LocalServer
+from tests.builders import write_learned_rules
 from tests.core.ccfixture import Claude, text
 from tests.e2e.conftest import store_lines
 from tests.e2e.test_real_model import local_model
@@ -55,7 +56,7 @@ def seeded_store(root: Path, sessions: Path) -> str:
     at = locate_followup(read.messages, CORRECTION)
     assert at is not None
     store = LearningStore.open(root)
-    store.write_learned_rules("behavior", [RULE])
+    write_learned_rules(store, "behavior", [RULE])
     store.append_reflexion(Reflexion(
         id="20261202T100000-0000aaaa", domain="behavior", session_id=session_id, trigger="followup", context="",
         intervention=CORRECTION, reflexion_text=RULE.text, created_at=now(), origin=Origin.CLEAN,

@@ -45,6 +45,7 @@ from mecha.core.store.learning_store import LearningStore, Proposal
 from mecha.core.store.ledger import REGRESSED, ValidationRecord
 from mecha.protocol.commands import EXPERIMENTAL_KEY
 from tests import builders
+from tests.builders import write_learned_rules
 from tests.model_server import ModelServer, lessons_responder
 from tests.processes import wait_for_passes
 
@@ -418,7 +419,7 @@ class Store:
     def learned(self, domain: str, rules: Sequence[Rule], project: str | None = None) -> Path:
         """Learned rules as an accept writes them (globally, or for the
         project whose root is `project`)."""
-        self.store.write_learned_rules(domain, rules, project)
+        write_learned_rules(self.store, domain, rules, project)
         return self.path(domain, "learned", project)
 
     def proposal(

@@ -75,6 +75,7 @@ from mecha.sidecar import jobs as background
 from mecha.sidecar.context import Context
 from mecha.sidecar.rpc import Cancel, _encode_result
 from tests import builders
+from tests.builders import write_learned_rules
 from tests.core.shellcorpus import BROKEN, generate_line
 from tests.model_server import ModelServer, lessons_responder
 from tests.reliability.cases import RUN_METHODS, StallingReader, valid_params
@@ -153,10 +154,11 @@ def build_template(root: Path) -> None:
     rules = root / "rules"
     (rules / "behavior.user.toml").write_text('# mine\n[[rules]]\ntext = "Answer in English"\n')
     (rules / "behavior.user.toml").chmod(0o600)
-    store.write_learned_rules(
+    write_learned_rules(
+        store,
         "behavior", [Rule(text="Ask before pushing", id="r-1"), Rule(text="Keep the old name as an alias", id="r-2")]
     )
-    store.write_learned_rules("writing", [Rule(text="Keep emails short", id="r-3")])
+    write_learned_rules(store, "writing", [Rule(text="Keep emails short", id="r-3")])
     before = store.learned_rules("behavior")
     store.write_proposal(
         builders.proposal(

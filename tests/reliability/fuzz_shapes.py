@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 from mecha.core.errors import LearningError, UnusableReply
 from mecha.core.store.learning_store import LearningStore
 from tests import builders
+from tests.builders import write_learned_rules
 
 if TYPE_CHECKING:
     from tests.model_server import ModelServer
@@ -461,7 +462,7 @@ def run_export(fz: Fuzzer, case: int, rng: random.Random) -> None:
     rules = [Rule(text=hostile_rule(rng), id=f"r-x{i}") for i in range(rng.randint(1, 3))]
     shown = repr([r.text for r in rules]).encode("utf-8", "backslashreplace")
     try:
-        store.write_learned_rules("behavior", [*kept, *rules])
+        write_learned_rules(store, "behavior", [*kept, *rules])
     except LearningError:
         return  # refused by name: nothing to export
     folder = fz.work.parent / "export"
@@ -477,7 +478,7 @@ def run_export(fz: Fuzzer, case: int, rng: random.Random) -> None:
         fz.fail(case, "export-rule", f"the export refused: {exc}", shown)
         return
     finally:
-        store.write_learned_rules("behavior", kept)
+        write_learned_rules(store, "behavior", kept)
     data = target.read_bytes()
     shutil.rmtree(folder)
     if not first.changed or again.changed:

@@ -41,6 +41,7 @@ from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.inbox import enqueue, inbox_dir, session_entry
 from mecha.core.store.learning_store import LearningStore
 from tests import builders
+from tests.builders import write_learned_rules
 from tests.e2e.conftest import (
     REPO,
     WAIT_S,
@@ -178,9 +179,9 @@ def test_a_reader_during_a_stream_of_accepts_sees_a_whole_old_or_whole_new_block
     root = tmp_path / "learning"
     store = LearningStore.open(root)
     (root / "rules" / "behavior.user.toml").write_text(USER_TOML)
-    store.write_learned_rules("behavior", RULES_B)
+    write_learned_rules(store, "behavior", RULES_B)
     block_b = store.render_block()
-    store.write_learned_rules("behavior", RULES_A)
+    write_learned_rules(store, "behavior", RULES_A)
     block_a = store.render_block()
     known = {block_a.block: block_a, block_b.block: block_b}
     assert len(known) == 2
@@ -245,7 +246,7 @@ def test_a_reader_during_a_stream_of_accepts_sees_a_whole_old_or_whole_new_block
 def _pool_store(root: Path) -> LearningStore:
     store = LearningStore.open(root)
     store.append_reflexions([_reflexion(n) for n in range(3)])
-    store.write_learned_rules("behavior", R0)
+    write_learned_rules(store, "behavior", R0)
     store.commit("seed")
     return store
 
@@ -377,13 +378,13 @@ def test_a_block_read_across_a_rewrite_is_not_cached_under_the_identity_taken_be
 
     root = tmp_path / "learning"
     store = LearningStore.open(root)
-    store.write_learned_rules("behavior", RULES_A)
+    write_learned_rules(store, "behavior", RULES_A)
     monkeypatch.setattr(handlers, "_block_cache", handlers._BlockCache())
     before = handlers._block_cache.identity(root)
     real_render = LearningStore.render_block
 
     def render_across_an_accept(self: LearningStore, domain: str | None = None, project: str | None = None) -> Any:
-        LearningStore(root).write_learned_rules("behavior", RULES_B)  # lands mid-read
+        write_learned_rules(LearningStore(root), "behavior", RULES_B)  # lands mid-read
         return real_render(self, domain, project)
 
     monkeypatch.setattr(LearningStore, "render_block", render_across_an_accept)

@@ -49,6 +49,7 @@ from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.inbox import DraftEntry, enqueue, session_entry
 from mecha.core.store.learning_store import LearningStore, Proposal
 from tests import builders
+from tests.builders import write_learned_rules
 from tests.e2e.conftest import REPO, WAIT_S, clean_env, wait_until
 
 #: Figures the report quotes; filled as the tests run.
@@ -196,7 +197,7 @@ def _base_store(root: Path) -> LearningStore:
     store = LearningStore.open(root)
     store.append_reflexions([_reflexion(n) for n in range(3)])
     store.mark_mined("old-session")
-    store.write_learned_rules("behavior", OLD_RULES)
+    write_learned_rules(store, "behavior", OLD_RULES)
     assert store.commit("seed the store")
     return store
 

@@ -32,6 +32,7 @@ from mecha.core.store.inbox import enqueue, inbox_dir, list_set_aside, session_e
 from mecha.core.store.learning_store import LearningStore
 from mecha.sidecar.passrun import run_pass
 from tests import builders
+from tests.builders import write_learned_rules
 from tests.e2e.conftest import (
     _no_pass_left_running,  # noqa: F401 - autouse: no pass outlives its test
     env,  # noqa: F401
@@ -159,7 +160,7 @@ def _seed(root: Path) -> LearningStore:
             for n in range(2)
         ]
     )
-    store.write_learned_rules("behavior", [Rule(text="Keep diffs small.", id="r-1")])
+    write_learned_rules(store, "behavior", [Rule(text="Keep diffs small.", id="r-1")])
     store.commit("seed")
     return store
 

@@ -31,6 +31,7 @@ import pytest
 from mecha.core.learning.rules import Rule
 from mecha.core.store.learning_store import LearningStore
 from tests import builders
+from tests.builders import write_learned_rules
 
 #: Long enough for a loaded machine; a hang on a FIFO would be forever.
 CLI_TIMEOUT_S = 60
@@ -59,7 +60,7 @@ class World:
 
     def project(self, name: str, rule: str) -> str:
         root = git_repo(self.tmp / "src" / name)
-        self.store.write_learned_rules("behavior", [Rule(text=rule, id=f"r-{name}")], root)
+        write_learned_rules(self.store, "behavior", [Rule(text=rule, id=f"r-{name}")], root)
         return root
 
     def cli(self, *argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -208,7 +209,7 @@ def test_a_session_outside_any_repository_is_not_exported_into_the_folder_holdin
     # to ~/src/CLAUDE.md, which Claude Code reads in every repository below.
     app = Path(world.project("app", "App rule."))
     src = app.parent
-    world.store.write_learned_rules("behavior", [Rule(text="Whatever was said in src.", id="r-src")], str(src))
+    write_learned_rules(world.store, "behavior", [Rule(text="Whatever was said in src.", id="r-src")], str(src))
     for agent, name in [("claude", "CLAUDE.md"), ("agents", "AGENTS.md")]:
         done = world.cli("export", agent, "--json", cwd=src)
         assert done.returncode == 0, done.stderr

@@ -13,6 +13,7 @@ from mecha.core.learning.reflection import Origin
 from mecha.core.store.learning_store import ProposalStatus
 from mecha.core.store.ledger import IMPROVED
 from mecha.protocol import errors as codes
+from tests.builders import write_learned_rules
 
 from .client import Sidecar, SpawnSidecar, encode, frame
 from .helpers import (
@@ -354,7 +355,7 @@ def test_an_exact_id_that_is_also_a_prefix_resolves(sidecar: Sidecar) -> None:
 
 def test_accepting_against_rules_that_moved_is_stale_and_writes_nothing(sidecar: Sidecar) -> None:
     store = open_store(sidecar.learning_dir)
-    store.write_learned_rules("behavior", [rule("Landed since the proposal", "r-live")])
+    write_learned_rules(store, "behavior", [rule("Landed since the proposal", "r-live")])
     learned = store.rules_path("behavior", "learned")
     before = learned.read_bytes()
     store.write_proposal(proposal("20260101T000000-stale001", rules_before=[]))

@@ -28,6 +28,7 @@ from mecha.core.sessions.files import samples_dir
 from mecha.core.store import blockcache
 from mecha.core.store.layout import is_racy, rules_fingerprint
 from tests import builders
+from tests.builders import write_learned_rules
 from tests.processes import recording_modules
 
 from .client import clean_env, encode, frame
@@ -134,7 +135,8 @@ def _empty(root: Path) -> None:
 def _layout(root: Path) -> None:
     store = open_store(root)
     write_user_rules(root, "behavior", "Answer in English")
-    store.write_learned_rules(
+    write_learned_rules(
+        store,
         "behavior",
         [
             rule("Ask before deleting files", "r-1"),
@@ -142,15 +144,15 @@ def _layout(root: Path) -> None:
             rule("Measured harmful", "r-3", retired_at="2026-08-01T00:00:00Z", retired_reason="regressed"),
         ],
     )
-    store.write_learned_rules("writing", [rule("Sign off with the first name only", "r-w")])
-    store.write_learned_rules("triage", [rule("Archive newsletters", "r-t")])
+    write_learned_rules(store, "writing", [rule("Sign off with the first name only", "r-w")])
+    write_learned_rules(store, "triage", [rule("Archive newsletters", "r-t")])
 
 
 def _over_budget(root: Path) -> None:
     store = open_store(root)
     many = [rule(f"rule number {i}", f"r-{i}") for i in range(MAX_ACTIVE_RULES_PER_DOMAIN + 1)]
-    store.write_learned_rules("zeta", many)
-    store.write_learned_rules("behavior", many[:MAX_ACTIVE_RULES_PER_DOMAIN])
+    write_learned_rules(store, "zeta", many)
+    write_learned_rules(store, "behavior", many[:MAX_ACTIVE_RULES_PER_DOMAIN])
 
 
 def _broken_unloaded(root: Path) -> None:
@@ -167,7 +169,7 @@ def _samples(root: Path) -> None:
 def _unicode(root: Path) -> None:
     store = open_store(root)
     write_user_rules(root, "writing", 'Écris « comme ça » — with "quotes", a \\ and a tab\tinside', "絵文字 🙂 are fine")
-    store.write_learned_rules("behavior", [rule("Keep\nline breaks\r\nand \u2028 separators", "r-ü")])
+    write_learned_rules(store, "behavior", [rule("Keep\nline breaks\r\nand \u2028 separators", "r-ü")])
 
 
 def _linked(root: Path) -> None:
@@ -472,8 +474,8 @@ def test_a_projects_block_is_kept_per_project_and_served_as_the_full_server_woul
         subprocess.run(["git", "init", "-q", str(repo)], check=True)
     (app / "src").mkdir()
     store = open_store(root)
-    store.write_learned_rules("behavior", [rule("Indent with two spaces", "r-app")], str(app.resolve()))
-    store.write_learned_rules("behavior", [rule("Tabs only", "r-other")], str(other.resolve()))
+    write_learned_rules(store, "behavior", [rule("Indent with two spaces", "r-app")], str(app.resolve()))
+    write_learned_rules(store, "behavior", [rule("Tabs only", "r-other")], str(other.resolve()))
     settle(root)
     in_app = {"project": str(app / "src")}
 
@@ -510,7 +512,7 @@ def test_a_run_in_a_linked_worktree_gets_its_repositorys_block_from_the_cache(tm
     subprocess.run(["git", "-C", str(app), "worktree", "add", "-q", str(feature)], check=True, capture_output=True)
     (feature / "src").mkdir()
     store = open_store(root)
-    store.write_learned_rules("behavior", [rule("Indent with two spaces", "r-app")], str(app.resolve()))
+    write_learned_rules(store, "behavior", [rule("Indent with two spaces", "r-app")], str(app.resolve()))
     settle(root)
 
     miss = cached(tmp_path, root, {"project": str(app)})

@@ -12,6 +12,7 @@ import pytest
 
 from mecha.protocol import errors as codes
 from mecha.protocol.framing import MAX_FRAME_BYTES
+from tests.builders import write_learned_rules
 
 from .client import SIDECAR_ARGV, SpawnSidecar, encode, frame
 from .helpers import (
@@ -227,7 +228,7 @@ def test_a_full_harness_exchange_imports_nothing_heavy(spawn_sidecar: SpawnSidec
     root = tmp_path / "learning"
     store = open_store(root)
     write_user_rules(root, "behavior", "Answer in English")
-    store.write_learned_rules("behavior", [rule("Ask before deleting files", "r-1")])
+    write_learned_rules(store, "behavior", [rule("Ask before deleting files", "r-1")])
     out = tmp_path / "modules.txt"
     s = spawn_sidecar(
         argv=[sys.executable, "-c", _RECORD_MODULES],

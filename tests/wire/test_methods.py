@@ -20,6 +20,7 @@ from mecha.core.learning.reflection import Origin
 from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_BLOCK_HEADING, RULES_BLOCK_PREAMBLE, rules_hash
 from mecha.core.store.learning_store import ProposalStatus
 from tests import builders
+from tests.builders import write_learned_rules
 
 from .client import SIDECAR_ARGV, Sidecar, SpawnSidecar, WireError, clean_env
 from .helpers import (
@@ -427,7 +428,7 @@ def test_doctor_reports_over_budget_and_unrouted_domains(sidecar: Sidecar) -> No
         assert got[name]["ok"] is True, got[name]
     assert got["model"]["ok"] is False
 
-    store.write_learned_rules("behavior", [rule(f"rule number {i}", f"r-{i}") for i in range(MAX_ACTIVE_RULES_PER_DOMAIN + 1)])
+    write_learned_rules(store, "behavior", [rule(f"rule number {i}", f"r-{i}") for i in range(MAX_ACTIVE_RULES_PER_DOMAIN + 1)])
     write_user_rules(sidecar.learning_dir, "zeta", "only a run naming zeta reads this")
     os.chmod(store.rules_path("zeta", "user"), 0o600)
     store.write_proposal(proposal("20260101T000000-pend0001"))
@@ -458,7 +459,8 @@ def test_an_empty_store_has_no_block(sidecar: Sidecar) -> None:
 def test_the_block_layout_user_rules_first_and_only_active_learned_ids(sidecar: Sidecar) -> None:
     store = open_store(sidecar.learning_dir)
     write_user_rules(sidecar.learning_dir, "behavior", "Answer in English")
-    store.write_learned_rules(
+    write_learned_rules(
+        store,
         "behavior",
         [
             rule("Ask before deleting files", "r-1"),
@@ -466,7 +468,7 @@ def test_the_block_layout_user_rules_first_and_only_active_learned_ids(sidecar: 
             rule("Measured harmful", "r-3", retired_at="2026-08-01T00:00:00Z", retired_reason="regressed"),
         ],
     )
-    store.write_learned_rules("writing", [rule("Sign off with the first name only", "r-w")])
+    write_learned_rules(store, "writing", [rule("Sign off with the first name only", "r-w")])
     got = block(sidecar)
     expected = (
         f"{RULES_BLOCK_HEADING}\n\n{RULES_BLOCK_PREAMBLE}\n\n"
@@ -483,8 +485,8 @@ def test_the_block_layout_user_rules_first_and_only_active_learned_ids(sidecar: 
 
 def test_the_domain_param_adds_a_domain_after_the_run_domains(sidecar: Sidecar) -> None:
     store = open_store(sidecar.learning_dir)
-    store.write_learned_rules("triage", [rule("Archive newsletters", "r-t")])
-    store.write_learned_rules("behavior", [rule("Ask first", "r-b")])
+    write_learned_rules(store, "triage", [rule("Archive newsletters", "r-t")])
+    write_learned_rules(store, "behavior", [rule("Ask first", "r-b")])
     plain = block(sidecar)
     assert "triage" not in plain["block"] and plain["rule_ids"] == ["r-b"]
     got = block(sidecar, "triage")
@@ -499,8 +501,8 @@ def test_the_domain_param_adds_a_domain_after_the_run_domains(sidecar: Sidecar) 
 def test_over_budget_lists_a_domain_with_too_many_active_learned_rules(sidecar: Sidecar) -> None:
     store = open_store(sidecar.learning_dir)
     many = [rule(f"rule number {i}", f"r-{i}") for i in range(MAX_ACTIVE_RULES_PER_DOMAIN + 1)]
-    store.write_learned_rules("zeta", many)
-    store.write_learned_rules("behavior", many[:MAX_ACTIVE_RULES_PER_DOMAIN])
+    write_learned_rules(store, "zeta", many)
+    write_learned_rules(store, "behavior", many[:MAX_ACTIVE_RULES_PER_DOMAIN])
     got = block(sidecar)
     assert got["over_budget"] == [{"domain": "zeta", "active": 16}], "every domain on disk, not just the loaded ones"
     assert len(got["rule_ids"]) == MAX_ACTIVE_RULES_PER_DOMAIN
@@ -508,7 +510,7 @@ def test_over_budget_lists_a_domain_with_too_many_active_learned_rules(sidecar: 
 
 def test_a_learned_file_replaced_by_rename_is_seen_on_the_next_call(sidecar: Sidecar) -> None:
     store = open_store(sidecar.learning_dir)
-    store.write_learned_rules("behavior", [rule("Version one", "r-1")])
+    write_learned_rules(store, "behavior", [rule("Version one", "r-1")])
     first = block(sidecar)
     assert "- Version one" in first["block"]
     assert block(sidecar) == first
@@ -593,7 +595,7 @@ def test_locate_followup_finds_the_user_turn_and_never_a_tool_result(sidecar: Si
 def test_render_candidate_is_the_block_if_accepted_and_writes_nothing(sidecar: Sidecar) -> None:
     store = open_store(sidecar.learning_dir)
     write_user_rules(sidecar.learning_dir, "behavior", "Answer in English")
-    store.write_learned_rules("behavior", [rule("Old rule", "r-old")])
+    write_learned_rules(store, "behavior", [rule("Old rule", "r-old")])
     learned = store.rules_path("behavior", "learned")
     before_bytes, before_stat = learned.read_bytes(), learned.stat()
     store.write_proposal(proposal("20260101T000000-cand0001", rules_before=[rule("Old rule", "r-old")], rules=[rule("New rule", "r-new")]))
@@ -611,7 +613,7 @@ def test_render_candidate_is_the_block_if_accepted_and_writes_nothing(sidecar: S
 
 def test_render_candidate_for_another_domain_carries_it_after_the_run_domains(sidecar: Sidecar) -> None:
     store = open_store(sidecar.learning_dir)
-    store.write_learned_rules("behavior", [rule("Ask first", "r-b")])
+    write_learned_rules(store, "behavior", [rule("Ask first", "r-b")])
     store.write_proposal(proposal("20260101T000000-tri00001", domain="triage", rules=[rule("Archive promos", "r-t")]))
     got = sidecar.call("mecha/renderCandidate", {"proposal_id": "20260101T000000-tri00001"})
     assert got["block"].endswith("### behavior\n- Ask first\n\n### triage\n- Archive promos")
@@ -745,7 +747,7 @@ def test_accepting_without_a_rule_over_the_wire_writes_the_rest_and_rejects_its_
 
 def test_retiring_a_rule_is_a_proposal_and_after_accept_it_stays_but_never_renders(sidecar: Sidecar) -> None:
     store = open_store(sidecar.learning_dir)
-    store.write_learned_rules("behavior", [rule("Keep me", "r-keep"), rule("Retire me", "r-old")])
+    write_learned_rules(store, "behavior", [rule("Keep me", "r-keep"), rule("Retire me", "r-old")])
     assert block(sidecar)["rule_ids"] == ["r-keep", "r-old"]
 
     p = sidecar.call("mecha/proposeRetirement", {"domain": "behavior", "rule_id": "r-old", "reason": "regressed twice"})["proposal"]
@@ -892,9 +894,9 @@ def test_a_broken_file_in_a_domain_the_run_does_not_load_does_not_cost_it_its_bl
     # A run's prompt must not fail on a file nothing in that run reads; a
     # run that does load it is refused, naming the file.
     store = open_store(sidecar.learning_dir)
-    store.write_learned_rules("behavior", [rule("Ask first", "r-b")])
+    write_learned_rules(store, "behavior", [rule("Ask first", "r-b")])
     many = [rule(f"rule number {i}", f"r-{i}") for i in range(MAX_ACTIVE_RULES_PER_DOMAIN + 1)]
-    store.write_learned_rules("zeta", many)
+    write_learned_rules(store, "zeta", many)
     (sidecar.learning_dir / "rules" / "triage.learned.toml").write_text('[[rules]\ntext = "x"\n')
     got = block(sidecar)
     assert got["rule_ids"] == ["r-b"]
@@ -968,9 +970,9 @@ def test_the_project_param_adds_that_projects_rules_after_the_global_ones(sideca
     # that names no project getting any project's rules.
     app, other = _git_repo(tmp_path / "app"), _git_repo(tmp_path / "other")
     store = open_store(sidecar.learning_dir)
-    store.write_learned_rules("behavior", [rule("Ask before deleting files", "r-g")])
-    store.write_learned_rules("behavior", [rule("Indent with two spaces", "r-app")], str(app))
-    store.write_learned_rules("behavior", [rule("Tabs only", "r-other")], str(other))
+    write_learned_rules(store, "behavior", [rule("Ask before deleting files", "r-g")])
+    write_learned_rules(store, "behavior", [rule("Indent with two spaces", "r-app")], str(app))
+    write_learned_rules(store, "behavior", [rule("Tabs only", "r-other")], str(other))
 
     (app / "src").mkdir()
     got = sidecar.call("mecha/rulesPromptBlock", {"project": str(app / "src")})
@@ -981,7 +983,7 @@ def test_the_project_param_adds_that_projects_rules_after_the_global_ones(sideca
     plain = sidecar.call("mecha/rulesPromptBlock", {})
     assert plain["rule_ids"] == ["r-g"] and "project" not in plain, "absent: the global rules alone, the old shape"
     # A second ask after an accept-like rewrite is read afresh, per project.
-    store.write_learned_rules("behavior", [rule("Indent with four spaces", "r-app2")], str(app))
+    write_learned_rules(store, "behavior", [rule("Indent with four spaces", "r-app2")], str(app))
     assert sidecar.call("mecha/rulesPromptBlock", {"project": str(app)})["rule_ids"] == ["r-g", "r-app2"]
 
 
@@ -989,7 +991,7 @@ def test_an_over_budget_project_is_reported_with_its_project(sidecar: Sidecar, t
     app = _git_repo(tmp_path / "app")
     store = open_store(sidecar.learning_dir)
     many = [rule(f"rule {i}", f"r-{i}") for i in range(MAX_ACTIVE_RULES_PER_DOMAIN + 1)]
-    store.write_learned_rules("behavior", many, str(app))
+    write_learned_rules(store, "behavior", many, str(app))
     got = sidecar.call("mecha/rulesPromptBlock", {"project": str(app)})
     assert got["over_budget"] == [{"domain": "behavior", "active": MAX_ACTIVE_RULES_PER_DOMAIN + 1, "project": str(app)}]
     assert sidecar.call("mecha/rulesPromptBlock", {})["over_budget"] == []

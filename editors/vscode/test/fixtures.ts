@@ -44,6 +44,7 @@ export function summary(p: Proposal): ProposalSummary {
     active_after: after,
     scope: "global",
     writes: `${p.domain}.learned.toml`,
+    scope_label: "global",
   };
 }
 

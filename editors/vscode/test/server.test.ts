@@ -259,6 +259,7 @@ test("mecha-sidecar lsp: diagnostics, the accept code action and its command, ov
         active_after: 2,
         scope: "global",
         writes: "behavior.learned.toml",
+        scope_label: "global",
       },
     ]);
     const shown = await rpc<ProposalWithDiffResult>("mecha/proposal", { id: PROPOSAL.id });

@@ -20,6 +20,7 @@ from mecha.core.agents.export_targets import (
 from mecha.core.errors import InvalidInput
 from mecha.core.learning.rules import Rule
 from mecha.core.store.learning_store import LearningStore
+from tests.builders import write_learned_rules
 
 
 def git_repo(path: Path) -> str:
@@ -32,9 +33,9 @@ def git_repo(path: Path) -> str:
 def world(tmp_path: Path) -> tuple[LearningStore, str, str, Path]:
     store = LearningStore.open(tmp_path / "learning")
     app, tool = git_repo(tmp_path / "app"), git_repo(tmp_path / "tool")
-    store.write_learned_rules("behavior", [Rule(text="Ask before deleting anything.", id="r-g")])
-    store.write_learned_rules("behavior", [Rule(text="Indent with two spaces.", id="r-app")], app)
-    store.write_learned_rules("behavior", [Rule(text="Tabs, never spaces.", id="r-tool")], tool)
+    write_learned_rules(store, "behavior", [Rule(text="Ask before deleting anything.", id="r-g")])
+    write_learned_rules(store, "behavior", [Rule(text="Indent with two spaces.", id="r-app")], app)
+    write_learned_rules(store, "behavior", [Rule(text="Tabs, never spaces.", id="r-tool")], tool)
     home = tmp_path / "home"
     home.mkdir()
     return store, app, tool, home
@@ -71,12 +72,12 @@ def test_a_project_file_is_not_created_for_nothing_but_an_emptied_one_is_updated
     # or a lesson promoted away from a project left in its CLAUDE.md.
     store, app, _, home = world
     bare = git_repo(tmp_path / "bare")
-    store.write_learned_rules("writing", [], bare)
+    write_learned_rules(store, "writing", [], bare)
     [skipped] = export_all(store, [project_target("claude", bare)])
     assert not skipped.changed and skipped.error is None and not (Path(bare) / "CLAUDE.md").exists()
 
     export_all(store, [project_target("claude", app)])
-    store.write_learned_rules("behavior", [], app)
+    write_learned_rules(store, "behavior", [], app)
     [emptied] = export_all(store, [project_target("claude", app)])
     assert emptied.changed and "Indent" not in (Path(app) / "CLAUDE.md").read_text()
     assert "(no learned rules are active yet)" in (Path(app) / "CLAUDE.md").read_text()
@@ -85,7 +86,7 @@ def test_a_project_file_is_not_created_for_nothing_but_an_emptied_one_is_updated
 def test_a_project_whose_folder_is_gone_is_named_and_the_rest_still_export(world, tmp_path: Path) -> None:
     store, app, _, home = world
     gone = str(tmp_path / "moved-away")
-    store.write_learned_rules("behavior", [Rule(text="Keep commits small.", id="r-m")], gone)
+    write_learned_rules(store, "behavior", [Rule(text="Keep commits small.", id="r-m")], gone)
     results = export_all(store, scope_targets("claude", [gone, app], home=home))
     by_path = {Path(r.path): r for r in results}
     failed = by_path[Path(gone) / "CLAUDE.md"]

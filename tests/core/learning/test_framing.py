@@ -19,7 +19,6 @@ from mecha.core.learning.reflection import (
     Reflector,
     Reflexion,
     View,
-    parse_reflector_reply,
     reflector_system,
     reflector_view,
     unusable_reflection,
@@ -119,13 +118,13 @@ async def test_personal_data_never_reaches_the_reflectors_prompt():
 ])
 def test_a_lesson_echoing_the_prompts_own_example_is_unusable_wherever_it_appears(lesson):
     # Pins: 6 of 17 stored lessons the literal "The user told it to stop", some marked learnable.
-    reply = parse_reflector_reply(json.dumps({"skip": False, "reflexion": lesson}))
+    reply = BEHAVIOR_CONTRACT.decode(json.dumps({"skip": False, "reflexion": lesson}))
     why = unusable_reflection(reply, BEHAVIOR_CONTRACT)
     assert why is not None and "echoes the prompt's own example" in why
 
 
 def test_a_lesson_that_only_shares_words_with_an_example_is_a_lesson():
-    reply = parse_reflector_reply(json.dumps({"skip": False, "reflexion": "Stop and ask when the user narrows the task."}))
+    reply = BEHAVIOR_CONTRACT.decode(json.dumps({"skip": False, "reflexion": "Stop and ask when the user narrows the task."}))
     assert unusable_reflection(reply, BEHAVIOR_CONTRACT) is None
 
 

@@ -20,6 +20,7 @@ from mecha.core.learning.rules import Rule
 from mecha.core.learning.scope import promotion_candidates
 from mecha.core.store.learning_store import LearningStore
 from tests import builders
+from tests.builders import write_learned_rules
 from tests.fakes import ScriptedProvider
 
 
@@ -169,7 +170,7 @@ async def test_accept_as_global_sends_the_new_rules_to_the_global_file(store: Le
     # Pins: `--global` dropping the lesson, leaving it in the project too (told
     # twice), or losing what else the proposal changed in the project.
     app, tool = two
-    store.write_learned_rules("behavior", [Rule(text="Keep the old rule.", id="r-old")], app)
+    write_learned_rules(store, "behavior", [Rule(text="Keep the old rule.", id="r-old")], app)
     pid = await _project_proposal(store, app, "Keep the old rule.", "Ask before deleting anything.")
     done = accept(store, pid, as_global=True)
     assert done.proposal.accepted_as_global and done.proposal.status.value == "accepted"
@@ -189,7 +190,7 @@ async def test_accept_as_global_refuses_what_it_cannot_mean(store: LearningStore
     plain = accept(store, global_one.proposal_id or "", as_global=True)
     assert not plain.proposal.accepted_as_global, "a global proposal is global already"
     assert [r.text for r in store.learned_rules("behavior")] == ["Ask before deleting anything."]
-    store.write_learned_rules("behavior", [Rule(text="Tabs.", id="r-t")], app)
+    write_learned_rules(store, "behavior", [Rule(text="Tabs.", id="r-t")], app)
     retire = propose_retirement(store, "behavior", "r-t", "wrong for this repository", project=app)
     with pytest.raises(InvalidInput, match="adds no rule"):
         accept(store, retire.id, as_global=True)
@@ -201,7 +202,7 @@ async def test_accept_as_global_refuses_what_it_cannot_mean(store: LearningStore
 async def test_accept_as_global_is_refused_as_stale_when_the_project_moved(store: LearningStore, two: tuple[str, str]) -> None:
     app, _ = two
     pid = await _project_proposal(store, app, "Ask before deleting anything.")
-    store.write_learned_rules("behavior", [Rule(text="A hand edit.", id="r-h")], app)
+    write_learned_rules(store, "behavior", [Rule(text="A hand edit.", id="r-h")], app)
     with pytest.raises(Stale, match=f"project {app}"):
         accept(store, pid, as_global=True)
     assert store.learned_rules("behavior") == []
@@ -371,7 +372,7 @@ async def test_a_project_pass_proposes_no_lesson_the_global_rules_hold(store: Le
     # Pins: a promoted lesson learned back into a project, so its runs are
     # told it twice and no promotion can ever remove the copy.
     app, _ = two
-    store.write_learned_rules("behavior", [Rule(text="Run the tests before saying done.", id="r-g")])
+    write_learned_rules(store, "behavior", [Rule(text="Run the tests before saying done.", id="r-g")])
     pid = await _project_proposal(store, app, "run the tests before saying done", "Indent with two spaces.")
     p = store.proposal(pid)
     assert [r.text for r in p.rules] == ["Indent with two spaces."]

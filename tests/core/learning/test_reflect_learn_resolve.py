@@ -31,6 +31,7 @@ from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoin
 from mecha.core.store.inbox import DraftEntry, enqueue, entry_decoder, inbox_dir, list_set_aside, session_entry
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 from tests import builders
+from tests.builders import write_learned_rules
 from tests.fakes import ScriptedProvider
 
 CLEAN = [TaintCheckpoint(at=0, taint=Taint())]
@@ -304,7 +305,7 @@ async def test_a_learn_pass_writes_its_proposal_with_the_status_enum_not_a_strin
 
 async def test_growth_past_the_cap_is_rejected_by_the_gate_and_the_reflections_return_to_the_pool(store: LearningStore):
     # The count half of the budget holds whatever the learner argued.
-    store.write_learned_rules("behavior", [Rule(text=f"rule {i}", id=f"r-{i}") for i in range(MAX_ACTIVE_RULES_PER_DOMAIN)])
+    write_learned_rules(store, "behavior", [Rule(text=f"rule {i}", id=f"r-{i}") for i in range(MAX_ACTIVE_RULES_PER_DOMAIN)])
     store.append_reflexions([reflexion(i) for i in "abc"])
     grown = [f"rule {i}" for i in range(MAX_ACTIVE_RULES_PER_DOMAIN)] + ["Add one more rule."]
     outcome = await learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply(*grown))))
@@ -332,7 +333,7 @@ async def test_an_unusable_learner_reply_fails_the_pass_and_writes_nothing(store
 
 async def test_retired_rules_are_carried_through_a_learn_pass(store: LearningStore):
     retired = Rule(text="Summarise every file.", id="r-bad", retired_at="2026-11-01T00:00:00Z", retired_reason="regressed")
-    store.write_learned_rules("behavior", [retired])
+    write_learned_rules(store, "behavior", [retired])
     store.append_reflexions([reflexion(i) for i in "abc"])
     provider = ScriptedProvider(rules_reply("Keep replies fresh."))
     outcome = await learn_domain(store, "behavior", Learner(provider))
@@ -366,7 +367,7 @@ async def test_accepting_writes_the_rules_marks_reflections_and_commits(store: L
 async def test_an_accept_refuses_when_the_live_rules_moved(store: LearningStore):
     # A proposal argued against other rules must not silently revert a change.
     pid = await make_proposal(store, "Ask before acting.")
-    store.write_learned_rules("behavior", [Rule(text="Hand-written.")])
+    write_learned_rules(store, "behavior", [Rule(text="Hand-written.")])
     with pytest.raises(Stale):
         accept_proposal(store, pid)
     assert [r.text for r in store.learned_rules("behavior")] == ["Hand-written."]
@@ -384,7 +385,7 @@ async def test_rejecting_records_the_reason_and_returns_the_reflections_to_the_p
 
 
 async def test_a_retirement_proposal_retires_one_rule_which_then_never_renders(store: LearningStore):
-    store.write_learned_rules("behavior", [Rule(text="Keep.", id="r-keep"), Rule(text="Harmful.", id="r-bad")])
+    write_learned_rules(store, "behavior", [Rule(text="Keep.", id="r-keep"), Rule(text="Harmful.", id="r-bad")])
     p = propose_retirement(store, "behavior", "r-bad", "3 attributed regressions")
     assert p.status == "pending" and p.reflexion_ids == []
     accept_proposal(store, p.id)
@@ -403,7 +404,7 @@ def test_an_accepted_retirement_leaves_a_file_its_own_checks_pass(store: Learnin
     # editor flagged the server's own output `retired-enabled` at once.
     from mecha.core.editor.diagnostics import check_document
 
-    store.write_learned_rules("behavior", [Rule(text="Keep.", id="r-keep"), Rule(text="Harmful.", id="r-bad")])
+    write_learned_rules(store, "behavior", [Rule(text="Keep.", id="r-keep"), Rule(text="Harmful.", id="r-bad")])
     accept_proposal(store, propose_retirement(store, "behavior", "r-bad", "3 attributed regressions").id)
     rules = {r.id: r for r in store.learned_rules("behavior")}
     assert rules["r-bad"].retired_at is not None and rules["r-bad"].enabled is False
@@ -426,7 +427,7 @@ def test_a_retirement_proposal_names_the_retired_rule_and_why_in_its_changes(sto
     from mecha.core.learning.sources import RETIRED, proposal_changes
     from mecha.sidecar.humane import proposal_with_diff
 
-    store.write_learned_rules("behavior", [Rule(text="Keep diffs small.", id="r-keep"), Rule(text="Say hi first.", id="r-bad")])
+    write_learned_rules(store, "behavior", [Rule(text="Keep diffs small.", id="r-keep"), Rule(text="Say hi first.", id="r-bad")])
     p = propose_retirement(store, "behavior", "r-bad", "3 attributed regressions on smollm2-135m")
     changes = proposal_changes(p.rules_before, p.rules, p.drops, {})
     assert [(c.change, c.rule_id, c.reason) for c in changes] == [

@@ -16,6 +16,7 @@ from mecha.core.learning.reflection import Reflexion
 from mecha.core.learning.rules import Rule
 from mecha.core.store.learning_store import LearningStore
 from tests import builders
+from tests.builders import write_learned_rules
 from tests.fakes import ScriptedProvider
 
 LESSONS = {
@@ -53,7 +54,7 @@ def learner_answer() -> str:
 @pytest.fixture
 async def proposed(tmp_path: Path) -> tuple[LearningStore, str]:
     store = LearningStore.open(tmp_path / "learning")
-    store.write_learned_rules("behavior", LIVE)
+    write_learned_rules(store, "behavior", LIVE)
     store.append_reflexions([reflexion(i) for i in LESSONS])
     outcome = await learn_domain(store, "behavior", Learner(ScriptedProvider(learner_answer())))
     assert outcome.status == "pending", outcome.outcome

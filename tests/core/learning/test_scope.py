@@ -28,6 +28,7 @@ from mecha.core.store.layout import (
     split_rules_name,
 )
 from mecha.core.store.learning_store import LearningStore, parse_rules_name
+from tests.builders import write_learned_rules
 from tests.fakes import ScriptedProvider
 
 
@@ -117,7 +118,7 @@ def test_rules_file_names_round_trip_and_anything_else_is_no_rules_file() -> Non
 def test_a_projects_learned_file_names_its_project_path_readably(store: LearningStore, tmp_path: Path) -> None:
     # Pins: a file whose id nobody can turn back into the repository it is for.
     repo = str(git_repo(tmp_path / "app"))
-    store.write_learned_rules("behavior", [Rule(text="Indent with two spaces.", id="r-1")], repo)
+    write_learned_rules(store, "behavior", [Rule(text="Indent with two spaces.", id="r-1")], repo)
     path = store.root / "rules" / f"behavior@{project_id(repo)}.learned.toml"
     text = path.read_text()
     assert f"project = {json.dumps(repo)}" in text
@@ -179,10 +180,10 @@ def test_a_run_in_a_project_gets_the_global_rules_then_its_projects(store: Learn
     # Pins: one repository's convention told to every repository, or the
     # project's rules read before the person's standing ones.
     app, other = str(git_repo(tmp_path / "app")), str(git_repo(tmp_path / "other"))
-    store.write_learned_rules("behavior", [Rule(text="Ask before deleting.", id="r-g")])
-    store.write_learned_rules("behavior", [Rule(text="Indent with two spaces.", id="r-app")], app)
-    store.write_learned_rules("writing", [Rule(text="Use the changelog's tone.", id="r-appw")], app)
-    store.write_learned_rules("behavior", [Rule(text="Tabs, never spaces.", id="r-other")], other)
+    write_learned_rules(store, "behavior", [Rule(text="Ask before deleting.", id="r-g")])
+    write_learned_rules(store, "behavior", [Rule(text="Indent with two spaces.", id="r-app")], app)
+    write_learned_rules(store, "writing", [Rule(text="Use the changelog's tone.", id="r-appw")], app)
+    write_learned_rules(store, "behavior", [Rule(text="Tabs, never spaces.", id="r-other")], other)
 
     mine = store.render_block(None, app)
     assert mine.block == (
@@ -204,8 +205,8 @@ def test_each_scope_keeps_its_own_cap_so_a_domain_carries_at_most_both(store: Le
     # Pins: a project's rules crowding out the global ones (or the other way
     # round) under one shared cap, and an over-cap project reported as global.
     app = str(git_repo(tmp_path / "app"))
-    store.write_learned_rules("behavior", _rules("global", MAX_ACTIVE_RULES_PER_DOMAIN))
-    store.write_learned_rules("behavior", _rules("app", MAX_ACTIVE_RULES_PER_DOMAIN + 1), app)
+    write_learned_rules(store, "behavior", _rules("global", MAX_ACTIVE_RULES_PER_DOMAIN))
+    write_learned_rules(store, "behavior", _rules("app", MAX_ACTIVE_RULES_PER_DOMAIN + 1), app)
     rendered = store.render_block(None, app)
     assert len(rendered.rule_ids) == 2 * MAX_ACTIVE_RULES_PER_DOMAIN + 1
     assert rendered.rule_ids[:MAX_ACTIVE_RULES_PER_DOMAIN] == [f"r-global-{i}" for i in range(MAX_ACTIVE_RULES_PER_DOMAIN)]
@@ -216,8 +217,8 @@ def test_each_scope_keeps_its_own_cap_so_a_domain_carries_at_most_both(store: Le
 
 def test_a_candidate_renders_one_scopes_rules_replaced(store: LearningStore, tmp_path: Path) -> None:
     app = str(git_repo(tmp_path / "app"))
-    store.write_learned_rules("behavior", [Rule(text="Global.", id="r-g")])
-    store.write_learned_rules("behavior", [Rule(text="Old app rule.", id="r-a")], app)
+    write_learned_rules(store, "behavior", [Rule(text="Global.", id="r-g")])
+    write_learned_rules(store, "behavior", [Rule(text="Old app rule.", id="r-a")], app)
     candidate = store.render_candidate("behavior", [Rule(text="New app rule.", id="r-n")], app, scope=app)
     assert candidate.rule_ids == ["r-g", "r-n"]
     assert store.render_candidate("behavior", None, app) == store.render_block("behavior", app)

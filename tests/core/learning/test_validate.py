@@ -37,6 +37,7 @@ from mecha.core.providers import OpenAIProvider
 from mecha.core.store.learning_store import LearningStore, ProposalStatus
 from mecha.core.store.ledger import OUTCOMES
 from tests import builders
+from tests.builders import write_learned_rules
 from tests.model_server import ModelServer, refusal, reply, stall
 
 
@@ -74,7 +75,7 @@ def reflection(rid: str, session_id: str, file: Path | None, **over: Any) -> Ref
 @pytest.fixture
 def store(tmp_path: Path) -> LearningStore:
     s = LearningStore.open(tmp_path / "learning")
-    s.write_learned_rules("behavior", [Rule(text="Change only the file the person names in the task.")])
+    write_learned_rules(s, "behavior", [Rule(text="Change only the file the person names in the task.")])
     return s
 
 
@@ -197,7 +198,7 @@ def test_a_probe_never_measures_a_rule_on_a_correction_among_its_own_sources(tmp
     a, b = next(ids), next(ids)
     own = Rule(text="Change only the file the person names in the task.", id="rule-own", sources=["r-a"])
     other = Rule(text="Say which files a change touched.", id="rule-other", sources=["r-elsewhere"])
-    store.write_learned_rules("behavior", [own, other])
+    write_learned_rules(store, "behavior", [own, other])
     store.append_reflexions([reflection("r-a", a, write_session(tmp_path, a)), reflection("r-b", b, write_session(tmp_path, b))])
     probes, plan = prepare(store, "behavior", budget=5)
     by_id = {p.reflection.id: p for p in probes}
@@ -206,7 +207,7 @@ def test_a_probe_never_measures_a_rule_on_a_correction_among_its_own_sources(tmp
     assert by_id["r-a"].planned.rule_ids == ["rule-other"]
     assert by_id["r-b"].arms.measured_ids() == ["rule-own", "rule-other"]
     # With every measured rule learned from it, the correction measures nothing.
-    store.write_learned_rules("behavior", [own])
+    write_learned_rules(store, "behavior", [own])
     plan = plan_validation(store, "behavior", budget=5)
     assert [p.reflexion_id for p in plan.probes] == ["r-b"] and plan.skipped == {SKIP_OWN_SOURCE: 1}
 

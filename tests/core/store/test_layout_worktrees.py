@@ -33,6 +33,7 @@ from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoin
 from mecha.core.store.inbox import enqueue, session_entry
 from mecha.core.store.layout import checkout_root, linked_worktrees, main_worktree, project_root
 from mecha.core.store.learning_store import LearningStore
+from tests.builders import write_learned_rules
 from tests.fakes import ScriptedProvider
 
 _ID = ["-c", "user.name=t", "-c", "user.email=t@t"]
@@ -172,7 +173,7 @@ def test_a_projects_rules_are_written_into_every_worktrees_file(
     # Pins: a rule accepted in one worktree missing from the sibling's
     # instructions file.
     main, feature, fix = repo
-    store.write_learned_rules("behavior", [Rule(text="Run the linter before committing.", id="r-1")], str(main))
+    write_learned_rules(store, "behavior", [Rule(text="Run the linter before committing.", id="r-1")], str(main))
     home = tmp_path / "home"
     home.mkdir()
     results = export_all(store, scope_targets("claude", [str(main)], home=home))
@@ -208,7 +209,7 @@ def test_a_worktrees_file_is_kept_inside_that_worktree(
     # link out of it, to the main worktree's file included, is refused by
     # name and the other checkouts are still written.
     main, feature, fix = repo
-    store.write_learned_rules("behavior", [Rule(text="Keep commits small.", id="r-1")], str(main))
+    write_learned_rules(store, "behavior", [Rule(text="Keep commits small.", id="r-1")], str(main))
     (feature / "CLAUDE.md").symlink_to(tmp_path / "home-bashrc")
     (fix / "CLAUDE.md").symlink_to(main / "CLAUDE.md")
     results = {Path(r.path): r for r in export_all(store, project_targets("claude", str(main)))}
@@ -237,8 +238,8 @@ def test_a_store_holding_a_worktree_as_its_own_project_leaves_that_scope_alone(
     # scope's rules stay in the store, and its file is not fought over —
     # it carries the repository's rules.
     main, feature, _ = repo
-    store.write_learned_rules("behavior", [Rule(text="Old worktree rule.", id="r-old")], str(feature))
-    store.write_learned_rules("behavior", [Rule(text="Repository rule.", id="r-new")], str(main))
+    write_learned_rules(store, "behavior", [Rule(text="Old worktree rule.", id="r-old")], str(feature))
+    write_learned_rules(store, "behavior", [Rule(text="Repository rule.", id="r-new")], str(main))
     home = tmp_path / "home"
     home.mkdir()
     results = export_all(store, scope_targets("claude", [str(feature), str(main)], home=home))

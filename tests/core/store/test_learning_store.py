@@ -43,6 +43,7 @@ from mecha.core.store.learning_store import (
 )
 from mecha.core.store.ledger import LeapRun, ValidationRecord
 from tests import builders
+from tests.builders import write_learned_rules
 
 # ─── helpers ────────────────────────────────────────────────────────────────
 
@@ -224,7 +225,8 @@ def test_the_rules_block_keeps_user_rules_first_and_drops_disabled_ones(store: L
     # Pins: learned rules outranking the person's own by position, or a rule
     # someone switched off still riding in every prompt.
     write_user_rules(store, "behavior", '[[rules]]\ntext = "Never push to main."\n')
-    store.write_learned_rules(
+    write_learned_rules(
+        store,
         "behavior",
         [
             Rule(text="Ask before rewriting more than one file.", confidence=0.8, based_on_count=3),
@@ -261,13 +263,13 @@ def test_over_budget_counts_active_learned_rules_only(store: LearningStore) -> N
     # counting against the cap, which would wedge the learner.
     rules = [Rule(text=f"rule {i}", id=f"r-{i}") for i in range(MAX_ACTIVE_RULES_PER_DOMAIN + 1)]
     write_user_rules(store, "behavior", "".join(f'[[rules]]\ntext = "user {i}"\n' for i in range(20)))
-    store.write_learned_rules("behavior", rules)
+    write_learned_rules(store, "behavior", rules)
     assert store.over_budget_domains() == [("behavior", MAX_ACTIVE_RULES_PER_DOMAIN + 1)]
 
     # Retiring one brings the domain back under: the retired rule stays in
     # the file as evidence and costs the budget nothing.
     rules[0] = msgspec.structs.replace(rules[0], retired_at="2026-08-05T00:00:00Z")
-    store.write_learned_rules("behavior", rules)
+    write_learned_rules(store, "behavior", rules)
     assert store.over_budget_domains() == []
     assert len(store.learned_rules("behavior")) == MAX_ACTIVE_RULES_PER_DOMAIN + 1
 
@@ -275,7 +277,7 @@ def test_over_budget_counts_active_learned_rules_only(store: LearningStore) -> N
 def test_over_budget_covers_domains_no_run_loads(store: LearningStore) -> None:
     # Pins: a warning that looks only at RUN_DOMAINS and misses a pass
     # domain drifting past the cap.
-    store.write_learned_rules("triage", [Rule(text=f"t {i}") for i in range(MAX_ACTIVE_RULES_PER_DOMAIN + 2)])
+    write_learned_rules(store, "triage", [Rule(text=f"t {i}") for i in range(MAX_ACTIVE_RULES_PER_DOMAIN + 2)])
     assert store.over_budget_domains() == [("triage", MAX_ACTIVE_RULES_PER_DOMAIN + 2)]
 
 
@@ -333,7 +335,7 @@ def test_domain_validation_rejects_unsafe_names_before_any_path_is_built(
     calls = [
         lambda: store.user_rules(bad),
         lambda: store.learned_rules(bad),
-        lambda: store.write_learned_rules(bad, [Rule(text="x")]),
+        lambda: write_learned_rules(store, bad, [Rule(text="x")]),
         lambda: store.render_block(bad),
         lambda: store.render_candidate(bad, []),
         lambda: store.write_proposal(proposal("p1", domain=bad)),
@@ -350,7 +352,7 @@ def test_the_longest_valid_domain_is_accepted(store: LearningStore) -> None:
     # Pins: an off-by-one in the length limit turning a legal 64-character
     # domain into an error.
     name = "a" * 64
-    store.write_learned_rules(name, [Rule(text="x")])
+    write_learned_rules(store, name, [Rule(text="x")])
     assert store.learned_rules(name)[0].text == "x"
 
 
@@ -358,7 +360,7 @@ def test_domains_lists_every_domain_with_a_file_and_nothing_else(store: Learning
     # Pins: a temp file, a stray note or an unsafe file name showing up as a
     # domain (and then being loaded).
     write_user_rules(store, "writing", "")
-    store.write_learned_rules("behavior", [Rule(text="x")])
+    write_learned_rules(store, "behavior", [Rule(text="x")])
     write_user_rules(store, "behavior", "")
     rules_dir = store.root / "rules"
     (rules_dir / "behavior.learned.toml.1234.tmp").write_text("")
@@ -372,7 +374,7 @@ def test_user_rules_are_never_written(store: LearningStore) -> None:
     # break the promise the learner prompt is built on.
     user = '# mine\n[[rules]]\ntext = "Never push to main."\n'
     write_user_rules(store, "behavior", user)
-    store.write_learned_rules("behavior", [Rule(text="Never push to main.")])
+    write_learned_rules(store, "behavior", [Rule(text="Never push to main.")])
     assert (store.root / "rules" / "behavior.user.toml").read_text() == user
 
 
@@ -410,7 +412,7 @@ def test_writing_learned_rules_keeps_a_comment_a_person_wrote(store: LearningSto
     rules = store.learned_rules("behavior")
     rules[0] = msgspec.structs.replace(rules[0], confidence=0.9)
     new = [rules[0], rules[1], Rule(text="A brand new lesson.", id="r-9", sources=["refl-1"])]
-    store.write_learned_rules("behavior", new)
+    write_learned_rules(store, "behavior", new)
 
     text = path.read_text()
     assert store.learned_rules("behavior") == new
@@ -422,13 +424,37 @@ def test_writing_learned_rules_keeps_a_comment_a_person_wrote(store: LearningSto
     assert text.index("# The next one") < text.index("Summarise long outputs.")
 
 
+def test_the_test_builder_writes_the_file_an_accept_writes(tmp_path: Path) -> None:
+    # Pins: tests setting up live rules through a writer the product never
+    # uses, so what they read back is not what an accept leaves. The store
+    # has no such writer; the builder renders and replaces the file as the
+    # accept's transaction does.
+    assert not hasattr(LearningStore, "write_learned_rules")
+    accepted, built = (LearningStore.open(tmp_path / name) for name in ("accepted", "built"))
+    for s in (accepted, built):
+        (s.root / "rules").mkdir(parents=True, exist_ok=True)
+        (s.root / "rules" / "behavior.learned.toml").write_text(PERSON_WROTE)
+    r1, r2, _ = accepted.learned_rules("behavior")
+    new = [r2, msgspec.structs.replace(r1, confidence=0.9), Rule(text="A brand new lesson.", id="r-9")]
+
+    accepted.resolve_proposal(
+        msgspec.structs.replace(proposal("p-1", rules=new), status=ProposalStatus.ACCEPTED),
+        learned=[("behavior", None, new)], run_id="run-1", message="accept p-1",
+    )
+    write_learned_rules(built, "behavior", new)
+
+    on_disk = (accepted.root / "rules" / "behavior.learned.toml").read_text()
+    assert "# This one saved me twice." in on_disk and accepted.learned_rules("behavior") == new
+    assert (built.root / "rules" / "behavior.learned.toml").read_text() == on_disk
+
+
 def test_a_reordered_rule_takes_the_comment_above_it_along(store: LearningStore) -> None:
     # Pins: a comment written above one rule ending up above another after an
     # accept reorders the set.
     path = store.root / "rules" / "behavior.learned.toml"
     path.write_text(PERSON_WROTE)
     r1, r2, r3 = store.learned_rules("behavior")
-    store.write_learned_rules("behavior", [r3, r2, r1])
+    write_learned_rules(store, "behavior", [r3, r2, r1])
     text = path.read_text()
     assert store.learned_rules("behavior") == [r3, r2, r1]
     assert text.index("# The next one is under probation.") < text.index("Summarise long outputs.")
@@ -442,7 +468,7 @@ def test_a_rule_is_matched_by_id_so_a_reworded_rule_keeps_its_notes(store: Learn
     path.write_text(PERSON_WROTE)
     r1, r2, r3 = store.learned_rules("behavior")
     reworded = msgspec.structs.replace(r1, text="Ask before deleting or moving files.")
-    store.write_learned_rules("behavior", [reworded, r2, r3])
+    write_learned_rules(store, "behavior", [reworded, r2, r3])
     text = path.read_text()
     assert "# This one saved me twice." in text and 'reviewer = "me"' in text
     assert store.learned_rules("behavior") == [reworded, r2, r3]
@@ -454,7 +480,7 @@ def test_a_layout_that_cannot_be_edited_in_place_is_rewritten_correctly(store: L
     path = store.root / "rules" / "behavior.learned.toml"
     path.write_text('rules = [{ text = "inline one" }, { text = "inline two" }]\n')
     new = [Rule(text="inline two"), Rule(text="third", retired_at="2026-08-05T00:00:00Z")]
-    store.write_learned_rules("behavior", new)
+    write_learned_rules(store, "behavior", new)
     assert store.learned_rules("behavior") == new
 
 
@@ -474,8 +500,8 @@ def test_rendering_learned_toml_round_trips_awkward_text() -> None:
 def test_a_learned_rules_write_leaves_no_temp_file(store: LearningStore) -> None:
     # Pins: the temp sibling left behind, which `domains()` or git could
     # then pick up.
-    store.write_learned_rules("behavior", [Rule(text="x")])
-    store.write_learned_rules("behavior", [Rule(text="y")])
+    write_learned_rules(store, "behavior", [Rule(text="x")])
+    write_learned_rules(store, "behavior", [Rule(text="y")])
     assert sorted(p.name for p in (store.root / "rules").iterdir()) == ["behavior.learned.toml"]
 
 
@@ -486,7 +512,7 @@ def test_a_candidate_rules_block_renders_exactly_as_a_run_would_see_it(store: Le
     # Pins: a gate measuring one rendering while runs see another, which
     # makes every measurement say nothing about the deployment.
     write_user_rules(store, "behavior", '[[rules]]\ntext = "User rule first."\n')
-    store.write_learned_rules("behavior", [Rule(text="Learned.", id="r-1")])
+    write_learned_rules(store, "behavior", [Rule(text="Learned.", id="r-1")])
     live = store.render_block()
     assert live.block is not None
 
@@ -501,8 +527,8 @@ def test_a_candidate_rules_block_renders_exactly_as_a_run_would_see_it(store: Le
 def test_a_candidate_replaces_only_its_domain_and_writes_nothing(store: LearningStore) -> None:
     # Pins: a counterfactual probe that leaks into the live file, or renders
     # the other domains differently from a real run.
-    store.write_learned_rules("behavior", [Rule(text="Live behavior rule.", id="r-b")])
-    store.write_learned_rules("writing", [Rule(text="Live writing rule.", id="r-w")])
+    write_learned_rules(store, "behavior", [Rule(text="Live behavior rule.", id="r-b")])
+    write_learned_rules(store, "writing", [Rule(text="Live writing rule.", id="r-w")])
     on_disk = (store.root / "rules" / "behavior.learned.toml").read_bytes()
 
     candidate = store.render_candidate("behavior", [Rule(text="Candidate rule.", id="r-c")])
@@ -517,8 +543,8 @@ def test_a_candidate_replaces_only_its_domain_and_writes_nothing(store: Learning
 def test_the_block_carries_the_runs_own_domain_after_the_run_domains(store: LearningStore) -> None:
     # Pins: a triage run missing its own rules, or a domain listed in an
     # order that moves the cached prefix between runs.
-    store.write_learned_rules("triage", [Rule(text="Archive newsletters.", id="r-t")])
-    store.write_learned_rules("behavior", [Rule(text="Be brief.", id="r-b"), Rule(text="Off.", id="r-x", enabled=False)])
+    write_learned_rules(store, "triage", [Rule(text="Archive newsletters.", id="r-t")])
+    write_learned_rules(store, "behavior", [Rule(text="Be brief.", id="r-b"), Rule(text="Off.", id="r-x", enabled=False)])
     plain = store.render_block()
     assert plain.domains == ["behavior", "writing"]
     assert plain.block is not None and "Archive newsletters." not in plain.block
@@ -718,8 +744,8 @@ def _exercise_every_writer(store: LearningStore) -> None:
             created_at="t",
         )
     )
-    store.write_learned_rules("behavior", [Rule(text="x")])
-    store.write_learned_rules("behavior", [Rule(text="y")])
+    write_learned_rules(store, "behavior", [Rule(text="x")])
+    write_learned_rules(store, "behavior", [Rule(text="y")])
     store.write_proposal(proposal("p1"))
     store.lock().release()
 
@@ -863,7 +889,7 @@ def test_a_store_opened_where_git_is_not_on_path_still_works(
     with caplog.at_level(logging.WARNING, logger="mecha.core.store.learning_store"):
         store = LearningStore.open(tmp_path / "learning")
         store.append_reflexion(reflexion("r1"))
-        store.write_learned_rules("behavior", [Rule(text="Still works.")])
+        write_learned_rules(store, "behavior", [Rule(text="Still works.")])
         assert store.commit("learn: accept") is False
     assert not (store.root / ".git").exists()
     assert [r.id for r in store.reflexions()] == ["r1"]
@@ -1013,7 +1039,7 @@ _FACADE = (
     "has_history loose_entries seed_rules_from default_root resolve_root open open_existing commit lock "
     "try_lock refuse_links append_reflexion append_reflexions reflexions learnable_unprocessed "
     "mark_reflexions_processed mined_sessions mark_mined mined_outbox mark_outbox_mined distilled_sessions "
-    "mark_distilled attempt_states record_attempts rules_path user_rules learned_rules write_learned_rules "
+    "mark_distilled attempt_states record_attempts rules_path user_rules learned_rules "
     "domains projects project_domains rules_fingerprint render_block rules_prompt_block render_candidate "
     "over_budget_domains over_budget_scopes proposal_path write_proposal proposals proposal append_run runs "
     "append_validation validations append_imports imports"
