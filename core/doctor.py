@@ -18,8 +18,8 @@ from typing import Any
 import msgspec
 
 from mecha.core.agents.installed import FoundAgent
+from mecha.core.domain.rules import LEARN_MIN_REFLECTIONS, MAX_ACTIVE_RULES_PER_DOMAIN, routed_domains
 from mecha.core.errors import InvalidStore
-from mecha.core.learning.rules import LEARN_MIN_REFLECTIONS, MAX_ACTIVE_RULES_PER_DOMAIN, routed_domains
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.learning_store import LearningStore
 

@@ -36,11 +36,11 @@ from typing import Any
 
 import msgspec
 
+from mecha.core.domain.rules import Rule, RulesFile
 from mecha.core.gate import candidate
 from mecha.core.gate.appraisal import Affect, Appraisal, Cite, CiteKind
 from mecha.core.gate.goal import GoalKind, GoalRef
 from mecha.core.learning.lessons import LessonsResult
-from mecha.core.learning.rules import Rule, RulesFile
 
 from . import errors as codes
 from . import methods as m

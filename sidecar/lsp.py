@@ -40,6 +40,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import TextDocument
 
+from mecha.core.domain.rules import active_count
 from mecha.core.editor import review, store_view
 from mecha.core.editor.actions import code_actions_for
 from mecha.core.editor.diagnostics import check_document
@@ -48,7 +49,6 @@ from mecha.core.editor.hover import hover_for
 from mecha.core.editor.lenses import document_lenses
 from mecha.core.editor.results import Act, CodeAction, Finding, Scope
 from mecha.core.learning.proposals import PendingSummary, pending_summary, proposal_scope, should_announce
-from mecha.core.learning.rules import active_count
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.learning_store import LearningStore, ReflectionsById, store_identity
 from mecha.core.store.proposal_files import Proposal

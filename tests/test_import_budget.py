@@ -41,7 +41,6 @@ FORBIDDEN_PROJECT = (
     "mecha.core.sessions.shell",
     "mecha.core.learning.learn",
     "mecha.core.learning.reflect",
-    "mecha.core.learning.survey",
     "mecha.core.sessions.survey",
     "mecha.core.store.inbox",
     "mecha.core.learning.proposals",

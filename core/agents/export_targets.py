@@ -50,8 +50,8 @@ from pathlib import Path
 import msgspec
 
 from mecha.core.agents.export import DEFAULT_TARGETS, ExportOutcome, export_block
+from mecha.core.domain.rules import run_domains_including
 from mecha.core.errors import ExportFailed, InvalidInput
-from mecha.core.learning.rules import run_domains_including
 from mecha.core.store.layout import GIT_MARKER, checkout_root, linked_worktrees, project_root
 from mecha.core.store.learning_store import LearningStore
 from mecha.core.store.rules_block import render_rules

@@ -46,14 +46,14 @@ from pathlib import Path
 import msgspec
 
 from mecha.core.agents.installed import is_own_call
+from mecha.core.domain.reflexion import Origin
 from mecha.core.errors import InvalidInput
 from mecha.core.identity import now
-from mecha.core.learning.reflection import Origin
 from mecha.core.learning.scope import project_of_cwd
-from mecha.core.learning.survey import Planned, survey_session
 from mecha.core.sessions.foreign import detect_format, read_session
 from mecha.core.sessions.mining import Intervention, Trigger, Voices
 from mecha.core.sessions.reader import FORMAT_NAMES, ReadSession, TaintPolicy, first_blame
+from mecha.core.sessions.survey import Planned, survey_session
 from mecha.core.sessions.transcript import Message
 from mecha.core.sessions.trust import HeldBack, blockers, held_back
 from mecha.core.store.inbox import SessionEntry, admit_staged, queued_session_ids, stage, staging_dir

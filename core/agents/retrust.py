@@ -35,14 +35,13 @@ from pathlib import Path
 
 import msgspec
 
-from mecha.core.domain.reflexion import Reflexion
+from mecha.core.domain.reflexion import Origin, Reflexion
 from mecha.core.errors import InvalidInput
-from mecha.core.learning.reflection import Origin
 from mecha.core.learning.scope import project_of_cwd
-from mecha.core.learning.survey import Planned, survey_session
 from mecha.core.sessions.foreign import read_session
 from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
 from mecha.core.sessions.reader import TaintPolicy
+from mecha.core.sessions.survey import Planned, survey_session
 from mecha.core.sessions.trust import Reclassified, Trust, Withheld, trusted_since
 from mecha.core.store.inbox import SessionEntry, enqueue, queued_session_ids, queued_sessions
 from mecha.core.store.learning_store import LearningStore

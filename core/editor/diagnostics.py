@@ -18,6 +18,15 @@ from typing import Any
 
 import msgspec
 
+from mecha.core.domain.rules import (
+    MAX_ACTIVE_RULES_PER_DOMAIN,
+    RULES_CHAR_BUDGET,
+    Rule,
+    RulesFile,
+    routed_domains,
+    rule_key,
+    validate_domain,
+)
 from mecha.core.editor.document import Layout, decode_rule, document_lines, scan, section_chars
 from mecha.core.editor.results import (
     ATTRIBUTED_REGRESSIONS,
@@ -38,15 +47,6 @@ from mecha.core.editor.results import (
     PendingProposal,
     Range,
     RuleSpan,
-)
-from mecha.core.learning.rules import (
-    MAX_ACTIVE_RULES_PER_DOMAIN,
-    RULES_CHAR_BUDGET,
-    Rule,
-    RulesFile,
-    routed_domains,
-    rule_key,
-    validate_domain,
 )
 from mecha.core.store.layout import LEARNED_KIND, USER_KIND
 from mecha.core.store.ledger import RuleTally

@@ -33,8 +33,8 @@ from collections.abc import Sequence
 
 import msgspec
 
+from mecha.core.domain.rules import Rule, domain_rules_section
 from mecha.core.editor.results import Range, RuleSpan, TextEdit
-from mecha.core.learning.rules import Rule, domain_rules_section
 
 # ─── Text plumbing ──────────────────────────────────────────────────────────
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from mecha.core.domain.reflexion import Reflexion
+from mecha.core.domain.rules import Rule
 from mecha.core.editor.document import rule_spans, span_at
-from mecha.core.learning.reflection import Reflexion
-from mecha.core.learning.rules import Rule
 from mecha.core.learning.sources import describe_source, describe_tally, no_sources_note, sources_of
 from mecha.core.store.layout import GLOBAL_SCOPE, LEARNED_KIND
 from mecha.core.store.ledger import RuleTally

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from mecha.core.domain.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET, Rule, active_count
 from mecha.core.editor.document import section_chars
 from mecha.core.editor.results import GLOBAL, Act, Lens, Scope
-from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET, Rule, active_count
 from mecha.core.store.layout import USER_KIND, rules_file_name
 from mecha.core.store.rules_text import parse_rules_file
 

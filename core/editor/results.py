@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from mecha.core.learning.rules import Rule
+from mecha.core.domain.rules import Rule
 from mecha.core.store.layout import GLOBAL_SCOPE
 
 # ─── Codes and severities (the contract in editors/README.md) ───────────────

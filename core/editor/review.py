@@ -7,7 +7,7 @@ message of its own.
 
 from __future__ import annotations
 
-from mecha.core.learning.rules import active_count
+from mecha.core.domain.rules import active_count
 from mecha.core.learning.scope import scope_label
 from mecha.core.store.layout import LEARNED_KIND, rules_file_name
 from mecha.core.store.proposal_files import Proposal

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import msgspec
 
+from mecha.core.domain.rules import Rule, active_count
 from mecha.core.editor.results import PendingProposal, Scope
 from mecha.core.learning.proposals import is_pending, numbered_changes, pending_for
-from mecha.core.learning.rules import Rule, active_count
 from mecha.core.learning.scope import scope_label
 from mecha.core.store.layout import project_id, scoped_rules_name, sibling_kind
 from mecha.core.store.learning_store import LearningStore

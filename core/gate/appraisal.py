@@ -74,9 +74,9 @@ from typing import Any, ClassVar, assert_never
 
 import msgspec
 
+from mecha.core.domain.reflexion import Origin
 from mecha.core.gate.goal import GoalRef, de_lenient, de_lenient_vec, goal_dec_hook, goal_enc_hook
 from mecha.core.gate.run import Homeostat
-from mecha.core.learning.reflection import Origin
 from mecha.core.sessions.transcript import Taint
 
 # ─── Magnitudes ─────────────────────────────────────────────────────────────

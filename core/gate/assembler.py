@@ -29,9 +29,9 @@ from mecha.core.gate.appraisal import FULL, HALF, Affect, Agency, Appraisal, Cha
 from mecha.core.gate.goal import GoalRef
 from mecha.core.gate.run import RunStats, StopCause
 from mecha.core.identity import now
-from mecha.core.learning.reflection import classify_origin
 from mecha.core.sessions.mining import DEFAULT_VOICES, Intervention, Trigger, Voices, extract_interventions
 from mecha.core.sessions.outbox import OutboxItem, WritingOutcome
+from mecha.core.sessions.survey import classify_origin
 from mecha.core.sessions.transcript import Message, Taint, TaintCheckpoint, taint_at
 
 # ─── The assembler: an appraisal from records that already exist ───────────

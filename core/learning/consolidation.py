@@ -21,10 +21,12 @@ from typing import Annotated
 
 import msgspec
 
+from mecha.core.domain.reflexion import Evidence, Reflexion
+from mecha.core.domain.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Refusal, Rule, RuleDrop, rule_key
 from mecha.core.errors import UnusableReply
 from mecha.core.learning.framing import learner_scope, scope_words
 from mecha.core.learning.personal import describe_findings, find_personal_data, redact_personal_data
-from mecha.core.learning.reflection import REFLECTOR_EXAMPLES, Evidence, Reflexion
+from mecha.core.learning.reflection import REFLECTOR_EXAMPLES
 from mecha.core.learning.replies import (
     ReplyContract,
     complete_within_budget,
@@ -34,7 +36,6 @@ from mecha.core.learning.replies import (
     refuse_unusable,
     reply_budget,
 )
-from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Refusal, Rule, RuleDrop, rule_key
 from mecha.core.learning.sense import near_identical, platitude_reason, shares_content
 from mecha.core.providers.base import CompletionRequest, Provider
 from mecha.core.sessions.mining import CONTEXT_BUDGET, bound_text

@@ -22,13 +22,8 @@ from collections.abc import Collection, Sequence
 
 import msgspec
 
-from mecha.core.errors import InvalidInput, ModelFailure
-from mecha.core.identity import mint_proposal_id, mint_run_id, now
-from mecha.core.learning.consolidation import PERSON_BUDGET, GatedSet, Learner, gate_learned_set, refusals_summary
-from mecha.core.learning.proposals import pending_in, rejected_alike
-from mecha.core.learning.reflect import Progress, quiet
-from mecha.core.learning.reflection import Reflexion
-from mecha.core.learning.rules import (
+from mecha.core.domain.reflexion import Reflexion
+from mecha.core.domain.rules import (
     LEARN_MIN_REFLECTIONS,
     MAX_ACTIVE_RULES_PER_DOMAIN,
     RUN_DOMAINS,
@@ -40,6 +35,11 @@ from mecha.core.learning.rules import (
     rule_key,
     validate_domain,
 )
+from mecha.core.errors import InvalidInput, ModelFailure
+from mecha.core.identity import mint_proposal_id, mint_run_id, now
+from mecha.core.learning.consolidation import PERSON_BUDGET, GatedSet, Learner, gate_learned_set, refusals_summary
+from mecha.core.learning.proposals import pending_in, rejected_alike
+from mecha.core.learning.reflect import Progress, quiet
 from mecha.core.learning.scope import scope_label
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 from mecha.core.store.ledger import LeapRun

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 
 import msgspec
 
-from mecha.core.learning.reflection import REFLECTOR_EXAMPLES, Evidence, FoundAt, Origin, Reflexion
+from mecha.core.domain.reflexion import Evidence, FoundAt, Origin, Reflexion
+from mecha.core.learning.reflection import REFLECTOR_EXAMPLES
 from mecha.core.learning.replies import no_lesson_reason
 from mecha.core.sessions.mining import Trigger
 from mecha.core.store.layout import GLOBAL_SCOPE

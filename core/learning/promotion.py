@@ -30,9 +30,9 @@ from collections.abc import Sequence
 
 import msgspec
 
+from mecha.core.domain.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule, active_count, budget_refuses, rule_key
 from mecha.core.errors import InvalidInput, Stale
 from mecha.core.identity import mint_proposal_id, now
-from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule, active_count, budget_refuses, rule_key
 from mecha.core.learning.scope import new_rules, promotion_candidates, scope_label
 from mecha.core.store.layout import LEARNED_KIND
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus

@@ -20,10 +20,10 @@ from collections.abc import Collection, Sequence
 
 import msgspec
 
+from mecha.core.domain.rules import LeftOut, Rule, active_count, validate_domain
 from mecha.core.errors import InvalidInput, InvalidStore, NotFound, NotPending
 from mecha.core.identity import mint_proposal_id, mint_run_id, now
 from mecha.core.learning import promotion
-from mecha.core.learning.rules import LeftOut, Rule, active_count, validate_domain
 from mecha.core.learning.scope import scope_label
 from mecha.core.learning.sources import (
     ADDED,

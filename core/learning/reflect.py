@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from mecha.core.domain.reflexion import Evidence, FoundAt, Origin, Reflexion
 from mecha.core.errors import ModelFailure, NoModel, UnusableReply
 from mecha.core.identity import mint_reflexion_id, now
-from mecha.core.learning.reflection import Evidence, FoundAt, Origin, Reflector, Reflexion
+from mecha.core.learning.reflection import Reflector
 from mecha.core.learning.skips import go_ahead_reason
-from mecha.core.learning.survey import Planned
+from mecha.core.sessions.survey import Planned
 from mecha.core.store.inbox import DraftEntry, InboxEntry, SessionEntry, claim_all, entry_decoder, release, set_aside
 from mecha.core.store.learning_store import MAX_UNUSABLE_ANSWERS, Attempt, AttemptKind, AttemptState, LearningStore
 

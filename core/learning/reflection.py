@@ -23,10 +23,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from mecha.core.domain.reflexion import Evidence as Evidence
-from mecha.core.domain.reflexion import FoundAt as FoundAt
-from mecha.core.domain.reflexion import Origin as Origin
-from mecha.core.domain.reflexion import Reflexion as Reflexion
+from mecha.core.domain.reflexion import Evidence, Origin, Reflexion
 from mecha.core.errors import UnusableReply
 from mecha.core.identity import mint_reflexion_id, now
 from mecha.core.learning.framing import reflector_scope
@@ -42,8 +39,6 @@ from mecha.core.learning.replies import (
 from mecha.core.providers.base import CompletionRequest, Provider
 from mecha.core.sessions.mining import INTERVENTION_BUDGET, Intervention, Trigger, bound_text
 from mecha.core.sessions.provenance import WITHHELD_AFTERMATH, WITHHELD_CONTEXT
-from mecha.core.sessions.survey import classify_origin as classify_origin
-from mecha.core.sessions.survey import evidence_for as evidence_for
 
 log = logging.getLogger(__name__)
 

@@ -28,8 +28,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 
+from mecha.core.domain.rules import Rule, rule_key
 from mecha.core.errors import InvalidInput
-from mecha.core.learning.rules import Rule, rule_key
 from mecha.core.store.layout import GLOBAL_SCOPE, project_root, root_problem
 
 

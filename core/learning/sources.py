@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from mecha.core.learning.rules import Rule, RuleDrop
+from mecha.core.domain.rules import Rule, RuleDrop
 from mecha.core.sessions.mining import bound_text
 from mecha.core.store.ledger import RuleTally
 
 if TYPE_CHECKING:
     # Annotations only: the wire module imports this one on the harness's
     # cold path, which must not load the reflector (and its providers).
-    from mecha.core.learning.reflection import Reflexion
+    from mecha.core.domain.reflexion import Reflexion
 
 #: How much of the person's words one source carries: enough to recognise
 #: the moment, bounded like every other excerpt a client is sent.

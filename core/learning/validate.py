@@ -49,13 +49,13 @@ from typing import Annotated
 
 import msgspec
 
+from mecha.core.domain.reflexion import Origin, Reflexion
+from mecha.core.domain.rules import Rule, run_domains_including, validate_domain
 from mecha.core.errors import InvalidInput, NotPending
 from mecha.core.identity import now
 from mecha.core.learning.holdout import HOLDOUT_IN as HOLDOUT_IN  # the split, re-exported for readers of the plan
 from mecha.core.learning.holdout import in_holdout
-from mecha.core.learning.reflection import Origin, Reflexion
 from mecha.core.learning.replies import ReplyContract, reply_fault
-from mecha.core.learning.rules import Rule, run_domains_including, validate_domain
 from mecha.core.learning.sources import describe_verdict
 from mecha.core.providers.base import CompletionRequest, Provider, StopReason
 from mecha.core.sessions.mining import bound_text, locate_followup

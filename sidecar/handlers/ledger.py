@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from mecha.core.domain.reflexion import Origin
+from mecha.core.domain.rules import validate_domain
 from mecha.core.errors import InvalidInput, NotFound
 from mecha.core.learning.lessons import ALL, LessonCounts, LessonsResult, list_lessons
 from mecha.core.learning.proposals import rule_sources as sources
-from mecha.core.learning.reflection import Origin
-from mecha.core.learning.rules import validate_domain
 from mecha.core.learning.scope import resolve_project
 from mecha.core.learning.sources import describe_tally
 from mecha.core.store.layout import GLOBAL_SCOPE

@@ -3,9 +3,9 @@ and the list of passes and their state."""
 
 from __future__ import annotations
 
+from mecha.core.domain.rules import validate_domain
 from mecha.core.errors import InvalidInput, NotFound
 from mecha.core.learning.learn import ALL_SCOPES, near_domain, scopes_ready
-from mecha.core.learning.rules import validate_domain
 from mecha.core.learning.scope import resolve_project
 from mecha.core.learning.validate import no_probe_reason, plan_validation, validate_budget
 from mecha.core.store import jobs as jobs_mod

@@ -10,11 +10,11 @@ from __future__ import annotations
 import logging
 
 from mecha.core.agents.export_targets import configured_targets, export_all, store_projects
+from mecha.core.domain.rules import validate_domain
 from mecha.core.errors import InvalidInput
 from mecha.core.learning.proposals import accept as accept_it
 from mecha.core.learning.proposals import list_proposals, proposal_changes_in, proposal_diff, proposal_scope, reject_proposal
 from mecha.core.learning.proposals import propose_retirement as propose
-from mecha.core.learning.rules import validate_domain
 from mecha.core.learning.sources import with_measurements
 from mecha.core.learning.validate import proposal_verdict
 from mecha.core.providers.config import default_config_path

@@ -14,8 +14,8 @@ from typing import Any
 
 import msgspec
 
+from mecha.core.domain.rules import MAX_ACTIVE_RULES_PER_DOMAIN, active_count, run_domains_including, validate_domain
 from mecha.core.errors import InvalidStore
-from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, active_count, run_domains_including, validate_domain
 from mecha.core.store import blockcache
 from mecha.core.store.layout import RACY_FINE_NS, racy_until
 from mecha.core.store.learning_store import LearningStore

@@ -12,14 +12,14 @@ import msgspec
 
 from mecha.core.agents import importing
 from mecha.core.agents.retrust import reclassify
+from mecha.core.domain.reflexion import Origin
 from mecha.core.errors import InvalidInput
 from mecha.core.identity import validate_record_id
 from mecha.core.learning.holdout import in_holdout, keep_transcript
-from mecha.core.learning.reflection import Origin
 from mecha.core.learning.scope import resolve_project
-from mecha.core.learning.survey import survey_draft
 from mecha.core.sessions import trust as standing
 from mecha.core.sessions.foreign import policy_with
+from mecha.core.sessions.survey import survey_draft
 from mecha.core.sessions.trust import unknown_summary
 from mecha.core.store.inbox import DraftEntry, HandOver, PassAfter, hand_over, pass_after_queue, session_entry
 from mecha.protocol import methods as m

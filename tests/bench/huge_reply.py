@@ -90,8 +90,8 @@ def seed_store(root: Path, words: str = "Only touch the docs folder.") -> None:
 def seed_learn_store(root: Path) -> None:
     """A store holding two learnable reflections for the learn pass, and
     the job record a sidecar writes before it spawns the pass."""
+    from mecha.core.domain.reflexion import Origin, Reflexion
     from mecha.core.identity import now
-    from mecha.core.learning.reflection import Origin, Reflexion
     from mecha.core.store import jobs as jobs_mod
     from mecha.core.store.learning_store import LearningStore
 

@@ -51,8 +51,8 @@ def _content_words(text: str) -> set[str]:
 
 
 def _kept(rule_text: str, cited: list[str], examples: list[str]) -> bool:
+    from mecha.core.domain.rules import rule_key
     from mecha.core.learning.replies import not_an_instruction_reason
-    from mecha.core.learning.rules import rule_key
 
     if rule_key(rule_text) in {rule_key(e) for e in examples}:
         return True
@@ -62,9 +62,9 @@ def _kept(rule_text: str, cited: list[str], examples: list[str]) -> bool:
 
 
 async def _ask(learner, pool: list[str], live_texts: list[str]):
+    from mecha.core.domain.reflexion import Origin, Reflexion
+    from mecha.core.domain.rules import Rule
     from mecha.core.identity import now
-    from mecha.core.learning.reflection import Origin, Reflexion
-    from mecha.core.learning.rules import Rule
 
     batch = [
         Reflexion(id=f"bench-{i}", domain="behavior", session_id="bench", trigger="steer", context="editing",

@@ -99,7 +99,7 @@ def test_project_scope_installs_into_the_repositorys_skills_folder_which_codex_l
 def test_codexs_notice_offers_the_review_skill_installed_in_the_repository(env, store_dir, tmp_path):
     # Pins: skills installed with --scope project, then a notice that never offers them.
     from mecha.core.agents.hooks import HOOK_VERB, MODULE
-    from mecha.core.learning.reflection import Origin, Reflexion
+    from mecha.core.domain.reflexion import Origin, Reflexion
     from mecha.core.store.learning_store import LearningStore
     from tests.model_server import ModelServer, lessons_responder
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mecha.core.learning.reflection import Reflexion
+from mecha.core.domain.reflexion import Reflexion
 from mecha.core.store.learning_store import LearningStore
 from mecha.core.store.ledger import LeapRun
 from mecha.sidecar.clihelp import HIDDEN_VERBS, VERB_DOCS

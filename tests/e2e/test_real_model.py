@@ -20,10 +20,11 @@ import sys
 import time
 from pathlib import Path
 
+from mecha.core.domain.reflexion import Origin, Reflexion
+from mecha.core.domain.rules import Rule
 from mecha.core.identity import now
 from mecha.core.learning.consolidation import LEARNER_CONTRACT
-from mecha.core.learning.reflection import BEHAVIOR_CONTRACT, WRITING_CONTRACT, Origin, Reflexion
-from mecha.core.learning.rules import Rule
+from mecha.core.learning.reflection import BEHAVIOR_CONTRACT, WRITING_CONTRACT
 from mecha.core.store.learning_store import LearningStore
 from mecha.sidecar.localmodel import MODEL_ID, LocalServer
 from tests.builders import write_learned_rules

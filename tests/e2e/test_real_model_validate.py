@@ -19,10 +19,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mecha.core.domain.reflexion import FoundAt, Origin, Reflexion
+from mecha.core.domain.rules import Rule
 from mecha.core.gate.candidate import is_holdout
 from mecha.core.identity import now
-from mecha.core.learning.reflection import FoundAt, Origin, Reflexion
-from mecha.core.learning.rules import Rule
 from mecha.core.learning.validate import HOLDOUT_IN, JUDGE_CONTRACT, probe_outcome
 from mecha.core.sessions.foreign import read_session
 from mecha.core.sessions.mining import locate_followup

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mecha.core.learning.rules import Rule
+from mecha.core.domain.rules import Rule
 from mecha.core.store.learning_store import LearningStore
 from tests import builders
 

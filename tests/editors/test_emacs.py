@@ -33,8 +33,8 @@ from typing import Any
 
 import pytest
 
+from mecha.core.domain.rules import Rule
 from mecha.core.identity import mint_proposal_id, now
-from mecha.core.learning.rules import Rule
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 from tests.realparts import manifest
 

@@ -37,8 +37,8 @@ from typing import Any
 import msgspec
 import pytest
 
+from mecha.core.domain.rules import Rule
 from mecha.core.identity import mint_proposal_id, now
-from mecha.core.learning.rules import Rule
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 
 REPO = Path(__file__).resolve().parents[2]

@@ -35,8 +35,8 @@ from typing import Any
 
 import pytest
 
+from mecha.core.domain.rules import Rule
 from mecha.core.identity import mint_proposal_id, now
-from mecha.core.learning.rules import Rule
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 from tests.model_server import ModelServer, lessons_responder
 from tests.realparts import manifest
@@ -84,7 +84,7 @@ def build_store(root: Path) -> tuple[LearningStore, Proposal]:
     """A store whose learned `behavior` file holds a duplicate rule, with a
     pending proposal (the live rules plus one) and reflections a learn pass
     can learn from."""
-    from mecha.core.learning.reflection import Origin, Reflexion
+    from mecha.core.domain.reflexion import Origin, Reflexion
 
     store = LearningStore.open(root)
     (root / "rules" / "behavior.learned.toml").write_text(LEARNED, encoding="utf-8")

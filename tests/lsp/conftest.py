@@ -38,8 +38,8 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.checks import LspSpecificationWarning
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
-from mecha.core.learning.reflection import Reflexion
-from mecha.core.learning.rules import Rule
+from mecha.core.domain.reflexion import Reflexion
+from mecha.core.domain.rules import Rule
 from mecha.core.store.layout import rules_file_name
 from mecha.core.store.learning_store import LearningStore, Proposal
 from mecha.core.store.ledger import REGRESSED, ValidationRecord

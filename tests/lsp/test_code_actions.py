@@ -503,7 +503,7 @@ async def test_a_retired_rule_left_enabled_gets_enabled_false(client: MechaClien
 async def test_over_the_cap_or_the_budget_offers_learn_now_for_the_domain(client: MechaClient, store: Store) -> None:
     # Pins: a domain over its limits with nothing to do about it but hand-edit;
     # the fix starts a pass, whose consolidation is a proposal to review.
-    from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET
+    from mecha.core.domain.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET
 
     many = [rule(f"Rule number {i} about topic {i}", f"r-{i}") for i in range(MAX_ACTIVE_RULES_PER_DOMAIN + 1)]
     learned = store.learned("behavior", many)

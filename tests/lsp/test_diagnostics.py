@@ -10,7 +10,7 @@ from typing import Any
 
 from lsprotocol import types as lsp
 
-from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET
+from mecha.core.domain.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET
 from tests.builders import rule
 
 from .conftest import MechaClient, Store, has_code

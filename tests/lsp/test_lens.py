@@ -7,7 +7,7 @@ import asyncio
 
 from lsprotocol import types as lsp
 
-from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET, domain_rules_section
+from mecha.core.domain.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET, domain_rules_section
 from tests.builders import rule
 
 from .conftest import MechaClient, Store

@@ -14,12 +14,12 @@ import msgspec
 import pytest
 from jsonschema import Draft202012Validator
 
+from mecha.core.domain.reflexion import Origin
 from mecha.core.gate.appraisal import Affect, Agency, Appraisal, Channel, Cite, GoalError, appraisal_to_builtins
 from mecha.core.gate.assembler import appraise_session
 from mecha.core.gate.candidate import Disposition, Judgement, Tally
 from mecha.core.gate.goal import GoalRef
 from mecha.core.gate.run import Homeostat, RunStats
-from mecha.core.learning.reflection import Origin
 from mecha.core.sessions.files import samples_dir
 from mecha.core.sessions.transcript import Taint
 from mecha.core.store.jobs import Job

@@ -60,9 +60,9 @@ from typing import Any
 
 import msgspec
 
+from mecha.core.domain.rules import Rule
 from mecha.core.errors import LearningError
 from mecha.core.identity import mint_job_id, now
-from mecha.core.learning.rules import Rule
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.learning_store import LearningStore, ProposalStatus
 from mecha.core.store.ledger import ValidationRecord

@@ -454,7 +454,7 @@ def persons_file(rng: random.Random) -> bytes:
 
 def run_export(fz: Fuzzer, case: int, rng: random.Random) -> None:
     from mecha.core.agents.export import BOM, _marker_lines, export_block
-    from mecha.core.learning.rules import Rule
+    from mecha.core.domain.rules import Rule
     from mecha.core.store.learning_store import LearningStore
 
     store = LearningStore(fz.root)

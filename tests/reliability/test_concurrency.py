@@ -31,11 +31,11 @@ from typing import Any
 
 import pytest
 
+from mecha.core.domain.reflexion import Reflexion
+from mecha.core.domain.rules import Rule
 from mecha.core.identity import now
 from mecha.core.learning.learn import learnable_pool
 from mecha.core.learning.proposals import accept_proposal, propose_retirement
-from mecha.core.learning.reflection import Reflexion
-from mecha.core.learning.rules import Rule
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.inbox import enqueue, inbox_dir, session_entry

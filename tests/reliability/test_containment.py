@@ -34,9 +34,10 @@ from typing import Any
 import msgspec
 import pytest
 
+from mecha.core.domain.reflexion import Reflexion
 from mecha.core.errors import InvalidInput, InvalidStore, LearningError
 from mecha.core.learning.reflect import reflect_inbox
-from mecha.core.learning.reflection import Reflector, Reflexion
+from mecha.core.learning.reflection import Reflector
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.learning_store import LearningStore
 from mecha.core.store.ledger import LeapRun

@@ -38,12 +38,12 @@ from typing import Any
 import msgspec
 import pytest
 
+from mecha.core.domain.reflexion import Reflexion
+from mecha.core.domain.rules import Rule
 from mecha.core.identity import now
 from mecha.core.learning.learn import learnable_pool
-from mecha.core.learning.reflection import Reflexion
-from mecha.core.learning.rules import Rule
-from mecha.core.learning.survey import survey_draft
 from mecha.core.sessions.outbox import OutboxItem
+from mecha.core.sessions.survey import survey_draft
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.inbox import DraftEntry, enqueue, session_entry

@@ -38,15 +38,16 @@ from typing import Any
 import msgspec
 import pytest
 
+from mecha.core.domain.reflexion import Evidence, Origin
 from mecha.core.learning.consolidation import Learner
 from mecha.core.learning.learn import learn_domain, learn_refusal
 from mecha.core.learning.proposals import accept_proposal
 from mecha.core.learning.reflect import reflect_inbox
-from mecha.core.learning.reflection import Evidence, Origin, Reflector
-from mecha.core.learning.survey import survey_draft, survey_session
+from mecha.core.learning.reflection import Reflector
 from mecha.core.providers import provider_from_config
 from mecha.core.sessions.foreign import read_session
 from mecha.core.sessions.outbox import OutboxItem
+from mecha.core.sessions.survey import survey_draft, survey_session
 from mecha.core.sessions.transcript import Message, Taint, TaintCheckpoint
 from mecha.core.store.inbox import DraftEntry, enqueue, session_entry
 from mecha.core.store.learning_store import LearningStore

@@ -34,9 +34,9 @@ from typing import Any
 import pytest
 
 from mecha.core.agents.export import BEGIN_MARKER, BOM, END_MARKER, _marker_lines, export_block
-from mecha.core.learning.reflection import Origin
-from mecha.core.learning.survey import survey_session
+from mecha.core.domain.reflexion import Origin
 from mecha.core.sessions.foreign import read_session
+from mecha.core.sessions.survey import survey_session
 from mecha.core.store.inbox import enqueue, session_entry
 from mecha.core.store.learning_store import LearningStore
 from tests.core.ccfixture import Claude, Codex, text, use

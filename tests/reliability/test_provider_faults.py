@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
+from mecha.core.domain.rules import Rule
 from mecha.core.identity import now
 from mecha.core.learning.learn import learnable_pool
-from mecha.core.learning.rules import Rule
 from mecha.core.sessions.mining import INTERVENTION_BUDGET
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
 from mecha.core.store import jobs as jobs_mod

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from mecha.core.learning.rules import Rule
+from mecha.core.domain.rules import Rule
 from mecha.core.store.learning_store import LearningStore
 from tests import builders
 from tests.builders import write_learned_rules

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mecha.core.learning.reflection import Origin, Reflexion
-from mecha.core.learning.rules import Rule
+from mecha.core.domain.reflexion import Origin, Reflexion
+from mecha.core.domain.rules import Rule
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 from tests import builders
 from tests.builders import rule

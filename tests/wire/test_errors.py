@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mecha.core.learning.reflection import Origin
+from mecha.core.domain.reflexion import Origin
 from mecha.core.store.learning_store import ProposalStatus
 from mecha.core.store.ledger import IMPROVED
 from mecha.protocol import errors as codes

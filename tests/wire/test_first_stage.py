@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN
+from mecha.core.domain.rules import MAX_ACTIVE_RULES_PER_DOMAIN
 from mecha.core.sessions.files import samples_dir
 from mecha.core.store import blockcache
 from mecha.core.store.layout import is_racy, rules_fingerprint

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mecha.core.learning.reflection import Evidence, FoundAt, Origin, Reflexion
+from mecha.core.domain.reflexion import Evidence, FoundAt, Origin, Reflexion
 from mecha.core.store.learning_store import LearningStore
 from tests import builders
 

@@ -15,10 +15,11 @@ from typing import Any
 import msgspec
 import pytest
 
+from mecha.core.domain.reflexion import Origin
+from mecha.core.domain.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_BLOCK_HEADING, RULES_BLOCK_PREAMBLE
 from mecha.core.gate.candidate import MIN_HOLDOUT_PAIRS, MIN_SELECTION_PAIRS, is_holdout
-from mecha.core.learning.reflection import Origin
-from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_BLOCK_HEADING, RULES_BLOCK_PREAMBLE, rules_hash
 from mecha.core.store.learning_store import ProposalStatus
+from mecha.core.store.rules_block import rules_hash
 from tests import builders
 from tests.builders import write_learned_rules
 

@@ -12,8 +12,8 @@ import pytest
 from mecha.core.agents import export as export_mod
 from mecha.core.agents.export import BEGIN_MARKER, END_MARKER, NO_RULES, export_block, splice
 from mecha.core.agents.export_targets import configured_targets
+from mecha.core.domain.rules import Rule
 from mecha.core.errors import ExportFailed, InvalidInput
-from mecha.core.learning.rules import Rule
 from mecha.core.store.learning_store import LearningStore
 from tests.builders import write_learned_rules
 from tests.reliability.test_read_only import read_only

@@ -17,8 +17,8 @@ from mecha.core.agents.export_targets import (
     scope_targets,
     target_for_file,
 )
+from mecha.core.domain.rules import Rule
 from mecha.core.errors import InvalidInput
-from mecha.core.learning.rules import Rule
 from mecha.core.store.learning_store import LearningStore
 from tests.builders import write_learned_rules
 

@@ -12,8 +12,9 @@ from typing import Any
 
 from mecha.core.agents.importing import import_sessions
 from mecha.core.agents.retrust import reclassify, withheld
+from mecha.core.domain.reflexion import Origin
 from mecha.core.learning.reflect import WITHHELD_LESSON, reflect_inbox
-from mecha.core.learning.reflection import Origin, Reflector
+from mecha.core.learning.reflection import Reflector
 from mecha.core.providers import provider_from_config
 from mecha.core.sessions.mining import DEFAULT_VOICES
 from mecha.core.sessions.trust import add_trust, load_trust

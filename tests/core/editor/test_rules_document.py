@@ -17,6 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mecha.core.domain.reflexion import Reflexion
+from mecha.core.domain.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET, Rule, RulesFile, rule_key
 from mecha.core.editor.diagnostics import check_document
 from mecha.core.editor.document import apply_edit, rule_spans, span_at
 from mecha.core.editor.edits import toggle_edit
@@ -43,8 +45,6 @@ from mecha.core.editor.results import (
 )
 from mecha.core.editor.store_view import RulesDocument, rules_document_of
 from mecha.core.errors import InvalidStore
-from mecha.core.learning.reflection import Reflexion
-from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_CHAR_BUDGET, Rule, RulesFile, rule_key
 from mecha.core.store.layout import project_id, rules_file_name
 from mecha.core.store.learning_store import parse_rules_file
 from mecha.core.store.ledger import RuleTally

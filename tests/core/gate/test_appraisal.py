@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from msgspec import inspect as mi
 
+from mecha.core.domain.reflexion import Origin
 from mecha.core.errors import InvalidInput, ModelFailure
 from mecha.core.gate.appraisal import (
     SAYS_MORE,
@@ -57,7 +58,6 @@ from mecha.core.gate.assembler import (
 )
 from mecha.core.gate.goal import GoalRef
 from mecha.core.gate.run import Homeostat, RunStats, StopCause
-from mecha.core.learning.reflection import Origin
 from mecha.core.providers.base import CompletionResponse, StopReason
 from mecha.core.sessions.mining import Intervention, Trigger, extract_interventions
 from mecha.core.sessions.outbox import OutboxItem

@@ -9,6 +9,8 @@ import json
 import pytest
 
 import mecha.core.learning.consolidation as consolidation
+from mecha.core.domain.reflexion import Origin, Reflexion
+from mecha.core.domain.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule, finalize_rules
 from mecha.core.errors import UnusableReply
 from mecha.core.learning.consolidation import (
     LEARNER_CONTRACT,
@@ -21,8 +23,6 @@ from mecha.core.learning.consolidation import (
     learner_user_prompt,
     parse_learner_reply,
 )
-from mecha.core.learning.reflection import Origin, Reflexion
-from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule, finalize_rules
 from tests import builders
 from tests.fakes import ScriptedProvider
 

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from mecha.core.domain.reflexion import Evidence, Reflexion
 from mecha.core.learning.consolidation import PROMPT_EXAMPLES, Learner, learner_frames, unusable_rule_set
 from mecha.core.learning.consolidation import parse_learner_reply as parse_rules
 from mecha.core.learning.framing import project_name
@@ -15,9 +16,7 @@ from mecha.core.learning.reflection import (
     BEHAVIOR_CONTRACT,
     LESSON_EXAMPLE,
     NOT_A_LESSON_EXAMPLE,
-    Evidence,
     Reflector,
-    Reflexion,
     View,
     reflector_system,
     reflector_view,

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from mecha.core.domain.reflexion import Evidence
 from mecha.core.learning.consolidation import Learner
 from mecha.core.learning.framing import (
     HOME_FOLDER_WORDS,
@@ -18,7 +19,7 @@ from mecha.core.learning.framing import (
     OUTSIDE_REPOSITORY_WORDS,
     names_the_person,
 )
-from mecha.core.learning.reflection import Evidence, Reflector
+from mecha.core.learning.reflection import Reflector
 from mecha.core.learning.scope import project_of_cwd
 from mecha.core.sessions.mining import Intervention, Trigger
 from tests.fakes import ScriptedProvider

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from mecha.core.domain.reflexion import Origin
+from mecha.core.domain.rules import LEARN_MIN_REFLECTIONS
 from mecha.core.learning.learn import domains_to_learn
-from mecha.core.learning.reflection import Origin
-from mecha.core.learning.rules import LEARN_MIN_REFLECTIONS
 from mecha.core.store.learning_store import LearningStore
 from tests import builders
 from tests.core.learning.test_learn_in_scopes import reflexion

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from mecha.core.domain.reflexion import Origin, Reflexion
+from mecha.core.domain.rules import Rule
 from mecha.core.errors import InvalidInput, ModelFailure, Stale
 from mecha.core.learning.consolidation import Learner
 from mecha.core.learning.learn import learn_domain, learn_refusal, learn_scopes, learnable_pool, scopes_ready
 from mecha.core.learning.proposals import accept, accept_proposal, propose_retirement, reject_proposal
-from mecha.core.learning.reflection import Origin, Reflexion
-from mecha.core.learning.rules import Rule
 from mecha.core.learning.scope import promotion_candidates
 from mecha.core.store.learning_store import LearningStore
 from tests import builders

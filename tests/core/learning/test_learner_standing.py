@@ -5,8 +5,8 @@ through the real Learner, as each request is sent."""
 
 from __future__ import annotations
 
+from mecha.core.domain.reflexion import Evidence, Reflexion
 from mecha.core.learning.consolidation import DOUBTFUL_BELOW, NO_WORDS, Learner, learner_frames
-from mecha.core.learning.reflection import Evidence, Reflexion
 from tests import builders
 from tests.fakes import ScriptedProvider
 

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from mecha.core.domain.reflexion import Reflexion
 from mecha.core.errors import ModelFailure, UnusableReply
 from mecha.core.learning.consolidation import Learner
 from mecha.core.learning.learn import LEARN_BATCH_MAX_REFLECTIONS, learn_batch, learn_domain, learn_refusal
 from mecha.core.learning.reflect import ReflectOutcome, pass_failure, reflect_inbox
-from mecha.core.learning.reflection import Reflector, Reflexion
+from mecha.core.learning.reflection import Reflector
 from mecha.core.providers.base import CompletionRequest, CompletionResponse
 from mecha.core.sessions.mining import INTERVENTION_BUDGET
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint

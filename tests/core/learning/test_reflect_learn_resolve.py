@@ -11,6 +11,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from mecha.core.domain.reflexion import Evidence, Origin, Reflexion
+from mecha.core.domain.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule
 from mecha.core.errors import InvalidInput, ModelFailure, NoModel, NotFound, NotPending, Stale
 from mecha.core.learning.consolidation import Learner
 from mecha.core.learning.learn import learn_domain, learn_refusal, learnable_pool
@@ -22,11 +24,10 @@ from mecha.core.learning.proposals import (
     reject_proposal,
 )
 from mecha.core.learning.reflect import reflect_inbox
-from mecha.core.learning.reflection import Evidence, Origin, Reflector, Reflexion
-from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule
-from mecha.core.learning.survey import survey_draft, survey_session
+from mecha.core.learning.reflection import Reflector
 from mecha.core.sessions.mining import Voices
 from mecha.core.sessions.outbox import OutboxItem
+from mecha.core.sessions.survey import survey_draft, survey_session
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
 from mecha.core.store.inbox import DraftEntry, enqueue, entry_decoder, inbox_dir, list_set_aside, session_entry
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus

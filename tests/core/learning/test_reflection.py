@@ -6,23 +6,20 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from mecha.core.domain.reflexion import Evidence, Origin, Reflexion
 from mecha.core.errors import UnusableReply
 from mecha.core.learning.reflection import (
     BEHAVIOR_CONTRACT,
     REFLECTOR_SYSTEM,
     WRITING_CONTRACT,
     WRITING_REFLECTOR_SYSTEM,
-    Evidence,
-    Origin,
     Reflector,
-    Reflexion,
-    classify_origin,
-    evidence_for,
     reflector_frames,
     reflector_user_prompt,
 )
 from mecha.core.providers.base import CompletionResponse, StopReason
 from mecha.core.sessions.mining import Intervention, Trigger
+from mecha.core.sessions.survey import classify_origin, evidence_for
 from mecha.core.sessions.transcript import Taint
 from tests import builders
 from tests.fakes import ScriptedProvider

@@ -9,11 +9,11 @@ import json
 
 import pytest
 
+from mecha.core.domain.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule
 from mecha.core.errors import UnusableReply
 from mecha.core.learning.consolidation import LEARNER_CONTRACT, Learner, learner_budget
 from mecha.core.learning.reflection import BEHAVIOR_CONTRACT, WRITING_CONTRACT, Reflector
 from mecha.core.learning.replies import THINKING_TOKENS, reply_budget
-from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule
 from mecha.core.providers import OpenAIProvider
 from mecha.core.providers._http import reply_byte_bound
 from mecha.core.sessions.mining import Intervention, Trigger

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from mecha.core.domain.reflexion import Reflexion
+from mecha.core.domain.rules import Rule
 from mecha.core.errors import InvalidInput
 from mecha.core.learning.consolidation import Learner
 from mecha.core.learning.learn import learn_domain
 from mecha.core.learning.proposals import accept, numbered_changes, proposal_changes_in, reject_proposal
-from mecha.core.learning.reflection import Reflexion
-from mecha.core.learning.rules import Rule
 from mecha.core.store.learning_store import LearningStore
 from tests import builders
 from tests.builders import write_learned_rules

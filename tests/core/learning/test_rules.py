@@ -10,8 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mecha.core.errors import InvalidDomain
-from mecha.core.learning.rules import (
+from mecha.core.domain.rules import (
     LEARN_MIN_REFLECTIONS,
     MAX_ACTIVE_RULES_PER_DOMAIN,
     PASS_DOMAINS,
@@ -26,12 +25,13 @@ from mecha.core.learning.rules import (
     domain_rules_section,
     finalize_rules,
     routed_domains,
-    rules_hash,
     run_domains_including,
     strip_rules_block,
     validate_domain,
     wrap_rules_block,
 )
+from mecha.core.errors import InvalidDomain
+from mecha.core.store.rules_block import rules_hash
 
 
 def test_the_constants_hold_their_contract_values():

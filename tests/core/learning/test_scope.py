@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from mecha.core.domain.reflexion import Reflexion
+from mecha.core.domain.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_BLOCK_HEADING, Rule
 from mecha.core.errors import InvalidInput
 from mecha.core.learning.reflect import reflect_inbox
-from mecha.core.learning.reflection import Reflector, Reflexion
-from mecha.core.learning.rules import MAX_ACTIVE_RULES_PER_DOMAIN, RULES_BLOCK_HEADING, Rule
+from mecha.core.learning.reflection import Reflector
 from mecha.core.learning.scope import project_of_cwd, resolve_project
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
 from mecha.core.store.inbox import enqueue, session_entry

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from mecha.core.domain.reflexion import Reflexion
+from mecha.core.domain.rules import Rule
 from mecha.core.learning.consolidation import LearnerAnswer, gate_learned_set, parse_learner_reply
-from mecha.core.learning.reflection import Reflexion
-from mecha.core.learning.rules import Rule
 from mecha.core.learning.sense import near_identical, overlap, platitude_reason, shares_content
 from tests import builders
 

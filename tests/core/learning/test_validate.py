@@ -11,11 +11,11 @@ from typing import Any
 import msgspec
 import pytest
 
+from mecha.core.domain.reflexion import FoundAt, Origin, Reflexion
+from mecha.core.domain.rules import Rule
 from mecha.core.errors import InvalidInput, NotPending
 from mecha.core.gate.candidate import is_holdout
 from mecha.core.identity import now
-from mecha.core.learning.reflection import FoundAt, Origin, Reflexion
-from mecha.core.learning.rules import Rule
 from mecha.core.learning.validate import (
     CALLS_PER_PROBE,
     HOLDOUT_IN,

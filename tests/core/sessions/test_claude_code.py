@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from mecha.core.domain.reflexion import Origin
 from mecha.core.errors import InvalidInput
-from mecha.core.learning.reflection import Origin
-from mecha.core.learning.survey import survey_session
 from mecha.core.sessions.claude_code import read_claude_code
 from mecha.core.sessions.foreign import HARNESS_VOICE_PROFILES, detect_format, read_session
 from mecha.core.sessions.mining import DENIAL_PREFIX, Trigger, Voices, extract_interventions
+from mecha.core.sessions.survey import survey_session
 from tests.core.ccfixture import REJECTION, Claude, text, use
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "claude-code" / "projects"

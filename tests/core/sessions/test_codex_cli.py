@@ -7,12 +7,12 @@ import json
 
 import pytest
 
+from mecha.core.domain.reflexion import Origin
 from mecha.core.errors import InvalidInput
-from mecha.core.learning.reflection import Origin
-from mecha.core.learning.survey import survey_session
 from mecha.core.sessions.codex_cli import read_codex
 from mecha.core.sessions.foreign import HARNESS_VOICE_PROFILES, detect_format
 from mecha.core.sessions.mining import Trigger, Voices
+from mecha.core.sessions.survey import survey_session
 from tests.core.ccfixture import Codex
 
 VOICES = Voices(harness_prefixes=HARNESS_VOICE_PROFILES["codex"])

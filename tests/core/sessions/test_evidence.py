@@ -3,11 +3,11 @@ met in real Claude Code sessions, read through the real reader and miner."""
 
 from __future__ import annotations
 
-from mecha.core.learning.survey import survey_session
 from mecha.core.sessions.claude_code import read_claude_code
 from mecha.core.sessions.evidence import ContextPieces, evidence_context, gather_context, render_call
 from mecha.core.sessions.foreign import HARNESS_VOICE_PROFILES
 from mecha.core.sessions.mining import CONTEXT_BUDGET, DENIAL_PREFIX, Trigger, Voices, context_sources
+from mecha.core.sessions.survey import survey_session
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
 from tests.core.ccfixture import REJECTION, Claude, text, use
 

@@ -13,10 +13,10 @@ from mecha.core.errors import NoModel
 from mecha.core.learning.reflect import reflect_inbox
 from mecha.core.learning.reflection import Reflector
 from mecha.core.learning.skips import go_ahead_reason
-from mecha.core.learning.survey import survey_session
 from mecha.core.sessions.claude_code import read_claude_code
 from mecha.core.sessions.foreign import HARNESS_VOICE_PROFILES
 from mecha.core.sessions.mining import Intervention, Trigger, Voices, extract_interventions
+from mecha.core.sessions.survey import survey_session
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
 from mecha.core.store.attempts import Attempt
 from mecha.core.store.inbox import enqueue, session_entry

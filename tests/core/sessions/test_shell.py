@@ -8,9 +8,8 @@ from collections import Counter
 
 import pytest
 
+from mecha.core.domain.reflexion import Origin
 from mecha.core.errors import InvalidInput
-from mecha.core.learning.reflection import Origin
-from mecha.core.learning.survey import survey_session
 from mecha.core.sessions.claude_code import CLAUDE_POLICY, read_claude_code
 from mecha.core.sessions.codex_cli import CODEX_POLICY, read_codex
 from mecha.core.sessions.shell import (
@@ -23,6 +22,7 @@ from mecha.core.sessions.shell import (
     command_stays_local,
     judge_command,
 )
+from mecha.core.sessions.survey import survey_session
 from mecha.core.sessions.transcript import Taint
 from tests.core.ccfixture import Claude, Codex, text, use
 from tests.core.shellcorpus import BROKEN, LOCAL, REMOTE, corpus

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from mecha.core.learning.reflection import Origin
-from mecha.core.learning.survey import survey_session
+from mecha.core.domain.reflexion import Origin
 from mecha.core.sessions.foreign import read_session
+from mecha.core.sessions.survey import survey_session
 from tests.core.ccfixture import Claude, Codex, text, use
 
 SESSION = "dddd0001-1111-4222-8333-444455556666"

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from mecha.core.domain.reflexion import Origin
 from mecha.core.errors import InvalidInput
-from mecha.core.learning.reflection import Origin
-from mecha.core.learning.survey import survey_session
 from mecha.core.sessions.foreign import policy_with, read_session
+from mecha.core.sessions.survey import survey_session
 from mecha.core.sessions.trust import Trust, add_trust, check_entry, load_trust, remove_trust
 from tests.core.ccfixture import Claude, Codex, text, use
 

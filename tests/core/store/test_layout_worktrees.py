@@ -24,10 +24,10 @@ from mecha.core.agents.export_targets import (
     target_for_file,
 )
 from mecha.core.agents.hooks import settings_path
+from mecha.core.domain.rules import Rule
 from mecha.core.learning.learn import scopes_ready
 from mecha.core.learning.reflect import reflect_inbox
 from mecha.core.learning.reflection import Reflector
-from mecha.core.learning.rules import Rule
 from mecha.core.learning.scope import project_of_cwd
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
 from mecha.core.store.inbox import enqueue, session_entry

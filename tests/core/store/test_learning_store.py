@@ -22,17 +22,16 @@ from typing import Any
 import msgspec
 import pytest
 
-from mecha.core.errors import Ambiguous, InvalidDomain, InvalidInput, InvalidStore, NotFound
-from mecha.core.learning.reflection import Origin, Reflexion
-from mecha.core.learning.rules import (
+from mecha.core.domain.reflexion import Origin, Reflexion
+from mecha.core.domain.rules import (
     MAX_ACTIVE_RULES_PER_DOMAIN,
     RULES_BLOCK_HEADING,
     RUN_DOMAINS,
     Rule,
     domain_rules_section,
-    rules_hash,
     wrap_rules_block,
 )
+from mecha.core.errors import Ambiguous, InvalidDomain, InvalidInput, InvalidStore, NotFound
 from mecha.core.store.learning_store import (
     LearningStore,
     Proposal,
@@ -42,6 +41,7 @@ from mecha.core.store.learning_store import (
     render_learned_toml,
 )
 from mecha.core.store.ledger import LeapRun, ValidationRecord
+from mecha.core.store.rules_block import rules_hash
 from tests import builders
 from tests.builders import write_learned_rules
 

@@ -13,7 +13,6 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from mecha.core.learning.rules import rules_hash
 from mecha.core.store.learning_store import LearningStore
 from mecha.core.store.ledger import (
     IMPROVED,
@@ -25,6 +24,7 @@ from mecha.core.store.ledger import (
     ValidationRecord,
     rule_tallies,
 )
+from mecha.core.store.rules_block import rules_hash
 
 
 @pytest.fixture
