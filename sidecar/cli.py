@@ -542,7 +542,10 @@ def _proposals(ctx: Any, args: argparse.Namespace) -> int:
         _emit(args, result, humane.proposals)
         return 0
     if not args.id:
-        raise ValueError(f"proposals {args.action} needs a proposal id (or a unique prefix)")
+        pending = call(ctx, "mecha/proposals", {"status": "pending", "domain": args.domain})["proposals"]
+        ids = ", ".join(q["id"] for q in pending[:5]) + (", …" if len(pending) > 5 else "")
+        waiting = f"pending now: {ids}" if pending else "none is pending (`mecha-sidecar learn` files one)"
+        raise ValueError(f"proposals {args.action} needs a proposal id (or a unique prefix); {waiting}")
     if args.action == "show":
         result = call(ctx, "mecha/proposal", {"id": args.id})
         _emit(args, result, humane.proposal_with_diff)

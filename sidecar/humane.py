@@ -110,7 +110,7 @@ def accepted(r: dict[str, Any]) -> str:
         lines.append(
             "  no CLAUDE.md or AGENTS.md was changed: no export is configured. "
             f"`mecha-sidecar export claude{project}` writes the rules there now "
-            "([export] claude = true in ~/.mecha/sidecar.toml does it on every accept)"
+            f"([export] claude = true in {_config_file()} does it on every accept)"
         )
     for q in r.get("promotions") or []:
         lesson = "; ".join(x["text"] for x in q["rules"][len(q["rules_before"]):])
@@ -252,7 +252,15 @@ def job_line(j: dict[str, Any], *, full: bool = True) -> str:
         if rest.strip() and not full:
             text += " (the whole of it: mecha-sidecar jobs --json)"
     if j.get("proposal_id"):
-        text += f" [proposal {j['proposal_id']}] — review it: mecha-sidecar proposals show {j['proposal_id']}"
+        import re
+
+        # A pass over several scopes may file one proposal each: the job
+        # keeps the first, its outcome names them all.
+        filed = set(re.findall(r"\bproposal (\d{8}T\d{6}-[0-9a-f]{8})\b", outcome)) | {j["proposal_id"]}
+        if len(filed) > 1:
+            text += f" [{len(filed)} proposals] — review them: mecha-sidecar proposals list --status pending"
+        else:
+            text += f" [proposal {j['proposal_id']}] — review it: mecha-sidecar proposals show {j['proposal_id']}"
     return text
 
 
@@ -536,3 +544,16 @@ def exports(r: dict[str, Any]) -> str:
             state = "rules section written" if e["changed"] else "already up to date"
         lines.append(f"{e['path']}: {state} ({where})")
     return "\n".join(lines)
+
+
+def _config_file() -> str:
+    """The config file this process reads, as a person would type it."""
+    from pathlib import Path
+
+    from mecha.core.providers.config import default_config_path
+
+    path = default_config_path()
+    try:
+        return "~/" + str(path.relative_to(Path.home()))
+    except ValueError:
+        return str(path)

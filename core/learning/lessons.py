@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import msgspec
 
 from mecha.core.domain.reflexion import Evidence, FoundAt, Origin, Reflexion
+from mecha.core.learning.reflect import was_withheld
 from mecha.core.learning.reflection import REFLECTOR_EXAMPLES
 from mecha.core.learning.replies import no_lesson_reason
 from mecha.core.sessions.mining import Trigger
@@ -97,7 +98,12 @@ def why_not_learnable(r: Reflexion) -> str | None:
             "third-party content (a web page, a fetched file, another agent's report, a command not known "
             "to stay on this machine) was in the conversation at that moment, or its taint was not recorded"
         )
-    shown = "only the person's words were shown to the reflector" if r.evidence is Evidence.INTERVENTION_ONLY else ""
+    if was_withheld(r):
+        shown = "the reflector was not asked: nothing it could answer would be learnable"
+    elif r.evidence is Evidence.INTERVENTION_ONLY:
+        shown = "only the person's words were shown to the reflector"
+    else:
+        shown = ""
     return why + (f"; {shown}" if shown else "")
 
 

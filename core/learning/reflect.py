@@ -57,6 +57,8 @@ class ReflectOutcome(msgspec.Struct):
     skipped_no_lesson: int = 0
     #: Bare go-aheads skipped by rule, with no model call (`skips`).
     skipped_by_rule: int = 0
+    #: Untrusted interventions recorded without a model call (`asks_the_model`).
+    withheld: int = 0
     #: Entries handed back to the inbox with work still pending.
     failed: int = 0
     #: Unusable answers this pass (each leaves its intervention pending).
@@ -82,6 +84,11 @@ class ReflectOutcome(msgspec.Struct):
             parts.append(f"{self.skipped_no_lesson} intervention(s) with nothing to learn")
         if self.skipped_by_rule:
             parts.append(f"{self.skipped_by_rule} bare go-ahead(s) skipped without a model call")
+        if self.withheld:
+            parts.append(
+                f"{self.withheld} untrusted intervention(s) recorded without a model call "
+                "(`mecha-sidecar lessons` says what held each back)"
+            )
         if self.skipped_already_mined:
             parts.append(f"{self.skipped_already_mined} already mined, skipped")
         if self.unusable:
@@ -238,6 +245,12 @@ def withheld_lesson(plan: Planned) -> str:
     if plan.held_by is None:
         return WITHHELD_LESSON
     return f"{WITHHELD_LESSON[:-1]}; held back by {plan.held_by.reason()})"
+
+
+def was_withheld(r: Reflexion) -> bool:
+    """Whether `r` records an intervention the reflector was never asked
+    about (`_withheld`): its text is `withheld_lesson`'s, never a model's."""
+    return r.origin is Origin.UNTRUSTED and r.reflexion_text.startswith(WITHHELD_LESSON[:-1])
 
 
 def asks_the_model(plan: Planned) -> bool:
@@ -595,6 +608,7 @@ def _count_answers(outcome: ReflectOutcome, got: list[_Answer], reflections: lis
     outcome.learnable += sum(1 for r in reflections if r.learnable())
     outcome.skipped_no_lesson += sum(1 for a in got if a.skipped and a.rule is None)
     outcome.skipped_by_rule += sum(1 for a in got if a.rule is not None)
+    outcome.withheld += sum(1 for r in reflections if was_withheld(r))
     outcome.unusable += sum(1 for a in got if not a.usable and a.permanent is None)
     # A rule's skip is no answer from the model: it says nothing of whether
     # the model is usable (`pass_failure`).

@@ -234,6 +234,33 @@ def test_accept_says_whether_an_instructions_file_changed(cli, store_dir, server
     accepted = cli("proposals", "accept", proposal)
     assert accepted.returncode == 0, accepted.stderr
     assert "no CLAUDE.md or AGENTS.md was changed: no export is configured. `mecha-sidecar export claude`" in accepted.stdout
+    # The config file it names is the one this process reads, not a default
+    # the person may not be using.
+    config = cli("--json", "trust", "list")
+    assert f"in {json.loads(config.stdout)['path']} does it on every accept" in accepted.stdout
+
+
+def test_show_or_accept_without_an_id_names_the_pending_proposals(cli, store_dir, server):
+    # Pins: `proposals show` with no id answering only "needs a proposal id".
+    bare = cli("proposals", "show")
+    assert bare.returncode != 0 and "none is pending (`mecha-sidecar learn` files one)" in bare.stderr, bare.stderr
+    LearningStore.open(store_dir).append_reflexions([reflexion(n) for n in range(3)])
+    cli("learn", "behavior", model_url=server.url)
+    proposal = json.loads(cli("--json", "proposals").stdout)["proposals"][0]["id"]
+    bare = cli("proposals", "show")
+    assert bare.returncode != 0 and f"pending now: {proposal}" in bare.stderr, bare.stderr
+
+
+def test_a_learn_pass_that_filed_several_proposals_points_at_all_of_them():
+    # Pins: a pass over several scopes naming only its first proposal to review.
+    from mecha.sidecar import humane
+
+    job = {"id": "j1", "kind": "learn", "domain": "behavior", "state": "done", "proposal_id": "20261203T091333-99e57d61",
+           "outcome": "project a: proposal 20261203T091333-99e57d61 proposed: 0 -> 1 active behavior rules; "
+                      "project b: proposal 20261203T091347-3a1e9685 proposed: 0 -> 1 active behavior rules"}
+    assert humane.job_line(job).endswith("[2 proposals] — review them: mecha-sidecar proposals list --status pending")
+    one = {**job, "outcome": "proposal 20261203T091333-99e57d61 proposed: 0 -> 1 active behavior rules"}
+    assert humane.job_line(one).endswith("review it: mecha-sidecar proposals show 20261203T091333-99e57d61")
 
 
 def test_export_with_no_rules_creates_no_file(cli, home):

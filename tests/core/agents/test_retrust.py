@@ -154,3 +154,26 @@ def test_successive_changes_of_trust_ask_each_intervention_once_and_count_it_onc
         assert withheld(store)[0] == 0
         third = reclassify(store)
         assert third.queued == [] and (third.asked_again, third.already_asked, third.still_untrusted) == (0, 2, 0), third
+
+
+def test_a_pass_counts_what_it_recorded_unasked_and_the_lessons_say_nothing_was_shown(tmp_path: Path) -> None:
+    # Pins: a pass's line adding up to fewer than its reflections (the
+    # withheld ones went unmentioned), and the lessons listing a withheld
+    # intervention as "only the person's words were shown to the reflector"
+    # when the reflector was shown nothing at all.
+    from mecha.core.learning.lessons import why_not_learnable
+
+    root = tmp_path / "projects"
+    _sessions(root)
+    store = LearningStore.open(tmp_path / "learning")
+    import_sessions(store, "claude", root, voices=DEFAULT_VOICES)
+    with ModelServer(responder=lessons_responder) as server:
+        outcome = asyncio.run(reflect_inbox(store, Reflector(provider_from_config(server.config("openai")), "scripted-model")))
+    assert outcome.withheld == 2 and outcome.reflections == 3
+    assert "2 untrusted intervention(s) recorded without a model call" in outcome.summary()
+    for r in store.reflexions():
+        why = why_not_learnable(r)
+        if r.origin is Origin.UNTRUSTED:
+            assert why is not None and "was not asked" in why and "words were shown" not in why, why
+        else:
+            assert why is None
