@@ -15,7 +15,7 @@ from tests import builders
 
 from .client import Sidecar, clean_env
 
-PROJECT = "/srv/work/cuda-bench"
+PROJECT = "/srv/projects/cuda-bench"
 
 
 def lesson(rid: str, text: str, *, origin: Origin = Origin.CLEAN, trigger: str = "steer", project: str | None = None,
