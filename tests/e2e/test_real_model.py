@@ -176,13 +176,14 @@ def test_the_whole_loop_runs_on_a_real_local_model(spawn, store_dir: Path, env: 
                 r["text"] == "Confirm destructive shell commands first." for r in shown["proposal"]["rules"]
             )
         else:
-            # No proposal: each scope's part of the outcome says why — the
-            # model kept the rules, the learn gate refused what it wrote, or
-            # the reply ran past its budget (a 135M model sometimes loops);
-            # in every case by name, with the reflections left in the pool.
+            # No proposal: the outcome says why — the model kept the rules,
+            # the learn gate refused what it wrote, or the reply ran past its
+            # budget (a 135M model sometimes loops); in every case by name,
+            # with the reflections left in the pool. (One scope ready: its
+            # outcome alone; several: each part prefixed with its scope.)
             outcome = job["outcome"]
-            assert outcome.startswith("global: "), job
             assert any(w in outcome for w in HONEST_NO_PROPOSAL), job
+            assert not job.get("proposal_id") and not list((store_dir / "proposals").glob("*.json"))
             assert "stay in the pool" in outcome or "nothing to change" in outcome, job
         assert s.shutdown() == 0
 
