@@ -187,9 +187,9 @@ _STANDING = (
     "refusal alone) says only that something was unwanted; read its lesson as a guess.\n\n"
 )
 _PERSONAL = (
-    "Never put personal data in a rule: no email address, host name, token or key, and no "
-    "one person's home directory. Where the material names one, it shows a placeholder "
-    "such as [email] or ~; write the rule without it.\n\n"
+    "Never put personal data in a rule: no email address, host name, token or key, account "
+    "handle or login name, and no one person's home directory. Where the material names one, "
+    "it shows a placeholder such as [email], [handle] or ~; write the rule without it.\n\n"
 )
 
 
