@@ -53,6 +53,7 @@ from typing import Any
 
 import msgspec
 
+from mecha.core import shellwords
 from mecha.core.errors import InvalidInput
 from mecha.core.store.layout import checkout_root
 
@@ -170,7 +171,7 @@ def hook_command(program: list[str], agent: str, subcommand: str, learning_dir: 
     argv = [*program, HOOK_VERB, agent, subcommand]
     if learning_dir:
         argv += ["--learning-dir", learning_dir]
-    return shlex.join(argv)
+    return shellwords.command(*argv)
 
 
 def parse_hook_argv(command: str) -> list[str] | None:
@@ -551,9 +552,9 @@ def hooks_model_note(config: Any, source_env: str, found_agents: list[str]) -> s
     if found_agents:
         return (
             f"no model is configured; {found_agents[0]} is installed here and can serve the passes: see "
-            "\"Configure a model\" in the README, then `mecha-sidecar doctor`"
+            "docs/models.md, then `mecha-sidecar doctor`"
         )
     return (
         "no model is configured, so the passes will wait in the inbox: configure one in ~/.mecha/sidecar.toml "
-        "(\"Configure a model\" in the README), then `mecha-sidecar doctor` checks it"
+        "(docs/models.md), then `mecha-sidecar doctor` checks it"
     )
