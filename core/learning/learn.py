@@ -76,6 +76,22 @@ def learnable_pool(store: LearningStore, domain: str, project: str | None = None
     return [r for r in pool if r.id not in aside]
 
 
+def set_aside_in(store: LearningStore) -> dict[str, int]:
+    """Every lesson of the store set aside as seen, no rule yet, in every
+    domain and scope, each with how many passes saw it without a rule."""
+    out: dict[str, int] = {}
+    runs = [run for run in store.runs() if run.shown]
+    if len(runs) < SEEN_WITHOUT_RULE:
+        return out
+    pools: dict[tuple[str, str | None], list[Reflexion]] = {}
+    for r in store.reflexions():
+        if r.learnable() and not r.is_processed:
+            pools.setdefault((r.domain, r.project), []).append(r)
+    for (domain, _), pool in pools.items():
+        out.update(set_aside(pool, runs, store_rarity(store, domain)))
+    return out
+
+
 def store_lessons(store: LearningStore, domain: str) -> list[str]:
     """The texts of every lesson of `domain` in the store, every scope:
     what the learn gate weighs a word's rarity against."""
@@ -223,8 +239,12 @@ def learn_refusal(
     have = len(pool)
     if have < floor:
         lower = f"; `--min {have}` learns from those {have}" if have else ""
+        aside = len([r for r in store.learnable_unprocessed(domain) if r.project == project]) - have
+        waiting = (
+            f"; {aside} more are set aside as seen, no rule yet (`mecha-sidecar lessons` lists them)" if aside else ""
+        )
         return (
-            f"{where} has {have} learnable unprocessed reflection(s); a learn pass needs at least {floor} "
+            f"{where} has {have} learnable unprocessed reflection(s){waiting}; a learn pass needs at least {floor} "
             f"(`--min N` sets that floor{lower}; more come from `mecha-sidecar import claude` or the hooks)"
         )
     last = None if retry else unchanged_since(store, domain, pool, project)

@@ -62,7 +62,10 @@ def lessons(ctx: Context, p: m.LessonsParams, cancel: Cancel) -> Any:
     if store is None:
         return LessonsResult(lessons=[], counts=LessonCounts())
     origin = None if p.origin is None else Origin(p.origin)
+    from mecha.core.learning.learn import set_aside_in
+
     found, counts = list_lessons(
-        store.reflexions(), domain=p.domain, scope=scope, trigger=p.trigger, origin=origin, pending=p.pending
+        store.reflexions(), domain=p.domain, scope=scope, trigger=p.trigger, origin=origin, pending=p.pending,
+        aside=set_aside_in(store),
     )
     return LessonsResult(lessons=found[: p.limit] if p.limit is not None else found, counts=counts)
