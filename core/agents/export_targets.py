@@ -17,7 +17,7 @@ configuration (`personal_targets`; where that is, and why, is
 
 A file made in a checkout is kept out of git first, so `git status` shows
 nothing after an accept. The team's tracked files (`CLAUDE.md`,
-`AGENTS.md`) are written only by `share`, a person's decision, or when the
+`AGENTS.md`) are written only when the
 person names them: a file named by hand (`export claude FILE`, a path in
 `[export]`) is told the rules of the scope it is in — an `AGENTS.md` those
 of its folder's project; a `CLAUDE.md` at a repository's root (or in its
@@ -62,7 +62,7 @@ from mecha.core.store.learning_store import LearningStore
 from mecha.core.store.rules_block import render_rules
 
 #: What each agent calls its instructions file in a project (the team's,
-#: tracked: written by `share`, or by a file named by hand).
+#: tracked: written only when named by hand).
 PROJECT_FILES = {"claude": "CLAUDE.md", "agents": "AGENTS.md", "codex": "AGENTS.md"}
 #: How a target holds the rules: a managed Markdown section
 #: (`export.export_block`), or Codex's `developer_instructions` key in a

@@ -4,7 +4,7 @@ there stays out of the team's repository.
 An accepted rule is the person's: it was learned from their corrections.
 Both agents keep a person's instructions apart from a team's, and the
 export writes only into the person's side (a team's tracked files are
-written only when the person shares a rule, `share`):
+written only when the person names them):
 
 - **Claude Code** reads `~/.claude/CLAUDE.md` in every project, and, in a
   project, `CLAUDE.local.md` at the checkout's root beside the team's
@@ -132,7 +132,7 @@ def keep_out_of_git(checkout: str, path: Path) -> None:
     if is_tracked(checkout, relative):
         raise ExportFailed(
             f"{path}: the repository tracks this file, so it is the team's, not yours; nothing was written. "
-            "`mecha-sidecar share RULE` writes a rule into the team's instructions when you mean to"
+            "Name the file by hand (`mecha-sidecar export claude FILE`) to write the team's instructions"
         )
     if _git(checkout, "check-ignore", "-q", "--", relative).returncode == 0:
         return

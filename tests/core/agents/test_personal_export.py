@@ -114,7 +114,7 @@ def test_a_file_the_team_tracks_is_never_written_as_the_persons(world) -> None:
     git(app, "add", "CLAUDE.local.md")
     git(app, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "local")
     _, mine = export_all(store, personal_targets("claude", [app], home=home))
-    assert mine.error is not None and "tracks this file" in mine.error and "share" in mine.error
+    assert mine.error is not None and "tracks this file" in mine.error and "export claude FILE" in mine.error
     assert (Path(app) / "CLAUDE.local.md").read_text() == "team's local notes\n"
     assert git(app, "status", "--porcelain") == ""
 
