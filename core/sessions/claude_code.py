@@ -102,6 +102,7 @@ from mecha.core.sessions.reader import (
     IMAGE_PLACEHOLDER,
     INTERRUPTED_RESULT,
     LINE_FAULTS,
+    UNCHECKED_SUBAGENT,
     Blame,
     ReaderCore,
     ReadSession,
@@ -109,6 +110,7 @@ from mecha.core.sessions.reader import (
     Source,
     TaintPolicy,
     bounded,
+    subagent_blame,
 )
 from mecha.core.sessions.transcript import Block, Message, Taint, result_text, taint_at
 
@@ -628,7 +630,8 @@ class _Reader(ReaderCore):
             return self.judge("BashOutput", self.background[task])
         if isinstance(task, str) and self.subagents is not None and (self.subagents / f"agent-{task}.jsonl").is_file():
             return subagent_taint(self.subagents, task, self.policy)
-        return Taint(private=True, untrusted=True), Blame(tool="TaskOutput", why="more output of a background task the file does not show")
+        why = "more output of a background task the file does not show"
+        return Taint(private=True, untrusted=True), Blame(tool="TaskOutput", why=why, stranger=f"TaskOutput: {why} (a subagent's, perhaps, which can read the web)")
 
 
 #: The tools that run a subagent and hand back its report.
@@ -667,20 +670,21 @@ def subagent_taint(folder: Path, agent: str | None, policy: TaintPolicy) -> tupl
     is held to what came later too — fail closed); otherwise untrusted,
     saying which."""
     if agent is None or "/" in agent or agent.startswith("."):
-        return Taint(private=True, untrusted=True), Blame(tool="Task", why="a subagent's report whose transcript the result does not name")
+        why = "a subagent's report whose transcript the result does not name"
+        return Taint(private=True, untrusted=True), Blame(tool="Task", why=why, stranger=f"Task: {why} ({UNCHECKED_SUBAGENT})")
     path = folder / f"agent-{agent}.jsonl"
     try:
         with path.open("rb") as f:
             read = read_claude_code(f, name=str(path), path=path, policy=policy)
     except (OSError, InvalidInput) as exc:
         why = "its transcript is not beside the session" if isinstance(exc, FileNotFoundError) else f"its transcript cannot be read ({exc})"
-        return Taint(private=True, untrusted=True), Blame(tool="Task", program=f"agent-{agent}", why=f"a subagent's report: {why}")
+        program = f"agent-{agent}"
+        return Taint(private=True, untrusted=True), Blame(tool="Task", program=program, why=f"a subagent's report: {why}",
+                                                          stranger=f"Task({program}): {why} ({UNCHECKED_SUBAGENT})")
     last = taint_at(read.taint_timeline, max(len(read.messages) - 1, 0))
     if last is not None and not last.untrusted:
         return Taint(private=True), None
-    inner = read.blames[0].describe() if read.blames else "it reads untrusted"
-    blame = Blame(tool="Task", program=f"agent-{agent}", why=f"a subagent's report, whose own transcript ({path.name}) is untrusted from {inner}")
-    return Taint(private=True, untrusted=True), blame
+    return Taint(private=True, untrusted=True), subagent_blame("Task", f"agent-{agent}", f"transcript ({path.name})", read.blames)
 
 
 def _prompt_text(prompt: str | list[_Inner] | None) -> str:
