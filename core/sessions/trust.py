@@ -45,8 +45,11 @@ from pathlib import Path
 
 import msgspec
 
+from mecha.core import shellwords
 from mecha.core.errors import InvalidInput
 from mecha.core.sessions.reader import Blame, TaintPolicy, command_entry, web_word
+from mecha.core.shellwords import mecha_or_none
+from mecha.core.visible import shown
 
 #: The config file's table and key the decisions live under.
 TRUST_TABLE = "trust"
@@ -186,9 +189,16 @@ def blockers(blames: Iterable[Blame], untrusted_at: Iterable[int]) -> list[HeldB
     return out
 
 
-def trust_command(entry: str) -> str:
-    """The command that trusts `entry` for good, quoted for a shell."""
-    return f"mecha-sidecar trust add '{entry}'"
+def trust_command(entry: str) -> str | None:
+    """The command that trusts `entry` for good, quoted for a shell
+    (`shellwords`); `None` when the entry cannot be pasted faithfully (a
+    program name holding a control or invisible character)."""
+    return mecha_or_none("trust", "add", entry)
+
+
+def untrustable(entry: str) -> str:
+    """Why no command is offered for an entry `trust_command` refused."""
+    return f"no command is offered for it: {shellwords.refusal(entry) or 'it cannot be pasted'}"
 
 
 def _label(blame: Blame) -> str:
@@ -231,12 +241,18 @@ def unknown_summary(sessions: Iterable[tuple[Iterable[HeldBack], Mapping[str, in
             if n > 0:
                 freed[entry] = freed.get(entry, 0) + n
                 freed_in[entry] = freed_in.get(entry, 0) + 1
-    rows = [Unknown(entry=e, interventions=n, sessions=freed_in[e], command=trust_command(e)) for e, n in freed.items()]
+    rows = []
+    for e, n in freed.items():
+        command = trust_command(e)
+        if command is not None:
+            rows.append(Unknown(entry=shown(e), interventions=n, sessions=freed_in[e], command=command))
+        else:
+            freed_in.pop(e)
     for label, n in held.items():
-        if label in freed:
+        if label in freed_in:
             continue
-        rows.append(Unknown(entry=label, interventions=n, sessions=seen[label], refused=why[label] or FREES_NONE,
-                            stranger=stranger[label]))
+        refused = why[label] or (untrustable(label) if label in freed else FREES_NONE)
+        rows.append(Unknown(entry=shown(label), interventions=n, sessions=seen[label], refused=refused, stranger=stranger[label]))
     return sorted(rows, key=lambda u: (u.command is None, u.stranger, -u.interventions, u.entry))
 
 
@@ -274,8 +290,9 @@ def trusted_since(why: str, trust: Trust, source: str) -> str | None:
         entry = f"{SHELL_SPELLING}({program})"
     else:
         return None
-    return (f"recorded before {entry} was trusted: that reason no longer holds (a later call may) — "
-            f"{trust_command(entry)} reads its session again and asks what now reads clean")
+    again = trust_command(entry)
+    how = f"{again} reads its session again and asks what now reads clean" if again else "trusting it again reads its session again"
+    return f"recorded before {shown(entry)} was trusted: that reason no longer holds (a later call may) — {how}"
 
 
 def config_path(env: Mapping[str, str] | None = None) -> Path:
