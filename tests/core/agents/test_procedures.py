@@ -12,8 +12,6 @@ import shlex
 import sys
 from pathlib import Path
 
-import pytest
-
 from mecha.core.agents import procedures as pr
 from mecha.core.agents.skills import install_skills, skill_name
 
