@@ -404,14 +404,20 @@ def import_summary(s: dict[str, Any]) -> str:
             )
     unknown = s.get("unknown", [])
     trustable = [u for u in unknown if u.get("command")]
-    refused = [u for u in unknown if not u.get("command")]
+    doubted = [u for u in unknown if not u.get("command") and not u.get("stranger")]
+    strangers = [u for u in unknown if not u.get("command") and u.get("stranger")]
     if trustable:
-        lines.append("not in the table of local programs (each held back this many interventions; trust it if it is yours):")
+        lines.append("not in the table of local programs (trusting one alone frees exactly this many interventions; trust it if it is yours):")
         for u in trustable:
-            lines.append(f"  {u['entry']}: {u['interventions']} in {u['sessions']} session(s) — {u['command']}")
-    if refused:
-        lines.append("held back by what no trust entry can answer (a stranger's text stays untrusted):")
-        for u in refused:
+            lines.append(f"  {u['entry']}: frees {u['interventions']} in {u['sessions']} session(s) — {u['command']}")
+    if doubted:
+        lines.append("held back by what the reader could not see through (no trust entry is offered; "
+                     "once imported, `mecha-sidecar lessons --held` lets you vouch for the corrections):")
+        for u in doubted:
+            lines.append(f"  {u['entry']}: {u['interventions']} in {u['sessions']} session(s) — {u['refused']}")
+    if strangers:
+        lines.append("held back by a stranger's text (never learnable, whatever is trusted):")
+        for u in strangers:
             lines.append(f"  {u['entry']}: {u['interventions']} in {u['sessions']} session(s) — {u['refused']}")
     return "\n".join([head, *lines, tail])
 
