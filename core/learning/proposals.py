@@ -529,17 +529,25 @@ def rule_sources(store: LearningStore, rule_id: str) -> RuleSources:
     """Why the rule `rule_id` exists, from any domain's user or learned
     rules in any scope (global first, then each project); `NotFound` when
     no rules file holds it."""
-    sets = []
+    sets: list[tuple[str, str, list[Rule], str | None]] = []
     for domain in store.domains():
-        sets.append((domain, "learned", store.learned_rules(domain)))
-        sets.append((domain, "user", store.user_rules(domain)))
+        sets.append((domain, "learned", store.learned_rules(domain), None))
+        sets.append((domain, "user", store.user_rules(domain), None))
     # A project's rules too: a lesson from a session in a project is learned
     # for that project, and its rule is as much in need of a why.
     for root in store.projects().values():
         for domain in store.project_domains(root) if root is not None else ():
-            sets.append((domain, "learned", store.learned_rules(domain, root)))
-            sets.append((domain, "user", store.user_rules(domain, root)))
-    found = find_rule_sources(rule_id, sets, {r.id: r for r in store.reflexions()}, rule_tallies_by_model(store.validations()))
+            sets.append((domain, "learned", store.learned_rules(domain, root), root))
+            sets.append((domain, "user", store.user_rules(domain, root), root))
+    found = find_rule_sources(
+        rule_id, [(d, k, rules) for d, k, rules, _ in sets], {r.id: r for r in store.reflexions()},
+        rule_tallies_by_model(store.validations()),
+    )
     if found is None:
         raise NotFound(f"no rule {rule_id!r} in any rules file")
+    if found.kind == "learned" and found.rule.active():
+        from mecha.core.learning.record import StoreView
+
+        project = next(p for d, k, rules, p in sets if k == "learned" and any(r.id == rule_id for r in rules))
+        found.record = StoreView(store, now()).record(found.rule, found.domain, project)
     return found
