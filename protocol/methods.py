@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 import msgspec
 
+from mecha.core.domain.record import RulesResult
 from mecha.core.gate.candidate import ChangeClass, Judgement, Pair, Prediction
 from mecha.core.gate.run import RunStats
-from mecha.core.domain.record import RulesResult
 from mecha.core.learning.sources import RuleChange, RuleSources
 from mecha.core.sessions.mining import Intervention, Trigger
 from mecha.core.sessions.outbox import OutboxItem

@@ -246,12 +246,12 @@ def _learn_after(store: LearningStore, reflected: jobs_mod.Job) -> jobs_mod.Job:
 
 def _offer_retirements(store: LearningStore, reflected: jobs_mod.Job) -> jobs_mod.Job:
     """After a hook's reflect pass: a retirement proposal for each rule no
-    session has been in scope of for long (`record.file_retirement_offers`);
+    session has been in scope of for long (`proposals.offer_retirements`);
     offered, never applied. A failure is said, and the next pass looks again."""
-    from mecha.core.learning.record import file_retirement_offers
+    from mecha.core.learning.proposals import offer_retirements
 
     try:
-        filed = file_retirement_offers(store, now())
+        filed = offer_retirements(store, now())
     except Exception as exc:
         _say(f"no retirement offered: {type(exc).__name__}: {exc}")
         return reflected

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import os
 
-from mecha.core.agents.notice import _quote, _scan
+from mecha.core.agents.notice import quote_json as _quote
+from mecha.core.agents.notice import scan_json as _scan
 from mecha.core.store.layout import fnv1a_64, started_path
 
 #: The instruction files read in each folder from the working directory up
@@ -140,7 +141,7 @@ def start_line(agent: str, data: bytes, home: str, codex_home: str | None, at: s
     where = f',"cwd":{_quote(cwd)}' if cwd else ""
     return (
         f'{{"session_id":{_quote(sid)},"agent":{_quote(agent)}{where},"at":{_quote(at)},"rules":[{hashes}]}}\n'
-    ).encode("utf-8")
+    ).encode()
 
 
 def _utc_now() -> str:

@@ -345,7 +345,7 @@ def learner_user_prompt(
     handles = {r.id: reflection_handle(i) for i, r in enumerate(reflexions)}
     again = [
         (rule_handle(n), [handles[x] for x in not_followed[r.id] if x in handles])
-        for n, r in enumerate(active) if not_followed and r.id in not_followed
+        for n, r in enumerate(active) if not_followed and r.id is not None and r.id in not_followed
     ]
     if any(cited for _, cited in again):
         parts.append("## Rules not followed (the person corrected the same thing again after accepting them)")

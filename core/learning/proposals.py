@@ -24,6 +24,7 @@ from mecha.core.domain.rules import LeftOut, Rule, active_count, validate_domain
 from mecha.core.errors import InvalidInput, InvalidStore, NotFound, NotPending
 from mecha.core.identity import mint_proposal_id, mint_run_id, now
 from mecha.core.learning import promotion
+from mecha.core.learning.record import StoreView, earliest_start, live_records, retirement_reason, retirements_due
 from mecha.core.learning.scope import scope_label
 from mecha.core.learning.sources import (
     ADDED,
@@ -546,8 +547,22 @@ def rule_sources(store: LearningStore, rule_id: str) -> RuleSources:
     if found is None:
         raise NotFound(f"no rule {rule_id!r} in any rules file")
     if found.kind == "learned" and found.rule.active():
-        from mecha.core.learning.record import StoreView
-
         project = next(p for d, k, rules, p in sets if k == "learned" and any(r.id == rule_id for r in rules))
         found.record = StoreView(store, now()).record(found.rule, found.domain, project)
     return found
+
+
+def offer_retirements(store: LearningStore, now: str) -> list[Proposal]:
+    """A retirement proposal for each rule `record.retirements_due` names,
+    once: a person who rejected the offer has said to keep the rule."""
+    records = live_records(store, now=now)
+    earliest = earliest_start(store)
+    offered = {r.id for p in store.proposals() for r in p.rules if r.retired_at is not None and p.rules_before
+               and any(b.id == r.id and b.retired_at is None for b in p.rules_before)}
+    out = []
+    for s in retirements_due(records, earliest, now):
+        if s.record.rule_id in offered:
+            continue
+        project = None if s.scope == GLOBAL_SCOPE else s.scope
+        out.append(propose_retirement(store, s.domain, s.record.rule_id, retirement_reason(s), project=project))
+    return out

@@ -25,7 +25,7 @@ both are proposals, never changes: a rule corrected again
 `REWRITE_AFTER_REPEATS` times gets a rewrite proposal with the new
 corrections as its lessons (`rewrites_due`, made by the learn pass), and a
 rule that no session has been in scope of for `RETIRE_UNSEEN_DAYS` is
-offered for retirement (`retirements_due`).
+offered for retirement (`retirements_due`, filed by `proposals.offer_retirements`).
 
 Live since is the accept that brought the rule in (the first accepted
 proposal that added its id), else its own `created_at` (a rule from before
@@ -36,8 +36,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-
-import msgspec
 
 from mecha.core.domain.record import Repeat, RuleRecord, ScopedRule, SessionStart
 from mecha.core.domain.rules import Rule, one_line
@@ -268,16 +266,14 @@ def scopes_of(store: LearningStore) -> list[str | None]:
 
 
 def live_records(
-    store: LearningStore, *, domain: str | None = None, project: str | None | type[Ellipsis] = ..., now: str
+    store: LearningStore, *, domain: str | None = None, scopes: Sequence[str | None] | None = None, now: str
 ) -> list[ScopedRule]:
     """Every live learned rule with its record, global first then each
-    project's, each domain in name order; only `domain`'s, or only
-    `project`'s scope (`None`: the global rules), when named."""
+    project's, each domain in name order; only `domain`'s, or only those of
+    `scopes` (`None` in it: the global rules), when named."""
     view = StoreView(store, now)
     out: list[ScopedRule] = []
-    scopes = scopes_of(store) if project is ... else [project]
-    for scope in scopes:
-        assert scope is None or isinstance(scope, str)
+    for scope in scopes_of(store) if scopes is None else scopes:
         domains = store.domains() if scope is None else store.project_domains(scope)
         for d in sorted(domains):
             if domain is not None and d != domain:
@@ -351,19 +347,6 @@ def retirement_reason(s: ScopedRule) -> str:
     )
 
 
-def file_retirement_offers(store: LearningStore, now: str) -> list[Proposal]:
-    """A retirement proposal for each rule `retirements_due` names."""
-    from mecha.core.learning.proposals import propose_retirement
-
-    records = live_records(store, now=now)
-    earliest = _Starts(store.session_starts()).earliest()
-    # Offered once: a person who rejected the offer has said to keep it.
-    offered = {r.id for p in store.proposals() for r in p.rules if r.retired_at is not None and p.rules_before
-               and any(b.id == r.id and b.retired_at is None for b in p.rules_before)}
-    out = []
-    for s in retirements_due(records, earliest, now):
-        if s.record.rule_id in offered:
-            continue
-        project = None if s.scope == GLOBAL_SCOPE else s.scope
-        out.append(propose_retirement(store, s.domain, s.record.rule_id, retirement_reason(s), project=project))
-    return out
+def earliest_start(store: LearningStore) -> str | None:
+    """When the session-start hook first recorded a session in this store."""
+    return _Starts(store.session_starts()).earliest()

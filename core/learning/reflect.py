@@ -30,8 +30,8 @@ from mecha.core.errors import ModelFailure, NoModel, UnusableReply
 from mecha.core.identity import mint_reflexion_id, now
 from mecha.core.learning.record import live_rules, new_repeats
 from mecha.core.learning.reflection import Reflector, reflection_domain
-from mecha.core.learning.sources import SOURCE_TEXT_BUDGET
 from mecha.core.learning.skips import go_ahead_reason
+from mecha.core.learning.sources import SOURCE_TEXT_BUDGET
 from mecha.core.sessions.mining import bound_text
 from mecha.core.sessions.survey import Planned
 from mecha.core.store.inbox import DraftEntry, InboxEntry, SessionEntry, claim_all, entry_decoder, release, set_aside
