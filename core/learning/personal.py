@@ -185,7 +185,7 @@ _ACCOUNT_HOSTS = ("github.com", "gitlab.com", "bitbucket.org", "codeberg.org")
 _ACCOUNT_PAGES = frozenset({
     "orgs", "settings", "features", "marketplace", "topics", "apps", "login", "about", "pricing", "sponsors",
     "notifications", "new", "explore", "search", "issues", "pulls", "trending", "collections", "enterprise",
-    "security", "site", "contact", "join", "users", "help", "dashboard", "explore",
+    "security", "site", "contact", "join", "users", "help", "dashboard",
 })
 #: Accounts that name nobody, in examples: `github.com/org/repo`.
 _PLACEHOLDER_ACCOUNTS = frozenset({

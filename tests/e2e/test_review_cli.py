@@ -74,7 +74,7 @@ def test_accept_naming_a_change_wrong_from_the_command_line_rejects_its_lesson(e
 
 def test_accept_with_an_edit_puts_the_persons_words_in_the_rules_file_and_in_why(env, store_dir):
     pid = "20261201T000000-cli00004"
-    store = seeded(store_dir, pid)
+    seeded(store_dir, pid)
     mine = "Quote the error message word for word, never a summary."
     refused = run(env, store_dir, "proposals", "accept", pid, "--edit", "2", "Ask @pat-lee first.")
     assert refused.returncode != 0 and "edit: change 2: the edited rule carries personal data (an account handle)" in refused.stderr

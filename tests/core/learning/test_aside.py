@@ -34,7 +34,7 @@ async def test_a_lesson_seen_in_three_passes_without_a_rule_is_set_aside_until_a
         lesson("r-status", "Update STATUS.md when a milestone lands."),
         lesson("r-emails", "Check the author emails of commits before pushing."),
     ])
-    for n in range(SEEN_WITHOUT_RULE):
+    for _ in range(SEEN_WITHOUT_RULE):
         outcome = await learn_domain(store, "behavior", Learner(ScriptedProvider(NOTHING)), retry=True)
         assert outcome.status == "unchanged", outcome.outcome
     assert learnable_pool(store, "behavior") == []
