@@ -45,8 +45,8 @@ from pathlib import Path
 
 import msgspec
 
-from mecha.core.agents.installed import is_own_call
 from mecha.core.domain.reflexion import Origin
+from mecha.core.environment.installed import is_own_call
 from mecha.core.errors import InvalidInput
 from mecha.core.identity import now
 from mecha.core.learning.scope import project_of_cwd
