@@ -81,7 +81,7 @@ PROGRESS_EVERY_S = 15.0
 LOCAL_NOTE = (
     "The local model is SmolLM2-135M: small enough to run anywhere, far too small to be wise.\n"
     "Its lessons show the loop's mechanics (constrained replies, reflections, a proposal, an accept),\n"
-    "not the quality a real model gives; point the demo at one with MECHA_MODEL_* (see the README)."
+    "not the quality a real model gives; point the demo at one with MECHA_MODEL_* (see docs/models.md)."
 )
 
 

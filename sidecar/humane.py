@@ -492,7 +492,7 @@ def hooks_changed(r: dict[str, Any]) -> str:
         lines.append(f"  warning: {r['double_reading']}")
     elif r["agent"] == "claude":
         lines.append("  to review them inside Claude Code (/mecha:review), install the plugin instead of these hooks: "
-                     "\"Review inside the agent\" in the README")
+                     "docs/agents.md, \"Review inside the agent\"")
     if r.get("model"):
         lines.append(f"  model: {r['model']}")
     lines.append("  `mecha-sidecar hooks status` shows what the hooks last did")

@@ -23,7 +23,7 @@ from tests.model_server import ModelServer
 #: The folders (and top-level modules) whose tests stay in this process.
 #: Everything else under tests/ is marked `realparts`.
 UNIT_FOLDERS = frozenset({"core", "protocol"})
-UNIT_MODULES = frozenset({"test_structure.py", "test_project.py"})
+UNIT_MODULES = frozenset({"test_structure.py", "test_project.py", "test_docs.py"})
 
 TESTS = Path(__file__).resolve().parent
 

@@ -551,9 +551,9 @@ def hooks_model_note(config: Any, source_env: str, found_agents: list[str]) -> s
     if found_agents:
         return (
             f"no model is configured; {found_agents[0]} is installed here and can serve the passes: see "
-            "\"Configure a model\" in the README, then `mecha-sidecar doctor`"
+            "docs/models.md, then `mecha-sidecar doctor`"
         )
     return (
         "no model is configured, so the passes will wait in the inbox: configure one in ~/.mecha/sidecar.toml "
-        "(\"Configure a model\" in the README), then `mecha-sidecar doctor` checks it"
+        "(docs/models.md), then `mecha-sidecar doctor` checks it"
     )

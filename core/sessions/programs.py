@@ -9,7 +9,7 @@ is what a reviewer has to check when a program is added:
 
 - **Files and text** (`cat`, `grep`, `sed`, `jq`, …): they print what is in
   the person's files. A cloned stranger's repository is a stranger's text
-  read this way too; the README's trust model says so and names the
+  read this way too; docs/trust-model.md says so and names the
   switches.
 - **Compilers, build tools and checkers** (`make`, `cmake`, `ninja`, `gcc`,
   `rustc`, `javac`, `go build`, `mix compile`, `nvcc`, `pdflatex`,

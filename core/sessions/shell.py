@@ -29,7 +29,7 @@ knows of (`eval`, `${x@P}`, `trap`, an alias, a function) is untrusted.
 What "local" means is the trust model's: reading a file on the machine, or
 running a repository's tests, trusts what that file or that code prints as
 the person's own. For a repository cloned from a stranger, that is a
-stranger's text (README.md, a test's output); the README's trust model says
+stranger's text (README.md, a test's output); docs/trust-model.md says
 so and names the switches.
 
 The allowlist (`PROGRAMS`, `GIT_SUBCOMMANDS`, `PYTHON_MODULES`, …) is data;

@@ -1,4 +1,4 @@
-"""The benchmark suite: `python -m tests.bench` (see README, "Benchmarks").
+"""The benchmark suite: `python -m tests.bench` (see docs/benchmarks.md).
 
 Not part of the default test run: no module here is named `test_*`, and
 nothing here asserts a speed. Every figure is measured against a baseline in

@@ -1,7 +1,7 @@
 """`python -m tests.bench [--quick] [--write] [--only N,N]`
 
-Prints the table; with `--write`, also rewrites the README's benchmark
-section (between its markers) and `tests/bench/results.json`. With `--only`
+Prints the table; with `--write`, also rewrites the table in
+`docs/benchmarks.md` (between its markers) and `tests/bench/results.json`. With `--only`
 as well, the figures not run keep their rows from `results.json`, each
 saying which run measured it.
 """
@@ -21,7 +21,8 @@ from typing import Any
 from .common import Figure, compile_bytecode
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-README = ROOT / "README.md"
+#: The page whose table `--write` rewrites.
+PAGE = ROOT / "docs" / "benchmarks.md"
 RESULTS = Path(__file__).resolve().parent / "results.json"
 BEGIN = "<!-- bench:begin (written by `python -m tests.bench --write`; edits inside are overwritten) -->"
 END = "<!-- bench:end -->"
@@ -136,13 +137,13 @@ def _machine() -> dict[str, object]:
     }
 
 
-def write_readme(text: str) -> None:
-    readme = README.read_text()
+def write_page(text: str) -> None:
+    readme = PAGE.read_text()
     if BEGIN not in readme or END not in readme:
         readme = readme.rstrip("\n") + "\n\n## Benchmarks\n\n" + BEGIN + "\n" + END + "\n"
     head, rest = readme.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    README.write_text(head + BEGIN + "\n" + text.rstrip("\n") + "\n" + END + tail)
+    PAGE.write_text(head + BEGIN + "\n" + text.rstrip("\n") + "\n" + END + tail)
 
 
 def _figure_from_json(entry: dict[str, Any]) -> Figure:
@@ -200,7 +201,7 @@ def _provenance(rows: list[tuple[Figure, dict[str, Any]]], run: dict[str, Any]) 
 
 def write_results(args: argparse.Namespace, figures: list[Figure], wanted: set[int], machine: dict[str, object],
                   elapsed: float) -> None:
-    """Rewrite the README's table and `results.json`; with `--only`, the
+    """Rewrite the benchmarks page's table and `results.json`; with `--only`, the
     figures not run keep their earlier rows."""
     command = _command(args)
     date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
@@ -217,9 +218,9 @@ def write_results(args: argparse.Namespace, figures: list[Figure], wanted: set[i
         f"{machine['implementation']} {machine['python']}, load average {machine['load_avg_at_start'][0]} "
         f"at the start, {elapsed:.0f} s in all.{_provenance(rows, run)} Medians of interleaved repetitions; the "
         "project's bytecode compiled first, as an installed wheel has it. Machine-readable: "
-        "[`tests/bench/results.json`](tests/bench/results.json)."
+        "[`tests/bench/results.json`](../tests/bench/results.json)."
     )
-    write_readme(section)
+    write_page(section)
     results = {
         "command": command,
         "date": date,
@@ -228,13 +229,13 @@ def write_results(args: argparse.Namespace, figures: list[Figure], wanted: set[i
         "figures": [_figure_json(f, r) for f, r in rows],
     }
     RESULTS.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
-    print(f"wrote {README.name} and {RESULTS.relative_to(ROOT)}", file=sys.stderr)
+    print(f"wrote {PAGE.relative_to(ROOT)} and {RESULTS.relative_to(ROOT)}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="fewer repetitions: a rough table in about a minute")
-    p.add_argument("--write", action="store_true", help="rewrite the README's table and tests/bench/results.json")
+    p.add_argument("--write", action="store_true", help="rewrite the table in docs/benchmarks.md and tests/bench/results.json")
     p.add_argument("--only", help=f"comma-separated figure numbers ({min(FIGURES)}-{max(FIGURES)}) to run; {sorted(OPT_IN)} need a real part (the local model, cargo) and run only when named")
     args = p.parse_args(argv)
 

@@ -11,7 +11,7 @@ client chose.
   outside is left exactly as it was. Hard links likewise: a file of the
   store with a second name elsewhere is not appended to, rewritten or
   chmod-ed. Reads follow a link the person made
-  (the store is their files; see the README's trust model).
+  (the store is their files; see docs/trust-model.md).
 - Every directory of the store is 0700 and every file 0600 whatever the
   umask, through the CLI and a real background pass.
 - The model API key appears nowhere: not in the store, its git history,
