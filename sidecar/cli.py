@@ -598,6 +598,8 @@ def _mine(ctx: Any, args: argparse.Namespace) -> int:
         except OSError:
             fmt = "mecha"  # read_session names the error
     session = read_session(path, args.format, policy=_policy(args, fmt))
+    from mecha.core.sessions.trust import trust_command
+
     for warning in session.warnings:
         print(f"mecha-sidecar: warning: {warning}", file=sys.stderr)
     if session.skipped_lines:
@@ -605,7 +607,8 @@ def _mine(ctx: Any, args: argparse.Namespace) -> int:
     for blame in session.blames:
         # What made the session untrusted from there on: what the person's
         # later words there are held back by.
-        trust = f" (to trust it: mecha-sidecar trust add '{blame.entry}')" if blame.entry else ""
+        offer = trust_command(blame.entry) if blame.entry else None
+        trust = f" (to trust it: {offer})" if offer else ""
         print(f"mecha-sidecar: {path}: untrusted from {blame.describe()}{trust}", file=sys.stderr)
     ctx = _mining_context(ctx, args, *((fmt,) if fmt in ("claude", "codex") else ()))
     result = call(ctx, "mecha/extractInterventions", {"messages": msgspec.to_builtins(session.messages)})

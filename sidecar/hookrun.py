@@ -426,8 +426,9 @@ def _summary(report: object) -> str:
     for session in report.sessions:
         for h in session.held_back:
             said += f"; {h.interventions} held back as untrusted by {h.blame.describe()}"
-            if h.blame.entry is not None:
-                said += f" (to trust it: {trust_command(h.blame.entry)})"
+            offer = trust_command(h.blame.entry) if h.blame.entry is not None else None
+            if offer is not None:
+                said += f" (to trust it: {offer})"
     if report.warnings:
         said += "; warnings: " + "; ".join(report.warnings)
     return said

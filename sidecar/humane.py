@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from mecha.core.shellwords import mecha_or_none
+from mecha.core.visible import shown
+
 
 def builtins(value: Any) -> Any:
     from mecha.protocol.methods import to_builtins
@@ -106,10 +109,11 @@ def accepted(r: dict[str, Any]) -> str:
         else:
             lines.append(f"  {e['path']}: {'rules section rewritten' if e.get('changed') else 'unchanged (already up to date)'}")
     if not exports:
-        project = f" --project {p['project']}" if p.get("project") and not p.get("accepted_as_global") else ""
+        project = ("--project", p["project"]) if p.get("project") and not p.get("accepted_as_global") else ()
+        export = mecha_or_none("export", "claude", *project) or "mecha-sidecar export claude --project PROJECT"
         lines.append(
             "  no CLAUDE.md or AGENTS.md was changed: no export is configured. "
-            f"`mecha-sidecar export claude{project}` writes the rules there now "
+            f"`{export}` writes the rules there now "
             f"([export] claude = true in {_config_file()} does it on every accept)"
         )
     for q in r.get("promotions") or []:
@@ -422,12 +426,11 @@ def _progress_of(j: dict[str, Any]) -> str:
 
 def blame_line(b: dict[str, Any]) -> str:
     """A call that made a session untrusted, as one line (`reader.Blame.describe`)."""
-    where = f"line {b['line']}: " if b.get("line") is not None else ""
-    what = b.get("tool") or "a record"
-    if b.get("command"):
-        what += f" `{b['command']}`"
-    subject = f"{b['program']}: " if b.get("program") else ""
-    return f"{where}{what} — {subject}{b['why']}"
+    import msgspec
+
+    from mecha.core.sessions.reader import Blame
+
+    return msgspec.convert(b, Blame).describe()
 
 
 def trust(r: dict[str, Any]) -> str:
@@ -435,7 +438,9 @@ def trust(r: dict[str, Any]) -> str:
     lines = [f"{r['path']}: trusts {entries}"]
     for why in r.get("ignored") or ():
         entry = why.split(": ", 1)[0]
-        lines.append(f"  ignored, no reader honours it: {why} — `mecha-sidecar trust remove '{entry}'` takes it out")
+        remove = mecha_or_none("trust", "remove", entry)
+        how = f"`{remove}` takes it out" if remove else "take it out of the file by hand"
+        lines.append(f"  ignored, no reader honours it: {shown(why)} — {how}")
     again = r.get("reclassified")
     if again is not None:
         if again["asked_again"]:

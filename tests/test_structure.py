@@ -30,7 +30,8 @@ LAYERS = {"core": "mecha.core", "protocol": "mecha.protocol", "sidecar": "mecha.
 #: built on all of it (the editor's, the agents'); the package itself and
 #: the doctor, which look at everything; then the wire, then the endpoint.
 FLOORS: tuple[tuple[str, ...], ...] = (
-    ("mecha.core.errors", "mecha.core.identity", "mecha.core.nesting", "mecha.core.environment.agents"),
+    ("mecha.core.errors", "mecha.core.identity", "mecha.core.nesting", "mecha.core.visible", "mecha.core.shellwords",
+     "mecha.core.environment.agents"),
     ("mecha.core.domain",),
     ("mecha.core.sessions",),
     ("mecha.core.store",),

@@ -53,6 +53,7 @@ from typing import Any
 
 import msgspec
 
+from mecha.core import shellwords
 from mecha.core.errors import InvalidInput
 from mecha.core.store.layout import checkout_root
 
@@ -170,7 +171,7 @@ def hook_command(program: list[str], agent: str, subcommand: str, learning_dir: 
     argv = [*program, HOOK_VERB, agent, subcommand]
     if learning_dir:
         argv += ["--learning-dir", learning_dir]
-    return shlex.join(argv)
+    return shellwords.command(*argv)
 
 
 def parse_hook_argv(command: str) -> list[str] | None:

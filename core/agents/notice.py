@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 
+from mecha.core.shellwords import mecha_or_none
 from mecha.core.store.layout import proposals_dir
 
 try:
@@ -104,15 +105,15 @@ def notice_line(pending: int, learning_dir: str | None = None, review: str | Non
     it, the terminal commands."""
     if pending <= 0:
         return None
-    where = f" --learning-dir {learning_dir}" if learning_dir else ""
+    listing = mecha_or_none("proposals", learning_dir=learning_dir) or "mecha-sidecar --learning-dir STORE proposals"
     what = "1 rule proposal awaits" if pending == 1 else f"{pending} rule proposals await"
     if review:
         return (
             f"mecha: {what} your review: type {review} to go through it here "
-            f"(or run `mecha-sidecar{where} proposals` in a terminal)"
+            f"(or run `{listing}` in a terminal)"
         )
     return (
-        f"mecha: {what} your review: `mecha-sidecar{where} proposals` lists them, "
+        f"mecha: {what} your review: `{listing}` lists them, "
         f"`proposals show ID` shows the change, `proposals accept ID` or `reject ID` decides it"
     )
 

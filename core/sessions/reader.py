@@ -42,6 +42,7 @@ from mecha.core.errors import InvalidInput
 from mecha.core.sessions.mining import DENIAL_PREFIX
 from mecha.core.sessions.transcript import IMAGE_PLACEHOLDER as IMAGE_PLACEHOLDER  # the readers' marker, re-exported
 from mecha.core.sessions.transcript import Block, Message, Taint, TaintCheckpoint
+from mecha.core.visible import shown
 
 if TYPE_CHECKING:
     from mecha.core.sessions.shell import ShellMemory
@@ -95,11 +96,11 @@ class Blame(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     def describe(self) -> str:
         """One line: where, what and why (`line 12: Bash `bd ready` — bd: not in …`)."""
         where = f"line {self.line}: " if self.line is not None else ""
-        what = self.tool or "a record"
+        what = shown(self.tool or "a record")
         if self.command:
-            what += f" `{self.command}`"
-        subject = f"{self.program}: " if self.program else ""
-        return f"{where}{what} — {subject}{self.why}"
+            what += f" `{shown(self.command)}`"
+        subject = f"{shown(self.program)}: " if self.program else ""
+        return f"{where}{what} — {subject}{shown(self.why)}"
 
 
 #: How many blames one session keeps: the first of each tool and program.

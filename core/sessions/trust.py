@@ -43,8 +43,11 @@ from enum import Enum
 
 import msgspec
 
+from mecha.core import shellwords
 from mecha.core.errors import InvalidInput
 from mecha.core.sessions.reader import Blame, TaintPolicy, command_entry, web_word
+from mecha.core.shellwords import mecha_or_none
+from mecha.core.visible import shown
 
 #: The config file's table and key the decisions live under.
 TRUST_TABLE = "trust"
@@ -178,9 +181,16 @@ def blockers(blames: Iterable[Blame], untrusted_at: Iterable[int]) -> list[HeldB
     return out
 
 
-def trust_command(entry: str) -> str:
-    """The command that trusts `entry` for good, quoted for a shell."""
-    return f"mecha-sidecar trust add '{entry}'"
+def trust_command(entry: str) -> str | None:
+    """The command that trusts `entry` for good, quoted for a shell
+    (`shellwords`); `None` when the entry cannot be pasted faithfully (a
+    program name holding a control or invisible character)."""
+    return mecha_or_none("trust", "add", entry)
+
+
+def untrustable(entry: str) -> str:
+    """Why no command is offered for an entry `trust_command` refused."""
+    return f"no command is offered for it: {shellwords.refusal(entry) or 'it cannot be pasted'}"
 
 
 def _label(blame: Blame) -> str:
@@ -210,10 +220,11 @@ def unknown_summary(sessions: Iterable[Iterable[HeldBack]]) -> list[Unknown]:
             labels.add(label)
         for label in labels:
             seen[label] = seen.get(label, 0) + 1
-    rows = [
-        Unknown(entry=e, interventions=n, sessions=seen[e], command=None if why[e] is not None else trust_command(e), refused=why[e])
-        for e, n in held.items()
-    ]
+    rows = []
+    for e, n in held.items():
+        command = None if why[e] is not None else trust_command(e)
+        refused = why[e] if why[e] is not None or command is not None else untrustable(e)
+        rows.append(Unknown(entry=shown(e), interventions=n, sessions=seen[e], command=command, refused=refused))
     return sorted(rows, key=lambda u: (u.refused is not None, -u.interventions, u.entry))
 
 
@@ -251,8 +262,9 @@ def trusted_since(why: str, trust: Trust, source: str) -> str | None:
         entry = f"{SHELL_SPELLING}({program})"
     else:
         return None
-    return (f"recorded before {entry} was trusted: that reason no longer holds (a later call may) — "
-            f"{trust_command(entry)} reads its session again and asks what now reads clean")
+    again = trust_command(entry)
+    how = f"{again} reads its session again and asks what now reads clean" if again else "trusting it again reads its session again"
+    return f"recorded before {shown(entry)} was trusted: that reason no longer holds (a later call may) — {how}"
 
 
 def check_entry(value: str, *, standing: bool = True) -> str:
