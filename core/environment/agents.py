@@ -10,7 +10,7 @@ install` writes and into which settings file, which instruction files it
 reads (user level and project level), where it reads skills, what it
 records in the person's voice that no person wrote, and how a session id
 of its files is told apart in the store. Code that does something per
-agent looks the row up (`agent`, `by_api`, `by_export_target`) or walks
+agent looks the row up (`agent`, `by_api`) or walks
 `AGENTS`; it never compares against a name it spelled itself (the
 structure test holds every module outside this package to that).
 
@@ -81,7 +81,7 @@ class Agent:
     __slots__ = (
         "name", "label", "api", "program", "program_places", "format_name", "session_id_prefix",
         "sessions_home", "settings_home", "settings_project", "hooks",
-        "export_target", "instructions_home", "instructions_project", "skills_home", "skills_project",
+        "instructions_home", "instructions_project", "skills_home", "skills_project",
         "voices",
     )
 
@@ -99,7 +99,6 @@ class Agent:
         settings_home: tuple[str, ...],
         settings_project: tuple[str, ...],
         hooks: tuple[HookSpec, ...],
-        export_target: str,
         instructions_home: tuple[str, ...] | None,
         instructions_project: str,
         skills_home: tuple[str, ...] | None,
@@ -131,8 +130,6 @@ class Agent:
         self.settings_project = settings_project
         #: What `hooks install` writes into that file.
         self.hooks = hooks
-        #: The `export` target and `[export]` key for its instruction files.
-        self.export_target = export_target
         #: The instruction file it reads in every session (under home), if
         #: the export writes one; and a project's, at the project's root.
         self.instructions_home = instructions_home
@@ -168,7 +165,6 @@ CLAUDE = Agent(
         HookSpec("PreCompact", SESSION_END, END_TIMEOUT_S),
         HookSpec("SessionEnd", SESSION_END, END_TIMEOUT_S),
     ),
-    export_target="claude",
     instructions_home=(".claude", "CLAUDE.md"),
     instructions_project="CLAUDE.md",
     skills_home=None,
@@ -209,8 +205,6 @@ CODEX = Agent(
         HookSpec("PreCompact", SESSION_END, END_TIMEOUT_S),
         HookSpec("SessionEnd", SESSION_END, CODEX_END_TIMEOUT_S),
     ),
-    # `AGENTS.md` is read by Codex and by other agents alike.
-    export_target="agents",
     instructions_home=None,
     instructions_project="AGENTS.md",
     # Codex (0.169) lists a person's skills from `$HOME/.agents/skills` and
@@ -232,8 +226,13 @@ AGENTS: tuple[Agent, ...] = (CLAUDE, CODEX)
 
 #: Their names, as hooks, `import`, `--format` and the wire take them.
 NAMES: tuple[str, ...] = tuple(a.name for a in AGENTS)
-#: Their `export` targets, as `export` and `[export]` take them.
-EXPORT_TARGETS: tuple[str, ...] = tuple(a.export_target for a in AGENTS)
+#: The `export` target (and `[export]` key) for every agent that reads a
+#: project's `AGENTS.md` — Codex and others: the team's file, written only
+#: when named.
+AGENTS_MD = "agents"
+#: The `export` targets, as `export` and `[export]` take them: each agent
+#: by its name (where it reads a person's own instructions), then `AGENTS_MD`.
+EXPORT_TARGETS: tuple[str, ...] = (*NAMES, AGENTS_MD)
 #: Their `api` spellings in a model configuration.
 APIS: tuple[str, ...] = tuple(a.api for a in AGENTS)
 
@@ -246,11 +245,6 @@ def agent(name: str) -> Agent | None:
 def by_api(api: str) -> Agent | None:
     """The row whose command line a model configuration's `api` names."""
     return next((a for a in AGENTS if a.api == api), None)
-
-
-def by_export_target(target: str) -> Agent | None:
-    """The row whose instruction files an `export` target names."""
-    return next((a for a in AGENTS if a.export_target == target), None)
 
 
 def of_session_id(session_id: str) -> Agent:

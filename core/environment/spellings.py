@@ -17,7 +17,7 @@ from mecha.core.environment.agents import APIS, EXPORT_TARGETS, NAMES
 #: An agent's name (`agents.NAMES`).
 AgentName = Literal["claude", "codex"]
 #: An `export` target (`agents.EXPORT_TARGETS`).
-ExportTargetName = Literal["claude", "agents"]
+ExportTargetName = Literal["claude", "codex", "agents"]
 #: A model configuration's `api` that runs an agent's command line
 #: (`agents.APIS`).
 AgentApi = Literal["claude-code", "codex"]

@@ -12,6 +12,7 @@ from mecha.core.agents import export_targets as et
 from mecha.core.agents import hooks as hk
 from mecha.core.agents.export import rewrite_file
 from mecha.core.agents.plugin import ClaudePlugin, double_reading, find_claude_plugins
+from mecha.core.agents.procedures import skill_program
 from mecha.core.agents.skills import install_skills, skills_folder, uninstall_skills
 from mecha.core.environment.installed import find_agents
 from mecha.core.environment.settings import config_path
@@ -78,7 +79,7 @@ def install_hooks(ctx: Context, p: m.InstallHooksParams, cancel: Cancel) -> m.In
     skills = None
     if p.agent == "codex":
         folder = skills_folder(p.scope, home=Path.home(), cwd=Path.cwd())
-        done = uninstall_skills(folder) if p.uninstall else install_skills(folder)
+        done = uninstall_skills(folder) if p.uninstall else install_skills(folder, skill_program(learning_dir))
         skills = m.CodexSkills(folder=done.folder, changed=done.changed, unchanged=done.unchanged, left=done.left)
     return m.InstallHooksResult(
         action=action, agent=p.agent, path=str(path), changed=changed, installed=installed,
