@@ -38,7 +38,7 @@ never opens the config file itself.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from enum import Enum
 
 import msgspec
