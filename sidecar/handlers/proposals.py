@@ -11,6 +11,7 @@ import logging
 
 from mecha.core.agents.export_targets import NO_RULES_YET, configured_targets, export_all, store_projects
 from mecha.core.domain.rules import validate_domain
+from mecha.core.environment.settings import config_path
 from mecha.core.errors import InvalidInput
 from mecha.core.learning.proposals import accept as accept_it
 from mecha.core.learning.proposals import (
@@ -24,7 +25,6 @@ from mecha.core.learning.proposals import (
 from mecha.core.learning.proposals import propose_retirement as propose
 from mecha.core.learning.sources import with_measurements
 from mecha.core.learning.validate import proposal_verdict
-from mecha.core.providers.config import default_config_path
 from mecha.core.store.ledger import rule_tallies_by_model
 from mecha.protocol import methods as m
 
@@ -78,7 +78,7 @@ def reexport(ctx: Context) -> list[m.ExportResult]:
     of the accept — whatever went wrong, an error here would tell the
     client the accept failed when it had landed."""
     log = logging.getLogger(__name__)
-    config = default_config_path()
+    config = config_path()
     store = ctx.existing_store()
     try:
         targets = configured_targets(config, projects=store_projects(store))
