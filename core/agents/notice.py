@@ -145,19 +145,59 @@ def _repository_skill_folders(cwd: str) -> list[str]:
         here = parent
 
 
+#: Our own review skill as it ships, which a repository's copy must equal.
+_SHIPPED_REVIEW = os.path.join(os.path.dirname(os.path.abspath(__file__)), "skill_files", CODEX_REVIEW_SKILL, "SKILL.md")
+#: More than any skill file of ours: a larger one is not read.
+_MAX_SKILL_BYTES = 256 * 1024
+
+
+def _skill_bytes(path: str) -> bytes | None:
+    """A regular file's bytes, opened without blocking (`None`: not there,
+    not a regular file, too large or unreadable)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not (info.st_mode & 0o170000 == 0o100000) or info.st_size > _MAX_SKILL_BYTES:
+            return None
+        return os.read(fd, _MAX_SKILL_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def codex_review_command(env: dict[str, str] | None = None, cwd: str | None = None) -> str | None:
     """`$mecha-review` when that skill is installed where Codex reads a
     person's skills, or the skills of the repository `cwd` is in, else
-    `None`: the notice offers only what is there."""
+    `None`: the notice offers only what is there.
+
+    A repository's skill is a stranger's text until shown otherwise: a
+    cloned repository once shipped its own `.agents/skills/mecha-review`,
+    and the notice told the person to type `$mecha-review` — which ran the
+    repository's instructions under mecha's name. So a repository's copy
+    counts only when it is byte for byte the one this installation ships
+    (what `hooks install codex --scope project` writes); any other skill
+    of that name in the repository means the name is not ours to offer
+    there at all, whatever the person's own folders hold."""
     env = dict(os.environ) if env is None else env
     home = env.get("HOME") or os.path.expanduser("~")
     folders = [os.path.join(env.get("CODEX_HOME") or os.path.join(home, ".codex"), "skills"),
                os.path.join(home, ".agents", "skills")]
+    found = False
     if cwd is not None:
-        folders += _repository_skill_folders(cwd)
-    for folder in folders:
-        if os.path.isfile(os.path.join(folder, CODEX_REVIEW_SKILL, "SKILL.md")):
-            return "$" + CODEX_REVIEW_SKILL
+        ours = _skill_bytes(_SHIPPED_REVIEW)
+        for folder in _repository_skill_folders(cwd):
+            path = os.path.join(folder, CODEX_REVIEW_SKILL, "SKILL.md")
+            if not os.path.lexists(path) and not os.path.lexists(os.path.dirname(path)):
+                continue
+            if ours is None or _skill_bytes(path) != ours:
+                return None
+            found = True
+    if found or any(os.path.isfile(os.path.join(f, CODEX_REVIEW_SKILL, "SKILL.md")) for f in folders):
+        return "$" + CODEX_REVIEW_SKILL
     return None
 
 
