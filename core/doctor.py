@@ -55,39 +55,13 @@ def _history_check(store: LearningStore) -> Check:
     has_git = shutil.which("git") is not None
     repo = store.has_history()
     if has_git and repo:
-        stalled = history_stall(store.root)
+        from mecha.core.store.history import History
+
+        stalled = History(store.root).stall()
         if stalled is not None:
             return Check("git", False, stalled)
         return Check("git", True, "history kept in the store's git repository")
     return Check("git", False, "git is not installed: no audit trail" if not has_git else "the store is not a git repository")
-
-
-def history_stall(root: Path) -> str | None:
-    """Why the store's history has stopped taking commits, or `None`: a lock
-    a git left (every commit fails while it stands, each with only a log
-    warning), and how many changed files wait outside the history."""
-    import subprocess
-
-    from mecha.core.store.history import History, git_locks, interrupted_commit
-    from mecha.core.store.layout import GIT_DIR
-
-    git_dir = root / GIT_DIR
-    locks = git_locks(git_dir)
-    if not locks:
-        return None
-    names = ", ".join(f"{path.relative_to(git_dir)} ({age:.0f}s old)" for path, age in locks[:5])
-    how = ("mecha's own commit was killed mid-way and the next write removes them"
-           if interrupted_commit(git_dir) else
-           f"remove them if no git is running in {root} (the next write does, once they are 10 minutes old)")
-    outside = ""
-    try:
-        status = History(root).git("status", "--porcelain", "--untracked-files=all")
-        changed = len([line for line in status.stdout.splitlines() if line.strip()]) if status.returncode == 0 else 0
-        if changed:
-            outside = f"; {changed} changed file(s) are outside the history until then"
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return f"git left {names}: every commit fails while they stand{outside}; {how}"
 
 
 def _rules_files_check(store: LearningStore) -> Check:

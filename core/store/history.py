@@ -167,6 +167,31 @@ class History:
             return None
         return f"{done.stdout}\n{done.stderr}"
 
+    def stall(self) -> str | None:
+        """Why the history has stopped taking commits, or `None`: a lock a
+        git left (every commit fails while it stands, each with only a log
+        warning), and how many changed files wait outside the history."""
+        import subprocess
+
+        git_dir = self._root / GIT_DIR
+        locks = git_locks(git_dir)
+        if not locks:
+            return None
+        names = ", ".join(f"{path.relative_to(git_dir)} ({age:.0f}s old)" for path, age in locks[:5])
+        how = ("mecha's own commit was killed mid-way, and the next write removes them"
+               if interrupted_commit(git_dir) else
+               f"remove them if no git is running in {self._root} (the next write does, once they are "
+               f"{_STALE_GIT_LOCK_S // 60} minutes old)")
+        outside = ""
+        try:
+            status = self.git("status", "--porcelain", "--untracked-files=all")
+            changed = sum(1 for line in status.stdout.splitlines() if line.strip()) if status.returncode == 0 else 0
+            if changed:
+                outside = f"; {changed} changed file(s) are outside the history until then"
+        except (OSError, subprocess.SubprocessError):
+            pass
+        return f"git left {names}: every commit fails while they stand{outside}; {how}"
+
     def clear_stale_lock(self) -> None:
         """Remove the locks of a git that died mid-command (power loss, a
         killed process group): `index.lock`, `HEAD.lock`, a branch's
@@ -201,7 +226,7 @@ def git_locks(git_dir: Path) -> list[tuple[Path, float]]:
 
     found: list[tuple[Path, float]] = []
     now = time.time()
-    for folder, recurse in ((git_dir, False), (git_dir / "refs", True), (git_dir / "logs", True)):
+    for folder, recurse in ((git_dir, False), (git_dir / "refs", True)):
         try:
             candidates = folder.rglob("*.lock") if recurse else folder.glob("*.lock")
             for path in candidates:
