@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from mecha.core.domain.record import RulesResult
 from mecha.core.gate.candidate import ChangeClass, Judgement, Pair, Prediction
 from mecha.core.gate.run import RunStats
 from mecha.core.learning.sources import RuleChange, RuleSources
@@ -528,6 +529,13 @@ class RuleSourcesParams(msgspec.Struct):
     rule_id: str
 
 
+class RulesParams(msgspec.Struct):
+    domain: str | None = None
+    #: `global`, or an absolute directory (its project's rules). Absent:
+    #: every scope.
+    scope: str | None = None
+
+
 class RejectProposalParams(msgspec.Struct):
     id: str
     reason: str | None = None
@@ -756,6 +764,8 @@ METHODS: dict[str, Method] = {
            "The stored lessons, newest first, by scope, trigger and origin, each with why it is not learnable."),
         _m("mecha/ruleSources", RuleSourcesParams, RuleSources,
            "Why one rule exists: the reflections it rests on, their interventions and sessions, and its measured record."),
+        _m("mecha/rules", RulesParams, RulesResult,
+           "Every live learned rule with its record: the sessions it reached, and the corrections before and after it."),
         _m("mecha/validate", ValidateParams, ValidateResult,
            "Plan, or start, a background pass of counterfactual probes that measures a rules block on held-out corrections."),
         _m("mecha/judge", JudgeParams, Judgement, "The paired A/B gate over measured arms."),

@@ -50,7 +50,9 @@ verbs:
                       the programs and tools you trust as your own machine (Bash(bd), Bash(git fetch),
                       mcp__notes__read), kept in the config file; an add asks again what now reads clean
   tallies             per-rule validation tallies
-  why RULE_ID         why a rule exists: the corrections it was learned from, and how it measured
+  rules [--domain D] [--project DIR | --global]
+                      the live learned rules, each with its record: sessions it reached, corrected again since
+  why RULE_ID         why a rule exists: the corrections it was learned from, its record since, how it measured
   hooks install|uninstall claude|codex [--scope user|project]
                       queue each session when Claude Code / Codex ends it; hear of proposals when one starts
   hooks status        which hooks are installed where, and what they last did
@@ -251,6 +253,11 @@ def _store_verbs(sub: _WithParents) -> None:
     s.add_argument("--origin", choices=["clean", "untrusted", "derived"])
     s.add_argument("--pending", action="store_true", help="only lessons no resolved proposal has consumed")
     s.add_argument("--limit", type=int, help="at most this many (the counts cover every match)")
+    s = sub.add_parser("rules", help="the live learned rules, each with its record from your sessions")
+    s.add_argument("--domain", help="only this domain's rules")
+    where = s.add_mutually_exclusive_group()
+    where.add_argument("--project", metavar="DIR", help="only the rules of the project DIR is in")
+    where.add_argument("--global", dest="global_only", action="store_true", help="only the global rules")
     s = sub.add_parser("why", help="why a rule exists: its sources and its measured record")
     s.add_argument("rule_id", help="a rule's id (hover it in an editor, or see `proposals show`)")
     sub.add_parser("doctor", help="health checks")
@@ -426,6 +433,7 @@ def _run_verb(verb: str, args: argparse.Namespace) -> int:
         "trust": ("mecha/trust", {"action": getattr(args, "action", "list"), "entries": getattr(args, "entries", [])}, humane.trust),
         "tallies": ("mecha/ruleTallies", {"domain": getattr(args, "domain", None)}, humane.tallies),
         "why": ("mecha/ruleSources", {"rule_id": getattr(args, "rule_id", None)}, humane.rule_sources),
+        "rules": ("mecha/rules", _rules_params(args), humane.rules),
         "lessons": ("mecha/lessons", _lessons_params(args), humane.lessons),
         "doctor": ("mecha/doctor", {}, humane.doctor),
     }
@@ -440,6 +448,22 @@ def _run_verb(verb: str, args: argparse.Namespace) -> int:
     if verb == "doctor":
         return 0 if all(c["ok"] for c in result["checks"]) else 1
     return 0
+
+
+def _rules_params(args: argparse.Namespace) -> dict[str, Any]:
+    """The `rules` verb's options as `mecha/rules` params."""
+    if getattr(args, "verb", None) != "rules":
+        return {}
+    import os
+
+    params: dict[str, Any] = {}
+    if args.domain is not None:
+        params["domain"] = args.domain
+    if args.global_only:
+        params["scope"] = "global"
+    elif args.project is not None:
+        params["scope"] = os.path.abspath(args.project)
+    return params
 
 
 def _lessons_params(args: argparse.Namespace) -> dict[str, Any]:

@@ -197,7 +197,38 @@ def rule_sources(r: dict[str, Any]) -> str:
         if s.get("lesson"):
             lines.append(f"  lesson: {_one_line(s['lesson'], 200)}")
     lines += ["", f"measured: {r.get('measured') or 'not measured yet'}"]
+    if r.get("record"):
+        lines += ["", *record_lines(r["record"])]
     return "\n".join(lines)
+
+
+def record_lines(rec: dict[str, Any]) -> list[str]:
+    """A rule's record: its one line, each correction that came back with
+    its session and where, and the proposal that answers it."""
+    lines = [f"record: {rec['line']}"]
+    for x in rec.get("corrected_again", []):
+        where = f"session {x['session_id']}"
+        if x.get("file"):
+            where += f", {x['file']}:{x['line']}" if x.get("line") is not None else f", {x['file']}"
+        lines.append(f"  corrected again {x['created_at'][:10]}: “{_one_line(x['text'], 160)}” ({where})")
+    if rec.get("rewrite_proposal"):
+        lines.append(f"  a rewrite waits: mecha-sidecar proposals show {rec['rewrite_proposal']}")
+    if rec.get("retire_proposal"):
+        lines.append(f"  offered for retirement: mecha-sidecar proposals show {rec['retire_proposal']}")
+    return lines
+
+
+def rules(r: dict[str, Any]) -> str:
+    """Every live learned rule with its record, by scope."""
+    if not r["rules"]:
+        return "no learned rule is live yet: `mecha-sidecar proposals` lists what waits for your review"
+    lines: list[str] = []
+    for x in r["rules"]:
+        scope = "global" if x["scope"] == "global" else f"project {x['scope']}"
+        lines += [f"{x['rule'].get('id')}  {x['domain']}  {scope}", f"  {_one_line(x['rule']['text'], 300)}"]
+        lines += [f"  {line}" for line in record_lines(x["record"])]
+        lines.append("")
+    return "\n".join(lines).rstrip()
 
 
 def lessons(r: dict[str, Any]) -> str:
@@ -404,14 +435,20 @@ def import_summary(s: dict[str, Any]) -> str:
             )
     unknown = s.get("unknown", [])
     trustable = [u for u in unknown if u.get("command")]
-    refused = [u for u in unknown if not u.get("command")]
+    doubted = [u for u in unknown if not u.get("command") and not u.get("stranger")]
+    strangers = [u for u in unknown if not u.get("command") and u.get("stranger")]
     if trustable:
-        lines.append("not in the table of local programs (each held back this many interventions; trust it if it is yours):")
+        lines.append("not in the table of local programs (trusting one alone frees exactly this many interventions; trust it if it is yours):")
         for u in trustable:
-            lines.append(f"  {u['entry']}: {u['interventions']} in {u['sessions']} session(s) — {u['command']}")
-    if refused:
-        lines.append("held back by what no trust entry can answer (a stranger's text stays untrusted):")
-        for u in refused:
+            lines.append(f"  {u['entry']}: frees {u['interventions']} in {u['sessions']} session(s) — {u['command']}")
+    if doubted:
+        lines.append("held back by what the reader could not see through (no trust entry is offered; "
+                     "once imported, `mecha-sidecar lessons --held` lets you vouch for the corrections):")
+        for u in doubted:
+            lines.append(f"  {u['entry']}: {u['interventions']} in {u['sessions']} session(s) — {u['refused']}")
+    if strangers:
+        lines.append("held back by a stranger's text (never learnable, whatever is trusted):")
+        for u in strangers:
             lines.append(f"  {u['entry']}: {u['interventions']} in {u['sessions']} session(s) — {u['refused']}")
     return "\n".join([head, *lines, tail])
 

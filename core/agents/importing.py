@@ -46,11 +46,12 @@ from pathlib import Path
 import msgspec
 
 from mecha.core.agents.installed import is_own_call
+from mecha.core.agents.offers import exact_offers
 from mecha.core.domain.reflexion import Origin
 from mecha.core.errors import InvalidInput
 from mecha.core.identity import now
 from mecha.core.learning.scope import project_of_cwd
-from mecha.core.sessions.foreign import detect_format, read_session
+from mecha.core.sessions.foreign import detect_format, policy_with, read_session
 from mecha.core.sessions.mining import Intervention, Trigger, Voices
 from mecha.core.sessions.reader import FORMAT_NAMES, ReadSession, TaintPolicy, first_blame
 from mecha.core.sessions.survey import Planned, survey_session
@@ -101,6 +102,9 @@ class SessionPlan(msgspec.Struct, kw_only=True):
     #: Every call that held any of them back (`trust.blockers`), for the
     #: summary of what to trust.
     blockers: list[HeldBack] = msgspec.field(default_factory=list)
+    #: For each trust entry that would free some of its new untrusted
+    #: interventions, exactly how many (`offers.exact_offers`).
+    frees: dict[str, int] = msgspec.field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         """New interventions per `trigger/origin`, for a dry run."""
@@ -414,6 +418,10 @@ def _plan_file(scan: _Scan, path: Path, report: ImportReport) -> SessionPlan | N
         imported_before=read.session_id in scan.seen_sessions,
     )
     scan.seen_sessions.add(read.session_id)
+    held = [p for p in plan.fresh if p.origin is Origin.UNTRUSTED]
+    if held:
+        policy = scan.policy if scan.policy is not None else policy_with(scan.source)
+        plan.frees = exact_offers(path, read, held, policy, scan.voices)
     report.sessions.append(plan)
     return plan
 

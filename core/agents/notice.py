@@ -66,6 +66,10 @@ class _Settings:
 
 
 _scan = _make_scanner(_Settings())  # type: ignore[arg-type]  # the scanner reads only these attributes
+#: The scanner and the string quoter, for the session-start hook's other
+#: reader and writer (`agents.started`), which may import nothing more.
+scan_json = _scan
+quote_json = _quote
 
 
 def _status(data: bytes) -> object:
@@ -145,8 +149,6 @@ def _repository_skill_folders(cwd: str) -> list[str]:
         here = parent
 
 
-#: Our own review skill as it ships, which a repository's copy must equal.
-_SHIPPED_REVIEW = os.path.join(os.path.dirname(os.path.abspath(__file__)), "skill_files", CODEX_REVIEW_SKILL, "SKILL.md")
 #: More than any skill file of ours: a larger one is not read.
 _MAX_SKILL_BYTES = 256 * 1024
 
@@ -169,7 +171,20 @@ def _skill_bytes(path: str) -> bytes | None:
         os.close(fd)
 
 
-def codex_review_command(env: dict[str, str] | None = None, cwd: str | None = None) -> str | None:
+def _our_review_skills(learning_dir: str | None, env: dict[str, str]) -> set[bytes]:
+    """The review skill as `hooks install codex` writes it here: naming
+    the program as this installation runs, with or without the store it
+    was pinned to."""
+    from mecha.core.agents.procedures import skill_program
+    from mecha.core.agents.skills import SKILL_FILE, shipped
+
+    stores = {None, learning_dir, env.get("MECHA_LEARNING_DIR") or None}
+    return {shipped(skill_program(store))[CODEX_REVIEW_SKILL][SKILL_FILE] for store in stores}
+
+
+def codex_review_command(
+    env: dict[str, str] | None = None, cwd: str | None = None, learning_dir: str | None = None
+) -> str | None:
     """`$mecha-review` when that skill is installed where Codex reads a
     person's skills, or the skills of the repository `cwd` is in, else
     `None`: the notice offers only what is there.
@@ -178,8 +193,9 @@ def codex_review_command(env: dict[str, str] | None = None, cwd: str | None = No
     cloned repository once shipped its own `.agents/skills/mecha-review`,
     and the notice told the person to type `$mecha-review` — which ran the
     repository's instructions under mecha's name. So a repository's copy
-    counts only when it is byte for byte the one this installation ships
-    (what `hooks install codex --scope project` writes); any other skill
+    counts only when it is byte for byte the one this installation writes
+    (`hooks install codex --scope project`, for the store `learning_dir`
+    or the default one); any other skill
     of that name in the repository means the name is not ours to offer
     there at all, whatever the person's own folders hold."""
     env = dict(os.environ) if env is None else env
@@ -188,12 +204,13 @@ def codex_review_command(env: dict[str, str] | None = None, cwd: str | None = No
                os.path.join(home, ".agents", "skills")]
     found = False
     if cwd is not None:
-        ours = _skill_bytes(_SHIPPED_REVIEW)
+        ours: set[bytes] | None = None
         for folder in _repository_skill_folders(cwd):
             path = os.path.join(folder, CODEX_REVIEW_SKILL, "SKILL.md")
             if not os.path.lexists(path) and not os.path.lexists(os.path.dirname(path)):
                 continue
-            if ours is None or _skill_bytes(path) != ours:
+            ours = _our_review_skills(learning_dir, env) if ours is None else ours
+            if _skill_bytes(path) not in ours:
                 return None
             found = True
     if found or any(os.path.isfile(os.path.join(f, CODEX_REVIEW_SKILL, "SKILL.md")) for f in folders):

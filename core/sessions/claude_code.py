@@ -19,7 +19,9 @@ mining the file naively taught the wrong lesson or missed the right one:
   lines** in a main file are not the person and are skipped. A file under a
   session's `subagents/` folder (or an `agent-*.jsonl` file, or one whose
   first line is a sidechain) is a subagent's: read whole, `interactive:
-  false`, so its reflections classify `derived`.
+  false`, so its reflections classify `derived`. So is a headless session
+  (`claude -p`, an Agent SDK program: its `entrypoint`), as Codex's `exec`
+  sessions are (`headless_entrypoint`).
 - **Compaction**: the summary a new context opens with (`isCompactSummary`,
   "This session is being continued from a previous conversation…") is the
   harness's, never a person's turn.
@@ -55,7 +57,11 @@ mining the file naively taught the wrong lesson or missed the right one:
   `dequeue` and its user line written before the refusal) goes with that
   result: the refusal's reason, or a steer beside it. Newer files also write a `queued_command`
   attachment for the same delivery (older ones only the attachment); the
-  pair is read once. A queued task notification is not the person. (The
+  pair is read once. A queued task notification is not the person, and it
+  waits behind the person's words: a `remove` that does not name what it
+  took took the first message the person typed (a notice is handed over
+  when the turn ends, as a user line of its own, which takes it out of the
+  queue). (The
   movements are as public readers of the format describe them, e.g. a
   count over 116 real transcripts of enqueue against remove / dequeue /
   popAll; the fixtures here are written to that shape.)
@@ -96,6 +102,7 @@ from mecha.core.sessions.reader import (
     IMAGE_PLACEHOLDER,
     INTERRUPTED_RESULT,
     LINE_FAULTS,
+    UNCHECKED_SUBAGENT,
     Blame,
     ReaderCore,
     ReadSession,
@@ -103,6 +110,7 @@ from mecha.core.sessions.reader import (
     Source,
     TaintPolicy,
     bounded,
+    subagent_blame,
 )
 from mecha.core.sessions.transcript import Block, Message, Taint, result_text, taint_at
 
@@ -219,6 +227,9 @@ class _Line(msgspec.Struct):
     isCompactSummary: bool = False
     sessionId: str | None = None
     cwd: str | None = None
+    #: How the session was started: `cli` at a terminal, `sdk-cli` for
+    #: `claude -p`, `sdk-ts` / `sdk-py` for a program on the Agent SDK.
+    entrypoint: str | None = None
     attachment: msgspec.Raw = msgspec.Raw()
     #: A `queue-operation` line's movement and the words it moved.
     operation: str | None = None
@@ -340,6 +351,8 @@ class _Reader(ReaderCore):
         self.last_assistant_id: str | None = None
         self.last_assistant_at = -1
         self.queued: list[str] = []
+        #: How the session was started (`_Line.entrypoint`), from its first line that says.
+        self.entrypoint: str | None = None
         #: What the person typed into the queue and is still waiting there
         #: (`queue-operation` enqueues not yet moved on).
         self.waiting: list[str] = []
@@ -367,6 +380,8 @@ class _Reader(ReaderCore):
             self.session_id = line.sessionId
         if line.cwd and self.project is None:
             self.project = line.cwd
+        if line.entrypoint and self.entrypoint is None:
+            self.entrypoint = line.entrypoint
         kind = line.type
         if kind == "queue-operation":
             self._queue_operation(number, line)
@@ -414,8 +429,8 @@ class _Reader(ReaderCore):
             if words is not None:
                 self.waiting.append(words)
         elif op == "remove":
-            if words is None and self.waiting:
-                words = self.waiting[0]
+            if words is None:
+                words = _next_delivered(self.waiting)
             if words is None:
                 return
             _take(self.waiting, words)
@@ -503,6 +518,9 @@ class _Reader(ReaderCore):
                     self.interrupted = True
                     continue
                 self.person_ran("Bash", b.text)
+                # Sent from the queue as a turn of its own (a task notice
+                # does this with no record of the queue's): no longer waiting.
+                _take(self.waiting, b.text)
                 said = person_text(b.text)
                 if said:
                     words.append(said)
@@ -612,7 +630,8 @@ class _Reader(ReaderCore):
             return self.judge("BashOutput", self.background[task])
         if isinstance(task, str) and self.subagents is not None and (self.subagents / f"agent-{task}.jsonl").is_file():
             return subagent_taint(self.subagents, task, self.policy)
-        return Taint(private=True, untrusted=True), Blame(tool="TaskOutput", why="more output of a background task the file does not show")
+        why = "more output of a background task the file does not show"
+        return Taint(private=True, untrusted=True), Blame(tool="TaskOutput", why=why, stranger=f"TaskOutput: {why} (a subagent's, perhaps, which can read the web)")
 
 
 #: The tools that run a subagent and hand back its report.
@@ -651,20 +670,21 @@ def subagent_taint(folder: Path, agent: str | None, policy: TaintPolicy) -> tupl
     is held to what came later too — fail closed); otherwise untrusted,
     saying which."""
     if agent is None or "/" in agent or agent.startswith("."):
-        return Taint(private=True, untrusted=True), Blame(tool="Task", why="a subagent's report whose transcript the result does not name")
+        why = "a subagent's report whose transcript the result does not name"
+        return Taint(private=True, untrusted=True), Blame(tool="Task", why=why, stranger=f"Task: {why} ({UNCHECKED_SUBAGENT})")
     path = folder / f"agent-{agent}.jsonl"
     try:
         with path.open("rb") as f:
             read = read_claude_code(f, name=str(path), path=path, policy=policy)
     except (OSError, InvalidInput) as exc:
         why = "its transcript is not beside the session" if isinstance(exc, FileNotFoundError) else f"its transcript cannot be read ({exc})"
-        return Taint(private=True, untrusted=True), Blame(tool="Task", program=f"agent-{agent}", why=f"a subagent's report: {why}")
+        program = f"agent-{agent}"
+        return Taint(private=True, untrusted=True), Blame(tool="Task", program=program, why=f"a subagent's report: {why}",
+                                                          stranger=f"Task({program}): {why} ({UNCHECKED_SUBAGENT})")
     last = taint_at(read.taint_timeline, max(len(read.messages) - 1, 0))
     if last is not None and not last.untrusted:
         return Taint(private=True), None
-    inner = read.blames[0].describe() if read.blames else "it reads untrusted"
-    blame = Blame(tool="Task", program=f"agent-{agent}", why=f"a subagent's report, whose own transcript ({path.name}) is untrusted from {inner}")
-    return Taint(private=True, untrusted=True), blame
+    return Taint(private=True, untrusted=True), subagent_blame("Task", f"agent-{agent}", f"transcript ({path.name})", read.blames)
 
 
 def _prompt_text(prompt: str | list[_Inner] | None) -> str:
@@ -672,6 +692,17 @@ def _prompt_text(prompt: str | list[_Inner] | None) -> str:
     if isinstance(prompt, str):
         return prompt
     return "\n".join(i.text or "" for i in (prompt or []) if i.type == "text")
+
+
+def _next_delivered(waiting: list[str]) -> str | None:
+    """What a `remove` that does not name its words took into the running
+    turn: the first waiting message the person typed. Task notices wait
+    behind the person's words — Claude Code hands them over when the turn
+    ends, as their own user line — so one still waiting is not what a
+    `remove` moved while the person's words wait too (taking the queue's
+    head once mined a notice, dropped as not the person, and left the
+    person's words to ride with the next `remove`, calls later)."""
+    return next((w for w in waiting if person_text(w)), waiting[0] if waiting else None)
 
 
 def _take(items: list[str], text: str) -> bool:
@@ -698,4 +729,16 @@ def read_claude_code(
     session_id = f"claude:{base}"
     if reader.sidechain_file and path is not None and path.stem != base:
         session_id = f"{session_id}/{path.stem}"
-    return reader.session(SessionFormat.CLAUDE, session_id, lines, interactive=not reader.sidechain_file)
+    interactive = not reader.sidechain_file and not headless_entrypoint(reader.entrypoint)
+    return reader.session(SessionFormat.CLAUDE, session_id, lines, interactive=interactive)
+
+
+def headless_entrypoint(entrypoint: str | None) -> bool:
+    """Whether a session was started headless — `claude -p` (`sdk-cli`) or
+    a program on the Agent SDK (`sdk-ts`, `sdk-py`) — rather than by a
+    person at a terminal or in an editor. Read like Codex's `exec` and `mcp`
+    sources (`codex_cli.interactive_source`): its prompts may be a script's,
+    and nobody watched it run to steer it, so it is `interactive: false` and
+    its reflections classify `derived`. An older file that names no
+    entrypoint was written by the terminal client."""
+    return entrypoint is not None and entrypoint.startswith("sdk")

@@ -68,6 +68,7 @@ from mecha.core.sessions.reader import (
     IMAGE_PLACEHOLDER,
     INTERRUPTED_RESULT,
     LINE_FAULTS,
+    UNCHECKED_SUBAGENT,
     Blame,
     ReaderCore,
     ReadSession,
@@ -75,6 +76,7 @@ from mecha.core.sessions.reader import (
     Source,
     TaintPolicy,
     bounded,
+    subagent_blame,
 )
 from mecha.core.sessions.transcript import Block, Message, Taint, taint_at
 
@@ -456,23 +458,27 @@ def children_taint(root: Path, children: list[str], policy: TaintPolicy) -> tupl
     local when the rollout of every child waited on is found under `root`
     (its file name ends with the child's thread id) and reads clean to its
     end; untrusted otherwise, saying which."""
+    def unchecked(why: str, program: str | None = None) -> tuple[Taint, Blame]:
+        label = "wait_agent" if program is None else f"wait_agent({program})"
+        return Taint(private=True, untrusted=True), Blame(tool="wait_agent", program=program, why=why,
+                                                          stranger=f"{label}: {why} ({UNCHECKED_SUBAGENT})")
+
     if not children:
-        return Taint(private=True, untrusted=True), Blame(tool="wait_agent", why="a subagent's report whose rollout the file does not name")
+        return unchecked("a subagent's report whose rollout the file does not name")
     for child in children:
         if "/" in child or child.startswith("."):
-            return Taint(private=True, untrusted=True), Blame(tool="wait_agent", why="a subagent's report whose rollout the file does not name")
+            return unchecked("a subagent's report whose rollout the file does not name")
         found = sorted(root.rglob(f"rollout-*{child}.jsonl"))
         if not found:
-            return Taint(private=True, untrusted=True), Blame(tool="wait_agent", program=child, why="a subagent's report: its rollout is not in the sessions folder")
+            return unchecked("a subagent's report: its rollout is not in the sessions folder", child)
         try:
             with found[0].open("rb") as f:
                 read = read_codex(f, name=str(found[0]), policy=policy)
         except (OSError, InvalidInput) as exc:
-            return Taint(private=True, untrusted=True), Blame(tool="wait_agent", program=child, why=f"a subagent's report: its rollout cannot be read ({exc})")
+            return unchecked(f"a subagent's report: its rollout cannot be read ({exc})", child)
         last = taint_at(read.taint_timeline, max(len(read.messages) - 1, 0))
         if last is None or last.untrusted:
-            inner = read.blames[0].describe() if read.blames else "it reads untrusted"
-            return Taint(private=True, untrusted=True), Blame(tool="wait_agent", program=child, why=f"a subagent's report, whose own rollout is untrusted from {inner}")
+            return Taint(private=True, untrusted=True), subagent_blame("wait_agent", child, "rollout", read.blames)
     return Taint(private=True), None
 
 

@@ -84,6 +84,13 @@ class Blame(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     program: str | None = None
     command: str | None = None
     entry: str | None = None
+    #: What stranger's text the call put in context, in words (`a web
+    #: page's text`, `curl: reaches the network`), when it is one a known
+    #: network or web source wrote; absent when the reader only doubts (a
+    #: program the table does not know, shell it cannot see through, a
+    #: script). The person may vouch for what doubt held back, never for
+    #: this (`core.agents.held`).
+    stranger: str | None = None
 
     def reason(self) -> str:
         """Where and why, without the command line: `line 12: Bash (bd): not in …`."""
@@ -209,7 +216,9 @@ class TaintPolicy(msgspec.Struct, frozen=True, kw_only=True):
         session's shell memory (`shell.ShellMemory`): what its earlier
         commands changed."""
         if name in self.untrusted:
-            return Taint(private=True, untrusted=True), Blame(tool=name, why=_UNTRUSTED_TOOLS.get(name or "", "brings in third-party text"))
+            why = _UNTRUSTED_TOOLS.get(name or "", "brings in third-party text")
+            stranger = None if name in _UNREAD_TOOLS else f"{name}: {why}"
+            return Taint(private=True, untrusted=True), Blame(tool=name, why=why, stranger=stranger)
         if name in self.personal:
             return Taint(), None
         if name in self.local:
@@ -221,7 +230,8 @@ class TaintPolicy(msgspec.Struct, frozen=True, kw_only=True):
             # on the harness endpoint's path.
             from mecha.core.sessions.shell import ShellTrust, judge_command
 
-            trust = ShellTrust(trusted=self.trusted_commands, distrusted=self.distrusted_commands)
+            remote = self.kept_remote()
+            trust = ShellTrust(trusted=self.trusted_commands, distrusted=self.distrusted_commands | remote)
             verdict = judge_command(command, trust, memory)
             if verdict.local:
                 return Taint(private=True), None
@@ -229,13 +239,30 @@ class TaintPolicy(msgspec.Struct, frozen=True, kw_only=True):
             if len(line) > BLAME_COMMAND_CHARS:
                 line = line[: BLAME_COMMAND_CHARS - 1] + "…"
             why = verdict.why or "not known to stay on this machine"
-            return Taint(private=True, untrusted=True), Blame(tool=name, program=verdict.program, command=line, why=why, entry=verdict.entry)
+            if verdict.program in remote and verdict.program not in self.distrusted_commands:
+                program = verdict.program.partition(" ")[0]
+                why = (f"talks to a remote: what it prints is someone else's text (trusting {program} "
+                       f"does not trust it; Bash({verdict.program}) would, on its own)")
+            whole = command if isinstance(command, str) else " ".join(command)
+            stranger = shell_stranger(verdict.program, why, whole)
+            blame = Blame(tool=name, program=verdict.program, command=line, why=why, entry=verdict.entry, stranger=stranger)
+            return Taint(private=True, untrusted=True), blame
         web = web_word(name)
         if web is not None:
             why = f"its name says it reaches the web ({web!r}): its results are a stranger's text, which no standing trust can make the person's"
-            return Taint(private=True, untrusted=True), Blame(tool=name, why=why)
+            return Taint(private=True, untrusted=True), Blame(tool=name, why=why, stranger=f"{name}: a web tool's results")
         why = "a tool the reader does not know (an MCP tool is untrusted until you trust it by name)"
         return Taint(private=True, untrusted=True), Blame(tool=name, why=why, entry=name if name else None)
+
+    def kept_remote(self) -> frozenset[str]:
+        """The subcommands that talk to a remote (`remote_subcommands`) of
+        every program the person trusted whole (`Bash(bd)`), except those
+        they trusted by name (`Bash(bd sync)`): a program entry never
+        trusts them."""
+        programs = [c for c in self.trusted_commands if " " not in c]
+        if not programs:
+            return frozenset()
+        return frozenset(e for p in programs for e in remote_subcommands(p)) - self.trusted_commands
 
     def person_shell_taint(self, tool: str, text: str, memory: ShellMemory | None = None) -> tuple[Taint, Blame | None] | None:
         """What a shell command the person ran themselves brings in —
@@ -271,6 +298,85 @@ def web_word(name: str | None) -> str | None:
         return None
     lowered = name.lower()
     return next((w for w in WEB_WORDS if w in lowered), None)
+
+
+#: Untrusted tools whose output the reader cannot read rather than a
+#: stranger's by what they are: a watched command, a PowerShell line. What
+#: they held back is the reader's doubt, which the person may vouch for.
+_UNREAD_TOOLS = frozenset({"Monitor", "PowerShell"})
+
+#: Network programs whose names are also everyday words (`host: db`,
+#: `links/`): on a line the reader could not see through they are read as
+#: words; run as the program, they are still a stranger's text.
+_COMMON_WORDS = frozenset({"host", "links", "hub", "dig", "az", "ping", "http", "https"})
+
+#: The words of a shell line, for `shell_stranger`.
+_WORDS = re.compile(r"[A-Za-z0-9_.+-]+")
+
+
+def shell_stranger(program: str | None, why: str, command: str) -> str | None:
+    """What stranger's text an untrusted shell command put in context, in
+    words, or `None` when the reader only doubts it. A network client or a
+    fetching subcommand the table names (`curl`, `git push`, `bd sync`) is
+    one; so is any line whose words, or whose reason (a git config write
+    it quotes), name one anywhere — a brace expansion hiding `curl`, `python
+    -c` importing `http.client`: where the reader could not see what runs,
+    a network program on the line is taken to be what ran (fail closed)."""
+    from mecha.core.sessions.programs import NETWORK, is_network
+
+    if program:
+        first, _, rest = program.partition(" ")
+        if is_network(first, rest or None) or program in REMOTE_SUBCOMMANDS:
+            return f"{program}: reaches the network"
+    words = _WORDS.findall(f"{command} {why}")
+    for i, word in enumerate(words):
+        name = word.split(".", 1)[0]
+        pair = f"{name} {words[i + 1]}" if i + 1 < len(words) else ""
+        if (name in NETWORK and name not in _COMMON_WORDS) or pair in NETWORK or pair in REMOTE_SUBCOMMANDS:
+            return f"{pair if pair in NETWORK or pair in REMOTE_SUBCOMMANDS else name}: a network program on a line the reader could not see through"
+    return None
+
+
+#: Subcommands that talk to a remote, of programs the table does not know
+#: (`bd`) or knows only partly: trusting the program (`Bash(bd)`) never
+#: trusts them — each is its own entry (`Bash(bd sync)`), and what it
+#: printed is a remote's text. The table's own fetching subcommands
+#: (`programs.NETWORK`: `git push`, `npm install`, …) are added to these.
+REMOTE_SUBCOMMANDS = frozenset(
+    {
+        "bd sync", "npm publish", "yarn publish", "pnpm publish", "cargo publish", "cargo login", "poetry publish",
+        "twine upload", "gem push", "docker push", "docker login", "helm push", "dvc push", "dvc pull", "dvc fetch",
+        "hg push", "hg pull", "svn update", "svn checkout", "jj git", "git-lfs fetch", "git-lfs pull", "git-lfs push",
+        "mix hex.publish", "dotnet nuget",
+    }
+)
+
+
+def remote_subcommands(program: str) -> frozenset[str]:
+    """Every subcommand of `program` known to talk to a remote
+    (`REMOTE_SUBCOMMANDS` and the table's fetching subcommands), each
+    spelled `program sub`."""
+    from mecha.core.sessions.programs import NETWORK
+
+    return frozenset(e for e in (*REMOTE_SUBCOMMANDS, *NETWORK) if e.partition(" ")[0] == program and " " in e)
+
+
+#: Why a subagent's report whose own transcript cannot be read is taken as
+#: a stranger's text, not the reader's doubt: a subagent can search and
+#: read the web, and nothing left on this machine says whether it did.
+UNCHECKED_SUBAGENT = "a subagent can read the web, and nothing here says whether this one did"
+
+
+def subagent_blame(tool: str, program: str, whose: str, blames: list[Blame]) -> Blame:
+    """Why a subagent's report is untrusted, from its own transcript's
+    `blames`: the first stranger's text it read when there is one (which
+    makes the report one too), else the first call it doubted."""
+    stranger = next((b for b in blames if b.stranger is not None), None)
+    first = stranger or (blames[0] if blames else None)
+    inner = first.describe() if first is not None else "it reads untrusted"
+    why = f"a subagent's report, whose own {whose} is untrusted from {inner}"
+    said = None if stranger is None else f"{tool}({program}): a subagent that read {stranger.stranger}"
+    return Blame(tool=tool, program=program, why=why, stranger=said)
 
 
 #: Why each built-in untrusted tool is, in a person's words.
@@ -316,7 +422,7 @@ class TaintTimeline:
         self.current = Taint()
         self.checkpoints = [TaintCheckpoint(at=0, taint=self.current)]
         self.blames: list[Blame] = []
-        self._blamed: set[tuple[str | None, str | None]] = set()
+        self._blamed: set[tuple[str | None, str | None, bool]] = set()
         #: The file line being read, for the blames it causes.
         self.line: int | None = None
 
@@ -333,7 +439,10 @@ class TaintTimeline:
             self.checkpoints.append(TaintCheckpoint(at=at, taint=merged))
 
     def blame(self, at: int, blame: Blame) -> None:
-        key = (blame.tool, blame.program)
+        # The first of each tool and program, and of each kind: a call
+        # that put a stranger's text in context is kept even when the same
+        # program was only doubted before (a vouch must see it).
+        key = (blame.tool, blame.program, blame.stranger is not None)
         if key in self._blamed or len(self.blames) >= MAX_BLAMES:
             return
         self._blamed.add(key)

@@ -146,17 +146,23 @@ class HeldBack(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Unknown(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """A program or tool that held back interventions: how many (every
-    intervention it was before, not only those it was the first call
-    before), in how many sessions, and the exact command that trusts it —
-    or, for one that no trust entry can answer (a web tool, a network
-    client, a spelling that hides its program), why not."""
+    """A program or tool that held back interventions, as the import's
+    summary offers it. For one a trust entry can answer and whose trust
+    frees some of them, `command` trusts it and `interventions` is exactly
+    how many trusting it alone frees (`agents.offers`), in `sessions`
+    sessions. For any other, `interventions` is how many it held back (every
+    one it came before) and `refused` says why no offer is made: a
+    stranger's text (`stranger`), or the reader's doubt — which the person
+    may answer by vouching for the corrections themselves."""
 
     entry: str
     interventions: int
     sessions: int
     command: str | None = None
     refused: str | None = None
+    #: The call put a stranger's text in context (`reader.Blame.stranger`):
+    #: nothing the person says makes what it held back learnable.
+    stranger: bool = False
 
 
 def held_back(blames: Iterable[Blame | None]) -> list[HeldBack]:
@@ -205,29 +211,49 @@ def _label(blame: Blame) -> str:
     return blame.tool or blame.program or "a record the reader could not read"
 
 
-def unknown_summary(sessions: Iterable[Iterable[HeldBack]]) -> list[Unknown]:
+#: Why an entry a trust entry could answer is not offered.
+FREES_NONE = "trusting it alone frees none of them: another call holds the same corrections back"
+
+
+def unknown_summary(sessions: Iterable[tuple[Iterable[HeldBack], Mapping[str, int]]]) -> list[Unknown]:
     """Every program and tool that held back interventions, over many
-    sessions (`blockers`): how many each held back and in how many
-    sessions; those a trust entry can answer first, with the command, most
-    first; then those it cannot, with why."""
+    sessions, each given as its `blockers` and what each entry would free
+    (`offers.exact_offers`): first the offers — the entries that free some,
+    with the command, most first; then those that free none or that no
+    trust entry can answer, with why."""
     held: dict[str, int] = {}
     seen: dict[str, int] = {}
     why: dict[str, str | None] = {}
-    for session in sessions:
+    stranger: dict[str, bool] = {}
+    freed: dict[str, int] = {}
+    freed_in: dict[str, int] = {}
+    for blocking, frees in sessions:
         labels = set()
-        for h in session:
+        for h in blocking:
             label = _label(h.blame)
             held[label] = held.get(label, 0) + h.interventions
             why.setdefault(label, None if h.blame.entry is not None else h.blame.why)
+            stranger[label] = stranger.get(label, False) or h.blame.stranger is not None
             labels.add(label)
         for label in labels:
             seen[label] = seen.get(label, 0) + 1
+        for entry, n in frees.items():
+            if n > 0:
+                freed[entry] = freed.get(entry, 0) + n
+                freed_in[entry] = freed_in.get(entry, 0) + 1
     rows = []
-    for e, n in held.items():
-        command = None if why[e] is not None else trust_command(e)
-        refused = why[e] if why[e] is not None or command is not None else untrustable(e)
-        rows.append(Unknown(entry=shown(e), interventions=n, sessions=seen[e], command=command, refused=refused))
-    return sorted(rows, key=lambda u: (u.refused is not None, -u.interventions, u.entry))
+    for e, n in freed.items():
+        command = trust_command(e)
+        if command is not None:
+            rows.append(Unknown(entry=shown(e), interventions=n, sessions=freed_in[e], command=command))
+        else:
+            freed_in.pop(e)
+    for label, n in held.items():
+        if label in freed_in:
+            continue
+        refused = why[label] or (untrustable(label) if label in freed else FREES_NONE)
+        rows.append(Unknown(entry=shown(label), interventions=n, sessions=seen[label], refused=refused, stranger=stranger[label]))
+    return sorted(rows, key=lambda u: (u.command is None, u.stranger, -u.interventions, u.entry))
 
 
 class Withheld(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

@@ -13,6 +13,8 @@ distilled.jsonl              session ids already distilled, one per line
 runs.jsonl                   one LeapRun per consolidation pass
 validations.jsonl            one ValidationRecord per probe
 imported.jsonl               one ImportRecord (records.py) per session file imported from another agent
+repeats.jsonl                one Repeat per correction that showed a live rule was not followed
+started.jsonl                one SessionStart per agent session the session-start hook saw begin
 proposals/<id>.json          rule changes waiting for a person
 rules/<domain>.user.toml     the person's own rules — never written by code
 rules/<domain>.learned.toml  written only when a person accepts a proposal
@@ -97,6 +99,7 @@ from mecha.core.store.rules_text import parse_rules_file, render_learned_toml, r
 from mecha.core.store.watch import ReflectionsById, store_identity
 
 if TYPE_CHECKING:
+    from mecha.core.domain.record import Repeat, SessionStart
     from mecha.core.domain.reflexion import Reflexion
 
 #: The names this module has always offered, each now defined by the part
@@ -515,3 +518,13 @@ class LearningStore:
     def imports(self) -> list[ImportRecord]:
         """Every import record, oldest first (`records.ImportRecord`)."""
         return self.records.imports()
+
+    def append_repeats(self, records: Iterable[Repeat]) -> None:
+        """Record corrections that repeat live rules. Caller holds the lock."""
+        self.records.append_repeats(records)
+
+    def repeats(self) -> list[Repeat]:
+        return self.records.repeats()
+
+    def session_starts(self) -> list[SessionStart]:
+        return self.records.session_starts()

@@ -154,7 +154,10 @@ def test_a_repositorys_own_review_skill_is_never_offered_under_mechas_name(tmp_p
     # Pins: a cloned repository shipping `.agents/skills/mecha-review/SKILL.md`
     # (hostile text), and the session-start notice saying "type $mecha-review".
     from mecha.core.agents.notice import codex_review_command
-    from mecha.core.agents.skills import SOURCE
+    from mecha.core.agents.procedures import skill_program
+    from mecha.core.agents.skills import shipped
+
+    ours = shipped(skill_program())["mecha-review"]["SKILL.md"]
 
     home = tmp_path / "home"
     repo = tmp_path / "clone"
@@ -167,9 +170,9 @@ def test_a_repositorys_own_review_skill_is_never_offered_under_mechas_name(tmp_p
     # The person's own install does not make the repository's skill theirs.
     mine = home / ".agents" / "skills" / "mecha-review"
     mine.mkdir(parents=True)
-    (mine / "SKILL.md").write_bytes((SOURCE / "mecha-review" / "SKILL.md").read_bytes())
+    (mine / "SKILL.md").write_bytes(ours)
     assert codex_review_command(env, str(repo)) is None
     # The repository's copy that is ours, byte for byte, is offered.
-    (planted / "SKILL.md").write_bytes((SOURCE / "mecha-review" / "SKILL.md").read_bytes())
+    (planted / "SKILL.md").write_bytes(ours)
     assert codex_review_command(env, str(repo)) == "$mecha-review"
     assert codex_review_command(env, str(tmp_path)) == "$mecha-review"

@@ -220,16 +220,18 @@ def test_an_old_session_that_ended_on_a_silent_refusal_queues_it(store, tmp_path
     assert [p.intervention.trigger.value for p in plan.fresh] == ["denial"] and plan.held == 0
 
 
-def test_the_summary_names_every_program_that_held_an_intervention_back_not_only_the_first(tmp_path: Path) -> None:
-    # Pins: only each session's first blocker was named, so trusting took
-    # one round per program; and a web tool was either offered for trust
-    # or left out without a word.
-    from mecha.core.sessions.trust import unknown_summary
+def test_the_summary_offers_each_program_with_exactly_what_trusting_it_alone_frees(tmp_path: Path) -> None:
+    # Pins: offers counted every intervention after any call of the program
+    # (`Bash(gcc-12): 16`, `Bash(nvcc): 7` each freed 0; four offers "adding
+    # up to 41" freed 4), so accepting them all freed a tenth of what they said.
+    from mecha.core.sessions.trust import load_trust, unknown_summary
 
     cc = Claude(session="cccc0001-1111-4222-8333-444455556666")
     cc.user("Start.").assistant(text("Listing."), use("s1", "Bash", command="bd ready")).result("s1", "[]")
     cc.assistant(text("Nothing.")).user("Keep titles short.")
     cc.assistant(text("Checking."), use("s2", "Bash", command="mytool status")).result("s2", "ok")
+    cc.assistant(text("Still checking."), use("s4", "Bash", command="othertool --list")).result("s4", "ok")
+    cc.assistant(text("Fine.")).user("Say what changed first.")
     cc.assistant(text("Searching."), use("s3", "mcp__serper__google_search", q="x")).result("s3", "results")
     cc.assistant(text("Found.")).user("Name branches after the issue.")
     cc.assistant(text("Done."))
@@ -241,12 +243,39 @@ def test_the_summary_names_every_program_that_held_an_intervention_back_not_only
     report = import_sessions(store, "claude", tmp_path / "projects", voices=DEFAULT_VOICES, dry_run=True)
     [session] = report.sessions
     assert [h.blame.entry for h in session.held_back] == ["Bash(bd)"], "each intervention's first blocker is bd"
-    rows = {u.entry: u for u in unknown_summary(s.blockers for s in report.sessions)}
-    assert set(rows) == {"Bash(bd)", "Bash(mytool)", "mcp__serper__google_search"}, rows
-    assert (rows["Bash(bd)"].interventions, rows["Bash(mytool)"].interventions) == (2, 1)
-    assert rows["Bash(mytool)"].command == "mecha-sidecar trust add 'Bash(mytool)'" and rows["Bash(mytool)"].refused is None
+    # Trusting bd alone frees "Keep titles short." only: mytool and othertool
+    # each still hold "Say what changed first." back, and the search holds the last.
+    assert session.frees == {"Bash(bd)": 1}
+    rows = {u.entry: u for u in unknown_summary((s.blockers, s.frees) for s in report.sessions)}
+    assert rows["Bash(bd)"].interventions == 1 and rows["Bash(bd)"].command == "mecha-sidecar trust add 'Bash(bd)'"
+    for freeing_none in ("Bash(mytool)", "Bash(othertool)"):
+        assert rows[freeing_none].command is None and "frees none" in (rows[freeing_none].refused or "")
+        assert rows[freeing_none].stranger is False
     web = rows["mcp__serper__google_search"]
-    assert web.command is None and web.refused is not None and "reaches the web" in web.refused
+    assert web.command is None and web.stranger and "reaches the web" in (web.refused or "")
+    # And the offer is what trusting does: read again with the entry kept.
+    config = tmp_path / "sidecar.toml"
+    config.write_text('[trust]\nallow = ["Bash(bd)"]\n')
+    again = import_sessions(store, "claude", tmp_path / "projects", voices=DEFAULT_VOICES, dry_run=True,
+                            policy=load_trust(config).policy("claude"))
+    assert sum(p.origin.value == "clean" for p in again.sessions[0].fresh) == 1
+
+
+def test_trusting_a_program_never_trusts_its_subcommands_that_reach_a_remote() -> None:
+    # Pins: `Bash(bd)` offered as freeing 4, all of them because it also
+    # trusted `bd sync`, which pulls from and pushes to a git remote.
+    from mecha.core.sessions.claude_code import CLAUDE_POLICY
+
+    bd = CLAUDE_POLICY.with_overrides(trust=["Bash(bd)"])
+    assert bd.judge("Bash", "bd ready --json")[0].untrusted is False
+    for line in ("bd sync", "bd list && bd sync --flush-only", "sh -c 'bd sync'"):
+        taint, blame = bd.judge("Bash", line)
+        assert taint.untrusted and blame is not None and blame.entry is None, line
+        assert blame.stranger is not None and "bd sync" in blame.why, blame
+    taint, _ = CLAUDE_POLICY.with_overrides(trust=["Bash(bd)", "Bash(bd sync)"]).judge("Bash", "bd sync")
+    assert taint.untrusted is False, "its own entry trusts it"
+    git = CLAUDE_POLICY.with_overrides(trust=["Bash(git)"])
+    assert git.judge("Bash", "git push origin main")[0].untrusted and not git.judge("Bash", "git status")[0].untrusted
 
 
 def test_empty_files_and_a_workflows_files_are_passed_over_without_a_warning(tmp_path: Path) -> None:

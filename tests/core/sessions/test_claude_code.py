@@ -229,6 +229,59 @@ def test_a_queued_message_taken_into_the_turn_is_a_steer_where_it_was_delivered(
     assert "Read" in plans[0].intervention.tools_before
 
 
+def progress(cc: Claude, tool_id: str) -> Claude:
+    return cc.raw({"type": "progress", "sessionId": cc.session, "toolUseID": tool_id, "parentToolUseID": tool_id,
+                   "data": {"type": "hook_progress", "hookEvent": "PostToolUse"}})
+
+
+NOTICE = "<task-notification>\n<task-id>b0be39e</task-id>\n<status>completed</status>\n</task-notification>"
+
+
+def test_a_steer_removed_from_the_queue_without_its_words_is_mined_where_it_was_delivered():
+    # Pins: a real session's steer lost, and a stale one mined in its place. A task notice
+    # enqueued earlier waited ahead of it (Claude Code hands notices over when the turn
+    # ends); the `remove` with no content was read as taking the notice, and the person's
+    # words rode with the next `remove`, calls later. The record order is the session's:
+    # the call, four `progress`, enqueue, remove (no content), two `progress`, the
+    # result, then the assistant's next calls and, three calls later, the words it heard.
+    cc = Claude().user("Finish the epic.").assistant(text("Waiting on the build."), use("w", "Bash", command="make -j4"))
+    queue(cc, "enqueue", NOTICE)  # still waiting when the person types
+    cc.result("w", "built")
+    cc.assistant(text("Committing."), use("c", "Bash", command="git add -A && git commit -m 'Annotations'"))
+    for _ in range(4):
+        progress(cc, "c")
+    queue(cc, "enqueue", "new items were added to the epic. tackle them")
+    queue(cc, "remove")
+    for _ in range(2):
+        progress(cc, "c")
+    cc.result("c", "[main 99b497c] Annotations")
+    for n, command in enumerate(["git status", "git log -1", "git diff --stat"]):
+        cc.assistant(use(f"n{n}", "Bash", command=command)).result(f"n{n}", "ok")
+    cc.assistant(text("Done. Now let me check the new items you mentioned."))
+    cc.user(NOTICE)  # the notice, handed over as its own turn at the end
+    read, plans = mined(cc)
+    steers = [p for p in plans if p.intervention.trigger is Trigger.STEER]
+    assert [p.intervention.text for p in steers] == ["new items were added to the epic. tackle them"]
+    assert steers[0].origin is Origin.CLEAN
+    # It rides beside the commit's result: its context is the call it arrived during.
+    assert "git commit" in steers[0].intervention.context
+    assert read.messages[steers[0].intervention.at].blocks()[0].content == "[main 99b497c] Annotations"
+
+
+def test_a_task_notice_handed_over_as_its_own_turn_no_longer_waits_in_the_queue():
+    # Pins: a notice enqueued and then sent as its own user line stayed "waiting", so the
+    # next `remove` with no content took it, and the person's words after it were lost.
+    cc = Claude().user("Build it.").assistant(text("Building."), use("w", "Bash", command="make"))
+    queue(cc, "enqueue", NOTICE)
+    cc.result("w", "built").user(NOTICE)
+    cc.assistant(text("Testing."), use("t", "Bash", command="make test"))
+    queue(cc, "enqueue", "check again")
+    queue(cc, "remove")
+    cc.result("t", "ok").assistant(text("Checked again."))
+    _, plans = mined(cc)
+    assert [(p.intervention.trigger, p.intervention.text) for p in plans] == [(Trigger.STEER, "check again")]
+
+
 def test_a_queued_message_recorded_twice_by_its_delivery_is_mined_once():
     # Pins: newer files write `remove` and a `queued_command` attachment for one delivery.
     for attachment_first in (False, True):
@@ -355,3 +408,19 @@ def test_a_background_shells_output_is_decided_by_the_command_that_started_it(co
     unknown = Claude().user("Check.").assistant(use("b2", "BashOutput", bash_id="bash_9")).result("b2", "output")
     unknown.assistant(text("Checked.")).user("Fine.")
     assert mined(unknown)[1][-1].origin is Origin.UNTRUSTED
+
+
+@pytest.mark.parametrize(("entrypoint", "headless"), [("sdk-cli", True), ("sdk-py", True), ("sdk-ts", True), ("cli", False), (None, False)])
+def test_a_headless_session_of_either_agent_is_read_alike(entrypoint: str | None, headless: bool) -> None:
+    # Pins: `codex exec` sessions were "not learnable" while `claude -p` ones counted as a
+    # person's: both are headless runs whose prompts may be a script's.
+    from tests.core.ccfixture import Codex
+
+    extra = {} if entrypoint is None else {"entrypoint": entrypoint}
+    cc = Claude().user("Fix the totals.", **extra).assistant(text("Fixed."), **extra).user("And the docs.", **extra)
+    read, plans = mined(cc)
+    cx = Codex(source="exec" if headless else "cli").user("Fix the totals.").say("Fixed.").user("And the docs.")
+    codex_read = read_session(Path("rollout.jsonl"), "codex", data=cx.bytes())
+    codex_plans = survey_session(codex_read.messages, codex_read.taint_timeline, interactive=codex_read.interactive, voices=VOICES)
+    assert read.interactive is codex_read.interactive is (not headless)
+    assert [p.origin for p in plans] == [p.origin for p in codex_plans] == [Origin.DERIVED if headless else Origin.CLEAN]
