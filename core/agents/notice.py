@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 
 from mecha.core.shellwords import mecha_or_none
-from mecha.core.store.layout import proposals_dir
+from mecha.core.store.layout import LEARNING_DIR_ENV, proposals_dir
 
 try:
     from _json import encode_basestring_ascii as _quote
@@ -178,7 +178,7 @@ def _our_review_skills(learning_dir: str | None, env: dict[str, str]) -> set[byt
     from mecha.core.agents.procedures import skill_program
     from mecha.core.agents.skills import SKILL_FILE, shipped
 
-    stores = {None, learning_dir, env.get("MECHA_LEARNING_DIR") or None}
+    stores = {None, learning_dir, env.get(LEARNING_DIR_ENV) or None}
     return {shipped(skill_program(store))[CODEX_REVIEW_SKILL][SKILL_FILE] for store in stores}
 
 
