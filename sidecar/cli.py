@@ -33,7 +33,7 @@ verbs:
                       queue the new interventions in Claude Code / Codex CLI sessions, start a reflect pass
   export claude|agents [FILE] [--project DIR]
                       write each scope's rules into CLAUDE.md / AGENTS.md (a managed section)
-  proposals [list|show ID|accept ID [--global] [--without N…]|reject ID [--wrong N…]]
+  proposals [list|show ID|accept ID [--global] [--without N…] [--wrong N…] [--edit N TEXT]|reject ID [--wrong N…]]
   learn DOMAIN        start a consolidation pass per scope (proposes, never applies)
   reflect --sessions DIR
                       reflect every transcript file in DIR
@@ -160,10 +160,13 @@ def _learning_verbs(sub: _WithParents) -> None:
                    help="accept: send a project's proposal's new rules to the global rules, for every repository")
     s.add_argument("--without", metavar="N", type=int, nargs="+", default=[],
                    help="accept: leave out these changes, numbered as `proposals show` lists them; "
-                   "their lessons are marked rejected (with --reason)")
+                   "their lessons go back to the pool (say --wrong N when a lesson itself is wrong)")
     s.add_argument("--wrong", metavar="N", type=int, nargs="+", default=[],
-                   help="reject: these changes rest on wrong lessons, which are marked rejected; "
-                   "the proposal's other lessons go back to the pool")
+                   help="accept or reject: these changes rest on wrong lessons, which are marked rejected "
+                   "(with --reason); accept leaves them out; every other lesson goes back to the pool")
+    s.add_argument("--edit", metavar=("N", "TEXT"), nargs=2, action="append", default=[],
+                   help="accept: change N lands in your words TEXT (one line; checked for length and "
+                   "personal data only); repeat for more changes")
 
     s = sub.add_parser("learn", help="start a consolidation pass for a domain")
     s.add_argument("domain", help=DOMAIN_HELP)

@@ -29,7 +29,10 @@ def proposals(ctx: Any, args: argparse.Namespace) -> int:
         emit(args, result, humane.proposal_with_diff)
         return 0
     if args.action == "accept":
-        params = {"id": args.id, "as_global": args.as_global, "without": args.without, "reason": args.reason}
+        params = {
+            "id": args.id, "as_global": args.as_global, "without": args.without, "wrong": args.wrong,
+            "edit": edits(args.edit), "reason": args.reason,
+        }
         result = call(ctx, "mecha/acceptProposal", params)
         emit(args, result, humane.accepted)
         for export in result.get("exports", []):
@@ -49,3 +52,13 @@ def retire(ctx: Any, args: argparse.Namespace) -> int:
     result = call(ctx, "mecha/proposeRetirement", params)
     emit(args, result, lambda r: humane.proposal_line(r["proposal"]))
     return 0
+
+
+def edits(pairs: list[list[str]]) -> list[dict[str, object]]:
+    """`--edit N TEXT` pairs as the wire's `edit` (`EditedRule`s)."""
+    out: list[dict[str, object]] = []
+    for number, text in pairs:
+        if not number.isdigit():
+            raise ValueError(f"--edit: {number!r} is not a change number; say `--edit N \"the rule in your words\"`")
+        out.append({"number": int(number), "text": text})
+    return out
