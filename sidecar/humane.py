@@ -140,6 +140,10 @@ def proposal_with_diff(r: dict[str, Any]) -> str:
     p = r["proposal"]
     lines = [proposal_line(p), f"scope: {scope_in_words(p)}"]
     lines.extend(f"  from project {where}" for where in p.get("promoted_from") or [])
+    lines.extend(
+        f"rewrites {rule_id}: you corrected it again after it went live (`mecha-sidecar why {rule_id}` shows its record)"
+        for rule_id in p.get("rewrite_of") or []
+    )
     if p.get("evidence"):
         lines.append(f"evidence: {p['evidence']}")
     if p.get("reason"):
@@ -596,9 +600,9 @@ def _config_file() -> str:
     """The config file this process reads, as a person would type it."""
     from pathlib import Path
 
-    from mecha.core.providers.config import default_config_path
+    from mecha.core.environment.settings import config_path
 
-    path = default_config_path()
+    path = config_path()
     try:
         return "~/" + str(path.relative_to(Path.home()))
     except ValueError:
