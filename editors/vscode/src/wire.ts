@@ -200,6 +200,7 @@ export interface ProposalVerdict {
   by_model: Record<string, Record<string, number>>;
   measured: string;
   probes: number;
+  reduced: number;
   stale: number;
 }
 
