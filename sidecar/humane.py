@@ -372,6 +372,8 @@ def validate_plan(r: dict[str, Any]) -> str:
         f"validate {plan['domain']}: {len(probes)} probe(s) of {what}, at most {plan['calls']} model call(s) "
         f"({plan['calls_per_probe']} per probe; budget {plan['budget']})"
     ]
+    if plan.get("cost"):
+        lines.append(f"  cost: {plan['cost']}")
     for p in probes:
         where = f"{p['file']}:{p['line']}" if p.get("file") and p.get("line") else (p.get("file") or f"session {p['session_id']}")
         again = " (measured before under this block)" if p.get("measured_before") else ""

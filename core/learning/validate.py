@@ -62,6 +62,7 @@ from mecha.core.learning.holdout import in_holdout
 from mecha.core.learning.replies import ReplyContract, reply_fault
 from mecha.core.learning.sources import describe_verdict
 from mecha.core.providers.base import CompletionRequest, Provider, StopReason
+from mecha.core.providers.config import ModelConfig
 from mecha.core.sessions.mining import bound_text, locate_followup
 from mecha.core.sessions.transcript import Message, taint_at
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus, RenderedBlock, render_rules
@@ -81,9 +82,11 @@ from mecha.core.store.ledger import (
 
 log = logging.getLogger(__name__)
 
-#: Probes a pass runs when not told otherwise: a few calls' worth, so a
-#: first `validate` costs seconds on a hosted model, minutes on a local one.
-DEFAULT_BUDGET = 3
+#: Probes a pass runs when not told otherwise: five, the fewest whose
+#: verdict reads as more than an anecdote, and still a few calls' worth
+#: (20), so a first `validate` costs seconds on a hosted model, minutes on
+#: a local one, and 20 runs of the person's own agent on their account.
+DEFAULT_BUDGET = 5
 #: The most probes one pass may be given.
 MAX_BUDGET = 100
 #: The triggers a probe can replay: a person's words in the conversation.
@@ -476,6 +479,20 @@ def plan_validation(
 ) -> ValidationPlan:
     """What `validate` would do: which reflections, how many calls."""
     return prepare(store, domain, budget, proposal_id)[1]
+
+
+def what_calls_cost(calls: int, cfg: ModelConfig | None) -> str | None:
+    """What `calls` model calls cost, said before any is made: on an agent's
+    command line each is one run on the person's own account (no key, but
+    their plan's usage); on a server, calls to it. `None` with no model."""
+    if cfg is None:
+        return None
+    if cfg.runs_agent:
+        program, agent = {"claude-code": ("claude -p", "Claude Code"), "codex": ("codex exec", "Codex")}.get(
+            cfg.api, (cfg.api, cfg.api)
+        )
+        return f"{calls} run(s) of `{program}` on your own {agent} account: no key, each one call of your plan's usage"
+    return f"{calls} call(s) to {cfg.describe()}"
 
 
 def no_probe_reason(plan: ValidationPlan) -> str:

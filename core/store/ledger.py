@@ -191,6 +191,9 @@ class ValidationPlan(msgspec.Struct, kw_only=True):
     #: The same, by why and then by kind (the trigger: `followup`, `steer`,
     #: `denial`, `edit`).
     skipped_kinds: dict[str, dict[str, int]] = msgspec.field(default_factory=dict)
+    #: Where the calls would go and what they cost, as a person reads it
+    #: (`validate.what_calls_cost`), when a model is configured.
+    cost: str | None = None
 
 
 class ProposalVerdict(msgspec.Struct, kw_only=True):
