@@ -19,6 +19,7 @@ from typing import Any, Literal
 import msgspec
 
 from mecha.core.domain.record import RulesResult
+from mecha.core.environment.spellings import AgentName, ExportTargetName
 from mecha.core.gate.candidate import ChangeClass, Judgement, Pair, Prediction
 from mecha.core.gate.run import RunStats
 from mecha.core.learning.sources import RuleChange, RuleSources
@@ -209,7 +210,7 @@ class InboxDropResult(msgspec.Struct):
 
 class ImportSessionsParams(msgspec.Struct):
     #: Whose sessions: `claude` (Claude Code) or `codex` (Codex CLI).
-    source: Literal["claude", "codex"]
+    source: AgentName
     #: The folder they are in; absent: the agent's own under the home
     #: (`~/.claude/projects`, `~/.codex/sessions`).
     dir: str | None = None
@@ -323,7 +324,7 @@ class HookSettings(msgspec.Struct):
 
 class HookStatusParams(msgspec.Struct):
     #: `claude` or `codex`; absent: both.
-    agent: Literal["claude", "codex"] | None = None
+    agent: AgentName | None = None
     #: `user` (under the home) or `project` (the project the sidecar runs
     #: in, its git root); absent: both.
     scope: Literal["user", "project"] | None = None
@@ -371,7 +372,7 @@ class HookStatusResult(msgspec.Struct):
 
 class InstallHooksParams(msgspec.Struct):
     #: Whose hooks: `claude` or `codex`.
-    agent: Literal["claude", "codex"]
+    agent: AgentName
     #: `user` (`~/.claude`, `~/.codex`) or `project` (the `.claude` or
     #: `.codex` folder of the project the sidecar runs in, its git root).
     scope: Literal["user", "project"] = "user"
@@ -417,7 +418,7 @@ class InstallHooksResult(msgspec.Struct):
 
 class ExportRulesParams(msgspec.Struct):
     #: Whose instructions: `claude`, `codex`, or `agents` (any `AGENTS.md` reader).
-    target: Literal["claude", "codex", "agents"]
+    target: ExportTargetName
     #: One file, told the rules of the scope it is in. Absent, and no
     #: `project`: every scope's file, where the agent reads the person's own
     #: — for `claude` `~/.claude/CLAUDE.md` and each project's
@@ -482,6 +483,18 @@ class ExportResult(msgspec.Struct):
     skipped: str | None = None
 
 
+class EditedRule(msgspec.Struct):
+    """A person's own words for one rule of a proposal, as they accept it."""
+
+    #: The change's `number` (`mecha/proposal`'s `changes`): an added or
+    #: changed rule.
+    number: int
+    #: The rule as it should read: one line; checked for form (length, the
+    #: domain's character budget, no repeat of another rule) and personal
+    #: data, not for sense.
+    text: str
+
+
 class AcceptProposalParams(msgspec.Struct):
     id: str
     #: Accept a project's proposal into the global rules: the rules it adds
@@ -489,18 +502,28 @@ class AcceptProposalParams(msgspec.Struct):
     as_global: bool = False
     #: Changes to leave out, by their `number` (`mecha/proposal`'s
     #: `changes`, `proposals show`): the rest is accepted, and the lessons
-    #: only the left-out changes rest on are marked rejected.
+    #: the left-out changes rest on go back to the pool.
     without: list[int] = msgspec.field(default_factory=list)
-    #: Why they were left out: kept with the rejected lessons.
+    #: Changes to leave out because the lessons they rest on are wrong:
+    #: those lessons are marked rejected (with `reason`).
+    wrong: list[int] = msgspec.field(default_factory=list)
+    #: Rules to accept in the person's own words: what lands is their text,
+    #: and the rule's sources name their edit first.
+    edit: list[EditedRule] = msgspec.field(default_factory=list)
+    #: Why changes were left out: kept with the left-out changes and any
+    #: rejected lessons.
     reason: str | None = None
 
 
 class AcceptOptions(msgspec.Struct):
     """`mecha.acceptProposal`'s optional second argument: what an editor's
-    "leave out change N" action sends (`AcceptProposalParams`' fields of
-    the same names)."""
+    "leave out change N", "change N rests on a wrong lesson" and "edit
+    change N" actions send (`AcceptProposalParams`' fields of the same
+    names)."""
 
     without: list[int] = msgspec.field(default_factory=list)
+    wrong: list[int] = msgspec.field(default_factory=list)
+    edit: list[EditedRule] = msgspec.field(default_factory=list)
     reason: str | None = None
 
 
@@ -512,6 +535,10 @@ class AcceptProposalResult(msgspec.Struct):
     #: Promotion proposals this accept filed: lessons now live in two or
     #: more projects, proposed for the global rules (pending, never applied).
     promotions: list[Proposal] = msgspec.field(default_factory=list)
+    #: The lessons of the proposal's batch the accept used (marked
+    #: processed): those its accepted rules cite. The others went back to
+    #: the pool.
+    used_lessons: list[str] = msgspec.field(default_factory=list)
 
 
 class ProposalWithDiffResult(msgspec.Struct):

@@ -35,7 +35,7 @@ verbs:
                       queue the new interventions in Claude Code / Codex CLI sessions, start a reflect pass
   export claude|agents [FILE] [--project DIR]
                       write each scope's rules into CLAUDE.md / AGENTS.md (a managed section)
-  proposals [list|show ID|accept ID [--global] [--without N…]|reject ID [--wrong N…]]
+  proposals [list|show ID|accept ID [--global] [--without N…] [--wrong N…] [--edit N TEXT]|reject ID [--wrong N…]]
   learn DOMAIN        start a consolidation pass per scope (proposes, never applies)
   reflect --sessions DIR
                       reflect every transcript file in DIR
@@ -162,10 +162,13 @@ def _learning_verbs(sub: _WithParents) -> None:
                    help="accept: send a project's proposal's new rules to the global rules, for every repository")
     s.add_argument("--without", metavar="N", type=int, nargs="+", default=[],
                    help="accept: leave out these changes, numbered as `proposals show` lists them; "
-                   "their lessons are marked rejected (with --reason)")
+                   "their lessons go back to the pool (say --wrong N when a lesson itself is wrong)")
     s.add_argument("--wrong", metavar="N", type=int, nargs="+", default=[],
-                   help="reject: these changes rest on wrong lessons, which are marked rejected; "
-                   "the proposal's other lessons go back to the pool")
+                   help="accept or reject: these changes rest on wrong lessons, which are marked rejected "
+                   "(with --reason); accept leaves them out; every other lesson goes back to the pool")
+    s.add_argument("--edit", metavar=("N", "TEXT"), nargs=2, action="append", default=[],
+                   help="accept: change N lands in your words TEXT (one line; checked for length and "
+                   "personal data only); repeat for more changes")
 
     s = sub.add_parser("learn", help="start a consolidation pass for a domain")
     s.add_argument("domain", help=DOMAIN_HELP)
@@ -576,7 +579,10 @@ def _proposals(ctx: Any, args: argparse.Namespace) -> int:
         _emit(args, result, humane.proposal_with_diff)
         return 0
     if args.action == "accept":
-        params = {"id": args.id, "as_global": args.as_global, "without": args.without, "reason": args.reason}
+        params = {
+            "id": args.id, "as_global": args.as_global, "without": args.without, "wrong": args.wrong,
+            "edit": _edits(args.edit), "reason": args.reason,
+        }
         result = call(ctx, "mecha/acceptProposal", params)
         _emit(args, result, humane.accepted)
         for export in result.get("exports", []):
@@ -588,6 +594,16 @@ def _proposals(ctx: Any, args: argparse.Namespace) -> int:
     return 0
 
 
+def _edits(pairs: list[list[str]]) -> list[dict[str, object]]:
+    """`--edit N TEXT` pairs as the wire's `edit` (`EditedRule`s)."""
+    out: list[dict[str, object]] = []
+    for number, text in pairs:
+        if not number.isdigit():
+            raise ValueError(f"--edit: {number!r} is not a change number; say `--edit N \"the rule in your words\"`")
+        out.append({"number": int(number), "text": text})
+    return out
+
+
 def _mining_context(ctx: Any, args: argparse.Namespace, *profiles: str) -> Any:
     """The context with the voices the command line adds: the profiles of
     the formats being read, `$MECHA_HARNESS_VOICES`, then `--voices`. A pass
@@ -596,7 +612,7 @@ def _mining_context(ctx: Any, args: argparse.Namespace, *profiles: str) -> Any:
 
 
 def _policy(args: argparse.Namespace, source: str) -> Any:
-    from mecha.core.sessions.foreign import policy_with
+    from mecha.core.environment.trust import policy_with
 
     return policy_with(source, args.trust_tool, args.distrust_tool)
 
@@ -704,6 +720,7 @@ def _reflect(ctx: Any, args: argparse.Namespace) -> int:
     file that is not a session is skipped with a warning naming it, and a
     session already mined — or already waiting in the inbox from a pass that
     failed — is not queued again."""
+    from mecha.core.environment.trust import load_trust
     from mecha.core.errors import InvalidInput
     from mecha.core.learning.scope import project_of_cwd
     from mecha.core.sessions.foreign import read_session
@@ -724,11 +741,12 @@ def _reflect(ctx: Any, args: argparse.Namespace) -> int:
     skipped: list[str] = []
     empty: list[str] = []
     ready: list[m.SessionEndedParams] = []
+    trust = load_trust()
     for path in sorted(directory.iterdir()):
         if path.suffix not in (".json", ".jsonl") or not path.is_file():
             continue
         try:
-            session = read_session(path)
+            session = read_session(path, trust=trust)
         except InvalidInput as exc:
             print(f"mecha-sidecar: warning: skipped {exc}", file=sys.stderr)
             continue

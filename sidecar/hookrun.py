@@ -141,7 +141,7 @@ def run(argv: list[str]) -> int:
         _read_stdin()
         os.write(2, b"mecha-sidecar hook: expected AGENT session-end|session-start [--learning-dir DIR] [--review CMD]\n")
         return 0
-    from mecha.core.agents.notice import OWN_CALL_ENV
+    from mecha.core.environment.agents import OWN_CALL_ENV
 
     if os.environ.get(OWN_CALL_ENV):
         # A pass's own model call on the agent's command line: not a
@@ -163,7 +163,7 @@ def session_start(agent: str, learning_dir: str | None, review: str | None = Non
 
         pending = pending_proposals(resolve_root(learning_dir))
         if pending and review is None and agent == "codex":
-            review = codex_review_command(cwd=os.getcwd())
+            review = codex_review_command(cwd=os.getcwd(), learning_dir=learning_dir)
         out = hook_output(notice_line(pending, learning_dir, review))
     except Exception as exc:
         from mecha.core.store.layout import resolve_root
