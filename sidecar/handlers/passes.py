@@ -6,11 +6,12 @@ from __future__ import annotations
 import os
 
 from mecha.core.domain.rules import validate_domain
+from mecha.core.environment.settings import config_path
 from mecha.core.errors import InvalidInput, LearningError, NotFound
 from mecha.core.learning.learn import ALL_SCOPES, near_domain, scopes_ready
 from mecha.core.learning.scope import resolve_project
 from mecha.core.learning.validate import no_probe_reason, plan_validation, validate_budget, what_calls_cost
-from mecha.core.providers import default_config_path, resolve_model_config
+from mecha.core.providers import resolve_model_config
 from mecha.core.providers.config import ModelConfig
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.inbox import count_waiting, list_set_aside
@@ -54,7 +55,7 @@ def _model_config(ctx: Context) -> ModelConfig | None:
     """The model a pass would call, or `None` when none is configured or its
     configuration is broken (the pass says which, by name, when it runs)."""
     try:
-        return resolve_model_config(ctx.model_options, os.environ, default_config_path())
+        return resolve_model_config(ctx.model_options, os.environ, config_path())
     except LearningError:
         return None
 
