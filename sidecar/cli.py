@@ -251,6 +251,12 @@ def _store_verbs(sub: _WithParents) -> None:
     s.add_argument("--origin", choices=["clean", "untrusted", "derived"])
     s.add_argument("--pending", action="store_true", help="only lessons no resolved proposal has consumed")
     s.add_argument("--limit", type=int, help="at most this many (the counts cover every match)")
+    s.add_argument("--held", action="store_true",
+                   help="the corrections held back as untrusted, each with an id, the call that held it back and your "
+                   "words; those the reader only doubted you may vouch for")
+    s.add_argument("vouch", nargs="*", metavar="vouch ID",
+                   help="`lessons vouch ID…`: you vouch that what held these corrections back was your own machine's: "
+                   "each is asked once and becomes learnable (a stranger's text never does); no program is trusted by it")
     s = sub.add_parser("why", help="why a rule exists: its sources and its measured record")
     s.add_argument("rule_id", help="a rule's id (hover it in an editor, or see `proposals show`)")
     sub.add_parser("doctor", help="health checks")
@@ -426,7 +432,7 @@ def _run_verb(verb: str, args: argparse.Namespace) -> int:
         "trust": ("mecha/trust", {"action": getattr(args, "action", "list"), "entries": getattr(args, "entries", [])}, humane.trust),
         "tallies": ("mecha/ruleTallies", {"domain": getattr(args, "domain", None)}, humane.tallies),
         "why": ("mecha/ruleSources", {"rule_id": getattr(args, "rule_id", None)}, humane.rule_sources),
-        "lessons": ("mecha/lessons", _lessons_params(args), humane.lessons),
+        "lessons": _lessons_call(args),
         "doctor": ("mecha/doctor", {}, humane.doctor),
     }
     if verb == "retire":
@@ -440,6 +446,24 @@ def _run_verb(verb: str, args: argparse.Namespace) -> int:
     if verb == "doctor":
         return 0 if all(c["ok"] for c in result["checks"]) else 1
     return 0
+
+
+def _lessons_call(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:
+    """`lessons` lists the lessons; `lessons --held` the held corrections;
+    `lessons vouch ID…` vouches for some of them."""
+    from . import humane
+
+    words = list(getattr(args, "vouch", None) or [])
+    if words:
+        if words[0] != "vouch":
+            raise ValueError(f"lessons: {words[0]!r} is not an action (`lessons vouch ID…` vouches for held corrections)")
+        if len(words) < 2:
+            raise ValueError("lessons vouch: name at least one held correction by its id (`mecha-sidecar lessons --held` lists them)")
+        return "mecha/vouch", {"ids": words[1:]}, humane.vouched
+    if getattr(args, "held", False):
+        limit = getattr(args, "limit", None)
+        return "mecha/heldCorrections", {} if limit is None else {"limit": limit}, humane.held
+    return "mecha/lessons", _lessons_params(args), humane.lessons
 
 
 def _lessons_params(args: argparse.Namespace) -> dict[str, Any]:

@@ -393,6 +393,9 @@ VALIDATIONS_FILE = "validations.jsonl"
 #: of the interventions queued (so a grown session queues only its new
 #: ones) and the file's size and mtime (so an unchanged one is not read).
 IMPORTED_FILE = "imported.jsonl"
+#: The person's vouches for corrections the reader's doubt held back
+#: (`agents.held`): which, for what calls, who and when. In the history.
+VOUCHED_FILE = "vouched.jsonl"
 JOBS_DIR = "jobs"
 LOCK_FILE = ".lock"
 GITIGNORE_FILE = ".gitignore"
