@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from mecha.core.domain.record import RulesResult
 from mecha.core.gate.candidate import ChangeClass, Judgement, Pair, Prediction
 from mecha.core.gate.run import RunStats
 from mecha.core.learning.sources import RuleChange, RuleSources
@@ -427,12 +428,14 @@ class InstallHooksResult(msgspec.Struct):
 
 
 class ExportRulesParams(msgspec.Struct):
-    #: Whose instructions file: `claude` (`CLAUDE.md`) or `agents` (`AGENTS.md`).
-    target: Literal["claude", "agents"]
+    #: Whose instructions: `claude`, `codex`, or `agents` (any `AGENTS.md` reader).
+    target: Literal["claude", "codex", "agents"]
     #: One file, told the rules of the scope it is in. Absent, and no
-    #: `project`: every scope's file — for `claude` `~/.claude/CLAUDE.md` and
-    #: each project's `CLAUDE.md`, for `agents` each project's `AGENTS.md`
-    #: (and the sidecar's working directory's project's).
+    #: `project`: every scope's file, where the agent reads the person's own
+    #: — for `claude` `~/.claude/CLAUDE.md` and each project's
+    #: `CLAUDE.local.md`, for `codex` `~/.codex/AGENTS.md` and each
+    #: project's `.codex/config.toml`; for `agents` each project's
+    #: `AGENTS.md` (and the sidecar's working directory's project's).
     path: str | None = None
     #: Write nothing; say whether the file is up to date.
     check: bool = False
@@ -538,6 +541,13 @@ class ProposalWithDiffResult(msgspec.Struct):
 
 class RuleSourcesParams(msgspec.Struct):
     rule_id: str
+
+
+class RulesParams(msgspec.Struct):
+    domain: str | None = None
+    #: `global`, or an absolute directory (its project's rules). Absent:
+    #: every scope.
+    scope: str | None = None
 
 
 class RejectProposalParams(msgspec.Struct):
@@ -773,6 +783,8 @@ METHODS: dict[str, Method] = {
            "The stored lessons, newest first, by scope, trigger and origin, each with why it is not learnable."),
         _m("mecha/ruleSources", RuleSourcesParams, RuleSources,
            "Why one rule exists: the reflections it rests on, their interventions and sessions, and its measured record."),
+        _m("mecha/rules", RulesParams, RulesResult,
+           "Every live learned rule with its record: the sessions it reached, and the corrections before and after it."),
         _m("mecha/validate", ValidateParams, ValidateResult,
            "Plan, or start, a background pass of counterfactual probes that measures a rules block on held-out corrections."),
         _m("mecha/judge", JudgeParams, Judgement, "The paired A/B gate over measured arms."),

@@ -50,7 +50,9 @@ verbs:
                       the programs and tools you trust as your own machine (Bash(bd), Bash(git fetch),
                       mcp__notes__read), kept in the config file; an add asks again what now reads clean
   tallies             per-rule validation tallies
-  why RULE_ID         why a rule exists: the corrections it was learned from, and how it measured
+  rules [--domain D] [--project DIR | --global]
+                      the live learned rules, each with its record: sessions it reached, corrected again since
+  why RULE_ID         why a rule exists: the corrections it was learned from, its record since, how it measured
   hooks install|uninstall claude|codex [--scope user|project]
                       queue each session when Claude Code / Codex ends it; hear of proposals when one starts
   hooks status        which hooks are installed where, and what they last did
@@ -199,12 +201,13 @@ def _store_verbs(sub: _WithParents) -> None:
     from pathlib import Path
 
     s = sub.add_parser("export", help="write the rules block into an agent's instructions file")
-    s.add_argument("target", choices=["claude", "agents"])
+    s.add_argument("target", choices=["claude", "codex", "agents"])
     s.add_argument("file", nargs="?", type=Path,
-                   help="one file, told its scope's rules (default: every scope's — for claude ~/.claude/CLAUDE.md "
-                   "and each project's CLAUDE.md, for agents each project's AGENTS.md)")
+                   help="one file, told its scope's rules (default: every scope's, where the agent reads yours — "
+                   "for claude ~/.claude/CLAUDE.md and each project's CLAUDE.local.md, for codex ~/.codex/AGENTS.md "
+                   "and each project's .codex/config.toml, for agents each project's AGENTS.md)")
     s.add_argument("--project", metavar="DIR", type=Path,
-                   help="only this project's file (its CLAUDE.md / AGENTS.md at its root, or FILE)")
+                   help="only this project's file (at its root, or FILE)")
     s.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file is out of date")
 
     s = sub.add_parser("retire", help="propose retiring a learned rule")
@@ -257,6 +260,11 @@ def _store_verbs(sub: _WithParents) -> None:
     s.add_argument("vouch", nargs="*", metavar="vouch ID",
                    help="`lessons vouch ID…`: you vouch that what held these corrections back was your own machine's: "
                    "each is asked once and becomes learnable (a stranger's text never does); no program is trusted by it")
+    s = sub.add_parser("rules", help="the live learned rules, each with its record from your sessions")
+    s.add_argument("--domain", help="only this domain's rules")
+    where = s.add_mutually_exclusive_group()
+    where.add_argument("--project", metavar="DIR", help="only the rules of the project DIR is in")
+    where.add_argument("--global", dest="global_only", action="store_true", help="only the global rules")
     s = sub.add_parser("why", help="why a rule exists: its sources and its measured record")
     s.add_argument("rule_id", help="a rule's id (hover it in an editor, or see `proposals show`)")
     sub.add_parser("doctor", help="health checks")
@@ -432,6 +440,7 @@ def _run_verb(verb: str, args: argparse.Namespace) -> int:
         "trust": ("mecha/trust", {"action": getattr(args, "action", "list"), "entries": getattr(args, "entries", [])}, humane.trust),
         "tallies": ("mecha/ruleTallies", {"domain": getattr(args, "domain", None)}, humane.tallies),
         "why": ("mecha/ruleSources", {"rule_id": getattr(args, "rule_id", None)}, humane.rule_sources),
+        "rules": ("mecha/rules", _rules_params(args), humane.rules),
         "lessons": _lessons_call(args),
         "doctor": ("mecha/doctor", {}, humane.doctor),
     }
@@ -464,6 +473,22 @@ def _lessons_call(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callab
         limit = getattr(args, "limit", None)
         return "mecha/heldCorrections", {} if limit is None else {"limit": limit}, humane.held
     return "mecha/lessons", _lessons_params(args), humane.lessons
+
+
+def _rules_params(args: argparse.Namespace) -> dict[str, Any]:
+    """The `rules` verb's options as `mecha/rules` params."""
+    if getattr(args, "verb", None) != "rules":
+        return {}
+    import os
+
+    params: dict[str, Any] = {}
+    if args.domain is not None:
+        params["domain"] = args.domain
+    if args.global_only:
+        params["scope"] = "global"
+    elif args.project is not None:
+        params["scope"] = os.path.abspath(args.project)
+    return params
 
 
 def _lessons_params(args: argparse.Namespace) -> dict[str, Any]:

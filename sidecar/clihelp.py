@@ -143,9 +143,16 @@ VERB_DOCS: dict[str, tuple[str, str]] = {
         "Prints each rule's validation record: probes, improved, regressed.",
         _examples("mecha-sidecar tallies", "mecha-sidecar tallies --domain behavior"),
     ),
+    "rules": (
+        "Lists the live learned rules, each with its record from your own sessions: how long it has been live, "
+        "the sessions it reached, how often you corrected the same thing again since, and the corrections it "
+        "was learned from. A rule corrected again twice gets a rewrite proposal; one no session has been in "
+        "scope of for 60 days is offered for retirement.",
+        _examples("mecha-sidecar rules", "mecha-sidecar rules --project .", "mecha-sidecar rules --global --json"),
+    ),
     "why": (
-        "Says why a rule exists: the corrections it was learned from, each with its session and line, and how "
-        "it measured.",
+        "Says why a rule exists: the corrections it was learned from, each with its session and line, its "
+        "record since it went live (sessions it reached, corrections that came back), and how it measured.",
         _examples("mecha-sidecar why r-3f2a"),
     ),
     "doctor": (

@@ -24,10 +24,12 @@ record what they did — or why they could not — in the store's hook log
   intervention is imported once.
 - **session-start** runs before every session and the agent's first answer
   waits for it, so it imports nothing beyond the standard library and the
-  two small modules that count pending proposals (`mecha.core.agents.notice`)
-  and name the store (`layout`); it prints one `systemMessage` line when
-  proposals wait, else nothing; with `--review CMD` (the plugin's hook) the
-  line offers the agent's own command for the review.
+  small modules that count pending proposals (`mecha.core.agents.notice`),
+  name the store (`layout`) and record the start (`agents.started`: the
+  session, and which learned rules reached the agent, for each rule's
+  record); it prints one `systemMessage` line when proposals wait, else
+  nothing; with `--review CMD` (the plugin's hook) the line offers the
+  agent's own command for the review.
 """
 
 from __future__ import annotations
@@ -154,7 +156,7 @@ def run(argv: list[str]) -> int:
 
 
 def session_start(agent: str, learning_dir: str | None, review: str | None = None) -> int:
-    _read_stdin()
+    data = _read_stdin()
     try:
         from mecha.core.agents.notice import codex_review_command, hook_output, notice_line, pending_proposals
         from mecha.core.store.layout import resolve_root
@@ -174,7 +176,22 @@ def session_start(agent: str, learning_dir: str | None, review: str | None = Non
             view = view[os.write(1, view) :]
     except OSError:
         pass
+    _record_start(agent, learning_dir, data)
     return 0
+
+
+def _record_start(agent: str, learning_dir: str | None, data: bytes) -> None:
+    """The session's start and the rules that reached the agent, into the
+    store (`agents.started`); a failure is logged, never raised."""
+    from mecha.core.store.layout import resolve_root
+
+    root = resolve_root(learning_dir)
+    try:
+        from mecha.core.agents.started import record_start
+
+        record_start(root, agent, data)
+    except Exception as exc:
+        _record(root, agent, "session-start", f"failed to record the start: {type(exc).__name__}: {exc}", None, None)
 
 
 def session_end(agent: str, learning_dir: str | None) -> int:

@@ -101,20 +101,24 @@ def accepted(r: dict[str, Any]) -> str:
     p = r["proposal"]
     lines = ["accepted " + proposal_line(p), *_left_out(p, "left out")]
     exports = r.get("exports") or []
+    written = [e["path"] for e in exports if e.get("changed") and not e.get("error")]
+    if written:
+        lines.append("  the rules are now in " + ", ".join(written))
     for e in exports:
         if e.get("error"):
             lines.append(f"  {e['path']}: not written — {e['error']}")
         elif e.get("skipped"):
             lines.append(f"  {e['path']}: not written — {e['skipped']}")
-        else:
-            lines.append(f"  {e['path']}: {'rules section rewritten' if e.get('changed') else 'unchanged (already up to date)'}")
+    if exports and not written and not any(e.get("error") or e.get("skipped") for e in exports):
+        lines.append("  " + ", ".join(e["path"] for e in exports) + ": already up to date")
     if not exports:
         project = ("--project", p["project"]) if p.get("project") and not p.get("accepted_as_global") else ()
         export = mecha_or_none("export", "claude", *project) or "mecha-sidecar export claude --project PROJECT"
         lines.append(
-            "  no CLAUDE.md or AGENTS.md was changed: no export is configured. "
-            f"`{export}` writes the rules there now "
-            f"([export] claude = true in {_config_file()} does it on every accept)"
+            "  no agent's instructions changed: neither Claude Code nor Codex is connected (their plugin or hooks). "
+            f"`{export}` writes the rules where Claude Code reads yours now; "
+            "`mecha-sidecar hooks install claude` (or the plugin) does it on every accept"
+            f" ([export] in {_config_file()} changes where)"
         )
     for q in r.get("promotions") or []:
         lesson = "; ".join(x["text"] for x in q["rules"][len(q["rules_before"]):])
@@ -197,7 +201,38 @@ def rule_sources(r: dict[str, Any]) -> str:
         if s.get("lesson"):
             lines.append(f"  lesson: {_one_line(s['lesson'], 200)}")
     lines += ["", f"measured: {r.get('measured') or 'not measured yet'}"]
+    if r.get("record"):
+        lines += ["", *record_lines(r["record"])]
     return "\n".join(lines)
+
+
+def record_lines(rec: dict[str, Any]) -> list[str]:
+    """A rule's record: its one line, each correction that came back with
+    its session and where, and the proposal that answers it."""
+    lines = [f"record: {rec['line']}"]
+    for x in rec.get("corrected_again", []):
+        where = f"session {x['session_id']}"
+        if x.get("file"):
+            where += f", {x['file']}:{x['line']}" if x.get("line") is not None else f", {x['file']}"
+        lines.append(f"  corrected again {x['created_at'][:10]}: “{_one_line(x['text'], 160)}” ({where})")
+    if rec.get("rewrite_proposal"):
+        lines.append(f"  a rewrite waits: mecha-sidecar proposals show {rec['rewrite_proposal']}")
+    if rec.get("retire_proposal"):
+        lines.append(f"  offered for retirement: mecha-sidecar proposals show {rec['retire_proposal']}")
+    return lines
+
+
+def rules(r: dict[str, Any]) -> str:
+    """Every live learned rule with its record, by scope."""
+    if not r["rules"]:
+        return "no learned rule is live yet: `mecha-sidecar proposals` lists what waits for your review"
+    lines: list[str] = []
+    for x in r["rules"]:
+        scope = "global" if x["scope"] == "global" else f"project {x['scope']}"
+        lines += [f"{x['rule'].get('id')}  {x['domain']}  {scope}", f"  {_one_line(x['rule']['text'], 300)}"]
+        lines += [f"  {line}" for line in record_lines(x["record"])]
+        lines.append("")
+    return "\n".join(lines).rstrip()
 
 
 def lessons(r: dict[str, Any]) -> str:

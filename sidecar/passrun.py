@@ -162,6 +162,8 @@ def run_pass(
             # refused is not asked the same question after every session.
             if learn_after and learned:
                 final = _learn_after(store, final)
+            if learn_after:
+                final = _offer_retirements(store, final)
         elif kind == "learn":
             assert domain is not None, "learn needs --domain"
             final = _learn(store, counts, domain, project, minimum, retry)
@@ -240,6 +242,23 @@ def _learn_after(store: LearningStore, reflected: jobs_mod.Job) -> jobs_mod.Job:
     if not said:
         return reflected
     return msgspec.structs.replace(reflected, outcome="; ".join([reflected.outcome or "done", *said]))
+
+
+def _offer_retirements(store: LearningStore, reflected: jobs_mod.Job) -> jobs_mod.Job:
+    """After a hook's reflect pass: a retirement proposal for each rule no
+    session has been in scope of for long (`proposals.offer_retirements`);
+    offered, never applied. A failure is said, and the next pass looks again."""
+    from mecha.core.learning.proposals import offer_retirements
+
+    try:
+        filed = offer_retirements(store, now())
+    except Exception as exc:
+        _say(f"no retirement offered: {type(exc).__name__}: {exc}")
+        return reflected
+    if not filed:
+        return reflected
+    said = "; ".join(f"proposal {p.id} offers to retire {p.evidence.split(':', 1)[0].removeprefix('retire ')}" for p in filed)
+    return msgspec.structs.replace(reflected, outcome="; ".join([reflected.outcome or "done", said]))
 
 
 def _learn(

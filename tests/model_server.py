@@ -648,6 +648,35 @@ def lesson_for(intervention: str, *, edit: bool) -> str:
     return f"When the person says something like \"{said}\", do that instead of carrying on with the plan."
 
 
+#: Words too common to tie a correction to a rule (and the `lessons`
+#: responder's own template words, which every learned rule carries).
+_COMMON = frozenset(
+    "again when the person says something like that instead carrying with plan this your you have from "
+    "into then than what there here they them were will would should could about after before just".split()
+)
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z]{4,}", text.lower()) if w not in _COMMON}
+
+
+def repeated_handles(intervention: str, user: str) -> list[str]:
+    """The live rules a careful reflector would say this correction repeats:
+    the person says "again", and the correction shares two content words
+    with the rule. Deterministic, so tests can predict it; a correction
+    about something else names none."""
+    m = re.search(r"<live-rules>\n(.*?)\n</live-rules>", user, re.S)
+    if m is None or "again" not in intervention.lower():
+        return []
+    said = _content_words(intervention)
+    out = []
+    for line in m.group(1).splitlines():
+        handle, _, text = line.partition(": ")
+        if len(said & _content_words(text)) >= 2:
+            out.append(handle.strip())
+    return out
+
+
 def _lessons_from_learner_prompt(user: str) -> list[str]:
     """The rule texts `_learner_rules` would write."""
     return [r["rule"] for r in _learner_rules(user)]
@@ -679,7 +708,20 @@ def _learner_rules(user: str) -> list[dict[str, Any]]:
         lessons = [(text, "R1") for text in re.findall(r"lesson:\s*(.+)", user)]
     rules: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for text, cites in [*((c, None) for c in current), *lessons]:
+    # A rule the prompt says was not followed is rewritten from the new
+    # corrections it cites, replacing it; those lessons make no rule of their own.
+    rewrites = dict(re.findall(r"^- (L\d+): corrected again in ([R\d, ]+)\.", user, re.M))
+    by_handle = {h: text for text, h in lessons}
+    used: set[str] = set()
+    for n, text in enumerate(current):
+        handle = f"L{n + 1}"
+        if handle in rewrites:
+            cites = [c.strip() for c in rewrites[handle].split(",") if c.strip()]
+            used.update(cites)
+            new = f"Before anything else, check this rule and follow it: {by_handle.get(cites[0], text)}"
+            rules.append({"rule": new, "based_on": cites, "replaces": [handle]})
+            seen.add(text)
+    for text, cites in [*((c, None) for c in current), *((t, h) for t, h in lessons if h not in used)]:
         text = text.strip()
         if not text or text in seen or text == "(none)":
             continue
@@ -701,6 +743,7 @@ def lessons_responder(request: Any, dialect: Dialect) -> Action:
             # In both frames' lists, so the reply meets either contract.
             "error_type": "other",
             "confidence": 0.8,
+            "repeats": repeated_handles(_intervention_text(user), user),
         }
         return reply(json.dumps(answer))
     if '"rules"' in system or "rule set" in system.lower():

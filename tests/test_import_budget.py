@@ -244,13 +244,14 @@ def test_the_first_stages_modules_import_only_what_framing_json_and_reading_a_fi
 
 
 #: The project's modules the agents' session-start hook may load: the entry
-#: point, the hook runner, and the two standard-library-only readers of the
-#: store's layout and its pending proposals.
+#: point, the hook runner, and the standard-library-only readers of the
+#: store's layout and its pending proposals, and the recorder of the start.
 HOOK_START_PROJECT = {
     "mecha",
     "mecha.core",
     "mecha.core.agents",
     "mecha.core.agents.notice",
+    "mecha.core.agents.started",
     "mecha.core.store",
     "mecha.core.store.layout",
     "mecha.sidecar",
@@ -275,6 +276,7 @@ def test_the_session_start_hook_runs_on_the_standard_library_alone(tmp_path: Pat
     assert msgspec.json.decode(done.stdout)["systemMessage"].startswith("mecha: 1 rule proposal awaits")
     loaded = set(record.read_text().split()) - _bare_modules()
     assert "mecha.sidecar.hookrun" in loaded and "mecha.core.agents.notice" in loaded
+    assert '"session_id":"s"' in (root / "started.jsonl").read_text()  # the start recorded, within the budget
     third_party = sorted(m for m in loaded if m.split(".")[0] not in sys.stdlib_module_names and not m.startswith("mecha"))
     assert third_party == [], f"the session-start hook imported {third_party}"
     own = sorted(m for m in loaded if m.startswith("mecha") and m not in HOOK_START_PROJECT)
@@ -318,6 +320,6 @@ def test_the_session_end_hook_queues_on_the_standard_library_alone(tmp_path: Pat
 def test_the_session_start_hooks_modules_import_only_the_standard_librarys_cheapest() -> None:
     # Pins: a heavy import added at module level, which an editable install's
     # interpreter may already hold, so the run above cannot see it.
-    for module in ("mecha.core.agents.notice", "mecha.sidecar.hookrun", "mecha.sidecar.cli"):
+    for module in ("mecha.core.agents.notice", "mecha.core.agents.started", "mecha.sidecar.hookrun", "mecha.sidecar.cli"):
         imports = {name for name in _module_level_imports(module) if name != "." and not name.startswith("mecha")}
         assert imports <= FIRST_STAGE_STDLIB, f"{module} imports {sorted(imports - FIRST_STAGE_STDLIB)} when loaded"

@@ -66,6 +66,10 @@ class _Settings:
 
 
 _scan = _make_scanner(_Settings())  # type: ignore[arg-type]  # the scanner reads only these attributes
+#: The scanner and the string quoter, for the session-start hook's other
+#: reader and writer (`agents.started`), which may import nothing more.
+scan_json = _scan
+quote_json = _quote
 
 
 def _status(data: bytes) -> object:

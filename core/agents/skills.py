@@ -1,11 +1,17 @@
 """mecha's review skills for Codex: installed where Codex reads a person's
 skills, and removed again — exactly them.
 
-The review inside Codex is two skills (`mecha-review`, `mecha-why`; their
-text lives with the Claude Code plugin, `plugins/mecha/codex/skills`, and
-ships in the package through the `skill_files` link). A person once had to
-find that folder and copy it by hand; `hooks install codex` now puts them
-where Codex looks, and `hooks uninstall codex` takes them out.
+The review inside Codex is two skills (`mecha-review`, `mecha-why`),
+rendered from the same procedures as the Claude Code plugin's commands
+(`procedures`, whose sources ship in the package through the
+`procedure_files` link). A person once had to find the skills' folder and
+copy it by hand; `hooks install codex` now puts them where Codex looks, and
+`hooks uninstall codex` takes them out. Installed, a skill names the
+program by the absolute path it runs as (`procedures.skill_program`): Codex
+runs a skill's commands in a login shell that resets `PATH`, where a bare
+`mecha-sidecar` is "command not found". The copies checked in under
+`plugins/mecha/codex/skills` say `mecha-sidecar`, for a person who copies
+them by hand with the program on their `PATH`.
 
 Where: Codex (0.169, checked with the real `codex debug prompt-input`) lists
 a person's skills from `$HOME/.agents/skills` — the open agent-skills
@@ -33,10 +39,12 @@ import msgspec
 from mecha.core.errors import InvalidInput
 from mecha.core.store.layout import project_root
 
-#: Where the skills ship: a link, in the source tree, to the plugin's folder.
-SOURCE = Path(__file__).resolve().parent / "skill_files"
+from . import procedures
+
+#: Where the procedures the skills render ship.
+SOURCE = procedures.SOURCE
 #: Our skills, as a person mentions them (`$mecha-review`).
-SKILL_NAMES = ("mecha-review", "mecha-why")
+SKILL_NAMES = tuple(f"mecha-{name}" for name in procedures.PROCEDURES)
 SKILL_FILE = "SKILL.md"
 #: Codex's folder for skills, under the home folder or a project's root.
 SKILLS_DIR = (".agents", "skills")
@@ -73,16 +81,13 @@ def skill_name(text: str) -> str | None:
     return m.group(1) if m else None
 
 
-def shipped(source: Path = SOURCE) -> dict[str, dict[str, bytes]]:
-    """Each of our skills: its files (relative name → bytes)."""
-    out: dict[str, dict[str, bytes]] = {}
-    for name in SKILL_NAMES:
-        folder = source / name
-        files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-        if SKILL_FILE not in files:
-            raise InvalidInput(f"the {name} skill is missing from this installation ({folder}); reinstall mecha-sidecar")
-        out[name] = files
-    return out
+def shipped(program: str = procedures.PROGRAM, source: Path = SOURCE) -> dict[str, dict[str, bytes]]:
+    """Each of our skills, running `program`: its files (relative name → bytes)."""
+    return {
+        f"mecha-{name}": {SKILL_FILE: procedures.render(procedures.source_text(name, source), "codex", name,
+                                                        program).encode()}
+        for name in procedures.PROCEDURES
+    }
 
 
 def _ours(folder: Path, name: str) -> bool | None:
@@ -105,10 +110,10 @@ def _write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def install_skills(target: Path, source: Path = SOURCE) -> SkillsChange:
-    """Our skills written into the skills folder `target`."""
+def install_skills(target: Path, program: str = procedures.PROGRAM, source: Path = SOURCE) -> SkillsChange:
+    """Our skills, running `program`, written into the skills folder `target`."""
     change = SkillsChange(folder=str(target))
-    for name, files in shipped(source).items():
+    for name, files in shipped(program, source).items():
         folder = target / name
         if _ours(folder, name) is False:
             change.left.append(f"{name}: {folder} is not mecha's {name} skill; left as it is (move it, then run this again)")
@@ -134,7 +139,7 @@ def uninstall_skills(target: Path, source: Path = SOURCE) -> SkillsChange:
     """Our skills taken out of the skills folder `target`: our files from
     our folders, each folder with them when nothing else is in it."""
     change = SkillsChange(folder=str(target))
-    for name, files in shipped(source).items():
+    for name, files in shipped(source=source).items():
         folder = target / name
         ours = _ours(folder, name)
         if ours is None:

@@ -204,6 +204,14 @@ def finalize_rules(
     return out
 
 
+def rule_handle(index: int) -> str:
+    """How a prompt names the `index`th live learned rule of a scope: the
+    learner's (`consolidation`) and the reflector's (`reflection`, whose
+    reply names the rules a correction repeats by it) — one numbering, so
+    `L2` is the same rule to both."""
+    return f"L{index + 1}"
+
+
 def active_count(rules: Iterable[Rule]) -> int:
     return sum(1 for r in rules if r.active())
 

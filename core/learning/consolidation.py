@@ -22,7 +22,7 @@ from typing import Annotated
 import msgspec
 
 from mecha.core.domain.reflexion import Evidence, Reflexion
-from mecha.core.domain.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Refusal, Rule, RuleDrop, rule_key
+from mecha.core.domain.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Refusal, Rule, RuleDrop, rule_handle, rule_key
 from mecha.core.errors import UnusableReply
 from mecha.core.learning.framing import learner_scope, scope_words
 from mecha.core.learning.personal import describe_findings, find_personal_data, redact_personal_data
@@ -269,11 +269,6 @@ def reflection_handle(index: int) -> str:
     return f"R{index + 1}"
 
 
-def rule_handle(index: int) -> str:
-    """How the learner's prompt names the `index`th current learned rule."""
-    return f"L{index + 1}"
-
-
 def _render_rules(rules: Sequence[Rule], *, handles: bool = False) -> str:
     if not rules:
         return "(none)"
@@ -320,12 +315,16 @@ def learner_user_prompt(
     learned_rules: Sequence[Rule],
     reflexions: Sequence[Reflexion],
     project: str | None = None,
+    not_followed: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
     """The learner's one user message: the domain and the scope, user rules,
-    retired rules (if any), the current active learned rules, and the new
-    reflections — each with personal data replaced by a stand-in
-    (`personal.redact_personal_data`: an email address and a host name once
-    reached this prompt, and a rule drawn from it rides in every run)."""
+    retired rules (if any), the current active learned rules, the rules
+    the person corrected again after accepting them (`not_followed`: rule
+    id → the ids of the new corrections' reflections, `record.rewrites_due`),
+    and the new reflections — each with personal data replaced by a
+    stand-in (`personal.redact_personal_data`: an email address and a host
+    name once reached this prompt, and a rule drawn from it rides in every
+    run)."""
     active = [r for r in learned_rules if r.retired_at is None]
     retired = [r for r in learned_rules if r.retired_at is not None]
     parts = [
@@ -343,6 +342,20 @@ def learner_user_prompt(
             parts.append(f"- {rule.text}{why}")
         parts.append("")
     parts += ["## Current learned rules (yours to rewrite)", _render_rules(active, handles=True), ""]
+    handles = {r.id: reflection_handle(i) for i, r in enumerate(reflexions)}
+    again = [
+        (rule_handle(n), [handles[x] for x in not_followed[r.id] if x in handles])
+        for n, r in enumerate(active) if not_followed and r.id is not None and r.id in not_followed
+    ]
+    if any(cited for _, cited in again):
+        parts.append("## Rules not followed (the person corrected the same thing again after accepting them)")
+        for handle, cited in again:
+            if cited:
+                parts.append(
+                    f"- {handle}: corrected again in {', '.join(cited)}. Rewrite it so the assistant follows it "
+                    f"(name {handle} in replaces, cite {', '.join(cited)} in based_on): say plainly what to do, and when."
+                )
+        parts.append("")
     parts.append(f"## New reflections ({len(reflexions)})")
     if reflexions:
         for i, r in enumerate(reflexions):
@@ -375,6 +388,7 @@ class Learner:
         *,
         strict: bool = False,
         project: str | None = None,
+        not_followed: Mapping[str, Sequence[str]] | None = None,
     ) -> LearnerAnswer | None:
         """The learner's answer, or `None` when its reply was unusable.
         `strict` (what the learn pass asks for) raises `UnusableReply` naming
@@ -389,7 +403,7 @@ class Learner:
             log.warning("learner was handed %d unlearnable reflections; dropped", len(reflexions) - len(usable))
         request = CompletionRequest(
             system=learner_frames(domain, project),
-            user=learner_user_prompt(domain, user_rules, learned_rules, usable, project),
+            user=learner_user_prompt(domain, user_rules, learned_rules, usable, project, not_followed),
             max_tokens=learner_budget(sum(r.retired_at is None for r in learned_rules), len(usable)),
             model=self.model,
             reply_schema=LEARNER_CONTRACT.reply_schema(),

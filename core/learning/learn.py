@@ -39,6 +39,7 @@ from mecha.core.errors import InvalidInput, ModelFailure
 from mecha.core.identity import mint_proposal_id, mint_run_id, now
 from mecha.core.learning.consolidation import PERSON_BUDGET, GatedSet, Learner, gate_learned_set, refusals_summary
 from mecha.core.learning.proposals import pending_in, rejected_alike
+from mecha.core.learning.record import rewrites_due
 from mecha.core.learning.reflect import Progress, quiet
 from mecha.core.learning.scope import scope_label
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
@@ -168,6 +169,8 @@ def learn_refusal(
         )
     pool = learnable_pool(store, domain, project)
     have = len(pool)
+    if have < floor and minimum is None and rewrites_due(store, domain, project, (r.id for r in pool)):
+        return None  # a rule corrected again is due its rewrite, however few lessons wait
     if have < floor:
         lower = f"; `--min {have}` learns from those {have}" if have else ""
         return (
@@ -250,6 +253,9 @@ class _Snapshot(msgspec.Struct):
     before: list[Rule]
     #: For a project's pass: the global learned rules, which ride beside it.
     global_rules: list[Rule] = msgspec.field(default_factory=list)
+    #: Live rules corrected again, due a rewrite: rule id → the reflections
+    #: of the new corrections, all in `batch` (`record.rewrites_due`).
+    rewrites: dict[str, list[str]] = msgspec.field(default_factory=dict)
 
 
 def _snapshot(
@@ -265,7 +271,17 @@ def _snapshot(
         # In a project the person's rules of both scopes ride together.
         user = store.user_rules(domain) + (store.user_rules(domain, project) if project is not None else [])
         held = store.learned_rules(domain) if project is not None else []
-        return _Snapshot(pool, learn_batch(pool), user, store.learned_rules(domain, project), held)
+        rewrites = rewrites_due(store, domain, project, (r.id for r in pool))
+        return _Snapshot(pool, with_rewrite_lessons(learn_batch(pool), pool, rewrites), user,
+                         store.learned_rules(domain, project), held, rewrites)
+
+
+def with_rewrite_lessons(batch: list[Reflexion], pool: Sequence[Reflexion], rewrites: dict[str, list[str]]) -> list[Reflexion]:
+    """`batch` with every lesson a due rewrite rests on (they are the newest
+    of the pool, and a full batch of older ones would leave them out)."""
+    have = {r.id for r in batch}
+    wanted = {i for ids in rewrites.values() for i in ids}
+    return batch + [r for r in pool if r.id in wanted and r.id not in have]
 
 
 def _without_global_lessons(gated: GatedSet, snap: _Snapshot) -> GatedSet:
@@ -350,7 +366,9 @@ async def learn_domain(
         f"consolidating {len(snap.batch)} reflection(s) into {len(snap.before)} learned {where} rule(s)"
         + (f"; {left} more wait for the next pass" if left else "")
     )
-    answer = await learner.learn(domain, snap.user, snap.before, snap.batch, strict=True, project=project)
+    answer = await learner.learn(
+        domain, snap.user, snap.before, snap.batch, strict=True, project=project, not_followed=snap.rewrites
+    )
     if answer is None:
         raise ModelFailure("the learner's reply held no usable rule set; the reflections stay in the pool")
     stamp = now()
@@ -470,12 +488,14 @@ def _file_proposal(
         if refused
         else None
     )
+    replaced = [rule_id for rule_id in snap.rewrites if rule_id not in {r.id for r in rules if r.active()}]
+    rewrite_note = f"; rewrites {', '.join(replaced)}, corrected again after it went live" if replaced else ""
     proposal = Proposal(
         id=mint_proposal_id(), domain=domain, status=status, reflexion_ids=batch_ids,
         rules_before=snap.before, rules=rules,
-        evidence=f"consolidated from {len(batch_ids)} learnable reflection(s): {', '.join(batch_ids)}",
+        evidence=f"consolidated from {len(batch_ids)} learnable reflection(s): {', '.join(batch_ids)}{rewrite_note}",
         created_at=stamp, resolved_at=stamp if refused else None, reason=reason, project=project,
-        drops=gated.drops, refusals=refusals,
+        drops=gated.drops, refusals=refusals, rewrite_of=list(snap.rewrites),
     )
     store.write_proposal(proposal)
     store.append_run(_run(domain, project, active_before, active_after, stamp, processed=len(batch_ids)))

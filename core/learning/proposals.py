@@ -24,6 +24,7 @@ from mecha.core.domain.rules import LeftOut, Rule, active_count, validate_domain
 from mecha.core.errors import InvalidInput, InvalidStore, NotFound, NotPending
 from mecha.core.identity import mint_proposal_id, mint_run_id, now
 from mecha.core.learning import promotion
+from mecha.core.learning.record import StoreView, earliest_start, live_records, retirement_reason, retirements_due
 from mecha.core.learning.scope import scope_label
 from mecha.core.learning.sources import (
     ADDED,
@@ -529,17 +530,39 @@ def rule_sources(store: LearningStore, rule_id: str) -> RuleSources:
     """Why the rule `rule_id` exists, from any domain's user or learned
     rules in any scope (global first, then each project); `NotFound` when
     no rules file holds it."""
-    sets = []
+    sets: list[tuple[str, str, list[Rule], str | None]] = []
     for domain in store.domains():
-        sets.append((domain, "learned", store.learned_rules(domain)))
-        sets.append((domain, "user", store.user_rules(domain)))
+        sets.append((domain, "learned", store.learned_rules(domain), None))
+        sets.append((domain, "user", store.user_rules(domain), None))
     # A project's rules too: a lesson from a session in a project is learned
     # for that project, and its rule is as much in need of a why.
     for root in store.projects().values():
         for domain in store.project_domains(root) if root is not None else ():
-            sets.append((domain, "learned", store.learned_rules(domain, root)))
-            sets.append((domain, "user", store.user_rules(domain, root)))
-    found = find_rule_sources(rule_id, sets, {r.id: r for r in store.reflexions()}, rule_tallies_by_model(store.validations()))
+            sets.append((domain, "learned", store.learned_rules(domain, root), root))
+            sets.append((domain, "user", store.user_rules(domain, root), root))
+    found = find_rule_sources(
+        rule_id, [(d, k, rules) for d, k, rules, _ in sets], {r.id: r for r in store.reflexions()},
+        rule_tallies_by_model(store.validations()),
+    )
     if found is None:
         raise NotFound(f"no rule {rule_id!r} in any rules file")
+    if found.kind == "learned" and found.rule.active():
+        project = next(p for d, k, rules, p in sets if k == "learned" and any(r.id == rule_id for r in rules))
+        found.record = StoreView(store, now()).record(found.rule, found.domain, project)
     return found
+
+
+def offer_retirements(store: LearningStore, now: str) -> list[Proposal]:
+    """A retirement proposal for each rule `record.retirements_due` names,
+    once: a person who rejected the offer has said to keep the rule."""
+    records = live_records(store, now=now)
+    earliest = earliest_start(store)
+    offered = {r.id for p in store.proposals() for r in p.rules if r.retired_at is not None and p.rules_before
+               and any(b.id == r.id and b.retired_at is None for b in p.rules_before)}
+    out = []
+    for s in retirements_due(records, earliest, now):
+        if s.record.rule_id in offered:
+            continue
+        project = None if s.scope == GLOBAL_SCOPE else s.scope
+        out.append(propose_retirement(store, s.domain, s.record.rule_id, retirement_reason(s), project=project))
+    return out

@@ -17,17 +17,22 @@ it claimed, or already mined.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
 
+from mecha.core.domain.record import Repeat
 from mecha.core.domain.reflexion import Evidence, FoundAt, Origin, Reflexion
+from mecha.core.domain.rules import Rule
 from mecha.core.errors import ModelFailure, NoModel, UnusableReply
 from mecha.core.identity import mint_reflexion_id, now
-from mecha.core.learning.reflection import Reflector
+from mecha.core.learning.record import live_rules, new_repeats
+from mecha.core.learning.reflection import Reflector, reflection_domain
 from mecha.core.learning.skips import go_ahead_reason
+from mecha.core.learning.sources import SOURCE_TEXT_BUDGET
+from mecha.core.sessions.mining import bound_text
 from mecha.core.sessions.survey import Planned
 from mecha.core.store.inbox import DraftEntry, InboxEntry, SessionEntry, claim_all, entry_decoder, release, set_aside
 from mecha.core.store.learning_store import MAX_UNUSABLE_ANSWERS, Attempt, AttemptKind, AttemptState, LearningStore
@@ -75,6 +80,8 @@ class ReflectOutcome(msgspec.Struct):
     answered: int = 0
     #: Interventions or entries set aside this pass (`mecha-sidecar inbox`).
     set_aside: int = 0
+    #: Corrections that showed a live rule was not followed (`record`).
+    repeats: int = 0
     errors: list[str] = msgspec.field(default_factory=list)
 
     def summary(self) -> str:
@@ -89,6 +96,8 @@ class ReflectOutcome(msgspec.Struct):
                 f"{self.withheld} untrusted intervention(s) recorded without a model call "
                 "(`mecha-sidecar lessons` says what held each back)"
             )
+        if self.repeats:
+            parts.append(f"{self.repeats} correction(s) of a live rule (`mecha-sidecar rules` shows its record)")
         if self.skipped_already_mined:
             parts.append(f"{self.skipped_already_mined} already mined, skipped")
         if self.unusable:
@@ -179,6 +188,9 @@ class _Answer(msgspec.Struct):
     reply: str | None = None
     #: Set when the call failed in a way retrying will not change.
     permanent: str | None = None
+    #: The live learned rules the correction repeats, by id
+    #: (`reflection.repeated_rules`).
+    repeats: list[str] = msgspec.field(default_factory=list)
 
     @property
     def usable(self) -> bool:
@@ -206,12 +218,13 @@ async def _ask(
     progress: Progress,
     project: str | None = None,
     file: str | None = None,
+    live: Sequence[Rule] = (),
 ) -> _Answer | BaseException:
     async with gate.slots:
         if gate.stopped is not None:
             return gate.stopped
         try:
-            r = await reflector.reflect(plan.intervention, plan.evidence, strict=True, project=project)
+            got = await reflector.answer(plan.intervention, plan.evidence, strict=True, project=project, live=live)
         except UnusableReply as exc:
             progress(f"{key}: unusable answer: {exc}" + (f"\n  the reply was: {exc.reply[:2000]!r}" if exc.reply else ""))
             return _Answer(plan, key, unusable=str(exc), reply=exc.reply)
@@ -222,15 +235,18 @@ async def _ask(
                 return _Answer(plan, key, permanent=why)
             gate.stopped = exc
             return exc
+    r = got.reflexion
+    if got.repeats:
+        progress(f"{key}: repeats live rule(s) {', '.join(got.repeats)}")
     if r is None:
         progress(f"{key}: nothing to learn")
-        return _Answer(plan, key, skipped=True)
+        return _Answer(plan, key, skipped=True, repeats=got.repeats)
     r.session_id = session_id
     r.origin = plan.origin
     r.project = project
     r.found = FoundAt(at=plan.intervention.at, file=file, line=plan.line)
     progress(f"{key}: lesson ({plan.origin.value}): {r.reflexion_text}")
-    return _Answer(plan, key, reflexion=r)
+    return _Answer(plan, key, reflexion=r, repeats=got.repeats)
 
 
 #: The lesson recorded for an intervention the model was never asked about.
@@ -270,7 +286,7 @@ def _withheld(plan: Planned, key: str, work: _Work, entry: InboxEntry, progress:
     i = plan.intervention
     r = Reflexion(
         id=mint_reflexion_id(),
-        domain="writing" if i.trigger.value == "edit" else "behavior",
+        domain=reflection_domain(i.trigger),
         session_id=work.session_id,
         trigger=i.trigger.value,
         context="",
@@ -481,7 +497,7 @@ async def _reflect_entry(
     todo = [(p, k) for p, k in open_plans if asks_the_model(p)]
     withheld = [_withheld(p, k, work, entry, progress) for p, k in open_plans if not asks_the_model(p)]
     progress(f"{work.label}: {len(work.plans)} intervention(s), {len(todo)} to ask" + (f", {len(withheld)} withheld (untrusted)" if withheld else ""))
-    answers = await _ask_all(todo, entry, work, get_model, gate, progress, outcome, tick) if todo else []
+    answers = await _ask_all(store, todo, entry, work, get_model, gate, progress, outcome, tick) if todo else []
     got = [a for a in answers if isinstance(a, _Answer)]
     interrupted = len(got) < len(answers)
     got += withheld
@@ -540,6 +556,7 @@ async def _open_entry(
 
 
 async def _ask_all(
+    store: LearningStore,
     todo: list[tuple[Planned, str]],
     entry: InboxEntry,
     work: _Work,
@@ -571,9 +588,11 @@ async def _ask_all(
     # before any answer can come back), so the first count is the whole.
     asyncio.get_running_loop().call_soon(tick)
     project = entry.project if isinstance(entry, SessionEntry) else None
+    live = {d: live_rules(store, d, project) for d in {reflection_domain(p.intervention.trigger) for p, _ in todo}}
 
     async def counted(plan: Planned, key: str) -> _Answer | BaseException:
-        answer = await _ask(gate, reflector, plan, key, work.session_id, progress, project, work.file)
+        answer = await _ask(gate, reflector, plan, key, work.session_id, progress, project, work.file,
+                            live[reflection_domain(plan.intervention.trigger)])
         if isinstance(answer, _Answer):
             outcome.answered += 1
             tick()
@@ -644,6 +663,9 @@ def _settle(
     records, newly_aside = _attempt_records(got, states, stamp())
     reflections = _not_on_file(store, [a.reflexion for a in got if a.reflexion is not None], work.session_id, edits=work.edits)
     store.append_reflexions(reflections)
+    repeats = new_repeats(store.repeats(), _repeats_of(work, got, stamp()))
+    store.append_repeats(repeats)
+    outcome.repeats += len(repeats)
     store.record_attempts(records)
     for rec in records:
         states.setdefault(rec.key, AttemptState()).apply(rec)
@@ -662,6 +684,22 @@ def _settle(
     else:
         path.unlink(missing_ok=True)
     return None
+
+
+def _repeats_of(work: _Work, got: list[_Answer], at: str) -> list[Repeat]:
+    """The repeats these answers name, one per rule and correction."""
+    project = work.entry.project if isinstance(work.entry, SessionEntry) else None
+    out = []
+    for a in got:
+        i = a.plan.intervention
+        for rule_id in a.repeats:
+            out.append(Repeat(
+                rule_id=rule_id, domain=reflection_domain(i.trigger), session_id=work.session_id,
+                text=bound_text(i.text, SOURCE_TEXT_BUDGET), trigger=i.trigger.value, project=project,
+                reflexion_id=a.reflexion.id if a.reflexion is not None else None,
+                at=i.at, file=work.file, line=a.plan.line, created_at=at,
+            ))
+    return out
 
 
 def _commit_message(

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from mecha.core.domain.record import RuleRecord
 from mecha.core.domain.rules import Rule, RuleDrop
 from mecha.core.sessions.mining import bound_text
 from mecha.core.store.ledger import RuleTally
@@ -267,6 +268,10 @@ class RuleSources(msgspec.Struct, kw_only=True, omit_defaults=True):
     tallies: dict[str, RuleTally] = msgspec.field(default_factory=dict)
     #: The same, in a person's words (`describe_tally`).
     measured: str = ""
+    #: For a live learned rule: what the person's own sessions say of it
+    #: since it went live (`learning.record`): the sessions it reached, the
+    #: corrections that came back, and its one line.
+    record: RuleRecord | None = None
 
 
 def find_rule_sources(

@@ -374,6 +374,12 @@ def hook_queue_dir(root: str | os.PathLike[str]) -> str:
     return os.path.join(root, HOOK_QUEUE_DIR)
 
 
+def started_path(root: str | os.PathLike[str]) -> str:
+    """`<root>/started.jsonl`, for the session-start hook, which records
+    with the standard library alone."""
+    return os.path.join(root, STARTED_FILE)
+
+
 def transcripts_dir(root: str | os.PathLike[str]) -> str:
     """`<root>/transcripts`: the holdout sessions' kept transcripts."""
     return os.path.join(root, TRANSCRIPTS_DIR)
@@ -396,6 +402,13 @@ IMPORTED_FILE = "imported.jsonl"
 #: The person's vouches for corrections the reader's doubt held back
 #: (`agents.held`): which, for what calls, who and when. In the history.
 VOUCHED_FILE = "vouched.jsonl"
+#: One line per correction that showed a live learned rule was not followed
+#: (`domain.record.Repeat`): the rule's record of being corrected again.
+REPEATS_FILE = "repeats.jsonl"
+#: One line per agent session the session-start hook saw begin, with the
+#: learned rule lines that reached the agent then (`agents.started`): what
+#: a rule's exposure is counted from.
+STARTED_FILE = "started.jsonl"
 JOBS_DIR = "jobs"
 LOCK_FILE = ".lock"
 GITIGNORE_FILE = ".gitignore"

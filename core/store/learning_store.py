@@ -14,6 +14,8 @@ runs.jsonl                   one LeapRun per consolidation pass
 validations.jsonl            one ValidationRecord per probe
 imported.jsonl               one ImportRecord (records.py) per session file imported from another agent
 vouched.jsonl                one VouchRecord (records.py) per correction the person vouched for
+repeats.jsonl                one Repeat per correction that showed a live rule was not followed
+started.jsonl                one SessionStart per agent session the session-start hook saw begin
 proposals/<id>.json          rule changes waiting for a person
 rules/<domain>.user.toml     the person's own rules — never written by code
 rules/<domain>.learned.toml  written only when a person accepts a proposal
@@ -98,6 +100,7 @@ from mecha.core.store.rules_text import parse_rules_file, render_learned_toml, r
 from mecha.core.store.watch import ReflectionsById, store_identity
 
 if TYPE_CHECKING:
+    from mecha.core.domain.record import Repeat, SessionStart
     from mecha.core.domain.reflexion import Reflexion
 
 #: The names this module has always offered, each now defined by the part
@@ -524,3 +527,13 @@ class LearningStore:
     def vouches(self) -> list[VouchRecord]:
         """Every vouch, oldest first (`records.VouchRecord`)."""
         return self.records.vouches()
+
+    def append_repeats(self, records: Iterable[Repeat]) -> None:
+        """Record corrections that repeat live rules. Caller holds the lock."""
+        self.records.append_repeats(records)
+
+    def repeats(self) -> list[Repeat]:
+        return self.records.repeats()
+
+    def session_starts(self) -> list[SessionStart]:
+        return self.records.session_starts()

@@ -77,6 +77,10 @@ class Proposal(msgspec.Struct, kw_only=True):
     #: or named as resting on wrong lessons when rejecting (`reject
     #: --wrong`); their lessons are marked rejected.
     left_out: list[LeftOut] = msgspec.field(default_factory=list)
+    #: Set on a *rewrite*: the live learned rules the person corrected again
+    #: after accepting them (`learning.record`), whose new corrections are
+    #: this proposal's lessons.
+    rewrite_of: list[str] = msgspec.field(default_factory=list)
 
 
 class ProposalFiles:

@@ -2,7 +2,8 @@
 
 `reflections.jsonl` (evidence), the mining ledgers (`mined.jsonl`,
 `mined_outbox.jsonl`, `distilled.jsonl`: one id a line), the reflector's
-attempts, `runs.jsonl`, `validations.jsonl` and `imported.jsonl`. Every
+attempts, `runs.jsonl`, `validations.jsonl`, `imported.jsonl`, and a
+rule's record: `repeats.jsonl` and the hook's `started.jsonl`. Every
 append is one write of whole lines (`files.append_lines`); the one rewrite,
 marking reflections processed, is a temp sibling renamed into place.
 
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
+from mecha.core.domain.record import Repeat, SessionStart
 from mecha.core.domain.rules import validate_domain
 from mecha.core.store import files as _files
 from mecha.core.store.attempts import Attempt, AttemptState
@@ -30,7 +32,9 @@ from mecha.core.store.layout import (
     MINED_FILE,
     MINED_OUTBOX_FILE,
     REFLECTIONS_FILE,
+    REPEATS_FILE,
     RUNS_FILE,
+    STARTED_FILE,
     VALIDATIONS_FILE,
     VOUCHED_FILE,
 )
@@ -384,3 +388,16 @@ class Records:
     def vouches(self) -> list[VouchRecord]:
         """Every vouch, oldest first."""
         return self.read_jsonl(VOUCHED_FILE, decoder(VouchRecord), "vouch record")
+
+    def append_repeats(self, records: Iterable[Repeat]) -> None:
+        """Record corrections that repeat live rules. Caller holds the lock."""
+        self.append_records(REPEATS_FILE, records)
+
+    def repeats(self) -> list[Repeat]:
+        """Every repeat on record, oldest first (`domain.record.Repeat`)."""
+        return self.read_jsonl(REPEATS_FILE, decoder(Repeat), "repeat")
+
+    def session_starts(self) -> list[SessionStart]:
+        """Every session start the hook recorded, oldest first
+        (`agents.started`; written without the lock, one line per write)."""
+        return self.read_jsonl(STARTED_FILE, decoder(SessionStart), "session start")

@@ -6,7 +6,8 @@ schema` prints).
     python protocol/rust/generate.py --check  # exit 1 if stale
 
 Standard library only: it reads the schema file, not the Python package,
-as the TypeScript generator beside the VS Code extension does. Emitted: a
+and walks it with `protocol/schemawalk.py` (loaded by its path), as the
+TypeScript generator beside the VS Code extension does. Emitted: a
 serde struct for every `$defs` component that the lifecycle and the methods
 a harness calls during a run reach (`HARNESS_METHODS`), and the method names
 as constants.
@@ -28,16 +29,30 @@ writes and nothing stricter:
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 SCHEMA = HERE.parents[1] / "protocol" / "schema" / "mecha-sidecar.schema.json"
 OUT = HERE / "src" / "wire.rs"
-PREFIX = "#/$defs/"
+
+
+def _load_walk() -> ModuleType:
+    path = HERE.parent / "schemawalk.py"
+    spec = importlib.util.spec_from_file_location("schemawalk", path)
+    assert spec and spec.loader, path
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("schemawalk", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+walk = _load_walk()
 
 #: The methods a harness calls during a run, and the notification it hears.
 HARNESS_METHODS = (
@@ -67,63 +82,42 @@ def field_name(key: str) -> str:
 
 
 def rust_type(node: dict[str, Any]) -> str:
-    if "$ref" in node:
-        return rust_name(node["$ref"][len(PREFIX):])
-    if "enum" in node or "const" in node:
-        values = node.get("enum", [node.get("const")])
-        return "String" if all(isinstance(v, str) for v in values) else "serde_json::Value"
-    if "anyOf" in node:
-        options = [o for o in node["anyOf"] if o != {"type": "null"}]
-        if len(options) == 1:
-            inner = rust_type(options[0])
-            return inner if len(options) == len(node["anyOf"]) else f"Option<{inner}>"
-        return "serde_json::Value"
-    kind = node.get("type")
-    if kind == "string":
-        return "String"
-    if kind == "integer":
-        return "i64"
-    if kind == "number":
-        return "f64"
-    if kind == "boolean":
-        return "bool"
-    if kind == "array":
-        return f"Vec<{rust_type(node.get('items', {}))}>"
-    if kind == "object" and "properties" not in node:
-        extra = node.get("additionalProperties")
-        inner = rust_type(extra) if isinstance(extra, dict) else "serde_json::Value"
-        return f"std::collections::BTreeMap<String, {inner}>"
+    match walk.shape(node):
+        case walk.Ref(name):
+            return rust_name(name)
+        case walk.Enum(values):
+            return "String" if all(isinstance(v, str) for v in values) else "serde_json::Value"
+        case walk.Union(options):
+            some = [o for o in options if o != {"type": "null"}]
+            if len(some) == 1:
+                inner = rust_type(some[0])
+                return inner if len(some) == len(options) else f"Option<{inner}>"
+            return "serde_json::Value"
+        case walk.Scalar("string"):
+            return "String"
+        case walk.Scalar("integer"):
+            return "i64"
+        case walk.Scalar("number"):
+            return "f64"
+        case walk.Scalar("boolean"):
+            return "bool"
+        case walk.Array(items):
+            return f"Vec<{rust_type(items)}>"
+        case walk.Map(values):
+            inner = rust_type(values) if values is not None else "serde_json::Value"
+            return f"std::collections::BTreeMap<String, {inner}>"
     return "serde_json::Value"
-
-
-def _refs(node: Any) -> set[str]:
-    if isinstance(node, dict):
-        out = {node["$ref"][len(PREFIX):]} if isinstance(node.get("$ref"), str) else set()
-        for value in node.values():
-            out |= _refs(value)
-        return out
-    if isinstance(node, list):
-        return set().union(*(_refs(v) for v in node)) if node else set()
-    return set()
 
 
 def reached(schema: dict[str, Any]) -> list[str]:
     """Every component the lifecycle and `HARNESS_METHODS` reach, sorted."""
     roots: set[str] = set()
     for entry in schema["lifecycle"].values():
-        roots |= _refs(entry)
+        roots |= walk.refs(entry)
     for name in HARNESS_METHODS:
-        roots |= _refs(schema["methods"][name])
-    defs = schema["$defs"]
-    seen: set[str] = set()
-    todo = sorted(roots)
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        todo.extend(_refs(defs[name]) - seen)
-    return sorted(seen)
+        roots |= walk.refs(schema["methods"][name])
+    names: list[str] = walk.reachable(schema["$defs"], roots)
+    return names
 
 
 def _doc(text: str, indent: str = "") -> list[str]:
@@ -133,15 +127,16 @@ def _doc(text: str, indent: str = "") -> list[str]:
 def _component(name: str, node: dict[str, Any]) -> list[str]:
     ident = rust_name(name)
     lines = _doc(node.get("description", ""))
-    if "properties" not in node:
+    record = walk.shape(node)
+    if not isinstance(record, walk.Record):
         values = node.get("enum")
         if values is not None:
             lines += _doc("One of: " + ", ".join(json.dumps(v) for v in values) + ".")
         lines.append(f"pub type {ident} = {rust_type(node) if 'enum' not in node else 'String'};")
         return lines
-    required = set(node.get("required", []))
+    required = record.required
     lines += ["#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]", f"pub struct {ident} {{"]
-    for key, prop in node["properties"].items():
+    for key, prop in record.properties.items():
         field = field_name(key)
         ty = rust_type(prop)
         attrs: list[str] = []

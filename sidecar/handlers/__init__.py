@@ -69,6 +69,7 @@ ROUTES: dict[str, tuple[str, str]] = {
     # the ledger and the lessons behind the rules
     "mecha/recordValidation": ("ledger", "record_validation"),
     "mecha/ruleSources": ("ledger", "rule_sources"),
+    "mecha/rules": ("ledger", "rules"),
     "mecha/ruleTallies": ("ledger", "rule_tallies"),
     "mecha/lessons": ("ledger", "lessons"),
     # the gate's verdicts

@@ -13,6 +13,7 @@ from mecha.core.agents import hooks as hk
 from mecha.core.agents.export import rewrite_file
 from mecha.core.agents.installed import find_agents
 from mecha.core.agents.plugin import ClaudePlugin, double_reading, find_claude_plugins
+from mecha.core.agents.procedures import skill_program
 from mecha.core.agents.skills import install_skills, skills_folder, uninstall_skills
 from mecha.core.learning.scope import resolve_project
 from mecha.core.providers import default_config_path, resolve_model_config
@@ -77,7 +78,7 @@ def install_hooks(ctx: Context, p: m.InstallHooksParams, cancel: Cancel) -> m.In
     skills = None
     if p.agent == "codex":
         folder = skills_folder(p.scope, home=Path.home(), cwd=Path.cwd())
-        done = uninstall_skills(folder) if p.uninstall else install_skills(folder)
+        done = uninstall_skills(folder) if p.uninstall else install_skills(folder, skill_program(learning_dir))
         skills = m.CodexSkills(folder=done.folder, changed=done.changed, unchanged=done.unchanged, left=done.left)
     return m.InstallHooksResult(
         action=action, agent=p.agent, path=str(path), changed=changed, installed=installed,

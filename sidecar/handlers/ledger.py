@@ -1,16 +1,20 @@
 """What stands behind the rules: the validation ledger (recording,
-per-rule tallies), a rule's sources, and the stored lessons."""
+per-rule tallies), a rule's sources, every live rule's record, and the
+stored lessons."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from mecha.core.agents.retrust import settled
+from mecha.core.domain.record import RulesResult
 from mecha.core.domain.reflexion import Origin
 from mecha.core.domain.rules import validate_domain
 from mecha.core.errors import InvalidInput, NotFound
+from mecha.core.identity import now
 from mecha.core.learning.lessons import ALL, LessonCounts, LessonsResult, list_lessons
 from mecha.core.learning.proposals import rule_sources as sources
+from mecha.core.learning.record import live_records
 from mecha.core.learning.scope import resolve_project
 from mecha.core.learning.sources import describe_tally
 from mecha.core.store.layout import GLOBAL_SCOPE
@@ -35,6 +39,18 @@ def rule_sources(ctx: Context, p: m.RuleSourcesParams, cancel: Cancel) -> Any:
     if store is None:
         raise NotFound(f"no rule {p.rule_id!r}: there is no store yet")
     return sources(store, p.rule_id)
+
+
+def rules(ctx: Context, p: m.RulesParams, cancel: Cancel) -> RulesResult:
+    """Every live learned rule with its record (`record.live_records`);
+    nothing when there is no store yet."""
+    if p.domain is not None:
+        validate_domain(p.domain)
+    scopes = None if p.scope is None else [None if p.scope == GLOBAL_SCOPE else resolve_project(p.scope, "scope")]
+    store = ctx.existing_store()
+    if store is None:
+        return RulesResult()
+    return RulesResult(rules=live_records(store, domain=p.domain, scopes=scopes, now=now()))
 
 
 def rule_tallies(ctx: Context, p: m.RuleTalliesParams, cancel: Cancel) -> m.RuleTalliesResult:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from mecha.core.agents.procedures import skill_program
 from mecha.core.agents.skills import SKILL_NAMES
 from tests.realparts import manifest
 
@@ -50,8 +51,12 @@ def test_hooks_install_codex_puts_the_review_skills_where_the_real_codex_lists_t
     said = mecha(env, project, "hooks", "install", "codex").stdout
     folder = home / ".agents" / "skills"
     assert f"{folder}: review skills installed (mecha-review, mecha-why)" in said and "type $mecha-review" in said
+    # The checked-in skill, with the program by the absolute path it runs as
+    # (Codex's login shell resets PATH).
+    program = skill_program()
     for name in SKILL_NAMES:
-        assert (folder / name / "SKILL.md").read_bytes() == (SKILLS / name / "SKILL.md").read_bytes()
+        expected = (SKILLS / name / "SKILL.md").read_text().replace("`mecha-sidecar ", f"`{program} ")
+        assert (folder / name / "SKILL.md").read_text() == expected
     listed = codex_lists(env, project)
     assert REVIEW_LISTED in listed and WHY_LISTED in listed and "- my-notes: Keep my notes tidy." in listed
     assert "already installed, unchanged (mecha-review, mecha-why)" in mecha(env, project, "hooks", "install", "codex").stdout

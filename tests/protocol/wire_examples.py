@@ -444,6 +444,7 @@ def _drive(rec: Recorder, root: Path, model_url: str) -> None:
     rec.result("mecha/lessons", {"scope": "global", "domain": "behavior", "limit": 2})
     rec.result("mecha/ruleSources", {"rule_id": _learned_rule_ids(root, "behavior")[-1]})
     rec.call("mecha/ruleSources", {"rule_id": "r-20991231-00000000"}, title="mecha/ruleSources (no such rule)", tags={"error"})
+    rec.result("mecha/rules", {"domain": "behavior", "scope": "global"})
     rec.result("mecha/validate", {"domain": "behavior", "budget": 3, "dry_run": True})
 
     prediction = {"metric": "tool_error_rate", "rationale": "The rule stops pushes the person then denies."}

@@ -5,23 +5,38 @@ schema` prints).
     python editors/vscode/scripts/generate_wire.py          # write it
     python editors/vscode/scripts/generate_wire.py --check  # exit 1 if stale
 
-Standard library only: it reads the schema file, not the Python package.
-Emitted: the server's command ids, the methods the extension calls and the
+Standard library only: it reads the schema file, not the Python package,
+and walks it with `protocol/schemawalk.py` (loaded by its path), the walk
+the Rust crate's generator shares. Emitted: the server's command ids, the methods the extension calls and the
 notifications it hears, and an interface (or union) for every `$defs`
 component those reach.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 SCHEMA = HERE.parents[2] / "protocol" / "schema" / "mecha-sidecar.schema.json"
 OUT = HERE.parent / "src" / "wire.ts"
-PREFIX = "#/$defs/"
+
+
+def _load_walk() -> ModuleType:
+    path = HERE.parents[2] / "protocol" / "schemawalk.py"
+    spec = importlib.util.spec_from_file_location("schemawalk", path)
+    assert spec and spec.loader, path
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("schemawalk", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+walk = _load_walk()
 
 #: The `mecha/*` methods the extension requests itself (besides commands).
 CLIENT_METHODS = ("mecha/proposals", "mecha/proposal")
@@ -41,53 +56,21 @@ def _pascal(key: str) -> str:
 
 
 def ts_type(node: dict[str, Any]) -> str:
-    if "$ref" in node:
-        return _ident(node["$ref"][len(PREFIX):])
-    if "enum" in node:
-        return " | ".join(json.dumps(v) for v in node["enum"])
-    if "anyOf" in node:
-        return " | ".join(ts_type(n) for n in node["anyOf"])
-    kind = node.get("type")
-    if isinstance(kind, list):
-        return " | ".join(ts_type({**node, "type": k}) for k in kind)
-    if kind == "string":
-        return "string"
-    if kind in ("integer", "number"):
-        return "number"
-    if kind == "boolean":
-        return "boolean"
-    if kind == "null":
-        return "null"
-    if kind == "array":
-        inner = ts_type(node.get("items", {}))
-        return f"({inner})[]" if "|" in inner else f"{inner}[]"
-    if kind == "object" and "properties" not in node:
-        extra = node.get("additionalProperties")
-        return f"Record<string, {ts_type(extra)}>" if isinstance(extra, dict) else "Record<string, unknown>"
+    match walk.shape(node):
+        case walk.Ref(name):
+            return _ident(name)
+        case walk.Enum(values):
+            return " | ".join(json.dumps(v) for v in values)
+        case walk.Union(options):
+            return " | ".join(ts_type(n) for n in options)
+        case walk.Scalar(kind):
+            return "number" if kind in ("integer", "number") else kind
+        case walk.Array(items):
+            inner = ts_type(items)
+            return f"({inner})[]" if "|" in inner else f"{inner}[]"
+        case walk.Map(values):
+            return f"Record<string, {ts_type(values)}>" if values is not None else "Record<string, unknown>"
     return "unknown"
-
-
-def _refs(node: Any) -> set[str]:
-    if isinstance(node, dict):
-        out = {node["$ref"][len(PREFIX):]} if isinstance(node.get("$ref"), str) else set()
-        for v in node.values():
-            out |= _refs(v)
-        return out
-    if isinstance(node, list):
-        return set().union(*(_refs(v) for v in node)) if node else set()
-    return set()
-
-
-def _reachable(defs: dict[str, Any], roots: set[str]) -> list[str]:
-    seen: set[str] = set()
-    todo = list(roots)
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        todo.extend(_refs(defs[name]) - seen)
-    return sorted(seen)
 
 
 def _doc(text: str | None, indent: str = "") -> list[str]:
@@ -102,11 +85,11 @@ def _doc(text: str | None, indent: str = "") -> list[str]:
 
 def component(name: str, node: dict[str, Any]) -> list[str]:
     out = _doc(node.get("description"))
-    if node.get("type") == "object" and "properties" in node:
-        required = set(node.get("required", []))
+    record = walk.shape(node)
+    if isinstance(record, walk.Record):
         out.append(f"export interface {_ident(name)} {{")
-        for prop, sub in node["properties"].items():
-            out.append(f"  {prop}{'' if prop in required else '?'}: {ts_type(sub)};")
+        for prop, sub in record.properties.items():
+            out.append(f"  {prop}{'' if prop in record.required else '?'}: {ts_type(sub)};")
         out.append("}")
     else:
         out.append(f"export type {_ident(name)} = {ts_type(node)};")
@@ -118,11 +101,11 @@ def generate(schema: dict[str, Any]) -> str:
     defs = schema["$defs"]
     roots: set[str] = set()
     for command in editor["commands"].values():
-        roots |= _refs(command)
+        roots |= walk.refs(command)
     for note in editor["notifications"].values():
-        roots |= _refs(note)
+        roots |= walk.refs(note)
     for method in CLIENT_METHODS:
-        roots |= _refs(schema["methods"][method])
+        roots |= walk.refs(schema["methods"][method])
     lines = [
         "// Generated by editors/vscode/scripts/generate_wire.py from",
         "// protocol/schema/mecha-sidecar.schema.json. Do not edit: change the",
@@ -151,7 +134,7 @@ def generate(schema: dict[str, Any]) -> str:
             f"export type {_pascal(_key(cid))}CommandResult = {ts_type(command['result'])};",
             "",
         ]
-    for name in _reachable(defs, roots):
+    for name in walk.reachable(defs, roots):
         lines += [*component(name, defs[name]), ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 

@@ -161,6 +161,7 @@ export interface Proposal {
   reflexion_ids: string[];
   refusals: Refusal[];
   resolved_at: string | null;
+  rewrite_of: string[];
   rules: Rule[];
   rules_before: Rule[];
   status: ProposalStatus;

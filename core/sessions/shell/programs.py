@@ -1,6 +1,6 @@
 """The curated table of programs: what each can bring into a conversation.
 
-The shell decision (`shell.py`) trusts a command's output as the person's
+The shell decision (this package) trusts a command's output as the person's
 own machine only when every program the line runs is in this table (with a
 subcommand the table lists, where the program has a list). The table is
 built by one question per family — *can what this program prints come from
@@ -27,10 +27,10 @@ is what a reviewer has to check when a program is added:
   describe this machine from what it already holds. Only the querying
   subcommands are here: `apt update`, `pip install`, `docker pull` fetch.
 - **A shell checking syntax only** (`bash -n build.sh`): it reads the
-  script and runs none of it (`shell._syntax_check_only`).
+  script and runs none of it (`families.shell`).
 - **Programs of the project's own tree** (`./build/bench`,
   `tests/unit_tests`): a relative path with no `..` is a program the
-  project holds or built (`shell._project_program`); one named like a
+  project holds or built (`names.project_program`); one named like a
   network client (`tools/curl`) is not trusted by its folder.
 
 Not here, and so untrusted: **network clients** (`curl`, `wget`, `gh`,
@@ -89,7 +89,7 @@ BUILD = frozenset(
 )
 
 #: Debuggers and profilers that report on a program (the program they run,
-#: where they run one, is checked in turn: `shell.py`).
+#: where they run one, is checked in turn: `families.py`).
 DEBUGGERS = frozenset({"gprof", "callgrind_annotate", "cg_annotate", "ms_print", "addr2line", "heaptrack_print"})
 
 #: Questions about this machine: its hardware, its system and its installed
