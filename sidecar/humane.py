@@ -277,7 +277,7 @@ def held(r: dict[str, Any]) -> str:
     that held it back (whole) and why; then whether you may vouch for it."""
     if not r["count"]:
         return "no correction is held back: every imported one read clean, or was asked again"
-    lines = [f"{r['count']} correction(s) held back as untrusted; you may vouch for {r['vouchable']} of those listed "
+    lines = [f"{r['count']} correction(s) held back as untrusted; you may vouch for {r['vouchable']} of them "
              "(the reader could not see through what held them back; a stranger's text never is)"]
     if len(r["held"]) < r["count"]:
         lines.append(f"(the newest {len(r['held'])} shown)")

@@ -50,6 +50,7 @@ from pathlib import Path
 
 import msgspec
 
+from mecha.core.agents.retrust import VOUCH, ident_of, settled
 from mecha.core.domain.reflexion import Origin, Reflexion
 from mecha.core.errors import Ambiguous, InvalidInput, NotFound
 from mecha.core.identity import now
@@ -58,13 +59,14 @@ from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
 from mecha.core.sessions.reader import MAX_BLAMES, Blame, ReadSession, TaintPolicy, first_blame
 from mecha.core.sessions.survey import Planned, survey_session
 from mecha.core.sessions.transcript import Message, Taint, TaintCheckpoint
+from mecha.core.sessions.trust import Trust, Withheld
 from mecha.core.store.inbox import SessionEntry, enqueue, queued_session_ids
 from mecha.core.store.jobs import Job
 from mecha.core.store.learning_store import LearningStore
 from mecha.core.store.records import VouchRecord
 
-#: The marker of an inbox entry a vouch queued (`<session>@vouch-<digest>`).
-VOUCH = "@vouch-"
+#: How many held corrections the inbox lists (`withheld`), newest first.
+MAX_WITHHELD_LISTED = 50
 
 #: The taint policy to read a session of a source (`claude`, `codex`) with.
 PolicyFor = Callable[[str], TaintPolicy]
@@ -137,7 +139,6 @@ def withheld_reflections(store: LearningStore) -> list[Reflexion]:
     """The reflections that recorded a correction without asking, one per
     correction, that nothing has answered since — not made clean by a change
     of trust, not vouched for (`retrust.settled`). Oldest first."""
-    from mecha.core.agents.retrust import ident_of, settled
     from mecha.core.learning.reflect import was_withheld
 
     reflections = store.reflexions()
@@ -179,6 +180,24 @@ def held_now(
         for r in reflections:
             out[r.id] = _hold(r, read, voices)
     return len(rows), [out[r.id] for r in picked][::-1]
+
+
+def withheld(store: LearningStore, trust: Trust | None = None, *, voices: Voices = DEFAULT_VOICES) -> tuple[int, list[Withheld]]:
+    """The interventions recorded without a model call (untrusted) that are
+    still held back: how many, and the newest `MAX_WITHHELD_LISTED` of them
+    with what holds each back *now* — its session read again under `trust`
+    (the person's decisions; the config file's when `None`), so a reason
+    recorded before a `trust add` is never shown as if it still held
+    (`held.held_now`). One that reads clean now and was not asked again
+    says so in `now`."""
+    policy_for = None if trust is None else trust.policy
+    count, rows = held_now(store, policy_for, voices=voices, limit=MAX_WITHHELD_LISTED)
+    listed = [
+        Withheld(session_id=h.session_id, words=h.words if len(h.words) <= 80 else h.words[:79] + "…",
+                 why=h.why, file=h.file, line=h.line, now=CLEAN_NOW if h.clean_now else None)
+        for h in rows
+    ]
+    return count, listed
 
 
 def _policy(source: str, policy_for: PolicyFor | None) -> TaintPolicy:

@@ -42,13 +42,9 @@ from mecha.core.sessions.foreign import read_session
 from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
 from mecha.core.sessions.reader import TaintPolicy
 from mecha.core.sessions.survey import Planned, survey_session
-from mecha.core.sessions.trust import Reclassified, Trust, Withheld
+from mecha.core.sessions.trust import Reclassified
 from mecha.core.store.inbox import SessionEntry, enqueue, queued_session_ids, queued_sessions
 from mecha.core.store.learning_store import LearningStore
-
-#: How many withheld interventions `withheld` lists, newest first.
-MAX_WITHHELD_LISTED = 50
-
 
 #: One intervention, whichever entry carried it: the session (without the
 #: `@…` suffix of a grown session or a re-asking entry), the index of the
@@ -57,31 +53,13 @@ Ident = tuple[str, int, str]
 
 #: The marker of an entry a change of trust queued.
 RETRUST = "@retrust-"
+#: The marker of an entry a person's vouch queued (`held.vouch`).
+VOUCH = "@vouch-"
 
 
 def base_session(session_id: str) -> str:
     """`claude:abc` for `claude:abc`, `claude:abc@12` and `claude:abc@retrust-…`."""
     return session_id.split("@", 1)[0]
-
-
-def withheld(store: LearningStore, trust: Trust | None = None, *, voices: Voices = DEFAULT_VOICES) -> tuple[int, list[Withheld]]:
-    """The interventions recorded without a model call (untrusted) that are
-    still held back: how many, and the newest `MAX_WITHHELD_LISTED` of them
-    with what holds each back *now* — its session read again under `trust`
-    (the person's decisions; the config file's when `None`), so a reason
-    recorded before a `trust add` is never shown as if it still held
-    (`held.held_now`). One that reads clean now and was not asked again
-    says so in `now`."""
-    from mecha.core.agents.held import CLEAN_NOW, held_now
-
-    policy_for = None if trust is None else trust.policy
-    count, rows = held_now(store, policy_for, voices=voices, limit=MAX_WITHHELD_LISTED)
-    listed = [
-        Withheld(session_id=h.session_id, words=h.words if len(h.words) <= 80 else h.words[:79] + "…",
-                 why=h.why, file=h.file, line=h.line, now=CLEAN_NOW if h.clean_now else None)
-        for h in rows
-    ]
-    return count, listed
 
 
 def _ident(session_id: str, at: int | None, trigger: str) -> Ident | None:
@@ -95,7 +73,7 @@ def ident_of(r: Reflexion) -> Ident | None:
 
 #: The markers of the entries that ask a held-back intervention again: a
 #: change of trust's, and a person's vouch (`held.VOUCH`).
-ASKING_AGAIN = (RETRUST, "@vouch-")
+ASKING_AGAIN = (RETRUST, VOUCH)
 
 
 def settled(store: LearningStore, reflections: list[Reflexion] | None = None) -> set[Ident]:

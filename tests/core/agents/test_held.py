@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from mecha.core.agents.held import held_now, vouch
+from mecha.core.agents.held import held_now, vouch, withheld
 from mecha.core.agents.importing import import_sessions
-from mecha.core.agents.retrust import settled, withheld
+from mecha.core.agents.retrust import settled
 from mecha.core.domain.reflexion import Evidence, Origin
 from mecha.core.errors import NotFound
 from mecha.core.learning.lessons import list_lessons

@@ -10,8 +10,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from mecha.core.agents.held import withheld
 from mecha.core.agents.importing import import_sessions
-from mecha.core.agents.retrust import reclassify, withheld
+from mecha.core.agents.retrust import reclassify
 from mecha.core.domain.reflexion import Origin
 from mecha.core.learning.reflect import WITHHELD_LESSON, reflect_inbox
 from mecha.core.learning.reflection import Reflector
