@@ -203,7 +203,7 @@ def withheld(store: LearningStore, trust: Trust | None = None, *, voices: Voices
 def _policy(source: str, policy_for: PolicyFor | None) -> TaintPolicy:
     if policy_for is not None:
         return policy_for(source)
-    from mecha.core.sessions.foreign import policy_with
+    from mecha.core.environment.trust import policy_with
 
     return policy_with(source)
 
