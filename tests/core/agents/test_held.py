@@ -14,13 +14,13 @@ from mecha.core.agents.held import held_now, vouch, withheld
 from mecha.core.agents.importing import import_sessions
 from mecha.core.agents.retrust import settled
 from mecha.core.domain.reflexion import Evidence, Origin
+from mecha.core.environment.trust import load_trust
 from mecha.core.errors import NotFound
 from mecha.core.learning.lessons import list_lessons
 from mecha.core.learning.reflect import reflect_inbox
 from mecha.core.learning.reflection import Reflector
 from mecha.core.providers import provider_from_config
 from mecha.core.sessions.mining import DEFAULT_VOICES
-from mecha.core.sessions.trust import load_trust
 from mecha.core.store.inbox import queued_sessions
 from mecha.core.store.learning_store import LearningStore
 from tests.core.ccfixture import Claude, text, use
