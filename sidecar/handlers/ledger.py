@@ -12,6 +12,7 @@ from mecha.core.domain.reflexion import Origin
 from mecha.core.domain.rules import validate_domain
 from mecha.core.errors import InvalidInput, NotFound
 from mecha.core.identity import now
+from mecha.core.learning.learn import set_aside_in
 from mecha.core.learning.lessons import ALL, LessonCounts, LessonsResult, list_lessons
 from mecha.core.learning.proposals import rule_sources as sources
 from mecha.core.learning.record import live_records
@@ -82,6 +83,6 @@ def lessons(ctx: Context, p: m.LessonsParams, cancel: Cancel) -> Any:
     reflections = store.reflexions()
     found, counts = list_lessons(
         reflections, domain=p.domain, scope=scope, trigger=p.trigger, origin=origin, pending=p.pending,
-        asked_again=settled(store, reflections),
+        asked_again=settled(store, reflections), aside=set_aside_in(store),
     )
     return LessonsResult(lessons=found[: p.limit] if p.limit is not None else found, counts=counts)
