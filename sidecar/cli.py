@@ -128,8 +128,12 @@ def _endpoint_verbs(sub: _WithParents) -> None:
                    help="exit 0 when the loop stops before an accept (it says where and why): what to expect from "
                    "the bundled 135M model, which shows the mechanics, not a model's judgement")
 
-    s = sub.add_parser("model", help="the bundled local model, for your own use: model serve")
-    s.add_argument("action", choices=["serve"], help="serve: start it in the foreground and print how to configure it")
+    s = sub.add_parser("model", help="choose the passes' model: model use claude-code|codex, or model serve")
+    s.add_argument("action", choices=["serve", "use"],
+                   help="serve: start the bundled local model in the foreground and print how to configure it; "
+                   "use API: make your own agent's command line the model, in the config file")
+    s.add_argument("api", nargs="?", choices=["claude-code", "codex"],
+                   help="use: claude-code (Claude Code's `claude -p`) or codex (`codex exec`), on your own account")
     s.add_argument("--port", type=int, default=None, metavar="N",
                    help="the loopback port to listen on (default: 8089; 0 picks a free one)")
     s.add_argument("--threads", type=int, default=None, metavar="N", help="CPU threads (default: up to 4)")
@@ -366,8 +370,17 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return run_demo(keep=args.keep, timeout=args.timeout, local=args.local, accept_optional=args.accept_optional,
                         agent=args.agent)
+    if verb == "model" and args.action == "use":
+        from .modelserve import use_agent
+
+        return use_agent(args.api, as_json=bool(args.json))
     if verb == "model":
         from .modelserve import DEFAULT_PORT, serve_model
+
+        if args.api is not None:
+            print(f"mecha-sidecar: model serve takes no agent ({args.api}); did you mean model use {args.api}?",
+                  file=sys.stderr)
+            return 2
 
         port = DEFAULT_PORT if args.port is None else args.port
         if not 0 <= port <= 65535 or (args.threads is not None and args.threads < 1):
