@@ -416,12 +416,14 @@ class InstallHooksResult(msgspec.Struct):
 
 
 class ExportRulesParams(msgspec.Struct):
-    #: Whose instructions file: `claude` (`CLAUDE.md`) or `agents` (`AGENTS.md`).
-    target: Literal["claude", "agents"]
+    #: Whose instructions: `claude`, `codex`, or `agents` (any `AGENTS.md` reader).
+    target: Literal["claude", "codex", "agents"]
     #: One file, told the rules of the scope it is in. Absent, and no
-    #: `project`: every scope's file — for `claude` `~/.claude/CLAUDE.md` and
-    #: each project's `CLAUDE.md`, for `agents` each project's `AGENTS.md`
-    #: (and the sidecar's working directory's project's).
+    #: `project`: every scope's file, where the agent reads the person's own
+    #: — for `claude` `~/.claude/CLAUDE.md` and each project's
+    #: `CLAUDE.local.md`, for `codex` `~/.codex/AGENTS.md` and each
+    #: project's `.codex/config.toml`; for `agents` each project's
+    #: `AGENTS.md` (and the sidecar's working directory's project's).
     path: str | None = None
     #: Write nothing; say whether the file is up to date.
     check: bool = False

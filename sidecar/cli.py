@@ -205,12 +205,13 @@ def _store_verbs(sub: _WithParents) -> None:
     from pathlib import Path
 
     s = sub.add_parser("export", help="write the rules block into an agent's instructions file")
-    s.add_argument("target", choices=["claude", "agents"])
+    s.add_argument("target", choices=["claude", "codex", "agents"])
     s.add_argument("file", nargs="?", type=Path,
-                   help="one file, told its scope's rules (default: every scope's — for claude ~/.claude/CLAUDE.md "
-                   "and each project's CLAUDE.md, for agents each project's AGENTS.md)")
+                   help="one file, told its scope's rules (default: every scope's, where the agent reads yours — "
+                   "for claude ~/.claude/CLAUDE.md and each project's CLAUDE.local.md, for codex ~/.codex/AGENTS.md "
+                   "and each project's .codex/config.toml, for agents each project's AGENTS.md)")
     s.add_argument("--project", metavar="DIR", type=Path,
-                   help="only this project's file (its CLAUDE.md / AGENTS.md at its root, or FILE)")
+                   help="only this project's file (at its root, or FILE)")
     s.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file is out of date")
 
     s = sub.add_parser("retire", help="propose retiring a learned rule")

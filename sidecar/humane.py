@@ -101,20 +101,24 @@ def accepted(r: dict[str, Any]) -> str:
     p = r["proposal"]
     lines = ["accepted " + proposal_line(p), *_left_out(p, "left out")]
     exports = r.get("exports") or []
+    written = [e["path"] for e in exports if e.get("changed") and not e.get("error")]
+    if written:
+        lines.append("  the rules are now in " + ", ".join(written))
     for e in exports:
         if e.get("error"):
             lines.append(f"  {e['path']}: not written — {e['error']}")
         elif e.get("skipped"):
             lines.append(f"  {e['path']}: not written — {e['skipped']}")
-        else:
-            lines.append(f"  {e['path']}: {'rules section rewritten' if e.get('changed') else 'unchanged (already up to date)'}")
+    if exports and not written and not any(e.get("error") or e.get("skipped") for e in exports):
+        lines.append("  " + ", ".join(e["path"] for e in exports) + ": already up to date")
     if not exports:
         project = ("--project", p["project"]) if p.get("project") and not p.get("accepted_as_global") else ()
         export = mecha_or_none("export", "claude", *project) or "mecha-sidecar export claude --project PROJECT"
         lines.append(
-            "  no CLAUDE.md or AGENTS.md was changed: no export is configured. "
-            f"`{export}` writes the rules there now "
-            f"([export] claude = true in {_config_file()} does it on every accept)"
+            "  no agent's instructions changed: neither Claude Code nor Codex is connected (their plugin or hooks). "
+            f"`{export}` writes the rules where Claude Code reads yours now; "
+            "`mecha-sidecar hooks install claude` (or the plugin) does it on every accept"
+            f" ([export] in {_config_file()} changes where)"
         )
     for q in r.get("promotions") or []:
         lesson = "; ".join(x["text"] for x in q["rules"][len(q["rules_before"]):])

@@ -86,7 +86,7 @@ BOM = b"\xef\xbb\xbf"
 #: a writer that will not stop, and racing it on would only lose.
 WRITE_ATTEMPTS = 5
 
-DEFAULT_TARGETS = {"claude": Path("~/.claude/CLAUDE.md"), "agents": Path("AGENTS.md")}
+
 
 
 class ExportOutcome(msgspec.Struct, frozen=True):

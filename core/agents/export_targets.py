@@ -1,63 +1,80 @@
 """Which instructions file gets which rules: the export, per scope.
 
-Rules are global or one project's (`mecha.core.learning.scope`), and the
-agents read their instructions the same way:
+Rules are global or one project's (`mecha.core.learning.scope`), and they
+are the person's: learned from their corrections. An accept writes them
+where each agent the person connected (our plugin or hooks,
+`connected_agents`) reads a person's own instructions, with no
+configuration (`personal_targets`; where that is, and why, is
+`personal`'s docstring):
 
-- **Claude Code** reads `~/.claude/CLAUDE.md` in every session and a
-  project's `CLAUDE.md` (or `.claude/CLAUDE.md`) in that project. So the
-  global rules go into `~/.claude/CLAUDE.md`, and a project's `CLAUDE.md`
-  gets that project's rules alone — the global ones are read already, and
-  twice would only spend the agent's context.
-- **Codex and other `AGENTS.md` readers**: this export knows no global file
-  for them, so a project's `AGENTS.md` gets the block a run in that project
-  gets — the global rules, then the project's.
+- **Claude Code**: the global rules into `~/.claude/CLAUDE.md`, a
+  project's rules alone into `CLAUDE.local.md` at each of its checkouts'
+  roots — the global ones are read already, and twice would only spend the
+  agent's context.
+- **Codex**: the global rules into `AGENTS.md` in Codex's home, a
+  project's rules alone into its `.codex/config.toml`
+  (`developer_instructions`).
 
-A file named by hand (`export claude FILE`, a path in `[export]`) is told
-the rules of the scope it is in: an `AGENTS.md` those of its folder's
-project; a `CLAUDE.md` at a repository's root (or in its `.claude/` folder)
-that repository's, any other `CLAUDE.md` the global rules. `[export] claude
-= true` / `agents = true` mean every scope, as `export claude` / `export
-agents` with no file do: for `claude` the global file and every project's
-`CLAUDE.md`; for `agents` every project's `AGENTS.md`. Every project the
-store holds rules for is a target there; a project whose folder is gone is
-reported, not created, and a project file with no rules section yet is
-given one only when there is a rule for it. A project that is not a
-repository (a session run in `~/src`) is listed and left alone, with the
-reason (`not_a_repository`): an instructions file there is read in every
-repository below it.
+A file made in a checkout is kept out of git first, so `git status` shows
+nothing after an accept. The team's tracked files (`CLAUDE.md`,
+`AGENTS.md`) are written only when the
+person names them: a file named by hand (`export claude FILE`, a path in
+`[export]`) is told the rules of the scope it is in — an `AGENTS.md` those
+of its folder's project; a `CLAUDE.md` at a repository's root (or in its
+`.claude/` folder) that repository's, any other `CLAUDE.md` the global
+rules. `[export]` changes the default per agent (`configured_targets`):
+`claude = false` turns it off, `agents = true` writes every project's
+`AGENTS.md` for an agent that reads nothing else. Every project the store
+holds rules for is a target; a project whose folder is gone is reported,
+not created, and a file with no rules yet is made only when there is a
+rule for it. A project that is not a repository (a session run in `~/src`)
+is listed and left alone, with the reason (`not_a_repository`): an
+instructions file there is read in every repository below it.
 
 A project is a repository, and the agent reads the file of the checkout it
 runs in, so a repository with linked worktrees (`git worktree add`) has its
 project's file written in each: the main worktree's and every linked
-worktree's (`project_targets`), each kept inside its own checkout by the
-same checks. A store from before worktrees were one project may hold a
-linked worktree as a project of its own: that scope is listed and left
-alone (`superseded_worktree`), since its folder's file is its repository's
-now.
+worktree's, each kept inside its own checkout by the same checks. A store
+from before worktrees were one project may hold a linked worktree as a
+project of its own: that scope is listed and left alone
+(`superseded_worktree`), since its folder's file is its repository's now.
 
-What goes into each file is written by `export.export_block`, with all of
-its safety (the managed section, the checks, the exchange).
-"""
+What goes into each file is written by `export.export_block` (or, for
+Codex's key, `export.rewrite_file`), with all of its safety (the managed
+section, the checks, the exchange)."""
 
 from __future__ import annotations
 
 import os
 import stat
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import msgspec
 
-from mecha.core.agents.export import DEFAULT_TARGETS, ExportOutcome, export_block
+from mecha.core.agents import personal
+from mecha.core.agents.export import ExportOutcome, export_block, reach_problem, rewrite_file
 from mecha.core.domain.rules import run_domains_including
 from mecha.core.errors import ExportFailed, InvalidInput
 from mecha.core.store.layout import GIT_MARKER, checkout_root, linked_worktrees, project_root
 from mecha.core.store.learning_store import LearningStore
 from mecha.core.store.rules_block import render_rules
 
-#: What each agent calls its instructions file in a project.
-PROJECT_FILES = {"claude": "CLAUDE.md", "agents": "AGENTS.md"}
+#: What each agent calls its instructions file in a project (the team's,
+#: tracked: written only when named by hand).
+PROJECT_FILES = {"claude": "CLAUDE.md", "agents": "AGENTS.md", "codex": "AGENTS.md"}
+#: How a target holds the rules: a managed Markdown section
+#: (`export.export_block`), or Codex's `developer_instructions` key in a
+#: project's `.codex/config.toml` (`personal.codex_config_after`).
+SECTION, CODEX_KEY = "section", "codex_key"
+#: The agents an accept exports to by default, once the person connected
+#: them (plugin or hooks), each to the person's own files
+#: (`personal_targets`). `agents` (any `AGENTS.md` reader) is exported to
+#: only when `[export]` names it.
+PERSONAL_AGENTS = ("claude", "codex")
+#: The keys `[export]` knows.
+EXPORT_KEYS = ("claude", "codex", "agents")
 
 
 class ExportTarget(msgspec.Struct, frozen=True):
@@ -73,6 +90,11 @@ class ExportTarget(msgspec.Struct, frozen=True):
     #: The checkout the file must stay inside when it is not the project's
     #: own folder (a linked worktree's), or `None`: the project's.
     checkout: str | None = None
+    #: `SECTION` or `CODEX_KEY`.
+    form: str = SECTION
+    #: A person's own file inside a checkout: kept out of git
+    #: (`personal.keep_out_of_git`) before it is written.
+    personal: bool = False
 
 
 def global_claude_file(home: Path) -> Path:
@@ -82,7 +104,10 @@ def global_claude_file(home: Path) -> Path:
 def target_for_file(agent: str, path: Path, *, home: Path) -> ExportTarget:
     """The scope of a file named by hand (see the module docstring)."""
     path = Path(os.path.abspath(path.expanduser()))
-    if agent == "agents":
+    if agent == "codex" and path == Path(os.path.abspath(personal.codex_home(home) / personal.CODEX_GLOBAL_FILE)):
+        return ExportTarget(agent, path, None)
+    if agent in ("agents", "codex"):
+        agent = "agents"
         project, checkout = project_root(path.parent), checkout_root(path.parent)
         return ExportTarget(agent, path, project, checkout=None if checkout == project else checkout)
     if path == Path(os.path.abspath(global_claude_file(home))):
@@ -172,11 +197,71 @@ def chosen_targets(
         named = target_for_file(agent, path, home=home)
         if project is None or project == named.project:
             return [named]
-        return [ExportTarget(agent, named.path, project)]
+        return [ExportTarget(named.agent, named.path, project)]
+    if agent in PERSONAL_AGENTS:
+        mine = personal_targets(agent, [project] if project is not None else projects, home=home)
+        return [t for t in mine if t.project is not None] if project is not None else mine
     if project is not None:
         return project_targets(agent, project)
-    here = [project_root(cwd)] if agent == "agents" else []
-    return scope_targets(agent, [*projects, *here], home=home)
+    return scope_targets(agent, [*projects, project_root(cwd)], home=home)
+
+
+def personal_targets(agent: str, projects: Iterable[str], *, home: Path,
+                     env: Mapping[str, str] | None = None) -> list[ExportTarget]:
+    """The person's own files for `agent` (`personal`): the global one in
+    the agent's home, then, for each project that is a repository, one in
+    each of its checkouts — Claude Code's `CLAUDE.local.md`, Codex's
+    project configuration — kept out of git. A project that is no
+    repository, or a superseded worktree, is listed with its reason."""
+    if agent == "claude":
+        out = [ExportTarget(agent, global_claude_file(home), None)]
+    else:
+        out = [ExportTarget(agent, personal.codex_home(home, env) / personal.CODEX_GLOBAL_FILE, None)]
+    for p in sorted(set(projects)):
+        skip = superseded_worktree(p) or not_a_repository(p)
+        if skip is not None:
+            out.append(ExportTarget(agent, _personal_file(agent, p), p, skip=skip, personal=True))
+            continue
+        for checkout in [p, *linked_worktrees(p)]:
+            out.append(ExportTarget(
+                agent, _personal_file(agent, checkout), p, checkout=None if checkout == p else checkout,
+                form=SECTION if agent == "claude" else CODEX_KEY, personal=True,
+            ))
+    return out
+
+
+def _personal_file(agent: str, checkout: str) -> Path:
+    return personal.claude_local_file(checkout) if agent == "claude" else personal.codex_project_config(checkout)
+
+
+def connected_agents(home: Path, projects: Iterable[str] = (), env: Mapping[str, str] | None = None) -> list[str]:
+    """The agents the person connected to this store, of `PERSONAL_AGENTS`:
+    Claude Code with our plugin switched on or our hooks in its user
+    settings or in a project's; Codex with our hooks in its user or a
+    project's hook settings. Only these are exported to by default — a
+    person who never connected an agent finds no file of it made."""
+    from mecha.core.agents import hooks as hk
+    from mecha.core.agents.plugin import find_claude_plugins
+
+    def hooked(agent: str) -> bool:
+        places = [hk.settings_path(agent, "user", home=home, cwd=home)]
+        places += [hk.settings_path(agent, "project", home=home, cwd=Path(p)) for p in projects if os.path.isdir(p)]
+        if agent == "codex":
+            places.append(personal.codex_home(home, env) / "hooks.json")
+        for path in places:
+            try:
+                if hk.installed(hk.read_settings(path), agent).events:
+                    return True
+            except Exception:  # an unreadable settings file connects nothing; `hooks status` names it
+                continue
+        return False
+
+    out = []
+    if any(p.enabled for p in find_claude_plugins(home)) or hooked("claude"):
+        out.append("claude")
+    if hooked("codex"):
+        out.append("codex")
+    return out
 
 
 def store_projects(store: LearningStore | None) -> list[str]:
@@ -191,7 +276,7 @@ def block_for(store: LearningStore | None, target: ExportTarget) -> str | None:
     rules alone, anything else the block a run in its scope gets."""
     if store is None:
         return None
-    if target.agent == "claude" and target.project is not None:
+    if target.agent in ("claude", "codex") and target.project is not None:
         project = target.project
         sets = [(d, store.user_rules(d, project), store.learned_rules(d, project)) for d in run_domains_including(None)]
         return render_rules([], sets).block
@@ -223,6 +308,17 @@ def export_to(store: LearningStore | None, target: ExportTarget, *, check: bool 
         within = Path(target.checkout or target.project)
     if block is None and not _has_section(target.path):
         return ExportOutcome(path=str(target.path), changed=False, skipped=NO_RULES_YET)
+    if target.personal and not check:
+        if target.project is not None and target.skip is None:
+            personal.keep_out_of_git(target.checkout or target.project, target.path)
+    if target.form == CODEX_KEY:
+        name = str(target.path)
+        if not check:
+            if within is not None and (problem := reach_problem(target.path.parent, within)) is not None:
+                raise ExportFailed(f"{target.path}: {problem}; nothing was written")
+            target.path.parent.mkdir(exist_ok=True)
+        return rewrite_file(target.path, lambda raw: personal.codex_config_after(raw, block, name=name),
+                            check=check, within=within, appends=False, what="the rules key")
     return export_block(target.path, block, check=check, within=within)
 
 
@@ -239,30 +335,44 @@ def _has_section(path: Path) -> bool:
     with open(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return True
-        return b"<!-- mecha:rules:begin" in f.read()
+        data = f.read()
+        return b"<!-- mecha:rules:begin" in data or personal.CODEX_INSTRUCTIONS_KEY.encode() in data
 
 
-def configured_targets(config_path: Path, *, projects: Iterable[str] = (), home: Path | None = None) -> list[ExportTarget]:
-    """The `[export]` table of `sidecar.toml`: `claude` / `agents` each `true`
-    (every scope's file, `scope_targets`), a file path, or a list of paths
-    (each told its own scope's rules, `target_for_file`); a relative path is
-    relative to the config file's folder. A file with no such table (or none
-    at all) configures nothing. Read only when an accept asks, never on a
-    run's path."""
-    table = _export_table(config_path)
-    if not table:
-        return []
+def configured_targets(
+    config_path: Path, *, projects: Iterable[str] = (), home: Path | None = None,
+    connected: Iterable[str] | None = None, env: Mapping[str, str] | None = None,
+) -> list[ExportTarget]:
+    """The files an accept writes. By default, for each agent the person
+    connected (`connected`, else `connected_agents`), the person's own
+    files (`personal_targets`), with no configuration at all. The
+    `[export]` table of `sidecar.toml` changes that per key — `claude`,
+    `codex`: `true` (the person's files, connected or not), `false` (none),
+    a file path or a list of them (each told its own scope's rules,
+    `target_for_file`); `agents`: `true` (every project's `AGENTS.md`, the
+    team's file, for an agent that reads nothing else) or paths. A relative
+    path is relative to the config file's folder. Read only when an accept
+    asks, never on a run's path."""
+    table = _export_table(config_path) or {}
     home = Path.home() if home is None else home
+    projects = list(projects)
+    for key in table:
+        if key not in EXPORT_KEYS:
+            raise InvalidInput(f"{config_path}: [export] {key}: unknown target (known: {', '.join(EXPORT_KEYS)})")
+    on = list(connected_agents(home, projects, env) if connected is None else connected)
     out: list[ExportTarget] = []
-    for key, value in table.items():
-        if key not in DEFAULT_TARGETS:
-            raise InvalidInput(f"{config_path}: [export] {key}: unknown target (known: {', '.join(DEFAULT_TARGETS)})")
+    for key in [*table, *(k for k in PERSONAL_AGENTS if k not in table)]:
+        value = table.get(key, True if key in on else None)
+        if value is None or value is False:
+            continue
         if value is True:
-            out += scope_targets(key, projects, home=home)
+            out += personal_targets(key, projects, home=home, env=env) if key in PERSONAL_AGENTS else scope_targets(
+                key, projects, home=home)
             continue
         for v in value if isinstance(value, list) else [value]:
             if not isinstance(v, str) or not v:
-                raise InvalidInput(f"{config_path}: [export] {key}: expected true, a file path or a list of them")
+                raise InvalidInput(
+                    f"{config_path}: [export] {key}: expected true, false, a file path or a list of them")
             target = Path(v).expanduser()
             out.append(target_for_file(key, target if target.is_absolute() else config_path.parent / target, home=home))
     return out

@@ -322,7 +322,7 @@ def shell_stranger(program: str | None, why: str, command: str) -> str | None:
     it quotes), name one anywhere — a brace expansion hiding `curl`, `python
     -c` importing `http.client`: where the reader could not see what runs,
     a network program on the line is taken to be what ran (fail closed)."""
-    from mecha.core.sessions.programs import NETWORK, is_network
+    from mecha.core.sessions.shell.programs import NETWORK, is_network
 
     if program:
         first, _, rest = program.partition(" ")
@@ -356,7 +356,7 @@ def remote_subcommands(program: str) -> frozenset[str]:
     """Every subcommand of `program` known to talk to a remote
     (`REMOTE_SUBCOMMANDS` and the table's fetching subcommands), each
     spelled `program sub`."""
-    from mecha.core.sessions.programs import NETWORK
+    from mecha.core.sessions.shell.programs import NETWORK
 
     return frozenset(e for e in (*REMOTE_SUBCOMMANDS, *NETWORK) if e.partition(" ")[0] == program and " " in e)
 

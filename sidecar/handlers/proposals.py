@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from mecha.core.agents.export_targets import configured_targets, export_all, store_projects
+from mecha.core.agents.export_targets import NO_RULES_YET, configured_targets, export_all, store_projects
 from mecha.core.domain.rules import validate_domain
 from mecha.core.errors import InvalidInput
 from mecha.core.learning.proposals import accept as accept_it
@@ -55,9 +55,11 @@ def accept(ctx: Context, p: m.AcceptProposalParams, cancel: Cancel) -> m.AcceptP
 
 
 def reexport(ctx: Context) -> list[m.ExportResult]:
-    """Rewrite every `[export]` target of `sidecar.toml`, each with the rules
-    of its scope as they now stand (`export_targets`), so an accept reaches
-    the other agents too. The accept has already happened: a target that
+    """Write the rules where each connected agent reads the person's own
+    instructions, or where `[export]` of `sidecar.toml` says, each file with
+    the rules of its scope as they now stand (`export_targets`), so an
+    accept reaches the agents. A file left alone because its scope has no
+    rule yet is not reported: that was not this accept's doing. The accept has already happened: a target that
     cannot be written is logged and reported in the result, never an error
     of the accept — whatever went wrong, an error here would tell the
     client the accept failed when it had landed."""
@@ -69,7 +71,7 @@ def reexport(ctx: Context) -> list[m.ExportResult]:
     except InvalidInput as exc:
         log.warning("export targets not read: %s", exc)
         return [m.ExportResult(path=str(config), error=f"{type(exc).__name__}: {exc}")]
-    results = export_all(store, targets)
+    results = [r for r in export_all(store, targets) if r.skipped != NO_RULES_YET]
     for r in results:
         if r.error is not None:
             log.warning("export to %s failed: %s", r.path, r.error)

@@ -209,7 +209,7 @@ def test_a_review_inside_claude_accepts_on_the_persons_word_leaving_out_the_chan
     # The real mecha-sidecar ran the accept, and said what became of CLAUDE.md.
     told = rest[-1]
     assert f"accepted {pending}" in told and "left out 2" in told, told
-    assert "no CLAUDE.md or AGENTS.md was changed" in told
+    assert "no agent's instructions changed" in told
     store = LearningStore.open(store_dir)
     accepted = store.proposal(pending)
     assert accepted.status == ProposalStatus.ACCEPTED

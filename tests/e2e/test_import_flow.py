@@ -85,14 +85,16 @@ def test_import_review_accept_export_on_a_fresh_machine(cli, server, home, store
     config.write_text(f'[export]\nagents = "{agents}"\n')
     accepted = cli("proposals", "accept", proposal["id"], MECHA_SIDECAR_CONFIG=str(config))
     assert accepted.returncode == 0, accepted.stderr
-    assert f"  {agents}: rules section rewritten" in accepted.stdout, "the accept says what became of the file"
+    assert f"  the rules are now in {agents}" in accepted.stdout, "the accept says what became of the file"
     block = json.loads(cli("--json", "block", "--project", str(repo)).stdout)["block"]
     assert "(this project)" in block
     assert json.loads(cli("--json", "block").stdout)["block"] is None, "not told outside the repository"
     text = agents.read_text()
     assert text.startswith("# Project rules\n\nUse tabs.\n\n<!-- mecha:rules:begin") and block in text  # an accept re-exports
 
-    claude_md, project_md = home / ".claude" / "CLAUDE.md", repo / "CLAUDE.md"
+    # The person's own files: the project's rules go where Claude Code reads
+    # a person's project instructions, never into the team's CLAUDE.md.
+    claude_md, project_md = home / ".claude" / "CLAUDE.md", repo / "CLAUDE.local.md"
     assert cli("export", "claude", "--check").returncode == 1  # not written yet
     exported = cli("export", "claude")
     assert exported.returncode == 0, exported.stderr
@@ -101,6 +103,9 @@ def test_import_review_accept_export_on_a_fresh_machine(cli, server, home, store
     assert not claude_md.exists(), "a project's lesson stays out of the global file, and no empty one is made"
     assert f"{claude_md}: no rule for this scope yet, so no file was made" in exported.stdout
     assert "### behavior (this project)" in project_md.read_text() and "Never force-push" in project_md.read_text()
+    assert not (repo / "CLAUDE.md").exists()
+    status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True)
+    assert "CLAUDE.local.md" not in status.stdout and status.returncode == 0, "the person's file is kept out of git"
     assert cli("export", "claude", "--check").returncode == 0
     assert "already up to date" in cli("export", "claude").stdout
 

@@ -233,11 +233,12 @@ def test_accept_says_whether_an_instructions_file_changed(cli, store_dir, server
     assert f"review it: mecha-sidecar proposals show {proposal}" in learned.stdout
     accepted = cli("proposals", "accept", proposal)
     assert accepted.returncode == 0, accepted.stderr
-    assert "no CLAUDE.md or AGENTS.md was changed: no export is configured. `mecha-sidecar export claude`" in accepted.stdout
+    assert "no agent's instructions changed: neither Claude Code nor Codex is connected" in accepted.stdout
+    assert "`mecha-sidecar export claude` writes the rules where Claude Code reads yours now" in accepted.stdout
     # The config file it names is the one this process reads, not a default
     # the person may not be using.
     config = cli("--json", "trust", "list")
-    assert f"in {json.loads(config.stdout)['path']} does it on every accept" in accepted.stdout
+    assert f"[export] in {json.loads(config.stdout)['path']} changes where" in accepted.stdout
 
 
 def test_show_or_accept_without_an_id_names_the_pending_proposals(cli, store_dir, server):

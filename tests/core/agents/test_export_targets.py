@@ -109,19 +109,21 @@ def test_a_named_file_is_told_the_rules_of_the_scope_it_is_in(world, tmp_path: P
 
 def test_the_export_table_follows_scopes(world, tmp_path: Path) -> None:
     # Pins: `claude = true` writing only ~/.claude/CLAUDE.md once lessons
-    # live per project, or a configured AGENTS.md told another project's rules.
+    # live per project, or into the team's CLAUDE.md rather than the
+    # person's own CLAUDE.local.md; a configured AGENTS.md told another
+    # project's rules.
     store, app, tool, home = world
     config = tmp_path / "sidecar.toml"
     config.write_text(f'[export]\nclaude = true\nagents = ["{app}/AGENTS.md"]\n')
     targets = configured_targets(config, projects=[app, tool], home=home)
     assert [(t.agent, t.path, t.project) for t in targets] == [
         ("claude", home / ".claude" / "CLAUDE.md", None),
-        ("claude", Path(app) / "CLAUDE.md", app),
-        ("claude", Path(tool) / "CLAUDE.md", tool),
+        ("claude", Path(app) / "CLAUDE.local.md", app),
+        ("claude", Path(tool) / "CLAUDE.local.md", tool),
         ("agents", Path(app) / "AGENTS.md", app),
     ]
     config.write_text("[export]\nagents = true\n")
     assert [t.path for t in configured_targets(config, projects=[tool], home=home)] == [Path(tool) / "AGENTS.md"]
     config.write_text("[export]\nagents = 5\n")
-    with pytest.raises(InvalidInput, match="expected true, a file path"):
+    with pytest.raises(InvalidInput, match="expected true, false, a file path"):
         configured_targets(config, projects=[], home=home)

@@ -1,0 +1,128 @@
+"""The whole loop with the agents' real command lines, only the models
+scripted: a person installs the plugin (Claude Code) or the hooks (Codex),
+writes no `[export]`, corrects the agent in three sessions, accepts the
+proposal from inside the agent — and the next session's request to the
+model carries the rule, while `git status` in the project, whose team
+committed its own instructions, shows nothing new.
+
+Claude Code's sessions are real `claude -p` runs (a task, then the
+person's correction with `--resume`), their `SessionEnd` hook the plugin's
+own; the passes they start ask a scripted OpenAI-style model
+(`lessons_responder`); the review is `/mecha:review accept ID` in a real
+`claude -p`, whose scripted model asks for the accept the person's words
+say; the check is what the next real `claude -p` sends its model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mecha.core.store.learning_store import LearningStore, ProposalStatus
+from tests.processes import wait_for_hook_pass
+from tests.realparts import manifest
+
+from .conftest import REPO, WAIT_S, wait_until
+from .test_agent_plugins import BashModel
+
+CORRECTIONS = [
+    "No, never rename a module without asking me first.",
+    "No, never rename a module without asking me first; put the old name back.",
+    "Stop: never rename a module without asking me first.",
+]
+
+
+class AgentModel(BashModel):
+    """The agent's model: a line of text, unless `command` is set, when a
+    request offering the Bash tool is answered by running it."""
+
+    def __init__(self) -> None:
+        super().__init__("")
+        self.command: str | None = None  # type: ignore[assignment]
+
+    def reply(self, body: dict[str, Any]) -> bytes:
+        if self.command is None:
+            body = {**body, "tools": []}
+        return super().reply(body)
+
+
+def git(cwd: Path, *argv: str) -> str:
+    done = subprocess.run(["git", "-C", str(cwd), *argv], capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A repository whose team committed its own CLAUDE.md and AGENTS.md."""
+    root = tmp_path / "src" / "invoices"
+    root.mkdir(parents=True)
+    git(root, "init", "-q")
+    (root / "CLAUDE.md").write_text("# Invoices\n\nRun `make test` before a commit.\n")
+    (root / "AGENTS.md").write_text("# Invoices\n\nRun `make test` before a commit.\n")
+    git(root, "add", ".")
+    git(root, "-c", "user.name=team", "-c", "user.email=team@example.com", "commit", "-qm", "team instructions")
+    return root
+
+
+@pytest.fixture
+def person(env: dict[str, str], store_dir: Path, server: Any) -> dict[str, str]:
+    """A person's machine: mecha-sidecar on PATH, a model for the passes in
+    the environment the agent hands its hooks, and no `[export]` anywhere."""
+    venv_bin = os.path.dirname(sys.executable)
+    return {**env, "PATH": f"{venv_bin}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}",
+            "MECHA_LEARNING_DIR": str(store_dir), "MECHA_MODEL_API": "openai", "MECHA_MODEL_BASE_URL": server.url,
+            "MECHA_MODEL": "scripted-model", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "ANTHROPIC_API_KEY": "scripted-key-not-a-secret", "LANG": "C.UTF-8"}
+
+
+def run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float = WAIT_S * 4) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
+def test_claude_code_with_the_plugin_reads_an_accepted_rule_in_the_next_session_and_git_sees_nothing(
+    person, project, store_dir, server
+):
+    # Pins: an accept that ends in the store unless [export] is configured
+    # (the agent never reads it), and a person's project rule written into
+    # the team's committed CLAUDE.md, which git then shows as changed.
+    claude = str(manifest("agents")["claude"])
+    run([claude, "plugin", "marketplace", "add", str(REPO)], person, project)
+    run([claude, "plugin", "install", "mecha@mecha"], person, project)
+    model = AgentModel()
+    env = {**person, "ANTHROPIC_BASE_URL": model.url}
+    try:
+        for correction in CORRECTIONS:
+            sid = str(uuid.uuid4())
+            run([claude, "-p", "Tidy the invoice module.", "--session-id", sid, "--output-format", "json"], env, project)
+            run([claude, "-p", correction, "--resume", sid, "--output-format", "json"], env, project)
+            wait_for_hook_pass(store_dir)
+        proposal = wait_until(lambda: next(iter(LearningStore.open(store_dir).proposals()), None),
+                              "a learn pass to file a proposal")
+        assert proposal.status == ProposalStatus.PENDING and proposal.project == str(project.resolve())
+        rule = proposal.rules[-1].text
+
+        model.command = f"mecha-sidecar proposals accept {proposal.id}"
+        review = run([claude, "-p", f"/mecha:review accept {proposal.id}", "--output-format", "json"], env, project)
+        assert json.loads(review.stdout)["is_error"] is False
+        told = model.texts()[-1]
+        assert f"accepted {proposal.id}" in told and f"the rules are now in {project.resolve()}/CLAUDE.local.md" in told
+        assert LearningStore.open(store_dir).proposal(proposal.id).status == ProposalStatus.ACCEPTED
+
+        model.command = None
+        before = len(model.bodies)
+        run([claude, "-p", "Rename the totals helper.", "--output-format", "json"], env, project)
+        sent = json.dumps(model.bodies[before:])
+    finally:
+        model.close()
+    assert json.dumps(rule)[1:-1] in sent, "the next session's request carries the rule"
+    assert "Run `make test` before a commit." in sent, "beside the team's own CLAUDE.md"
+    assert git(project, "status", "--porcelain") == ""
+    assert (project / "CLAUDE.md").read_text() == "# Invoices\n\nRun `make test` before a commit.\n"
