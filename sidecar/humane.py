@@ -140,6 +140,10 @@ def proposal_with_diff(r: dict[str, Any]) -> str:
     p = r["proposal"]
     lines = [proposal_line(p), f"scope: {scope_in_words(p)}"]
     lines.extend(f"  from project {where}" for where in p.get("promoted_from") or [])
+    lines.extend(
+        f"rewrites {rule_id}: you corrected it again after it went live (`mecha-sidecar why {rule_id}` shows its record)"
+        for rule_id in p.get("rewrite_of") or []
+    )
     if p.get("evidence"):
         lines.append(f"evidence: {p['evidence']}")
     if p.get("reason"):

@@ -48,6 +48,7 @@ from mecha.core.editor.document import document_lines
 from mecha.core.editor.hover import hover_for
 from mecha.core.editor.lenses import document_lenses
 from mecha.core.editor.results import Act, CodeAction, Finding, Scope
+from mecha.core.identity import now
 from mecha.core.learning.proposals import PendingSummary, pending_summary, proposal_scope, should_announce
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.learning_store import LearningStore, ReflectionsById, store_identity
@@ -325,10 +326,12 @@ class MechaLanguageServer(LanguageServer):
         lines = document_lines(source)
         line = params.position.line
         col = _from_utf16(lines[line], params.position.character) if line < len(lines) else 0
+        scope = self.scope_of(doc, source)
+        records = store_view.record_lines_in(self.store(), doc, scope, now())
         text = hover_for(
             source, line, col, domain=doc.domain, kind=doc.kind,
             reflections_by_id=self.reflections.of(self.store()), tallies=store_view.tallies_by_model_in(self.store()),
-            scope=self.scope_of(doc, source).label,
+            scope=scope.label, records=records,
         )
         if text is None:
             return None

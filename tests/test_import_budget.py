@@ -276,7 +276,7 @@ def test_the_session_start_hook_runs_on_the_standard_library_alone(tmp_path: Pat
     assert msgspec.json.decode(done.stdout)["systemMessage"].startswith("mecha: 1 rule proposal awaits")
     loaded = set(record.read_text().split()) - _bare_modules()
     assert "mecha.sidecar.hookrun" in loaded and "mecha.core.agents.notice" in loaded
-    assert '"session_id":"s"' in (root / "started.jsonl").read_text()  # the start recorded, within the budget
+    assert '"session_id":"claude:s"' in (root / "started.jsonl").read_text()  # the start recorded, within the budget
     third_party = sorted(m for m in loaded if m.split(".")[0] not in sys.stdlib_module_names and not m.startswith("mecha"))
     assert third_party == [], f"the session-start hook imported {third_party}"
     own = sorted(m for m in loaded if m.startswith("mecha") and m not in HOOK_START_PROJECT)

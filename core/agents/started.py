@@ -139,8 +139,11 @@ def start_line(agent: str, data: bytes, home: str, codex_home: str | None, at: s
     paths = personal_files(home, codex_home) + (folder_files(cwd) if cwd else [])
     hashes = ",".join(_quote(h) for h in rule_lines(paths))
     where = f',"cwd":{_quote(cwd)}' if cwd else ""
+    # Spelled as the importers spell a session of this agent
+    # (`claude:<id>`, `codex:<id>`), so a start and the corrections of the
+    # same session name it alike.
     return (
-        f'{{"session_id":{_quote(sid)},"agent":{_quote(agent)}{where},"at":{_quote(at)},"rules":[{hashes}]}}\n'
+        f'{{"session_id":{_quote(f"{agent}:{sid}")},"agent":{_quote(agent)}{where},"at":{_quote(at)},"rules":[{hashes}]}}\n'
     ).encode()
 
 

@@ -45,6 +45,7 @@ class SessionStart(msgspec.Struct, kw_only=True, omit_defaults=True):
     """One agent session the session-start hook saw begin
     (`agents.started`)."""
 
+    #: Spelled as the importers spell it: `claude:<id>`, `codex:<id>`.
     session_id: str
     #: `claude` or `codex`.
     agent: str

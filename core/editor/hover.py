@@ -1,5 +1,6 @@
 """The hover on a rules document: what the rule under the cursor is, where
-it came from, what the ledger measured of it, and its retirement.
+it came from, what the ledger measured of it, its record in the person's
+own sessions, and its retirement.
 """
 
 from __future__ import annotations
@@ -24,11 +25,14 @@ def hover_for(
     reflections_by_id: Mapping[str, Reflexion],
     tallies: Mapping[str, Mapping[str, RuleTally]],
     scope: str = GLOBAL_SCOPE,
+    records: Mapping[str, str] | None = None,
 ) -> str | None:
     """Markdown for the rule under the cursor: its identity and the scope it
     applies in (`scope`, as `store_view.document_scope` names it), lineage (the
     lessons it was learned from, not bare ids), what the ledger measured
-    (`tallies`: rule id → model → tally), and its retirement. `None` outside any rule, or on a table that does not
+    (`tallies`: rule id → model → tally), its record from the person's own
+    sessions (`records`: rule id → `record.record_line`), and its
+    retirement. `None` outside any rule, or on a table that does not
     decode (its diagnostics say why). A rule is a block of whole lines, so
     `col` does not narrow it; it is taken for the editor's call shape."""
     del col
@@ -45,6 +49,8 @@ def hover_for(
         out += [" · ".join(facts), ""]
     out += _lineage(rule, kind, reflections_by_id)
     out += _ledger(rule, tallies)
+    if records and rule.id in records:
+        out += [f"**In your sessions** {records[rule.id]}", ""]
     if rule.retired_at is not None:
         reason = f": {_one_line(rule.retired_reason)}" if rule.retired_reason else ""
         out += [f"**Retired** {rule.retired_at}{reason}", ""]

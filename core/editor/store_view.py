@@ -19,8 +19,9 @@ import msgspec
 from mecha.core.domain.rules import Rule, active_count
 from mecha.core.editor.results import PendingProposal, Scope
 from mecha.core.learning.proposals import is_pending, numbered_changes, pending_for
+from mecha.core.learning.record import live_records
 from mecha.core.learning.scope import scope_label
-from mecha.core.store.layout import project_id, scoped_rules_name, sibling_kind
+from mecha.core.store.layout import LEARNED_KIND, project_id, scoped_rules_name, sibling_kind
 from mecha.core.store.learning_store import LearningStore
 from mecha.core.store.ledger import RuleTally, rule_tallies, rule_tallies_by_model
 from mecha.core.store.proposal_files import Proposal
@@ -160,6 +161,17 @@ def tallies_by_model_in(store: LearningStore | None) -> dict[str, dict[str, Rule
     """The same, kept apart per model the probes drove (rule id → model →
     tally); nothing in a store that does not exist yet."""
     return rule_tallies_by_model(store.validations()) if store is not None else {}
+
+
+def record_lines_in(store: LearningStore | None, doc: RulesDocument, scope: Scope, now: str) -> dict[str, str]:
+    """Each live learned rule of the document `doc` (in `scope`) → its
+    record's one line (`record.record_line`); nothing for a person's own
+    rules file (a record is kept of learned rules), in a store that does not
+    exist yet, or for a project's document whose files name no root."""
+    if store is None or doc.kind != LEARNED_KIND or (scope.in_project and scope.project is None):
+        return {}
+    records = live_records(store, domain=doc.domain, scopes=[scope.project], now=now)
+    return {s.record.rule_id: s.record.line for s in records}
 
 
 def tallies_in(store: LearningStore | None) -> dict[str, RuleTally]:

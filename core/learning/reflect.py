@@ -694,7 +694,9 @@ def _repeats_of(work: _Work, got: list[_Answer], at: str) -> list[Repeat]:
         i = a.plan.intervention
         for rule_id in a.repeats:
             out.append(Repeat(
-                rule_id=rule_id, domain=reflection_domain(i.trigger), session_id=work.session_id,
+                # The session's own id, without what a grown or re-trusted
+                # entry adds after `@` (as `retrust.base_session` reads it).
+                rule_id=rule_id, domain=reflection_domain(i.trigger), session_id=work.session_id.split("@", 1)[0],
                 text=bound_text(i.text, SOURCE_TEXT_BUDGET), trigger=i.trigger.value, project=project,
                 reflexion_id=a.reflexion.id if a.reflexion is not None else None,
                 at=i.at, file=work.file, line=a.plan.line, created_at=at,

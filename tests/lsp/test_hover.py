@@ -99,3 +99,20 @@ async def test_hover_follows_the_buffer_and_the_store(client: MechaClient, store
     # A table that does not decode gets no hover (its diagnostics say why).
     await client.change(uri, '[[rules]]\nenabled = "no"\n')
     assert await client.hover(uri, 1) is None
+
+
+async def test_hover_on_a_learned_rule_says_its_record_in_the_persons_sessions(client: MechaClient, store: Store) -> None:
+    # Pins: a rule the person keeps correcting shown in the editor as if
+    # nothing had happened since it was learned.
+    from mecha.core.domain.record import Repeat
+
+    with store.store.lock():
+        store.store.append_repeats([Repeat(
+            rule_id="r-ask", domain="behavior", session_id="claude:s-7", text="You deleted the folder again!",
+            at=4, created_at="2026-01-09T10:00:00.000000Z",
+        )])
+    uri, _ = await client.open(store.write("behavior", "learned", LEARNED))
+    text = value(await client.hover(uri, 4, 12))
+    assert "**In your sessions** live " in text
+    assert "corrected again 1× (last: " in text and "'You deleted the folder again!'" in text
+    assert "**In your sessions**" not in value(await client.hover(uri, 13))  # a retired rule has no record

@@ -130,7 +130,7 @@ def test_the_hooks_line_hash_and_the_records_agree_on_a_rendered_rule(tmp_path: 
                       "2026-11-05T10:00:00.000000Z")
     assert line is not None
     start = json.loads(line)
-    assert start["cwd"] == str(project / "sub") and start["session_id"] == "s9"
+    assert start["cwd"] == str(project / "sub") and start["session_id"] == "claude:s9"  # as the importer spells it
     assert rendered_line_hash(RULE) in start["rules"] and rendered_line_hash(OTHER) in start["rules"]
     assert rule_line_hash("- a person's own bullet") in start["rules"] and len(start["rules"]) == 3
     assert start_line("claude", b'{"cwd": "/x"}', str(home), None, "t") is None  # names no session
