@@ -17,8 +17,8 @@ from typing import Any
 
 import msgspec
 
-from mecha.core.agents.installed import FoundAgent
 from mecha.core.domain.rules import LEARN_MIN_REFLECTIONS, MAX_ACTIVE_RULES_PER_DOMAIN, routed_domains
+from mecha.core.environment.installed import FoundAgent
 from mecha.core.errors import InvalidStore
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.learning_store import LearningStore
@@ -163,8 +163,8 @@ def _agents_check(found: list[FoundAgent]) -> Check:
     best = found[0]
     return Check(
         "agents", True,
-        f"{listed} — {best.label} would serve: MECHA_MODEL_API={best.agent.value}, "
-        f"or api = \"{best.agent.value}\" in [model] of ~/.mecha/sidecar.toml",
+        f"{listed} — {best.label} would serve: MECHA_MODEL_API={best.agent.api}, "
+        f"or api = \"{best.agent.api}\" in [model] of ~/.mecha/sidecar.toml",
     )
 
 
@@ -183,7 +183,7 @@ def _local_model_check() -> Check:
 
 def _no_model_detail(found: list[FoundAgent]) -> str:
     offer = (
-        f"{found[0].label} is installed: set MECHA_MODEL_API={found[0].agent.value} to use it"
+        f"{found[0].label} is installed: set MECHA_MODEL_API={found[0].agent.api} to use it"
         if found else "run `mecha-sidecar model serve` for the bundled model, or configure a server or an API key"
     )
     return (
@@ -195,7 +195,7 @@ def _no_model_detail(found: list[FoundAgent]) -> str:
 def _agent_model_check(cfg: Any, found: list[FoundAgent]) -> Check:
     """An agent's command line as the model: is its program here and does
     it run. Nothing is asked of it — a call would spend the person's quota."""
-    mine = next((f for f in found if f.agent.value == cfg.api), None)
+    mine = next((f for f in found if f.agent.api == cfg.api), None)
     if mine is None:
         return Check(
             "model", False,
@@ -208,13 +208,14 @@ def _agent_model_check(cfg: Any, found: list[FoundAgent]) -> Check:
 
 
 def _model_checks(model_options: Mapping[str, Any] | None, env: Mapping[str, str], root: Path | None) -> list[Check]:
-    from mecha.core.agents.installed import find_agents
-    from mecha.core.providers import check_reachable, default_config_path, resolve_model_config
+    from mecha.core.environment.installed import find_agents
+    from mecha.core.environment.settings import config_path
+    from mecha.core.providers import check_reachable, resolve_model_config
 
     found = find_agents(env)
     offers = [_agents_check(found), _local_model_check()]
     try:
-        cfg = resolve_model_config(model_options, env, default_config_path(env))
+        cfg = resolve_model_config(model_options, env, config_path(env))
     except ValueError as exc:
         return [*offers, Check("model", False, f"misconfigured: {exc}")]
     if cfg is None:

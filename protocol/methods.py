@@ -19,6 +19,7 @@ from typing import Any, Literal
 import msgspec
 
 from mecha.core.domain.record import RulesResult
+from mecha.core.environment.spellings import AgentName, ExportTargetName
 from mecha.core.gate.candidate import ChangeClass, Judgement, Pair, Prediction
 from mecha.core.gate.run import RunStats
 from mecha.core.learning.sources import RuleChange, RuleSources
@@ -209,7 +210,7 @@ class InboxDropResult(msgspec.Struct):
 
 class ImportSessionsParams(msgspec.Struct):
     #: Whose sessions: `claude` (Claude Code) or `codex` (Codex CLI).
-    source: Literal["claude", "codex"]
+    source: AgentName
     #: The folder they are in; absent: the agent's own under the home
     #: (`~/.claude/projects`, `~/.codex/sessions`).
     dir: str | None = None
@@ -323,7 +324,7 @@ class HookSettings(msgspec.Struct):
 
 class HookStatusParams(msgspec.Struct):
     #: `claude` or `codex`; absent: both.
-    agent: Literal["claude", "codex"] | None = None
+    agent: AgentName | None = None
     #: `user` (under the home) or `project` (the project the sidecar runs
     #: in, its git root); absent: both.
     scope: Literal["user", "project"] | None = None
@@ -371,7 +372,7 @@ class HookStatusResult(msgspec.Struct):
 
 class InstallHooksParams(msgspec.Struct):
     #: Whose hooks: `claude` or `codex`.
-    agent: Literal["claude", "codex"]
+    agent: AgentName
     #: `user` (`~/.claude`, `~/.codex`) or `project` (the `.claude` or
     #: `.codex` folder of the project the sidecar runs in, its git root).
     scope: Literal["user", "project"] = "user"
@@ -417,7 +418,7 @@ class InstallHooksResult(msgspec.Struct):
 
 class ExportRulesParams(msgspec.Struct):
     #: Whose instructions: `claude`, `codex`, or `agents` (any `AGENTS.md` reader).
-    target: Literal["claude", "codex", "agents"]
+    target: ExportTargetName
     #: One file, told the rules of the scope it is in. Absent, and no
     #: `project`: every scope's file, where the agent reads the person's own
     #: — for `claude` `~/.claude/CLAUDE.md` and each project's

@@ -609,7 +609,7 @@ def _mining_context(ctx: Any, args: argparse.Namespace, *profiles: str) -> Any:
 
 
 def _policy(args: argparse.Namespace, source: str) -> Any:
-    from mecha.core.sessions.foreign import policy_with
+    from mecha.core.environment.trust import policy_with
 
     return policy_with(source, args.trust_tool, args.distrust_tool)
 
@@ -717,6 +717,7 @@ def _reflect(ctx: Any, args: argparse.Namespace) -> int:
     file that is not a session is skipped with a warning naming it, and a
     session already mined — or already waiting in the inbox from a pass that
     failed — is not queued again."""
+    from mecha.core.environment.trust import load_trust
     from mecha.core.errors import InvalidInput
     from mecha.core.learning.scope import project_of_cwd
     from mecha.core.sessions.foreign import read_session
@@ -737,11 +738,12 @@ def _reflect(ctx: Any, args: argparse.Namespace) -> int:
     skipped: list[str] = []
     empty: list[str] = []
     ready: list[m.SessionEndedParams] = []
+    trust = load_trust()
     for path in sorted(directory.iterdir()):
         if path.suffix not in (".json", ".jsonl") or not path.is_file():
             continue
         try:
-            session = read_session(path)
+            session = read_session(path, trust=trust)
         except InvalidInput as exc:
             print(f"mecha-sidecar: warning: skipped {exc}", file=sys.stderr)
             continue

@@ -62,10 +62,11 @@ def _indent(text: str, prefix: str = "    ") -> str:
 
 
 def _model_configured() -> bool:
-    from mecha.core.providers import default_config_path, resolve_model_config
+    from mecha.core.environment.settings import config_path
+    from mecha.core.providers import resolve_model_config
 
     try:
-        return resolve_model_config(None, os.environ, default_config_path()) is not None
+        return resolve_model_config(None, os.environ, config_path()) is not None
     except ValueError:
         return False
 
@@ -176,7 +177,7 @@ def _agent_model() -> tuple[dict[str, Any], None]:
     """`--agent`: the model options that run the loop through the agent
     command line installed here (`installed.find_agents`, Claude Code
     first), said first with what it costs; `_DemoStopped` when there is none."""
-    from mecha.core.agents.installed import find_agents
+    from mecha.core.environment.installed import find_agents
 
     found = find_agents()
     if not found:
@@ -186,14 +187,14 @@ def _agent_model() -> tuple[dict[str, Any], None]:
         )
     agent = found[0]
     _say(f"Using {agent.describe()} as the model: {DEMO_CALLS} headless calls on your account, one turn each, no tools.")
-    return {"api": agent.agent.value}, None
+    return {"api": agent.agent.api}, None
 
 
 def _offer_agent() -> None:
     """When the demo would fall back on the bundled model or none: say
     which agent command line here could run the loop instead. Offered, not
     used: its calls are on the person's account."""
-    from mecha.core.agents.installed import find_agents
+    from mecha.core.environment.installed import find_agents
 
     try:
         found = find_agents()

@@ -142,7 +142,7 @@ def run(argv: list[str]) -> int:
         _read_stdin()
         os.write(2, b"mecha-sidecar hook: expected AGENT session-end|session-start [--learning-dir DIR] [--review CMD]\n")
         return 0
-    from mecha.core.agents.notice import OWN_CALL_ENV
+    from mecha.core.environment.agents import OWN_CALL_ENV
 
     if os.environ.get(OWN_CALL_ENV):
         # A pass's own model call on the agent's command line: not a

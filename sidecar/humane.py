@@ -600,9 +600,9 @@ def _config_file() -> str:
     """The config file this process reads, as a person would type it."""
     from pathlib import Path
 
-    from mecha.core.providers.config import default_config_path
+    from mecha.core.environment.settings import config_path
 
-    path = default_config_path()
+    path = config_path()
     try:
         return "~/" + str(path.relative_to(Path.home()))
     except ValueError:

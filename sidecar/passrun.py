@@ -32,9 +32,10 @@ if TYPE_CHECKING:
 
 
 def _config() -> ModelConfig | None:
-    from mecha.core.providers import default_config_path, resolve_model_config
+    from mecha.core.environment.settings import config_path
+    from mecha.core.providers import resolve_model_config
 
-    return resolve_model_config(model_options_from_environment(), os.environ, default_config_path())
+    return resolve_model_config(model_options_from_environment(), os.environ, config_path())
 
 
 #: The provider the pass built, once it has one: what `_ProgressWriter`

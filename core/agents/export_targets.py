@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -56,6 +55,7 @@ import msgspec
 from mecha.core.agents import personal
 from mecha.core.agents.export import ExportOutcome, export_block, reach_problem, rewrite_file
 from mecha.core.domain.rules import run_domains_including
+from mecha.core.environment.settings import Unreadable, read_table
 from mecha.core.errors import ExportFailed, InvalidInput
 from mecha.core.store.layout import GIT_MARKER, checkout_root, linked_worktrees, project_root
 from mecha.core.store.learning_store import LearningStore
@@ -380,17 +380,10 @@ def configured_targets(
 
 def _export_table(config_path: Path) -> dict[str, object] | None:
     try:
-        data = config_path.read_bytes()
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        raise InvalidInput(f"{config_path}: {exc.strerror or exc}") from None
-    if b"[export" not in data:
-        return None
-    try:
-        table = tomllib.loads(data.decode("utf-8")).get("export")
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"{config_path}: {exc}") from None
+        table = read_table(config_path, "export", skim=True)
+    except Unreadable as unreadable:
+        exc = unreadable.exc
+        raise InvalidInput(f"{config_path}: {exc.strerror or exc if isinstance(exc, OSError) else exc}") from None
     if table is not None and not isinstance(table, dict):
         raise InvalidInput(f"{config_path}: [export] must be a table")
     return table

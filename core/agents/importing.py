@@ -45,13 +45,14 @@ from pathlib import Path
 
 import msgspec
 
-from mecha.core.agents.installed import is_own_call
 from mecha.core.agents.offers import exact_offers
 from mecha.core.domain.reflexion import Origin
+from mecha.core.environment.installed import is_own_call
+from mecha.core.environment.trust import policy_with
 from mecha.core.errors import InvalidInput
 from mecha.core.identity import now
 from mecha.core.learning.scope import project_of_cwd
-from mecha.core.sessions.foreign import detect_format, policy_with, read_session
+from mecha.core.sessions.foreign import detect_format, read_session
 from mecha.core.sessions.mining import Intervention, Trigger, Voices
 from mecha.core.sessions.reader import FORMAT_NAMES, ReadSession, TaintPolicy, first_blame
 from mecha.core.sessions.survey import Planned, survey_session

@@ -51,12 +51,6 @@ except ImportError:  # pragma: no cover - an interpreter without the accelerator
     from json.encoder import encode_basestring_ascii as _quote
     from json.scanner import make_scanner as _make_scanner
 
-#: Set in the environment of every call a pass makes on an agent's command
-#: line (`mecha.core.providers.agent_cli`): the project's hooks see it and do
-#: nothing, so a pass's own call is never queued as a session nor told of
-#: proposals. Here because the session-start hook may import nothing more.
-OWN_CALL_ENV = "MECHA_OWN_MODEL_CALL"
-
 #: The status a proposal file carries while it waits for a person; the wire
 #: spelling of `ProposalStatus.PENDING`.
 PENDING_STATUS = "pending"

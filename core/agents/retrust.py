@@ -123,10 +123,12 @@ def _settled(store: LearningStore, reflections: list[Reflexion] | None = None) -
     return done
 
 
-def reclassify(store: LearningStore, *, voices: Voices = DEFAULT_VOICES, policy: TaintPolicy | None = None) -> Reclassified:
+def reclassify(
+    store: LearningStore, trust: Trust, *, voices: Voices = DEFAULT_VOICES, policy: TaintPolicy | None = None
+) -> Reclassified:
     """Read again every session file that held back an intervention, under
-    `policy` (default: each reader's own lists with the person's standing
-    trust), and queue those that now read clean and were never asked again
+    `policy` (default: each reader's own lists with `trust`, the person's
+    standing decisions as the caller loaded them), and queue those that now read clean and were never asked again
     (see the module). Each held-back intervention is counted once, in one
     of: asked again now, asked before (answered or still waiting), still
     untrusted."""
@@ -148,7 +150,7 @@ def reclassify(store: LearningStore, *, voices: Voices = DEFAULT_VOICES, policy:
             continue
         out.sessions += 1
         try:
-            read = read_session(Path(file), policy=policy)
+            read = read_session(Path(file), trust=trust, policy=policy)
         except InvalidInput as exc:
             out.unreadable.append(str(exc))
             out.still_untrusted += len(waiting)

@@ -215,11 +215,12 @@ def _eligible(r: Reflexion, domain: str, proposal: Proposal | None) -> str | Non
 def _recover(r: Reflexion) -> tuple[list[Message], Message] | str:
     """The conversation before the turn that drew `r`'s correction, and that
     turn, from its session file read again; else why not."""
+    from mecha.core.environment.trust import load_trust
     from mecha.core.sessions.foreign import read_session
 
     assert r.found is not None and r.found.file is not None and r.found.at is not None
     try:
-        session = read_session(Path(r.found.file))
+        session = read_session(Path(r.found.file), trust=load_trust())
     except InvalidInput as exc:
         log.info("probe %s: %s", r.id, exc)
         return SKIP_UNREADABLE

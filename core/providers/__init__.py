@@ -29,7 +29,6 @@ from mecha.core.providers.config import (
     NO_MODEL_HELP,
     InvalidModelConfig,
     ModelConfig,
-    default_config_path,
     resolve_model_config,
 )
 
@@ -45,7 +44,6 @@ __all__ = [
     "ModelConfig",
     "OpenAIProvider",
     "check_reachable",
-    "default_config_path",
     "provider_from_config",
     "require_provider",
     "resolve_model_config",

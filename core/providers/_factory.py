@@ -55,14 +55,14 @@ def no_model_help(env: Mapping[str, str] | None = None) -> str:
     """`NO_MODEL_HELP`, led by the agent installed here when there is one:
     the model the person already has is the first thing to offer. Looking
     costs a `--version` run per agent, paid only on this failure."""
-    from mecha.core.agents.installed import find_agents
+    from mecha.core.environment.installed import find_agents
 
     found = find_agents(env)
     if not found:
         return NO_MODEL_HELP
     best = found[0]
     return (
-        f"{best.label} is installed here ({best.describe()}): MECHA_MODEL_API={best.agent.value}, "
-        f'or api = "{best.agent.value}" in the [model] table of ~/.mecha/sidecar.toml, '
+        f"{best.label} is installed here ({best.describe()}): MECHA_MODEL_API={best.agent.api}, "
+        f'or api = "{best.agent.api}" in the [model] table of ~/.mecha/sidecar.toml, '
         "runs the passes on it, on your own account.\n\n" + NO_MODEL_HELP
     )

@@ -56,7 +56,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mecha.core.agents.installed import LABELS, OWN_CALL_ENV, PROGRAMS, AgentCli, locate, own_calls_dir
+from mecha.core.environment.agents import CLAUDE, CODEX, OWN_CALL_ENV, by_api
+from mecha.core.environment.installed import locate, own_calls_dir
 from mecha.core.errors import ModelFailure, UnusableReply
 from mecha.core.providers.base import CompletionRequest, CompletionResponse
 from mecha.core.providers.config import ModelConfig
@@ -208,11 +209,14 @@ class AgentCliProvider:
 
     def __init__(self, cfg: ModelConfig, *, env: Mapping[str, str] | None = None):
         self.cfg = cfg
-        self.agent = AgentCli(cfg.api)
+        agent = by_api(cfg.api)
+        if agent is None:
+            raise ValueError(f"{cfg.api!r} is not an agent's command line")
+        self.agent = agent
         self._env = dict(os.environ if env is None else env)
-        self.label = f"{LABELS[self.agent]} (`{PROGRAMS[self.agent]}`)"
+        self.label = f"{self.agent.label} (`{self.agent.program}`)"
         #: Whose account the calls go on, as a person names it.
-        self.account = LABELS[self.agent]
+        self.account = self.agent.label
         #: Programs started so far: each is one call on the person's account.
         self.calls = 0
 
@@ -222,8 +226,8 @@ class AgentCliProvider:
         found = locate(self.agent, self._env)
         if found is None:
             raise ModelFailure(
-                f"the model is configured as {self.cfg.api} (from {self.cfg.source}), but `{PROGRAMS[self.agent]}` "
-                f"is not installed or not on PATH: install {LABELS[self.agent]}, or configure another model "
+                f"the model is configured as {self.cfg.api} (from {self.cfg.source}), but `{self.agent.program}` "
+                f"is not installed or not on PATH: install {self.agent.label}, or configure another model "
                 "(`mecha-sidecar doctor` lists what is available)"
             )
         return str(found)
@@ -234,7 +238,7 @@ class AgentCliProvider:
         where.mkdir(parents=True, exist_ok=True, mode=0o700)
         with tempfile.TemporaryDirectory(prefix="call-", dir=where) as tmp:
             folder = Path(tmp)
-            if self.agent is AgentCli.CLAUDE_CODE:
+            if self.agent is CLAUDE:
                 system_file = folder / "system.md"
                 system_file.write_text(request.system, encoding="utf-8")
                 args = claude_args(program, request, self.cfg, system_file)
@@ -245,7 +249,7 @@ class AgentCliProvider:
                     schema_file.write_text(json.dumps(request.reply_schema.schema), encoding="utf-8")
                 args = codex_args(program, request, self.cfg, schema_file)
             stdout = await self._run(args, request.user, folder)
-        if self.agent is AgentCli.CLAUDE_CODE:
+        if self.agent is CLAUDE:
             return parse_claude_output(stdout, self.label)
         response = parse_codex_output(stdout, self.label)
         response.model = request.model or self.cfg.model or None
@@ -281,14 +285,14 @@ class AgentCliProvider:
             # (Claude Code's result object, Codex's error events): that is
             # the message to quote, when there is one.
             text = out.decode("utf-8", "replace")
-            if self.agent is AgentCli.CLAUDE_CODE and text.strip().startswith("{"):
+            if self.agent is CLAUDE and text.strip().startswith("{"):
                 parse_claude_output(text, self.label)
-            elif self.agent is AgentCli.CODEX:
+            elif self.agent is CODEX:
                 parse_codex_output(text, self.label)
             said = _one_line(_tail(err.decode("utf-8", "replace") or text))
             raise ModelFailure(
                 f"{self.label} exited with status {proc.returncode}: {said or 'it said nothing'}; "
-                f"run `{PROGRAMS[self.agent]}` yourself to check it is signed in and works"
+                f"run `{self.agent.program}` yourself to check it is signed in and works"
             )
         return out.decode("utf-8", "replace")
 

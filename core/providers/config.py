@@ -27,26 +27,29 @@ Nothing here imports httpx: the harness endpoint resolves this at
 from __future__ import annotations
 
 import math
-import os
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import msgspec
 
-Api = Literal["openai", "anthropic", "claude-code", "codex"]
+from mecha.core.environment.agents import APIS as AGENT_APIS
+from mecha.core.environment.settings import CONFIG_PATH_ENV, Unreadable, read_table
+from mecha.core.environment.spellings import AgentApi
 
-#: What a provider speaks: two HTTP dialects, and two agents' own command
+Api = Literal["openai", "anthropic", AgentApi]
+
+# `AGENT_APIS` (the agent table's `api` column): the apis that run an
+# agent's command line on the person's own account: no URL and no key of
+# ours (the agent has its own sign-in and settings), the model optional
+# (the agent's default), and every call one the person pays for, which a
+# pass states before it starts.
+
+#: What a provider speaks: two HTTP dialects, and the agents' own command
 #: lines (`providers.agent_cli`). Read by `_validate` and by the factory.
-APIS: tuple[str, ...] = ("openai", "anthropic", "claude-code", "codex")
-_API: dict[str, Api] = {"openai": "openai", "anthropic": "anthropic", "claude-code": "claude-code", "codex": "codex"}
-
-#: The apis that run an agent's command line on the person's own account:
-#: no URL and no key of ours (the agent has its own sign-in and settings),
-#: the model optional (the agent's default), and every call one the person
-#: pays for, which a pass states before it starts.
-AGENT_APIS: tuple[str, ...] = ("claude-code", "codex")
+APIS: tuple[str, ...] = ("openai", "anthropic", *AGENT_APIS)
+_API: dict[str, Api] = {api: cast(Api, api) for api in APIS}
 
 #: Calls a pass keeps in flight on an agent's command line by default: each
 #: is a whole program (a few hundred MB), and a person's account has rate
@@ -94,9 +97,6 @@ INIT_KEYS: dict[str, str] = {
 #: The TOML spelling of the `[model]` table, by field.
 FILE_KEYS: dict[str, str] = {name: name for name in INIT_KEYS}
 
-#: Names the config file; set it to point a test or a second setup elsewhere.
-CONFIG_PATH_ENV = "MECHA_SIDECAR_CONFIG"
-
 #: Upper bounds, so a typo cannot turn "bounded retries" into an afternoon.
 MAX_RETRIES_LIMIT = 10
 TIMEOUT_LIMIT_S = 3600.0
@@ -120,8 +120,8 @@ DEFAULT_CONCURRENCY = 4
 STRUCTURED_BY_API: dict[str, tuple[str, ...]] = {
     "openai": ("auto", "json_schema", "json_object", "off"),
     "anthropic": ("auto", "tool", "off"),
-    "claude-code": ("auto", "json_schema", "off"),
-    "codex": ("auto", "json_schema", "off"),
+    # every agent's command line takes a JSON schema for its reply
+    **{api: ("auto", "json_schema", "off") for api in AGENT_APIS},
 }
 
 
@@ -210,15 +210,6 @@ installed here and shows which configuration was found and whether it answers.""
 # ─── Resolution ─────────────────────────────────────────────────────────────
 
 
-def default_config_path(env: Mapping[str, str] | None = None) -> Path:
-    """`$MECHA_SIDECAR_CONFIG` if set, else `~/.mecha/sidecar.toml`."""
-    env = os.environ if env is None else env
-    override = env.get(CONFIG_PATH_ENV, "").strip()
-    if override:
-        return Path(override).expanduser()
-    return Path.home() / ".mecha" / "sidecar.toml"
-
-
 def resolve_model_config(
     init_model: Mapping[str, Any] | None,
     env: Mapping[str, str],
@@ -275,14 +266,11 @@ def _from_file(path: Path | None) -> tuple[dict[str, Any], dict[str, str], str] 
         return None
     source = str(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidModelConfig(f"{source}: cannot read: {exc}", key="model", source=source) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidModelConfig(f"{source}: not valid TOML: {exc}", key="model", source=source) from None
-    table = data.get("model")
+        table = read_table(path, "model")
+    except Unreadable as unreadable:
+        exc = unreadable.exc
+        why = "not valid TOML" if isinstance(exc, tomllib.TOMLDecodeError) else "cannot read"
+        raise InvalidModelConfig(f"{source}: {why}: {exc}", key="model", source=source) from None
     if table is None:
         return None
     if not isinstance(table, dict):

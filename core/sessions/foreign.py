@@ -30,6 +30,7 @@ from mecha.core.sessions.reader import (
     TaintPolicy,
     numbered_lines,
 )
+from mecha.core.sessions.trust import Trust
 
 #: The formats `read_session` knows, in the spelling `--format` takes.
 FORMATS = tuple(f.value for f in SessionFormat)
@@ -218,21 +219,11 @@ def _format_of(head: _Head | None) -> SessionFormat | None:
     return None
 
 
-def policy_with(source: str, trust: Iterable[str] = (), distrust: Iterable[str] = ()) -> TaintPolicy:
-    """The taint policy of `source`'s reader (`codex`, else Claude Code's)
-    with the person's standing trust decisions from the config file
-    (`trust.load_trust`) and one run's changes (`TaintPolicy.with_overrides`).
-    Every verb that reads a session file gets its policy here, so each
-    honours the same decisions."""
-    from mecha.core.sessions.trust import load_trust
-
-    return load_trust().policy(source, trust=trust, distrust=distrust)
-
-
 def read_session(
     path: Path,
     fmt: str | None = None,
     *,
+    trust: Trust | None = None,
     policy: TaintPolicy | None = None,
     data: Source | None = None,
 ) -> ReadSession:
@@ -240,14 +231,17 @@ def read_session(
     `data` when given (its bytes, or the file already open), else from
     `path`, line by line.
 
-    With no `policy`, the reader's own lists and the person's standing
-    trust decisions (`trust.load_trust`) decide the taint.
+    With no `policy`, the reader's own lists and `trust` — the person's
+    standing trust decisions, which the caller loads
+    (`environment.trust.load_trust`) and hands in — decide the taint; with
+    no `trust` either, the reader's own lists alone. The reader never opens
+    the config file itself.
 
     Errors are `InvalidInput` naming the file, the format tried and, where
     there is one, the line — a session id the store could never record
     (`identity.record_id_problem`) included.
     """
-    session = _read_session(path, fmt, policy=policy, data=data)
+    session = _read_session(path, fmt, policy=policy, trust=trust, data=data)
     from mecha.core.identity import validate_record_id
 
     validate_record_id(session.session_id, f"{path}: session_id")
@@ -259,6 +253,7 @@ def _read_session(
     fmt: str | None,
     *,
     policy: TaintPolicy | None,
+    trust: Trust | None,
     data: Source | None,
 ) -> ReadSession:
     if fmt is not None and fmt not in FORMATS:
@@ -269,13 +264,15 @@ def _read_session(
         # never held whole.
         try:
             with path.open("rb") as f:
-                return _read_source(path, forced, policy, f)
+                return _read_source(path, forced, policy, trust, f)
         except OSError as exc:
             raise InvalidInput(f"{path}: {exc.strerror or exc}") from None
-    return _read_source(path, forced, policy, data)
+    return _read_source(path, forced, policy, trust, data)
 
 
-def _read_source(path: Path, fmt: SessionFormat | None, policy: TaintPolicy | None, data: Source) -> ReadSession:
+def _read_source(
+    path: Path, fmt: SessionFormat | None, policy: TaintPolicy | None, trust: Trust | None, data: Source
+) -> ReadSession:
     found = fmt or detect_format(data)
     if found is None:
         raise InvalidInput(
@@ -283,11 +280,9 @@ def _read_source(path: Path, fmt: SessionFormat | None, policy: TaintPolicy | No
             "a Claude Code session line nor a Codex CLI rollout line (use --format to force one)"
         )
     if policy is None and found is not SessionFormat.MECHA:
-        # The reader's own lists with the person's standing decisions: a
-        # verb that names no policy still honours what the person trusted.
-        from mecha.core.sessions.trust import load_trust
-
-        policy = load_trust().policy(found.value)
+        # The reader's own lists with the person's standing decisions, as
+        # the caller handed them in.
+        policy = (Trust() if trust is None else trust).policy(found.value)
     if found is SessionFormat.CLAUDE:
         from mecha.core.sessions.claude_code import read_claude_code
 

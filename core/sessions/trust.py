@@ -27,21 +27,19 @@ reader checks). Those stay a one-run `--trust-tool`, where the person sees
 the choice each time; a standing one would make every future stranger's
 text learnable without anyone looking.
 
-`load_trust` is the one reader of the table: import, the hooks, `mine`,
-`reflect --sessions` and `validate` all read sessions under the policy it
-gives (`Trust.policy`). Writing goes through `add_trust` / `remove_trust`,
-which change only the `[trust]` table and keep every other byte of the
-file (tomlkit), written whole-or-not-at-all.
+The table is read and written in `environment.trust` (`load_trust`,
+`add_trust`, `remove_trust`), which keeps every other byte of the file; this
+module says what an entry means (`check_entry`, `refusal`) and how a reader
+applies the decisions (`Trust.policy`). Import, the hooks, `mine`, `reflect
+--sessions` and `validate` load them and hand them to the reader, which
+never opens the config file itself.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import tomllib
 from collections.abc import Iterable, Mapping
 from enum import Enum
-from pathlib import Path
 
 import msgspec
 
@@ -295,14 +293,6 @@ def trusted_since(why: str, trust: Trust, source: str) -> str | None:
     return f"recorded before {shown(entry)} was trusted: that reason no longer holds (a later call may) — {how}"
 
 
-def config_path(env: Mapping[str, str] | None = None) -> Path:
-    """The config file the decisions are kept in: `$MECHA_SIDECAR_CONFIG`,
-    else `~/.mecha/sidecar.toml` (the file the model settings are read from)."""
-    from mecha.core.providers.config import default_config_path
-
-    return default_config_path(env)
-
-
 def check_entry(value: str, *, standing: bool = True) -> str:
     """`value` in its stored spelling, or `InvalidInput` saying what is
     wrong and what to write instead. `standing`: refuse the entries a
@@ -339,116 +329,3 @@ def refusal(tool: str) -> str | None:
         return (f"its name says it reaches the web ({web!r}), so its results are a stranger's text. "
                 "Use --trust-tool for one run if it is in fact your own local tool")
     return None
-
-
-def load_trust(config: Path | None = None, env: Mapping[str, str] | None = None) -> Trust:
-    """The person's standing trust decisions, from `config` (default: the
-    config file, `config_path`). A file with no `[trust]` table, or no file,
-    trusts nothing more than the defaults. A table that does not read is an
-    `InvalidInput` naming the file and the key: a reader never guesses at
-    what the person meant to trust."""
-    path = config_path(env) if config is None else config
-    try:
-        data = path.read_bytes()
-    except (FileNotFoundError, NotADirectoryError):
-        return Trust(path=str(path))
-    except OSError as exc:
-        raise InvalidInput(f"{path}: {exc.strerror or exc}") from None
-    if f"[{TRUST_TABLE}".encode() not in data and f"{TRUST_TABLE}.".encode() not in data and f"{TRUST_TABLE} ".encode() not in data:
-        return Trust(path=str(path))  # the common case costs no TOML parse
-    try:
-        table = tomllib.loads(data.decode("utf-8")).get(TRUST_TABLE)
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"{path}: not valid TOML: {exc}") from None
-    entries, ignored = _entries_of(table, path)
-    return Trust(entries=entries, path=str(path), ignored=ignored)
-
-
-def _entries_of(table: object, path: Path) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
-    """The entries a reader honours, and those it ignores with why: one entry
-    that may not stand costs that entry, never the whole table."""
-    if table is None:
-        return (), ()
-    if not isinstance(table, dict):
-        raise InvalidInput(f"{path}: [{TRUST_TABLE}] must be a table with {TRUST_KEY} = [\"Bash(bd)\", …]")
-    unknown = sorted(k for k in table if k != TRUST_KEY)
-    if unknown:
-        raise InvalidInput(f"{path}: [{TRUST_TABLE}] {unknown[0]}: unknown key (the table holds only {TRUST_KEY} = [\"Bash(bd)\", …])")
-    values = table.get(TRUST_KEY, [])
-    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-        raise InvalidInput(f"{path}: [{TRUST_TABLE}] {TRUST_KEY}: expected a list of strings, e.g. [\"Bash(bd)\", \"mcp__notes__read\"]")
-    out: list[str] = []
-    ignored: list[tuple[str, str]] = []
-    for value in values:
-        try:
-            entry = check_entry(value)
-        except InvalidInput as exc:
-            if value not in (raw for raw, _ in ignored):
-                ignored.append((value, str(exc)))
-            continue
-        if entry not in out:
-            out.append(entry)
-    return tuple(out), tuple(ignored)
-
-
-def add_trust(entries: Iterable[str], config: Path | None = None) -> Trust:
-    """`entries` added to the config file's `[trust]` table (each checked
-    first: nothing is written when one is refused); the decisions after."""
-    checked = [check_entry(e) for e in entries]
-    current = load_trust(config)
-    wanted = current.stored() + [e for e in dict.fromkeys(checked) if e not in current.entries]
-    return _write(current, wanted)
-
-
-def remove_trust(entries: Iterable[str], config: Path | None = None) -> Trust:
-    """`entries` taken out of the `[trust]` table; one the table does not
-    hold is an `InvalidInput` listing what it does hold (nothing written).
-    An ignored entry (`Trust.ignored`) is taken out by its spelling in the
-    file, so no entry the person cannot trust is one they cannot remove."""
-    entries = list(entries)
-    current = load_trust(config)
-    raw_ignored = {raw for raw, _ in current.ignored}
-    checked = [e if e in raw_ignored else check_entry(e, standing=False) for e in entries]
-    missing = [e for e in checked if e not in current.entries and e not in raw_ignored]
-    if missing:
-        held = ", ".join(current.stored()) or "nothing"
-        raise InvalidInput(f"{missing[0]} is not trusted in {current.path} (it holds: {held}); `mecha-sidecar trust list` shows them")
-    return _write(current, [e for e in current.stored() if e not in checked])
-
-
-def _write(current: Trust, wanted: list[str]) -> Trust:
-    """The config file with its `[trust]` table saying `wanted`, every
-    other byte kept; written to a temp sibling and renamed over (through a
-    link the person made, to its target)."""
-    import tomlkit
-
-    assert current.path is not None
-    path = Path(current.path)
-    if current.stored() == wanted:
-        return current
-    target = path.resolve() if path.is_symlink() else path
-    try:
-        text = target.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        text = ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"{path}: {getattr(exc, 'strerror', None) or exc}") from None
-    doc = tomlkit.parse(text)
-    table = doc.get(TRUST_TABLE)
-    if table is None:
-        table = tomlkit.table()
-        doc[TRUST_TABLE] = table
-    array = tomlkit.array()
-    array.extend(wanted)
-    if len(wanted) > 3:
-        array.multiline(True)
-    table[TRUST_KEY] = array
-    from mecha.core.store.files import write_atomic
-
-    target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    try:
-        rendered = tomlkit.dumps(doc)
-        write_atomic(target, (rendered if rendered.endswith("\n") else rendered + "\n").encode("utf-8"))
-    except OSError as exc:
-        raise InvalidInput(f"{path}: cannot write: {exc.strerror or exc}") from None
-    return load_trust(path) if os.path.exists(target) else Trust(entries=tuple(wanted), path=str(path))

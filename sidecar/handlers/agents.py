@@ -11,12 +11,13 @@ from typing import Any
 from mecha.core.agents import export_targets as et
 from mecha.core.agents import hooks as hk
 from mecha.core.agents.export import rewrite_file
-from mecha.core.agents.installed import find_agents
 from mecha.core.agents.plugin import ClaudePlugin, double_reading, find_claude_plugins
 from mecha.core.agents.procedures import skill_program
 from mecha.core.agents.skills import install_skills, skills_folder, uninstall_skills
+from mecha.core.environment.installed import find_agents
+from mecha.core.environment.settings import config_path
 from mecha.core.learning.scope import resolve_project
-from mecha.core.providers import default_config_path, resolve_model_config
+from mecha.core.providers import resolve_model_config
 from mecha.core.providers.config import SOURCE_ENV
 from mecha.protocol import methods as m
 
@@ -89,7 +90,7 @@ def install_hooks(ctx: Context, p: m.InstallHooksParams, cancel: Cancel) -> m.In
 def _hooks_model() -> str:
     """What `hooks install` says of the model its passes will use."""
     try:
-        config = resolve_model_config(None, os.environ, default_config_path())
+        config = resolve_model_config(None, os.environ, config_path())
     except ValueError as exc:
         return f"the model configuration here is not usable: {exc}; `mecha-sidecar doctor` says more"
     return hk.hooks_model_note(config, SOURCE_ENV, [a.describe() for a in find_agents()] if config is None else [])

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from mecha.core.agents.retrust import withheld
+from mecha.core.environment.trust import load_trust
 from mecha.core.errors import InvalidInput
-from mecha.core.sessions.trust import load_trust
 from mecha.core.store.inbox import count_waiting, drop_set_aside, list_set_aside, pass_after_queue, retry_set_aside
 from mecha.protocol import methods as m
 

@@ -11,13 +11,13 @@ import logging
 
 from mecha.core.agents.export_targets import NO_RULES_YET, configured_targets, export_all, store_projects
 from mecha.core.domain.rules import validate_domain
+from mecha.core.environment.settings import config_path
 from mecha.core.errors import InvalidInput
 from mecha.core.learning.proposals import accept as accept_it
 from mecha.core.learning.proposals import list_proposals, proposal_changes_in, proposal_diff, proposal_scope, reject_proposal
 from mecha.core.learning.proposals import propose_retirement as propose
 from mecha.core.learning.sources import with_measurements
 from mecha.core.learning.validate import proposal_verdict
-from mecha.core.providers.config import default_config_path
 from mecha.core.store.ledger import rule_tallies_by_model
 from mecha.protocol import methods as m
 
@@ -64,7 +64,7 @@ def reexport(ctx: Context) -> list[m.ExportResult]:
     of the accept — whatever went wrong, an error here would tell the
     client the accept failed when it had landed."""
     log = logging.getLogger(__name__)
-    config = default_config_path()
+    config = config_path()
     store = ctx.existing_store()
     try:
         targets = configured_targets(config, projects=store_projects(store))

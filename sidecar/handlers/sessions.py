@@ -13,14 +13,14 @@ import msgspec
 from mecha.core.agents import importing
 from mecha.core.agents.retrust import reclassify
 from mecha.core.domain.reflexion import Origin
+from mecha.core.environment import trust as standing
+from mecha.core.environment.trust import policy_with
 from mecha.core.errors import InvalidInput
 from mecha.core.identity import validate_record_id
 from mecha.core.learning.holdout import in_holdout, keep_transcript
 from mecha.core.learning.scope import resolve_project
-from mecha.core.sessions import trust as standing
-from mecha.core.sessions.foreign import policy_with
 from mecha.core.sessions.survey import survey_draft
-from mecha.core.sessions.trust import unknown_summary
+from mecha.core.sessions.trust import TrustAction, unknown_summary
 from mecha.core.store.inbox import DraftEntry, HandOver, PassAfter, hand_over, pass_after_queue, session_entry
 from mecha.protocol import methods as m
 
@@ -117,19 +117,19 @@ def import_sessions(ctx: Context, p: m.ImportSessionsParams, cancel: Cancel) -> 
 def trust(ctx: Context, p: m.TrustParams, cancel: Cancel) -> m.TrustResult:
     reclassified = None
     job = None
-    if p.action is standing.TrustAction.LIST:
+    if p.action is TrustAction.LIST:
         if p.entries:
             raise InvalidInput("trust list takes no entries")
         kept = standing.load_trust()
     elif not p.entries:
         raise InvalidInput(f"trust {p.action.value} needs at least one entry: Bash(bd), Bash(git fetch) or mcp__notes__read")
-    elif p.action is standing.TrustAction.REMOVE:
+    elif p.action is TrustAction.REMOVE:
         kept = standing.remove_trust(p.entries)
     else:
         kept = standing.add_trust(p.entries)
         mining = ctx.with_voices("claude", "codex")
         store = mining.store()
-        reclassified = reclassify(store, voices=mining.voices)
+        reclassified = reclassify(store, kept, voices=mining.voices)
         if reclassified.queued:
             job = background.start_pass(mining, "reflect")
     return m.TrustResult(

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from mecha.core.agents.importing import import_sessions
-from mecha.core.agents.installed import OWN_CALL_ENV, is_own_call, own_calls_dir
+from mecha.core.environment.agents import OWN_CALL_ENV
+from mecha.core.environment.installed import is_own_call, own_calls_dir
 from mecha.core.providers import InvalidModelConfig, resolve_model_config
 from mecha.core.providers.agent_cli import AgentCliProvider, claude_args, codex_args
 from mecha.core.providers.base import CompletionRequest, ReplySchema
@@ -90,7 +91,7 @@ def test_the_calls_run_from_a_cache_folder_the_importer_recognises(tmp_path: Pat
     assert not is_own_call(str(tmp_path / "proj"), env) and not is_own_call(None, env)
     assert own_calls_dir({"HOME": str(tmp_path), "XDG_CACHE_HOME": "/c"}) == Path("/c/mecha-sidecar/agent-calls")
     provider = AgentCliProvider(resolve_model_config({"api": "codex"}, {}, None), env=env)  # type: ignore[arg-type]
-    assert provider.agent.value == "codex"
+    assert provider.agent.api == "codex"
 
 
 def test_a_session_kept_from_a_passes_own_call_is_never_imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mecha.core.agents.installed import own_calls_dir
+from mecha.core.environment.installed import own_calls_dir
 from mecha.core.errors import ModelFailure
 from mecha.core.learning.reflection import BEHAVIOR_CONTRACT
 from mecha.core.providers import provider_from_config, resolve_model_config

@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mecha.core.agents.installed import AgentCli, find_agent, find_agents
+from mecha.core.environment.agents import CLAUDE, CODEX
+from mecha.core.environment.installed import find_agent, find_agents
 from tests.realparts import manifest
 
 
@@ -29,7 +30,7 @@ def test_both_installed_agents_are_found_on_path_with_the_version_they_report(tm
     parts = manifest("agents")
     folder = _bin_with(tmp_path, claude=parts["claude"], codex=parts["codex"])
     found = find_agents(_env(f"{folder}{os.pathsep}/usr/bin:/bin", tmp_path))
-    assert [f.agent for f in found] == [AgentCli.CLAUDE_CODE, AgentCli.CODEX]
+    assert [f.agent for f in found] == [CLAUDE, CODEX]
     assert found[0].version.startswith(parts["claude_version"])
     assert found[1].version.endswith(parts["codex_version"])
     assert found[0].path == str(folder / "claude")
@@ -47,7 +48,7 @@ def test_claude_codes_native_install_is_found_without_being_on_path(tmp_path: Pa
     local = tmp_path / ".local" / "bin"
     local.mkdir(parents=True)
     (local / "claude").symlink_to(parts["claude"])
-    found = find_agent(AgentCli.CLAUDE_CODE, _env("/usr/bin:/bin", tmp_path))
+    found = find_agent(CLAUDE, _env("/usr/bin:/bin", tmp_path))
     assert found is not None and found.path == str(local / "claude")
 
 
@@ -58,7 +59,7 @@ def test_a_program_that_does_not_run_is_not_offered(tmp_path: Path):
     broken = folder / "claude"
     broken.write_text("#!/bin/sh\necho 'claude: missing module' >&2\nexit 1\n")
     broken.chmod(0o755)
-    assert find_agent(AgentCli.CLAUDE_CODE, _env(f"{folder}:/usr/bin:/bin", tmp_path)) is None
+    assert find_agent(CLAUDE, _env(f"{folder}:/usr/bin:/bin", tmp_path)) is None
 
 
 def test_no_model_leads_with_the_agent_installed_here(tmp_path: Path):

@@ -224,7 +224,8 @@ def test_the_summary_offers_each_program_with_exactly_what_trusting_it_alone_fre
     # Pins: offers counted every intervention after any call of the program
     # (`Bash(gcc-12): 16`, `Bash(nvcc): 7` each freed 0; four offers "adding
     # up to 41" freed 4), so accepting them all freed a tenth of what they said.
-    from mecha.core.sessions.trust import load_trust, unknown_summary
+    from mecha.core.environment.trust import load_trust
+    from mecha.core.sessions.trust import unknown_summary
 
     cc = Claude(session="cccc0001-1111-4222-8333-444455556666")
     cc.user("Start.").assistant(text("Listing."), use("s1", "Bash", command="bd ready")).result("s1", "[]")

@@ -13,11 +13,11 @@ from typing import Any
 from mecha.core.agents.importing import import_sessions
 from mecha.core.agents.retrust import reclassify, withheld
 from mecha.core.domain.reflexion import Origin
+from mecha.core.environment.trust import add_trust, load_trust
 from mecha.core.learning.reflect import WITHHELD_LESSON, reflect_inbox
 from mecha.core.learning.reflection import Reflector
 from mecha.core.providers import provider_from_config
 from mecha.core.sessions.mining import DEFAULT_VOICES
-from mecha.core.sessions.trust import add_trust, load_trust
 from mecha.core.store.learning_store import LearningStore
 from tests.core.ccfixture import Claude, text, use
 from tests.model_server import Action, Dialect, ModelServer, lessons_responder, reply, request_prompts
@@ -72,11 +72,11 @@ def test_untrusted_words_are_recorded_unasked_and_asked_once_their_tool_is_trust
         assert count == 2 and sorted(w.why.split(": ")[1] for w in listed) == ["Bash (bd)", "Bash (curl)"], listed
 
         add_trust(["Bash(bd)"], Path(os.environ["MECHA_SIDECAR_CONFIG"]))
-        again = reclassify(store)
+        again = reclassify(store, load_trust())
         assert (again.sessions, again.asked_again, again.still_untrusted) == (2, 1, 1), again
         [queued] = again.queued
         assert queued.startswith("claude:aaaa0001-1111-4222-8333-444455556666@retrust-")
-        assert reclassify(store).queued == [], "asked once: the entry waiting is not queued twice"
+        assert reclassify(store, load_trust()).queued == [], "asked once: the entry waiting is not queued twice"
 
         server.clear()
         _reflect(store, server)
@@ -86,7 +86,7 @@ def test_untrusted_words_are_recorded_unasked_and_asked_once_their_tool_is_trust
     clean = [r for r in store.reflexions() if r.origin is Origin.CLEAN]
     assert sorted(r.intervention for r in clean) == ["Run the unit tests before anything else.", "Then file one for the flaky test, and keep titles short."]
     assert all(r.learnable() for r in clean)
-    assert reclassify(store).queued == [], "mined: nothing left to ask"
+    assert reclassify(store, load_trust()).queued == [], "mined: nothing left to ask"
     count, [left] = withheld(store)
     assert count == 1 and left.words == "Summarise it in two lines." and "curl" in left.why and left.line == 5
 
@@ -136,9 +136,9 @@ def test_successive_changes_of_trust_ask_each_intervention_once_and_count_it_onc
         titles, branches = listed["Keep issue titles under sixty characters."], listed["Name branches after the issue id, always."]
         assert titles.now is not None and "before Bash(bd) was trusted" in titles.now and "trust add 'Bash(bd)'" in titles.now
         assert branches.now == titles.now, "recorded as held back by bd (its first blocker): that reason is stale too"
-        first = reclassify(store)
+        first = reclassify(store, load_trust())
         assert (first.asked_again, first.already_asked, first.still_untrusted) == (1, 0, 1), first
-        waiting = reclassify(store)
+        waiting = reclassify(store, load_trust())
         assert waiting.queued == [] and (waiting.asked_again, waiting.already_asked, waiting.still_untrusted) == (0, 1, 1), waiting
         _reflect(store, server)
         assert len(server.completions()) == 1
@@ -146,13 +146,13 @@ def test_successive_changes_of_trust_ask_each_intervention_once_and_count_it_onc
 
         server.clear()
         add_trust(["Bash(mytool)"], config)
-        second = reclassify(store)
+        second = reclassify(store, load_trust())
         assert (second.asked_again, second.already_asked, second.still_untrusted) == (1, 1, 0), second
         _reflect(store, server)
         [sent] = [r.raw.decode() for r in server.completions()]
         assert "Name branches after the issue id" in sent and "Keep issue titles under sixty" not in sent
         assert withheld(store)[0] == 0
-        third = reclassify(store)
+        third = reclassify(store, load_trust())
         assert third.queued == [] and (third.asked_again, third.already_asked, third.still_untrusted) == (0, 2, 0), third
 
 

@@ -23,6 +23,7 @@ import anyio
 import msgspec
 import pytest
 
+from mecha.core.environment.settings import config_path
 from mecha.core.errors import ModelFailure, NoModel, UnusableReply
 from mecha.core.providers import (
     NO_MODEL_HELP,
@@ -31,7 +32,6 @@ from mecha.core.providers import (
     ModelConfig,
     OpenAIProvider,
     check_reachable,
-    default_config_path,
     provider_from_config,
     require_provider,
     resolve_model_config,
@@ -180,8 +180,8 @@ def test_a_config_file_that_is_not_toml_is_reported_with_its_path(tmp_path: Path
 
 
 def test_the_config_path_honours_its_environment_override(tmp_path: Path) -> None:
-    assert default_config_path({"MECHA_SIDECAR_CONFIG": str(tmp_path / "x.toml")}) == tmp_path / "x.toml"
-    assert default_config_path({}) == Path.home() / ".mecha" / "sidecar.toml"
+    assert config_path({"MECHA_SIDECAR_CONFIG": str(tmp_path / "x.toml")}) == tmp_path / "x.toml"
+    assert config_path({}) == Path.home() / ".mecha" / "sidecar.toml"
 
 
 def test_a_serialized_config_names_the_key_variable_never_the_key() -> None:

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from mecha.core.domain.reflexion import Origin
+from mecha.core.environment.trust import add_trust, load_trust, policy_with, remove_trust
 from mecha.core.errors import InvalidInput
-from mecha.core.sessions.foreign import policy_with, read_session
+from mecha.core.sessions.foreign import read_session
 from mecha.core.sessions.survey import survey_session
-from mecha.core.sessions.trust import Trust, add_trust, check_entry, load_trust, remove_trust
+from mecha.core.sessions.trust import Trust, check_entry
 from tests.core.ccfixture import Claude, Codex, text, use
 
 
@@ -107,17 +108,22 @@ def test_an_entry_that_may_not_stand_is_ignored_by_name_and_removable(tmp_path: 
     assert config.read_text().startswith("# mine\n")
 
 
-def test_a_session_reader_honours_the_standing_decisions(tmp_path: Path) -> None:
+def test_a_session_reader_honours_the_standing_decisions_its_caller_hands_in(tmp_path: Path) -> None:
     # Pins: a local tracker the person trusted once still made every later
     # import, hook and validate read its sessions untrusted.
     data = _bd_session()
-    before = read_session(tmp_path / "s.jsonl", "claude", data=data)
+    before = read_session(tmp_path / "s.jsonl", "claude", data=data, trust=load_trust())
     [plan] = survey_session(before.messages, before.taint_timeline)
     assert plan.origin is Origin.UNTRUSTED
     add_trust(["Bash(bd)"], Path(os.environ["MECHA_SIDECAR_CONFIG"]))
-    after = read_session(tmp_path / "s.jsonl", "claude", data=data)
+    after = read_session(tmp_path / "s.jsonl", "claude", data=data, trust=load_trust())
     [plan] = survey_session(after.messages, after.taint_timeline)
     assert plan.origin is Origin.CLEAN
+    # The reader opens no config file of its own: handed no decisions, it
+    # reads with its own lists alone.
+    alone = read_session(tmp_path / "s.jsonl", "claude", data=data)
+    [plan] = survey_session(alone.messages, alone.taint_timeline)
+    assert plan.origin is Origin.UNTRUSTED
     # One run's --distrust-tool still wins over the standing decision.
     distrusted = read_session(tmp_path / "s.jsonl", "claude", data=data, policy=policy_with("claude", distrust=["Bash(bd)"]))
     [plan] = survey_session(distrusted.messages, distrusted.taint_timeline)

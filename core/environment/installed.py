@@ -19,13 +19,8 @@ The passes' own calls on these programs run from a folder of their own
 (`own_calls_dir`), with `OWN_CALL_ENV` set: the importer skips a session
 that ran there (`is_own_call`), and this project's hooks do nothing when
 they see the variable, so a call never comes back as a lesson. This module
-imports only the standard library (the variable's name lives in
-`notice`, which the session-start hook, waited on by every agent session,
-can afford).
-
-The order is the preference when several are installed: Claude Code first
-(its `--json-schema` holds the reply to the contract inside the CLI and
-validates it), then Codex (`--output-schema`).
+imports only the standard library and the agent table (`agents`), whose
+order is the preference when several are installed.
 """
 
 from __future__ import annotations
@@ -35,35 +30,12 @@ import shutil
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 
-from mecha.core.agents.notice import OWN_CALL_ENV
+from mecha.core.environment.agents import AGENTS, Agent
 
-__all__ = ["OWN_CALL_ENV", "AgentCli", "FoundAgent", "find_agent", "find_agents", "is_own_call", "own_calls_dir"]
+__all__ = ["FoundAgent", "find_agent", "find_agents", "is_own_call", "own_calls_dir"]
 
-
-class AgentCli(str, Enum):
-    """An agent whose command line can serve as the passes' model. The
-    value is the `api` spelling in a model configuration."""
-
-    CLAUDE_CODE = "claude-code"
-    CODEX = "codex"
-
-
-#: The program each agent installs, as a person types it.
-PROGRAMS: dict[AgentCli, str] = {AgentCli.CLAUDE_CODE: "claude", AgentCli.CODEX: "codex"}
-
-#: What the person would call each one.
-LABELS: dict[AgentCli, str] = {AgentCli.CLAUDE_CODE: "Claude Code", AgentCli.CODEX: "Codex CLI"}
-
-#: Where an installer may have put the program without adding it to PATH,
-#: relative to the home folder: Claude Code's native installer and its
-#: older "local" install (which only sets a shell alias).
-EXTRA_PLACES: dict[AgentCli, tuple[str, ...]] = {
-    AgentCli.CLAUDE_CODE: (".local/bin/claude", ".claude/local/claude"),
-    AgentCli.CODEX: (".local/bin/codex",),
-}
 
 #: How long `--version` may take. Both answer in well under a second; a
 #: program that hangs here is not one a pass should rely on.
@@ -72,7 +44,7 @@ VERSION_TIMEOUT_S = 15.0
 
 @dataclass(frozen=True, kw_only=True)
 class FoundAgent:
-    agent: AgentCli
+    agent: Agent
     #: The program that ran, as an absolute path.
     path: str
     #: What `--version` printed (its last line), e.g. "2.1.328 (Claude Code)".
@@ -80,24 +52,24 @@ class FoundAgent:
 
     @property
     def label(self) -> str:
-        return LABELS[self.agent]
+        return self.agent.label
 
     def describe(self) -> str:
         """E.g. "Claude Code: `claude` 2.1.328 (Claude Code) at /usr/local/bin/claude"."""
-        return f"{self.label}: `{PROGRAMS[self.agent]}` {self.version} at {self.path}"
+        return f"{self.label}: `{self.agent.program}` {self.version} at {self.path}"
 
 
-def locate(agent: AgentCli, env: Mapping[str, str] | None = None) -> Path | None:
+def locate(agent: Agent, env: Mapping[str, str] | None = None) -> Path | None:
     """The agent's program: on `env`'s PATH, else where its installer puts
     it; `None` when it is nowhere."""
     env = os.environ if env is None else env
-    found = shutil.which(PROGRAMS[agent], path=env.get("PATH", os.defpath))
+    found = shutil.which(agent.program, path=env.get("PATH", os.defpath))
     if found:
         return Path(found).absolute()
     home = env.get("HOME", "").strip()
     if not home:
         return None
-    for place in EXTRA_PLACES[agent]:
+    for place in agent.program_places:
         candidate = Path(home) / place
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return candidate
@@ -120,7 +92,7 @@ def agent_version(path: Path, env: Mapping[str, str] | None = None) -> str | Non
     return lines[-1]
 
 
-def find_agent(agent: AgentCli, env: Mapping[str, str] | None = None) -> FoundAgent | None:
+def find_agent(agent: Agent, env: Mapping[str, str] | None = None) -> FoundAgent | None:
     """One agent, if it is installed and runs."""
     path = locate(agent, env)
     if path is None:
@@ -134,7 +106,7 @@ def find_agent(agent: AgentCli, env: Mapping[str, str] | None = None) -> FoundAg
 def find_agents(env: Mapping[str, str] | None = None) -> list[FoundAgent]:
     """Every agent command line installed here that runs, best first (the
     first is the one to offer)."""
-    found = (find_agent(agent, env) for agent in AgentCli)
+    found = (find_agent(agent, env) for agent in AGENTS)
     return [f for f in found if f is not None]
 
 
