@@ -173,7 +173,7 @@ def session_start(agent: str, learning_dir: str | None, review: str | None = Non
         program = typed_program()
         pending = pending_proposals(root)
         if pending and review is None and agent == "codex":
-            review = codex_review_command(cwd=os.getcwd())
+            review = codex_review_command(cwd=os.getcwd(), learning_dir=learning_dir)
         lines = [line for line in (no_model_line(root, agent, program),
                                    notice_line(pending, learning_dir, review, program)) if line]
         out = hook_output("\n".join(lines) if lines else None)
