@@ -95,6 +95,8 @@ def _endpoint_verbs(sub: _WithParents) -> None:
     import argparse
     from pathlib import Path
 
+    from mecha.core.environment.agents import APIS as AGENT_APIS
+
     s = sub.add_parser("serve", help="the harness endpoint on stdio")
     s.add_argument("--stdio", action="store_true", help=argparse.SUPPRESS)
 
@@ -132,7 +134,7 @@ def _endpoint_verbs(sub: _WithParents) -> None:
     s.add_argument("action", choices=["serve", "use"],
                    help="serve: start the bundled local model in the foreground and print how to configure it; "
                    "use API: make your own agent's command line the model, in the config file")
-    s.add_argument("api", nargs="?", choices=["claude-code", "codex"],
+    s.add_argument("api", nargs="?", choices=list(AGENT_APIS),
                    help="use: claude-code (Claude Code's `claude -p`) or codex (`codex exec`), on your own account")
     s.add_argument("--port", type=int, default=None, metavar="N",
                    help="the loopback port to listen on (default: 8089; 0 picks a free one)")

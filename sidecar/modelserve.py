@@ -114,27 +114,29 @@ def use_agent(api: str | None, *, as_json: bool = False) -> int:
     import json
     import os
 
-    from mecha.core.agents.installed import LABELS, AgentCli, find_agents
+    from mecha.core.environment.agents import by_api
+    from mecha.core.environment.installed import find_agents
+    from mecha.core.environment.settings import config_path
     from mecha.core.errors import InvalidInput
-    from mecha.core.providers import default_config_path
     from mecha.core.providers.config import AGENT_APIS, ENV_KEYS, choose_agent_model
 
     if api is None:
         print(f"mecha-sidecar: model use: name the agent: {' or '.join(AGENT_APIS)}", file=sys.stderr)
         return 2
     try:
-        chosen = choose_agent_model(api, default_config_path())
+        chosen = choose_agent_model(api, config_path())
     except InvalidInput as exc:
         print(f"mecha-sidecar: model use: {exc}", file=sys.stderr)
         return 1
-    found = next((f for f in find_agents() if f.agent.value == api), None)
+    row = by_api(api)
+    found = next((f for f in find_agents() if f.agent is row), None)
     shadowed = os.environ.get(ENV_KEYS["api"])
     if as_json:
         print(json.dumps({"path": chosen.path, "api": chosen.api, "removed": chosen.removed,
                           "unchanged": chosen.unchanged, "installed": found is not None,
                           "environment_wins": bool(shadowed)}))
         return 0
-    label = LABELS[AgentCli(api)]
+    label = row.label if row is not None else api
     said = "already says" if chosen.unchanged else "now says"
     print(f"{chosen.path} {said} [model] api = \"{api}\": the passes run on {label}'s own command line, "
           "on your account (each pass says first how many calls it makes)")
@@ -142,7 +144,8 @@ def use_agent(api: str | None, *, as_json: bool = False) -> int:
         print("  taken out, as an agent does not use them: "
               + ", ".join(f"{k} = {v}" for k, v in chosen.removed.items()))
     if found is None:
-        print(f"  warning: no {api} command line was found here: install it, then `mecha-sidecar doctor` checks it")
+        print(f"  warning: {row.program if row else api} was not found here: install it, then "
+              "`mecha-sidecar doctor` checks it")
     if shadowed:
         print(f"  note: {ENV_KEYS['api']}={shadowed} in this environment still wins over the file where it is set")
     print("  corrections already waiting are reflected at the next session's end, or now: mecha-sidecar inbox retry")

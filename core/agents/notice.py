@@ -41,6 +41,8 @@ from __future__ import annotations
 import os
 import sys
 
+from mecha.core.environment.agents import AGENTS
+from mecha.core.environment.agents import agent as agent_row
 from mecha.core.shellwords import PROGRAM, mecha_or_none
 from mecha.core.store.layout import LEARNING_DIR_ENV, no_model_path, proposals_dir
 
@@ -159,13 +161,6 @@ def notice_line(pending: int, learning_dir: str | None = None, review: str | Non
     )
 
 
-#: The model configuration's `api` that runs the passes on each agent's own
-#: command line, by the hook's agent name.
-AGENT_API = {"claude": "claude-code", "codex": "codex"}
-#: What a person calls each agent.
-AGENT_LABEL = {"claude": "Claude Code", "codex": "Codex"}
-
-
 def _read_note(path: str) -> dict[str, object] | None:
     try:
         with open(path, "rb") as f:
@@ -217,12 +212,12 @@ def no_model_line(root: str, agent: str, program: str = PROGRAM) -> str | None:
     waiting = waiting if isinstance(waiting, int) and waiting > 0 else 0
     _write_note(path, waiting, True)
     what = f"corrections from {waiting} session{'s' if waiting != 1 else ''}" if waiting else "corrections"
-    api = AGENT_API.get(agent, "claude-code")
-    use = mecha_or_none("model", "use", api, program=program) or f"mecha-sidecar model use {api}"
+    row = agent_row(agent) or AGENTS[0]
+    use = mecha_or_none("model", "use", row.api, program=program) or f"mecha-sidecar model use {row.api}"
     doctor = mecha_or_none("doctor", program=program) or "mecha-sidecar doctor"
     return (
         f"mecha: {what} wait to be learned from, but no model is configured, so nothing is learned: "
-        f"`{use}` makes {AGENT_LABEL.get(agent, 'your agent')} the model, on your own account "
+        f"`{use}` makes {row.label} the model, on your own account "
         f"(`{doctor}` shows the other choices)"
     )
 

@@ -425,43 +425,24 @@ def choose_agent_model(api: str, path: Path) -> AgentChosen:
     agent's command line runs the passes. What an earlier choice of a
     server or key wrote there (`base_url`, `api_key_env`, `model`,
     `structured`) goes, since an agent refuses it; `timeout_s` and
-    `concurrency` stay; every other line of the file is kept as it was.
-    The one command the session-start notice names when corrections wait
-    on a model nobody configured."""
-    import tomlkit
-
+    `concurrency` stay; every other line of the file is kept as it was
+    (`environment.settings.write_table`). The one command the
+    session-start notice names when corrections wait on a model nobody
+    configured."""
+    from mecha.core.environment.settings import write_table
     from mecha.core.errors import InvalidInput
-    from mecha.core.store.files import write_atomic
 
     if api not in AGENT_APIS:
         raise InvalidInput(f"{api!r} is not an agent's command line: choose {' or '.join(AGENT_APIS)}")
-    target = path.resolve() if path.is_symlink() else path
     try:
-        text = target.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        text = ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"{path}: {getattr(exc, 'strerror', None) or exc}") from None
-    try:
-        doc = tomlkit.parse(text)
-    except tomlkit.exceptions.ParseError as exc:
-        raise InvalidInput(f"{path}: not valid TOML ({exc}); nothing was written") from None
-    table = doc.get("model")
+        table = read_table(path, "model")
+    except Unreadable as exc:
+        raise InvalidInput(f"{exc}; nothing was written") from None
     if table is not None and not isinstance(table, dict):
         raise InvalidInput(f"{path}: `model` is not a table; nothing was written")
-    if table is None:
-        table = tomlkit.table()
-        doc["model"] = table
+    table = table or {}
     removed = {key: str(table[key]) for key in _SERVER_KEYS if key in table}
     unchanged = not removed and table.get("api") == api
     if not unchanged:
-        for key in removed:
-            del table[key]
-        table["api"] = api
-        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        rendered = tomlkit.dumps(doc)
-        try:
-            write_atomic(target, (rendered if rendered.endswith("\n") else rendered + "\n").encode("utf-8"))
-        except OSError as exc:
-            raise InvalidInput(f"{path}: cannot write: {exc.strerror or exc}") from None
+        write_table(path, "model", {"api": api}, drop=removed)
     return AgentChosen(path=str(path), api=api, removed=removed, unchanged=unchanged)

@@ -17,7 +17,7 @@ def test_corrections_waiting_on_no_model_are_told_once_until_a_pass_has_a_model(
     notice.note_no_model(root, 3)
     line = notice.no_model_line(root, "codex")
     assert line is not None and line.startswith("mecha: corrections from 3 sessions wait to be learned from")
-    assert "`mecha-sidecar model use codex` makes Codex the model" in line
+    assert "`mecha-sidecar model use codex` makes Codex CLI the model" in line
     assert notice.no_model_line(root, "codex") is None
     notice.note_no_model(root, 4)  # another pass fails the same way: still told
     assert notice.no_model_line(root, "codex") is None
