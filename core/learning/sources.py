@@ -117,9 +117,32 @@ def source_of(reflection_id: str, by_id: Mapping[str, Reflexion]) -> RuleSource:
     )
 
 
+#: The trigger a person's edit of a rule is named by among its sources.
+PERSON_EDIT = "person_edit"
+
+
+def edit_source(rule: Rule) -> RuleSource | None:
+    """The person's own edit of `rule` as a source (`Rule.edited`), or
+    `None` when they accepted the learner's words as they were. The id is
+    the proposal's, marked so no reflection id can be confused with it."""
+    e = rule.edited
+    if e is None:
+        return None
+    return RuleSource(
+        reflexion_id=f"edit:{e.proposal_id}",
+        trigger=PERSON_EDIT,
+        text=bound_text(rule.text, SOURCE_TEXT_BUDGET),
+        lesson=f"a person wrote these words accepting proposal {e.proposal_id}; the learner had proposed: {e.was}",
+        created_at=e.at,
+    )
+
+
 def sources_of(rule: Rule, by_id: Mapping[str, Reflexion]) -> list[RuleSource]:
-    """A rule's sources, in the order it names them."""
-    return [source_of(i, by_id) for i in rule.sources]
+    """A rule's sources: the person's own edit first when they made one
+    (the strongest evidence a rule can have: they wrote it), then the
+    reflections in the order it names them."""
+    edit = edit_source(rule)
+    return ([edit] if edit is not None else []) + [source_of(i, by_id) for i in rule.sources]
 
 
 def no_sources_note(rule: Rule, kind: str) -> str | None:
@@ -220,7 +243,7 @@ def describe_tally(tallies: Mapping[str, RuleTally] | None) -> str:
     return "; ".join(parts)
 
 
-def describe_verdict(by_model: Mapping[str, Mapping[str, int]], stale: int = 0) -> str:
+def describe_verdict(by_model: Mapping[str, Mapping[str, int]], stale: int = 0, reduced: int = 0) -> str:
     """A proposal's measured verdict, per model, for a person: "measured in
     3 probes on smollm2-135m against the live rules: 2 improved, 0 regressed,
     1 unchanged, 0 inconclusive"."""
@@ -237,6 +260,11 @@ def describe_verdict(by_model: Mapping[str, Mapping[str, int]], stale: int = 0) 
                 f"{unchanged} unchanged, {counts.get('inconclusive', 0)} inconclusive"
             )
         text = "; ".join(parts)
+    if reduced:
+        text += (
+            f" ({reduced} of them without the rule{'s' if reduced != 1 else ''} learned from the very correction "
+            "probed, which no probe measures on its own source)"
+        )
     if stale:
         text += f" ({stale} earlier probe{'s' if stale != 1 else ''} measured it against rules that have changed since)"
     return text
