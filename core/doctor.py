@@ -55,6 +55,11 @@ def _history_check(store: LearningStore) -> Check:
     has_git = shutil.which("git") is not None
     repo = store.has_history()
     if has_git and repo:
+        from mecha.core.store.history import History
+
+        stalled = History(store.root).stall()
+        if stalled is not None:
+            return Check("git", False, stalled)
         return Check("git", True, "history kept in the store's git repository")
     return Check("git", False, "git is not installed: no audit trail" if not has_git else "the store is not a git repository")
 

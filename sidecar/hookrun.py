@@ -163,7 +163,7 @@ def session_start(agent: str, learning_dir: str | None, review: str | None = Non
 
         pending = pending_proposals(resolve_root(learning_dir))
         if pending and review is None and agent == "codex":
-            review = codex_review_command(cwd=os.getcwd())
+            review = codex_review_command(cwd=os.getcwd(), learning_dir=learning_dir)
         out = hook_output(notice_line(pending, learning_dir, review))
     except Exception as exc:
         from mecha.core.store.layout import resolve_root

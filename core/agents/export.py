@@ -222,23 +222,70 @@ def reach_problem(path: Path, within: Path) -> str | None:
     cloned repository's `CLAUDE.md` linked to `~/.bashrc`), one that leads
     nowhere (writing through it would create the file, and its folders,
     wherever it names), and a loop. A file that is simply not there yet is
-    inside when its folder is."""
+    inside when its nearest folder that is there is, through no link; the
+    folders missing between are created there. And the folder it lands in
+    must be the person's own (`foreign_owner`): a repository unpacked from
+    someone else's archive can name another user's folder as one of its
+    checkouts."""
     root = os.path.realpath(within)
     try:
         real = os.path.realpath(path, strict=True)
     except FileNotFoundError:
-        if os.path.islink(path):
-            return f"it is a symbolic link to {os.readlink(path)}, which is not there, and the export does not create a file through a link"
-        try:
-            real = os.path.join(os.path.realpath(path.parent, strict=True), path.name)
-        except OSError:
-            return "its folder is not there, or is reached through a symbolic link to nothing"
+        real, problem = _missing_tail(path)
+        if problem is not None:
+            return problem
     except OSError as exc:
         why = "its symbolic links loop" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
         return f"its symbolic links cannot be followed ({why})"
     if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
         return f"a symbolic link takes it outside the project {root}, to {real}"
-    return None
+    return foreign_owner(real)
+
+
+def _missing_tail(path: Path) -> tuple[str, str | None]:
+    """Where a file that is not there would be created, through its nearest
+    folder that is there (resolved); or, as a problem, the link to nothing
+    met on the way (the file itself, or a folder above it)."""
+    tail: list[str] = []
+    here = Path(os.path.abspath(path))
+    while True:
+        if os.path.islink(here):
+            try:
+                os.stat(here)
+            except FileNotFoundError:
+                what = "it is" if not tail else f"its folder {here} is"
+                return "", (f"{what} a symbolic link to {os.readlink(here)}, which is not there, "
+                            "and nothing is created through a link")
+            except OSError as exc:
+                why = "its symbolic links loop" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
+                return "", f"its symbolic links cannot be followed ({why})"
+        if os.path.lexists(here):
+            return os.path.join(os.path.realpath(here), *reversed(tail)), None
+        if here.parent == here:
+            return "", "no folder above it is there"
+        tail.append(here.name)
+        here = here.parent
+
+
+def foreign_owner(real: str) -> str | None:
+    """Why the resolved path `real` is not the person's to write: the file,
+    or the nearest folder above it that is there, belongs to another user
+    (`None`: it is theirs, or the system cannot say)."""
+    here = real
+    while True:
+        try:
+            info = os.lstat(here)
+        except FileNotFoundError:
+            parent = os.path.dirname(here)
+            if parent == here:
+                return None
+            here = parent
+            continue
+        except OSError:
+            return None
+        if info.st_uid != os.getuid():
+            return f"{here} belongs to another user (uid {info.st_uid}), and mecha writes only in folders of yours"
+        return None
 
 
 def _target(path: Path, within: Path | None = None) -> Path:
@@ -249,8 +296,8 @@ def _target(path: Path, within: Path | None = None) -> Path:
         problem = reach_problem(path, within)
         if problem is not None:
             raise ExportFailed(
-                f"{path}: {problem}; nothing was written. The export writes a project's file only inside "
-                "the project: make it a regular file there, or remove the link"
+                f"{path}: {problem}; nothing was written. Mecha writes a project's file only inside "
+                "the project, in folders of yours: make it a regular file there, or remove the link"
             )
     if not path.is_symlink():
         return path

@@ -161,6 +161,13 @@ def settings_path(agent: str, scope: str, *, home: Path, cwd: Path) -> Path:
     return Path(checkout_root(cwd)).joinpath(*parts)
 
 
+def scope_root(scope: str, *, cwd: Path) -> Path | None:
+    """The folder a `scope`'s files must stay inside when written: the
+    checkout's for `project` (a cloned repository's links lead anywhere),
+    `None` for `user` (the home's files and their links are the person's)."""
+    return Path(checkout_root(cwd)) if scope == "project" else None
+
+
 # ─── the command ────────────────────────────────────────────────────────────
 
 

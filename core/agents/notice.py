@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 
 from mecha.core.shellwords import mecha_or_none
-from mecha.core.store.layout import proposals_dir
+from mecha.core.store.layout import LEARNING_DIR_ENV, proposals_dir
 
 try:
     from _json import encode_basestring_ascii as _quote
@@ -143,19 +143,72 @@ def _repository_skill_folders(cwd: str) -> list[str]:
         here = parent
 
 
-def codex_review_command(env: dict[str, str] | None = None, cwd: str | None = None) -> str | None:
+#: More than any skill file of ours: a larger one is not read.
+_MAX_SKILL_BYTES = 256 * 1024
+
+
+def _skill_bytes(path: str) -> bytes | None:
+    """A regular file's bytes, opened without blocking (`None`: not there,
+    not a regular file, too large or unreadable)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not (info.st_mode & 0o170000 == 0o100000) or info.st_size > _MAX_SKILL_BYTES:
+            return None
+        return os.read(fd, _MAX_SKILL_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _our_review_skills(learning_dir: str | None, env: dict[str, str]) -> set[bytes]:
+    """The review skill as `hooks install codex` writes it here: naming
+    the program as this installation runs, with or without the store it
+    was pinned to."""
+    from mecha.core.agents.procedures import skill_program
+    from mecha.core.agents.skills import SKILL_FILE, shipped
+
+    stores = {None, learning_dir, env.get(LEARNING_DIR_ENV) or None}
+    return {shipped(skill_program(store))[CODEX_REVIEW_SKILL][SKILL_FILE] for store in stores}
+
+
+def codex_review_command(
+    env: dict[str, str] | None = None, cwd: str | None = None, learning_dir: str | None = None
+) -> str | None:
     """`$mecha-review` when that skill is installed where Codex reads a
     person's skills, or the skills of the repository `cwd` is in, else
-    `None`: the notice offers only what is there."""
+    `None`: the notice offers only what is there.
+
+    A repository's skill is a stranger's text until shown otherwise: a
+    cloned repository once shipped its own `.agents/skills/mecha-review`,
+    and the notice told the person to type `$mecha-review` — which ran the
+    repository's instructions under mecha's name. So a repository's copy
+    counts only when it is byte for byte the one this installation writes
+    (`hooks install codex --scope project`, for the store `learning_dir`
+    or the default one); any other skill
+    of that name in the repository means the name is not ours to offer
+    there at all, whatever the person's own folders hold."""
     env = dict(os.environ) if env is None else env
     home = env.get("HOME") or os.path.expanduser("~")
     folders = [os.path.join(env.get("CODEX_HOME") or os.path.join(home, ".codex"), "skills"),
                os.path.join(home, ".agents", "skills")]
+    found = False
     if cwd is not None:
-        folders += _repository_skill_folders(cwd)
-    for folder in folders:
-        if os.path.isfile(os.path.join(folder, CODEX_REVIEW_SKILL, "SKILL.md")):
-            return "$" + CODEX_REVIEW_SKILL
+        ours: set[bytes] | None = None
+        for folder in _repository_skill_folders(cwd):
+            path = os.path.join(folder, CODEX_REVIEW_SKILL, "SKILL.md")
+            if not os.path.lexists(path) and not os.path.lexists(os.path.dirname(path)):
+                continue
+            ours = _our_review_skills(learning_dir, env) if ours is None else ours
+            if _skill_bytes(path) not in ours:
+                return None
+            found = True
+    if found or any(os.path.isfile(os.path.join(f, CODEX_REVIEW_SKILL, "SKILL.md")) for f in folders):
+        return "$" + CODEX_REVIEW_SKILL
     return None
 
 

@@ -33,13 +33,13 @@ names the program as typed.
 
 from __future__ import annotations
 
-import shlex
 import sys
 import sysconfig
 from pathlib import Path
 
 import msgspec
 
+from mecha.core import shellwords
 from mecha.core.errors import InvalidInput
 
 #: Where the sources ship: a link, in the source tree, to the plugin's folder.
@@ -140,4 +140,4 @@ def skill_program(learning_dir: str | None = None) -> str:
     words = [str(script)] if script.is_file() else [str(Path(sys.executable).absolute()), "-P", "-m", "mecha.sidecar"]
     if learning_dir is not None:
         words += ["--learning-dir", learning_dir]
-    return shlex.join(words)
+    return shellwords.command(*words)

@@ -30,13 +30,13 @@ person added beside ours stays, and so does its folder.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import msgspec
 
-from mecha.core.errors import InvalidInput
+from mecha.core.agents.export import reach_problem, rewrite_file
+from mecha.core.errors import ExportFailed, InvalidInput
 from mecha.core.store.layout import project_root
 
 from . import procedures
@@ -103,18 +103,29 @@ def _ours(folder: Path, name: str) -> bool | None:
     return skill_name(text) == name
 
 
-def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+def _write(path: Path, data: bytes, within: Path | None) -> None:
+    """One skill file written whole, by the writer every file of the
+    person's goes through (`export.rewrite_file`): confined to `within` (a
+    project's checkout) against links, other users' folders and FIFOs."""
+    rewrite_file(path, lambda raw: data, appends=False, within=within, what="the skill")
 
 
-def install_skills(target: Path, program: str = procedures.PROGRAM, source: Path = SOURCE) -> SkillsChange:
-    """Our skills, running `program`, written into the skills folder `target`."""
+def install_skills(
+    target: Path, program: str = procedures.PROGRAM, source: Path = SOURCE, *, within: Path | None = None
+) -> SkillsChange:
+    """Our skills, running `program`, written into the skills folder
+    `target`; with `within` (a project's checkout), refused by name where a
+    link or another user's folder would take a file outside it, before
+    anything is written."""
     change = SkillsChange(folder=str(target))
     for name, files in shipped(program, source).items():
         folder = target / name
+        if within is not None:
+            for rel in files:
+                problem = reach_problem(folder / rel, within)
+                if problem is not None:
+                    raise ExportFailed(f"{folder / rel}: {problem}; no skill was written. Mecha writes a project's "
+                                       "files only inside the project: remove the link, then run this again")
         if _ours(folder, name) is False:
             change.left.append(f"{name}: {folder} is not mecha's {name} skill; left as it is (move it, then run this again)")
             continue
@@ -123,7 +134,7 @@ def install_skills(target: Path, program: str = procedures.PROGRAM, source: Path
             change.unchanged.append(name)
             continue
         for rel in stale:
-            _write(folder / rel, files[rel])
+            _write(folder / rel, files[rel], within)
         change.changed.append(name)
     return change
 
@@ -135,12 +146,17 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-def uninstall_skills(target: Path, source: Path = SOURCE) -> SkillsChange:
+def uninstall_skills(target: Path, source: Path = SOURCE, *, within: Path | None = None) -> SkillsChange:
     """Our skills taken out of the skills folder `target`: our files from
-    our folders, each folder with them when nothing else is in it."""
+    our folders, each folder with them when nothing else is in it. With
+    `within`, a folder a link takes outside it is left and named."""
     change = SkillsChange(folder=str(target))
     for name, files in shipped(source=source).items():
         folder = target / name
+        problem = None if within is None else reach_problem(folder / SKILL_FILE, within)
+        if problem is not None:
+            change.left.append(f"{name}: {folder / SKILL_FILE}: {problem}; left as it is")
+            continue
         ours = _ours(folder, name)
         if ours is None:
             continue

@@ -46,8 +46,19 @@ _GIT_ENV_SCRUB: tuple[str, ...] = (
     "GIT_COMMITTER_DATE",
 )
 _GIT_TIMEOUT_S = 60
-#: An index lock older than this was left by a git that died (see `commit`).
+#: A git lock older than this, with no sign of whose it is, is a dead git's
+#: (`stale_lock`): long enough for a person's own `git commit` waiting on
+#: its editor in the store, which holds `index.lock` meanwhile.
 _STALE_GIT_LOCK_S = 600
+#: A git lock older than this, when mecha's own git was interrupted
+#: (`_IN_FLIGHT` still there), is that git's: a store's `add` and `commit`
+#: take well under a second, and a git orphaned by its killed parent
+#: finishes within this.
+_INTERRUPTED_LOCK_S = 5
+#: The file mecha's git runs under (`_add_and_commit`): created before git
+#: starts, removed when it is done. Found at the next commit, it says the
+#: last one was killed mid-way, and the locks its git left are known dead.
+_IN_FLIGHT = "mecha-commit-in-flight"
 #: How git says it ran out of room (it runs with `LC_ALL=C`).
 _FULL_SIGNS = ("No space left on device", "Disk quota exceeded", "Out of diskspace")
 
@@ -135,7 +146,14 @@ class History:
         import subprocess
 
         repo = ("--git-dir", str(self._root / GIT_DIR), "--work-tree", str(self._root))
-        config = (*GIT_IDENTITY, "-c", "commit.gpgsign=false", "-c", f"core.hooksPath={os.devnull}")
+        # No detached `gc --auto`: a background git outliving the commit
+        # would hold the repository's locks where nothing waits for it.
+        config = (*GIT_IDENTITY, "-c", "commit.gpgsign=false", "-c", f"core.hooksPath={os.devnull}", "-c", "gc.autoDetach=false")
+        marker = self._root / GIT_DIR / _IN_FLIGHT
+        try:
+            marker.write_bytes(b"%d\n" % os.getpid())
+        except OSError:
+            pass  # the commit below says what is wrong with the repository
         try:
             added = self.git(*repo, "add", "-A")
             if added.returncode != 0:
@@ -143,23 +161,84 @@ class History:
             done = self.git(*repo, *config, "commit", "--quiet", "-F", "-", stdin=message)
         except (OSError, subprocess.SubprocessError) as e:
             return f"skipped ({e})"
+        finally:
+            marker.unlink(missing_ok=True)
         if done.returncode == 0:
             return None
         return f"{done.stdout}\n{done.stderr}"
 
-    def clear_stale_lock(self) -> None:
-        """Remove the `index.lock` of a git that died mid-command (power loss,
-        a killed process group): left in place it fails every later commit,
-        and the audit trail stops for good. Mecha runs git only under the
-        writer lock, so an old index lock is a dead git's; a young one may be
-        a person's own git at work, and is left alone."""
-        import time
+    def stall(self) -> str | None:
+        """Why the history has stopped taking commits, or `None`: a lock a
+        git left (every commit fails while it stands, each with only a log
+        warning), and how many changed files wait outside the history."""
+        import subprocess
 
-        lock = self._root / GIT_DIR / "index.lock"
+        git_dir = self._root / GIT_DIR
+        locks = git_locks(git_dir)
+        if not locks:
+            return None
+        names = ", ".join(f"{path.relative_to(git_dir)} ({age:.0f}s old)" for path, age in locks[:5])
+        how = ("mecha's own commit was killed mid-way, and the next write removes them"
+               if interrupted_commit(git_dir) else
+               f"remove them if no git is running in {self._root} (the next write does, once they are "
+               f"{_STALE_GIT_LOCK_S // 60} minutes old)")
+        outside = ""
         try:
-            age = time.time() - lock.stat().st_mtime
+            status = self.git("status", "--porcelain", "--untracked-files=all")
+            changed = sum(1 for line in status.stdout.splitlines() if line.strip()) if status.returncode == 0 else 0
+            if changed:
+                outside = f"; {changed} changed file(s) are outside the history until then"
+        except (OSError, subprocess.SubprocessError):
+            pass
+        return f"git left {names}: every commit fails while they stand{outside}; {how}"
+
+    def clear_stale_lock(self) -> None:
+        """Remove the locks of a git that died mid-command (power loss, a
+        killed process group): `index.lock`, `HEAD.lock`, a branch's
+        `refs/heads/main.lock`, `packed-refs.lock` — left in place, any one
+        of them fails every later commit, and the audit trail stops for
+        good. A `kill -9` loop over accepts once left `HEAD.lock` behind and
+        every commit after it failed while the data went on changing.
+        Mecha runs git only under the writer lock; which locks are a dead
+        git's is `stale_lock`'s decision."""
+        git_dir = self._root / GIT_DIR
+        interrupted = (git_dir / _IN_FLIGHT).exists()
+        for lock, age in git_locks(git_dir):
+            if stale_lock(age, interrupted=interrupted):
+                log.warning("removing %s, left %.0fs ago by a git that did not finish", lock, age)
+                lock.unlink(missing_ok=True)
+        if interrupted:
+            (git_dir / _IN_FLIGHT).unlink(missing_ok=True)
+
+
+def stale_lock(age_s: float, *, interrupted: bool) -> bool:
+    """Whether a git lock `age_s` old is a dead git's: when mecha's own
+    commit was interrupted (its in-flight marker was left), once older than
+    the few seconds an orphaned git could still need; otherwise only after
+    `_STALE_GIT_LOCK_S`, since it may be a person's git at work in the store."""
+    return age_s > (_INTERRUPTED_LOCK_S if interrupted else _STALE_GIT_LOCK_S)
+
+
+def git_locks(git_dir: Path) -> list[tuple[Path, float]]:
+    """Every lock file git keeps in the repository `git_dir` (its own files'
+    `*.lock` and those of every ref), with its age in seconds, oldest first."""
+    import time
+
+    found: list[tuple[Path, float]] = []
+    now = time.time()
+    for folder, recurse in ((git_dir, False), (git_dir / "refs", True)):
+        try:
+            candidates = folder.rglob("*.lock") if recurse else folder.glob("*.lock")
+            for path in candidates:
+                try:
+                    found.append((path, now - path.lstat().st_mtime))
+                except OSError:
+                    continue
         except OSError:
-            return
-        if age > _STALE_GIT_LOCK_S:
-            log.warning("removing %s, left %.0fs ago by a git that did not finish", lock, age)
-            lock.unlink(missing_ok=True)
+            continue
+    return sorted(found, key=lambda f: -f[1])
+
+
+def interrupted_commit(git_dir: Path) -> bool:
+    """Whether mecha's last commit in `git_dir` was killed before it ended."""
+    return (git_dir / _IN_FLIGHT).exists()

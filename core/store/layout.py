@@ -253,23 +253,40 @@ def linked_worktrees(root: str) -> list[str]:
     """The roots of every linked worktree of the repository whose main
     worktree is at `root`, sorted: each `<root>/.git/worktrees/*/gitdir`
     names one. A worktree that no longer exists (removed without `git
-    worktree prune`), or whose own `.git` does not lead back here
-    (`main_worktree`), is left out quietly."""
+    worktree prune`), whose own `.git` does not lead back here
+    (`main_worktree`), or whose folder another user owns (`_owned_by`), is
+    left out quietly."""
     common = os.path.join(root, GIT_MARKER)
     try:
         names = sorted(os.listdir(os.path.join(common, _WORKTREES_DIR)))
     except OSError:
         return []
     real_root = os.path.realpath(root)
+    try:
+        owner = os.stat(real_root).st_uid
+    except OSError:
+        return []
     out: list[str] = []
     for name in names:
         marker = _pointer(os.path.join(common, _WORKTREES_DIR, name, _BACKLINK_FILE))
         if marker is None or os.path.basename(marker) != GIT_MARKER:
             continue
         checkout = os.path.dirname(marker)
-        if main_worktree(checkout) == real_root and checkout not in out:
+        if main_worktree(checkout) == real_root and checkout not in out and _owned_by(checkout, owner):
             out.append(checkout)
     return out
+
+
+def _owned_by(path: str, uid: int) -> bool:
+    """Whether the folder `path` belongs to `uid`. A repository unpacked
+    from an archive can carry a `worktrees/x/gitdir` naming a folder of
+    another user's that holds a `.git` file leading back: every check of
+    git's bookkeeping agrees, and the project's rules were once exported
+    into it. A checkout of the repository's own owner is the only one."""
+    try:
+        return os.stat(path).st_uid == uid
+    except OSError:
+        return False
 
 
 def _slug(root: str) -> str:

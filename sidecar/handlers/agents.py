@@ -67,8 +67,9 @@ def install_hooks(ctx: Context, p: m.InstallHooksParams, cancel: Cancel) -> m.In
     def change(doc: dict[str, Any]) -> dict[str, Any]:
         return hk.without_ours(doc) if p.uninstall else hk.with_ours(doc, p.agent, program, learning_dir)
 
+    within = hk.scope_root(p.scope, cwd=Path.cwd())
     changed = rewrite_file(path, lambda raw: hk.settings_after(path, raw, change), appends=False,
-                           what="the hooks change").changed
+                           what="the hooks change", within=within).changed
     got = hk.installed(hk.read_settings(path), p.agent)
     installed = m.HookSettings(path=got.path, exists=got.exists, events=got.events, missing=got.missing,
                                stale_programs=got.stale_programs)
@@ -79,7 +80,9 @@ def install_hooks(ctx: Context, p: m.InstallHooksParams, cancel: Cancel) -> m.In
     skills = None
     if p.agent == "codex":
         folder = skills_folder(p.scope, home=Path.home(), cwd=Path.cwd())
-        done = uninstall_skills(folder) if p.uninstall else install_skills(folder, skill_program(learning_dir))
+        inside = None if within is None else folder.parent.parent  # the repository's root, where `.agents` is
+        done = (uninstall_skills(folder, within=inside) if p.uninstall
+                else install_skills(folder, skill_program(learning_dir), within=inside))
         skills = m.CodexSkills(folder=done.folder, changed=done.changed, unchanged=done.unchanged, left=done.left)
     return m.InstallHooksResult(
         action=action, agent=p.agent, path=str(path), changed=changed, installed=installed,

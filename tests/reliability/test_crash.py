@@ -664,6 +664,71 @@ def test_a_young_git_index_lock_is_left_alone_and_an_old_one_is_cleared(tmp_path
     assert "old-9" in _git(store.root, "show", "HEAD:reflections.jsonl")
 
 
+@pytest.mark.parametrize("lock", ["HEAD.lock", "refs/heads/main.lock", "packed-refs.lock", "index.lock", "config.lock"])
+def test_every_lock_a_dead_git_leaves_is_cleared_and_the_history_goes_on(tmp_path: Path, lock: str) -> None:
+    # Pins: a killed `git commit` left `HEAD.lock`, which nothing cleared;
+    # every later commit failed for good while the store went on changing.
+    store = _base_store(tmp_path / "learning")
+    left = store.root / ".git" / lock
+    left.write_bytes(b"")
+    eleven_minutes_ago = time.time() - 11 * 60
+    os.utime(left, (eleven_minutes_ago, eleven_minutes_ago))
+    store.append_reflexions([_reflexion(9, session="later")])
+    with store.lock():
+        assert store.commit("after a dead git's lock") is True
+    assert not left.exists()
+    assert _git(store.root, "status", "--porcelain") == ""
+    assert "old-9" in _git(store.root, "show", "HEAD:reflections.jsonl")
+
+
+def test_the_locks_of_mechas_own_killed_commit_are_cleared_within_seconds(tmp_path: Path) -> None:
+    # Pins: a kill loop over accepts whose history stopped at the first
+    # killed commit; the in-flight marker says the lock is a dead git's.
+    store = _base_store(tmp_path / "learning")
+    store.append_reflexions([_reflexion(8, session="later")])
+    real_run = subprocess.run
+
+    def killed_git(argv: list[str], *args: Any, **kw: Any) -> Any:
+        if argv[:1] == ["git"] and "commit" in argv:
+            (store.root / ".git" / "HEAD.lock").write_bytes(b"")
+            raise subprocess.TimeoutExpired(argv, 0)  # git gone mid-commit, its lock left
+        return real_run(argv, *args, **kw)
+
+    with store.lock():
+        subprocess.run = killed_git  # type: ignore[assignment]
+        try:
+            marker = store.root / ".git" / "mecha-commit-in-flight"
+            assert store.commit("killed") is False
+        finally:
+            subprocess.run = real_run  # type: ignore[assignment]
+    marker.write_bytes(b"1\n")  # what a process killed inside git leaves
+    ten_s_ago = time.time() - 10
+    os.utime(store.root / ".git" / "HEAD.lock", (ten_s_ago, ten_s_ago))
+    with store.lock():
+        assert store.commit("after the killed commit") is True
+    assert not (store.root / ".git" / "HEAD.lock").exists() and not marker.exists()
+    assert "old-8" in _git(store.root, "show", "HEAD:reflections.jsonl")
+
+
+def test_doctor_names_a_git_lock_that_stops_the_history_and_what_waits_outside_it(tmp_path: Path) -> None:
+    # Pins: doctor saying "ok git history kept" while every commit failed
+    # behind a lock, 17 changed files outside the history.
+    from mecha.core.doctor import run_checks
+
+    store = _base_store(tmp_path / "learning")
+    (store.root / ".git" / "HEAD.lock").write_bytes(b"")
+    store.append_reflexions([_reflexion(7, session="later")])
+    with store.lock():
+        assert store.commit("while a git holds HEAD") is False
+    (git,) = [c for c in run_checks(store.root, env={}) if c.name == "git"]
+    assert not git.ok and "HEAD.lock" in git.detail and "1 changed file(s)" in git.detail, git
+    (store.root / ".git" / "HEAD.lock").unlink()
+    with store.lock():
+        assert store.commit("once it is gone") is True
+    (git,) = [c for c in run_checks(store.root, env={}) if c.name == "git"]
+    assert git.ok, git
+
+
 # ─── temp files left by a writer that died ──────────────────────────────────
 
 

@@ -20,10 +20,18 @@ from collections.abc import Callable
 
 from mecha.core.sessions.shell.names import PYTHON, first_operand, in_tree, program_name, project_program
 from mecha.core.sessions.shell.options import NOTHING, OptionSpec, Runs, Word, scan, spec
-from mecha.core.sessions.shell.programs import NETWORK, DPKG_QUERIES, MIX_FETCHING, MIX_FETCHING_PREFIXES, PIP_QUERIES, PROGRAMS, PYTHON_MODULES, SUBCOMMANDS
+from mecha.core.sessions.shell.programs import (
+    DPKG_QUERIES,
+    MIX_FETCHING,
+    MIX_FETCHING_PREFIXES,
+    NETWORK,
+    PIP_QUERIES,
+    PROGRAMS,
+    PYTHON_MODULES,
+    SUBCOMMANDS,
+)
 from mecha.core.sessions.shell.scripts import awk_program_ok, node_code_doubt, python_code_doubt, sed_script_ok
 from mecha.core.sessions.shell.variables import assignment_ok
-
 
 Check = Callable[[list[Word]], "Runs | None"]
 

@@ -22,6 +22,7 @@ from mecha.core.sessions.shell.families import FAMILIES, code_doubt, python
 from mecha.core.sessions.shell.names import PYTHON, entry_for, outside_program, program_name, project_program
 from mecha.core.sessions.shell.options import Runs, Word
 from mecha.core.sessions.shell.programs import GIT_SUBCOMMANDS, NETWORK, PROGRAMS, SUBCOMMANDS, is_network
+from mecha.core.sessions.shell.values import OLD_VALUE, PATH_LISTS, PathChange, path_change, stand_in
 from mecha.core.sessions.shell.variables import assignment_ok
 from mecha.core.sessions.shell.verdict import (
     WHY_CODE,
@@ -35,7 +36,6 @@ from mecha.core.sessions.shell.verdict import (
     ShellTrust,
     Verdict,
 )
-from mecha.core.sessions.shell.values import OLD_VALUE, PATH_LISTS, PathChange, path_change, stand_in
 from mecha.core.sessions.shell.words import INERT, WALKED, Known, brace_expands, literal, parse, text
 
 #: A command line longer than this is not parsed: untrusted.
