@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from mecha.core.domain.rules import Rule, rule_key
 from mecha.core.errors import InvalidInput
-from mecha.core.store.layout import GLOBAL_SCOPE, project_root, root_problem
+from mecha.core.store.layout import GLOBAL_SCOPE, branch_known, project_root, root_problem
 
 
 def resolve_project(given: object, field: str = "project") -> str:
@@ -102,7 +102,7 @@ def repository_of_removed_worktree(path: str, branch: str) -> str | None:
     found: set[str] = set()
     for parent in _existing_ancestors(path)[:_WORKTREE_SEARCH_UP]:
         for candidate in _beside(parent):
-            if _knows_branch(candidate, branch):
+            if branch_known(candidate, branch):
                 found.add(candidate)
         if found:
             break
@@ -134,42 +134,6 @@ def _beside(folder: str) -> list[str]:
         if os.path.isdir(os.path.join(candidate, ".git")) and not os.path.islink(candidate):
             out.append(candidate)
     return out
-
-
-#: How much of a reflog is read for a branch's name: the newest part, where
-#: a worktree's merge is.
-_REFLOG_TAIL = 1 << 20
-
-
-def _knows_branch(repository: str, branch: str) -> bool:
-    """Whether the git directory of `repository` names `branch`: a ref of
-    it, a packed one, or a reflog line that merges or checks it out."""
-    git = os.path.join(repository, ".git")
-    if os.path.isfile(os.path.join(git, "refs", "heads", *branch.split("/"))):
-        return True
-    remotes = os.path.join(git, "refs", "remotes")
-    try:
-        if any(os.path.isfile(os.path.join(remotes, r, *branch.split("/"))) for r in os.listdir(remotes)):
-            return True
-    except OSError:
-        pass
-    needle = f"refs/heads/{branch}"
-    if needle in _tail(os.path.join(git, "packed-refs")).split():
-        return True
-    said = _tail(os.path.join(git, "logs", "HEAD"))
-    words = (f"merge {branch}:", f"merge {branch} ", f" to {branch}\n", f"from {branch} to ", f"branch '{branch}'")
-    return any(w in said for w in words)
-
-
-def _tail(path: str) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - _REFLOG_TAIL))
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
 
 
 def scope_label(project: str | None) -> str:
