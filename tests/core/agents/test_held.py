@@ -26,7 +26,7 @@ from mecha.core.store.learning_store import LearningStore
 from tests.core.ccfixture import Claude, text, use
 from tests.model_server import ModelServer, lessons_responder
 
-SCRIPT = "python3 tools/bench.py --quick"
+SCRIPT = "benchtool --quick parser"
 
 
 def _sessions(root: Path) -> None:
@@ -82,7 +82,7 @@ def test_each_held_correction_names_the_call_whole_and_whether_a_stranger_was_th
 
 
 def test_a_vouch_queues_the_correction_once_records_who_and_when_and_trusts_no_program(held_store: LearningStore) -> None:
-    # Pins: a correction held back by a script of the person's own could
+    # Pins: a correction held back by a program of the person's own could
     # never be learned, whatever the person said.
     _, rows = held_now(held_store)
     measure = next(r for r in rows if r.words == "Always measure three runs, not one.")
