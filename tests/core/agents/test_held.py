@@ -30,9 +30,9 @@ SCRIPT = "benchtool --quick parser"
 
 
 def _sessions(root: Path) -> None:
-    """Two sessions of one person: in the first, a script the reader cannot
-    read holds back a steer, then a `curl` holds back the next; in the
-    second, the same script holds back another."""
+    """Two sessions of one person: in the first, a program of theirs the
+    reader does not know holds back a steer, then a `curl` holds back the
+    next; in the second, the same program holds back another."""
     first = Claude(session="eeee0001-1111-4222-8333-444455556666")
     first.user("Speed up the parser.").assistant(text("Measuring."), use("s1", "Bash", command=SCRIPT)).result("s1", "12 ms")
     first.assistant(text("12 ms a file.")).user("Always measure three runs, not one.")
