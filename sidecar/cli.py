@@ -93,6 +93,8 @@ def _endpoint_verbs(sub: _WithParents) -> None:
     import argparse
     from pathlib import Path
 
+    from mecha.core.environment.agents import NAMES
+
     s = sub.add_parser("serve", help="the harness endpoint on stdio")
     s.add_argument("--stdio", action="store_true", help=argparse.SUPPRESS)
 
@@ -139,13 +141,15 @@ def _endpoint_verbs(sub: _WithParents) -> None:
 
     s = sub.add_parser("mine", help="print the interventions in a transcript file")
     s.add_argument("file", nargs="?", help="a transcript file (default: the bundled sample session)")
-    s.add_argument("--format", choices=["mecha", "claude", "codex"], help="the file's format (default: detected)")
+    s.add_argument("--format", choices=["mecha", *NAMES], help="the file's format (default: detected)")
     _mining_options(s)
 
 
 def _learning_verbs(sub: _WithParents) -> None:
     """Reviewing proposals, and handing the loop its work."""
     from pathlib import Path
+
+    from mecha.core.environment.agents import NAMES
 
     s = sub.add_parser("proposals", help="list, show, accept or reject proposals")
     s.add_argument("action", nargs="?", default="list", choices=["list", "show", "accept", "reject"],
@@ -188,7 +192,7 @@ def _learning_verbs(sub: _WithParents) -> None:
     _mining_options(s)
 
     s = sub.add_parser("import", help="queue the new interventions in Claude Code or Codex CLI sessions")
-    s.add_argument("source", choices=["claude", "codex"])
+    s.add_argument("source", choices=NAMES)
     s.add_argument("dir", nargs="?", type=Path, help="where the sessions are (default: ~/.claude/projects, ~/.codex/sessions)")
     s.add_argument("--dry-run", action="store_true", help="print what would be queued, per session; queue nothing")
     s.add_argument("--since", help="only session files changed on or after this date (YYYY-MM-DD or ISO date-time)")
@@ -201,8 +205,10 @@ def _store_verbs(sub: _WithParents) -> None:
     """Exports, measurements, hooks and what the store holds."""
     from pathlib import Path
 
+    from mecha.core.environment.agents import EXPORT_TARGETS, NAMES
+
     s = sub.add_parser("export", help="write the rules block into an agent's instructions file")
-    s.add_argument("target", choices=["claude", "codex", "agents"])
+    s.add_argument("target", choices=EXPORT_TARGETS)
     s.add_argument("file", nargs="?", type=Path,
                    help="one file, told its scope's rules (default: every scope's, where the agent reads yours — "
                    "for claude ~/.claude/CLAUDE.md and each project's CLAUDE.local.md, for codex ~/.codex/AGENTS.md "
@@ -225,7 +231,7 @@ def _store_verbs(sub: _WithParents) -> None:
 
     s = sub.add_parser("hooks", help="install, remove or show the Claude Code / Codex hooks")
     s.add_argument("action", choices=["install", "uninstall", "status"])
-    s.add_argument("agent", nargs="?", choices=["claude", "codex"], help="install / uninstall: which agent")
+    s.add_argument("agent", nargs="?", choices=NAMES, help="install / uninstall: which agent")
     s.add_argument("--scope", choices=["user", "project"],
                    help="user: ~/.claude or ~/.codex (the default); project: the .claude or .codex folder of "
                    "the project this runs in (its git root)")

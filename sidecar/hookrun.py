@@ -88,7 +88,9 @@ def parse_argv(argv: list[str]) -> HookArgs | None:
             options[name], rest = rest[1], rest[2:]
         else:
             return None
-    if agent not in ("claude", "codex") or subcommand not in ("session-end", "session-start", HOOK_PASS):
+    from mecha.core.environment.agents import NAMES
+
+    if agent not in NAMES or subcommand not in ("session-end", "session-start", HOOK_PASS):
         return None
     return HookArgs(agent, subcommand, options.get("--learning-dir"), options.get("--review"))
 
@@ -167,10 +169,11 @@ def session_start(agent: str, learning_dir: str | None, review: str | None = Non
     data = _read_stdin()
     try:
         from mecha.core.agents.notice import codex_review_command, hook_output, notice_line, pending_proposals
+        from mecha.core.environment.agents import CODEX
         from mecha.core.store.layout import resolve_root
 
         pending = pending_proposals(resolve_root(learning_dir))
-        if pending and review is None and agent == "codex":
+        if pending and review is None and agent == CODEX.name:
             review = codex_review_command(cwd=os.getcwd(), learning_dir=learning_dir)
         out = hook_output(notice_line(pending, learning_dir, review))
     except Exception as exc:

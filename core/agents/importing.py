@@ -47,6 +47,7 @@ import msgspec
 
 from mecha.core.agents.offers import exact_offers
 from mecha.core.domain.reflexion import Origin
+from mecha.core.environment.agents import AGENTS
 from mecha.core.environment.installed import is_own_call
 from mecha.core.environment.trust import policy_with
 from mecha.core.errors import InvalidInput
@@ -63,7 +64,7 @@ from mecha.core.store.learning_store import LearningStore
 from mecha.core.store.records import ImportRecord
 
 #: Where each agent keeps its sessions, under the person's home.
-DEFAULT_DIRS = {"claude": Path("~/.claude/projects"), "codex": Path("~/.codex/sessions")}
+DEFAULT_DIRS = {a.name: Path("~").joinpath(*a.sessions_home) for a in AGENTS}
 
 
 

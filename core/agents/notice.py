@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 
+from mecha.core.environment.agents import CODEX, agent_home
 from mecha.core.shellwords import mecha_or_none
 from mecha.core.store.layout import LEARNING_DIR_ENV, proposals_dir
 
@@ -136,7 +137,7 @@ def _repository_skill_folders(cwd: str) -> list[str]:
     out = []
     here = os.path.abspath(cwd)
     while True:
-        out.append(os.path.join(here, ".agents", "skills"))
+        out.append(os.path.join(here, *(CODEX.skills_project or ())))
         parent = os.path.dirname(here)
         if os.path.lexists(os.path.join(here, ".git")) or parent == here:
             return out
@@ -194,8 +195,7 @@ def codex_review_command(
     there at all, whatever the person's own folders hold."""
     env = dict(os.environ) if env is None else env
     home = env.get("HOME") or os.path.expanduser("~")
-    folders = [os.path.join(env.get("CODEX_HOME") or os.path.join(home, ".codex"), "skills"),
-               os.path.join(home, ".agents", "skills")]
+    folders = [os.path.join(agent_home(CODEX, home, env), "skills"), os.path.join(home, *(CODEX.skills_home or ()))]
     found = False
     if cwd is not None:
         ours: set[bytes] | None = None

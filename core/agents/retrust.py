@@ -36,6 +36,7 @@ from pathlib import Path
 import msgspec
 
 from mecha.core.domain.reflexion import Origin, Reflexion
+from mecha.core.environment.agents import of_session_id
 from mecha.core.errors import InvalidInput
 from mecha.core.learning.scope import project_of_cwd
 from mecha.core.sessions.foreign import read_session
@@ -87,7 +88,7 @@ def withheld(store: LearningStore, trust: Trust | None = None) -> tuple[int, lis
         _, _, why = r.reflexion_text.partition("held back by ")
         words = r.intervention if len(r.intervention) <= 80 else r.intervention[:79] + "…"
         reason = why.rstrip(")") or "third-party content was in context"
-        source = "codex" if r.session_id.startswith("codex:") else "claude"
+        source = of_session_id(r.session_id).name
         rows.append(Withheld(session_id=r.session_id, words=words, why=reason,
                              file=file, line=r.found.line if r.found is not None else None,
                              now=None if trust is None else trusted_since(reason, trust, source)))
