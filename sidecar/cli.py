@@ -224,7 +224,7 @@ def _store_verbs(sub: _WithParents) -> None:
 
     s = sub.add_parser("validate", help="measure a domain's rules (or a proposal's) on held-out corrections")
     s.add_argument("domain", help=DOMAIN_HELP)
-    s.add_argument("--budget", type=int, metavar="N", help="probes to run, at most (default: 3); each is at most 4 model calls")
+    s.add_argument("--budget", type=int, metavar="N", help="probes to run, at most (default: 5); each is at most 4 model calls")
     s.add_argument("--proposal", metavar="ID", help="measure this pending proposal's rules against the live ones")
     s.add_argument("--dry-run", action="store_true", help="print the plan (which corrections, how many calls); call nothing")
     s.add_argument("--no-wait", action="store_true", help="return once the pass has started")
