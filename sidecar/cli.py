@@ -82,18 +82,16 @@ def _parser() -> argparse.ArgumentParser:
     _global_options(common, default=argparse.SUPPRESS)
     real_sub = p.add_subparsers(dest="verb", metavar="VERB")
     sub = _WithParents(real_sub, common)
-    _endpoint_verbs(sub)
-    _learning_verbs(sub)
-    _store_verbs(sub)
+    # In the order `--help` lists them.
+    for verbs in (_endpoint_verbs, _reading_verbs, _proposal_verbs, _learning_verbs, _agent_verbs, _store_verbs,
+                  _record_verbs):
+        verbs(sub)
     return p
 
 
 def _endpoint_verbs(sub: _WithParents) -> None:
-    """The endpoints, the detached pass, the demo and the pure readings."""
+    """The endpoints, the detached pass, the demo and the bundled model."""
     import argparse
-    from pathlib import Path
-
-    from mecha.core.environment.agents import NAMES
 
     s = sub.add_parser("serve", help="the harness endpoint on stdio")
     s.add_argument("--stdio", action="store_true", help=argparse.SUPPRESS)
@@ -134,6 +132,14 @@ def _endpoint_verbs(sub: _WithParents) -> None:
                    help="the loopback port to listen on (default: 8089; 0 picks a free one)")
     s.add_argument("--threads", type=int, default=None, metavar="N", help="CPU threads (default: up to 4)")
 
+
+
+def _reading_verbs(sub: _WithParents) -> None:
+    """The rules block a run would get, and the interventions in a file."""
+    from pathlib import Path
+
+    from mecha.core.environment.agents import NAMES
+
     s = sub.add_parser("block", help="print the rules block a run would get")
     s.add_argument("--domain", help="a run exercising this domain (default: the domains every run carries)")
     s.add_argument("--project", metavar="DIR", type=Path,
@@ -145,12 +151,8 @@ def _endpoint_verbs(sub: _WithParents) -> None:
     _mining_options(s)
 
 
-def _learning_verbs(sub: _WithParents) -> None:
-    """Reviewing proposals, and handing the loop its work."""
-    from pathlib import Path
-
-    from mecha.core.environment.agents import NAMES
-
+def _proposal_verbs(sub: _WithParents) -> None:
+    """Reviewing proposals."""
     s = sub.add_parser("proposals", help="list, show, accept or reject proposals")
     s.add_argument("action", nargs="?", default="list", choices=["list", "show", "accept", "reject"],
                    help="list (the default), show ID, accept ID or reject ID")
@@ -171,6 +173,14 @@ def _learning_verbs(sub: _WithParents) -> None:
     s.add_argument("--edit", metavar=("N", "TEXT"), nargs=2, action="append", default=[],
                    help="accept: change N lands in your words TEXT (one line; checked for length and "
                    "personal data only); repeat for more changes")
+
+
+
+def _learning_verbs(sub: _WithParents) -> None:
+    """Handing the loop its work."""
+    from pathlib import Path
+
+    from mecha.core.environment.agents import NAMES
 
     s = sub.add_parser("learn", help="start a consolidation pass for a domain")
     s.add_argument("domain", help=DOMAIN_HELP)
@@ -201,11 +211,11 @@ def _learning_verbs(sub: _WithParents) -> None:
     _mining_options(s)
 
 
-def _store_verbs(sub: _WithParents) -> None:
-    """Exports, measurements, hooks and what the store holds."""
+def _agent_verbs(sub: _WithParents) -> None:
+    """The agents' instructions files."""
     from pathlib import Path
 
-    from mecha.core.environment.agents import EXPORT_TARGETS, NAMES
+    from mecha.core.environment.agents import EXPORT_TARGETS
 
     s = sub.add_parser("export", help="write the rules block into an agent's instructions file")
     s.add_argument("target", choices=EXPORT_TARGETS)
@@ -216,6 +226,12 @@ def _store_verbs(sub: _WithParents) -> None:
     s.add_argument("--project", metavar="DIR", type=Path,
                    help="only this project's file (at its root, or FILE)")
     s.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file is out of date")
+
+
+
+def _store_verbs(sub: _WithParents) -> None:
+    """Retiring and measuring rules, the agents' hooks, trust, and the passes' work."""
+    from mecha.core.environment.agents import NAMES
 
     s = sub.add_parser("retire", help="propose retiring a learned rule")
     s.add_argument("domain", help=DOMAIN_HELP)
@@ -247,6 +263,10 @@ def _store_verbs(sub: _WithParents) -> None:
     s.add_argument("id", nargs="?", help="a set-aside entry's id (or a unique prefix); `retry` with none asks again "
                    "what waits (answers a pass could not use)")
     s.add_argument("--no-wait", action="store_true", help="retry: return once the pass has started")
+
+
+def _record_verbs(sub: _WithParents) -> None:
+    """What the store holds: tallies, lessons, rules and why, and the health checks."""
     s = sub.add_parser("tallies", help="per-rule validation tallies")
     s.add_argument("--domain", help="only this domain's rules")
     s = sub.add_parser(

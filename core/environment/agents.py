@@ -96,9 +96,12 @@ class Agent:
     #: agent's command line (`MECHA_MODEL_API=claude-code`).
     api: str
     #: The program a person types, and where its installers may put it
-    #: without adding it to `PATH` (under home).
+    #: without adding it to `PATH` (under home); how it answers one prompt
+    #: headless; whose account such a run is on.
     program: str
     program_places: tuple[str, ...]
+    headless: str
+    account: str
     #: Its own folder under home, and the variable that moves it (or `None`).
     home: tuple[str, ...]
     home_env: str | None
@@ -132,7 +135,7 @@ class Agent:
     voices: tuple[str, ...]
 
     __slots__ = (
-        "name", "label", "api", "program", "program_places", "home", "home_env", "format_name", "session_id_prefix",
+        "name", "label", "api", "program", "program_places", "headless", "account", "home", "home_env", "format_name", "session_id_prefix",
         "sessions_home", "settings_home", "settings_project", "hooks", "home_instructions", "instructions_personal",
         "instructions_team", "instructions_read", "skills_home", "skills_project", "voices",
     )
@@ -156,6 +159,8 @@ CLAUDE = Agent(
     # Claude Code's native installer and its older "local" install (which
     # only sets a shell alias).
     program_places=(".local/bin/claude", ".claude/local/claude"),
+    headless="claude -p",
+    account="Claude Code",
     home=(".claude",),
     home_env=None,
     format_name="a Claude Code session",
@@ -202,6 +207,8 @@ CODEX = Agent(
     api="codex",
     program="codex",
     program_places=(".local/bin/codex",),
+    headless="codex exec",
+    account="Codex",
     home=(".codex",),
     home_env="CODEX_HOME",
     format_name="a Codex CLI rollout",

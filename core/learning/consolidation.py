@@ -343,20 +343,7 @@ def learner_user_prompt(
             parts.append(f"- {rule.text}{why}")
         parts.append("")
     parts += ["## Current learned rules (yours to rewrite)", _render_rules(active, handles=True), ""]
-    handles = {r.id: reflection_handle(i) for i, r in enumerate(reflexions)}
-    again = [
-        (rule_handle(n), [handles[x] for x in not_followed[r.id] if x in handles])
-        for n, r in enumerate(active) if not_followed and r.id is not None and r.id in not_followed
-    ]
-    if any(cited for _, cited in again):
-        parts.append("## Rules not followed (the person corrected the same thing again after accepting them)")
-        for handle, cited in again:
-            if cited:
-                parts.append(
-                    f"- {handle}: corrected again in {', '.join(cited)}. Rewrite it so the assistant follows it "
-                    f"(name {handle} in replaces, cite {', '.join(cited)} in based_on): say plainly what to do, and when."
-                )
-        parts.append("")
+    parts += _not_followed_lines(active, reflexions, not_followed)
     parts.append(f"## New reflections ({len(reflexions)})")
     if reflexions:
         for i, r in enumerate(reflexions):
@@ -371,6 +358,29 @@ def learner_user_prompt(
         parts.append("(none)")
     parts += ["", "Rewrite the learned rule set. Reply with the JSON object only."]
     return "\n".join(parts)
+
+
+def _not_followed_lines(
+    active: Sequence[Rule], reflexions: Sequence[Reflexion], not_followed: Mapping[str, Sequence[str]] | None
+) -> list[str]:
+    """The learner prompt's section on the rules the person corrected again
+    after accepting them, each with the new corrections' handles; nothing
+    when none is cited."""
+    handles = {r.id: reflection_handle(i) for i, r in enumerate(reflexions)}
+    again = [
+        (rule_handle(n), [handles[x] for x in not_followed[r.id] if x in handles])
+        for n, r in enumerate(active) if not_followed and r.id is not None and r.id in not_followed
+    ]
+    if not any(cited for _, cited in again):
+        return []
+    parts = ["## Rules not followed (the person corrected the same thing again after accepting them)"]
+    for handle, cited in again:
+        if cited:
+            parts.append(
+                f"- {handle}: corrected again in {', '.join(cited)}. Rewrite it so the assistant follows it "
+                f"(name {handle} in replaces, cite {', '.join(cited)} in based_on): say plainly what to do, and when."
+            )
+    return [*parts, ""]
 
 
 class Learner:

@@ -12,7 +12,7 @@ import pytest
 
 from mecha.core.agents import hooks as hk
 from mecha.core.agents.notice import hook_output, notice_line, pending_proposals
-from mecha.core.environment.agents import END_TIMEOUT_S
+from mecha.core.environment.agents import END_TIMEOUT_S, SESSION_END
 from mecha.core.errors import InvalidInput
 from mecha.core.learning.proposals import pending_for
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
@@ -105,7 +105,7 @@ def test_our_entries_are_recognised_by_their_command(command, ours):
 
 def test_the_command_is_quoted_for_a_shell():
     program = ["/Users/pat/My Tools/bin/mecha-sidecar"]
-    command = hk.hook_command(program, "claude", hk.SESSION_END, "/Users/pat/a store")
+    command = hk.hook_command(program, "claude", SESSION_END, "/Users/pat/a store")
     assert shlex.split(command) == [*program, "hook", "claude", "session-end", "--learning-dir", "/Users/pat/a store"]
 
 
