@@ -39,17 +39,8 @@ def start_pass(
     session-end hook asks for, so the loop runs by itself)."""
     store = ctx.store()
     job_id = mint_job_id(kind)
-    log_rel = job_log_name(job_id)
-    job = jobs_mod.Job(
-        id=job_id,
-        kind=kind,
-        domain=domain,
-        state="running",
-        started_at=now(),
-        session_id=session_id,
-        proposal_id=proposal_id,
-        log=log_rel,
-    )
+    job = jobs_mod.Job(id=job_id, kind=kind, domain=domain, state="running", started_at=now(), session_id=session_id,
+                       proposal_id=proposal_id, log=job_log_name(job_id))
     jobs_mod.write_job(store.root, job)
     argv = [sys.executable, "-m", "mecha.sidecar", "pass", kind, "--job", job_id, *pass_options(
         domain=domain, minimum=minimum, project=project, budget=budget, proposal_id=proposal_id,

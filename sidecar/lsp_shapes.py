@@ -30,7 +30,7 @@ def utf16(line_text: str, col: int) -> int:
     return len(line_text[:col].encode("utf-16-le")) // 2
 
 
-def _fromutf16(line_text: str, units: int) -> int:
+def from_utf16(line_text: str, units: int) -> int:
     count = 0
     for i, ch in enumerate(line_text):
         if count >= units:
