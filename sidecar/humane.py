@@ -501,6 +501,7 @@ def import_summary(s: dict[str, Any]) -> str:
                 f"; reflect pass {s['job']['id']} is still at work on what was queued before"
                 f" ({_progress_of(s['job'])}) — waiting for it (Ctrl-C stops the waiting, not the pass)"
             )
+    lines += [f"merged: {m}" for m in s.get("merged", [])]
     unknown = s.get("unknown", [])
     trustable = [u for u in unknown if u.get("command")]
     doubted = [u for u in unknown if not u.get("command") and not u.get("stranger")]

@@ -37,7 +37,7 @@ import msgspec
 
 from mecha.core.domain.reflexion import Origin, Reflexion
 from mecha.core.errors import InvalidInput
-from mecha.core.learning.scope import project_of_cwd
+from mecha.core.learning.scope import project_of_session
 from mecha.core.sessions.foreign import read_session
 from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
 from mecha.core.sessions.reader import TaintPolicy
@@ -91,7 +91,7 @@ def _read_again(file: str, waiting: set[Ident], out: Reclassified, *, trust: Tru
     digest = hashlib.blake2b(digest_size=6)
     digest.update(msgspec.json.encode([[p.intervention.trigger.value, p.intervention.text, p.intervention.at] for p in now_clean]))
     session_id = f"{read.session_id}{RETRUST}{digest.hexdigest()}"
-    return SessionEntry(session_id, plans=now_clean, project=project_of_cwd(read.project), file=file)
+    return SessionEntry(session_id, plans=now_clean, project=project_of_session(read.project, read.branch), file=file)
 
 
 def _ident(session_id: str, at: int | None, trigger: str) -> Ident | None:
