@@ -40,8 +40,8 @@ from datetime import UTC, datetime
 from mecha.core.domain.record import Repeat, RuleRecord, ScopedRule, SessionStart
 from mecha.core.domain.rules import Rule, one_line
 from mecha.core.errors import InvalidStore
-from mecha.core.sessions.evidence import cut_at_word
 from mecha.core.learning.scope import project_of_cwd
+from mecha.core.sessions.evidence import cut_at_word
 from mecha.core.store.layout import GLOBAL_SCOPE, fnv1a_64
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 
