@@ -26,12 +26,12 @@ from mecha.core.store.learning_store import LearningStore
 from tests.core.ccfixture import Claude, text, use
 from tests.model_server import ModelServer, lessons_responder
 
-SCRIPT = "python3 tools/bench.py --quick"
+SCRIPT = "python3 ~/bin/bench.py --quick"
 
 
 def _sessions(root: Path) -> None:
-    """Two sessions of one person: in the first, a script the reader cannot
-    read holds back a steer, then a `curl` holds back the next; in the
+    """Two sessions of one person: in the first, a script outside the
+    project (which the reader cannot read) holds back a steer, then a `curl` holds back the next; in the
     second, the same script holds back another."""
     first = Claude(session="eeee0001-1111-4222-8333-444455556666")
     first.user("Speed up the parser.").assistant(text("Measuring."), use("s1", "Bash", command=SCRIPT)).result("s1", "12 ms")
