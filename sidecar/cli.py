@@ -329,6 +329,21 @@ def _mining_options(s: argparse.ArgumentParser) -> None:
 _SERVE_ARGVS = frozenset({(), ("serve",), ("--stdio",), ("serve", "--stdio"), ("--stdio", "serve"), ("--stdio", "serve", "--stdio")})
 
 
+def _serve_store(learning_dir: str | None) -> None:
+    """`--learning-dir` on an endpoint (`serve`, `lsp`): the store a client
+    gets when its `initialize` names none. The endpoints resolve the store
+    from the options, then `$MECHA_LEARNING_DIR`; the flag takes the
+    variable's place for this process (resolved once, here), so a client's
+    own `learningDir` still wins, as it does over the variable. Once
+    ignored, silently serving the default store."""
+    import os
+
+    from mecha.core.store.layout import LEARNING_DIR_ENV, resolve_root
+
+    if learning_dir is not None:
+        os.environ[LEARNING_DIR_ENV] = resolve_root(learning_dir)
+
+
 def main(argv: list[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else argv
     if tuple(given) in _SERVE_ARGVS:
@@ -344,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
         return run(list(given[1:]))
     args = _parser().parse_args(argv)
     verb = args.verb or "serve"
+    if verb in ("serve", "lsp"):
+        _serve_store(args.learning_dir)
     if verb == "serve":
         from .serve import serve_stdio
 
