@@ -483,6 +483,18 @@ class ExportResult(msgspec.Struct):
     skipped: str | None = None
 
 
+class EditedRule(msgspec.Struct):
+    """A person's own words for one rule of a proposal, as they accept it."""
+
+    #: The change's `number` (`mecha/proposal`'s `changes`): an added or
+    #: changed rule.
+    number: int
+    #: The rule as it should read: one line; checked for form (length, the
+    #: domain's character budget, no repeat of another rule) and personal
+    #: data, not for sense.
+    text: str
+
+
 class AcceptProposalParams(msgspec.Struct):
     id: str
     #: Accept a project's proposal into the global rules: the rules it adds
@@ -490,18 +502,28 @@ class AcceptProposalParams(msgspec.Struct):
     as_global: bool = False
     #: Changes to leave out, by their `number` (`mecha/proposal`'s
     #: `changes`, `proposals show`): the rest is accepted, and the lessons
-    #: only the left-out changes rest on are marked rejected.
+    #: the left-out changes rest on go back to the pool.
     without: list[int] = msgspec.field(default_factory=list)
-    #: Why they were left out: kept with the rejected lessons.
+    #: Changes to leave out because the lessons they rest on are wrong:
+    #: those lessons are marked rejected (with `reason`).
+    wrong: list[int] = msgspec.field(default_factory=list)
+    #: Rules to accept in the person's own words: what lands is their text,
+    #: and the rule's sources name their edit first.
+    edit: list[EditedRule] = msgspec.field(default_factory=list)
+    #: Why changes were left out: kept with the left-out changes and any
+    #: rejected lessons.
     reason: str | None = None
 
 
 class AcceptOptions(msgspec.Struct):
     """`mecha.acceptProposal`'s optional second argument: what an editor's
-    "leave out change N" action sends (`AcceptProposalParams`' fields of
-    the same names)."""
+    "leave out change N", "change N rests on a wrong lesson" and "edit
+    change N" actions send (`AcceptProposalParams`' fields of the same
+    names)."""
 
     without: list[int] = msgspec.field(default_factory=list)
+    wrong: list[int] = msgspec.field(default_factory=list)
+    edit: list[EditedRule] = msgspec.field(default_factory=list)
     reason: str | None = None
 
 
@@ -513,6 +535,10 @@ class AcceptProposalResult(msgspec.Struct):
     #: Promotion proposals this accept filed: lessons now live in two or
     #: more projects, proposed for the global rules (pending, never applied).
     promotions: list[Proposal] = msgspec.field(default_factory=list)
+    #: The lessons of the proposal's batch the accept used (marked
+    #: processed): those its accepted rules cite. The others went back to
+    #: the pool.
+    used_lessons: list[str] = msgspec.field(default_factory=list)
 
 
 class ProposalWithDiffResult(msgspec.Struct):

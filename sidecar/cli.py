@@ -35,7 +35,7 @@ verbs:
                       queue the new interventions in Claude Code / Codex CLI sessions, start a reflect pass
   export claude|agents [FILE] [--project DIR]
                       write each scope's rules into CLAUDE.md / AGENTS.md (a managed section)
-  proposals [list|show ID|accept ID [--global] [--without N…]|reject ID [--wrong N…]]
+  proposals [list|show ID|accept ID [--global] [--without N…] [--wrong N…] [--edit N TEXT]|reject ID [--wrong N…]]
   learn DOMAIN        start a consolidation pass per scope (proposes, never applies)
   reflect --sessions DIR
                       reflect every transcript file in DIR
@@ -162,10 +162,13 @@ def _learning_verbs(sub: _WithParents) -> None:
                    help="accept: send a project's proposal's new rules to the global rules, for every repository")
     s.add_argument("--without", metavar="N", type=int, nargs="+", default=[],
                    help="accept: leave out these changes, numbered as `proposals show` lists them; "
-                   "their lessons are marked rejected (with --reason)")
+                   "their lessons go back to the pool (say --wrong N when a lesson itself is wrong)")
     s.add_argument("--wrong", metavar="N", type=int, nargs="+", default=[],
-                   help="reject: these changes rest on wrong lessons, which are marked rejected; "
-                   "the proposal's other lessons go back to the pool")
+                   help="accept or reject: these changes rest on wrong lessons, which are marked rejected "
+                   "(with --reason); accept leaves them out; every other lesson goes back to the pool")
+    s.add_argument("--edit", metavar=("N", "TEXT"), nargs=2, action="append", default=[],
+                   help="accept: change N lands in your words TEXT (one line; checked for length and "
+                   "personal data only); repeat for more changes")
 
     s = sub.add_parser("learn", help="start a consolidation pass for a domain")
     s.add_argument("domain", help=DOMAIN_HELP)
@@ -593,7 +596,10 @@ def _proposals(ctx: Any, args: argparse.Namespace) -> int:
         _emit(args, result, humane.proposal_with_diff)
         return 0
     if args.action == "accept":
-        params = {"id": args.id, "as_global": args.as_global, "without": args.without, "reason": args.reason}
+        params = {
+            "id": args.id, "as_global": args.as_global, "without": args.without, "wrong": args.wrong,
+            "edit": _edits(args.edit), "reason": args.reason,
+        }
         result = call(ctx, "mecha/acceptProposal", params)
         _emit(args, result, humane.accepted)
         for export in result.get("exports", []):
@@ -603,6 +609,16 @@ def _proposals(ctx: Any, args: argparse.Namespace) -> int:
     result = call(ctx, "mecha/rejectProposal", {"id": args.id, "reason": args.reason, "wrong": args.wrong})
     _emit(args, result, humane.rejected)
     return 0
+
+
+def _edits(pairs: list[list[str]]) -> list[dict[str, object]]:
+    """`--edit N TEXT` pairs as the wire's `edit` (`EditedRule`s)."""
+    out: list[dict[str, object]] = []
+    for number, text in pairs:
+        if not number.isdigit():
+            raise ValueError(f"--edit: {number!r} is not a change number; say `--edit N \"the rule in your words\"`")
+        out.append({"number": int(number), "text": text})
+    return out
 
 
 def _mining_context(ctx: Any, args: argparse.Namespace, *profiles: str) -> Any:

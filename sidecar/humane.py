@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mecha.core.sessions.evidence import cut_at_word
 from mecha.core.shellwords import mecha_or_none
 from mecha.core.visible import shown
 
@@ -48,8 +49,7 @@ def interventions(r: dict[str, Any]) -> str:
 
 
 def _one_line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return cut_at_word(" ".join(text.split()), limit)
 
 
 def scope_in_words(p: dict[str, Any]) -> str:
@@ -100,6 +100,16 @@ def accepted(r: dict[str, Any]) -> str:
     then each promotion it filed."""
     p = r["proposal"]
     lines = ["accepted " + proposal_line(p), *_left_out(p, "left out")]
+    for rule in p["rules"]:
+        edited = rule.get("edited")
+        if edited and edited.get("proposal_id") == p["id"]:
+            lines.append(f"  in your words: “{_one_line(rule['text'], 80)}” (proposed: “{_one_line(edited['was'], 60)}”)")
+    if p.get("reflexion_ids"):
+        used = len(r.get("used_lessons") or [])
+        back = len(p["reflexion_ids"]) - used - len(
+            {i for x in p.get("left_out") or [] for i in x.get("rejected") or []} - set(r.get("used_lessons") or [])
+        )
+        lines.append(f"  {used} lesson(s) used" + (f"; {back} back in the pool for a later pass" if back else ""))
     exports = r.get("exports") or []
     written = [e["path"] for e in exports if e.get("changed") and not e.get("error")]
     if written:
@@ -251,6 +261,7 @@ def lessons(r: dict[str, Any]) -> str:
     lines = [
         f"{c['total']} lesson(s): {c['learnable']} learnable, {c['untrusted']} untrusted, {c['derived']} derived; "
         f"{c['processed']} already used by a proposal"
+        + (f"; {c['set_aside']} seen, no rule yet" if c.get("set_aside") else "")
         + (f"; {c['unusable']} whose text is no lesson" if c["unusable"] else "")
     ]
     if len(r["lessons"]) < c["total"]:
@@ -268,6 +279,8 @@ def lessons(r: dict[str, Any]) -> str:
             lines.append(f"  no lesson: {x['unusable_because']}")
         if x.get("rejected"):
             lines.append(f"  rejected by you: {x['rejected']}")
+        if x.get("set_aside"):
+            lines.append(f"  {x['set_aside']}")
         found = x.get("found") or {}
         where = f"{found['file']}:{found['line']}" if found.get("file") and found.get("line") else f"session {x['session_id']}"
         lines.append(f"  from {where}")

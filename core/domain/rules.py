@@ -81,6 +81,17 @@ def validate_domain(domain: object) -> str:
     return domain
 
 
+class RuleEdit(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """A person's rewording of a proposed rule, made as they accepted it
+    (`proposals accept ID --edit N TEXT`)."""
+
+    #: The words the learner proposed, which the person replaced.
+    was: str
+    #: The proposal it was accepted from.
+    proposal_id: str
+    at: str
+
+
 class Rule(msgspec.Struct, omit_defaults=True, kw_only=True):
     """One rule in a domain's TOML file.
 
@@ -106,6 +117,10 @@ class Rule(msgspec.Struct, omit_defaults=True, kw_only=True):
     #: learner is shown it so the lesson cannot come back reworded.
     retired_at: str | None = None
     retired_reason: str | None = None
+    #: Set when a person rewrote the rule's words as they accepted it: what
+    #: the learner had proposed, and when. The person's own words are the
+    #: strongest evidence a rule has (`sources.sources_of` names them first).
+    edited: RuleEdit | None = None
 
     def active(self) -> bool:
         """Rides in prompts. Retirement wins over a hand edit that left

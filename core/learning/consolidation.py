@@ -36,8 +36,9 @@ from mecha.core.learning.replies import (
     refuse_unusable,
     reply_budget,
 )
-from mecha.core.learning.sense import near_identical, platitude_reason, shares_content
+from mecha.core.learning.sense import Rarity, near_identical, platitude_reason, subject_refusal
 from mecha.core.providers.base import CompletionRequest, Provider
+from mecha.core.sessions.evidence import cut_at_word
 from mecha.core.sessions.mining import CONTEXT_BUDGET, bound_text
 
 log = logging.getLogger(__name__)
@@ -186,9 +187,9 @@ _STANDING = (
     "refusal alone) says only that something was unwanted; read its lesson as a guess.\n\n"
 )
 _PERSONAL = (
-    "Never put personal data in a rule: no email address, host name, token or key, and no "
-    "one person's home directory. Where the material names one, it shows a placeholder "
-    "such as [email] or ~; write the rule without it.\n\n"
+    "Never put personal data in a rule: no email address, host name, token or key, account "
+    "handle or login name, and no one person's home directory. Where the material names one, "
+    "it shows a placeholder such as [email], [handle] or ~; write the rule without it.\n\n"
 )
 
 
@@ -435,7 +436,7 @@ def unusable_rule_set(answer: LearnerAnswer | None) -> str | None:
     for r in answer.rules:
         why = no_lesson_reason(r.text, LEARNER_CONTRACT.placeholders(), PROMPT_EXAMPLES)
         if why is not None:
-            return f"rule “{r.text[:60]}”: {why.replace('the lesson', 'the rule')}"
+            return f"rule “{cut_at_word(r.text, 60)}”: {why.replace('the lesson', 'the rule')}"
     return None
 
 
@@ -453,9 +454,22 @@ class GatedSet(msgspec.Struct, kw_only=True):
     drops: list[RuleDrop]
     #: What the gate refused, each with why.
     refusals: list[Refusal]
+    #: How many distinct rules the learner's answer held (`rule_key`): the
+    #: budget gate weighs this as well as what the gate let through, so a
+    #: learner past the cap is refused for growth whatever the gate folded.
+    proposed: int = 0
+    #: The reflections of the batch the answer cited at all, accepted or
+    #: refused: the lessons the learner made something of this pass.
+    cited: list[str] = msgspec.field(default_factory=list)
 
 
-def gate_learned_set(answer: LearnerAnswer, batch: Sequence[Reflexion], live: Sequence[Rule]) -> GatedSet:
+def gate_learned_set(
+    answer: LearnerAnswer,
+    batch: Sequence[Reflexion],
+    live: Sequence[Rule],
+    *,
+    store_lessons: Sequence[str] | None = None,
+) -> GatedSet:
     """The learn gate: which of a learner's proposed rules and drops may go
     before a person, and why each other one may not. Pure and model-agnostic.
 
@@ -486,6 +500,7 @@ def gate_learned_set(answer: LearnerAnswer, batch: Sequence[Reflexion], live: Se
     untouched).
     """
     placeholders = LEARNER_CONTRACT.placeholders()
+    rarity = Rarity(store_lessons if store_lessons is not None else [r.reflexion_text for r in batch])
     reflection_ids = {reflection_handle(i): r.id for i, r in enumerate(batch)}
     lessons = {reflection_handle(i): (r.reflexion_text, r.intervention) for i, r in enumerate(batch)}
     current = [r for r in live if r.retired_at is None]
@@ -519,7 +534,7 @@ def gate_learned_set(answer: LearnerAnswer, batch: Sequence[Reflexion], live: Se
                 rules.append(_with_sources(by_handle[restated], cited))
             continue
         why = _rule_refusal(proposed, placeholders, reflection_ids, by_handle) or _sense_refusal(
-            proposed, lessons, by_handle, kept_by_answer, retired, accepted
+            proposed, lessons, by_handle, kept_by_answer, retired, accepted, rarity
         )
         if why is not None:
             refuse(proposed.text, why)
@@ -538,7 +553,11 @@ def gate_learned_set(answer: LearnerAnswer, batch: Sequence[Reflexion], live: Se
         ))
 
     drops = _gate_drops(answer, by_handle, kept, absorbed, reflection_ids, rules, refusals)
-    return GatedSet(rules=rules, drops=drops, refusals=refusals)
+    cited = [reflection_ids[h] for p in answer.rules for h in p.based_on if h in reflection_ids]
+    cited += [reflection_ids[h] for h in answer.dropped.values() if h in reflection_ids]
+    return GatedSet(
+        rules=rules, drops=drops, refusals=refusals, proposed=len(seen), cited=list(dict.fromkeys(cited)),
+    )
 
 
 def merged_sources(replaced: Sequence[Rule], cited: Sequence[str]) -> list[str]:
@@ -586,10 +605,11 @@ def _sense_refusal(
     kept_by_answer: set[str],
     retired: Sequence[Rule],
     accepted: Sequence[tuple[int, str]],
+    rarity: Rarity | None = None,
 ) -> str | None:
     """Why the learn gate refuses a well-formed new rule on its content, or
-    `None`: personal data, a platitude, a citation it shares nothing with,
-    or another rule's words (see `sense`)."""
+    `None`: personal data, a platitude, a citation it shares no subject
+    with, or another rule's words (see `sense`)."""
     text = proposed.text
     found = find_personal_data(text)
     if found:
@@ -600,12 +620,13 @@ def _sense_refusal(
     why = platitude_reason(text)
     if why is not None:
         return why
-    if not shares_content(text, [t for h in proposed.based_on for t in lessons[h]]):
+    off = subject_refusal(text, [t for h in proposed.based_on for t in lessons[h]], rarity)
+    if off is not None:
         cited = ", ".join(proposed.based_on)
-        return f"it shares no content with the lesson{'s' if len(proposed.based_on) > 1 else ''} it cites ({cited}): the wrong citation, or a rule about nothing they say"
+        return f"{off} ({cited}): the wrong citation, or a rule about nothing they say"
     for rule in retired:
         if rule_key(rule.text) == rule_key(text) or near_identical(text, rule.text):
-            return f"it says what the retired rule {rule.text[:60]!r} says, and a retired rule was measured harmful"
+            return f"it says what the retired rule “{cut_at_word(rule.text, 60)}” says, and a retired rule was measured harmful"
     for h in sorted(kept_by_answer):
         if h not in proposed.replaces and near_identical(text, by_handle[h].text):
             return f"it says in other words what current rule {h} says, which this answer keeps as it is"
@@ -638,23 +659,32 @@ def _gate_drops(
             drops.append(RuleDrop(rule_id=rule.id, text=rule.text, contradicted_by=reflection_ids[cited]))
             continue
         reason = (
-            f"left out citing {cited}, which this pass did not show; kept as it is"
+            f"the model left it out citing {cited}, which this pass did not show"
             if cited
-            else "left out with no reason (no new rule replaces it, no reflection contradicts it); kept as it is"
+            else "the model left it out with no reason (no new rule replaces it, no reflection contradicts it)"
         )
         refusals.append(Refusal(kind="drop", rule=rule.text, reason=reason))
         rules.append(rule)
     return drops
 
 
+def refused_rules(refusals: Sequence[Refusal]) -> list[Refusal]:
+    """The refusals that left a proposed rule out (not a live rule kept)."""
+    return [r for r in refusals if r.kind != "drop"]
+
+
 def refusals_summary(refusals: Sequence[Refusal], limit: int | None = None) -> str:
-    """The gate's refusals in one line for a pass outcome: each refused rule
-    (cut short) and why — every one by default, so a person reading the
-    outcome sees each reason (a learner answer holds at most the cap of
+    """The gate's answers in one line for a pass outcome: each refused rule
+    (cut at a word) and why, then each live rule the model left out that
+    the gate kept, said as kept — every one by default, so a person reading
+    the outcome sees each reason (a learner answer holds at most the cap of
     rules plus a drop per live rule); the first `limit` when given."""
     shown = refusals if limit is None else refusals[:limit]
     # Quoted for a person, not as Python's repr: this line reaches the screen.
-    parts = [f"“{r.rule[:60]}”: {r.reason}" for r in shown]
+    parts = [
+        (f"kept “{cut_at_word(r.rule, 60)}”: {r.reason}" if r.kind == "drop" else f"“{cut_at_word(r.rule, 60)}”: {r.reason}")
+        for r in shown
+    ]
     more = len(refusals) - len(shown)
     if more > 0:
         parts.append(f"and {more} more")

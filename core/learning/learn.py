@@ -37,11 +37,21 @@ from mecha.core.domain.rules import (
 )
 from mecha.core.errors import InvalidInput, ModelFailure
 from mecha.core.identity import mint_proposal_id, mint_run_id, now
-from mecha.core.learning.consolidation import PERSON_BUDGET, GatedSet, Learner, gate_learned_set, refusals_summary
+from mecha.core.learning.aside import SEEN_WITHOUT_RULE, set_aside
+from mecha.core.learning.consolidation import (
+    PERSON_BUDGET,
+    GatedSet,
+    Learner,
+    gate_learned_set,
+    refusals_summary,
+    refused_rules,
+)
 from mecha.core.learning.proposals import pending_in, rejected_alike
 from mecha.core.learning.record import rewrites_due
 from mecha.core.learning.reflect import Progress, quiet
 from mecha.core.learning.scope import scope_label
+from mecha.core.learning.sense import Rarity
+from mecha.core.sessions.evidence import cut_at_word
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 from mecha.core.store.ledger import LeapRun
 
@@ -57,8 +67,40 @@ class LearnOutcome(msgspec.Struct, omit_defaults=True):
 def learnable_pool(store: LearningStore, domain: str, project: str | None = None) -> list[Reflexion]:
     """A domain's learnable, unprocessed reflections in one scope (those of
     the project whose root is `project`, or with `None` those with no
-    project: the global pool), oldest first."""
-    return [r for r in store.learnable_unprocessed(domain) if r.project == project]
+    project: the global pool), oldest first — less those set aside as
+    seen, no rule yet (`aside.set_aside`)."""
+    pool = [r for r in store.learnable_unprocessed(domain) if r.project == project]
+    runs = [run for run in store.runs() if run.domain == domain and run.project == project and run.shown]
+    if not pool or len(runs) < SEEN_WITHOUT_RULE:
+        return pool
+    aside = set_aside(pool, runs, store_rarity(store, domain))
+    return [r for r in pool if r.id not in aside]
+
+
+def set_aside_in(store: LearningStore) -> dict[str, int]:
+    """Every lesson of the store set aside as seen, no rule yet, in every
+    domain and scope, each with how many passes saw it without a rule."""
+    out: dict[str, int] = {}
+    runs = [run for run in store.runs() if run.shown]
+    if len(runs) < SEEN_WITHOUT_RULE:
+        return out
+    pools: dict[tuple[str, str | None], list[Reflexion]] = {}
+    for r in store.reflexions():
+        if r.learnable() and not r.is_processed:
+            pools.setdefault((r.domain, r.project), []).append(r)
+    for (domain, _), pool in pools.items():
+        out.update(set_aside(pool, runs, store_rarity(store, domain)))
+    return out
+
+
+def store_lessons(store: LearningStore, domain: str) -> list[str]:
+    """The texts of every lesson of `domain` in the store, every scope:
+    what the learn gate weighs a word's rarity against."""
+    return [r.reflexion_text for r in store.reflexions() if r.domain == domain]
+
+
+def store_rarity(store: LearningStore, domain: str) -> Rarity:
+    return Rarity(store_lessons(store, domain))
 
 
 def learnable_scopes(store: LearningStore, domain: str) -> list[str | None]:
@@ -83,19 +125,41 @@ def learn_batch(
     max_count: int = LEARN_BATCH_MAX_REFLECTIONS,
     max_chars: int = LEARN_BATCH_MAX_CHARS,
 ) -> list[Reflexion]:
-    """The oldest reflections of `pool` that fit one learner call: at most
-    `max_count`, and no more than `max_chars` of material — but always the
-    oldest one, so a single large reflection is consolidated (cut to size in
-    the prompt) rather than blocking the domain for good."""
+    """The reflections of `pool` that fit one learner call, the surest
+    first (`strongest_first`): at most `max_count`, and no more than
+    `max_chars` of material — but always the first one, so a single large
+    reflection is consolidated (cut to size in the prompt) rather than
+    blocking the domain for good. In `pool`'s order (oldest first)."""
     batch: list[Reflexion] = []
     used = 0
-    for r in pool:
+    for r in strongest_first(pool):
         size = len(r.context) + min(len(r.intervention), PERSON_BUDGET) + len(r.reflexion_text)
         if batch and (len(batch) >= max_count or used + size > max_chars):
             break
         batch.append(r)
         used += size
-    return batch
+    chosen = {id(r) for r in batch}
+    return [r for r in pool if id(r) in chosen]
+
+
+def strongest_first(pool: Sequence[Reflexion]) -> list[Reflexion]:
+    """`pool` by the reflector's confidence, highest first (unrated last),
+    oldest first among equals: when a pool needs two calls, the lesson at
+    0.85 is not the one left to wait (it once was, behind twenty older)."""
+    return sorted(pool, key=lambda r: -(r.confidence if r.confidence is not None else -1.0))
+
+
+def learn_batches(pool: Sequence[Reflexion]) -> list[list[Reflexion]]:
+    """`pool` cut into the batches of successive learner calls
+    (`learn_batch`), every reflection in one."""
+    out: list[list[Reflexion]] = []
+    left = list(pool)
+    while left:
+        batch = learn_batch(left)
+        out.append(batch)
+        taken = {id(r) for r in batch}
+        left = [r for r in left if id(r) not in taken]
+    return out
 
 
 def changes_nothing(before: Sequence[Rule], after: Sequence[Rule]) -> bool:
@@ -118,8 +182,13 @@ def unchanged_since(
     runs = [r for r in store.runs() if r.domain == domain and r.project == project]
     if not runs or not runs[-1].unchanged:
         return None
-    last = runs[-1]
-    return last if {r.id for r in pool} <= set(last.reflexion_ids) else None
+    # One pass may have asked in several calls, each recorded as a run.
+    asked: set[str] = set()
+    for run in reversed(runs):
+        if not run.unchanged:
+            break
+        asked |= set(run.reflexion_ids)
+    return runs[-1] if {r.id for r in pool} <= asked else None
 
 
 def _in_scope(domain: str, project: str | None) -> str:
@@ -173,8 +242,12 @@ def learn_refusal(
         return None  # a rule corrected again is due its rewrite, however few lessons wait
     if have < floor:
         lower = f"; `--min {have}` learns from those {have}" if have else ""
+        aside = len([r for r in store.learnable_unprocessed(domain) if r.project == project]) - have
+        waiting = (
+            f"; {aside} more are set aside as seen, no rule yet (`mecha-sidecar lessons` lists them)" if aside else ""
+        )
         return (
-            f"{where} has {have} learnable unprocessed reflection(s); a learn pass needs at least {floor} "
+            f"{where} has {have} learnable unprocessed reflection(s){waiting}; a learn pass needs at least {floor} "
             f"(`--min N` sets that floor{lower}; more come from `mecha-sidecar import claude` or the hooks)"
         )
     last = None if retry else unchanged_since(store, domain, pool, project)
@@ -256,6 +329,8 @@ class _Snapshot(msgspec.Struct):
     #: Live rules corrected again, due a rewrite: rule id → the reflections
     #: of the new corrections, all in `batch` (`record.rewrites_due`).
     rewrites: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    #: Every lesson text of the domain in the store: word rarity for the gate.
+    lessons: list[str] = msgspec.field(default_factory=list)
 
 
 def _snapshot(
@@ -273,7 +348,7 @@ def _snapshot(
         held = store.learned_rules(domain) if project is not None else []
         rewrites = rewrites_due(store, domain, project, (r.id for r in pool))
         return _Snapshot(pool, with_rewrite_lessons(learn_batch(pool), pool, rewrites), user,
-                         store.learned_rules(domain, project), held, rewrites)
+                         store.learned_rules(domain, project), held, rewrites, store_lessons(store, domain))
 
 
 def with_rewrite_lessons(batch: list[Reflexion], pool: Sequence[Reflexion], rewrites: dict[str, list[str]]) -> list[Reflexion]:
@@ -355,16 +430,66 @@ async def learn_domain(
 ) -> LearnOutcome:
     """One consolidation pass for a domain in one scope (`project`'s root;
     `None`: global); the result is a proposal for that scope, never a
-    change to the live rules."""
+    change to the live rules.
+
+    A pool too large for one learner call is learned in batches
+    (`learn_batches`, the surest lessons first), one call after another,
+    until one files a proposal; the lessons of the batches after it wait
+    for that proposal's answer, and the outcome says how many. A pass once
+    sent 20 of 23 lessons and let the other 3 — the strongest among them —
+    wait silently for a second `learn`."""
     validate_domain(domain)
     snap = _snapshot(store, domain, project, minimum, retry)
     if isinstance(snap, str):
         return LearnOutcome(outcome=f"nothing to do: {snap}")
+    # The first call takes every lesson a due rewrite rests on (`snap.batch`).
+    first = {r.id for r in snap.batch}
+    batches = [snap.batch] + learn_batches([r for r in snap.pool if r.id not in first])
+    outcomes: list[LearnOutcome] = []
+    for n, batch in enumerate(batches, start=1):
+        one = msgspec.structs.replace(snap, batch=batch, rewrites=snap.rewrites if n == 1 else {})
+        outcome = await _learn_batch(store, domain, learner, project, one, progress, n, len(batches))
+        outcomes.append(outcome)
+        if outcome.proposal_id is not None or outcome.status not in ("unchanged", "refused"):
+            break
+    waiting = sum(len(b) for b in batches[len(outcomes):])
+    return _batches_outcome(outcomes, [len(b) for b in batches], waiting, domain)
+
+
+def _batches_outcome(outcomes: Sequence[LearnOutcome], sizes: Sequence[int], waiting: int, domain: str) -> LearnOutcome:
+    """One outcome for a pass of one or more calls: the last call's, its
+    text preceded by each earlier call's when there were several, and
+    ending with how many lessons wait."""
+    last = outcomes[-1]
+    text = last.outcome
+    if len(outcomes) > 1:
+        text = "; ".join(
+            f"batch {n} of {len(sizes)} ({sizes[n - 1]} lessons): {o.outcome}" for n, o in enumerate(outcomes, start=1)
+        )
+    if waiting:
+        text += (
+            f"; {waiting} more lesson(s) wait for the next pass, which can run once this proposal is answered "
+            f"(`mecha-sidecar learn {domain}`)"
+        )
+    refusals = [r for o in outcomes for r in o.refusals]
+    return msgspec.structs.replace(last, outcome=text, refusals=refusals)
+
+
+async def _learn_batch(
+    store: LearningStore,
+    domain: str,
+    learner: Learner,
+    project: str | None,
+    snap: _Snapshot,
+    progress: Progress,
+    n: int,
+    of: int,
+) -> LearnOutcome:
+    """One learner call over `snap.batch`, gated, and what it files."""
     where = _in_scope(domain, project)
-    left = len(snap.pool) - len(snap.batch)
     progress(
         f"consolidating {len(snap.batch)} reflection(s) into {len(snap.before)} learned {where} rule(s)"
-        + (f"; {left} more wait for the next pass" if left else "")
+        + (f" (batch {n} of {of})" if of > 1 else "")
     )
     answer = await learner.learn(
         domain, snap.user, snap.before, snap.batch, strict=True, project=project, not_followed=snap.rewrites
@@ -372,7 +497,9 @@ async def learn_domain(
     if answer is None:
         raise ModelFailure("the learner's reply held no usable rule set; the reflections stay in the pool")
     stamp = now()
-    gated = _without_global_lessons(gate_learned_set(answer, snap.batch, snap.before), snap)
+    gated = _without_global_lessons(
+        gate_learned_set(answer, snap.batch, snap.before, store_lessons=snap.lessons), snap
+    )
     rules = finalize_rules(gated.rules, snap.before, [r.id for r in snap.batch], stamp)
     with store.lock():
         if pending_in(store, domain, project):
@@ -383,20 +510,21 @@ async def learn_domain(
                 f"`mecha-sidecar learn {domain}` learns against them"
             ))
         if changes_nothing(snap.before, rules):
-            return _nothing_filed(store, domain, project, snap, rules, gated.refusals, stamp)
+            return _nothing_filed(store, domain, project, snap, rules, gated, stamp)
         again = rejected_alike(store, domain, project, snap.before, rules)
         if again is not None:
-            return _not_refiled(store, domain, project, snap, rules, again, stamp)
+            return _not_refiled(store, domain, project, snap, rules, again, gated, stamp)
         return _file_proposal(store, domain, project, snap, rules, gated, stamp)
 
 
 def _run(
-    domain: str, project: str | None, before: int, after: int, stamp: str, *,
+    domain: str, project: str | None, before: int, after: int, stamp: str, gated: GatedSet, snap: _Snapshot, *,
     processed: int = 0, unchanged: bool = False, reflexion_ids: Sequence[str] = (),
 ) -> LeapRun:
     return LeapRun(
         id=mint_run_id(), domain=domain, reflexions_processed=processed, rules_before=before, rules_after=after,
         created_at=stamp, unchanged=unchanged, reflexion_ids=list(reflexion_ids), project=project,
+        shown=[r.id for r in snap.batch], cited=list(gated.cited),
     )
 
 
@@ -406,30 +534,32 @@ def _nothing_filed(
     project: str | None,
     snap: _Snapshot,
     rules: list[Rule],
-    refusals: list[Refusal],
+    gated: GatedSet,
     stamp: str,
 ) -> LearnOutcome:
     """A result that says what the live rules say: recorded as a run, no
     proposal — refused whole by the learn gate, or unchanged."""
     where = _in_scope(domain, project)
     active_before, active_after = active_count(snap.before), active_count(rules)
-    if refusals:
-        store.append_run(_run(domain, project, active_before, active_after, stamp))
+    refusals = gated.refusals
+    refused = refused_rules(refusals)
+    if refused:
+        store.append_run(_run(domain, project, active_before, active_after, stamp, gated, snap))
         store.commit(
-            f"learn {where}: nothing filed (the learn gate refused all {len(refusals)})\n\n"
-            + "\n".join(f"- {r.rule[:200]!r}: {r.reason}" for r in refusals)
+            f"learn {where}: nothing filed (the learn gate refused all {len(refused)})\n\n"
+            + "\n".join(f"- {'kept ' if r.kind == 'drop' else ''}“{cut_at_word(r.rule, 200)}”: {r.reason}" for r in refusals)
         )
         return LearnOutcome(
             outcome=(
                 f"nothing filed: the learn gate refused everything the model proposed for {where} "
-                f"({len(refusals)}): {refusals_summary(refusals)}; the reflections stay in the pool for the next "
+                f"({len(refused)}): {refusals_summary(refusals)}; the reflections stay in the pool for the next "
                 f"`mecha-sidecar learn {domain}`"
             ),
             status="refused",
             refusals=refusals,
         )
     store.append_run(_run(
-        domain, project, active_before, active_after, stamp, unchanged=True,
+        domain, project, active_before, active_after, stamp, gated, snap, unchanged=True,
         reflexion_ids=[r.id for r in snap.batch],
     ))
     store.commit(
@@ -446,7 +576,8 @@ def _nothing_filed(
 
 
 def _not_refiled(
-    store: LearningStore, domain: str, project: str | None, snap: _Snapshot, rules: list[Rule], rejected: Proposal, stamp: str
+    store: LearningStore, domain: str, project: str | None, snap: _Snapshot, rules: list[Rule], rejected: Proposal,
+    gated: GatedSet, stamp: str,
 ) -> LearnOutcome:
     """A result a person has already rejected, word for word: recorded as
     a run that changed nothing (so the same pool is not argued again until
@@ -454,7 +585,8 @@ def _not_refiled(
     where = _in_scope(domain, project)
     active_before, active_after = active_count(snap.before), active_count(rules)
     store.append_run(_run(
-        domain, project, active_before, active_after, stamp, unchanged=True, reflexion_ids=[r.id for r in snap.batch],
+        domain, project, active_before, active_after, stamp, gated, snap, unchanged=True,
+        reflexion_ids=[r.id for r in snap.batch],
     ))
     said = f" ({rejected.reason})" if rejected.reason else ""
     store.commit(
@@ -479,10 +611,14 @@ def _file_proposal(
     where = _in_scope(domain, project)
     batch_ids = [r.id for r in snap.batch]
     active_before, active_after = active_count(snap.before), active_count(rules)
-    refused = budget_refuses(active_before, active_after)
+    # Growth is weighed on the learner's answer too: sixteen rules the gate
+    # folded into fewer are still a learner past the cap.
+    grown = max(active_after, gated.proposed)
+    refused = budget_refuses(active_before, grown)
     status = ProposalStatus.REJECTED_BY_GATE if refused else ProposalStatus.PENDING
+    asked = f" (the model proposed {gated.proposed})" if grown != active_after else ""
     reason = (
-        f"the budget gate refused it: {active_after} active rules is over the cap of "
+        f"the budget gate refused it: {grown} active rules{asked} is over the cap of "
         f"{MAX_ACTIVE_RULES_PER_DOMAIN} and grows the set from {active_before}; "
         "its reflections return to the pool for a pass that merges or retires first"
         if refused
@@ -498,7 +634,7 @@ def _file_proposal(
         drops=gated.drops, refusals=refusals, rewrite_of=list(snap.rewrites),
     )
     store.write_proposal(proposal)
-    store.append_run(_run(domain, project, active_before, active_after, stamp, processed=len(batch_ids)))
+    store.append_run(_run(domain, project, active_before, active_after, stamp, gated, snap, processed=len(batch_ids)))
     store.commit(
         f"learn {where}: {'gate refused' if refused else 'propose'} {active_before} -> {active_after} "
         f"active rules ({proposal.id})\n\n"
@@ -506,7 +642,9 @@ def _file_proposal(
         + ("The budget gate refused growth past the cap." if refused else "Awaiting a person's review.")
     )
     verb = "refused by the budget gate" if refused else "pending review"
-    refused_note = f"; the learn gate refused {len(refusals)}: {refusals_summary(refusals)}" if refusals else ""
+    n_refused = len(refused_rules(refusals))
+    gate_said = f"the learn gate refused {n_refused}" if n_refused else "the learn gate"
+    refused_note = f"; {gate_said}: {refusals_summary(refusals)}" if refusals else ""
     return LearnOutcome(
         outcome=f"proposal {proposal.id} {verb}: {active_before} -> {active_after} active {_rules_in(domain, project)}{refused_note}",
         proposal_id=proposal.id,

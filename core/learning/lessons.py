@@ -15,11 +15,12 @@ Read-only and lock-free, like every reader of the store.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import msgspec
 
 from mecha.core.domain.reflexion import Evidence, FoundAt, Origin, Reflexion
+from mecha.core.learning.aside import aside_note
 from mecha.core.learning.reflect import was_withheld
 from mecha.core.learning.reflection import REFLECTOR_EXAMPLES
 from mecha.core.learning.replies import no_lesson_reason
@@ -51,8 +52,11 @@ class Lesson(msgspec.Struct, kw_only=True):
     #: Whether a resolved proposal has already consumed it.
     processed: bool = False
     #: The person's reason, when they said the lesson is wrong (a rule from
-    #: it left out of an accept, or named wrong in a rejection).
+    #: it named wrong in an accept or a rejection).
     rejected: str | None = None
+    #: Set when learn passes saw it and made no rule of it, so it waits
+    #: out of the pool (`aside.aside_note`); `None` otherwise.
+    set_aside: str | None = None
     lesson: str
     #: What the person said or did.
     intervention: str
@@ -71,6 +75,8 @@ class LessonCounts(msgspec.Struct, kw_only=True):
     derived: int = 0
     unusable: int = 0
     processed: int = 0
+    #: Seen by learn passes with no rule made of them (`Lesson.set_aside`).
+    set_aside: int = 0
 
 
 class LessonsResult(msgspec.Struct):
@@ -114,7 +120,9 @@ def unusable_because(r: Reflexion) -> str | None:
     return no_lesson_reason(r.reflexion_text, (), REFLECTOR_EXAMPLES)
 
 
-def lesson_view(r: Reflexion) -> Lesson:
+def lesson_view(r: Reflexion, seen_without_rule: int = 0) -> Lesson:
+    """`r` as the listing shows it; `seen_without_rule` is how many learn
+    passes saw it with no rule made of it, when it is set aside for that."""
     not_learnable = why_not_learnable(r)
     return Lesson(
         id=r.id,
@@ -128,6 +136,7 @@ def lesson_view(r: Reflexion) -> Lesson:
         unusable_because=unusable_because(r),
         processed=r.is_processed,
         rejected=r.rejected,
+        set_aside=aside_note(seen_without_rule) if seen_without_rule and not r.is_processed else None,
         lesson=r.reflexion_text,
         intervention=r.intervention,
         session_id=r.session_id,
@@ -144,10 +153,14 @@ def list_lessons(
     trigger: Trigger | None = None,
     origin: Origin | None = None,
     pending: bool = False,
+    aside: Mapping[str, int] | None = None,
 ) -> tuple[list[Lesson], LessonCounts]:
     """The lessons that match every filter given, newest first, and their
     counts. `scope` is `all`, `global`, or a project's root; `pending`
-    keeps only those no resolved proposal has consumed."""
+    keeps only those no resolved proposal has consumed. `aside` names the
+    lessons set aside as seen, no rule yet, each with how many passes saw
+    it (`learn.set_aside_in`)."""
+    aside = aside or {}
     found: list[Lesson] = []
     counts = LessonCounts()
     for r in reflexions:
@@ -161,8 +174,9 @@ def list_lessons(
             continue
         if pending and r.is_processed:
             continue
-        view = lesson_view(r)
+        view = lesson_view(r, aside.get(r.id, 0))
         found.append(view)
+        counts.set_aside += view.set_aside is not None
         counts.total += 1
         counts.learnable += view.learnable
         counts.untrusted += r.origin is Origin.UNTRUSTED

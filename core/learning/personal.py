@@ -35,6 +35,18 @@ Four kinds, each found by one small pure function over the text:
 - **home_path** — a home directory that names its owner: `/home/<user>`,
   `/Users/<user>`, `C:\\Users\\<user>`. A placeholder owner (`user`,
   `you`, `$USER`, `<name>`, `runner`, …) names nobody and is not reported.
+- **handle** — an account's handle: `@name` in prose (not a decorator,
+  an npm scope or a version tag), and `github.com/name` (or GitLab's,
+  Bitbucket's, Codeberg's) — the account a person's repositories live
+  under.
+- **login** — a login name a terminal printed: `[sudo] password for
+  <user>`, and the user of `ssh user@host`.
+
+Each finding is named by what it is, never by the nearest detector: git's
+config keys (`user.email`, `sendemail.to`) are not host names, though they
+end in what reads as a top-level domain; a laptop's name
+(`Pats-MacBook-Pro`) is a host, not "an API token", and a word holding
+"auth" or "pass" (`Author:`, `passed:`) names no secret.
 
 `find_personal_data` returns every finding in text order with its span, so a
 caller can name what was found (`describe_findings`, which never repeats the
@@ -61,6 +73,8 @@ class PersonalKind(str, Enum):
     HOST = "host"
     TOKEN = "token"
     HOME_PATH = "home_path"
+    HANDLE = "handle"
+    LOGIN = "login"
 
 
 #: How a finding of each kind is named to a person (a refusal's reason) and
@@ -71,12 +85,16 @@ KIND_NAMES: dict[PersonalKind, str] = {
     PersonalKind.HOST: "a host name",
     PersonalKind.TOKEN: "an API token or secret",
     PersonalKind.HOME_PATH: "a home directory naming its owner",
+    PersonalKind.HANDLE: "an account handle",
+    PersonalKind.LOGIN: "a login name",
 }
 REDACTIONS: dict[PersonalKind, str] = {
     PersonalKind.EMAIL: "[email]",
     PersonalKind.HOST: "[host]",
     PersonalKind.TOKEN: "[secret]",
     PersonalKind.HOME_PATH: "~",
+    PersonalKind.HANDLE: "[handle]",
+    PersonalKind.LOGIN: "[user]",
 }
 
 
@@ -151,13 +169,62 @@ _PLACEHOLDER_OWNERS = frozenset({
 })
 
 
+#: The sections of git's configuration: `user.email` is a key, not a host
+#: (its last label reads as a top-level domain), and prompts once showed
+#: `git config --get [host]`.
+_GIT_CONFIG_SECTIONS = frozenset({
+    "user", "core", "remote", "branch", "sendemail", "alias", "init", "pull", "push", "credential", "http",
+    "https", "diff", "merge", "commit", "gpg", "color", "fetch", "rebase", "tag", "log", "status", "url",
+    "submodule", "safe", "github", "gitlab", "filter", "pack", "gc", "advice", "help", "format", "blame",
+    "include", "includeif", "lfs", "maintenance", "feature", "rerere", "worktree", "apply", "am", "clone",
+})
+
+#: The hosts whose first path segment is an account: `github.com/name`.
+_ACCOUNT_HOSTS = ("github.com", "gitlab.com", "bitbucket.org", "codeberg.org")
+#: First path segments on those hosts that are pages, not accounts.
+_ACCOUNT_PAGES = frozenset({
+    "orgs", "settings", "features", "marketplace", "topics", "apps", "login", "about", "pricing", "sponsors",
+    "notifications", "new", "explore", "search", "issues", "pulls", "trending", "collections", "enterprise",
+    "security", "site", "contact", "join", "users", "help", "dashboard",
+})
+#: Accounts that name nobody, in examples: `github.com/org/repo`.
+_PLACEHOLDER_ACCOUNTS = frozenset({
+    "org", "owner", "orgname", "organization", "your-org", "your-username", "my-org", "myorg", "someone",
+    "repo", "account", "<org>", "<owner>", "{owner}", "{org}", ":owner", ":org",
+})
+#: Words after `@` that are code, not a handle: decorators, doc tags, npm
+#: dist-tags and chat keywords.
+_NOT_HANDLES = frozenset({
+    "property", "staticmethod", "classmethod", "dataclass", "override", "param", "params", "returns",
+    "return", "throws", "throw", "raises", "deprecated", "pytest", "types", "latest", "next", "beta",
+    "canary", "stable", "example", "everyone", "here", "channel", "all", "type", "see", "link", "since",
+    "todo", "fixme", "import", "media", "keyframes", "font-face", "apply", "tailwind", "layer", "use",
+    "mixin", "include", "extend", "component", "injectable", "input", "output", "test", "before", "after",
+    "interface", "implementation", "end", "author", "version", "brief", "file", "code", "main",
+})
+#: Words of a machine's name: a hyphenated name holding one is a host.
+_MACHINE_WORDS = ("macbook", "imac", "mac-mini", "mac-studio", "thinkpad", "laptop", "desktop", "workstation")
+
+
 # ─── The detectors ───────────────────────────────────────────────────────
 
 _EMAIL_RE = re.compile(
     r"(?<![\w.%+-])([A-Za-z0-9][A-Za-z0-9._%+-]{0,63})@((?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24})(?![\w-])"
 )
-# A shell prompt's `user@host:` or `user@host ~]$`: the host need not be dotted.
-_PROMPT_RE = re.compile(r"(?<![\w.@-])([a-z_][a-z0-9_.-]{0,31})@([A-Za-z][A-Za-z0-9-]{0,62})(?=:[~/]|\s+~?[\w/~.-]*\][$#])")
+# A shell prompt's `user@host:`, `user@host ~]$` or zsh's `user@host ~ %`:
+# the host need not be dotted.
+_PROMPT_RE = re.compile(
+    r"(?<![\w.@-])([a-z_][a-z0-9_.-]{0,31})@([A-Za-z][A-Za-z0-9-]{0,62})"
+    r"(?=:[~/]|\s+~?[\w/~.-]*\][$#]|\s+[~\w/.-]+\s+[%$#](?:\s|$))"
+)
+# `ssh user@host` (and its kin): the user is a login, the host a machine.
+_SSH_RE = re.compile(r"\b(?:ssh|scp|sftp|rsync|mosh)\s+(?:-\S+\s+)*([a-z_][a-z0-9_.-]{0,31})@([A-Za-z0-9][A-Za-z0-9.-]{0,62})")
+_MACHINE_RE = re.compile(r"(?<![\w.@/-])([A-Za-z0-9'’]+(?:-[A-Za-z0-9'’]+)+)(?![\w@/-])")
+_SUDO_RE = re.compile(r"\[sudo\] password for ([^\s:]+)")
+_AT_HANDLE_RE = re.compile(r"(?:^|(?<=[\s(\[,;\"'“]))@([A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))(?![\w/.@(-])", re.MULTILINE)
+_ACCOUNT_URL_RE = re.compile(
+    r"(?<![\w.-])(?:https?://)?(?:www\.)?(" + "|".join(re.escape(h) for h in _ACCOUNT_HOSTS) + r")/([A-Za-z0-9](?:[A-Za-z0-9_.-]{0,38}))"
+)
 _HOST_RE = re.compile(
     r"(?<![\w@./-])((?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z][A-Za-z0-9-]{0,23})(?![\w-]|\.[A-Za-z0-9])"
 )
@@ -182,9 +249,11 @@ _TOKEN_RES: tuple[re.Pattern[str], ...] = (
 )
 # `Bearer <token>` and `api_key = "<value>"`: the value is the finding.
 _BEARER_RE = re.compile(r"\bBearer\s+([A-Za-z0-9._~+/=-]{16,})")
+# The name must hold the secret word as a word of its own (`AUTH_TOKEN`,
+# `db-password`), not inside another (`Author:`, `tests passed:`).
 _ASSIGNED_RE = re.compile(
-    r"(?i)\b[\w-]*(?:api[_-]?key|secret|token|passwd|password|pass|auth)[\w-]*[\"']?\s*[:=]\s*[\"']?"
-    r"([^\s\"',;]{8,})"
+    r"(?i)\b(?:[\w-]*[_-])?(?:api[_-]?key|secret|token|passwd|password|passphrase|pass|pwd|auth)(?:[_-][\w-]*)?"
+    r"[\"']?\s*[:=]\s*[\"']?([^\s\"',;]{8,})"
 )
 _LONG_RUN_RE = re.compile(r"(?<![\w/+=-])[A-Za-z0-9_\-+/=]{32,}(?![\w/+=-])")
 
@@ -243,6 +312,8 @@ def _is_host_name(candidate: str) -> bool:
     labels = _labels(candidate)
     if len(labels) < 2 or any(not label for label in labels):
         return False
+    if len(labels) == 2 and labels[0] in _GIT_CONFIG_SECTIONS:
+        return False  # `user.email`: a git config key
     if labels[-1] in _PRIVATE_SUFFIXES or (labels[-2:] == ["home", "arpa"]):
         return True
     return labels[-1] in _TLDS
@@ -268,6 +339,12 @@ def _hosts(text: str) -> list[PersonalFinding]:
         host = m.group(1)
         if _is_host_name(host) and not is_generic_host(host):
             out.append(PersonalFinding(kind=PersonalKind.HOST, text=host, start=m.start(1), end=m.end(1)))
+    for m in _SSH_RE.finditer(text):
+        if m.group(2).lower() != "localhost" and not is_generic_host(m.group(2)):
+            out.append(PersonalFinding(kind=PersonalKind.HOST, text=m.group(2), start=m.start(2), end=m.end(2)))
+    for m in _MACHINE_RE.finditer(text):
+        if any(w in m.group(1).lower() for w in _MACHINE_WORDS):
+            out.append(PersonalFinding(kind=PersonalKind.HOST, text=m.group(1), start=m.start(1), end=m.end(1)))
     for m in _IPV4_RE.finditer(text):
         octets = [int(g) for g in m.groups()]
         if any(o > 255 for o in octets) or not _personal_ipv4(octets):
@@ -322,12 +399,32 @@ def _home_paths(text: str) -> list[PersonalFinding]:
     return out
 
 
+def _handles(text: str) -> list[PersonalFinding]:
+    """`@name` in prose, `github.com/name`, and the logins a terminal
+    printed (`[sudo] password for pat`, `ssh pat@host`)."""
+    out = []
+    for m in _AT_HANDLE_RE.finditer(text):
+        if m.group(1).lower() in _NOT_HANDLES or m.group(1).isdigit():
+            continue
+        out.append(PersonalFinding(kind=PersonalKind.HANDLE, text=m.group(0), start=m.start(), end=m.end()))
+    for m in _ACCOUNT_URL_RE.finditer(text):
+        if m.group(2).lower() in _ACCOUNT_PAGES | _PLACEHOLDER_OWNERS | _PLACEHOLDER_ACCOUNTS:
+            continue
+        out.append(PersonalFinding(kind=PersonalKind.HANDLE, text=m.group(2), start=m.start(2), end=m.end(2)))
+    for pattern in (_SUDO_RE, _SSH_RE):
+        for m in pattern.finditer(text):
+            if m.group(1).lower() in _PLACEHOLDER_OWNERS or m.group(1)[0] in "$%<{":
+                continue
+            out.append(PersonalFinding(kind=PersonalKind.LOGIN, text=m.group(1), start=m.start(1), end=m.end(1)))
+    return out
+
+
 def find_personal_data(text: str) -> list[PersonalFinding]:
     """Every piece of personal data in `text`, in text order, none
     overlapping another: where two findings overlap, the one that starts
     first wins, and of two that start together the longer (an address is
     one email finding, not an email and its domain as a host)."""
-    found = _emails(text) + _tokens(text) + _home_paths(text) + _hosts(text)
+    found = _emails(text) + _tokens(text) + _home_paths(text) + _hosts(text) + _handles(text)
     found.sort(key=lambda f: (f.start, -(f.end - f.start)))
     out: list[PersonalFinding] = []
     for f in found:

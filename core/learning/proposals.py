@@ -16,14 +16,24 @@ from __future__ import annotations
 
 import difflib
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import msgspec
 
-from mecha.core.domain.rules import LeftOut, Rule, active_count, validate_domain
+from mecha.core.domain.rules import (
+    RULES_CHAR_BUDGET,
+    LeftOut,
+    Rule,
+    RuleEdit,
+    active_count,
+    domain_rules_section,
+    rule_key,
+    validate_domain,
+)
 from mecha.core.errors import InvalidInput, InvalidStore, NotFound, NotPending
 from mecha.core.identity import mint_proposal_id, mint_run_id, now
 from mecha.core.learning import promotion
+from mecha.core.learning.personal import describe_findings, find_personal_data
 from mecha.core.learning.record import StoreView, earliest_start, live_records, retirement_reason, retirements_due
 from mecha.core.learning.scope import scope_label
 from mecha.core.learning.sources import (
@@ -36,6 +46,7 @@ from mecha.core.learning.sources import (
     find_rule_sources,
     proposal_changes,
 )
+from mecha.core.sessions.evidence import cut_at_word
 from mecha.core.store.layout import GLOBAL_SCOPE, LEARNED_KIND
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 from mecha.core.store.ledger import rule_tallies_by_model
@@ -87,10 +98,14 @@ def accept_proposal(
     *,
     as_global: bool = False,
     without: Collection[int] = (),
+    wrong: Collection[int] = (),
+    edits: Mapping[int, str] | None = None,
     reason: str | None = None,
 ) -> Proposal:
     """`accept`, for a caller that needs only the accepted proposal."""
-    return accept(store, proposal_id, as_global=as_global, without=without, reason=reason).proposal
+    return accept(
+        store, proposal_id, as_global=as_global, without=without, wrong=wrong, edits=edits, reason=reason
+    ).proposal
 
 
 def accept(
@@ -99,12 +114,17 @@ def accept(
     *,
     as_global: bool = False,
     without: Collection[int] = (),
+    wrong: Collection[int] = (),
+    edits: Mapping[int, str] | None = None,
     reason: str | None = None,
 ) -> Accepted:
     """Write the proposal's rules as the learned rules of its domain in its
-    scope (the global file, or its project's), mark its reflections
-    processed, record it accepted, and commit; then file a promotion
-    proposal for every lesson now live in two or more projects.
+    scope (the global file, or its project's), mark processed the
+    reflections what it writes uses (`used_lessons`), record it accepted,
+    and commit; then file a promotion proposal for every lesson now live in
+    two or more projects. The reflections of its batch that no accepted
+    rule cites go back to the pool with their weight: a lesson the learner
+    did not use this time may yet support a later rule.
 
     With `as_global`, a project's proposal sends the rules it adds to the
     global file instead and the rest of it (rewrites, retirements) to the
@@ -119,18 +139,24 @@ def accept(
     promotion) is a plain accept: it is for every repository already.
 
     `without` names changes to leave out, by the numbers `proposals show`
-    gives them (`left_out_rules`); the proposal is recorded with the rules
-    actually written and what was left out, and the lessons only the
-    left-out changes rest on are marked rejected with `reason`
-    (`rejected_lessons`).
+    gives them (`left_out_rules`): their lessons go back to the pool, for
+    leaving a rule out says nothing against the lesson (the learner may
+    have cited the wrong one). `wrong` names changes to leave out *because
+    their lessons are wrong*: only those lessons are marked rejected, with
+    `reason`. `edits` maps a change's number to the person's own words for
+    that rule (`with_edits`): what lands is their text.
     """
     validate_reason(reason)
     with store.lock():
         p = store.proposal(proposal_id)
         _require_pending(p)
         rejected: dict[str, str] = {}
-        if without:
-            p, rejected = _leave_out(p, without, reason)
+        left = sorted({*without, *wrong})
+        if edits:
+            # Before leaving out, so both name changes as `proposals show` numbered them.
+            p = with_edits(p, edits, store.user_rules(p.domain, p.project), now(), left_out=left)
+        if left:
+            p, rejected = _leave_out(p, left, reason, wrong=wrong)
         # A global proposal (a promotion too) is for every repository already.
         as_global = as_global and p.project is not None
         if as_global:
@@ -141,27 +167,119 @@ def accept(
             writes = _apply_in_scope(store, p)
         p = msgspec.structs.replace(p, status=ProposalStatus.ACCEPTED, resolved_at=now(), accepted_as_global=as_global)
         before, after = active_count(p.rules_before), active_count(p.rules)
+        used = [*used_lessons(p), *(i for i in rejected if i not in used_lessons(p))]
+        back = len(p.reflexion_ids) - len(set(used))
         # A global proposal's subject reads as it did before scopes.
         where = " (global, as a person chose)" if as_global else ("" if p.project is None else f" ({scope_label(p.project)})")
         # One change: the rules, the marks and the status land together.
-        left = "".join(
-            f"Left out {x.number} ({x.change}): {x.text[:200]}" + (f" — {x.reason}" if x.reason else "") + "\n"
+        left_lines = "".join(
+            f"Left out {x.number} ({x.change}): {cut_at_word(x.text, 200)}" + (f" — {x.reason}" if x.reason else "") + "\n"
             for x in p.left_out
+        )
+        edited = "".join(
+            f"Edited by the person: {cut_at_word(r.text, 200)} (was: {cut_at_word(r.edited.was, 200)})\n"
+            for r in p.rules if r.edited is not None and r.edited.proposal_id == p.id
         )
         store.resolve_proposal(
             p,
             learned=writes,
-            processed=p.reflexion_ids,
+            processed=used,
             rejected=rejected,
             run_id=mint_run_id(),
             message=f"accept proposal {p.id}: {p.domain} learned rules{where} {before} -> {after} active\n\n"
             f"Accepted by a person{' into the global rules' if as_global else ''}"
             f"{f', without {len(p.left_out)} of its changes' if p.left_out else ''}. "
-            f"{len(p.reflexion_ids)} reflection(s) marked processed"
-            f"{f', {len(rejected)} of them rejected' if rejected else ''}.\n{left}"
+            f"{len(set(used))} reflection(s) used and marked processed"
+            f"{f', {len(rejected)} of them rejected' if rejected else ''}"
+            f"{f'; {back} back in the pool' if back else ''}.\n{left_lines}{edited}"
             f"Evidence: {p.evidence or '(none recorded)'}",
         )
         return Accepted(p, _promotions_after(store, p))
+
+
+def used_lessons(p: Proposal) -> list[str]:
+    """The reflections of `p`'s batch that what `p` writes uses: the sources
+    of its rules and the reflection that contradicts each rule it drops.
+    What an accept consumes, and nothing more: a lesson of the batch the
+    learner did not cite was not used, and marking it processed once lost
+    three lessons of four to a one-rule accept."""
+    batch = set(p.reflexion_ids)
+    texts = {r.text for r in p.rules}
+    cited = [s for r in p.rules for s in r.sources]
+    cited += [d.contradicted_by for d in p.drops if d.contradicted_by and d.text not in texts]
+    return [i for i in dict.fromkeys(cited) if i in batch]
+
+
+#: The longest rule a person may write in an edit, in characters: a rule is
+#: a sentence or two, and the whole section has `RULES_CHAR_BUDGET`.
+MAX_EDIT_CHARS = 400
+
+
+def edit_refusal(text: str) -> str | None:
+    """Why a person's edit of a rule cannot land as it is, or `None`. The
+    checks are of form and of personal data only — the person's words are
+    not second-guessed for sense: a line of its own (no line break), not
+    empty, within `MAX_EDIT_CHARS`, and no email, host, token, handle or
+    home directory (a rule rides in every run's prompt)."""
+    if not text.strip():
+        return "the edited rule is empty"
+    if len(text.splitlines()) > 1:
+        return "a rule is one line of the rules block; the edit holds a line break"
+    if len(text) > MAX_EDIT_CHARS:
+        return f"the edited rule is {len(text)} characters; a rule is at most {MAX_EDIT_CHARS}"
+    found = find_personal_data(text)
+    if found:
+        return f"the edited rule carries personal data ({describe_findings(found)}); a rule rides in every run's prompt"
+    return None
+
+
+def with_edits(
+    p: Proposal, edits: Mapping[int, str], user_rules: Sequence[Rule], stamp: str, *, left_out: Collection[int] = ()
+) -> Proposal:
+    """`p` with the rules named in `edits` (by change number) in the
+    person's words, each recording what the learner proposed
+    (`Rule.edited`). Only a rule the proposal adds or changes can be
+    edited, and not one left out. Refuses (`InvalidInput` naming the field)
+    an edit that fails `edit_refusal`, that would make two rules one, or
+    that takes the domain's section past `RULES_CHAR_BUDGET` when the
+    proposal as made was within it."""
+    changes = {c.number: c for c in numbered_changes(p)}
+    left = set(left_out)
+    rules = list(p.rules)
+    for number, text in sorted(edits.items()):
+        change = changes.get(number)
+        if change is None or isinstance(number, bool):
+            have = f"1 to {len(changes)}" if changes else "none"
+            raise InvalidInput(f"edit: {number} is not a change of proposal {p.id} (its changes are numbered {have})")
+        if change.change not in (ADDED, CHANGED):
+            raise InvalidInput(f"edit: change {number} of proposal {p.id} {change.change} a rule; only a new or changed rule has words to edit")
+        if number in left:
+            raise InvalidInput(f"edit: change {number} of proposal {p.id} is left out; it cannot also be edited")
+        text = text.strip()
+        why = edit_refusal(text)
+        if why is not None:
+            raise InvalidInput(f"edit: change {number}: {why}")
+        at = next(i for i, r in enumerate(rules) if r.text == change.text and r.retired_at is None)
+        others = {rule_key(r.text) for j, r in enumerate(rules) if j != at}
+        if rule_key(text) in others | {rule_key(r.text) for r in (*user_rules, *p.rules_before)}:
+            raise InvalidInput(f"edit: change {number}: another rule already says {text!r}")
+        rules[at] = msgspec.structs.replace(
+            rules[at], text=text, edited=RuleEdit(was=change.text, proposal_id=p.id, at=stamp)
+        )
+    budget_before = section_chars(p.domain, user_rules, p.rules, project=p.project is not None)
+    budget_after = section_chars(p.domain, user_rules, rules, project=p.project is not None)
+    if budget_after > RULES_CHAR_BUDGET and budget_after > budget_before:
+        raise InvalidInput(
+            f"edit: the {p.domain} rules would render to {budget_after} characters, over the budget of "
+            f"{RULES_CHAR_BUDGET} every run carries; say it in fewer words"
+        )
+    return msgspec.structs.replace(p, rules=rules)
+
+
+def section_chars(domain: str, user: Sequence[Rule], learned: Sequence[Rule], *, project: bool) -> int:
+    """How many characters one domain's section renders to (0: nothing)."""
+    section = domain_rules_section(domain, user, learned, project=project)
+    return 0 if section is None else len(section)
 
 
 def _promotions_after(store: LearningStore, p: Proposal) -> list[Proposal]:
@@ -299,17 +417,22 @@ def rejected_lessons(p: Proposal, left: Sequence[RuleChange], kept: Sequence[Rul
 
 
 def left_out_rules(
-    p: Proposal, numbers: Collection[int], reason: str | None, *, kept: Sequence[Rule], verb: str
+    p: Proposal, numbers: Collection[int], reason: str | None, *, kept: Sequence[Rule], verb: str,
+    wrong: Collection[int] | None = None,
 ) -> tuple[list[LeftOut], dict[str, str]]:
     """What leaving out (or, rejecting, naming as wrong) the changes
     `numbers` of `p` records: one `LeftOut` per change, and the reflections
     to mark rejected with the reason each is marked with (the person's, or
-    one saying which change of which proposal a person {verb})."""
+    one saying which change of which proposal a person {verb}). Only the
+    lessons of the changes in `wrong` are rejected (every change named,
+    when `wrong` is `None`: a rejection names only wrong ones); the lessons
+    of a change merely left out go back to the pool."""
     field = "without" if verb == "left out" else "wrong"
     left = _numbers(p, numbers, field)
-    lessons = rejected_lessons(p, left, kept)
+    bad = set(numbers) if wrong is None else set(wrong)
+    lessons = rejected_lessons(p, [c for c in left if c.number in bad], kept)
     reasons = {
-        i: reason or f"{verb} by a person: change {c.number} of proposal {p.id} ({c.text[:80]!r})"
+        i: reason or f"{'named wrong' if verb == 'left out' else verb} by a person: change {c.number} of proposal {p.id} ({cut_at_word(c.text, 80)!r})"
         for i, c in lessons.items()
     }
     records = [
@@ -322,11 +445,14 @@ def left_out_rules(
     return records, reasons
 
 
-def _leave_out(p: Proposal, without: Collection[int], reason: str | None) -> tuple[Proposal, dict[str, str]]:
+def _leave_out(
+    p: Proposal, without: Collection[int], reason: str | None, *, wrong: Collection[int] = ()
+) -> tuple[Proposal, dict[str, str]]:
     """`p` as accepted without the changes `without`: its rules those it
     writes, its `left_out` what was left out; and the lessons to mark
-    rejected. Refuses a promotion (one lesson: reject it instead) and
-    leaving out every change (that is a rejection)."""
+    rejected — only those of the changes in `wrong`. Refuses a promotion
+    (one lesson: reject it instead) and leaving out every change (that is
+    a rejection)."""
     if p.promoted_from:
         raise InvalidInput(f"without: proposal {p.id} is a promotion of one lesson; reject it instead")
     left = _numbers(p, without, "without")
@@ -336,7 +462,7 @@ def _leave_out(p: Proposal, without: Collection[int], reason: str | None) -> tup
             f"(`mecha-sidecar proposals reject {p.id}`)"
         )
     rules = rules_without(p, left)
-    records, rejected = left_out_rules(p, without, reason, kept=rules, verb="left out")
+    records, rejected = left_out_rules(p, without, reason, kept=rules, verb="left out", wrong=wrong)
     return msgspec.structs.replace(p, rules=rules, left_out=records), rejected
 
 

@@ -13,18 +13,28 @@ what it cites:
 - **platitude** (`platitude_reason`): once words that could go in any rule
   ("always", "careful", "thorough", "make sure", "quality") are set aside,
   nothing is left — no action, tool, file or situation to act on.
-- **unrelated citation** (`shares_content`): the rule shares no content
-  word with any lesson it cites (the lesson and the person's words). One
-  shared word is enough: a merged rule may generalise ("destructive
-  commands" over "git reset --hard"), and the test is there to catch a
-  rule that has nothing to do with its citation, not to grade wording.
+- **unrelated citation** (`subject_refusal`): the rule does not share a
+  *subject* with the lessons it cites (the lesson and the person's words)
+  — the object acted on, the tool, the file, the situation. A shared word
+  counts as a subject when it is rare in the store's lessons (`Rarity`: in
+  at most `COMMON_SHARE` of them); words common to many lessons ("run",
+  "change", "file" in a coding store) are a subject only two at a time.
+  One shared word used to be enough, and a rule about GPU kernels citing a
+  lesson about virtual environments passed on "own", a rule about
+  benchmark results citing a lesson about tests on "before". A merged rule
+  may still generalise ("destructive commands" over "git reset --hard"):
+  the test catches a rule about something else, it does not grade wording.
 - **the same rule in other words** (`near_identical`): two rules with the
   same topic words, or whose topic words, crudely stemmed, overlap by
-  `NEAR_IDENTICAL` or more with at least `NEAR_IDENTICAL_SHARED` shared.
-  The gate treats a new rule near-identical to a live one as a rewrite of
-  it (as if the learner had named it in `replaces`), and refuses one
-  near-identical to a live rule the answer also keeps, to a retired rule,
-  or to another rule of the same answer.
+  `NEAR_IDENTICAL` or more with at least `NEAR_IDENTICAL_SHARED` shared —
+  unless each holds a word the other lacks: "Ask before acting on config
+  files." and "… on migration files." direct the same action at two
+  objects, and are two rules (they were once refused as one, so sixteen
+  distinct rules slipped under the cap as one). The gate treats a new rule
+  near-identical to a live one as a rewrite of it (as if the learner had
+  named it in `replaces`), and refuses one near-identical to a live rule
+  the answer also keeps, to a retired rule, or to another rule of the same
+  answer.
 
 Words, not a model: the gate runs on every answer, a person must be able to
 see why a rule was refused, and a model judging the learner's sense would
@@ -48,7 +58,9 @@ _STOP = frozenset(
     i you your yours we our us they them their he she his her him me my mine who whom which what
     when where why how while until unless because about any all each every some other another
     can could should would will shall may might must also just only even still yet already
-    there here very really more most less least much many few own same""".split()
+    there here very really more most less least much many few own owns owned owning same
+    before after again once first then over under up down out off through across around between
+    during against within upon""".split()
 )
 
 #: Words any rule could hold: what is left once they are set aside is what
@@ -110,6 +122,61 @@ def shares_content(rule: str, lessons: Iterable[str]) -> bool:
     return any(words & _topic_words(lesson) for lesson in lessons)
 
 
+#: A word in more than this share of the store's lessons is common there:
+#: alone it is no shared subject. Read by `Rarity.common`.
+COMMON_SHARE = 0.2
+#: Below this many lessons, no word is called common by its count: too few
+#: to tell a subject from a habit of speech (the stop words still apply).
+RARITY_MIN_LESSONS = 10
+
+
+class Rarity:
+    """How rare each topic word is in a body of lessons (the store's): how
+    many of them hold it."""
+
+    def __init__(self, lessons: Iterable[str]):
+        self.lessons = 0
+        self.holding: dict[str, int] = {}
+        for text in lessons:
+            self.lessons += 1
+            for w in _topic_words(text):
+                self.holding[w] = self.holding.get(w, 0) + 1
+
+    def common(self, word: str) -> bool:
+        """Whether the stemmed `word` is in more than `COMMON_SHARE` of the
+        lessons (never, below `RARITY_MIN_LESSONS` of them)."""
+        if self.lessons < RARITY_MIN_LESSONS:
+            return False
+        return self.holding.get(word, 0) > COMMON_SHARE * self.lessons
+
+    def describe(self, word: str) -> str:
+        return f"“{word}”, in {self.holding.get(word, 0)} of {self.lessons} lessons"
+
+
+def shared_subject(rule: str, lessons: Iterable[str], rarity: Rarity | None = None) -> tuple[set[str], set[str]]:
+    """The topic words `rule` shares with `lessons`, split into the rare
+    ones (a subject) and the common ones (`Rarity.common`)."""
+    words = _topic_words(rule)
+    shared: set[str] = set()
+    for lesson in lessons:
+        shared |= words & _topic_words(lesson)
+    common = {w for w in shared if rarity is not None and rarity.common(w)}
+    return shared - common, common
+
+
+def subject_refusal(rule: str, lessons: Iterable[str], rarity: Rarity | None = None) -> str | None:
+    """Why `rule` is not about the lessons it cites, or `None`: it shares
+    with them a rare word, or two common ones; else it names what little
+    it shares. The words' rarity is `rarity`'s (the store's lessons)."""
+    rare, common = shared_subject(rule, lessons, rarity)
+    if rare or len(common) >= 2:
+        return None
+    if common and rarity is not None:
+        only = ", ".join(rarity.describe(w) for w in sorted(common))
+        return f"it shares only a common word with the lessons it cites ({only}), not their subject"
+    return "it shares no subject with the lessons it cites"
+
+
 def overlap(a: str, b: str) -> float:
     """The Jaccard overlap of two texts' topic words (0 when either has none)."""
     wa, wb = _topic_words(a), _topic_words(b)
@@ -122,13 +189,19 @@ def near_identical(a: str, b: str) -> bool:
     """Whether two rules say the same thing in other words: the same topic
     words (the generic ones and the stop words set aside: "Ask first." and
     "Always ask first."), or at least `NEAR_IDENTICAL_SHARED` of them shared
-    and an overlap of `NEAR_IDENTICAL` or more. The floor on shared words
-    keeps two short rules one word apart ("Ask before deleting any file."
-    and "Ask before deleting a branch.") two rules."""
+    and an overlap of `NEAR_IDENTICAL` or more, one holding no topic word
+    the other lacks. Each holding a word of its own is each directing
+    something the other does not — the same action on another object
+    ("… config files." and "… migration files."), another action on the
+    same one — and so two rules. The floor on shared words keeps two short
+    rules one word apart ("Ask before deleting any file." and "Ask before
+    deleting a branch.") two rules."""
     wa, wb = _topic_words(a), _topic_words(b)
     if not wa or not wb:
         return False
     if wa == wb:
         return True
+    if wa - wb and wb - wa:
+        return False
     shared = len(wa & wb)
     return shared >= NEAR_IDENTICAL_SHARED and shared / len(wa | wb) >= NEAR_IDENTICAL

@@ -117,9 +117,32 @@ def source_of(reflection_id: str, by_id: Mapping[str, Reflexion]) -> RuleSource:
     )
 
 
+#: The trigger a person's edit of a rule is named by among its sources.
+PERSON_EDIT = "person_edit"
+
+
+def edit_source(rule: Rule) -> RuleSource | None:
+    """The person's own edit of `rule` as a source (`Rule.edited`), or
+    `None` when they accepted the learner's words as they were. The id is
+    the proposal's, marked so no reflection id can be confused with it."""
+    e = rule.edited
+    if e is None:
+        return None
+    return RuleSource(
+        reflexion_id=f"edit:{e.proposal_id}",
+        trigger=PERSON_EDIT,
+        text=bound_text(rule.text, SOURCE_TEXT_BUDGET),
+        lesson=f"a person wrote these words accepting proposal {e.proposal_id}; the learner had proposed: {e.was}",
+        created_at=e.at,
+    )
+
+
 def sources_of(rule: Rule, by_id: Mapping[str, Reflexion]) -> list[RuleSource]:
-    """A rule's sources, in the order it names them."""
-    return [source_of(i, by_id) for i in rule.sources]
+    """A rule's sources: the person's own edit first when they made one
+    (the strongest evidence a rule can have: they wrote it), then the
+    reflections in the order it names them."""
+    edit = edit_source(rule)
+    return ([edit] if edit is not None else []) + [source_of(i, by_id) for i in rule.sources]
 
 
 def no_sources_note(rule: Rule, kind: str) -> str | None:

@@ -95,12 +95,40 @@ def _s(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _cut(text: str, limit: int) -> str:
+#: How far back from a cut `cut_at_word` looks for a space to cut at,
+#: beyond which a word is cut rather than lose this much of the text.
+WORD_CUT_WINDOW = 24
+
+
+def _word_end(text: str, at: int) -> int:
+    """Where to end a head of `text` cut near `at`: the last space within
+    `WORD_CUT_WINDOW` before it (and in its last third), else `at` itself
+    (a run with no space)."""
+    space = text.rfind(" ", max(at - WORD_CUT_WINDOW, at * 2 // 3, 0), at + 1)
+    return space if space > 0 else at
+
+
+def _word_start(text: str, at: int) -> int:
+    """Where to start a tail of `text` cut near `at`: just after the first
+    space within `WORD_CUT_WINDOW` after it, else `at` itself."""
+    if at <= 0 or text[at - 1].isspace():
+        return at
+    space = text.find(" ", at, at + WORD_CUT_WINDOW)
+    return space + 1 if space >= 0 else at
+
+
+def cut_at_word(text: str, limit: int) -> str:
+    """`text` if it fits `limit` characters, else its head cut at a word
+    with "…" after it (never more than `limit` characters): "I see th…"
+    read as a typo, "I see…" as a cut."""
     if limit <= 0:
         return ""
     if len(text) <= limit:
         return text
-    return text[: max(limit - 1, 0)] + "…"
+    return text[: _word_end(text, limit - 1)].rstrip() + "…"
+
+
+_cut = cut_at_word
 
 
 def _one_line(text: str, limit: int | None = None) -> str:
@@ -331,20 +359,34 @@ def gather_context(
 # ─── Filling the budget ─────────────────────────────────────────────────────
 
 
+#: From how many characters cut `head_and_tail` says how many: a paste of
+#: a log or a file is worth knowing the size of; a sentence cut short is
+#: not, and "[… 183 characters cut …]" in the middle of one only gets in
+#: the way of reading it.
+COUNT_CUT_FROM = 1000
+
+
 def head_and_tail(text: str, budget: int) -> str:
     """`text` if it fits `budget`, else its head and tail with the cut
     marked in the middle: what comes first (often the point) and what comes
-    last (often where it led) are both kept. Never more than `budget`
-    characters."""
+    last (often where it led) are both kept, each cut at a word. The mark
+    is " … ", and names the characters cut when they are `COUNT_CUT_FROM`
+    or more. Never more than `budget` characters."""
     if len(text) <= budget:
         return text
     keep = budget
+    marker = " … "
     for _ in range(3):  # the marker's length depends on the count it states
-        marker = f"\n[… {len(text) - keep:,} characters cut …]\n"
+        cut = len(text) - keep
+        marker = f"\n[… {cut:,} characters cut …]\n" if cut >= COUNT_CUT_FROM else " … "
         keep = max(budget - len(marker), 0)
-    head = keep * 2 // 3
-    tail = keep - head
-    return text[:head] + marker + (text[len(text) - tail :] if tail else "")
+    if keep < 2 * WORD_CUT_WINDOW:
+        head = keep * 2 // 3
+        tail = keep - head
+        return text[:head] + marker + (text[len(text) - tail :] if tail else "")
+    head_end = _word_end(text, keep * 2 // 3)
+    tail_start = _word_start(text, len(text) - (keep - head_end))
+    return text[:head_end].rstrip() + marker + text[tail_start:].lstrip()
 
 
 def evidence_context(pieces: ContextPieces, trigger: str, budget: int) -> str:

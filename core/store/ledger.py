@@ -218,3 +218,8 @@ class LeapRun(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: The scope the pass learned: a project's root, or `None` — global,
     #: which is also what a run recorded before scopes reads as.
     project: str | None = None
+    #: The reflections the pass showed the learner, and those its answer
+    #: cited (`learning.aside`: a lesson shown three times and never cited
+    #: is set aside). Empty on runs recorded before they were kept.
+    shown: list[str] = msgspec.field(default_factory=list)
+    cited: list[str] = msgspec.field(default_factory=list)

@@ -11,6 +11,7 @@ from mecha.core.domain.reflexion import Origin
 from mecha.core.domain.rules import validate_domain
 from mecha.core.errors import InvalidInput, NotFound
 from mecha.core.identity import now
+from mecha.core.learning.learn import set_aside_in
 from mecha.core.learning.lessons import ALL, LessonCounts, LessonsResult, list_lessons
 from mecha.core.learning.proposals import rule_sources as sources
 from mecha.core.learning.record import live_records
@@ -79,6 +80,7 @@ def lessons(ctx: Context, p: m.LessonsParams, cancel: Cancel) -> Any:
         return LessonsResult(lessons=[], counts=LessonCounts())
     origin = None if p.origin is None else Origin(p.origin)
     found, counts = list_lessons(
-        store.reflexions(), domain=p.domain, scope=scope, trigger=p.trigger, origin=origin, pending=p.pending
+        store.reflexions(), domain=p.domain, scope=scope, trigger=p.trigger, origin=origin, pending=p.pending,
+        aside=set_aside_in(store),
     )
     return LessonsResult(lessons=found[: p.limit] if p.limit is not None else found, counts=counts)

@@ -14,7 +14,14 @@ from mecha.core.domain.rules import validate_domain
 from mecha.core.environment.settings import config_path
 from mecha.core.errors import InvalidInput
 from mecha.core.learning.proposals import accept as accept_it
-from mecha.core.learning.proposals import list_proposals, proposal_changes_in, proposal_diff, proposal_scope, reject_proposal
+from mecha.core.learning.proposals import (
+    list_proposals,
+    proposal_changes_in,
+    proposal_diff,
+    proposal_scope,
+    reject_proposal,
+    used_lessons,
+)
 from mecha.core.learning.proposals import propose_retirement as propose
 from mecha.core.learning.sources import with_measurements
 from mecha.core.learning.validate import proposal_verdict
@@ -46,12 +53,19 @@ def proposal(ctx: Context, p: m.IdParams, cancel: Cancel) -> m.ProposalWithDiffR
 
 
 def accept(ctx: Context, p: m.AcceptProposalParams, cancel: Cancel) -> m.AcceptProposalResult:
-    done = accept_it(ctx.store(), p.id, as_global=p.as_global, without=p.without, reason=p.reason)
+    edits = {e.number: e.text for e in p.edit}
+    if len(edits) != len(p.edit):
+        raise InvalidInput("edit: a change is edited twice; give each change's words once")
+    done = accept_it(
+        ctx.store(), p.id, as_global=p.as_global, without=p.without, wrong=p.wrong, edits=edits, reason=p.reason,
+    )
     try:
         refresh_blocks(ctx)
     except Exception as exc:  # the accept has landed: a cache is never its error
         logging.getLogger(__name__).warning("rules block cache not refreshed: %s", exc)
-    return m.AcceptProposalResult(proposal=done.proposal, exports=reexport(ctx), promotions=done.promotions)
+    return m.AcceptProposalResult(
+        proposal=done.proposal, exports=reexport(ctx), promotions=done.promotions, used_lessons=used_lessons(done.proposal),
+    )
 
 
 def reexport(ctx: Context) -> list[m.ExportResult]:

@@ -51,12 +51,42 @@ def test_accept_without_a_numbered_change_from_the_command_line(env, store_dir):
 
     done = run(env, store_dir, "proposals", "accept", pid, "--without", "2", "--reason", "npm is fine here")
     assert done.returncode == 0, done.stderr
-    assert "left out 2 (added): “Use pnpm in this workspace.”; 1 lesson(s) marked rejected" in done.stdout
+    assert "left out 2 (added): “Use pnpm in this workspace.”\n" in done.stdout, done.stdout
+    assert "2 lesson(s) used; 1 back in the pool for a later pass" in done.stdout
     assert [r.id for r in store.learned_rules("behavior")] == ["rule-r-a", "rule-r-c"]
     again = run(env, store_dir, "proposals", "show", pid)
-    assert "left out 2 (added): “Use pnpm in this workspace.”; 1 lesson(s) marked rejected" in again.stdout, again.stdout
+    assert "left out 2 (added): “Use pnpm in this workspace.”" in again.stdout, again.stdout
     lessons = json.loads(run(env, store_dir, "--json", "lessons").stdout)["lessons"]
-    assert {x["id"]: x["rejected"] for x in lessons} == {"r-a": None, "r-b": "npm is fine here", "r-c": None}
+    assert {x["id"]: (x["processed"], x["rejected"]) for x in lessons} == {
+        "r-a": (True, None), "r-b": (False, None), "r-c": (True, None),
+    }, "leaving a rule out rejects no lesson"
+
+
+def test_accept_naming_a_change_wrong_from_the_command_line_rejects_its_lesson(env, store_dir):
+    pid = "20261201T000000-cli00003"
+    store = seeded(store_dir, pid)
+    done = run(env, store_dir, "proposals", "accept", pid, "--wrong", "2", "--reason", "npm is fine here")
+    assert done.returncode == 0, done.stderr
+    assert "left out 2 (added): “Use pnpm in this workspace.”; 1 lesson(s) marked rejected" in done.stdout
+    marks = {r.id: (r.is_processed, r.rejected) for r in store.reflexions()}
+    assert marks == {"r-a": (True, None), "r-b": (True, "npm is fine here"), "r-c": (True, None)}
+
+
+def test_accept_with_an_edit_puts_the_persons_words_in_the_rules_file_and_in_why(env, store_dir):
+    pid = "20261201T000000-cli00004"
+    seeded(store_dir, pid)
+    mine = "Quote the error message word for word, never a summary."
+    refused = run(env, store_dir, "proposals", "accept", pid, "--edit", "2", "Ask @pat-lee first.")
+    assert refused.returncode != 0 and "edit: change 2: the edited rule carries personal data (an account handle)" in refused.stderr
+    done = run(env, store_dir, "proposals", "accept", pid, "--edit", "1", mine)
+    assert done.returncode == 0, done.stderr
+    assert f"in your words: “{mine}” (proposed: “Quote the exact error message.”)" in done.stdout, done.stdout
+    assert mine in (store_dir / "rules" / "behavior.learned.toml").read_text()
+    why = run(env, store_dir, "why", "rule-r-a")
+    assert why.returncode == 0, why.stderr
+    lines = why.stdout.splitlines()
+    first = next(i for i, line in enumerate(lines) if "person_edit" in line)
+    assert mine in lines[first] and all("followup" not in line for line in lines[:first]), why.stdout
 
 
 def test_reject_names_the_wrong_lessons_and_returns_the_rest_to_the_pool(env, store_dir):

@@ -52,12 +52,15 @@ export type ShowRulesBlockCommandResult = RulesPromptBlockResult;
 
 /**
  * `mecha.acceptProposal`'s optional second argument: what an editor's
- * "leave out change N" action sends (`AcceptProposalParams`' fields of
- * the same names).
+ * "leave out change N", "change N rests on a wrong lesson" and "edit
+ * change N" actions send (`AcceptProposalParams`' fields of the same
+ * names).
  */
 export interface AcceptOptions {
+  edit?: EditedRule[];
   reason?: string | null;
   without?: number[];
+  wrong?: number[];
 }
 
 /**
@@ -72,6 +75,12 @@ export interface AccountCalls {
   account: string;
   made: number | null;
   stated: number;
+}
+
+/** A person's own words for one rule of a proposal, as they accept it. */
+export interface EditedRule {
+  number: number;
+  text: string;
 }
 
 /** One `[export]` target of `sidecar.toml` that an accept rewrote. */
@@ -252,6 +261,7 @@ export interface Rule {
   based_on_count?: number;
   confidence?: number;
   created_at?: string;
+  edited?: RuleEdit;
   enabled?: boolean;
   id?: string;
   retired_at?: string;
@@ -287,6 +297,16 @@ export interface RuleDrop {
   contradicted_by?: string;
   rule_id?: string;
   text: string;
+}
+
+/**
+ * A person's rewording of a proposed rule, made as they accepted it
+ * (`proposals accept ID --edit N TEXT`).
+ */
+export interface RuleEdit {
+  at: string;
+  proposal_id: string;
+  was: string;
 }
 
 /** One reflection a rule rests on, and where its intervention was found. */

@@ -378,7 +378,11 @@ def test_a_live_rule_left_out_with_no_reason_is_kept_and_the_drop_refused():
     assert out.drops == []
     kinds = sorted((r.kind, r.rule) for r in out.refusals)
     assert kinds == [("drop", LIVE[0].text), ("drop", LIVE[1].text), ("rule", "serve / other")]
-    assert all("kept as it is" in r.reason for r in out.refusals if r.kind == "drop")
+    assert all("left it out with no reason" in r.reason for r in out.refusals if r.kind == "drop")
+    from mecha.core.learning.consolidation import refusals_summary
+
+    said = refusals_summary(out.refusals)
+    assert f"kept “{LIVE[0].text[:20]}" in said and f"kept “{LIVE[1].text[:20]}" in said, "a live rule kept is said kept"
 
 
 def test_a_live_rule_is_dropped_when_absorbed_by_a_new_rule_or_contradicted_by_a_reflection():

@@ -110,7 +110,7 @@ async def test_a_pass_files_one_proposal_per_ready_scope_and_accept_writes_each_
     accept_proposal(store, pa.id)
     assert [r.text for r in store.learned_rules("behavior", app)] == ["Indent with two spaces."]
     assert store.learned_rules("behavior") == [], "the global file is untouched by a project's accept"
-    assert [r.id for r in learnable_pool(store, "behavior", app)] == []
+    assert [r.id for r in learnable_pool(store, "behavior", app)] == ["a1", "a2"], "the lessons no rule cites wait"
     accept_proposal(store, pg.id)
     assert [r.text for r in store.learned_rules("behavior")] == ["Ask before deleting anything."]
     assert store.render_block(None, tool).rule_ids == [store.learned_rules("behavior")[0].id]
@@ -177,7 +177,7 @@ async def test_accept_as_global_sends_the_new_rules_to_the_global_file(store: Le
     assert done.proposal.project == app, "the record still says where it was learned"
     assert [r.text for r in store.learned_rules("behavior")] == ["Ask before deleting anything."]
     assert [r.text for r in store.learned_rules("behavior", app)] == ["Keep the old rule."]
-    assert all(r.is_processed for r in store.reflexions())
+    assert [r.id for r in store.reflexions() if r.is_processed] == [store.reflexions()[0].id], "the cited lesson only"
     assert store.render_block(None, tool).rule_ids == [store.learned_rules("behavior")[0].id]
     assert git_log(store)[0].startswith(f"accept proposal {pid}: behavior learned rules (global, as a person chose)")
 
@@ -216,25 +216,25 @@ async def test_a_lesson_learned_in_two_projects_is_proposed_for_promotion_never_
 ) -> None:
     # Pins: a lesson silently made global, or never offered for promotion.
     app, tool = two
-    first = accept(store, await _project_proposal(store, app, "Run the tests before saying done."))
+    first = accept(store, await _project_proposal(store, app, "Run the tests before deleting anything."))
     assert first.promotions == [], "one project is not two"
-    second = accept(store, await _project_proposal(store, tool, "run the tests before saying done"))
+    second = accept(store, await _project_proposal(store, tool, "run the tests before deleting anything"))
     [promo] = second.promotions
     assert promo.status.value == "pending" and promo.project is None
     assert promo.promoted_from == sorted([app, tool])
-    assert [r.text for r in promo.rules] == ["Run the tests before saying done."]
+    assert [r.text for r in promo.rules] == ["Run the tests before deleting anything."]
     assert promo.rules[0].sources == ["a-app-0", "a-tool-0"], "the lesson's sources in every project"
     assert store.learned_rules("behavior") == [], "filed, never applied"
     assert git_log(store)[0].startswith(f"propose promoting a behavior lesson to the global rules ({promo.id})")
 
     # A third accept in either project files no second promotion of it.
-    third = accept(store, await _project_proposal(store, app, "Run the tests before saying done.", "Keep diffs small.", prefix="b"))
+    third = accept(store, await _project_proposal(store, app, "Run the tests before deleting anything.", "Keep diffs small.", prefix="b"))
     assert third.promotions == []
 
     done = accept(store, promo.id)
     assert done.promotions == []
     [g] = store.learned_rules("behavior")
-    assert g.text == "Run the tests before saying done."
+    assert g.text == "Run the tests before deleting anything."
     assert [r.text for r in store.learned_rules("behavior", app)] == ["Keep diffs small."]
     assert store.learned_rules("behavior", tool) == []
     for project in (app, tool):
@@ -243,10 +243,10 @@ async def test_a_lesson_learned_in_two_projects_is_proposed_for_promotion_never_
 
 async def test_a_rejected_promotion_is_not_proposed_again(store: LearningStore, two: tuple[str, str]) -> None:
     app, tool = two
-    accept(store, await _project_proposal(store, app, "Run the tests before saying done."))
-    [promo] = accept(store, await _project_proposal(store, tool, "Run the tests before saying done.")).promotions
+    accept(store, await _project_proposal(store, app, "Run the tests before deleting anything."))
+    [promo] = accept(store, await _project_proposal(store, tool, "Run the tests before deleting anything.")).promotions
     reject_proposal(store, promo.id, "each repository decides this for itself")
-    again = accept(store, await _project_proposal(store, tool, "Run the tests before saying done.", "Keep diffs small.", prefix="b"))
+    again = accept(store, await _project_proposal(store, tool, "Run the tests before deleting anything.", "Keep diffs small.", prefix="b"))
     assert again.promotions == []
     assert [p.id for p in store.proposals() if p.promoted_from] == [promo.id]
 
@@ -257,14 +257,14 @@ async def test_a_promotion_lands_on_the_global_rules_as_they_are_when_accepted(s
     app, tool = two
     store.append_reflexions([reflexion(f"g{i}", None) for i in range(3)])
     glob = await learn_domain(store, "behavior", Learner(ScriptedProvider(rules_reply("Ask before deleting anything."))))
-    accept(store, await _project_proposal(store, app, "Run the tests before saying done."))
-    [promo] = accept(store, await _project_proposal(store, tool, "Run the tests before saying done.")).promotions
+    accept(store, await _project_proposal(store, app, "Run the tests before deleting anything."))
+    [promo] = accept(store, await _project_proposal(store, tool, "Run the tests before deleting anything.")).promotions
     accept(store, glob.proposal_id or "")
     # A pending promotion is the global scope's pending proposal.
     assert f"proposal {promo.id} for behavior is still pending" in (learn_refusal(store, "behavior", 1) or "")
     done = accept(store, promo.id)
     assert [r.text for r in store.learned_rules("behavior")] == [
-        "Ask before deleting anything.", "Run the tests before saying done."]
+        "Ask before deleting anything.", "Run the tests before deleting anything."]
     assert [r.text for r in done.proposal.rules_before] == ["Ask before deleting anything."]
 
 
@@ -292,7 +292,7 @@ async def test_the_proposal_method_and_its_text_name_each_proposals_and_rules_sc
 
     app, tool = two
     ctx = Context.from_options(InitializationOptions(learning_dir=str(store.root)))
-    pid = await _project_proposal(store, app, "Run the tests before saying done.")
+    pid = await _project_proposal(store, app, "Run the tests before deleting anything.")
     shown = call(ctx, "mecha/proposal", {"id": pid})
     assert shown["scope"] == app and shown["proposal"]["project"] == app
     assert [c["scope"] for c in shown["changes"]] == [app]
@@ -372,9 +372,9 @@ async def test_a_project_pass_proposes_no_lesson_the_global_rules_hold(store: Le
     # Pins: a promoted lesson learned back into a project, so its runs are
     # told it twice and no promotion can ever remove the copy.
     app, _ = two
-    write_learned_rules(store, "behavior", [Rule(text="Run the tests before saying done.", id="r-g")])
-    pid = await _project_proposal(store, app, "run the tests before saying done", "Indent with two spaces.")
+    write_learned_rules(store, "behavior", [Rule(text="Run the tests before deleting anything.", id="r-g")])
+    pid = await _project_proposal(store, app, "run the tests before deleting anything", "Indent with two spaces.")
     p = store.proposal(pid)
     assert [r.text for r in p.rules] == ["Indent with two spaces."]
     [refusal] = p.refusals
-    assert refusal.rule == "run the tests before saying done" and "global rules hold this lesson" in refusal.reason
+    assert refusal.rule == "run the tests before deleting anything" and "global rules hold this lesson" in refusal.reason

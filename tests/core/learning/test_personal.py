@@ -151,3 +151,42 @@ def test_findings_are_ordered_disjoint_and_exact_on_any_text(text):
         assert f.start >= pos and text[f.start:f.end] == f.text
         pos = f.end
     redact_personal_data(text, found)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Check user.name and user.email in git config.",
+        "Run git config --get user.email before committing; set sendemail.to per repository.",
+        "Decorate it with @property and install react@latest with @types/node.",
+        "In the git log, Author: lines name the committer; the tests passed: 12 of 12.",
+        "Run the benchmarks on the MacBook Pro only after plugging it in.",
+    ],
+)
+def test_git_config_keys_decorators_and_words_holding_auth_are_not_personal_data(text):
+    # Pins: "Check user.name and user.email in git config." refused as
+    # carrying "a host name", and prompts showing `git config --get [host]`.
+    assert find_personal_data(text) == [], [(f.kind, f.text) for f in find_personal_data(text)]
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("Ask @pat-lee before merging.", [(PersonalKind.HANDLE, "@pat-lee")]),
+        ("Clone from github.com/patlee/dotfiles.", [(PersonalKind.HANDLE, "patlee")]),
+        ("[sudo] password for pat: ", [(PersonalKind.LOGIN, "pat")]),
+        ("ssh pat@devbox-07 uptime", [(PersonalKind.LOGIN, "pat"), (PersonalKind.HOST, "devbox-07")]),
+        ("pat@Pats-MacBook-Pro ~ % make", [(PersonalKind.HOST, "pat@Pats-MacBook-Pro")]),
+        ("Author: Pats-MacBook-Pro", [(PersonalKind.HOST, "Pats-MacBook-Pro")]),
+    ],
+)
+def test_handles_logins_and_a_laptops_name_are_found_by_their_real_kind(text, found):
+    # Pins: a handle and a pasted sudo prompt reaching the prompts
+    # unredacted, and a laptop's name reported as "an API token or secret".
+    assert kinds(text) == found
+
+
+def test_a_refusal_names_each_finding_by_its_kind_and_redaction_keeps_the_sense():
+    text = "Ask @pat-lee on Pats-MacBook-Pro; [sudo] password for pat"
+    assert describe_findings(find_personal_data(text)) == "an account handle, a host name and a login name"
+    assert redact_personal_data(text) == "Ask [handle] on [host]; [sudo] password for [user]"

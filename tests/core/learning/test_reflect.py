@@ -276,12 +276,36 @@ async def test_a_learn_batch_is_bounded_oldest_first_and_the_rest_wait(store: Le
     proposal = store.proposal(outcome.proposal_id)
     assert proposal.reflexion_ids == [f"r{i:03d}" for i in range(LEARN_BATCH_MAX_REFLECTIONS)]
     assert "r045" not in provider.requests[0].user
+    assert outcome.outcome.endswith(
+        "; 10 more lesson(s) wait for the next pass, which can run once this proposal is answered (`mecha-sidecar learn behavior`)"
+    ), "the pass says how many wait"
 
     huge = [reflexion(0, intervention="pasted " * 200_000)]
     assert [r.id for r in learn_batch(huge)] == ["r000"], "a single large reflection is still consolidated"
     from mecha.core.learning.consolidation import learner_user_prompt
 
     assert len(learner_user_prompt("behavior", [], [], huge)) < 10_000
+
+
+async def test_a_pass_learns_every_batch_until_one_files_and_the_surest_lessons_go_first(store: LearningStore):
+    # Pins: a pass sending 20 of 23 lessons and the other 3, the strongest
+    # (0.85) among them, waiting silently for a second `learn`.
+    import msgspec
+
+    weak = [msgspec.structs.replace(reflexion(i), confidence=0.5) for i in range(LEARN_BATCH_MAX_REFLECTIONS)]
+    strong = [msgspec.structs.replace(reflexion(i, text="Ask first."), confidence=0.85)
+              for i in range(LEARN_BATCH_MAX_REFLECTIONS, LEARN_BATCH_MAX_REFLECTIONS + 3)]
+    store.append_reflexions(weak + strong)
+    first = learn_batch(weak + strong)
+    assert [r.id for r in first][:3] == ["r000", "r001", "r002"] and {r.id for r in strong} <= {r.id for r in first}, (
+        "the surest lessons are in the first call, listed oldest first"
+    )
+    provider = ScriptedProvider(json.dumps({"rules": []}), rules_reply("Keep it short."))
+    outcome = await learn_domain(store, "behavior", Learner(provider))
+    assert len(provider.requests) == 2, "the second batch is learned in the same pass"
+    assert outcome.outcome.startswith("batch 1 of 2 (40 lessons): nothing to change"), outcome.outcome
+    assert "batch 2 of 2 (3 lessons): proposal" in outcome.outcome and "wait" not in outcome.outcome
+    assert len(store.proposal(outcome.proposal_id).reflexion_ids) == 3
 
 
 async def test_an_inbox_entry_whose_id_can_never_be_recorded_is_set_aside_and_the_rest_go_on(store: LearningStore):

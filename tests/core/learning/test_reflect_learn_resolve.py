@@ -353,12 +353,14 @@ async def make_proposal(store: LearningStore, *texts: str) -> str:
     return outcome.proposal_id
 
 
-async def test_accepting_writes_the_rules_marks_reflections_and_commits(store: LearningStore):
+async def test_accepting_writes_the_rules_marks_the_lessons_they_cite_and_commits(store: LearningStore):
     pid = await make_proposal(store, "Ask before acting.")
     accepted = accept_proposal(store, pid[:12])
     assert accepted.status == "accepted" and accepted.resolved_at
     assert [r.text for r in store.learned_rules("behavior")] == ["Ask before acting."]
-    assert all(r.is_processed for r in store.reflexions())
+    assert {r.id: r.is_processed for r in store.reflexions()} == {"x1": True, "x2": False, "x3": False}, (
+        "only the lesson the rule cites is used; the others return to the pool"
+    )
     assert "Ask before acting." in (store.rules_prompt_block() or "")
     assert git_log(store)[0].startswith(f"accept proposal {pid}")
     with pytest.raises(NotPending):

@@ -4,6 +4,7 @@ one without losing its lessons, and a rejected proposal not filed again."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -73,9 +74,10 @@ async def test_changes_are_numbered_as_proposals_show_lists_them(proposed):
     assert [c.number for c in proposal_changes_in(store, p)] == [1, 2, 3, 4, 5], "the wire numbers them the same"
 
 
-async def test_accept_without_a_rule_writes_the_rest_and_rejects_only_its_lessons(proposed):
+async def test_accept_without_a_rule_writes_the_rest_and_returns_its_lessons_to_the_pool(proposed):
     # Pins: one doubtful rule costing the whole batch (reject), or the only
-    # other road being accept-then-retire.
+    # other road being accept-then-retire; and then leaving a rule out that
+    # cited the wrong lesson marking that innocent lesson "rejected by you".
     store, pid = proposed
     done = accept(store, pid, without=[2], reason="npm is fine in the docs folder")
     live = [r.text for r in store.learned_rules("behavior")]
@@ -83,11 +85,22 @@ async def test_accept_without_a_rule_writes_the_rest_and_rejects_only_its_lesson
     assert "Quote the exact error message when reporting a failure." in live
     assert "Run the full test suite and read its output before saying a change is done." in live
     reflections = by_id(store)
-    assert reflections["r-pnpm"].rejected == "npm is fine in the docs folder" and reflections["r-pnpm"].is_processed
+    assert reflections["r-pnpm"].rejected is None and not reflections["r-pnpm"].is_processed, "back in the pool"
     assert all(reflections[i].rejected is None and reflections[i].is_processed for i in ("r-err", "r-tests", "r-push"))
     [left] = done.proposal.left_out
-    assert (left.number, left.change, left.rejected, left.reason) == (2, "added", ["r-pnpm"], "npm is fine in the docs folder")
+    assert (left.number, left.change, left.rejected, left.reason) == (2, "added", [], "npm is fine in the docs folder")
     assert store.proposal(pid).rules == store.learned_rules("behavior"), "the proposal records what was written"
+
+
+async def test_accept_naming_a_change_wrong_leaves_it_out_and_rejects_only_its_lessons(proposed):
+    store, pid = proposed
+    done = accept(store, pid, wrong=[2], reason="npm is fine in the docs folder")
+    assert "Use pnpm, never npm, in this workspace." not in [r.text for r in store.learned_rules("behavior")]
+    reflections = by_id(store)
+    assert reflections["r-pnpm"].rejected == "npm is fine in the docs folder" and reflections["r-pnpm"].is_processed
+    assert all(reflections[i].rejected is None for i in ("r-err", "r-tests", "r-push"))
+    [left] = done.proposal.left_out
+    assert (left.number, left.rejected) == (2, ["r-pnpm"])
 
 
 async def test_leaving_out_a_rewrite_keeps_the_rule_it_replaced_and_a_removal_keeps_the_live_rule(proposed):
@@ -98,6 +111,17 @@ async def test_leaving_out_a_rewrite_keeps_the_rule_it_replaced_and_a_removal_ke
     assert [r.text for r in live if r.id not in ("rule-tests", "rule-delete")] == [
         "Quote the exact error message when reporting a failure.", "Use pnpm, never npm, in this workspace.",
     ]
+    reflections = by_id(store)
+    assert not reflections["r-tests"].is_processed and not reflections["r-push"].is_processed, (
+        "the left-out rewrite's and drop's lessons go back to the pool"
+    )
+    accept_wrong = reflections["r-tests"].rejected
+    assert accept_wrong is None
+
+
+async def test_a_change_named_wrong_without_a_reason_says_which_change(proposed):
+    store, pid = proposed
+    accept(store, pid, wrong=[3, 5])
     reflections = by_id(store)
     assert reflections["r-tests"].rejected and reflections["r-push"].rejected, "the rewrite's and the drop's lessons"
     assert "change 3 of proposal" in (reflections["r-tests"].rejected or ""), "no reason given: it says which change"
@@ -111,6 +135,26 @@ async def test_accept_without_refuses_numbers_it_does_not_have_and_leaving_out_e
         accept(store, pid, without=[1, 2, 3, 4, 5])
     assert store.proposal(pid).status.value == "pending", "a refused accept changes nothing"
     assert not any(r.is_processed for r in store.reflexions())
+
+
+async def test_an_accept_of_a_one_rule_proposal_over_four_lessons_leaves_three_in_the_pool(tmp_path: Path):
+    # Pins: accepting one rule marking all four lessons "used by a proposal",
+    # so three that never made a rule could not add weight to a later one.
+    store = LearningStore.open(tmp_path / "learning")
+    store.append_reflexions([reflexion(i) for i in LESSONS])
+    one = json.dumps({"rules": [{"rule": "Use pnpm rather than npm in this workspace.", "based_on": ["R2"]}]})
+    outcome = await learn_domain(store, "behavior", Learner(ScriptedProvider(one)))
+    assert outcome.proposal_id is not None, outcome.outcome
+    accept(store, outcome.proposal_id)
+    assert [r.id for r in store.learnable_unprocessed("behavior")] == ["r-err", "r-tests", "r-push"]
+    assert by_id(store)["r-pnpm"].is_processed
+    assert "1 reflection(s) used and marked processed; 3 back in the pool" in _log(store)
+
+
+def _log(store: LearningStore) -> str:
+    import subprocess
+
+    return subprocess.run(["git", "log", "-1", "--format=%B"], cwd=store.root, capture_output=True, text=True).stdout
 
 
 async def test_a_rejected_proposals_lessons_go_back_to_the_pool_unless_named_wrong(proposed):
@@ -145,7 +189,7 @@ async def test_the_lessons_listing_says_which_lessons_a_person_rejected_and_why(
     from mecha.core.learning.lessons import lesson_view
 
     store, pid = proposed
-    accept(store, pid, without=[1], reason="we summarise errors on purpose")
+    accept(store, pid, wrong=[1], reason="we summarise errors on purpose")
     views = {r.id: lesson_view(r) for r in store.reflexions()}
     assert views["r-err"].rejected == "we summarise errors on purpose"
     assert views["r-pnpm"].rejected is None and views["r-pnpm"].processed
@@ -180,3 +224,50 @@ async def test_a_rule_rewritten_by_a_later_pass_keeps_every_source_and_why_shows
     why = rule_sources(store, rewritten.id or "")
     assert [s.reflexion_id for s in why.sources] == ["r-tests", "r-err", "r-tests-2"]
     assert all(s.on_record for s in why.sources)
+
+
+async def test_an_accept_with_an_edit_lands_the_persons_words_and_why_shows_them_first(proposed):
+    # Pins: a person able to accept, leave out or reject a rule but not fix its words.
+    from mecha.core.learning.proposals import rule_sources
+
+    store, pid = proposed
+    mine = "Quote the error message word for word when a command fails."
+    done = accept(store, pid, edits={1: mine}, without=[2])
+    live = store.learned_rules("behavior")
+    assert mine in [r.text for r in live]
+    assert "Quote the exact error message when reporting a failure." not in [r.text for r in live]
+    rule = next(r for r in live if r.text == mine)
+    assert rule.edited is not None and rule.edited.was == "Quote the exact error message when reporting a failure."
+    why = rule_sources(store, rule.id or "")
+    assert [s.trigger for s in why.sources][:2] == ["person_edit", "followup"]
+    assert why.sources[0].text == mine and why.sources[1].reflexion_id == "r-err"
+    assert by_id(store)["r-err"].is_processed, "the lesson the edited rule rests on is used"
+    assert mine in (store.root / "rules" / "behavior.learned.toml").read_text()
+    assert f"Edited by the person: {mine}" in _log(store)
+    assert done.proposal.rules == live
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ({4: "Keep it."}, "removed a rule; only a new or changed rule"),
+        ({2: "Use pnpm."}, "is left out; it cannot also be edited"),
+        ({1: "Quote the error.\nAnd more."}, "line break"),
+        ({1: "Mail failures to pat.lee@acme-corp.com."}, "personal data (an email address)"),
+        ({1: "Ask before deleting any file."}, "another rule already says"),
+        ({1: "x " * 300}, "at most 400"),
+        ({9: "Anything."}, "9 is not a change"),
+    ],
+)
+async def test_an_edit_is_checked_for_form_and_personal_data_and_refused_by_name(proposed, edit, message):
+    store, pid = proposed
+    with pytest.raises(InvalidInput, match=re.escape(message)):
+        accept(store, pid, edits=edit, without=[2])
+    assert store.proposal(pid).status.value == "pending", "a refused edit changes nothing"
+
+
+async def test_an_edit_is_not_judged_for_sense(proposed):
+    # The person's words need share no word with the lesson: they know better.
+    store, pid = proposed
+    accept(store, pid, edits={1: "Paste failing output verbatim."})
+    assert "Paste failing output verbatim." in [r.text for r in store.learned_rules("behavior")]

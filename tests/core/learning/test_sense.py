@@ -72,9 +72,9 @@ BAD = [
     Case("another platitude", answer(rule("Make sure to do high quality work at all times.", "R3")),
          ["Make sure to do high quality work at all times."], reason="platitude"),
     Case("a sound rule citing the wrong lesson", answer(rule("Quote the exact error message when reporting a failure.", "R2")),
-         ["Quote the exact error message when reporting a failure."], reason="shares no content"),
+         ["Quote the exact error message when reporting a failure."], reason="shares no subject"),
     Case("a sound rule citing two wrong lessons", answer(rule("Use pnpm rather than npm.", "R1", "R5")),
-         ["Use pnpm rather than npm."], reason="shares no content"),
+         ["Use pnpm rather than npm."], reason="shares no subject"),
     Case("an email address", answer(rule("Send failure reports to pat.lee@acme-corp.com with the exact error.", "R3")),
          ["Send failure reports to pat.lee@acme-corp.com with the exact error."], reason="an email address"),
     Case("a host name", answer(rule("Run the test suite on build-07.corp.acme.net before reporting a fix.", "R1")),
@@ -239,3 +239,117 @@ async def test_a_learn_pass_names_every_refusal_in_its_outcome(tmp_path):
     for r in outcome.refusals:
         assert r.reason in outcome.outcome
     assert "pat.lee" not in outcome.outcome and "more" not in outcome.outcome
+
+
+# ─── Subject, sameness and the cap (the second round of hand-made answers) ──
+
+MORE = [
+    reflexion("r-venv", "use the venv this project owns, not the system python",
+              "Run tools from the virtual environment the project owns, never the system Python."),
+    reflexion("r-files", "you edited the config and a migration I never mentioned",
+              "Ask before acting on config or migration files the task did not name."),
+    reflexion("r-bench", "you compared timings from a cold cache",
+              "Warm the cache before timing a benchmark, and compare medians of several runs."),
+    reflexion("r-tests", "you said it was fixed but never ran the tests", "Run the test suite before reporting that a fix works."),
+]
+#: The store's lessons the gate weighs words against: "run" is in most of
+#: them (as in a coding store), "benchmark" in one.
+STORE_LESSONS = [r.reflexion_text for r in MORE] + [
+    f"Run the {x} before saying a change is done." for x in ("linter", "formatter", "type checker", "build", "smoke tests", "migrations check")
+] + [f"Keep {x} out of commits." for x in ("logs", "build output", "editor files", "local settings")]
+
+
+def gate_more(*rules: dict):
+    parsed = parse_learner_reply(json.dumps({"rules": list(rules), "dropped": []}))
+    assert parsed is not None
+    out = gate_learned_set(parsed, MORE, [], store_lessons=STORE_LESSONS)
+    return out, [r.text for r in out.rules]
+
+
+SUBJECT_BAD = [
+    # (name, rule, cites, phrase the refusal names)
+    ("a GPU kernel rule citing a venv lesson through “owns”",
+     "Profile the GPU kernels the team owns before rewriting them.", ("R1",), "no subject"),
+    ("a benchmark rule citing a test lesson through “before”",
+     "Record the benchmark results before changing a kernel.", ("R4",), "no subject"),
+    ("a benchmark rule citing a lint lesson through a word most lessons hold",
+     "Run each benchmark three times.", ("R1",), "only a common word"),
+]
+SUBJECT_GOOD = [
+    ("a benchmark rule citing the benchmark lesson", "Compare medians of several benchmark runs, never one cold run.", ("R3",)),
+    ("a rule sharing two words most lessons hold", "Run the test suite and read its output before saying a fix works.", ("R4",)),
+    ("two rules one object apart, the first", "Ask before acting on config files.", ("R2",)),
+    ("a venv rule citing the venv lesson", "Use the project's virtual environment for every tool.", ("R1",)),
+]
+
+
+def test_subject_and_sameness_on_hand_made_answers(capsys):
+    bad_filed = 0
+    for name, text, cites, phrase in SUBJECT_BAD:
+        out, texts = gate_more(rule(text, *cites))
+        bad_filed += text in texts
+        assert text not in texts, name
+        assert any(phrase in r.reason for r in out.refusals), (name, out.refusals)
+    good = [rule(t, *c) for _, t, c in SUBJECT_GOOD] + [rule("Ask before acting on migration files.", "R2")]
+    out, texts = gate_more(*good)
+    good_lost = sum(g["rule"] not in texts for g in good)
+    assert out.refusals == [], out.refusals
+    with capsys.disabled():
+        print(f"\nlearn gate, subject and sameness: bad {len(SUBJECT_BAD)}, filed {bad_filed}; "
+              f"good {len(good)}, lost {good_lost}")
+    assert (bad_filed, good_lost) == (0, 0)
+
+
+def test_two_rules_one_object_apart_are_both_filed():
+    # Pins: "… config files." refused as saying in other words what
+    # "… migration files." says.
+    out, texts = gate_more(rule("Ask before acting on config files.", "R2"), rule("Ask before acting on migration files.", "R2"))
+    assert texts == ["Ask before acting on config files.", "Ask before acting on migration files."], out.refusals
+    assert not near_identical("Ask before acting on config files.", "Ask before acting on migration files.")
+    assert not near_identical("Ask before editing config files.", "Ask before deleting config files."), "another action"
+
+
+def test_a_rule_reworded_by_a_synonym_swap_is_two_rules_to_these_words():
+    # The cost of "each holding a word of its own is two rules": a learner
+    # swapping one word of a live rule for a synonym files a second copy
+    # (kept here so the figure reported is the measured one, not a hope).
+    assert not near_identical("Run the tests before calling a change finished.", "Run the tests before calling a change complete.")
+
+
+async def test_sixteen_distinct_rules_are_refused_for_growth_past_the_cap(tmp_path):
+    # Pins: sixteen rules one object apart folded into one by the sameness
+    # test, and that one filed.
+    from mecha.core.learning.consolidation import Learner
+    from mecha.core.learning.learn import learn_domain
+    from mecha.core.store.learning_store import LearningStore
+    from tests.fakes import ScriptedProvider
+
+    store = LearningStore.open(tmp_path / "learning")
+    store.append_reflexions(MORE)
+    objects = ["config", "migration", "lock", "fixture", "schema", "workflow", "docker", "terraform", "helm",
+               "proto", "vendor", "snapshot", "seed", "secret", "license", "changelog"]
+    rules = [{"rule": f"Ask before acting on {o} files.", "based_on": ["R2"]} for o in objects]
+    outcome = await learn_domain(store, "behavior", Learner(ScriptedProvider(json.dumps({"rules": rules}))))
+    assert outcome.status == "rejected_by_gate", outcome.outcome
+    [p] = store.proposals()
+    assert "16 active rules is over the cap of 15" in (p.reason or "")
+    assert not any(r.is_processed for r in store.reflexions()), "its lessons return to the pool"
+
+
+async def test_fifteen_rules_the_gate_folds_are_still_sixteen_to_the_cap(tmp_path):
+    # "The cap refuses growth past 15 whatever the dedupe does": one of
+    # sixteen repeats another in other words; the learner still went past the cap.
+    from mecha.core.learning.consolidation import Learner
+    from mecha.core.learning.learn import learn_domain
+    from mecha.core.store.learning_store import LearningStore
+    from tests.fakes import ScriptedProvider
+
+    store = LearningStore.open(tmp_path / "learning")
+    store.append_reflexions(MORE)
+    objects = ["config", "migration", "lock", "fixture", "schema", "workflow", "docker", "terraform", "helm",
+               "proto", "vendor", "snapshot", "seed", "secret", "license"]
+    rules = [{"rule": f"Ask before acting on {o} files.", "based_on": ["R2"]} for o in objects]
+    rules.append({"rule": "Always ask before acting on config files.", "based_on": ["R2"]})
+    outcome = await learn_domain(store, "behavior", Learner(ScriptedProvider(json.dumps({"rules": rules}))))
+    assert outcome.status == "rejected_by_gate", outcome.outcome
+    assert "the model proposed 16" in (store.proposals()[0].reason or "")
