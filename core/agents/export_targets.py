@@ -300,7 +300,8 @@ def export_to(store: LearningStore | None, target: ExportTarget, *, check: bool 
     block = block_for(store, target)
     within = None
     if target.project is not None:
-        if not os.path.isdir(target.path.parent):
+        folder = Path(target.checkout or target.project) if target.form == CODEX_KEY else target.path.parent
+        if not os.path.isdir(folder):
             raise ExportFailed(
                 f"{target.path}: the folder of the project at {target.project} is not there (moved or removed); "
                 "nothing was written"

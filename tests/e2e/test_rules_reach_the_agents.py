@@ -10,7 +10,11 @@ person's correction with `--resume`), their `SessionEnd` hook the plugin's
 own; the passes they start ask a scripted OpenAI-style model
 (`lessons_responder`); the review is `/mecha:review accept ID` in a real
 `claude -p`, whose scripted model asks for the accept the person's words
-say; the check is what the next real `claude -p` sends its model."""
+say; the check is what the next real `claude -p` sends its model. Codex's
+check is the same — what the next real `codex exec` sends — after an
+accept with its hooks installed; its lessons are stored as its hook stores
+them, since a `codex exec` session is headless (never learned from) and
+its terminal UI takes no scripted typing."""
 
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from typing import Any
 import pytest
 
 from mecha.core.store.learning_store import LearningStore, ProposalStatus
+from tests import builders
 from tests.processes import wait_for_hook_pass
 from tests.realparts import manifest
 
@@ -126,3 +131,47 @@ def test_claude_code_with_the_plugin_reads_an_accepted_rule_in_the_next_session_
     assert "Run `make test` before a commit." in sent, "beside the team's own CLAUDE.md"
     assert git(project, "status", "--porcelain") == ""
     assert (project / "CLAUDE.md").read_text() == "# Invoices\n\nRun `make test` before a commit.\n"
+
+
+def test_codex_with_the_hooks_reads_an_accepted_rule_in_the_next_session_and_git_sees_nothing(
+    person, project, store_dir
+):
+    # Pins: Codex rules written into the team's AGENTS.md (shown by git), or
+    # into a file Codex does not read, so the next session never sees them.
+    from tests.agent_server import AgentModelServer, Text
+    from tests.agentcli.conftest import codex_config
+
+    codex = str(manifest("agents")["codex"])
+    home = Path(person["HOME"])
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True, exist_ok=True)
+    with AgentModelServer(responder=lambda system, user, dialect: Text("I renamed the module.")) as agent_model:
+        # The person's Codex: a model provider, and this project trusted (Codex asks once per project).
+        (codex_home / "config.toml").write_text(
+            codex_config(agent_model.url) + f'\n[projects."{project.resolve()}"]\ntrust_level = "trusted"\n')
+        env = {**person, "CODEX_HOME": str(codex_home)}
+        run([sys.executable, "-m", "mecha.sidecar", "hooks", "install", "codex"], env, project)
+        # A real `codex exec` session is headless, and the reader never learns
+        # from one (its "person" may be a script), nor can a test type into
+        # Codex's terminal UI: the three lessons are the person's, as the
+        # session-end hook would have stored them.
+        LearningStore.open(store_dir).append_reflexions([
+            builders.reflexion(f"R{n}", f"Never rename a module without asking first ({n}).", session_id=f"s{n}",
+                               trigger="followup", intervention=text, project=str(project.resolve()))
+            for n, text in enumerate(CORRECTIONS)
+        ])
+        run([sys.executable, "-m", "mecha.sidecar", "learn", "behavior"], env, project)
+        proposal = wait_until(lambda: next(iter(LearningStore.open(store_dir).proposals()), None),
+                              "a learn pass to file a proposal")
+        assert proposal.project == str(project.resolve())
+        rule = proposal.rules[-1].text
+        accepted = run([sys.executable, "-m", "mecha.sidecar", "proposals", "accept", proposal.id], env, project)
+        assert f"the rules are now in {project.resolve()}/.codex/config.toml" in accepted.stdout, accepted.stdout
+
+        before = len(agent_model.seen)
+        run([codex, "exec", "Rename the totals helper."], env, project)
+        sent = json.dumps([s.body for s in agent_model.seen[before:]])
+    assert json.dumps(rule)[1:-1] in sent, "the next session's request carries the rule"
+    assert "Run `make test` before a commit." in sent, "beside the team's own AGENTS.md"
+    assert git(project, "status", "--porcelain") == ""
+    assert (project / "AGENTS.md").read_text() == "# Invoices\n\nRun `make test` before a commit.\n"

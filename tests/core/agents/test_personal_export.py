@@ -140,6 +140,13 @@ def test_codex_is_told_the_global_rules_in_its_home_and_a_projects_in_its_projec
     assert parsed["developer_instructions"].startswith("## Learned rules")
     assert (Path(app) / "AGENTS.md").read_text() == "# Team\n\nUse the Makefile.\n"
     assert git(app, "status", "--porcelain") == ""
+    # A checkout with no .codex folder yet gets one, kept out of git too.
+    other = team_repo(tmp_path / "other")
+    write_learned_rules(store, "behavior", [Rule(text="Tabs, never spaces.", id="r-o")], other)
+    results = export_all(store, personal_targets("codex", [other], home=home, env=env))
+    assert [r.error for r in results] == [None, None]
+    assert "Tabs, never spaces." in (Path(other) / ".codex" / "config.toml").read_text()
+    assert git(other, "status", "--porcelain") == ""
     # No project rule any more: the key goes, and the person's bytes are as they were.
     write_learned_rules(store, "behavior", [], app)
     export_all(store, personal_targets("codex", [app], home=home, env=env))
