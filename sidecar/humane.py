@@ -385,12 +385,16 @@ def validate_plan(r: dict[str, Any]) -> str:
         f"validate {plan['domain']}: {len(probes)} probe(s) of {what}, at most {plan['calls']} model call(s) "
         f"({plan['calls_per_probe']} per probe; budget {plan['budget']})"
     ]
+    if plan.get("cost"):
+        lines.append(f"  cost: {plan['cost']}")
     for p in probes:
         where = f"{p['file']}:{p['line']}" if p.get("file") and p.get("line") else (p.get("file") or f"session {p['session_id']}")
         again = " (measured before under this block)" if p.get("measured_before") else ""
         lines.append(f"  [{p['trigger']}] {p['reflexion_id']}: “{_one_line(p['text'], 100)}” ({where}){again}")
+    kinds = plan.get("skipped_kinds", {})
     for reason, n in plan.get("skipped", {}).items():
-        lines.append(f"  not probed: {n} — {reason}")
+        by_kind = ", ".join(f"{k} {c}" for k, c in kinds.get(reason, {}).items())
+        lines.append(f"  not probed: {n} — {reason}" + (f" ({by_kind})" if by_kind else ""))
     if r.get("reason"):
         lines.append(r["reason"])
     return "\n".join(lines)
