@@ -255,6 +255,12 @@ def _store_verbs(sub: _WithParents) -> None:
     s.add_argument("--origin", choices=["clean", "untrusted", "derived"])
     s.add_argument("--pending", action="store_true", help="only lessons no resolved proposal has consumed")
     s.add_argument("--limit", type=int, help="at most this many (the counts cover every match)")
+    s.add_argument("--held", action="store_true",
+                   help="the corrections held back as untrusted, each with an id, the call that held it back and your "
+                   "words; those the reader only doubted you may vouch for")
+    s.add_argument("vouch", nargs="*", metavar="vouch ID",
+                   help="`lessons vouch ID…`: you vouch that what held these corrections back was your own machine's: "
+                   "each is asked once and becomes learnable (a stranger's text never does); no program is trusted by it")
     s = sub.add_parser("rules", help="the live learned rules, each with its record from your sessions")
     s.add_argument("--domain", help="only this domain's rules")
     where = s.add_mutually_exclusive_group()

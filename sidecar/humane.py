@@ -289,6 +289,47 @@ def lessons(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def held(r: dict[str, Any]) -> str:
+    """The corrections held back: each with its id, your words, the call
+    that held it back (whole) and why; then whether you may vouch for it."""
+    if not r["count"]:
+        return "no correction is held back: every imported one read clean, or was asked again"
+    lines = [f"{r['count']} correction(s) held back as untrusted; you may vouch for {r['vouchable']} of them "
+             "(the reader could not see through what held them back; a stranger's text never is)"]
+    if len(r["held"]) < r["count"]:
+        lines.append(f"(the newest {len(r['held'])} shown)")
+    for h in r["held"]:
+        where = f"{h['file']}:{h['line']}" if h.get("file") and h.get("line") else f"session {h['session_id']}"
+        lines += ["", f"{h['id']}  {h['trigger']}  {where}"]
+        lines.append(f"  you said: {_one_line(h['words'], 300)}")
+        if h.get("call"):
+            lines.append(f"  held back by: {h.get('tool') or 'a call'} `{h['call']}`")
+        lines.append(f"  why: {h['why']}")
+        if h.get("clean_now"):
+            lines.append("  reads clean now: not asked again yet (the trust changed outside `trust add`)")
+        elif h.get("stranger"):
+            lines.append("  never vouchable — a stranger's text was in context: " + "; ".join(h["stranger"]))
+        elif h.get("unchecked"):
+            lines.append(f"  cannot be vouched for: {h['unchecked']}")
+        else:
+            lines.append(f"  vouch: mecha-sidecar lessons vouch {h['id']}")
+    return "\n".join(lines)
+
+
+def vouched(r: dict[str, Any]) -> str:
+    """What a vouch did."""
+    lines = []
+    if r["queued"]:
+        lines.append(f"vouched for {len(r['queued'])} correction(s): each is queued for reflection once, and the "
+                     "decision is in the store's history (no program is trusted by it): " + ", ".join(r["queued"]))
+    if r["already"]:
+        lines.append("vouched for before (asked once): " + ", ".join(r["already"]))
+    lines += r["refused"]
+    if r.get("job"):
+        lines.append(job_line(r["job"]))
+    return "\n".join(lines) or "nothing vouched for"
+
+
 def job_line(j: dict[str, Any], *, full: bool = True) -> str:
     """One pass: what it is, its state, how far it has got while it runs,
     and its outcome — whole (`full`), or its first line only where many

@@ -416,6 +416,9 @@ VALIDATIONS_FILE = "validations.jsonl"
 #: of the interventions queued (so a grown session queues only its new
 #: ones) and the file's size and mtime (so an unchanged one is not read).
 IMPORTED_FILE = "imported.jsonl"
+#: The person's vouches for corrections the reader's doubt held back
+#: (`agents.held`): which, for what calls, who and when. In the history.
+VOUCHED_FILE = "vouched.jsonl"
 #: One line per correction that showed a live learned rule was not followed
 #: (`domain.record.Repeat`): the rule's record of being corrected again.
 REPEATS_FILE = "repeats.jsonl"

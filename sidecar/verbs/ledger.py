@@ -20,10 +20,23 @@ def rules(ctx: Any, args: argparse.Namespace) -> int:
 
 
 def lessons(ctx: Any, args: argparse.Namespace) -> int:
+    """`lessons` lists the lessons; `lessons --held` the corrections held
+    back; `lessons vouch ID…` vouches for some of them."""
     from .. import humane
     from ..handlers import call
 
-    emit(args, call(ctx, "mecha/lessons", lessons_params(args)), humane.lessons)
+    words = list(getattr(args, "vouch", None) or [])
+    if words:
+        if words[0] != "vouch":
+            raise ValueError(f"lessons: {words[0]!r} is not an action (`lessons vouch ID…` vouches for held corrections)")
+        if len(words) < 2:
+            raise ValueError("lessons vouch: name at least one held correction by its id (`mecha-sidecar lessons --held` lists them)")
+        emit(args, call(ctx, "mecha/vouch", {"ids": words[1:]}), humane.vouched)
+    elif getattr(args, "held", False):
+        params = {} if args.limit is None else {"limit": args.limit}
+        emit(args, call(ctx, "mecha/heldCorrections", params), humane.held)
+    else:
+        emit(args, call(ctx, "mecha/lessons", lessons_params(args)), humane.lessons)
     return 0
 
 
