@@ -25,6 +25,8 @@ verbs:
   serve               the harness endpoint on stdio (the default; --stdio is accepted and ignored)
   lsp                 the editor endpoint: a language server over the rules files (--stdio accepted)
   demo                drive a real sidecar through a bundled sample session
+  model use claude-code|codex
+                      your own agent's command line as the passes' model, written into the config file
   model serve [--port N]
                       the bundled local model in the foreground, for your own passes; prints how to configure it
   block [--domain D]  print the rules block a run would get
@@ -93,6 +95,8 @@ def _endpoint_verbs(sub: _WithParents) -> None:
     import argparse
     from pathlib import Path
 
+    from mecha.core.environment.agents import APIS as AGENT_APIS
+
     s = sub.add_parser("serve", help="the harness endpoint on stdio")
     s.add_argument("--stdio", action="store_true", help=argparse.SUPPRESS)
 
@@ -126,8 +130,12 @@ def _endpoint_verbs(sub: _WithParents) -> None:
                    help="exit 0 when the loop stops before an accept (it says where and why): what to expect from "
                    "the bundled 135M model, which shows the mechanics, not a model's judgement")
 
-    s = sub.add_parser("model", help="the bundled local model, for your own use: model serve")
-    s.add_argument("action", choices=["serve"], help="serve: start it in the foreground and print how to configure it")
+    s = sub.add_parser("model", help="choose the passes' model: model use claude-code|codex, or model serve")
+    s.add_argument("action", choices=["serve", "use"],
+                   help="serve: start the bundled local model in the foreground and print how to configure it; "
+                   "use API: make your own agent's command line the model, in the config file")
+    s.add_argument("api", nargs="?", choices=list(AGENT_APIS),
+                   help="use: claude-code (Claude Code's `claude -p`) or codex (`codex exec`), on your own account")
     s.add_argument("--port", type=int, default=None, metavar="N",
                    help="the loopback port to listen on (default: 8089; 0 picks a free one)")
     s.add_argument("--threads", type=int, default=None, metavar="N", help="CPU threads (default: up to 4)")

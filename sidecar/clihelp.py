@@ -54,9 +54,13 @@ VERB_DOCS: dict[str, tuple[str, str]] = {
                   "the mechanics, maybe not an accept"),
     ),
     "model": (
-        "Runs the bundled local model (SmolLM2-135M through llama.cpp's server) in the foreground on a loopback "
+        "Chooses the model the background passes use. `use claude-code` or `use codex` writes [model] api into "
+        "the config file (~/.mecha/sidecar.toml, or $MECHA_SIDECAR_CONFIG), so the passes — and the agents' "
+        "hooks, whatever their environment — run on your own agent's command line, on your account. `serve` "
+        "runs the bundled local model (SmolLM2-135M through llama.cpp's server) in the foreground on a loopback "
         "port, and prints the settings that point the passes at it. Small: it shows the mechanics, not judgement.",
-        _examples("mecha-sidecar model serve", "mecha-sidecar model serve --port 0"),
+        _examples("mecha-sidecar model use claude-code", "mecha-sidecar model use codex",
+                  "mecha-sidecar model serve", "mecha-sidecar model serve --port 0"),
     ),
     "block": (
         "Prints the rules block a run would start with: the global rules, then those of the project DIR is in.",

@@ -27,8 +27,9 @@ record what they did — or why they could not — in the store's hook log
   small modules that count pending proposals (`mecha.core.agents.notice`),
   name the store (`layout`) and record the start (`agents.started`: the
   session, and which learned rules reached the agent, for each rule's
-  record); it prints one `systemMessage` line when proposals wait, else
-  nothing; with `--review CMD` (the plugin's hook) the line offers the
+  record); it prints one `systemMessage` line when proposals wait — and,
+  once, a line when corrections wait on a model nobody configured
+  (`notice.no_model_line`) — else nothing; with `--review CMD` (the plugin's hook) the line offers the
   agent's own command for the review.
 """
 
@@ -166,13 +167,24 @@ def run(argv: list[str]) -> int:
 def session_start(agent: str, learning_dir: str | None, review: str | None = None) -> int:
     data = _read_stdin()
     try:
-        from mecha.core.agents.notice import codex_review_command, hook_output, notice_line, pending_proposals
+        from mecha.core.agents.notice import (
+            codex_review_command,
+            hook_output,
+            no_model_line,
+            notice_line,
+            pending_proposals,
+            typed_program,
+        )
         from mecha.core.store.layout import resolve_root
 
-        pending = pending_proposals(resolve_root(learning_dir))
+        root = resolve_root(learning_dir)
+        program = typed_program()
+        pending = pending_proposals(root)
         if pending and review is None and agent == "codex":
             review = codex_review_command(cwd=os.getcwd(), learning_dir=learning_dir)
-        out = hook_output(notice_line(pending, learning_dir, review))
+        lines = [line for line in (no_model_line(root, agent, program),
+                                   notice_line(pending, learning_dir, review, program)) if line]
+        out = hook_output("\n".join(lines) if lines else None)
     except Exception as exc:
         from mecha.core.store.layout import resolve_root
 

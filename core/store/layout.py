@@ -397,6 +397,12 @@ def started_path(root: str | os.PathLike[str]) -> str:
     return os.path.join(root, STARTED_FILE)
 
 
+def no_model_path(root: str | os.PathLike[str]) -> str:
+    """`<root>/cache/no-model.json`, for the session-start hook, which reads
+    it with the standard library alone."""
+    return os.path.join(root, NO_MODEL_FILE)
+
+
 def transcripts_dir(root: str | os.PathLike[str]) -> str:
     """`<root>/transcripts`: the holdout sessions' kept transcripts."""
     return os.path.join(root, TRANSCRIPTS_DIR)
@@ -449,6 +455,10 @@ ATTEMPTS_FILE = "reflect_attempts.jsonl"
 #: model server accepted, the last rules block read): `layout.CACHE_DIR`,
 #: git-ignored, safe to delete.
 STRUCTURED_MODES_FILE = "cache/structured-modes.json"
+#: Left by a reflect pass that failed for want of a model while corrections
+#: waited, for the next session-start hook to say so once
+#: (`agents.notice.no_model_line`); gone once a pass has a model.
+NO_MODEL_FILE = "cache/no-model.json"
 #: A proposal's diff written as a file, for an editor with no document of
 #: its own to show it in (`core.editor.diff_file`): derived, rewritten on
 #: every request, safe to delete.

@@ -61,8 +61,14 @@ def demo(args: argparse.Namespace) -> int:
 
 
 def model(args: argparse.Namespace) -> int:
-    from ..modelserve import DEFAULT_PORT, serve_model
+    from ..modelserve import DEFAULT_PORT, serve_model, use_agent
 
+    if args.action == "use":
+        return use_agent(args.api, as_json=bool(args.json))
+    if args.api is not None:
+        print(f"mecha-sidecar: model serve takes no agent ({args.api}); did you mean model use {args.api}?",
+              file=sys.stderr)
+        return 2
     port = DEFAULT_PORT if args.port is None else args.port
     if not 0 <= port <= 65535 or (args.threads is not None and args.threads < 1):
         print("mecha-sidecar: model serve: --port must be 0-65535 and --threads at least 1", file=sys.stderr)
