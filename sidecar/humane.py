@@ -162,7 +162,8 @@ def proposal_with_diff(r: dict[str, Any]) -> str:
     lines.append(r["diff"] or "(no change to the rendered rules block)")
     changes = r.get("changes") or []
     if changes:
-        lines += ["", "why each change (leave one out: proposals accept ID --without N):"]
+        lines += ["", "why each change (leave one out: proposals accept ID --without N, or --wrong N when its lesson is "
+                   "wrong; in your words: --edit N \"TEXT\"):"]
         for c in changes:
             where = c.get("scope") or "global"
             number = f"{c['number']}. " if c.get("number") else ""

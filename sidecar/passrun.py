@@ -325,7 +325,10 @@ def _validate(
         counts(done, total, "call")
 
     outcome = asyncio.run(
-        run_validation(store, probes, provider, model, model or "unknown", proposal_id=plan.proposal_id, progress=_say, counts=tick)
+        # The model the ledger names: the one configured, else the agent
+        # whose own default model answered (`Claude Code`), else unknown.
+        run_validation(store, probes, provider, model, model or getattr(provider, "account", None) or "unknown",
+                       proposal_id=plan.proposal_id, progress=_say, counts=tick)
     )
     state = "failed" if outcome.stopped else "done"
     return msgspec.structs.replace(counts.job, state=state, outcome=outcome.summary(len(probes)))
