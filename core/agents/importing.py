@@ -48,7 +48,7 @@ import msgspec
 from mecha.core.agents.offers import exact_offers
 from mecha.core.domain.reflexion import Origin
 from mecha.core.environment.installed import is_own_call
-from mecha.core.environment.trust import policy_with
+from mecha.core.environment.trust import load_trust, policy_with
 from mecha.core.errors import InvalidInput
 from mecha.core.identity import now
 from mecha.core.learning.scope import project_of_cwd
@@ -307,13 +307,18 @@ def import_sessions(
     project: str | None = None,
     dry_run: bool = False,
     ended: bool = False,
+    trust: Sequence[str] = (),
+    distrust: Sequence[str] = (),
 ) -> ImportReport:
     """Find, read and plan every session under `root`; unless `dry_run`,
     queue the new interventions in one step. Starts no pass: the caller
     does, once, when `queued` is not empty. `ended`: the agent said the
     session is over (its session-end hook), so however recent the file,
     nothing in it is still being written and no refusal waits for its
-    reason (`awaiting_reason`)."""
+    reason (`awaiting_reason`). `trust` / `distrust` are this run's
+    `--trust-tool` / `--distrust-tool` (already in `policy`): each file's
+    record keeps them with the standing entries, the trust it was read
+    with, so `validate` reads it again the same way."""
     root = root.expanduser()
     report = ImportReport(source=source, root=str(root), dry_run=dry_run)
     records = store.imports()
@@ -344,7 +349,8 @@ def import_sessions(
             def read_again(plan: SessionPlan, on_file: Counter[str], seen: set[str]) -> tuple[SessionPlan, Path | None] | None:
                 return _read_again(store, plan, on_file, seen, staging, policy=policy, voices=voices, ended=ended)
 
-            _commit(store, report, staged, read_again)
+            read_with = ([*load_trust().entries, *trust], list(distrust))
+            _commit(store, report, staged, read_again, read_with)
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
@@ -491,9 +497,10 @@ def _commit(
     report: ImportReport,
     staged: list[tuple[SessionPlan, Path | None]],
     read_again: ReadAgain,
+    read_with: tuple[list[str], list[str]] = ([], []),
 ) -> None:
     """Under the writer lock: move the staged entries into the inbox and
-    record what was read.
+    record what was read, and with what trust (`read_with`).
 
     Another import may have queued some of a file's interventions since
     this one read it — from an older read of the same file, perhaps, while
@@ -541,6 +548,8 @@ def _commit(
                     keys=keys if queued_as else [],
                     queued_as=queued_as,
                     imported_at=stamp,
+                    trust=read_with[0],
+                    distrust=read_with[1],
                 )
             )
         if out:
