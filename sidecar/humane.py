@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mecha.core.environment.agents import CLAUDE, CODEX
 from mecha.core.sessions.evidence import cut_at_word
 from mecha.core.shellwords import mecha_or_none
 from mecha.core.visible import shown
@@ -123,7 +124,7 @@ def accepted(r: dict[str, Any]) -> str:
         lines.append("  " + ", ".join(e["path"] for e in exports) + ": already up to date")
     if not exports:
         project = ("--project", p["project"]) if p.get("project") and not p.get("accepted_as_global") else ()
-        export = mecha_or_none("export", "claude", *project) or "mecha-sidecar export claude --project PROJECT"
+        export = mecha_or_none("export", CLAUDE.name, *project) or f"mecha-sidecar export {CLAUDE.name} --project PROJECT"
         lines.append(
             "  no agent's instructions changed: neither Claude Code nor Codex is connected (their plugin or hooks). "
             f"`{export}` writes the rules where Claude Code reads yours now; "
@@ -162,7 +163,8 @@ def proposal_with_diff(r: dict[str, Any]) -> str:
     lines.append(r["diff"] or "(no change to the rendered rules block)")
     changes = r.get("changes") or []
     if changes:
-        lines += ["", "why each change (leave one out: proposals accept ID --without N):"]
+        lines += ["", "why each change (leave one out: proposals accept ID --without N, or --wrong N when its lesson is "
+                   "wrong; in your words: --edit N \"TEXT\"):"]
         for c in changes:
             where = c.get("scope") or "global"
             number = f"{c['number']}. " if c.get("number") else ""
@@ -186,10 +188,14 @@ def proposal_with_diff(r: dict[str, Any]) -> str:
     if p.get("left_out"):
         verb = "left out" if p["status"] == "accepted" else "wrong:"
         lines += ["", "changes a person left out or named wrong:", *_left_out(p, verb)]
-    refusals = p.get("refusals") or []
+    refusals = [x for x in p.get("refusals") or [] if x.get("kind") != "drop"]
+    kept = [x for x in p.get("refusals") or [] if x.get("kind") == "drop"]
     if refusals:
         lines += ["", f"the learn gate refused {len(refusals)}:"]
         lines.extend(f"  “{_one_line(x['rule'], 80)}”: {x['reason']}" for x in refusals)
+    if kept:
+        lines += ["", f"the learn gate kept {len(kept)} live rule(s) the model left out:"]
+        lines.extend(f"  “{_one_line(x['rule'], 80)}”: {x['reason']}" for x in kept)
     return "\n".join(lines)
 
 
@@ -499,6 +505,7 @@ def import_summary(s: dict[str, Any]) -> str:
                 f"; reflect pass {s['job']['id']} is still at work on what was queued before"
                 f" ({_progress_of(s['job'])}) — waiting for it (Ctrl-C stops the waiting, not the pass)"
             )
+    lines += [f"merged: {m}" for m in s.get("merged", [])]
     unknown = s.get("unknown", [])
     trustable = [u for u in unknown if u.get("command")]
     doubted = [u for u in unknown if not u.get("command") and not u.get("stranger")]
@@ -598,13 +605,13 @@ def hooks_changed(r: dict[str, Any]) -> str:
                  "start: one line when proposals await review")
     if r.get("double_reading"):
         lines.append(f"  warning: {r['double_reading']}")
-    elif r["agent"] == "claude":
+    elif r["agent"] == CLAUDE.name:
         lines.append("  to review them inside Claude Code (/mecha:review), install the plugin instead of these hooks: "
                      "docs/agents.md, \"Review inside the agent\"")
     if r.get("model"):
         lines.append(f"  model: {r['model']}")
     lines.append("  `mecha-sidecar hooks status` shows what the hooks last did")
-    if r["agent"] == "codex":
+    if r["agent"] == CODEX.name:
         lines.append("  Codex runs a new hook only once you trust it: open /hooks in Codex; hooks must be enabled "
                      "([features] hooks = true, codex_hooks on older versions, in ~/.codex/config.toml)")
     lines += _skills_lines(r)

@@ -52,9 +52,10 @@ import msgspec
 
 from mecha.core.agents.retrust import VOUCH, ident_of, settled
 from mecha.core.domain.reflexion import Origin, Reflexion
+from mecha.core.environment.agents import of_session_id
 from mecha.core.errors import Ambiguous, InvalidInput, NotFound
 from mecha.core.identity import now
-from mecha.core.learning.scope import project_of_cwd
+from mecha.core.learning.scope import project_of_session
 from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
 from mecha.core.sessions.reader import MAX_BLAMES, Blame, ReadSession, TaintPolicy, first_blame
 from mecha.core.sessions.survey import Planned, survey_session
@@ -209,7 +210,7 @@ def _policy(source: str, policy_for: PolicyFor | None) -> TaintPolicy:
 
 
 def _source_of(session_id: str) -> str:
-    return "codex" if session_id.startswith("codex:") else "claude"
+    return of_session_id(session_id).name
 
 
 def _read_again(file: str | None, session_id: str, policy_for: PolicyFor | None) -> ReadSession | str:
@@ -366,7 +367,7 @@ def vouch(
         plan.line = read.lines[at] if 0 <= at < len(read.lines) else None
         digest = hashlib.blake2b(msgspec.json.encode([plan.intervention.trigger.value, plan.intervention.text, at]), digest_size=6)
         entries.append(SessionEntry(f"{read.session_id}{VOUCH}{digest.hexdigest()}", plans=[plan],
-                                    project=project_of_cwd(read.project), file=held.file))
+                                    project=project_of_session(read.project, read.branch), file=held.file))
         records.append(VouchRecord(reflection=held.id, session_id=read.session_id, at=at, trigger=r.trigger,
                                    words=held.words, call=held.call, why=held.why, file=held.file, line=held.line,
                                    by=who, vouched_at=now()))

@@ -38,6 +38,7 @@ from typing import IO, TYPE_CHECKING, TypeVar
 
 import msgspec
 
+from mecha.core.environment import agents
 from mecha.core.errors import InvalidInput
 from mecha.core.sessions.mining import DENIAL_PREFIX
 from mecha.core.sessions.transcript import IMAGE_PLACEHOLDER as IMAGE_PLACEHOLDER  # the readers' marker, re-exported
@@ -52,16 +53,16 @@ class SessionFormat(str, Enum):
     """The formats a session file comes in, spelled as `--format` takes them."""
 
     MECHA = "mecha"
-    CLAUDE = "claude"
-    CODEX = "codex"
+    CLAUDE = agents.CLAUDE.name
+    CODEX = agents.CODEX.name
 
 
 #: What each format is called in a message about one of its files (looked
 #: up by member or by its spelling alike).
 FORMAT_NAMES: dict[str, str] = {
     SessionFormat.MECHA: "a mecha transcript",
-    SessionFormat.CLAUDE: "a Claude Code session",
-    SessionFormat.CODEX: "a Codex CLI rollout",
+    SessionFormat.CLAUDE: agents.CLAUDE.format_name,
+    SessionFormat.CODEX: agents.CODEX.format_name,
 }
 
 #: The result a reader gives a call the person interrupted before it ended.
@@ -135,6 +136,10 @@ class ReadSession(msgspec.Struct, kw_only=True):
     interactive: bool = True
     #: The working directory the agent ran in, when the file says.
     project: str | None = None
+    #: The git branch checked out there, when the file says (Claude Code's
+    #: `gitBranch`): what finds the repository of a worktree since removed
+    #: (`scope.project_of_session`).
+    branch: str | None = None
     #: Lines skipped on the way, each naming the file and the line (see
     #: `LineReader`; past `NAMED_SKIPS` of them, one line says how many more).
     warnings: list[str] = msgspec.field(default_factory=list)
@@ -670,6 +675,7 @@ class ReaderCore:
         self.answered: set[str] = set()
         self.session_id: str | None = None
         self.project: str | None = None
+        self.branch: str | None = None
         #: A refusal's result, waiting for the person's next words as its reason.
         self.pending_denial: Block | None = None
         #: The person interrupted the turn: their next words are a steer.
@@ -715,6 +721,7 @@ class ReaderCore:
             taint_timeline=self.taint.checkpoints,
             interactive=interactive,
             project=self.project,
+            branch=self.branch,
             warnings=self.lines.warnings,
             skipped_lines=self.lines.skipped,
             lines=lines,

@@ -14,6 +14,7 @@ from mecha.core.agents import importing
 from mecha.core.agents.retrust import reclassify
 from mecha.core.domain.reflexion import Origin
 from mecha.core.environment import trust as standing
+from mecha.core.environment.agents import NAMES
 from mecha.core.environment.trust import policy_with
 from mecha.core.errors import InvalidInput
 from mecha.core.identity import validate_record_id
@@ -111,7 +112,7 @@ def import_sessions(ctx: Context, p: m.ImportSessionsParams, cancel: Cancel) -> 
         source=report.source, root=report.root, sessions=sessions, unchanged=report.unchanged, filtered=report.filtered,
         skipped=report.skipped, skipped_lines=report.skipped_lines, queued=report.queued, dry_run=report.dry_run,
         warnings=report.warnings, job=after.job, in_flight=after.in_flight,
-        unknown=unknown_summary((plan.blockers, plan.frees) for plan in report.sessions),
+        unknown=unknown_summary((plan.blockers, plan.frees) for plan in report.sessions), merged=report.merged,
     )
 
 
@@ -128,7 +129,7 @@ def trust(ctx: Context, p: m.TrustParams, cancel: Cancel) -> m.TrustResult:
         kept = standing.remove_trust(p.entries)
     else:
         kept = standing.add_trust(p.entries)
-        mining = ctx.with_voices("claude", "codex")
+        mining = ctx.with_voices(*NAMES)
         store = mining.store()
         reclassified = reclassify(store, kept, voices=mining.voices)
         if reclassified.queued:
