@@ -543,23 +543,29 @@ def _commit(
                     on_file.update(keys)
                     seen.add(plan.session_id)
                     waiting.add(entry_id)
-            out.append(
-                ImportRecord(
-                    source=plan.source,
-                    path=plan.path,
-                    # -1: a held refusal makes the next import read the file again.
-                    size=-1 if plan.held else plan.size,
-                    mtime_ns=plan.mtime_ns,
-                    session_id=plan.session_id,
-                    keys=keys if queued_as else [],
-                    queued_as=queued_as,
-                    imported_at=stamp,
-                    trust=read_with[0],
-                    distrust=read_with[1],
-                )
-            )
+            out.append(_record_of(plan, keys if queued_as else [], queued_as, stamp, read_with))
         if out:
             store.append_imports(out)
+
+
+def _record_of(
+    plan: SessionPlan, keys: list[str], queued_as: str | None, stamp: str, read_with: tuple[list[str], list[str]]
+) -> ImportRecord:
+    """What one import read of one file: how far, what it queued, and with
+    what trust."""
+    return ImportRecord(
+        source=plan.source,
+        path=plan.path,
+        # -1: a held refusal makes the next import read the file again.
+        size=-1 if plan.held else plan.size,
+        mtime_ns=plan.mtime_ns,
+        session_id=plan.session_id,
+        keys=keys,
+        queued_as=queued_as,
+        imported_at=stamp,
+        trust=read_with[0],
+        distrust=read_with[1],
+    )
 
 
 class _EntryHead(msgspec.Struct):
