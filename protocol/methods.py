@@ -446,6 +446,38 @@ class ExportRulesResult(msgspec.Struct):
     exports: list[ExportResult] = msgspec.field(default_factory=list)
 
 
+class ShareRulesParams(msgspec.Struct):
+    #: The rules to share: each an id (or a unique prefix) of an active
+    #: learned rule of the repository's project or of the global rules.
+    rules: list[str]
+    #: A directory (absolute) inside the repository whose tracked files get
+    #: them; absent: the sidecar's working directory.
+    project: str | None = None
+
+
+class SharedRuleInfo(msgspec.Struct):
+    id: str
+    text: str
+    domain: str
+    #: The rule's project (its root); `null`: a global rule.
+    project: str | None = None
+
+
+class SharedFile(msgspec.Struct):
+    path: str
+    #: Whether the file changed (`false`: it held every rule already).
+    changed: bool
+
+
+class ShareRulesResult(msgspec.Struct):
+    #: The repository whose tracked files were written.
+    repository: str
+    rules: list[SharedRuleInfo]
+    files: list[SharedFile]
+    #: The command that commits them, for the person to run after a look.
+    commit: str
+
+
 class ProposalsParams(msgspec.Struct):
     status: ProposalStatus | None = None
     domain: str | None = None
@@ -779,6 +811,8 @@ METHODS: dict[str, Method] = {
            "Install (or uninstall) the hooks that queue each Claude Code or Codex session when it ends."),
         _m("mecha/exportRules", ExportRulesParams, ExportRulesResult,
            "Write the rules block into an agent's instructions file (a managed section), or check it."),
+        _m("mecha/shareRules", ShareRulesParams, ShareRulesResult,
+           "Write chosen learned rules into the repository's tracked instructions, for the team; the person commits."),
         _m("mecha/proposals", ProposalsParams, ProposalsResult, "Proposals, oldest first."),
         _m("mecha/proposal", IdParams, ProposalWithDiffResult,
            "One proposal by id or unique prefix, with the diff of the rendered block."),

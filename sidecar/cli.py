@@ -33,8 +33,9 @@ verbs:
   mine FILE           print the interventions in a transcript file (mecha, Claude Code or Codex)
   import claude|codex [DIR]
                       queue the new interventions in Claude Code / Codex CLI sessions, start a reflect pass
-  export claude|agents [FILE] [--project DIR]
-                      write each scope's rules into CLAUDE.md / AGENTS.md (a managed section)
+  export claude|codex|agents [FILE] [--project DIR]
+                      write each scope's rules where the agent reads yours (a managed section)
+  share RULE…         write chosen rules into the repository's tracked CLAUDE.md / AGENTS.md
   proposals [list|show ID|accept ID [--global] [--without N…] [--wrong N…] [--edit N TEXT]|reject ID [--wrong N…]]
   learn DOMAIN        start a consolidation pass per scope (proposes, never applies)
   reflect --sessions DIR
@@ -212,6 +213,11 @@ def _store_verbs(sub: _WithParents) -> None:
     s.add_argument("--project", metavar="DIR", type=Path,
                    help="only this project's file (at its root, or FILE)")
     s.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file is out of date")
+
+    s = sub.add_parser("share", help="write chosen learned rules into the repository's tracked CLAUDE.md / AGENTS.md")
+    s.add_argument("rules", nargs="+", metavar="RULE", help="a learned rule's id (or a unique prefix)")
+    s.add_argument("--project", metavar="DIR", type=Path,
+                   help="a folder of the repository to share them in (default: the working directory's)")
 
     s = sub.add_parser("retire", help="propose retiring a learned rule")
     s.add_argument("domain", help=DOMAIN_HELP)
@@ -441,6 +447,11 @@ def _run_verb(verb: str, args: argparse.Namespace) -> int:
         "lessons": ("mecha/lessons", _lessons_params(args), humane.lessons),
         "doctor": ("mecha/doctor", {}, humane.doctor),
     }
+    if verb == "share":
+        import os
+
+        params = {"rules": args.rules, "project": None if args.project is None else os.path.abspath(args.project)}
+        plain[verb] = ("mecha/shareRules", params, humane.shared)
     if verb == "retire":
         params = {"domain": args.domain, "rule_id": args.rule_id, "reason": args.reason}
         plain[verb] = ("mecha/proposeRetirement", params, lambda r: humane.proposal_line(r["proposal"]))
