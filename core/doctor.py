@@ -111,13 +111,30 @@ def _proposals_check(store: LearningStore) -> Check:
     return Check("proposals", True, f"{len(pending)} pending: " + ", ".join(f"{p.id} ({p.domain})" for p in pending))
 
 
+def failing_passes(jobs: list[jobs_mod.Job]) -> list[jobs_mod.Job]:
+    """The passes whose kind's latest finished run failed, newest first
+    (`jobs` newest first, as `list_jobs` gives them). A failure a later run
+    of the same kind got past is history, not a problem; the last reflect
+    pass failing is: every session's corrections wait on it. Doctor once
+    said "ok" beside "2 failed" while every pass failed with NoModel."""
+    latest: dict[str, jobs_mod.Job] = {}
+    for job in jobs:
+        if job.state != "running":
+            latest.setdefault(job.kind, job)
+    return [j for j in latest.values() if j.state == "failed"]
+
+
 def _jobs_check(root: Path) -> Check:
     jobs = jobs_mod.list_jobs(root, limit=20)
     died = [j for j in jobs if j.state == "failed"]
     running = [j for j in jobs if j.state == "running"]
     detail = f"{len(running)} running, {len(died)} failed among the last {len(jobs)}"
+    failing = failing_passes(jobs)
+    if failing:
+        said = "; ".join(f"the last {j.kind} pass failed ({j.id}): {j.outcome}" for j in failing)
+        return Check("jobs", False, f"{detail}; {said} — `mecha-sidecar jobs` lists them")
     if died:
-        detail += f"; latest failure {died[0].id}: {died[0].outcome}"
+        detail += f"; latest failure {died[0].id}, since followed by a pass of its kind that did not fail"
     return Check("jobs", True, detail)
 
 

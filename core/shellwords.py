@@ -74,16 +74,17 @@ def command_or_none(*words: str) -> str | None:
         return None
 
 
-def mecha(*words: str, learning_dir: str | None = None) -> str:
-    """`mecha-sidecar [--learning-dir DIR] WORDS…`, quoted."""
+def mecha(*words: str, learning_dir: str | None = None, program: str = PROGRAM) -> str:
+    """`mecha-sidecar [--learning-dir DIR] WORDS…`, quoted; `program` when
+    the console script is to be named by its path."""
     store = ("--learning-dir", learning_dir) if learning_dir else ()
-    return command(PROGRAM, *store, *words)
+    return command(program, *store, *words)
 
 
-def mecha_or_none(*words: str, learning_dir: str | None = None) -> str | None:
+def mecha_or_none(*words: str, learning_dir: str | None = None, program: str = PROGRAM) -> str | None:
     """`mecha(...)`, or `None` when a word cannot be pasted."""
     try:
-        return mecha(*words, learning_dir=learning_dir)
+        return mecha(*words, learning_dir=learning_dir, program=program)
     except Unpasteable:
         return None
 

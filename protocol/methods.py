@@ -284,6 +284,18 @@ class ImportSessionsResult(msgspec.Struct):
     unknown: list[Unknown] = msgspec.field(default_factory=list)
 
 
+class HeldParams(msgspec.Struct):
+    #: At most this many, newest first (`count` covers every one).
+    limit: int | None = None
+
+
+class VouchParams(msgspec.Struct):
+    #: Held corrections by id (or a unique prefix), as `mecha/heldCorrections` lists them.
+    ids: list[str]
+    #: Who vouches, for the record (default: the login the sidecar runs as).
+    by: str | None = None
+
+
 class TrustParams(msgspec.Struct):
     #: `add` / `remove` change the config file's `[trust]` table; `list`
     #: reads it.
@@ -803,6 +815,11 @@ METHODS: dict[str, Method] = {
         _m("mecha/inboxDrop", IdParams, InboxDropResult, "Delete a set-aside entry for good."),
         _m("mecha/importSessions", ImportSessionsParams, ImportSessionsResult,
            "Queue the new interventions in Claude Code or Codex CLI sessions and start a reflect pass."),
+        _m("mecha/heldCorrections", HeldParams, "HeldResult",
+           "The corrections held back as untrusted, each with what holds it back now and whether the person may vouch for it."),
+        _m("mecha/vouch", VouchParams, "Vouched",
+           "Vouch for held corrections the reader's doubt held back: each is queued for reflection once and the decision "
+           "kept in the store's history; one a stranger's text held back is refused by name."),
         _m("mecha/trust", TrustParams, TrustResult,
            "List, add or remove the person's standing trust decisions; an add asks again what now reads clean."),
         _m("mecha/hookStatus", HookStatusParams, HookStatusResult,

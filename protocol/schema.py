@@ -36,6 +36,7 @@ from typing import Any
 
 import msgspec
 
+from mecha.core.agents.held import HeldResult, Vouched
 from mecha.core.domain.rules import Rule, RulesFile
 from mecha.core.gate import candidate
 from mecha.core.gate.appraisal import Affect, Appraisal, Cite, CiteKind
@@ -63,7 +64,7 @@ _REF_TEMPLATE = _PREFIX + "{name}"
 
 #: Results that `METHODS` names by string (to keep the harness endpoint's
 #: imports lean) and the types they are.
-RESULT_TYPES: dict[str, type] = {"Appraisal": Appraisal, "LessonsResult": LessonsResult}
+RESULT_TYPES: dict[str, type] = {"Appraisal": Appraisal, "LessonsResult": LessonsResult, "HeldResult": HeldResult, "Vouched": Vouched}
 
 _DOMAIN = {
     "type": "string",

@@ -18,8 +18,6 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Callable
-    from pathlib import Path
     from typing import Any
 
 VERBS_HELP = """\
@@ -27,6 +25,8 @@ verbs:
   serve               the harness endpoint on stdio (the default; --stdio is accepted and ignored)
   lsp                 the editor endpoint: a language server over the rules files (--stdio accepted)
   demo                drive a real sidecar through a bundled sample session
+  model use claude-code|codex
+                      your own agent's command line as the passes' model, written into the config file
   model serve [--port N]
                       the bundled local model in the foreground, for your own passes; prints how to configure it
   block [--domain D]  print the rules block a run would get
@@ -96,6 +96,8 @@ def _endpoint_verbs(sub: _WithParents) -> None:
     import argparse
     from pathlib import Path
 
+    from mecha.core.environment.agents import APIS as AGENT_APIS
+
     s = sub.add_parser("serve", help="the harness endpoint on stdio")
     s.add_argument("--stdio", action="store_true", help=argparse.SUPPRESS)
 
@@ -129,8 +131,12 @@ def _endpoint_verbs(sub: _WithParents) -> None:
                    help="exit 0 when the loop stops before an accept (it says where and why): what to expect from "
                    "the bundled 135M model, which shows the mechanics, not a model's judgement")
 
-    s = sub.add_parser("model", help="the bundled local model, for your own use: model serve")
-    s.add_argument("action", choices=["serve"], help="serve: start it in the foreground and print how to configure it")
+    s = sub.add_parser("model", help="choose the passes' model: model use claude-code|codex, or model serve")
+    s.add_argument("action", choices=["serve", "use"],
+                   help="serve: start the bundled local model in the foreground and print how to configure it; "
+                   "use API: make your own agent's command line the model, in the config file")
+    s.add_argument("api", nargs="?", choices=list(AGENT_APIS),
+                   help="use: claude-code (Claude Code's `claude -p`) or codex (`codex exec`), on your own account")
     s.add_argument("--port", type=int, default=None, metavar="N",
                    help="the loopback port to listen on (default: 8089; 0 picks a free one)")
     s.add_argument("--threads", type=int, default=None, metavar="N", help="CPU threads (default: up to 4)")
@@ -226,7 +232,7 @@ def _store_verbs(sub: _WithParents) -> None:
 
     s = sub.add_parser("validate", help="measure a domain's rules (or a proposal's) on held-out corrections")
     s.add_argument("domain", help=DOMAIN_HELP)
-    s.add_argument("--budget", type=int, metavar="N", help="probes to run, at most (default: 3); each is at most 4 model calls")
+    s.add_argument("--budget", type=int, metavar="N", help="probes to run, at most (default: 5); each is at most 4 model calls")
     s.add_argument("--proposal", metavar="ID", help="measure this pending proposal's rules against the live ones")
     s.add_argument("--dry-run", action="store_true", help="print the plan (which corrections, how many calls); call nothing")
     s.add_argument("--no-wait", action="store_true", help="return once the pass has started")
@@ -263,6 +269,12 @@ def _store_verbs(sub: _WithParents) -> None:
     s.add_argument("--origin", choices=["clean", "untrusted", "derived"])
     s.add_argument("--pending", action="store_true", help="only lessons no resolved proposal has consumed")
     s.add_argument("--limit", type=int, help="at most this many (the counts cover every match)")
+    s.add_argument("--held", action="store_true",
+                   help="the corrections held back as untrusted, each with an id, the call that held it back and your "
+                   "words; those the reader only doubted you may vouch for")
+    s.add_argument("vouch", nargs="*", metavar="vouch ID",
+                   help="`lessons vouch ID…`: you vouch that what held these corrections back was your own machine's: "
+                   "each is asked once and becomes learnable (a stranger's text never does); no program is trusted by it")
     s = sub.add_parser("rules", help="the live learned rules, each with its record from your sessions")
     s.add_argument("--domain", help="only this domain's rules")
     where = s.add_mutually_exclusive_group()
@@ -353,50 +365,18 @@ def main(argv: list[str] | None = None) -> int:
         return run(list(given[1:]))
     args = _parser().parse_args(argv)
     verb = args.verb or "serve"
-    if verb == "serve":
-        from .serve import serve_stdio
+    from .verbs import ENDPOINTS, verb_for
 
-        return serve_stdio()
-    if verb == "lsp":
-        from .lsp import serve_lsp
-
-        return serve_lsp()
-    if verb == "pass":
-        from .passrun import run_pass
-
-        return run_pass(
-            args.kind, args.job, args.domain, args.min, args.learning_dir, args.project, args.budget, args.proposal,
-            learn_after=args.learn_after, retry=args.retry,
-        )
-    if verb == "demo":
-        from .demo import run_demo
-
-        if not args.timeout > 0:
-            print("mecha-sidecar: demo --timeout must be a positive number of seconds", file=sys.stderr)
-            return 2
-        return run_demo(keep=args.keep, timeout=args.timeout, local=args.local, accept_optional=args.accept_optional,
-                        agent=args.agent)
-    if verb == "model":
-        from .modelserve import DEFAULT_PORT, serve_model
-
-        port = DEFAULT_PORT if args.port is None else args.port
-        if not 0 <= port <= 65535 or (args.threads is not None and args.threads < 1):
-            print("mecha-sidecar: model serve: --port must be 0-65535 and --threads at least 1", file=sys.stderr)
-            return 2
-        return serve_model(port, args.threads)
-    if verb == "schema":
-        # By name: a type checker takes `mecha.protocol.schema` for the
-        # folder of the checked-in schema beside the module.
-        from importlib import import_module
-
-        sys.stdout.write(import_module("mecha.protocol.schema").schema_json())
-        return 0
+    if verb in ENDPOINTS:
+        return verb_for(verb)(args)
 
     from mecha.core.errors import LearningError
     from mecha.protocol.errors import RpcError
 
+    from .verbs.output import context
+
     try:
-        return _run_verb(verb, args)
+        return verb_for(verb)(context(args), args)
     except (LearningError, RpcError) as exc:
         name = type(exc).__name__
         print(f"mecha-sidecar: {name}: {exc}", file=sys.stderr)
@@ -404,454 +384,3 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"mecha-sidecar: {exc}", file=sys.stderr)
         return 1
-
-
-def _context(args: argparse.Namespace) -> Any:
-    from .context import Context, InitializationOptions
-
-    return Context.from_options(InitializationOptions(learning_dir=args.learning_dir))
-
-
-def _emit(args: argparse.Namespace, result: Any, human: Any) -> None:
-    if args.json:
-        import msgspec
-
-        sys.stdout.write(msgspec.json.format(msgspec.json.encode(result).decode(), indent=2) + "\n")
-    else:
-        text = human(result) if callable(human) else human
-        if text:
-            sys.stdout.write(text if text.endswith("\n") else text + "\n")
-
-
-def _run_verb(verb: str, args: argparse.Namespace) -> int:
-    """Each verb as a row: the handler it calls with which params, and how
-    its result is shown. Over 60 lines on purpose: it is the table of verbs
-    (the long ones are functions of their own)."""
-    from . import humane
-    from .handlers import call
-
-    ctx = _context(args)
-    own = {
-        "block": _block, "mine": _mine, "import": _import, "export": _export, "hooks": _hooks,
-        "proposals": _proposals, "learn": _learn, "reflect": _reflect, "validate": _validate, "inbox": _inbox,
-    }.get(verb)
-    if own is not None:
-        return own(ctx, args)
-    # The verbs that are one call and its result, as a person reads it.
-    plain: dict[str, tuple[str, dict[str, Any], Callable[[Any], str]]] = {
-        "jobs": ("mecha/jobs", {}, humane.jobs),
-        "trust": ("mecha/trust", {"action": getattr(args, "action", "list"), "entries": getattr(args, "entries", [])}, humane.trust),
-        "tallies": ("mecha/ruleTallies", {"domain": getattr(args, "domain", None)}, humane.tallies),
-        "why": ("mecha/ruleSources", {"rule_id": getattr(args, "rule_id", None)}, humane.rule_sources),
-        "rules": ("mecha/rules", _rules_params(args), humane.rules),
-        "lessons": ("mecha/lessons", _lessons_params(args), humane.lessons),
-        "doctor": ("mecha/doctor", {}, humane.doctor),
-    }
-    if verb == "share":
-        import os
-
-        params = {"rules": args.rules, "project": None if args.project is None else os.path.abspath(args.project)}
-        plain[verb] = ("mecha/shareRules", params, humane.shared)
-    if verb == "retire":
-        params = {"domain": args.domain, "rule_id": args.rule_id, "reason": args.reason}
-        plain[verb] = ("mecha/proposeRetirement", params, lambda r: humane.proposal_line(r["proposal"]))
-    if verb not in plain:
-        raise ValueError(f"unknown verb {verb!r}")
-    method, params, human = plain[verb]
-    result = call(ctx, method, params)
-    _emit(args, result, human)
-    if verb == "doctor":
-        return 0 if all(c["ok"] for c in result["checks"]) else 1
-    return 0
-
-
-def _rules_params(args: argparse.Namespace) -> dict[str, Any]:
-    """The `rules` verb's options as `mecha/rules` params."""
-    if getattr(args, "verb", None) != "rules":
-        return {}
-    import os
-
-    params: dict[str, Any] = {}
-    if args.domain is not None:
-        params["domain"] = args.domain
-    if args.global_only:
-        params["scope"] = "global"
-    elif args.project is not None:
-        params["scope"] = os.path.abspath(args.project)
-    return params
-
-
-def _lessons_params(args: argparse.Namespace) -> dict[str, Any]:
-    """The `lessons` verb's options as `mecha/lessons` params."""
-    if getattr(args, "verb", None) != "lessons":
-        return {}
-    import os
-
-    params: dict[str, Any] = {"pending": bool(args.pending)}
-    for key in ("domain", "trigger", "origin", "limit"):
-        if getattr(args, key, None) is not None:
-            params[key] = getattr(args, key)
-    if args.global_only:
-        params["scope"] = "global"
-    elif args.project is not None:
-        params["scope"] = os.path.abspath(args.project)
-    return params
-
-
-def _block(ctx: Any, args: argparse.Namespace) -> int:
-    import os
-
-    from . import humane
-    from .handlers import call
-
-    project = os.path.abspath(args.project if args.project is not None else os.getcwd())
-    result = call(ctx, "mecha/rulesPromptBlock", {"domain": args.domain, "project": project})
-    _emit(args, result, humane.block)
-    return 0
-
-
-def _learn(ctx: Any, args: argparse.Namespace) -> int:
-    from .handlers import call
-
-    params: dict[str, Any] = {"domain": args.domain}
-    if args.min is not None:
-        params["min"] = args.min
-    if args.retry:
-        params["retry"] = True
-    if args.project is not None:
-        import os
-
-        params["project"] = os.path.abspath(args.project)
-    result = call(ctx, "mecha/learn", params)
-    if result.get("job") is None:
-        _emit(args, result, lambda r: f"nothing started: {r.get('reason')}")
-        return 0
-    return _finish_job(ctx, args, result["job"], args.no_wait)
-
-
-def _inbox(ctx: Any, args: argparse.Namespace) -> int:
-    from . import humane
-    from .handlers import call
-
-    if args.action == "list":
-        result = call(ctx, "mecha/inbox", {})
-        _emit(args, result, humane.inbox)
-        return 0
-    if not args.id and args.action == "retry":
-        result = call(ctx, "mecha/inboxRetry", {})
-        if result["job"] is None:
-            _emit(args, result, "nothing waits in the inbox; a set-aside entry is retried by its id "
-                  "(`mecha-sidecar inbox list` shows them)")
-            return 0
-        return _finish_job(ctx, args, result["job"], args.no_wait)
-    if not args.id:
-        raise ValueError(f"inbox {args.action} needs the id of a set-aside entry (see `mecha-sidecar inbox list`)")
-    if args.action == "drop":
-        result = call(ctx, "mecha/inboxDrop", {"id": args.id})
-        _emit(args, result, lambda r: f"dropped {humane.set_aside_line(r['entry'])}")
-        return 0
-    result = call(ctx, "mecha/inboxRetry", {"id": args.id})
-    if not args.json:
-        print(f"back in the inbox: {humane.set_aside_line(result['entry'])}")
-    return _finish_job(ctx, args, result["job"], args.no_wait)
-
-
-def _validate(ctx: Any, args: argparse.Namespace) -> int:
-    """The plan first (its cost), then the pass, waited on unless
-    `--no-wait`; a dry run or a plan with no probe prints the plan alone."""
-    from . import humane
-    from .handlers import call
-
-    params = {"domain": args.domain, "budget": args.budget, "proposal_id": args.proposal, "dry_run": args.dry_run}
-    result = call(ctx, "mecha/validate", params)
-    if result.get("job") is None:
-        _emit(args, result, humane.validate_plan)
-        return 0
-    if not args.json:
-        sys.stdout.write(humane.validate_plan(result) + "\n")
-    return _finish_job(ctx, args, result["job"], args.no_wait, quiet_start=True, extra={"plan": result["plan"]})
-
-
-def _proposals(ctx: Any, args: argparse.Namespace) -> int:
-    from . import humane
-    from .handlers import call
-
-    if args.action == "list":
-        result = call(ctx, "mecha/proposals", {"status": args.status, "domain": args.domain})
-        _emit(args, result, humane.proposals)
-        return 0
-    if not args.id:
-        pending = call(ctx, "mecha/proposals", {"status": "pending", "domain": args.domain})["proposals"]
-        ids = ", ".join(q["id"] for q in pending[:5]) + (", …" if len(pending) > 5 else "")
-        waiting = f"pending now: {ids}" if pending else "none is pending (`mecha-sidecar learn` files one)"
-        raise ValueError(f"proposals {args.action} needs a proposal id (or a unique prefix); {waiting}")
-    if args.action == "show":
-        result = call(ctx, "mecha/proposal", {"id": args.id})
-        _emit(args, result, humane.proposal_with_diff)
-        return 0
-    if args.action == "accept":
-        params = {
-            "id": args.id, "as_global": args.as_global, "without": args.without, "wrong": args.wrong,
-            "edit": _edits(args.edit), "reason": args.reason,
-        }
-        result = call(ctx, "mecha/acceptProposal", params)
-        _emit(args, result, humane.accepted)
-        for export in result.get("exports", []):
-            if export.get("error"):
-                print(f"mecha-sidecar: warning: the accept stands, but the export failed: {export['error']}", file=sys.stderr)
-        return 0
-    result = call(ctx, "mecha/rejectProposal", {"id": args.id, "reason": args.reason, "wrong": args.wrong})
-    _emit(args, result, humane.rejected)
-    return 0
-
-
-def _edits(pairs: list[list[str]]) -> list[dict[str, object]]:
-    """`--edit N TEXT` pairs as the wire's `edit` (`EditedRule`s)."""
-    out: list[dict[str, object]] = []
-    for number, text in pairs:
-        if not number.isdigit():
-            raise ValueError(f"--edit: {number!r} is not a change number; say `--edit N \"the rule in your words\"`")
-        out.append({"number": int(number), "text": text})
-    return out
-
-
-def _mining_context(ctx: Any, args: argparse.Namespace, *profiles: str) -> Any:
-    """The context with the voices the command line adds: the profiles of
-    the formats being read, `$MECHA_HARNESS_VOICES`, then `--voices`. A pass
-    started from it is handed the same (`Context.pass_environment`)."""
-    return ctx.with_voices(*profiles, extra=args.voices)
-
-
-def _policy(args: argparse.Namespace, source: str) -> Any:
-    from mecha.core.environment.trust import policy_with
-
-    return policy_with(source, args.trust_tool, args.distrust_tool)
-
-
-def _mine(ctx: Any, args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    import msgspec
-
-    from mecha.core.sessions.files import sample_session_path
-    from mecha.core.sessions.foreign import read_session
-
-    from . import humane
-    from .handlers import call
-
-    path = Path(args.file) if args.file else sample_session_path()
-    fmt = args.format
-    if fmt is None:
-        from mecha.core.sessions.foreign import detect_format
-
-        try:
-            with path.open("rb") as f:
-                fmt = detect_format(f) or "mecha"
-        except OSError:
-            fmt = "mecha"  # read_session names the error
-    session = read_session(path, args.format, policy=_policy(args, fmt))
-    from mecha.core.sessions.trust import trust_command
-
-    for warning in session.warnings:
-        print(f"mecha-sidecar: warning: {warning}", file=sys.stderr)
-    if session.skipped_lines:
-        print(f"mecha-sidecar: {path}: {session.skipped_lines} line(s) skipped as not records of its format; the rest was read", file=sys.stderr)
-    for blame in session.blames:
-        # What made the session untrusted from there on: what the person's
-        # later words there are held back by.
-        offer = trust_command(blame.entry) if blame.entry else None
-        trust = f" (to trust it: {offer})" if offer else ""
-        print(f"mecha-sidecar: {path}: untrusted from {blame.describe()}{trust}", file=sys.stderr)
-    ctx = _mining_context(ctx, args, *((fmt,) if fmt in ("claude", "codex") else ()))
-    result = call(ctx, "mecha/extractInterventions", {"messages": msgspec.to_builtins(session.messages)})
-    _emit(args, result, humane.interventions)
-    return 0
-
-
-def _import(ctx: Any, args: argparse.Namespace) -> int:
-    from . import humane
-    from .handlers import call
-
-    params = {
-        "source": args.source, "dir": None if args.dir is None else str(args.dir), "dry_run": args.dry_run,
-        "since": args.since, "project": args.project, "voices": args.voices,
-        "trust_tools": args.trust_tool, "distrust_tools": args.distrust_tool,
-    }
-    result = call(ctx, "mecha/importSessions", params)
-    for line in humane.skipped_files(result["skipped"]):
-        print(f"mecha-sidecar: warning: {line}", file=sys.stderr)
-    for line in result["warnings"]:
-        print(f"mecha-sidecar: warning: {line}", file=sys.stderr)
-    return _report_queued(ctx, args, result, humane.import_summary)
-
-
-def _export(ctx: Any, args: argparse.Namespace) -> int:
-    """`mecha/exportRules`: every scope's file, one project's (`--project`)
-    or one named file, each told its scope's rules; a file that fails is
-    named on stderr, and with several the others are still written."""
-    import os
-
-    from . import humane
-    from .handlers import call
-
-    params = {
-        "target": args.target, "path": None if args.file is None else str(args.file), "check": args.check,
-        "project": None if args.project is None else os.path.abspath(args.project),
-    }
-    result = call(ctx, "mecha/exportRules", params)
-    for e in result["exports"]:
-        if e.get("error"):
-            print(f"mecha-sidecar: {e['error']}", file=sys.stderr)
-    _emit(args, result, humane.exports)
-    failed = any(e.get("error") for e in result["exports"])
-    return 1 if failed or (args.check and result["changed"]) else 0
-
-
-def _hooks(ctx: Any, args: argparse.Namespace) -> int:
-    from . import humane
-    from .handlers import call
-
-    if args.action == "status":
-        result = call(ctx, "mecha/hookStatus", {"agent": args.agent, "scope": args.scope})
-        _emit(args, result, humane.hooks_status)
-        return 0
-    if not args.agent:
-        raise ValueError(f"hooks {args.action} needs the agent: claude or codex")
-    # A store named at install is the one the hooks use, wherever the agent
-    # runs them from; else theirs is resolved as every verb's is.
-    params = {"agent": args.agent, "scope": args.scope or "user", "uninstall": args.action == "uninstall",
-              "pin_store": bool(args.learning_dir)}
-    result = call(ctx, "mecha/installHooks", params)
-    _emit(args, result, humane.hooks_changed)
-    return 0
-
-
-def _reflect(ctx: Any, args: argparse.Namespace) -> int:
-    """Every transcript file in the folder is read before any is queued; a
-    file that is not a session is skipped with a warning naming it, and a
-    session already mined — or already waiting in the inbox from a pass that
-    failed — is not queued again."""
-    from mecha.core.environment.trust import load_trust
-    from mecha.core.errors import InvalidInput
-    from mecha.core.learning.scope import project_of_cwd
-    from mecha.core.sessions.foreign import read_session
-    from mecha.core.store.inbox import queued_session_ids
-    from mecha.protocol import methods as m
-
-    from . import humane
-    from .handlers.sessions import session_ended
-    from .rpc import Cancel
-
-    directory: Path = args.sessions
-    if not directory.is_dir():
-        raise ValueError(f"--sessions {directory}: not a directory")
-    ctx = _mining_context(ctx, args)
-    store = ctx.store()
-    waiting = store.mined_sessions() | queued_session_ids(store)
-    queued: list[str] = []
-    skipped: list[str] = []
-    empty: list[str] = []
-    ready: list[m.SessionEndedParams] = []
-    trust = load_trust()
-    for path in sorted(directory.iterdir()):
-        if path.suffix not in (".json", ".jsonl") or not path.is_file():
-            continue
-        try:
-            session = read_session(path, trust=trust)
-        except InvalidInput as exc:
-            print(f"mecha-sidecar: warning: skipped {exc}", file=sys.stderr)
-            continue
-        if session.session_id in waiting or session.session_id in (s.session_id for s in ready):
-            skipped.append(session.session_id)
-            continue
-        ready.append(
-            m.SessionEndedParams(
-                session.session_id,
-                session.messages,
-                session.taint_timeline,
-                session.interactive,
-                project=project_of_cwd(session.project),
-            )
-        )
-    # Every file is read before any is handed over; each goes the way a
-    # harness run's transcript does, and one pass is started after the last.
-    for params in ready:
-        ended = session_ended(ctx, params, Cancel(), start_pass=False)
-        if ended.already_mined:
-            skipped.append(params.session_id)
-        elif not ended.interventions:
-            empty.append(params.session_id)
-        else:
-            queued.append(params.session_id)
-    summary = {"queued": queued, "already_mined": skipped, "no_interventions": empty, "job": None}
-    return _reflect_what_was_queued(ctx, args, summary, humane.reflect_summary, bool(queued))
-
-
-def _reflect_what_was_queued(
-    ctx: Any, args: argparse.Namespace, summary: dict[str, Any], render: Callable[[dict[str, Any]], str], queued: bool
-) -> int:
-    """After `reflect --sessions` queued sessions (`queued`: any): the
-    reflect pass the inbox needs (`inbox.pass_after_queue`), as every door
-    that hands sessions over starts it."""
-    from mecha.core.store.inbox import pass_after_queue
-
-    from . import humane
-    from .jobs import start_pass
-
-    after = pass_after_queue(ctx.store(), queued, lambda: start_pass(ctx, "reflect"))
-    if after.job is not None:
-        summary["job"] = humane.builtins(after.job)
-    return _report_queued(ctx, args, summary, render)
-
-
-def _report_queued(ctx: Any, args: argparse.Namespace, summary: dict[str, Any], render: Callable[[dict[str, Any]], str]) -> int:
-    """A verb's summary of what it queued (`import`, `reflect --sessions`),
-    and the reflect pass it started, if it did (waited on unless
-    `--no-wait`)."""
-    if summary["job"] is None:
-        _emit(args, summary, render)
-        return 0
-    if not args.json:
-        sys.stdout.write(render(summary) + "\n")
-    return _finish_job(ctx, args, summary["job"], args.no_wait, quiet_start=True, extra=summary)
-
-
-def _finish_job(
-    ctx: Any,
-    args: argparse.Namespace,
-    job: dict[str, Any],
-    no_wait: bool,
-    quiet_start: bool = False,
-    extra: dict[str, Any] | None = None,
-) -> int:
-    import time
-
-    from mecha.core.store.jobs import read_job
-
-    from . import humane
-
-    if no_wait:
-        _emit(args, {**(extra or {}), "job": job}, lambda r: f"started {humane.job_line(r['job'])}")
-        return 0
-    from .progress import ProgressView
-
-    if not args.json and not quiet_start:
-        sys.stdout.write(f"started {humane.job_line(job)}; waiting for it to finish…\n")
-        sys.stdout.flush()
-    # How far it has got, as the pass writes it: on stdout for a person, on
-    # stderr beside --json (stdout is then the result alone).
-    view = ProgressView(sys.stderr if args.json else sys.stdout)
-    final = read_job(ctx.root, job["id"])
-    try:
-        while final.state == "running":
-            view.show(final)
-            time.sleep(0.1)
-            final = read_job(ctx.root, job["id"])
-    except KeyboardInterrupt:
-        view.clear()
-        print(humane.stopped_waiting(humane.builtins(final)), file=sys.stderr)
-        return 130
-    view.clear()
-    result = humane.builtins(final)
-    _emit(args, {**(extra or {}), "job": result}, lambda r: humane.job_line(r["job"]))
-    return 0 if final.state == "done" else 1

@@ -54,9 +54,13 @@ VERB_DOCS: dict[str, tuple[str, str]] = {
                   "the mechanics, maybe not an accept"),
     ),
     "model": (
-        "Runs the bundled local model (SmolLM2-135M through llama.cpp's server) in the foreground on a loopback "
+        "Chooses the model the background passes use. `use claude-code` or `use codex` writes [model] api into "
+        "the config file (~/.mecha/sidecar.toml, or $MECHA_SIDECAR_CONFIG), so the passes — and the agents' "
+        "hooks, whatever their environment — run on your own agent's command line, on your account. `serve` "
+        "runs the bundled local model (SmolLM2-135M through llama.cpp's server) in the foreground on a loopback "
         "port, and prints the settings that point the passes at it. Small: it shows the mechanics, not judgement.",
-        _examples("mecha-sidecar model serve", "mecha-sidecar model serve --port 0"),
+        _examples("mecha-sidecar model use claude-code", "mecha-sidecar model use codex",
+                  "mecha-sidecar model serve", "mecha-sidecar model serve --port 0"),
     ),
     "block": (
         "Prints the rules block a run would start with: the global rules, then those of the project DIR is in.",
@@ -96,10 +100,17 @@ VERB_DOCS: dict[str, tuple[str, str]] = {
                   "mecha-sidecar import codex --since 2026-11-01"),
     ),
     "export": (
-        "Writes each scope's accepted rules into the agent's instructions file, in a section it owns: "
-        "CLAUDE.md for Claude Code, AGENTS.md for Codex and others. A scope with no rule gets no file.",
+        "Writes each scope's accepted rules where the agent reads your own instructions, in a section it owns: "
+        "~/.claude/CLAUDE.md and a project's CLAUDE.local.md for Claude Code, ~/.codex/AGENTS.md and a project's "
+        ".codex/config.toml for Codex (each kept out of git), or AGENTS.md for others. With the plugin or hooks "
+        "installed every accept does this. A scope with no rule gets no file.",
         _examples("mecha-sidecar export claude", "mecha-sidecar export agents --project .",
                   "mecha-sidecar export claude --check   # exit 1 when a file is out of date"),
+    ),
+    "share": (
+        "Writes the rules you choose into the repository's tracked CLAUDE.md and AGENTS.md, for your team, and "
+        "prints the git command that commits them; it commits nothing. The rules stay yours too.",
+        _examples("mecha-sidecar share r-3f2a", "mecha-sidecar share r-3f2a r-91c0 --project ~/src/app"),
     ),
     "retire": (
         "Proposes retiring one learned rule, with your reason; it goes when you accept the proposal.",

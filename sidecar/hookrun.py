@@ -27,14 +27,23 @@ record what they did — or why they could not — in the store's hook log
   small modules that count pending proposals (`mecha.core.agents.notice`),
   name the store (`layout`) and record the start (`agents.started`: the
   session, and which learned rules reached the agent, for each rule's
-  record); it prints one `systemMessage` line when proposals wait, else
-  nothing; with `--review CMD` (the plugin's hook) the line offers the
+  record); it prints one `systemMessage` line when proposals wait — and,
+  once, a line when corrections wait on a model nobody configured
+  (`notice.no_model_line`) — else nothing; with `--review CMD` (the plugin's hook) the line offers the
   agent's own command for the review.
 """
 
 from __future__ import annotations
 
 import os
+
+# The hook imports nothing at the top but `os` (see above); these are for
+# the type checker alone.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from mecha.core.agents.hookpass import Read, Said
 
 #: Most a hook's stdin is read to (an agent sends a few hundred bytes).
 _MAX_INPUT = 1 << 24
@@ -158,13 +167,24 @@ def run(argv: list[str]) -> int:
 def session_start(agent: str, learning_dir: str | None, review: str | None = None) -> int:
     data = _read_stdin()
     try:
-        from mecha.core.agents.notice import codex_review_command, hook_output, notice_line, pending_proposals
+        from mecha.core.agents.notice import (
+            codex_review_command,
+            hook_output,
+            no_model_line,
+            notice_line,
+            pending_proposals,
+            typed_program,
+        )
         from mecha.core.store.layout import resolve_root
 
-        pending = pending_proposals(resolve_root(learning_dir))
+        root = resolve_root(learning_dir)
+        program = typed_program()
+        pending = pending_proposals(root)
         if pending and review is None and agent == "codex":
             review = codex_review_command(cwd=os.getcwd(), learning_dir=learning_dir)
-        out = hook_output(notice_line(pending, learning_dir, review))
+        lines = [line for line in (no_model_line(root, agent, program),
+                                   notice_line(pending, learning_dir, review, program)) if line]
+        out = hook_output("\n".join(lines) if lines else None)
     except Exception as exc:
         from mecha.core.store.layout import resolve_root
 
@@ -263,9 +283,9 @@ def hook_pass(learning_dir: str | None) -> int:
             if not held:
                 return 0
             time.sleep(GATHER_S)
-            said: list[_Said] = []
+            said: list[Said] = []
             passed: set[str] = set()
-            read: dict[tuple[str, str], tuple[int, int, bool]] = {}
+            read: Read = {}
             ctx = None
             while True:
                 while pending(root, passed):  # hooks that end while a round is read make the next round
@@ -302,17 +322,7 @@ def _more_within(root: str, seconds: float, passed: set[str]) -> bool:
     return False
 
 
-#: What reading one queued session came to: its agent, the hook log's
-#: words for it, its session and working directory, whether it queued
-#: anything new.
-_Said = tuple[str, str, "str | None", "str | None", bool]
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _hand_on(root: str, ctx: object, said: list[_Said]) -> None:
+def _hand_on(root: str, ctx: object, said: list[Said]) -> None:
     """The reflect pass the inbox needs once every session read is queued
     (`inbox.pass_after_queue`, as every door that hands sessions over: one
     for all the sessions that queued something new, or for work an earlier
@@ -340,89 +350,27 @@ def _hand_on(root: str, ctx: object, said: list[_Said]) -> None:
         _record(root, agent, "session-end", what + (started if new or not any_new else ""), session_id, cwd)
 
 
-def _stat_key(path: object) -> tuple[int, int] | None:
-    try:
-        st = os.stat(str(path))
-    except OSError:
-        return None
-    return st.st_size, st.st_mtime_ns
-
-
-def _read_queued(root: str, said: list[_Said], passed: set[str],
-                 read: dict[tuple[str, str], tuple[int, int, bool]] | None = None) -> object:
-    """One round: every session queued now, each read once however many
-    hooks queued it (a compaction, then the end), exactly as `import`
-    reads it, what each came to added to `said`; the files are removed (one
-    that cannot be is named, and added to `passed`). The context it read
-    with (`None`: nothing read).
-
-    Once per session across the rounds of a pass, too (`read`: agent and
-    session id → the file's size and mtime when read, and whether it was
-    read as ended): Claude Code with both mecha's plugin and hooks in a
-    settings file runs two session-end hooks for one session, and the
-    second can land in the next round. A session already read this pass,
-    its file unchanged since, is not read again — unless it is now read as
-    ended and was not then (a compaction, then the end: a refusal the
-    session ended on is queued only at its end); the hook log says why."""
-    from pathlib import Path
-
-    from mecha.core.agents.hookqueue import pending, read_entry, remove
-    from mecha.core.agents.hooks import HookInput, session_file
+def _read_queued(root: str, said: list[Said], passed: set[str], read: Read | None = None) -> object:
+    """One round of the hook pass (`hookpass.read_round`: each queued
+    session read once per round and once per pass), each session read
+    exactly as `import` reads it; what each came to added to `said`. The
+    context it read with (`None`: nothing read)."""
+    from mecha.core.agents.hookpass import read_round
     from mecha.core.agents.importing import import_sessions
 
     from .context import Context, InitializationOptions
 
-    files = pending(root, passed)
-    groups: dict[tuple[str, Path], list[HookInput]] = {}
-    for path in files:
-        try:
-            entry = read_entry(path)
-        except Exception as exc:  # named, and the queue goes on
-            entry = f"cannot be read ({type(exc).__name__}: {exc})"
-        if isinstance(entry, str):
-            _record(root, "?", "session-end", f"skipped the queued file {path}: {entry}", None, None)
-            continue
-        agent = str(entry["agent"])
-        got = HookInput(session_id=str(entry["session_id"]), hook_event_name=str(entry["event"]),
-                        transcript_path=_text(entry["transcript_path"]), cwd=_text(entry["cwd"]))
-        try:
-            session = session_file(agent, got, home=Path.home())
-        except Exception as exc:
-            said.append((agent, f"failed: {type(exc).__name__}: {exc}", got.session_id, got.cwd, False))
-            continue
-        groups.setdefault((agent, session), []).append(got)
     ctx = None
-    read = {} if read is None else read
-    for (agent, session), hooks in groups.items():
-        last = hooks[-1]
-        key, stat = (agent, last.session_id), _stat_key(session)
-        ended = any(ended_event(h.hook_event_name) for h in hooks)
-        before = read.get(key)
-        if stat is not None and before is not None and before[:2] == stat and (before[2] or not ended):
-            said.append((agent, "already read by this pass: another hook ran for the same session (the Claude Code "
-                                "plugin and hooks in a settings file? `mecha-sidecar hooks status` says)",
-                         last.session_id, last.cwd, False))
-            continue
-        try:
-            ctx = Context.from_options(InitializationOptions(learning_dir=root)).with_voices(agent)
-            report = import_sessions(ctx.store(), agent, session, voices=ctx.voices, ended=ended)
-            said.append((agent, _summary(report), last.session_id, last.cwd, bool(report.queued)))
-            if stat is not None:
-                read[key] = (*stat, ended)
-        except Exception as exc:
-            said.append((agent, f"failed: {type(exc).__name__}: {exc}", last.session_id, last.cwd, False))
-    for path in files:
-        problem = remove(path)
-        if problem is not None:
-            passed.add(path)
-            _record(root, "?", "session-end", problem, None, None)
+
+    def import_one(agent: str, session: Path, ended: bool) -> tuple[str, bool]:
+        nonlocal ctx
+        ctx = Context.from_options(InitializationOptions(learning_dir=root)).with_voices(agent)
+        report = import_sessions(ctx.store(), agent, session, voices=ctx.voices, ended=ended)
+        return _summary(report), bool(report.queued)
+
+    said += read_round(root, passed, {} if read is None else read, import_one,
+                       lambda what: _record(root, "?", "session-end", what, None, None))
     return ctx
-
-
-def ended_event(event: str) -> bool:
-    """Whether the hook's event means the session is over (`SessionEnd`),
-    rather than still going on (`PreCompact`)."""
-    return event == "SessionEnd"
 
 
 def _summary(report: object) -> str:

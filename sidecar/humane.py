@@ -162,7 +162,8 @@ def proposal_with_diff(r: dict[str, Any]) -> str:
     lines.append(r["diff"] or "(no change to the rendered rules block)")
     changes = r.get("changes") or []
     if changes:
-        lines += ["", "why each change (leave one out: proposals accept ID --without N):"]
+        lines += ["", "why each change (leave one out: proposals accept ID --without N, or --wrong N when its lesson is "
+                   "wrong; in your words: --edit N \"TEXT\"):"]
         for c in changes:
             where = c.get("scope") or "global"
             number = f"{c['number']}. " if c.get("number") else ""
@@ -289,6 +290,47 @@ def lessons(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def held(r: dict[str, Any]) -> str:
+    """The corrections held back: each with its id, your words, the call
+    that held it back (whole) and why; then whether you may vouch for it."""
+    if not r["count"]:
+        return "no correction is held back: every imported one read clean, or was asked again"
+    lines = [f"{r['count']} correction(s) held back as untrusted; you may vouch for {r['vouchable']} of them "
+             "(the reader could not see through what held them back; a stranger's text never is)"]
+    if len(r["held"]) < r["count"]:
+        lines.append(f"(the newest {len(r['held'])} shown)")
+    for h in r["held"]:
+        where = f"{h['file']}:{h['line']}" if h.get("file") and h.get("line") else f"session {h['session_id']}"
+        lines += ["", f"{h['id']}  {h['trigger']}  {where}"]
+        lines.append(f"  you said: {_one_line(h['words'], 300)}")
+        if h.get("call"):
+            lines.append(f"  held back by: {h.get('tool') or 'a call'} `{h['call']}`")
+        lines.append(f"  why: {h['why']}")
+        if h.get("clean_now"):
+            lines.append("  reads clean now: not asked again yet (the trust changed outside `trust add`)")
+        elif h.get("stranger"):
+            lines.append("  never vouchable — a stranger's text was in context: " + "; ".join(h["stranger"]))
+        elif h.get("unchecked"):
+            lines.append(f"  cannot be vouched for: {h['unchecked']}")
+        else:
+            lines.append(f"  vouch: mecha-sidecar lessons vouch {h['id']}")
+    return "\n".join(lines)
+
+
+def vouched(r: dict[str, Any]) -> str:
+    """What a vouch did."""
+    lines = []
+    if r["queued"]:
+        lines.append(f"vouched for {len(r['queued'])} correction(s): each is queued for reflection once, and the "
+                     "decision is in the store's history (no program is trusted by it): " + ", ".join(r["queued"]))
+    if r["already"]:
+        lines.append("vouched for before (asked once): " + ", ".join(r["already"]))
+    lines += r["refused"]
+    if r.get("job"):
+        lines.append(job_line(r["job"]))
+    return "\n".join(lines) or "nothing vouched for"
+
+
 def job_line(j: dict[str, Any], *, full: bool = True) -> str:
     """One pass: what it is, its state, how far it has got while it runs,
     and its outcome — whole (`full`), or its first line only where many
@@ -385,12 +427,16 @@ def validate_plan(r: dict[str, Any]) -> str:
         f"validate {plan['domain']}: {len(probes)} probe(s) of {what}, at most {plan['calls']} model call(s) "
         f"({plan['calls_per_probe']} per probe; budget {plan['budget']})"
     ]
+    if plan.get("cost"):
+        lines.append(f"  cost: {plan['cost']}")
     for p in probes:
         where = f"{p['file']}:{p['line']}" if p.get("file") and p.get("line") else (p.get("file") or f"session {p['session_id']}")
         again = " (measured before under this block)" if p.get("measured_before") else ""
         lines.append(f"  [{p['trigger']}] {p['reflexion_id']}: “{_one_line(p['text'], 100)}” ({where}){again}")
+    kinds = plan.get("skipped_kinds", {})
     for reason, n in plan.get("skipped", {}).items():
-        lines.append(f"  not probed: {n} — {reason}")
+        by_kind = ", ".join(f"{k} {c}" for k, c in kinds.get(reason, {}).items())
+        lines.append(f"  not probed: {n} — {reason}" + (f" ({by_kind})" if by_kind else ""))
     if r.get("reason"):
         lines.append(r["reason"])
     return "\n".join(lines)

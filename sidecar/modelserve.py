@@ -1,4 +1,9 @@
-"""`mecha-sidecar model serve`: the bundled local model, for the person's own use.
+"""`mecha-sidecar model serve|use`: the passes' model, chosen by the person.
+
+`model use claude-code|codex` writes the person's own agent into the config
+file (`providers.config.choose_agent_model`): the one command the
+session-start notice names when corrections wait on a model nobody
+configured. The rest of this module is `model serve`.
 
 The demo starts a small local model for itself and stops it when it is
 done; a person who has no agent command line, no model server and no API
@@ -101,3 +106,48 @@ def serve_model(port: int = DEFAULT_PORT, threads: int | None = None) -> int:
         return 0
     finally:
         server.stop()
+
+
+def use_agent(api: str | None, *, as_json: bool = False) -> int:
+    """`model use API`: the config file says the agent's command line is the
+    model; what was replaced, and what would still win, are said."""
+    import json
+    import os
+
+    from mecha.core.environment.agents import by_api
+    from mecha.core.environment.installed import find_agents
+    from mecha.core.environment.settings import config_path
+    from mecha.core.errors import InvalidInput
+    from mecha.core.providers.config import AGENT_APIS, ENV_KEYS, choose_agent_model
+
+    if api is None:
+        print(f"mecha-sidecar: model use: name the agent: {' or '.join(AGENT_APIS)}", file=sys.stderr)
+        return 2
+    try:
+        chosen = choose_agent_model(api, config_path())
+    except InvalidInput as exc:
+        print(f"mecha-sidecar: model use: {exc}", file=sys.stderr)
+        return 1
+    row = by_api(api)
+    found = next((f for f in find_agents() if f.agent is row), None)
+    shadowed = os.environ.get(ENV_KEYS["api"])
+    if as_json:
+        print(json.dumps({"path": chosen.path, "api": chosen.api, "removed": chosen.removed,
+                          "unchanged": chosen.unchanged, "installed": found is not None,
+                          "environment_wins": bool(shadowed)}))
+        return 0
+    label = row.label if row is not None else api
+    said = "already says" if chosen.unchanged else "now says"
+    print(f"{chosen.path} {said} [model] api = \"{api}\": the passes run on {label}'s own command line, "
+          "on your account (each pass says first how many calls it makes)")
+    if chosen.removed:
+        print("  taken out, as an agent does not use them: "
+              + ", ".join(f"{k} = {v}" for k, v in chosen.removed.items()))
+    if found is None:
+        print(f"  warning: {row.program if row else api} was not found here: install it, then "
+              "`mecha-sidecar doctor` checks it")
+    if shadowed:
+        print(f"  note: {ENV_KEYS['api']}={shadowed} in this environment still wins over the file where it is set")
+    print("  corrections already waiting are reflected at the next session's end, or now: mecha-sidecar inbox retry")
+    return 0
+

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from mecha.core.errors import InvalidStore
+from mecha.core.errors import InvalidStore, NoModel
 from mecha.core.identity import now
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.learning_store import LearningStore
@@ -51,6 +51,10 @@ def _provider(store: LearningStore) -> tuple[OpenAIProvider | AnthropicProvider 
     memory = ModeMemory(store.structured_modes_path, root=store.root)
     provider = require_provider(cfg, memory=memory)
     _BUILT.append(provider)
+    # A model, at last: a note that none was configured is no longer true.
+    from mecha.core.agents.notice import clear_no_model
+
+    clear_no_model(str(store.root))
     # An empty model is an agent's own default: the request names none.
     return provider, (cfg.model or None if cfg else None)
 
@@ -176,6 +180,8 @@ def run_pass(
     except Exception as exc:  # every failure is recorded, never left "running"
         log.error("pass failed: %s: %s", type(exc).__name__, exc)
         final = msgspec.structs.replace(counts.job, state="failed", outcome=f"{type(exc).__name__}: {exc}")
+        if kind == "reflect" and isinstance(exc, NoModel):
+            _note_no_model(store, log)
     final = msgspec.structs.replace(counts.settle(final), finished_at=now(), pid=None)
     unrecorded = jobs_mod.record_end(root, final)
     if unrecorded is not None:
@@ -183,6 +189,18 @@ def run_pass(
         return 1
     log.info("pass %s %s: %s — %s", kind, job_id, final.state, final.outcome)
     return 0 if final.state == "done" else 1
+
+
+def _note_no_model(store: LearningStore, log: logging.Logger) -> None:
+    """Corrections wait and no model is configured: left for the next
+    session start to say, once (`agents.notice`)."""
+    from mecha.core.agents.notice import note_no_model
+    from mecha.core.store.inbox import count_waiting
+
+    try:
+        note_no_model(str(store.root), count_waiting(store))
+    except Exception as exc:  # the job's record says NoModel already
+        log.error("the no-model note could not be written: %s", exc)
 
 
 def _say(line: str) -> None:
@@ -307,7 +325,10 @@ def _validate(
         counts(done, total, "call")
 
     outcome = asyncio.run(
-        run_validation(store, probes, provider, model, model or "unknown", proposal_id=plan.proposal_id, progress=_say, counts=tick)
+        # The model the ledger names: the one configured, else the agent
+        # whose own default model answered (`Claude Code`), else unknown.
+        run_validation(store, probes, provider, model, model or getattr(provider, "account", None) or "unknown",
+                       proposal_id=plan.proposal_id, progress=_say, counts=tick)
     )
     state = "failed" if outcome.stopped else "done"
     return msgspec.structs.replace(counts.job, state=state, outcome=outcome.summary(len(probes)))

@@ -19,14 +19,32 @@ nobody accepted. With nothing pending, stdout stays empty.
 "Pending" here is what `mecha.core.learning.proposals.is_pending` says of a
 proposal file, read without msgspec; a test holds the two to the same answer
 on a real store.
+
+No silent loop. With no model configured every pass fails with `NoModel`,
+and a person who installed the plugin heard nothing: corrections piled up in
+the inbox, no proposal ever came, and only `doctor` said `BAD model`. So a
+reflect pass that fails for want of a model leaves a note in the store
+(`note_no_model`: how many corrections wait), and the next session start
+says so — once: the note remembers it was told, a later failing pass keeps
+that, and the first pass that has a model takes the note away
+(`clear_no_model`), so a model that goes missing again is told again. The
+line names the one command that makes the person's own agent the model.
+
+Every command a line names is one the person can paste: `mecha-sidecar`
+when that name on their `PATH` is this installation, else the console
+script by its absolute path (`typed_program`) — a hook installed from a
+virtual environment runs without it on `PATH`.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 
-from mecha.core.shellwords import mecha_or_none
-from mecha.core.store.layout import LEARNING_DIR_ENV, proposals_dir
+from mecha.core.environment.agents import AGENTS
+from mecha.core.environment.agents import agent as agent_row
+from mecha.core.shellwords import PROGRAM, mecha_or_none
+from mecha.core.store.layout import LEARNING_DIR_ENV, no_model_path, proposals_dir
 
 try:
     from _json import encode_basestring_ascii as _quote
@@ -100,7 +118,27 @@ def pending_proposals(root: str) -> int:
     return count
 
 
-def notice_line(pending: int, learning_dir: str | None = None, review: str | None = None) -> str | None:
+def typed_program(env: dict[str, str] | None = None, executable: str | None = None) -> str:
+    """How a person runs this installation's console script: `mecha-sidecar`
+    when the first of that name on `PATH` is the script beside this
+    interpreter, else that script's absolute path (plain `mecha-sidecar`
+    when there is no script beside it to name)."""
+    env = dict(os.environ) if env is None else env
+    script = os.path.join(os.path.dirname(os.path.abspath(executable or sys.executable)), PROGRAM)
+    if not os.path.isfile(script):
+        return PROGRAM
+    for folder in (env.get("PATH") or "").split(os.pathsep):
+        found = os.path.join(folder or ".", PROGRAM)
+        if os.path.isfile(found) and os.access(found, os.X_OK):
+            try:
+                return PROGRAM if os.path.samefile(found, script) else script
+            except OSError:
+                return script
+    return script
+
+
+def notice_line(pending: int, learning_dir: str | None = None, review: str | None = None,
+                program: str = PROGRAM) -> str | None:
     """The one line a person is shown at a session's start, or `None`.
 
     `review` is the agent's own command that reviews proposals inside the
@@ -109,7 +147,8 @@ def notice_line(pending: int, learning_dir: str | None = None, review: str | Non
     it, the terminal commands."""
     if pending <= 0:
         return None
-    listing = mecha_or_none("proposals", learning_dir=learning_dir) or "mecha-sidecar --learning-dir STORE proposals"
+    listing = (mecha_or_none("proposals", learning_dir=learning_dir, program=program)
+               or "mecha-sidecar --learning-dir STORE proposals")
     what = "1 rule proposal awaits" if pending == 1 else f"{pending} rule proposals await"
     if review:
         return (
@@ -119,6 +158,67 @@ def notice_line(pending: int, learning_dir: str | None = None, review: str | Non
     return (
         f"mecha: {what} your review: `{listing}` lists them, "
         f"`proposals show ID` shows the change, `proposals accept ID` or `reject ID` decides it"
+    )
+
+
+def _read_note(path: str) -> dict[str, object] | None:
+    try:
+        with open(path, "rb") as f:
+            data = f.read(1 << 16)
+        text = data.decode("utf-8").strip(" \t\r\n")
+        value, end = _scan(text, 0)
+    except (OSError, ValueError, StopIteration, RecursionError):
+        return None
+    return value if end == len(text) and isinstance(value, dict) else None
+
+
+def _write_note(path: str, waiting: int, told: bool) -> None:
+    """The note, whole or not at all (a temp file renamed over it)."""
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, b'{"waiting": %d, "told": %s}\n' % (waiting, b"true" if told else b"false"))
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def note_no_model(root: str, waiting: int) -> None:
+    """A reflect pass failed for want of a model while the corrections of
+    `waiting` inbox entries (sessions, mostly) wait: leave that for the next session start, keeping whether it was told."""
+    path = no_model_path(root)
+    before = _read_note(path)
+    _write_note(path, waiting, bool(before and before.get("told") is True))
+
+
+def clear_no_model(root: str) -> None:
+    """A pass has a model: the note, if any, is no longer true."""
+    try:
+        os.unlink(no_model_path(root))
+    except FileNotFoundError:
+        pass
+
+
+def no_model_line(root: str, agent: str, program: str = PROGRAM) -> str | None:
+    """The line that says corrections wait on a model nobody configured,
+    the first time a session starts after a pass said so; `None` after that,
+    or with no such note. Telling marks the note told."""
+    path = no_model_path(root)
+    note = _read_note(path)
+    if note is None or note.get("told") is True:
+        return None
+    waiting = note.get("waiting")
+    waiting = waiting if isinstance(waiting, int) and waiting > 0 else 0
+    _write_note(path, waiting, True)
+    what = f"corrections from {waiting} session{'s' if waiting != 1 else ''}" if waiting else "corrections"
+    row = agent_row(agent) or AGENTS[0]
+    use = mecha_or_none("model", "use", row.api, program=program) or f"mecha-sidecar model use {row.api}"
+    doctor = mecha_or_none("doctor", program=program) or "mecha-sidecar doctor"
+    return (
+        f"mecha: {what} wait to be learned from, but no model is configured, so nothing is learned: "
+        f"`{use}` makes {row.label} the model, on your own account "
+        f"(`{doctor}` shows the other choices)"
     )
 
 

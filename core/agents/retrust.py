@@ -42,13 +42,9 @@ from mecha.core.sessions.foreign import read_session
 from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
 from mecha.core.sessions.reader import TaintPolicy
 from mecha.core.sessions.survey import Planned, survey_session
-from mecha.core.sessions.trust import Reclassified, Trust, Withheld, trusted_since
+from mecha.core.sessions.trust import Reclassified, Trust
 from mecha.core.store.inbox import SessionEntry, enqueue, queued_session_ids, queued_sessions
 from mecha.core.store.learning_store import LearningStore
-
-#: How many withheld interventions `withheld` lists, newest first.
-MAX_WITHHELD_LISTED = 50
-
 
 #: One intervention, whichever entry carried it: the session (without the
 #: `@…` suffix of a grown session or a re-asking entry), the index of the
@@ -57,6 +53,8 @@ Ident = tuple[str, int, str]
 
 #: The marker of an entry a change of trust queued.
 RETRUST = "@retrust-"
+#: The marker of an entry a person's vouch queued (`held.vouch`).
+VOUCH = "@vouch-"
 
 
 def base_session(session_id: str) -> str:
@@ -64,38 +62,23 @@ def base_session(session_id: str) -> str:
     return session_id.split("@", 1)[0]
 
 
-def withheld(store: LearningStore, trust: Trust | None = None) -> tuple[int, list[Withheld]]:
-    """The interventions recorded without a model call (untrusted) that no
-    change of trust has made clean yet: how many, and the newest
-    `MAX_WITHHELD_LISTED` of them with what held each back — and, under
-    `trust` (the person's decisions now), whether that is trusted since."""
-    from mecha.core.learning.reflect import WITHHELD_LESSON
-
-    reflections = store.reflexions()
-    done = _settled(store, reflections)
-    rows: list[Withheld] = []
-    seen: set[Ident] = set()
-    for r in reflections:
-        if r.origin is not Origin.UNTRUSTED or not r.reflexion_text.startswith(WITHHELD_LESSON[:-1]):
-            continue
-        ident = _ident(r.session_id, r.found.at if r.found is not None else None, r.trigger)
-        if ident is not None and (ident in done or ident in seen):
-            continue  # asked again (answered, or waiting), or listed already
-        if ident is not None:
-            seen.add(ident)
-        file = r.found.file if r.found is not None else None
-        _, _, why = r.reflexion_text.partition("held back by ")
-        words = r.intervention if len(r.intervention) <= 80 else r.intervention[:79] + "…"
-        reason = why.rstrip(")") or "third-party content was in context"
-        source = "codex" if r.session_id.startswith("codex:") else "claude"
-        rows.append(Withheld(session_id=r.session_id, words=words, why=reason,
-                             file=file, line=r.found.line if r.found is not None else None,
-                             now=None if trust is None else trusted_since(reason, trust, source)))
-    return len(rows), rows[-MAX_WITHHELD_LISTED:][::-1]
-
-
 def _ident(session_id: str, at: int | None, trigger: str) -> Ident | None:
     return None if at is None else (base_session(session_id), at, trigger)
+
+
+def ident_of(r: Reflexion) -> Ident | None:
+    """The intervention `r` records (`Ident`), when its place was recorded."""
+    return _ident(r.session_id, r.found.at if r.found is not None else None, r.trigger)
+
+
+#: The markers of the entries that ask a held-back intervention again: a
+#: change of trust's, and a person's vouch (`held.VOUCH`).
+ASKING_AGAIN = (RETRUST, VOUCH)
+
+
+def settled(store: LearningStore, reflections: list[Reflexion] | None = None) -> set[Ident]:
+    """Every held-back intervention already asked again (`_settled`)."""
+    return _settled(store, reflections)
 
 
 def _settled(store: LearningStore, reflections: list[Reflexion] | None = None) -> set[Ident]:
@@ -112,14 +95,15 @@ def _settled(store: LearningStore, reflections: list[Reflexion] | None = None) -
                 done.add(ident)
     for key, state in store.attempt_states().items():
         session, _, rest = key.rpartition("#")
-        if RETRUST not in session or not state.answered:
+        if not any(marker in session for marker in ASKING_AGAIN) or not state.answered:
             continue
         at, _, trigger = rest.partition(":")
         if at.isdigit():
             done.add((base_session(session), int(at), trigger))
-    for entry in queued_sessions(store, RETRUST):
-        for plan in entry.plans:
-            done.add((base_session(entry.session_id), plan.intervention.at, plan.intervention.trigger.value))
+    for marker in ASKING_AGAIN:
+        for entry in queued_sessions(store, marker):
+            for plan in entry.plans:
+                done.add((base_session(entry.session_id), plan.intervention.at, plan.intervention.trigger.value))
     return done
 
 

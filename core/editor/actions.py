@@ -24,6 +24,7 @@ from mecha.core.editor.results import (
     Finding,
     Range,
 )
+from mecha.core.sessions.evidence import cut_at_word
 
 
 def kind_wanted(kind: str, only: Sequence[str] | None) -> bool:
@@ -155,6 +156,7 @@ def _review(finding: Finding, kind: str) -> list[CodeAction]:
             f"Show diff of proposal {pid}", kind, act=Act.SHOW_PROPOSAL_DIFF, arguments=[pid], fixes=fixes
         ),
         *_without_each(pid, data.get("changes"), kind, fixes),
+        *_edit_each(pid, data.get("changes"), kind, fixes),
     ]
 
 
@@ -166,9 +168,39 @@ def without_title(pid: str, number: int, change: str, text: str) -> str:
     """The title of the action that accepts proposal `pid` without its
     change `number`: it starts with the change, not with "Accept proposal",
     so the whole-proposal accept stays the one action that does."""
-    one = " ".join(text.split())
-    quoted = one if len(one) <= WITHOUT_TITLE_CHARS else one[: WITHOUT_TITLE_CHARS - 1] + "…"
-    return f"Leave out change {number} ({change}: “{quoted}”), accept the rest of proposal {pid}"
+    return f"Leave out change {number} ({change}: “{_quoted(text)}”), accept the rest of proposal {pid}"
+
+
+def _quoted(text: str) -> str:
+    return cut_at_word(" ".join(text.split()), WITHOUT_TITLE_CHARS)
+
+
+def edit_title(pid: str, number: int, change: str, text: str) -> str:
+    """The title of the action that accepts proposal `pid` with its rule
+    `number` in the person's words (the client asks for them)."""
+    return f"Edit change {number} ({change}: “{_quoted(text)}”) in your words, accept proposal {pid}"
+
+
+def _edit_each(pid: str, changes: object, kind: str, fixes: Finding | None) -> list[CodeAction]:
+    """One action per rule a proposal adds or changes: accept it with that
+    rule in the person's words (`accept --edit N TEXT`). The arguments carry
+    the proposed words; a client asks the person for theirs in their place
+    (VS Code and Neovim do, starting from the proposed words). A client that
+    does not ask sends them unchanged, which accepts the proposal as made."""
+    if not isinstance(changes, list):
+        return []
+    out = []
+    for entry in changes:
+        if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], int)):
+            continue
+        number, change, text = entry[0], str(entry[1]), str(entry[2])
+        if change not in ("added", "changed"):
+            continue
+        out.append(CodeAction(
+            edit_title(pid, number, change, text), kind, act=Act.ACCEPT_PROPOSAL,
+            arguments=[pid, {"edit": [{"number": number, "text": text}]}], fixes=fixes,
+        ))
+    return out
 
 
 def _without_each(pid: str, changes: object, kind: str, fixes: Finding | None) -> list[CodeAction]:

@@ -49,7 +49,7 @@ def hover_for(
         out += [" · ".join(facts), ""]
     out += _lineage(rule, kind, reflections_by_id)
     out += _ledger(rule, tallies)
-    if records and rule.id in records:
+    if records and rule.id is not None and rule.id in records:
         out += [f"**In your sessions** {records[rule.id]}", ""]
     if rule.retired_at is not None:
         reason = f": {_one_line(rule.retired_reason)}" if rule.retired_reason else ""

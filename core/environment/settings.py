@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -87,12 +87,13 @@ def read_table(path: Path, name: str, *, skim: bool = False) -> Any:
         raise Unreadable(path, exc) from None
 
 
-def write_table(path: Path, name: str, values: Mapping[str, list[str]]) -> None:
+def write_table(path: Path, name: str, values: Mapping[str, list[str] | str], drop: Iterable[str] = ()) -> None:
     """The config file at `path` with table `name`'s keys set to `values`
-    (lists of strings; a list of more than three is written one item a
-    line), every other byte kept; written to a temp sibling and renamed over
-    (through a link the person made, to its target). `InvalidInput` naming
-    the file when it cannot be read or written."""
+    (a string, or a list of strings; a list of more than three is written
+    one item a line) and the keys in `drop` taken out, every other byte
+    kept; written to a temp sibling and renamed over (through a link the
+    person made, to its target). `InvalidInput` naming the file when it
+    cannot be read or written, or is not TOML."""
     import tomlkit
 
     from mecha.core.store.files import write_atomic
@@ -104,12 +105,23 @@ def write_table(path: Path, name: str, values: Mapping[str, list[str]]) -> None:
         text = ""
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"{path}: {getattr(exc, 'strerror', None) or exc}") from None
-    doc = tomlkit.parse(text)
+    try:
+        doc = tomlkit.parse(text)
+    except tomlkit.exceptions.ParseError as exc:
+        raise InvalidInput(f"{path}: not valid TOML ({exc}); nothing was written") from None
     table = doc.get(name)
     if table is None:
         table = tomlkit.table()
         doc[name] = table
+    elif not isinstance(table, dict):
+        raise InvalidInput(f"{path}: `{name}` is not a table; nothing was written")
+    for key in drop:
+        if key in table:
+            del table[key]
     for key, wanted in values.items():
+        if isinstance(wanted, str):
+            table[key] = wanted
+            continue
         array = tomlkit.array()
         array.extend(wanted)
         if len(wanted) > 3:

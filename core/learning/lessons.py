@@ -15,7 +15,7 @@ Read-only and lock-free, like every reader of the store.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import msgspec
 
@@ -145,6 +145,30 @@ def lesson_view(r: Reflexion, seen_without_rule: int = 0) -> Lesson:
     )
 
 
+def superseded(reflexions: Sequence[Reflexion], asked_again: Collection[tuple[str, int, str]] = ()) -> set[str]:
+    """The ids of reflections that recorded an intervention without asking
+    (`reflect.was_withheld`) and were asked again since — after a change of
+    trust or a person's vouch — which wrote another reflection of the same
+    intervention (its session without the `@…` of the entry that carried
+    it, its message, its trigger), or is in `asked_again` (`retrust.settled`:
+    answered with nothing to learn, or waiting in the inbox). Each
+    intervention is listed and counted once, as its latest reflection:
+    before, a reclassified one was listed twice, and `lessons` counted 46
+    untrusted where the inbox held 42."""
+    latest: dict[tuple[str, int, str], str] = {}
+    for r in reflexions:
+        if r.found is not None and r.found.at is not None:
+            latest[(r.session_id.split("@", 1)[0], r.found.at, r.trigger)] = r.id
+    out: set[str] = set()
+    for r in reflexions:
+        if r.found is None or r.found.at is None or not was_withheld(r):
+            continue
+        ident = (r.session_id.split("@", 1)[0], r.found.at, r.trigger)
+        if latest[ident] != r.id or ident in asked_again:
+            out.add(r.id)
+    return out
+
+
 def list_lessons(
     reflexions: Sequence[Reflexion],
     *,
@@ -153,6 +177,7 @@ def list_lessons(
     trigger: Trigger | None = None,
     origin: Origin | None = None,
     pending: bool = False,
+    asked_again: Collection[tuple[str, int, str]] = (),
     aside: Mapping[str, int] | None = None,
 ) -> tuple[list[Lesson], LessonCounts]:
     """The lessons that match every filter given, newest first, and their
@@ -163,7 +188,10 @@ def list_lessons(
     aside = aside or {}
     found: list[Lesson] = []
     counts = LessonCounts()
+    answered = superseded(reflexions, asked_again)
     for r in reflexions:
+        if r.id in answered:
+            continue
         if domain is not None and r.domain != domain:
             continue
         if scope != ALL and (GLOBAL_SCOPE if r.project is None else r.project) != scope:

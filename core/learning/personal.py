@@ -35,8 +35,9 @@ Four kinds, each found by one small pure function over the text:
 - **home_path** — a home directory that names its owner: `/home/<user>`,
   `/Users/<user>`, `C:\\Users\\<user>`. A placeholder owner (`user`,
   `you`, `$USER`, `<name>`, `runner`, …) names nobody and is not reported.
-- **handle** — an account's handle: `@name` in prose (not a decorator,
-  an npm scope or a version tag), and `github.com/name` (or GitLab's,
+- **handle** — an account's handle: `@name` in prose (not a decorator or
+  a module attribute, which stand first on their line, not an npm scope or
+  a version tag), and `github.com/name` (or GitLab's,
   Bitbucket's, Codeberg's) — the account a person's repositories live
   under.
 - **login** — a login name a terminal printed: `[sudo] password for
@@ -203,7 +204,7 @@ _NOT_HANDLES = frozenset({
     "interface", "implementation", "end", "author", "version", "brief", "file", "code", "main",
 })
 #: Words of a machine's name: a hyphenated name holding one is a host.
-_MACHINE_WORDS = ("macbook", "imac", "mac-mini", "mac-studio", "thinkpad", "laptop", "desktop", "workstation")
+_MACHINE_WORDS = ("macbook", "imac", "mac-mini", "mac-studio", "thinkpad")
 
 
 # ─── The detectors ───────────────────────────────────────────────────────
@@ -220,6 +221,8 @@ _PROMPT_RE = re.compile(
 # `ssh user@host` (and its kin): the user is a login, the host a machine.
 _SSH_RE = re.compile(r"\b(?:ssh|scp|sftp|rsync|mosh)\s+(?:-\S+\s+)*([a-z_][a-z0-9_.-]{0,31})@([A-Za-z0-9][A-Za-z0-9.-]{0,62})")
 _MACHINE_RE = re.compile(r"(?<![\w.@/-])([A-Za-z0-9'’]+(?:-[A-Za-z0-9'’]+)+)(?![\w@/-])")
+# A file read with its line numbers (`  28→`, `cat -n`'s `  28\t`).
+_GUTTER_RE = re.compile(r"^\s*\d+(?:→|\t)")
 _SUDO_RE = re.compile(r"\[sudo\] password for ([^\s:]+)")
 _AT_HANDLE_RE = re.compile(r"(?:^|(?<=[\s(\[,;\"'“]))@([A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))(?![\w/.@(-])", re.MULTILINE)
 _ACCOUNT_URL_RE = re.compile(
@@ -406,6 +409,8 @@ def _handles(text: str) -> list[PersonalFinding]:
     for m in _AT_HANDLE_RE.finditer(text):
         if m.group(1).lower() in _NOT_HANDLES or m.group(1).isdigit():
             continue
+        if not _GUTTER_RE.sub("", text[text.rfind("\n", 0, m.start()) + 1 : m.start()]).strip():
+            continue  # first on its line: a decorator or a module attribute (`@impl true`), not a mention
         out.append(PersonalFinding(kind=PersonalKind.HANDLE, text=m.group(0), start=m.start(), end=m.end()))
     for m in _ACCOUNT_URL_RE.finditer(text):
         if m.group(2).lower() in _ACCOUNT_PAGES | _PLACEHOLDER_OWNERS | _PLACEHOLDER_ACCOUNTS:

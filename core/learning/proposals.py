@@ -256,6 +256,8 @@ def with_edits(
         if number in left:
             raise InvalidInput(f"edit: change {number} of proposal {p.id} is left out; it cannot also be edited")
         text = text.strip()
+        if text == change.text:
+            continue  # the words as proposed: no edit (a client that did not ask sends them)
         why = edit_refusal(text)
         if why is not None:
             raise InvalidInput(f"edit: change {number}: {why}")

@@ -243,7 +243,7 @@ def describe_tally(tallies: Mapping[str, RuleTally] | None) -> str:
     return "; ".join(parts)
 
 
-def describe_verdict(by_model: Mapping[str, Mapping[str, int]], stale: int = 0) -> str:
+def describe_verdict(by_model: Mapping[str, Mapping[str, int]], stale: int = 0, reduced: int = 0) -> str:
     """A proposal's measured verdict, per model, for a person: "measured in
     3 probes on smollm2-135m against the live rules: 2 improved, 0 regressed,
     1 unchanged, 0 inconclusive"."""
@@ -260,6 +260,11 @@ def describe_verdict(by_model: Mapping[str, Mapping[str, int]], stale: int = 0) 
                 f"{unchanged} unchanged, {counts.get('inconclusive', 0)} inconclusive"
             )
         text = "; ".join(parts)
+    if reduced:
+        text += (
+            f" ({reduced} of them without the rule{'s' if reduced != 1 else ''} learned from the very correction "
+            "probed, which no probe measures on its own source)"
+        )
     if stale:
         text += f" ({stale} earlier probe{'s' if stale != 1 else ''} measured it against rules that have changed since)"
     return text

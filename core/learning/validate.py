@@ -18,12 +18,16 @@ What is measured:
 - `validate DOMAIN --proposal ID`: a pending proposal's candidate block
   against the live one, so a reviewer reads a verdict before accepting.
 
-Which moments: those of the domain's reflections whose session falls in the
-deterministic holdout (`holdout.in_holdout`: `layout.is_holdout` on the
-session id, one in `HOLDOUT_IN`) and whose conversation can be read again:
-an imported session's own file, or, for a session a harness handed over (or
-`reflect --sessions` did), the transcript the store kept because it was in
-the holdout (`holdout.keep_transcript`). The file is re-read and must still
+Which moments: those of the domain's reflections whose conversation can be
+read again: an imported session's own file, whichever half of the holdout
+it falls in, or, for a session a harness handed over (or `reflect
+--sessions` did), the transcript the store kept because it was in the
+deterministic holdout (`holdout.keep_transcript`: `layout.is_holdout` on
+the session id, one in `HOLDOUT_IN`). An imported file is not held to the
+holdout: what keeps a probe honest is that no rule is measured on its own
+sources (`arms_of`, below), and requiring the holdout as well left the
+person's real sessions with no probe at all (half of them outside it, and
+the rest mostly the rules' own sources). The file is re-read and must still
 hold the correction where it was found, and must still read as clean up to it — under the person's
 standing trust decisions (`sessions.trust`, which every session reader
 honours), so a lesson learned from a session read as clean under that
@@ -58,6 +62,7 @@ from mecha.core.learning.holdout import in_holdout
 from mecha.core.learning.replies import ReplyContract, reply_fault
 from mecha.core.learning.sources import describe_verdict
 from mecha.core.providers.base import CompletionRequest, Provider, StopReason
+from mecha.core.providers.config import ModelConfig
 from mecha.core.sessions.mining import bound_text, locate_followup
 from mecha.core.sessions.transcript import Message, taint_at
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus, RenderedBlock, render_rules
@@ -77,9 +82,11 @@ from mecha.core.store.ledger import (
 
 log = logging.getLogger(__name__)
 
-#: Probes a pass runs when not told otherwise: a few calls' worth, so a
-#: first `validate` costs seconds on a hosted model, minutes on a local one.
-DEFAULT_BUDGET = 3
+#: Probes a pass runs when not told otherwise: five, the fewest whose
+#: verdict reads as more than an anecdote, and still a few calls' worth
+#: (20), so a first `validate` costs seconds on a hosted model, minutes on
+#: a local one, and 20 runs of the person's own agent on their account.
+DEFAULT_BUDGET = 5
 #: The most probes one pass may be given.
 MAX_BUDGET = 100
 #: The triggers a probe can replay: a person's words in the conversation.
@@ -159,6 +166,10 @@ class Arms(msgspec.Struct, kw_only=True, frozen=True):
 
     treatment: RenderedBlock
     baseline: RenderedBlock
+    #: The rules left out of both arms because the probed correction is
+    #: among their sources (`arms_of`): the block measured is the candidate
+    #: (or the live rules) without them.
+    left_out: tuple[str, ...] = ()
 
     def measured_ids(self) -> list[str]:
         """The learned rules the pair differs by, riding in the treatment."""
@@ -194,6 +205,7 @@ SKIP_NOT_CLEAN = "its session file no longer reads as clean up to the correction
 SKIP_NO_TURN = "no turn of the assistant's precedes the correction"
 SKIP_SAME_BLOCK = "the measured rules do not reach its prompt (both arms would be the same)"
 SKIP_SCOPE = "its session ran outside the proposal's project"
+SKIP_BUDGET = "beyond the budget"
 SKIP_OWN_SOURCE = "the rules it would measure were all learned from it (a rule is never measured on its own sources)"
 
 
@@ -203,12 +215,11 @@ def _eligible(r: Reflexion, domain: str, proposal: Proposal | None) -> str | Non
         return SKIP_TRIGGER
     if r.origin is not Origin.CLEAN:
         return SKIP_ORIGIN
-    if not in_holdout(r.session_id):
-        return SKIP_HOLDOUT
     if proposal is not None and proposal.project is not None and r.project != proposal.project:
         return SKIP_SCOPE
     if r.found is None or r.found.file is None or r.found.at is None:
-        return SKIP_NO_TRANSCRIPT
+        # Only a handed-over session in the holdout had its transcript kept.
+        return SKIP_HOLDOUT if not in_holdout(r.session_id) else SKIP_NO_TRANSCRIPT
     return None
 
 
@@ -282,18 +293,21 @@ def select_probes(
     sources_for: SourcesFor = lambda _project: {},
     proposal: Proposal | None = None,
     recover: Callable[[Reflexion], tuple[list[Message], Message] | str] = _recover,
-) -> tuple[list[Probe], dict[str, int]]:
+) -> tuple[list[Probe], dict[str, int], dict[str, dict[str, int]]]:
     """Up to `budget` probes from `reflexions`, and the rest counted by why
-    they were not taken. `arms_for(project, without)` gives the two blocks
+    they were not taken, and by why and kind (trigger). `arms_for(project, without)` gives the two blocks
     for a session in `project`, the rules `without` left out of the
     treatment; `sources_for(project)` maps each rule that may ride there to
     its sources (`arms_of`); `measured` holds `(reflection id, rules hash)`
     pairs already in the ledger. Conversations are read only until the
     budget is filled."""
     skipped: dict[str, int] = {}
+    kinds: dict[str, dict[str, int]] = {}
 
-    def skip(why: str) -> None:
+    def skip(why: str, r: Reflexion) -> None:
         skipped[why] = skipped.get(why, 0) + 1
+        by_kind = kinds.setdefault(why, {})
+        by_kind[r.trigger] = by_kind.get(r.trigger, 0) + 1
 
     candidates: list[tuple[Reflexion, Arms]] = []
     for r in reflexions:
@@ -310,21 +324,21 @@ def select_probes(
             else:
                 candidates.append((r, arms))
         if why is not None:
-            skip(why)
+            skip(why, r)
     arms_by_id = {r.id: arms for r, arms in candidates}
     probes: list[Probe] = []
     for r in _order([r for r, _ in candidates], measured, lambda x: _hash(arms_by_id[x.id])):
         if len(probes) >= budget:
-            skip("beyond the budget")
+            skip(SKIP_BUDGET, r)
             continue
         got = recover(r)
         if isinstance(got, str):
-            skip(got)
+            skip(got, r)
             continue
         arms = arms_by_id[r.id]
         probes.append(Probe(reflection=r, prefix=got[0], corrected=got[1], arms=arms,
                             planned=_planned(r, arms, (r.id, _hash(arms)) in measured)))
-    return probes, skipped
+    return probes, skipped, kinds
 
 
 def _hash(arms: Arms) -> str:
@@ -380,15 +394,25 @@ def arms_source(store: LearningStore, domain: str, proposal: Proposal | None) ->
             live = store.render_block(domain, project)
             if proposal is None:
                 treatment = _learned_block(store, domain, project, without) if without else live
-                cache[key] = Arms(treatment=treatment, baseline=_learned_block(store, domain, project, None))
+                cache[key] = Arms(treatment=treatment, baseline=_learned_block(store, domain, project, None),
+                                  left_out=tuple(sorted(without)))
             else:
-                rules = [r for r in proposal.rules if r.id not in without]
-                candidate = store.render_candidate(domain, rules, project, scope=proposal.project)
+                candidate = reduced_candidate(store, proposal, project, without)
                 baseline = _learned_block(store, domain, project, without) if without else live
-                cache[key] = Arms(treatment=candidate, baseline=baseline)
+                cache[key] = Arms(treatment=candidate, baseline=baseline, left_out=tuple(sorted(without)))
         return cache[key]
 
     return arms_for
+
+
+def reduced_candidate(store: LearningStore, proposal: Proposal, project: str | None, without: Iterable[str] = ()) -> RenderedBlock:
+    """The block a run in `project` would carry were `proposal` accepted,
+    with the rules `without` left out: what a probe measures when its
+    correction is among some of the candidate's rules' sources (`arms_of`),
+    and what its verdict is read against (`proposal_verdict`)."""
+    gone = set(without)
+    rules = [r for r in proposal.rules if r.id not in gone]
+    return store.render_candidate(proposal.domain, rules, project, scope=proposal.project)
 
 
 def sources_source(store: LearningStore, domain: str, proposal: Proposal | None) -> SourcesFor:
@@ -436,7 +460,7 @@ def prepare(
     arms_for = arms_source(store, domain, proposal)
     sources_for = sources_source(store, domain, proposal)
     measured = {(v.reflexion_id, v.rules_hash) for v in store.validations() if v.domain == domain}
-    probes, skipped = select_probes(
+    probes, skipped, kinds = select_probes(
         store.reflexions(), domain, n, arms_for, measured, sources_for=sources_for, proposal=proposal
     )
     plan = ValidationPlan(
@@ -446,6 +470,7 @@ def prepare(
         calls=len(probes) * CALLS_PER_PROBE,
         proposal_id=proposal.id if proposal is not None else None,
         skipped=dict(sorted(skipped.items())),
+        skipped_kinds={why: dict(sorted(k.items())) for why, k in sorted(kinds.items())},
     )
     return probes, plan
 
@@ -455,6 +480,20 @@ def plan_validation(
 ) -> ValidationPlan:
     """What `validate` would do: which reflections, how many calls."""
     return prepare(store, domain, budget, proposal_id)[1]
+
+
+def what_calls_cost(calls: int, cfg: ModelConfig | None) -> str | None:
+    """What `calls` model calls cost, said before any is made: on an agent's
+    command line each is one run on the person's own account (no key, but
+    their plan's usage); on a server, calls to it. `None` with no model."""
+    if cfg is None:
+        return None
+    if cfg.runs_agent:
+        program, agent = {"claude-code": ("claude -p", "Claude Code"), "codex": ("codex exec", "Codex")}.get(
+            cfg.api, (cfg.api, cfg.api)
+        )
+        return f"{calls} run(s) of `{program}` on your own {agent} account: no key, each one call of your plan's usage"
+    return f"{calls} call(s) to {cfg.describe()}"
 
 
 def no_probe_reason(plan: ValidationPlan) -> str:
@@ -475,20 +514,30 @@ def proposal_verdict(store: LearningStore, proposal: Proposal) -> ProposalVerdic
         return ProposalVerdict(measured=describe_verdict({}))
     measured_ids = {v.reflexion_id for v in rows}
     projects = {None, proposal.project} | {r.project for r in store.reflexions() if r.id in measured_ids}
-    hashes = {
-        store.render_candidate(proposal.domain, proposal.rules, where, scope=proposal.project).rules_hash
-        for where in projects
-    }
+    hashes: dict[tuple[str, ...], set[str | None]] = {}
+
+    def candidate_hashes(left_out: tuple[str, ...]) -> set[str | None]:
+        # A probe whose correction some of the candidate's rules were
+        # learned from measured the candidate without them: its row is the
+        # proposal's when it matches that reduced candidate as it renders now.
+        if left_out not in hashes:
+            hashes[left_out] = {reduced_candidate(store, proposal, where, left_out).rules_hash for where in projects}
+        return hashes[left_out]
+
     by_model: dict[str, dict[str, int]] = {}
-    stale = 0
+    stale = reduced = 0
     for v in rows:
-        if v.rules_hash not in hashes:
+        if v.rules_hash not in candidate_hashes(tuple(sorted(v.left_out))):
             stale += 1
             continue
+        reduced += bool(v.left_out)
         counts = by_model.setdefault(v.model, {})
         counts[v.outcome] = counts.get(v.outcome, 0) + 1
     probes = sum(sum(c.values()) for c in by_model.values())
-    return ProposalVerdict(probes=probes, by_model=by_model, stale=stale, measured=describe_verdict(by_model, stale))
+    return ProposalVerdict(
+        probes=probes, by_model=by_model, stale=stale, reduced=reduced,
+        measured=describe_verdict(by_model, stale, reduced),
+    )
 
 
 # ─── Running a probe ────────────────────────────────────────────────────────
@@ -593,6 +642,7 @@ async def run_probe(provider: Provider, model: str | None, model_name: str, prob
         created_at=now(),
         reason=why if outcome == INCONCLUSIVE else None,
         proposal_id=proposal_id,
+        left_out=list(probe.arms.left_out),
     )
     return ProbeResult(record=record, why=why, calls=treatment.calls + baseline.calls)
 

@@ -399,3 +399,50 @@ def _env_number(value: str, integral: bool) -> Any:
         return int(value) if integral else float(value)
     except ValueError:
         return value
+
+
+# ─── Choosing the person's own agent ────────────────────────────────────────
+
+#: `[model]` keys of a server or an API key, which an agent's command line
+#: refuses (`_validate_agent`): choosing an agent takes them out.
+_SERVER_KEYS = ("base_url", "api_key_env", "model", "structured")
+
+
+class AgentChosen(msgspec.Struct, frozen=True, kw_only=True):
+    """What `choose_agent_model` wrote."""
+
+    #: The config file written.
+    path: str
+    api: str
+    #: Keys of the earlier choice taken out of `[model]`, with their values.
+    removed: dict[str, str]
+    #: Whether the file already said so.
+    unchanged: bool
+
+
+def choose_agent_model(api: str, path: Path) -> AgentChosen:
+    """`[model] api = API` in the config file at `path`: the person's own
+    agent's command line runs the passes. What an earlier choice of a
+    server or key wrote there (`base_url`, `api_key_env`, `model`,
+    `structured`) goes, since an agent refuses it; `timeout_s` and
+    `concurrency` stay; every other line of the file is kept as it was
+    (`environment.settings.write_table`). The one command the
+    session-start notice names when corrections wait on a model nobody
+    configured."""
+    from mecha.core.environment.settings import write_table
+    from mecha.core.errors import InvalidInput
+
+    if api not in AGENT_APIS:
+        raise InvalidInput(f"{api!r} is not an agent's command line: choose {' or '.join(AGENT_APIS)}")
+    try:
+        table = read_table(path, "model")
+    except Unreadable as exc:
+        raise InvalidInput(f"{exc}; nothing was written") from None
+    if table is not None and not isinstance(table, dict):
+        raise InvalidInput(f"{path}: `model` is not a table; nothing was written")
+    table = table or {}
+    removed = {key: str(table[key]) for key in _SERVER_KEYS if key in table}
+    unchanged = not removed and table.get("api") == api
+    if not unchanged:
+        write_table(path, "model", {"api": api}, drop=removed)
+    return AgentChosen(path=str(path), api=api, removed=removed, unchanged=unchanged)

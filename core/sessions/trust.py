@@ -37,7 +37,6 @@ never opens the config file itself.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from enum import Enum
 
@@ -264,33 +263,10 @@ class Withheld(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     why: str
     file: str | None = None
     line: int | None = None
-    #: Set when what held it back is trusted now (the reason was recorded
-    #: under the trust of the time): says so, and how to have it asked.
+    #: Set when its session reads clean at it under the trust kept now but
+    #: it was not asked again yet (the trust changed by hand): says so, and
+    #: what asks it (`held.CLEAN_NOW`).
     now: str | None = None
-
-
-#: A recorded reason, as `reader.Blame.reason` wrote it: `line 12: Bash (bd): …`.
-_REASON = re.compile(r"(?:line \d+: )?([^\s:()]+)(?: \(([^)]*)\))?: ")
-
-
-def trusted_since(why: str, trust: Trust, source: str) -> str | None:
-    """When the call a recorded reason `why` names is trusted now (by the
-    person's entries or the reader's own lists, for `source`'s reader),
-    a sentence saying so and what asks the intervention again; else `None`."""
-    found = _REASON.match(why)
-    if found is None:
-        return None
-    tool, program = found.group(1), found.group(2)
-    policy = trust.policy(source)
-    if tool in policy.local or tool in policy.personal:
-        entry = tool
-    elif tool in policy.shell and program and (program in policy.trusted_commands or program.split(" ", 1)[0] in policy.trusted_commands):
-        entry = f"{SHELL_SPELLING}({program})"
-    else:
-        return None
-    again = trust_command(entry)
-    how = f"{again} reads its session again and asks what now reads clean" if again else "trusting it again reads its session again"
-    return f"recorded before {shown(entry)} was trusted: that reason no longer holds (a later call may) — {how}"
 
 
 def check_entry(value: str, *, standing: bool = True) -> str:

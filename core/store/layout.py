@@ -397,6 +397,12 @@ def started_path(root: str | os.PathLike[str]) -> str:
     return os.path.join(root, STARTED_FILE)
 
 
+def no_model_path(root: str | os.PathLike[str]) -> str:
+    """`<root>/cache/no-model.json`, for the session-start hook, which reads
+    it with the standard library alone."""
+    return os.path.join(root, NO_MODEL_FILE)
+
+
 def transcripts_dir(root: str | os.PathLike[str]) -> str:
     """`<root>/transcripts`: the holdout sessions' kept transcripts."""
     return os.path.join(root, TRANSCRIPTS_DIR)
@@ -416,6 +422,9 @@ VALIDATIONS_FILE = "validations.jsonl"
 #: of the interventions queued (so a grown session queues only its new
 #: ones) and the file's size and mtime (so an unchanged one is not read).
 IMPORTED_FILE = "imported.jsonl"
+#: The person's vouches for corrections the reader's doubt held back
+#: (`agents.held`): which, for what calls, who and when. In the history.
+VOUCHED_FILE = "vouched.jsonl"
 #: One line per correction that showed a live learned rule was not followed
 #: (`domain.record.Repeat`): the rule's record of being corrected again.
 REPEATS_FILE = "repeats.jsonl"
@@ -446,6 +455,10 @@ ATTEMPTS_FILE = "reflect_attempts.jsonl"
 #: model server accepted, the last rules block read): `layout.CACHE_DIR`,
 #: git-ignored, safe to delete.
 STRUCTURED_MODES_FILE = "cache/structured-modes.json"
+#: Left by a reflect pass that failed for want of a model while corrections
+#: waited, for the next session-start hook to say so once
+#: (`agents.notice.no_model_line`); gone once a pass has a model.
+NO_MODEL_FILE = "cache/no-model.json"
 #: A proposal's diff written as a file, for an editor with no document of
 #: its own to show it in (`core.editor.diff_file`): derived, rewritten on
 #: every request, safe to delete.

@@ -13,6 +13,7 @@ distilled.jsonl              session ids already distilled, one per line
 runs.jsonl                   one LeapRun per consolidation pass
 validations.jsonl            one ValidationRecord per probe
 imported.jsonl               one ImportRecord (records.py) per session file imported from another agent
+vouched.jsonl                one VouchRecord (records.py) per correction the person vouched for
 repeats.jsonl                one Repeat per correction that showed a live rule was not followed
 started.jsonl                one SessionStart per agent session the session-start hook saw begin
 proposals/<id>.json          rule changes waiting for a person
@@ -92,7 +93,7 @@ from mecha.core.store.layout import (
 from mecha.core.store.ledger import LeapRun, ValidationRecord
 from mecha.core.store.lock import StoreLock, take_lock
 from mecha.core.store.proposal_files import Proposal, ProposalFiles, ProposalStatus
-from mecha.core.store.records import ImportRecord, Records
+from mecha.core.store.records import ImportRecord, Records, VouchRecord
 from mecha.core.store.rules_block import RenderedBlock, RuleSet, render_candidate, render_rules
 from mecha.core.store.rules_files import RulesFiles, parse_rules_name, rules_file_path
 from mecha.core.store.rules_text import parse_rules_file, render_learned_toml, rules_file_project
@@ -518,6 +519,14 @@ class LearningStore:
     def imports(self) -> list[ImportRecord]:
         """Every import record, oldest first (`records.ImportRecord`)."""
         return self.records.imports()
+
+    def append_vouches(self, records: Iterable[VouchRecord]) -> None:
+        """Record what a person vouched for (`agents.held`). Caller holds the lock."""
+        self.records.append_vouches(records)
+
+    def vouches(self) -> list[VouchRecord]:
+        """Every vouch, oldest first (`records.VouchRecord`)."""
+        return self.records.vouches()
 
     def append_repeats(self, records: Iterable[Repeat]) -> None:
         """Record corrections that repeat live rules. Caller holds the lock."""

@@ -63,6 +63,10 @@ class ValidationRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: The pending proposal whose candidate block the treatment arm carried
     #: (measured against the live block), when the probe measured one.
     proposal_id: str | None = None
+    #: The rules left out of both arms because the probed correction is
+    #: among their sources: the block measured was the candidate (or the
+    #: live rules) without them. Omitted when none was.
+    left_out: list[str] = msgspec.field(default_factory=list)
 
 
 class RuleTally(msgspec.Struct, kw_only=True):
@@ -184,6 +188,12 @@ class ValidationPlan(msgspec.Struct, kw_only=True):
     proposal_id: str | None = None
     #: The reflections of the domain not probed, counted by why.
     skipped: dict[str, int] = msgspec.field(default_factory=dict)
+    #: The same, by why and then by kind (the trigger: `followup`, `steer`,
+    #: `denial`, `edit`).
+    skipped_kinds: dict[str, dict[str, int]] = msgspec.field(default_factory=dict)
+    #: Where the calls would go and what they cost, as a person reads it
+    #: (`validate.what_calls_cost`), when a model is configured.
+    cost: str | None = None
 
 
 class ProposalVerdict(msgspec.Struct, kw_only=True):
@@ -197,6 +207,9 @@ class ProposalVerdict(msgspec.Struct, kw_only=True):
     #: Rows of this proposal measured against rules that have since changed
     #: (another block than the candidate's now): not counted above.
     stale: int = 0
+    #: Of `probes`, those that measured the candidate without the rules
+    #: learned from the probed correction (their row's `left_out`).
+    reduced: int = 0
     #: The same, in a person's words (`sources.describe_verdict`).
     measured: str = ""
 

@@ -36,6 +36,7 @@ from mecha.core.store.layout import (
     RUNS_FILE,
     STARTED_FILE,
     VALIDATIONS_FILE,
+    VOUCHED_FILE,
 )
 from mecha.core.store.ledger import LeapRun, ValidationRecord
 
@@ -63,6 +64,25 @@ class ImportRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: The inbox session id the new part was queued under, if any.
     queued_as: str | None = None
     imported_at: str = ""
+
+
+class VouchRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The person vouched for one held-back correction (`agents.held`):
+    which (the reflection that recorded it withheld, its session, message
+    and trigger), their words, the call that held it back and why, who and
+    when."""
+
+    reflection: str
+    session_id: str
+    at: int
+    trigger: str
+    words: str
+    by: str
+    vouched_at: str
+    why: str = ""
+    call: str | None = None
+    file: str | None = None
+    line: int | None = None
 
 
 class _ReflexionHead(msgspec.Struct):
@@ -358,6 +378,16 @@ class Records:
     def imports(self) -> list[ImportRecord]:
         """Every import record, oldest first."""
         return self.read_jsonl(IMPORTED_FILE, decoder(ImportRecord), "import record")
+
+    # ── the person's vouches ──
+
+    def append_vouches(self, records: Iterable[VouchRecord]) -> None:
+        """Record what a person vouched for. Caller holds the lock."""
+        self.append_records(VOUCHED_FILE, records)
+
+    def vouches(self) -> list[VouchRecord]:
+        """Every vouch, oldest first."""
+        return self.read_jsonl(VOUCHED_FILE, decoder(VouchRecord), "vouch record")
 
     def append_repeats(self, records: Iterable[Repeat]) -> None:
         """Record corrections that repeat live rules. Caller holds the lock."""

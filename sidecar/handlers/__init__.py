@@ -45,6 +45,8 @@ ROUTES: dict[str, tuple[str, str]] = {
     "mecha/draftResolved": ("sessions", "draft_resolved"),
     "mecha/importSessions": ("sessions", "import_sessions"),
     "mecha/trust": ("sessions", "trust"),
+    "mecha/heldCorrections": ("inbox", "held_corrections"),
+    "mecha/vouch": ("inbox", "vouch"),
     # the passes themselves
     "mecha/learn": ("passes", "learn"),
     "mecha/validate": ("passes", "validate"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mecha.core.agents.retrust import settled
 from mecha.core.domain.record import RulesResult
 from mecha.core.domain.reflexion import Origin
 from mecha.core.domain.rules import validate_domain
@@ -79,8 +80,9 @@ def lessons(ctx: Context, p: m.LessonsParams, cancel: Cancel) -> Any:
     if store is None:
         return LessonsResult(lessons=[], counts=LessonCounts())
     origin = None if p.origin is None else Origin(p.origin)
+    reflections = store.reflexions()
     found, counts = list_lessons(
-        store.reflexions(), domain=p.domain, scope=scope, trigger=p.trigger, origin=origin, pending=p.pending,
-        aside=set_aside_in(store),
+        reflections, domain=p.domain, scope=scope, trigger=p.trigger, origin=origin, pending=p.pending,
+        asked_again=settled(store, reflections), aside=set_aside_in(store),
     )
     return LessonsResult(lessons=found[: p.limit] if p.limit is not None else found, counts=counts)

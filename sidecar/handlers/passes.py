@@ -3,11 +3,16 @@ and the list of passes and their state."""
 
 from __future__ import annotations
 
+import os
+
 from mecha.core.domain.rules import validate_domain
-from mecha.core.errors import InvalidInput, NotFound
+from mecha.core.environment.settings import config_path
+from mecha.core.errors import InvalidInput, LearningError, NotFound
 from mecha.core.learning.learn import ALL_SCOPES, near_domain, scopes_ready
 from mecha.core.learning.scope import resolve_project
-from mecha.core.learning.validate import no_probe_reason, plan_validation, validate_budget
+from mecha.core.learning.validate import no_probe_reason, plan_validation, validate_budget, what_calls_cost
+from mecha.core.providers import resolve_model_config
+from mecha.core.providers.config import ModelConfig
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.inbox import count_waiting, list_set_aside
 from mecha.core.store.ledger import ValidationPlan
@@ -46,6 +51,15 @@ def jobs(ctx: Context, p: m.Empty, cancel: Cancel) -> m.JobsResult:
     )
 
 
+def _model_config(ctx: Context) -> ModelConfig | None:
+    """The model a pass would call, or `None` when none is configured or its
+    configuration is broken (the pass says which, by name, when it runs)."""
+    try:
+        return resolve_model_config(ctx.model_options, os.environ, config_path())
+    except LearningError:
+        return None
+
+
 def validate(ctx: Context, p: m.ValidateParams, cancel: Cancel) -> m.ValidateResult:
     """The plan (which reflections, how many calls), and unless it is a dry
     run or holds no probe, the pass that runs it."""
@@ -57,6 +71,7 @@ def validate(ctx: Context, p: m.ValidateParams, cancel: Cancel) -> m.ValidateRes
         plan = ValidationPlan(domain=p.domain, budget=validate_budget(p.budget))
     else:
         plan = plan_validation(store, p.domain, p.budget, p.proposal_id)
+    plan.cost = what_calls_cost(plan.calls, _model_config(ctx))
     if p.dry_run:
         empty = "" if plan.probes else f" ({no_probe_reason(plan)})"
         return m.ValidateResult(plan=plan, job=None, reason=f"a dry run: nothing was called{empty}")

@@ -444,3 +444,51 @@ def test_a_session_end_with_nothing_new_asks_again_what_an_earlier_pass_left_wai
     assert job["kind"] == "reflect" and job["state"] == "done", job
     said = [r["intervention"] for r in store_lines(store_dir, "reflections.jsonl")]
     assert said == ["No: write release notes in the active voice."]
+
+
+def test_a_newcomer_with_no_model_is_told_once_at_the_next_session_start_with_the_command_that_fixes_it(
+    env, home, project, store_dir, tmp_path
+):
+    # Pins: the silent loop — hooks installed, no model configured, every
+    # pass failing with NoModel, the next session showing nothing, and only
+    # `doctor` (which said "ok" beside the failed passes) knowing.
+    done = cli(env, project, "hooks", "install", "claude", "--learning-dir", str(store_dir))
+    assert done.returncode == 0, done.stderr
+    ours = commands(home / ".claude" / "settings.json")
+    transcript = home / "sessions" / f"{SID}.jsonl"
+    transcript.parent.mkdir(parents=True)
+    session = claude_session(project)
+    transcript.write_bytes(session.bytes())
+    end = {"session_id": SID, "transcript_path": str(transcript), "cwd": str(project), "hook_event_name": "SessionEnd"}
+    start = {"session_id": "next", "transcript_path": None, "cwd": str(project), "hook_event_name": "SessionStart",
+             "source": "startup"}
+    assert run_hook(ours["SessionEnd"], end, cwd=project, env=env).returncode == 0
+    (job,) = jobs_settled(store_dir)
+    assert job["state"] == "failed" and job["outcome"].startswith("NoModel"), job
+
+    ran = run_hook(ours["SessionStart"], start, cwd=project, env=env)
+    assert ran.returncode == 0 and ran.stderr == b"", ran.stderr
+    told = json.loads(ran.stdout)["systemMessage"]
+    assert "corrections from 1 session wait to be learned from, but no model is configured" in told, told
+    command = told.split("`")[1]
+    assert command.endswith("model use claude-code") and "Claude Code the model" in told, told
+
+    # Once: the next session hears nothing, even after another pass fails the same way.
+    assert run_hook(ours["SessionStart"], start, cwd=project, env=env).stdout == b""
+    session.assistant(text("Renamed it."))
+    session.user("Don't rename modules without asking first.")
+    transcript.write_bytes(session.bytes())
+    assert run_hook(ours["SessionEnd"], end, cwd=project, env=env).returncode == 0
+    assert [j["state"] for j in jobs_settled(store_dir)] == ["failed", "failed"]
+    assert run_hook(ours["SessionStart"], start, cwd=project, env=env).stdout == b""
+
+    # doctor lists the failed pass as failed.
+    doctor = cli(env, project, "doctor", "--learning-dir", str(store_dir))
+    jobs_line = next(line for line in doctor.stdout.splitlines() if " jobs " in line)
+    assert jobs_line.startswith("BAD") and "the last reflect pass failed" in jobs_line and "NoModel" in jobs_line
+
+    # The command works as written, in a shell, and the config file then names the agent.
+    ran_command = subprocess.run(["sh", "-c", command], cwd=project, env=env, capture_output=True, text=True,
+                                 timeout=WAIT_S)
+    assert ran_command.returncode == 0, ran_command.stderr
+    assert 'api = "claude-code"' in Path(env["MECHA_SIDECAR_CONFIG"]).read_text()

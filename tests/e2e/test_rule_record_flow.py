@@ -124,4 +124,5 @@ def test_a_rule_corrected_again_in_two_later_sessions_says_so_and_gets_a_rewrite
     wait_until(lambda: len(store_lines(store_dir, "reflections.jsonl")) == 4, "the unrelated lesson")
     after = json.loads(agent.cli("why", rule_id, "--json"))["record"]
     assert len(after["corrected_again"]) == 2 and after["sessions"] == 3
+    print(f"\n$ mecha-sidecar rules\n{agent.cli('rules')}")
     assert [r["rule_id"] for r in store_lines(store_dir, "repeats.jsonl")] == [rule_id, rule_id]

@@ -691,3 +691,53 @@ def test_the_plugin_takes_a_projects_rules_files_for_rules_files(tmp_path: Path)
         f"Bad@{pid}.user.toml": (None, None, None),
         f"behavior@{pid}.notes.toml": (None, None, None),
     }
+
+
+COMPLETE_CHECK = """\
+vim.opt.rtp:prepend(PLUGIN)
+local mecha = require("mecha")
+local out = {}
+-- A person's answers, in the order the plugin asks (only vim.ui is stubbed).
+local selects, inputs = { 1, 2, 2, false }, { "Answer in three lines or fewer.", "npm is fine here", false }
+vim.ui.select = function(items, opts, on_choice)
+  local i = table.remove(selects, 1)
+  out[#out + 1] = { asked = opts.prompt, items = items }
+  if i then on_choice(items[i], i) else on_choice(nil, nil) end
+end
+vim.ui.input = function(opts, on_confirm)
+  local answer = table.remove(inputs, 1)
+  out[#out + 1] = { asked = opts.prompt, default = opts.default or vim.NIL }
+  on_confirm(answer or nil)
+end
+local function run(options)
+  mecha.complete_accept("p-1", options, function(sent) out[#out + 1] = { sent = sent or vim.NIL } end)
+end
+run({ without = { 2 } })                                           -- only this rule
+run({ edit = { { number = 1, text = "Keep replies short" } } })   -- the person's words
+run({ without = { 2 } })                                           -- its lesson is wrong, and why
+run({ without = { 3 } })                                           -- cancelled
+io.stdout:write(vim.json.encode(out))
+"""
+
+
+def test_the_plugin_asks_whether_a_left_out_lesson_is_wrong_and_for_a_rules_words(tmp_path: Path) -> None:
+    """Pins: leaving a rule out from Neovim marking its innocent lesson
+    rejected, and no way to put a rule in the person's own words."""
+    script = tmp_path / "complete_check.lua"
+    script.write_text(f"PLUGIN = {json.dumps(str(PLUGIN))}\n" + COMPLETE_CHECK)
+    done = subprocess.run(
+        [str(nvim_binary()), "--headless", "--clean", "-l", str(script)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    steps = json.loads(done.stdout)
+    sent = [s["sent"] for s in steps if "sent" in s]
+    assert sent == [
+        {"without": [2]},
+        {"edit": [{"number": 1, "text": "Answer in three lines or fewer."}]},
+        {"wrong": [2], "reason": "npm is fine here"},
+        None,
+    ], steps
+    asked = [s for s in steps if "asked" in s]
+    assert asked[0]["items"] == ["Only this rule (its lessons return to the pool)", "Its lesson is wrong (mark it rejected)"]
+    assert asked[1] == {"asked": "Rule 1 in your words: ", "default": "Keep replies short"}, asked

@@ -161,7 +161,27 @@ async def test_a_code_action_per_change_accepts_the_proposal_without_it(client: 
     assert result["proposal"]["status"] == "accepted"
     assert [r.id for r in store.store.learned_rules("behavior")] == ["r-1", "r-3"]
     marks = {r.id: (r.is_processed, r.rejected) for r in store.store.reflexions()}
-    assert marks["refl-b"] == (True, None) and marks["refl-a"][0] and "change 1 of proposal p-wo" in (marks["refl-a"][1] or "")
+    assert marks == {"refl-a": (False, None), "refl-b": (True, None)}, "a rule left out returns its lesson to the pool"
+
+
+async def test_an_edit_action_carries_the_proposed_words_and_lands_the_persons(client: MechaClient, store: Store) -> None:
+    # Pins: an editor that could accept, leave out or reject a rule, but not
+    # fix its words.
+    store.reflexion("refl-a", "Keep replies short.")
+    learned = store.learned("behavior", [rule("Ask before deleting files", "r-1")])
+    wanted = [rule("Ask before deleting files", "r-1"), rule("Keep replies short", "r-2", sources=["refl-a"])]
+    store.proposal("p-ed", wanted, reflexion_ids=["refl-a"])
+    uri, _ = await client.open(learned)
+    edit = by_title(await NEOVIM.shown(client, uri, 0))[
+        "Edit change 1 (added: “Keep replies short”) in your words, accept proposal p-ed"
+    ]
+    assert edit.command is not None
+    pid, options = list(edit.command.arguments or [])
+    assert (pid, options) == ("p-ed", {"edit": [{"number": 1, "text": "Keep replies short"}]})
+    # What a client sends once the person has typed their words.
+    result = await client.command(edit.command.command, pid, {"edit": [{"number": 1, "text": "Answer in three lines or fewer."}]})
+    assert result["proposal"]["status"] == "accepted"
+    assert [r.text for r in store.store.learned_rules("behavior")] == ["Ask before deleting files", "Answer in three lines or fewer."]
 
 
 async def test_reject_leaves_the_learned_file_alone(client: MechaClient, store: Store) -> None:
@@ -225,6 +245,9 @@ async def test_one_set_of_actions_per_pending_proposal_only_on_the_learned_file(
     assert titles == [
         "Accept proposal p-1 (1 → 2 active behavior rules)",
         "Accept proposal p-2 (1 → 1 active behavior rules)",
+        # Each rule a proposal adds can be put in the person's words.
+        "Edit change 1 (added: “Three”) in your words, accept proposal p-2",
+        "Edit change 1 (added: “Two”) in your words, accept proposal p-1",
         # p-2 makes two changes: each can be left out (p-1's one cannot).
         "Leave out change 1 (added: “Three”), accept the rest of proposal p-2",
         "Leave out change 2 (removed: “Ask first”), accept the rest of proposal p-2",

@@ -297,6 +297,22 @@ class Capture:
     model_url: str
 
 
+def _held_session(folder: Path) -> None:
+    """A Claude Code session in `folder`: a script of the person's holds
+    back one correction, and a `curl` after it the next."""
+    from tests.core.ccfixture import Claude, text, use
+
+    cc = Claude(session="eeee0001-1111-4222-8333-444455556666", cwd="/home/dana/src/parser")
+    cc.user("Speed up the parser.").assistant(text("Measuring."), use("s1", "Bash", command="python3 tools/bench.py --quick"))
+    cc.result("s1", "12 ms").assistant(text("12 ms a file.")).user("Always measure three runs, not one.")
+    cc.assistant(text("Reading the guide."), use("s2", "Bash", command="curl -s https://example.org/guide")).result("s2", "Guide.")
+    cc.assistant(text("The guide says to cache.")).user("Cache the tokenizer only.").assistant(text("Done."))
+    folder.mkdir(parents=True)
+    path = folder / "eeee0001-1111-4222-8333-444455556666.jsonl"
+    path.write_bytes(cc.bytes())
+    os.utime(path, (1_700_000_000, 1_700_000_000))  # an ended session, not one still being written
+
+
 def capture(tmp: Path) -> Capture:
     """Drive a real sidecar through every method; `tmp` holds its store."""
     root = tmp / "learning"
@@ -466,6 +482,14 @@ def _drive(rec: Recorder, root: Path, model_url: str) -> None:
     rec.result("mecha/importSessions", {"source": "claude", "dry_run": True})
     rec.result("mecha/trust", {"action": "add", "entries": ["Bash(bd)"]})
     rec.result("mecha/trust", {}, title="mecha/trust (list)")
+    # A session whose corrections a script the reader cannot read held back,
+    # then a `curl`: imported, listed, and vouched for where the person may.
+    _held_session(home / "held-sessions" / "-home-dana-src-parser")
+    rec.result("mecha/importSessions", {"source": "claude", "dir": str(home / "held-sessions")},
+               title="mecha/importSessions (a session to vouch for)")
+    rec.wait_notification("mecha/jobFinished", title="mecha/jobFinished (its corrections recorded unasked)")
+    held = rec.result("mecha/heldCorrections", {})
+    rec.result("mecha/vouch", {"ids": [h["id"] for h in held["held"]], "by": "dana"})
     agents = home / "src" / "AGENTS.md"
     agents.parent.mkdir(parents=True)
     agents.write_text("# Working on this repository\n\nRun `make check` before pushing.\n")

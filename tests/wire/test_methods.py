@@ -377,8 +377,8 @@ def test_validate_plans_first_and_refuses_what_it_cannot_measure(sidecar: Sideca
 
     plan = sidecar.call("mecha/validate", {"domain": "behavior", "dry_run": True})
     assert plan == {
-        "plan": {"domain": "behavior", "budget": 3, "probes": [], "calls_per_probe": 4, "calls": 0,
-                 "proposal_id": None, "skipped": {}},
+        "plan": {"domain": "behavior", "budget": 5, "probes": [], "calls_per_probe": 4, "calls": 0,
+                 "proposal_id": None, "skipped": {}, "skipped_kinds": {}, "cost": plan["plan"]["cost"]},
         "job": None,
         "reason": "a dry run: nothing was called (no reflections in behavior to probe yet)",
     }

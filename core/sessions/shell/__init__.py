@@ -5,9 +5,10 @@ from, so the readers decide it from the command line alone, and they decide
 it **fail closed**: the output is trusted (the person's own machine) only when
 every program the line runs is on an allowlist of programs, and of their
 subcommands, that do not reach the network. Everything else — an unknown
-program, a program spelled through a variable, a script file, `python -c`,
-anything the parser cannot parse — is untrusted. A list of network commands
-can never be complete; a list of local ones can be.
+program, a program spelled through a variable the line does not set, a
+script outside the project, `python -c` code that imports a network module
+or runs programs, anything the parser cannot parse — is untrusted. A list
+of network commands can never be complete; a list of local ones can be.
 
 The line is parsed with tree-sitter-bash, never matched: env prefixes
 (`FOO=1 git …`), paths (`/usr/bin/git`), quoting (`'g'it`, `g\\it`), `sudo`
@@ -16,7 +17,10 @@ and the other wrappers (`env`, `timeout`, `nice`, `nohup`, `command`, `exec`,
 turn), pipes, `&&` / `||` / `;` chains, subshells, groups, loops,
 conditionals, `$(…)`, backticks, process substitutions, `${x:-$(…)}`,
 unquoted here-documents (which expand) and redirections are all walked, and
-every command found anywhere must pass. A Codex argv array
+every command found anywhere must pass. The line is read as bash runs it
+(`values.py`): a substitution that prints one plain value (`$(nproc)`), a
+variable the line set, a `for` loop's values and a `PATH` that adds installed
+folders are known where bash knows them. A Codex argv array
 (`["bash", "-lc", "…"]`, `["ls", "-la"]`) is checked as the argv it is.
 
 The lines judged are ones an agent wrote before any stranger's text reached
@@ -46,9 +50,12 @@ The package, by concern:
 - `families.py` — one spec per family of programs the reader looks inside
   (wrappers, shells, debuggers, sed, awk, python, builds) and what each runs
   in turn; `git.py` — git's;
+- `values.py` — what a substitution, a variable or a `PATH` change stands
+  for where the line says;
 - `words.py` — the parser and what a word stands for; `names.py` — which
   program a word names; `variables.py` — assignments that change which
-  program runs; `scripts.py` — sed and awk code;
+  program runs; `scripts.py` — code on the line (sed, awk, `python -c`,
+  `node -e`), judged by what it runs and imports;
 - `walk.py` — the walk of a line, and the naming of what failed;
   `verdict.py` — the answer, the person's trust and the session's memory.
 """

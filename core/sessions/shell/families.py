@@ -24,12 +24,13 @@ from mecha.core.sessions.shell.programs import (
     DPKG_QUERIES,
     MIX_FETCHING,
     MIX_FETCHING_PREFIXES,
+    NETWORK,
     PIP_QUERIES,
     PROGRAMS,
     PYTHON_MODULES,
     SUBCOMMANDS,
 )
-from mecha.core.sessions.shell.scripts import awk_program_ok, sed_script_ok
+from mecha.core.sessions.shell.scripts import awk_program_ok, node_code_doubt, python_code_doubt, sed_script_ok
 from mecha.core.sessions.shell.variables import assignment_ok
 
 Check = Callable[[list[Word]], "Runs | None"]
@@ -253,6 +254,12 @@ _SED = spec(
 _AWK = spec(valued=["-F", "-v"])
 _PYTHON = spec(["-u", "-B", "-E", "-s", "-S", "-I", "-O", "-q", "-b", "-d", "-V", "--version"], ["-W", "-X", "-m"], code=["-c"],
                ends=frozenset({"-m", "-c"}), bundles=True)
+_NODE = spec(
+    ["-v", "--version", "--no-warnings", "--enable-source-maps", "--trace-warnings", "--trace-uncaught", "--no-deprecation"],
+    ["--input-type", "--stack-size", "--max-old-space-size"],
+    code=["-e", "--eval", "-p", "--print"], runs=["-r", "--require", "--import", "--loader", "--experimental-loader"],
+    ends=frozenset({"-e", "--eval", "-p", "--print"}),
+)
 
 
 def sed(args: list[Word]) -> Runs | None:
@@ -272,20 +279,62 @@ def awk(args: list[Word]) -> Runs | None:
     return _ok(found is not None and bool(found.rest) and found.rest[0] is not None and awk_program_ok(found.rest[0]))
 
 
+def _project_script(word: Word) -> bool:
+    """A script of the project's own tree (`bench/run.py`,
+    `run_benchmarks.py`): its code, as a program it built is."""
+    return in_tree(word) and word is not None and word.rpartition("/")[2] not in NETWORK
+
+
 def python(args: list[Word]) -> Runs | None:
-    """`python -m CHECKER`, `python -V`: local; `-c`, a script, stdin: code
-    nobody can read from the line."""
+    """`python -m CHECKER`, `python -V`, a script of the project, and `-c`
+    code that imports only the machine's own modules: local. A script
+    elsewhere, or stdin: code nobody can read from the line."""
     found = scan(args, _PYTHON)
     if found is None:
         return None
     if found.has("-V", "--version"):
         return NOTHING
-    modules = found.values("-m")
+    modules, code = found.values("-m"), found.values("-c")
+    if code:
+        return _ok(code[0] is not None and python_code_doubt(code[0]) is None)
     if not modules:
-        return None
+        return _ok(bool(found.rest) and _project_script(found.rest[0]))
     if modules[0] == "pip":  # `python -m pip list` asks; `… install` fetches
         return _ok(first_operand(found.rest) in PIP_QUERIES)
     return _ok(modules[0] in PYTHON_MODULES)
+
+
+def node(args: list[Word]) -> Runs | None:
+    """`node -e CODE` that requires only the machine's own modules, and a
+    script of the project: local. A module preloaded (`-r`), or stdin: not."""
+    found = scan(args, _NODE)
+    if found is None:
+        return None
+    if found.has("-v", "--version"):
+        return NOTHING
+    code = found.values(*_NODE.code)
+    if code:
+        return _ok(code[0] is not None and node_code_doubt(code[0]) is None)
+    return _ok(bool(found.rest) and _project_script(found.rest[0]))
+
+
+def code_doubt(name: str, args: list[Word]) -> str | None:
+    """Why the code a program was given on the line is untrusted, in the
+    words a person is shown; `None` when it is not its code that failed."""
+    if name in ("sed", "gsed"):
+        found = scan(args, _SED)
+        scripts = [] if found is None else found.values("-e", "--expression") or found.words[:1]
+        if any(s is not None and not sed_script_ok(s) for s in scripts):
+            return "its script runs a command (`e`), or reads or writes a file the line does not name (`r`, `w`)"
+        return None
+    if name not in ("node",) and PYTHON.fullmatch(name) is None:
+        return None
+    options = _PYTHON if name != "node" else _NODE
+    found = scan(args, options)
+    code = [] if found is None else found.values(*options.code)
+    if not code or code[0] is None:
+        return None
+    return node_code_doubt(code[0]) if name == "node" else python_code_doubt(code[0])
 
 
 # ─── builds and the project's own tools ─────────────────────────────────────
@@ -397,5 +446,6 @@ FAMILIES: dict[str, Check] = {
     "rg": _refuses("--pre"),
     "mypy": _refuses("--install-types"),
     "sort": _refuses("--compress-program"),
+    "node": node,
 }
 

@@ -37,12 +37,14 @@ Not here, and so untrusted: **network clients** (`curl`, `wget`, `gh`,
 `ssh`, `scp`, `rsync`, `nc`, …) and **fetching subcommands** (`git
 fetch|pull|clone|ls-remote|submodule`, `pip|npm|cargo|go install`, `npm
 view`, `apt install|update`, `docker pull|run`, `npx`, `mix deps.get`, …)
-— they print a stranger's text by design; **interpreters given code on the
-line** (`python -c`, `node -e`); and **every program nobody listed**: a
+— they print a stranger's text by design; **interpreters given code not on
+the line** (a script outside the project, their input; `python -c` and `node
+-e` code is read, `scripts.py`); and **every program nobody listed**: a
 list of network programs can never be complete, a list of local ones can.
 `NETWORK` names the first two families only so that a person is told *why*
 (`shell.Verdict`); nothing is decided by it except that a project-tree
-program named like one is not trusted by its folder.
+program or script named like one is not trusted by its folder, nor is such a
+name found on a project folder added to `PATH`.
 """
 
 from __future__ import annotations
@@ -122,7 +124,6 @@ SUBCOMMANDS: dict[str, frozenset[str]] = {
     "gradle": frozenset({"build", "test", "check", "assemble", "clean", "compileJava", "--version"}),
     "dotnet": frozenset({"build", "test", "--version", "--info"}),
     "rustup": frozenset({"show", "--version", "which"}),
-    "node": frozenset({"--version", "-v"}),
     "java": frozenset({"-version", "--version"}),
     # system and package queries; never install, update, upgrade, source
     "systemctl": frozenset({"status", "list-units", "list-unit-files", "is-active", "is-enabled", "is-failed", "show", "cat", "list-timers", "list-sockets"}),

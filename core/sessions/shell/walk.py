@@ -12,15 +12,17 @@ is told why and what would change it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import tree_sitter
 
 from mecha.core.sessions.shell import git as gitrules
-from mecha.core.sessions.shell.families import FAMILIES, python
+from mecha.core.sessions.shell.families import FAMILIES, code_doubt, python
 from mecha.core.sessions.shell.names import PYTHON, entry_for, outside_program, program_name, project_program
 from mecha.core.sessions.shell.options import Runs, Word
 from mecha.core.sessions.shell.programs import GIT_SUBCOMMANDS, NETWORK, PROGRAMS, SUBCOMMANDS, is_network
+from mecha.core.sessions.shell.values import OLD_VALUE, PATH_LISTS, PathChange, path_change, stand_in
 from mecha.core.sessions.shell.variables import assignment_ok
 from mecha.core.sessions.shell.verdict import (
     WHY_CODE,
@@ -34,12 +36,39 @@ from mecha.core.sessions.shell.verdict import (
     ShellTrust,
     Verdict,
 )
-from mecha.core.sessions.shell.words import INERT, WALKED, brace_expands, literal, parse, text
+from mecha.core.sessions.shell.words import INERT, WALKED, Known, brace_expands, literal, parse, text
 
 #: A command line longer than this is not parsed: untrusted.
 MAX_COMMAND_CHARS = 200_000
 #: How deep `sh -c 'sh -c "…"'` may nest before the line is untrusted.
 MAX_SHELL_NESTING = 8
+
+
+#: How many values of a `for` list the body is walked with, one by one.
+MAX_LOOP_VALUES = 16
+#: Nodes that may assign a variable the walker does not follow.
+_ASSIGNING = frozenset({"binary_expression", "postfix_expression", "unary_expression", "c_style_for_statement", "arithmetic_expansion"})
+#: Commands that may set a variable the walker does not follow (`read X`).
+_SETTERS = frozenset({"read", "mapfile", "readarray", "printf", "getopts", "let", "declare", "typeset", "local", "export", "readonly", "eval", "source", ".", "set"})
+
+
+def _variable_of(node: tree_sitter.Node) -> str | None:
+    """`X` for `$X` and `${X}`; `None` for any other expansion."""
+    if node.type == "simple_expansion":
+        inner = node.named_children
+        return text(inner[0]) if len(inner) == 1 and inner[0].type == "variable_name" else None
+    match = re.fullmatch(r"\$\{(\w+)\}", text(node)) if node.type == "expansion" else None
+    return match.group(1) if match else None
+
+
+def _runs_first(parent: tree_sitter.Node, child: tree_sitter.Node) -> bool:
+    """Whether `child`, first of `parent`, runs in this shell whenever
+    `parent` does: the left of `&&`/`||`; and the list tree-sitter-bash puts
+    first in a pipeline for `a && b | c` (bash reads `a && (b | c)`)."""
+    if parent.type == "list":
+        return True
+    body = child.child_by_field_name("body") if child.type == "redirected_statement" else child
+    return parent.type == "pipeline" and body is not None and body.type == "list"
 
 
 def _short(line: str, limit: int = 80) -> str:
@@ -61,6 +90,12 @@ class Walker:
         self.trust = trust
         self.memory = memory
         self.failure: Verdict | None = None
+        #: Variables this line set before the word being read (`known`).
+        self.values: dict[str, str | None] = {}
+        #: Whether the statement being walked runs whenever the line does.
+        self.definite = True
+        #: Whether a folder of the project may be on `PATH` here.
+        self.project_path = False
 
     def fail(self, why: str, program: str | None = None, entry: str | None = None) -> bool:
         """Record the first reason the line is untrusted; always False."""
@@ -87,33 +122,108 @@ class Walker:
         if kind == "command":
             return self.command(node, depth)
         if kind == "variable_assignment":
-            return self.assignment(node, depth)
+            return self.assignment(node, depth, record=True)
         if kind == "declaration_command":
-            # `export A=1`, `local B`: what is assigned is checked like a prefix.
-            return all(self.node(c, depth) for c in node.named_children)
+            return self.declaration(node, depth)
         if kind == "unset_command":
+            self.values.clear()
             return True
         if kind == "file_redirect":
             return self.redirect(node, depth)
         if kind == "expansion" and "@P" in text(node):
             return self.fail("`${x@P}` runs what a prompt string holds")
+        if kind == "for_statement":
+            return self.for_loop(node, depth)
+        if kind in _ASSIGNING or (kind == "expansion" and "=" in text(node)):
+            self.values.clear()  # `((n=1))`, `${X:=v}`: a variable changed where the reader does not follow
         if kind in WALKED:
-            return all(self.node(c, depth) for c in node.children)
+            return self.children(node, depth)
         # A function definition (and then a call to a name nobody listed),
         # and anything this walker does not know: untrusted.
         return kind in INERT or self.fail(f"a shell construct the reader does not look through ({kind})")
 
-    def assignment(self, node: tree_sitter.Node, depth: int) -> bool:
-        name = node.child_by_field_name("name")
+    def children(self, node: tree_sitter.Node, depth: int) -> bool:
+        """Walk a node's children. What runs whenever the line does stays
+        definite (`definite`): the line's own statements and the first of a
+        `&&`/`||` list; a branch, a loop's body, a pipe's side are not."""
+        definite, first = self.definite, True
+        try:
+            for child in node.children:
+                if not child.is_named:
+                    continue
+                self.definite = definite and (node.type in ("program", "redirected_statement") or (first and _runs_first(node, child)))
+                first = False
+                if not self.node(child, depth):
+                    return False
+            return True
+        finally:
+            self.definite = definite
+
+    def declaration(self, node: tree_sitter.Node, depth: int) -> bool:
+        """`export A=1`, `local B`: what is assigned is checked like a
+        prefix; with options (`declare -n`) its value is not followed."""
+        plain = not any(c.type == "word" and text(c).startswith(("-", "+")) for c in node.named_children)
+        for child in node.named_children:
+            ok = self.assignment(child, depth, record=plain) if child.type == "variable_assignment" else self.node(child, depth)
+            if not ok:
+                return False
+        return True
+
+    def assignment(self, node: tree_sitter.Node, depth: int, *, record: bool) -> bool:
+        """`NAME=value`: a variable that changes which program runs is
+        untrusted, a folder list (`PATH`) judged by what it adds; `record`
+        keeps the value for the words after it (a statement's, not a prefix's)."""
+        name_node = node.child_by_field_name("name")
         value = node.child_by_field_name("value")
-        if name is None or not assignment_ok(text(name), "" if value is None else literal(value)):
-            return self.fail("sets a variable that changes which program runs", text(name) if name is not None else None)
-        return all(self.node(c, depth) for c in node.named_children if c is not name)
+        name = text(name_node) if name_node is not None else ""
+        if name in PATH_LISTS:
+            change = path_change("" if value is None else literal(value, self.path_part(name)))
+            if change in (PathChange.UNKNOWN, PathChange.TEMPORARY):
+                return self.fail(change.value, name)
+            self.project_path = self.project_path or change is PathChange.PROJECT
+        elif name_node is None or not assignment_ok(name, "" if value is None else literal(value)):
+            return self.fail("sets a variable that changes which program runs", name or None)
+        if not all(self.node(c, depth) for c in node.named_children if c is not name_node):
+            return False
+        if record:
+            known = "" if value is None else literal(value, self.known)
+            self.values[name] = known if self.definite and name not in PATH_LISTS else None
+        return True
+
+    def for_loop(self, node: tree_sitter.Node, depth: int) -> bool:
+        """`for f in a b; do …; done`: the body is walked once with each
+        value of the list the line shows (`sections/*.tex` stands for the
+        files it matches), or once with the variable unknown."""
+        items = node.children_by_field_name("value")
+        if not all(self.node(item, depth) for item in items):
+            return False
+        variable, body = node.child_by_field_name("variable"), node.child_by_field_name("body")
+        name = text(variable) if variable is not None else ""
+        choices = list(dict.fromkeys(self.loop_value(item) for item in items)) if items else [None]
+        definite, self.definite = self.definite, False
+        try:
+            for choice in choices if len(choices) <= MAX_LOOP_VALUES else [None]:
+                self.values[name] = choice
+                if body is not None and not self.node(body, depth):
+                    return False
+            return True
+        finally:
+            self.definite = definite
+            self.values[name] = None
+
+    def loop_value(self, item: tree_sitter.Node) -> str | None:
+        """One value of a `for` list, when it can be neither an option nor
+        several words: a pattern must start with a folder (`src/*.py`), as a
+        name matched by `*` might start with `-`."""
+        value = None if brace_expands(item) else literal(item, self.known)
+        if value is None or not value or value[0] in "-*?[" or any(c.isspace() for c in value):
+            return None
+        return value
 
     def redirect(self, node: tree_sitter.Node, depth: int) -> bool:
         target = node.child_by_field_name("destination")
         if target is not None:
-            path = literal(target)
+            path = literal(target, self.known)
             # bash opens sockets for these paths itself; a target only known
             # when it runs might be one.
             if path is None or path.startswith(("/dev/tcp/", "/dev/udp/")):
@@ -124,22 +234,69 @@ class Walker:
 
     def command(self, node: tree_sitter.Node, depth: int) -> bool:
         argv: list[Word] = []
-        for child in node.named_children:
-            if child.type == "variable_assignment":
-                if not self.assignment(child, depth):
+        project_path = self.project_path
+        try:
+            for child in node.named_children:
+                if child.type == "variable_assignment":
+                    if not self.assignment(child, depth, record=False):
+                        return False
+                    continue
+                word = child.named_children[0] if child.type == "command_name" and child.named_children else child
+                if child.type in ("file_redirect", "herestring_redirect", "heredoc_redirect"):
+                    if not self.node(child, depth):
+                        return False
+                    continue
+                if brace_expands(word):
+                    return self.fail("a brace expansion makes words the line does not show", text(word))
+                if not self.node(word, depth):  # substitutions inside the word
                     return False
-                continue
-            word = child.named_children[0] if child.type == "command_name" and child.named_children else child
-            if child.type in ("file_redirect", "herestring_redirect", "heredoc_redirect"):
-                if not self.node(child, depth):
-                    return False
-                continue
-            if brace_expands(word):
-                return self.fail("a brace expansion makes words the line does not show", text(word))
-            if not self.node(word, depth):  # substitutions inside the word
-                return False
-            argv.append(literal(word))
-        return self.argv(argv, depth)
+                argv.append(literal(word, self.known))
+            return self.argv(argv, depth)
+        finally:
+            self.project_path = project_path  # a prefix `PATH=…` is the command's alone
+
+    # ─── what an expansion stands for ───────────────────────────────────────
+
+    def known(self, node: tree_sitter.Node) -> str | None:
+        """The value of an expansion the line shows (`values.py`): a
+        substitution of a plain value's program, or a variable the line set."""
+        if node.type == "command_substitution":
+            return self.substituted(node)
+        value = self.values.get(_variable_of(node) or "")
+        return value if value is not None and not any(c.isspace() for c in value) else None
+
+    def substituted(self, node: tree_sitter.Node) -> str | None:
+        """The stand-in for `$(CMD)` when CMD is one command printing one
+        plain value (`$(nproc)`); its errors may go to `/dev/null`."""
+        statements = node.named_children
+        if len(statements) != 1:
+            return None
+        command = statements[0]
+        if command.type == "redirected_statement":
+            redirects = command.children_by_field_name("redirect")
+            if not all(literal(r.child_by_field_name("destination") or r) == "/dev/null" for r in redirects):
+                return None
+            command = command.child_by_field_name("body") or command
+        if command.type != "command":
+            return None
+        argv: list[Word] = []
+        for child in command.named_children:
+            if child.type in ("variable_assignment", "file_redirect", "herestring_redirect", "heredoc_redirect"):
+                return None
+            argv.append(literal(child.named_children[0] if child.type == "command_name" and child.named_children else child, self.known))
+        return stand_in([program_name(argv[0]) if argv else None, *argv[1:]])
+
+    def path_part(self, name: str) -> Known:
+        """What the parts of a folder list stand for: the variable's own
+        earlier value, the home folder (outside the project), the current one."""
+
+        def known(node: tree_sitter.Node) -> str | None:
+            variable = _variable_of(node)
+            if variable == name:
+                return OLD_VALUE
+            return {"HOME": "~", "PWD": "."}.get(variable or "") or self.known(node)
+
+        return known
 
     # ─── one command's argv ─────────────────────────────────────────────────
 
@@ -164,7 +321,10 @@ class Walker:
         label = f"{name} {sub}" if sub is not None and (name in SUBCOMMANDS or name == "git" or f"{name} {sub}" in NETWORK) else name
         if is_network(name, sub):
             return self.fail(WHY_NETWORK, label)
-        if PYTHON.fullmatch(name):
+        doubt = code_doubt(name, list(argv[1:]))
+        if doubt is not None:
+            return self.fail(doubt, label)
+        if PYTHON.fullmatch(name) or name == "node":
             return self.fail(WHY_CODE, label)
         if _known(name) and (name not in SUBCOMMANDS or sub in SUBCOMMANDS[name]) and not (name == "git" and sub not in GIT_SUBCOMMANDS):
             return self.fail(WHY_RUNS_MORE, label)
@@ -193,6 +353,12 @@ class Walker:
             return self.fail(WHY_DISTRUSTED, name if sub is None else f"{name} {sub}")
         if name in self.trust.trusted or (sub is not None and f"{name} {sub}" in self.trust.trusted):
             return True
+        if name in _SETTERS:
+            self.values.clear()
+        if self.project_path and "/" not in (word or "/") and not _known(name) and not PYTHON.fullmatch(name):
+            # A folder of the project is on PATH: a name the table does not
+            # know may be the project's own program there (`values.py`).
+            return not is_network(name, sub)
         return self.by_family(name, sub, args, depth)
 
     def by_family(self, name: str, sub: str | None, args: list[Word], depth: int) -> bool:

@@ -78,17 +78,35 @@ def literal(node: tree_sitter.Node, known: Known = _unknown) -> str | None:
     if kind == "raw_string":
         return word[1:-1]
     if kind == "string":
-        out = []
-        for child in node.named_children:
-            part = re.sub(r"\\([$`\"\\])", r"\1", text(child).replace("\\\n", "")) if child.type == "string_content" else known(child)
-            if part is None:
-                return None
-            out.append(part)
-        return "".join(out)
+        return _quoted(node, known)
     if kind == "concatenation":
         parts = [literal(child, known) for child in node.named_children]
         return None if any(p is None for p in parts) else "".join(p for p in parts if p is not None)
     return known(node)
+
+
+def _unquote(raw: bytes) -> str:
+    """Text inside double quotes: `\\$`, `` \\` ``, `\\"`, `\\\\` stand for the
+    character; a backslash before a newline joins the lines."""
+    return re.sub(r"\\([$`\"\\])", r"\1", raw.decode("utf-8", "replace").replace("\\\n", ""))
+
+
+def _quoted(node: tree_sitter.Node, known: Known) -> str | None:
+    """A double-quoted string's text, read from the source around its
+    expansions (tree-sitter-bash leaves the newlines between lines out of
+    its parts)."""
+    raw = node.text or b""
+    start, pos, out = node.start_byte, 1, []
+    for child in node.named_children:
+        if child.type == "string_content":
+            continue
+        part = known(child)
+        if part is None:
+            return None
+        out += [_unquote(raw[pos : child.start_byte - start]), part]
+        pos = child.end_byte - start
+    out.append(_unquote(raw[pos : len(raw) - 1]))
+    return "".join(out)
 
 
 #: An unquoted `{a,b}` or `{1..3}`: bash makes several words of it.

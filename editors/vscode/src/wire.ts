@@ -209,6 +209,7 @@ export interface ProposalVerdict {
   by_model: Record<string, Record<string, number>>;
   measured: string;
   probes: number;
+  reduced: number;
   stale: number;
 }
 

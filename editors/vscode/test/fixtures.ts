@@ -23,6 +23,7 @@ export function proposal(id: string, domain: string, before: Rule[], after: Rule
     project: null,
     promoted_from: [],
     accepted_as_global: false,
+    rewrite_of: [],
     ...extra,
   };
 }

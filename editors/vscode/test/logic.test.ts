@@ -301,8 +301,8 @@ describe("palette commands", () => {
 });
 
 describe("server-command middleware (code actions and lenses)", () => {
-  function setup(inputs: (string | undefined)[] = []) {
-    const { ui, log } = fakeUi({ inputs });
+  function setup(inputs: (string | undefined)[] = [], picks: ((items: any[]) => any)[] = []) {
+    const { ui, log } = fakeUi({ inputs, picks });
     const opened: { content: string; language: string }[] = [];
     const middleware = executeCommandMiddleware({
       ui,
@@ -341,14 +341,31 @@ describe("server-command middleware (code actions and lenses)", () => {
     assert.equal(s.sent.length, 1);
   });
 
-  test("leaving out a change from a code action asks why; Escape cancels", async () => {
-    const s = setup(["wrong for this repo", undefined]);
+  test("leaving out a change asks whether its lesson is wrong; only a wrong lesson asks why; Escape cancels", async () => {
+    const only = (items: any[]) => items.find((i) => i.label === "Only this rule");
+    const lesson = (items: any[]) => items.find((i) => i.label === "Its lesson is wrong");
+    const s = setup(["wrong for this repo"], [only, lesson, () => undefined]);
     const accepted = { ...P1, status: "accepted" };
     await s.middleware("mecha.acceptProposal", [P1.id, { without: [2] }], s.next({ proposal: accepted, message: "m" }));
+    await s.middleware("mecha.acceptProposal", [P1.id, { without: [2] }], s.next({ proposal: accepted, message: "m" }));
     assert.deepEqual(s.sent, [
-      { command: "mecha.acceptProposal", args: [P1.id, { without: [2], reason: "wrong for this repo" }] },
+      { command: "mecha.acceptProposal", args: [P1.id, { without: [2] }] },
+      { command: "mecha.acceptProposal", args: [P1.id, { wrong: [2], reason: "wrong for this repo" }] },
     ]);
+    assert.deepEqual(s.log.picked[0].labels, ["Only this rule", "Its lesson is wrong"]);
     assert.equal(await s.middleware("mecha.acceptProposal", [P1.id, { without: [2] }], s.next({ proposal: accepted })), undefined);
+    assert.equal(s.sent.length, 2);
+  });
+
+  test("an edit action asks for the person's words, starting from the proposed ones; Escape cancels", async () => {
+    const s = setup(["  Answer in three lines or fewer. ", undefined]);
+    const accepted = { ...P1, status: "accepted" };
+    const options = { edit: [{ number: 1, text: "Keep replies short" }] };
+    await s.middleware("mecha.acceptProposal", [P1.id, options], s.next({ proposal: accepted, message: "m" }));
+    assert.deepEqual(s.sent, [
+      { command: "mecha.acceptProposal", args: [P1.id, { edit: [{ number: 1, text: "Answer in three lines or fewer." }] }] },
+    ]);
+    assert.equal(await s.middleware("mecha.acceptProposal", [P1.id, options], s.next({ proposal: accepted })), undefined);
     assert.equal(s.sent.length, 1);
   });
 

@@ -69,6 +69,7 @@ const PROPOSAL: Proposal = {
   project: null,
   promoted_from: [],
   accepted_as_global: false,
+  rewrite_of: [],
 };
 
 const USER_TOML = `# My own rules.

@@ -10,8 +10,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from mecha.core.agents.held import withheld
 from mecha.core.agents.importing import import_sessions
-from mecha.core.agents.retrust import reclassify, withheld
+from mecha.core.agents.retrust import reclassify
 from mecha.core.domain.reflexion import Origin
 from mecha.core.environment.trust import add_trust, load_trust
 from mecha.core.learning.reflect import WITHHELD_LESSON, reflect_inbox
@@ -131,13 +132,18 @@ def test_successive_changes_of_trust_ask_each_intervention_once_and_count_it_onc
         assert withheld(store)[0] == 2
 
         add_trust(["Bash(bd)"], config)
-        # Pins: the inbox kept showing the old reason after the trust changed.
+        # Pins: the inbox kept the old reason after the trust changed ("recorded
+        # before Bash(bd) was trusted … `trust add 'Bash(bd)'` reads its session
+        # again"), telling the person to run what they had just run, and never
+        # named what held the correction back now.
         listed = {w.words: w for w in withheld(store, load_trust(config))[1]}
         titles, branches = listed["Keep issue titles under sixty characters."], listed["Name branches after the issue id, always."]
-        assert titles.now is not None and "before Bash(bd) was trusted" in titles.now and "trust add 'Bash(bd)'" in titles.now
-        assert branches.now == titles.now, "recorded as held back by bd (its first blocker): that reason is stale too"
+        assert branches.now is None and "mytool" in branches.why and "Bash (bd)" not in branches.why, branches
+        assert titles.now is not None and "not asked again yet" in titles.now, "changed by hand: it says what asks it"
         first = reclassify(store, load_trust())
         assert (first.asked_again, first.already_asked, first.still_untrusted) == (1, 0, 1), first
+        [held] = withheld(store, load_trust(config))[1]
+        assert held.words == "Name branches after the issue id, always." and "mytool" in held.why and held.now is None
         waiting = reclassify(store, load_trust())
         assert waiting.queued == [] and (waiting.asked_again, waiting.already_asked, waiting.still_untrusted) == (0, 1, 1), waiting
         _reflect(store, server)
@@ -154,6 +160,15 @@ def test_successive_changes_of_trust_ask_each_intervention_once_and_count_it_onc
         assert withheld(store)[0] == 0
         third = reclassify(store, load_trust())
         assert third.queued == [] and (third.asked_again, third.already_asked, third.still_untrusted) == (0, 2, 0), third
+    # Pins: `lessons` listed each reclassified intervention twice ("53
+    # lesson(s): 7 learnable, 46 untrusted" while the inbox held 42).
+    from mecha.core.agents.retrust import settled
+    from mecha.core.learning.lessons import list_lessons
+
+    listed, counts = list_lessons(store.reflexions(), asked_again=settled(store))
+    assert counts.untrusted == withheld(store)[0] == 0, counts
+    # The titles steer was asked again and had nothing to teach: no lesson. The other is one, once.
+    assert [x.intervention for x in listed] == ["Name branches after the issue id, always."] and counts.learnable == 1
 
 
 def test_a_pass_counts_what_it_recorded_unasked_and_the_lessons_say_nothing_was_shown(tmp_path: Path) -> None:

@@ -159,6 +159,8 @@ def test_findings_are_ordered_disjoint_and_exact_on_any_text(text):
         "Check user.name and user.email in git config.",
         "Run git config --get user.email before committing; set sendemail.to per repository.",
         "Decorate it with @property and install react@latest with @types/node.",
+        "defmodule A do\n  @moduledoc false\n  @impl true\n  @spec run() :: :ok\nend",
+        "    27→\n    28→  @impl true\n    29→  def mount(_, _, socket), do: {:ok, socket}",
         "In the git log, Author: lines name the committer; the tests passed: 12 of 12.",
         "Run the benchmarks on the MacBook Pro only after plugging it in.",
     ],
@@ -173,6 +175,7 @@ def test_git_config_keys_decorators_and_words_holding_auth_are_not_personal_data
     ("text", "found"),
     [
         ("Ask @pat-lee before merging.", [(PersonalKind.HANDLE, "@pat-lee")]),
+        ("thanks,\ncc @pat-lee", [(PersonalKind.HANDLE, "@pat-lee")]),
         ("Clone from github.com/patlee/dotfiles.", [(PersonalKind.HANDLE, "patlee")]),
         ("[sudo] password for pat: ", [(PersonalKind.LOGIN, "pat")]),
         ("ssh pat@devbox-07 uptime", [(PersonalKind.LOGIN, "pat"), (PersonalKind.HOST, "devbox-07")]),

@@ -121,9 +121,16 @@ def test_a_probe_is_cut_before_the_turn_that_drew_the_correction(store: Learning
     assert plan.probes[0].rule_ids == live.rule_ids
 
 
-def test_only_clean_recoverable_followups_and_steers_in_the_holdout_are_probed(store: LearningStore, tmp_path: Path) -> None:
+def test_clean_recoverable_followups_and_steers_are_probed_an_imported_file_whichever_half_it_is_in(
+    store: LearningStore, tmp_path: Path
+) -> None:
+    # Pins: the person's real sessions planning no probe because half of
+    # them fall outside the holdout, though their files can be read again
+    # and no rule is measured on its own sources anyway; a handed-over
+    # session outside it has no transcript kept, and says so.
     inside = holdout_ids()
-    outside = next(holdout_ids(inside=False))
+    outsides = holdout_ids(inside=False)
+    outside, handed_out = next(outsides), next(outsides)
     a, b, c, d, e, f = (next(inside) for _ in range(6))
     store.append_reflexions([
         reflection("keep", a, write_session(tmp_path, a)),
@@ -131,14 +138,18 @@ def test_only_clean_recoverable_followups_and_steers_in_the_holdout_are_probed(s
         reflection("denial", b, write_session(tmp_path, b), trigger="denial"),
         reflection("untrusted", c, write_session(tmp_path, c), origin=Origin.UNTRUSTED),
         reflection("harness", d, None),
+        reflection("harness-out", handed_out, None, trigger="steer"),
         reflection("moved", e, write_session(tmp_path, e, correction="Something else entirely now.")),
         reflection("tainted", f, write_session(tmp_path, f, untrusted=True)),
     ])
     plan = plan_validation(store, "behavior", budget=10)
-    assert [p.reflexion_id for p in plan.probes] == ["keep"]
+    assert [p.reflexion_id for p in plan.probes] == ["keep", "out"]
     assert plan.skipped == {
         SKIP_HOLDOUT: 1, SKIP_TRIGGER: 1, SKIP_ORIGIN: 1, SKIP_NO_TRANSCRIPT: 1, SKIP_MOVED: 1, SKIP_NOT_CLEAN: 1,
     }
+    # Every skip said by kind as well.
+    assert plan.skipped_kinds[SKIP_HOLDOUT] == {"steer": 1} and plan.skipped_kinds[SKIP_TRIGGER] == {"denial": 1}
+    assert sum(sum(k.values()) for k in plan.skipped_kinds.values()) == sum(plan.skipped.values())
 
 
 def test_unmeasured_reflections_come_first_and_the_budget_bounds_the_plan(store: LearningStore, tmp_path: Path) -> None:
@@ -223,6 +234,37 @@ def test_a_proposals_rule_is_not_measured_on_its_own_sources(store: LearningStor
     store.write_proposal(p)
     plan = plan_validation(store, "behavior", proposal_id=p.id)
     assert plan.probes == [] and plan.skipped == {SKIP_OWN_SOURCE: 1}
+
+
+def test_a_verdict_measured_on_the_candidate_without_its_own_source_rules_is_the_proposals(
+    store: LearningStore, tmp_path: Path
+) -> None:
+    # Pins: `validate --proposal ID` measuring a proposal and `proposals
+    # show ID` still saying "not measured yet", because the probe left out
+    # the rule resting on the probed correction and its hash never matched
+    # the whole candidate's.
+    from mecha.core.learning.validate import proposal_verdict
+    from mecha.core.store.ledger import ValidationRecord
+
+    sid = next(holdout_ids())
+    store.append_reflexions([reflection("r1", sid, write_session(tmp_path, sid))])
+    live = store.learned_rules("behavior")
+    own = Rule(text="Ask before touching a second file.", id="rule-own", sources=["r1"])
+    other = Rule(text="Keep each change to the files the person named.", id="rule-other", sources=["r-elsewhere"])
+    p = builders.proposal("20260101T000000-p3", [*live, own, other], rules_before=live, reflexion_ids=["r1"], created_at=now())
+    store.write_proposal(p)
+    [probe] = plan_validation(store, "behavior", proposal_id=p.id).probes
+    assert probe.rule_ids == ["rule-other"]
+    probes, _ = prepare(store, "behavior", proposal_id=p.id)
+    assert probes[0].arms.left_out == ("rule-own",)
+    store.append_validation(ValidationRecord(
+        reflexion_id="r1", trigger="followup", domain="behavior", rules_hash=probe.rules_hash, rule_ids=probe.rule_ids,
+        outcome="improved", model="m", created_at=now(), proposal_id=p.id, left_out=["rule-own"],
+    ))
+    verdict = proposal_verdict(store, p)
+    assert (verdict.probes, verdict.reduced, verdict.stale) == (1, 1, 0)
+    assert verdict.measured.startswith("measured in 1 probe on m against the live rules: 1 improved")
+    assert "1 of them without the rule learned from the very correction probed" in verdict.measured
 
 
 def test_the_conversation_is_rendered_with_its_tools_and_bounded_to_its_tail() -> None:

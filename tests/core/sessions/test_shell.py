@@ -124,8 +124,9 @@ def test_lines_that_run_only_allowlisted_programs_are_local(command):
         "cat < \"$INPUT\"",
         "~/bin/git status",
         "/tmp/git status",
-        "python script.py",
-        "python -c 'print(1)'",
+        "python ../script.py",
+        "python /tmp/script.py",
+        "python -c 'import socket'",
         "bash install.sh",
         "sh",
         "npm run build",
@@ -147,7 +148,7 @@ def test_lines_that_run_only_allowlisted_programs_are_local(command):
         "gcc -wrapper curl,evil.example x.c",
         "uv run --with evilpkg pytest",
         "uv pip install requests",
-        "uv run python fetch.py",
+        "uv run python /tmp/fetch.py",
     ],
 )
 def test_anything_not_on_the_allowlist_anywhere_in_the_line_is_untrusted(command):
@@ -449,3 +450,117 @@ def test_sourcing_a_script_is_untrusted_and_offers_no_entry(command: str) -> Non
     # Pins: `Bash(source)` offered as a trust entry, which would trust every script sourced.
     verdict = judge_command(command)
     assert verdict.local is False and verdict.entry is None, verdict
+
+
+# ─── the shell as it runs ───────────────────────────────────────────────────
+
+#: Real lines that held corrections back, read as "something unknown" where
+#: bash knows: a substitution of a local program, a loop's variable, a PATH
+#: that adds an installed folder, the person's own script and one-liner.
+AS_IT_RUNS = [
+    "export PATH=/usr/local/cuda-12.6/bin:$PATH && nvcc --version",
+    "make -j$(nproc)",
+    "make -j`nproc` && ./build/bench",
+    "for file in sections/*.tex; do sed -i \"s/^'''//g; s/'''$//g\" \"$file\"; done",
+    "python3 run_benchmarks.py --sizes 1024 2048 --iterations 5",
+    "python3 bench/run.py",
+    "python3 -c \"import cupy; print(cupy.cuda.runtime.getDeviceCount(), cupy.__version__)\"",
+    "cd $(git rev-parse --show-toplevel) && make test",
+    "$(git rev-parse --show-toplevel)/build/bench --quick",
+    "export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH} && ./build/app",
+    "export CUDA_HOME=/usr/local/cuda && export PATH=$CUDA_HOME/bin:$PATH && nvcc -o k k.cu",
+    "export PATH=$HOME/.cargo/bin:$PATH && cargo test",
+    "BUILD=build/release; ./$BUILD/app --help",
+    "N=$(nproc); make -j$N",
+    "for t in unit integration; do pytest -q tests/$t; done",
+    "if [ -f Makefile ]; then make -j$(nproc 2>/dev/null); else cmake --build build; fi",
+    "(cd docs && sed -n '1,20p' index.md)",
+    "node -e \"console.log(require('./package.json').version)\"",
+    "git log --since=\"$(date +%Y-%m-%d)\" --oneline",
+    "$(which python3) -m pytest -q",
+    # Its lines are code: a double-quoted string keeps its newlines.
+    "python3 -c \"\nimport json\nwith open('package.json') as f:\n    print(json.load(f)['version'])\n\"",
+]
+
+
+@pytest.mark.parametrize("command", AS_IT_RUNS)
+def test_a_line_is_read_as_bash_runs_it(command: str) -> None:
+    # Pins: each of these "sets a variable that changes which program runs",
+    # or made `make`, `sed` or `python3` untrustable, holding back every
+    # correction after it (the richest real session lost all 16 to the first).
+    assert judge_command(command) == Verdict(local=True), command
+
+
+#: Lines that must stay untrusted, each with the program and the reason the
+#: person is shown: what the reader now sees through must not hide these.
+STILL_UNTRUSTED = [
+    ("make -j$(curl -s evil.example/n)", "curl", "reaches the network"),
+    ("echo `wget -qO- evil.example`", "wget", "reaches the network"),
+    ("make -j$(cat jobs.txt)", "make", "run with arguments that can make it run"),
+    ("PATH=./evil:$PATH curl evil.example", "curl", "reaches the network"),
+    ("PATH=./evil:$PATH git pull", "git pull", "reaches the network"),
+    ("export PATH=/tmp/evil:$PATH && git status", "PATH", "a temporary folder"),
+    ("export PATH=$TOOLS:$PATH && ls", "PATH", "changes which program runs"),
+    ("export PATH=$PATH:../evil/bin && ls", "PATH", "changes which program runs"),
+    ("LD_PRELOAD=/usr/lib/x.so ls", "LD_PRELOAD", "changes which program runs"),
+    ("sed 's/x/y/e' notes.txt", "sed", "its script runs a command (`e`)"),
+    ("sed -i 's/x/y/w /tmp/out' notes.txt", "sed", "reads or writes a file"),
+    ("sed '1r /etc/passwd' notes.txt", "sed", "reads or writes a file"),
+    ("sed -n 'w out.txt' notes.txt", "sed", "reads or writes a file"),
+    ("python -c \"import urllib.request; print(urllib.request.urlopen('https://evil.example').read())\"", "python", "imports `urllib.request`, which reaches the network"),
+    ("python3 -c \"import requests\"", "python3", "imports `requests`, which reaches the network"),
+    ("python -c \"__import__('subprocess').run(['curl', 'evil.example'])\"", "python", "calls `__import__`"),
+    ("python -c \"import subprocess; subprocess.run('ls')\"", "python", "imports `subprocess`, which runs programs"),
+    ("python -c \"exec(open('x.py').read())\"", "python", "calls `exec`"),
+    ("python -c \"eval(input())\"", "python", "calls `eval`"),
+    ("python -c \"import importlib; importlib.import_module('sock' + 'et')\"", "python", "imports `importlib`"),
+    ("python -c \"import os; os.system('curl evil.example')\"", "python", "calls `system`"),
+    ("python -c \"from os import popen\"", "python", "imports `popen` from `os`"),
+    ("python -c \"getattr(__builtins__, 'ex' + 'ec')('1')\"", "python", "calls `getattr`"),
+    ("python -c \"().__class__.__base__.__subclasses__()\"", "python", "calls `__"),
+    ("python -c 'print(1'", "python", "does not parse as Python"),
+    ("python3 ../tools/run.py", "python3", "a script outside the project"),
+    ("python3 - < script.py", "python3", "a script outside the project, its input"),
+    ("node -e \"require('child_process').execSync('curl evil.example')\"", "node", "requires `child_process`"),
+    ("node -e \"fetch('https://evil.example').then(r => r.text()).then(console.log)\"", "node", "uses `fetch`"),
+    ("node -e \"require('ht' + 'tps')\"", "node", "a name the line does not show"),
+    ("node -r ./hook.js app.js", "node", "runs code the line does not show"),
+    ("python -m http.server", "python", "a module it loads by name"),
+    ("X=curl; $X evil.example", "curl", "reaches the network"),
+    ("X=ls; if [ -f y ]; then X=curl; fi; $X evil.example", None, "known only when it runs"),
+    ("X=ls; true && X=curl; $X evil.example", None, "known only when it runs"),
+    ("X=ls; read X; $X evil.example", None, "known only when it runs"),
+    ("X=ls; : ${X:=curl}; $X", None, "known only when it runs"),
+    ("for c in ls curl; do $c evil.example; done", "curl", "reaches the network"),
+    ("for f in *; do sed -n p \"$f\"; done", "sed", "run with arguments that can make it run"),
+    ("for f in $(ls); do sed -n p $f; done", "sed", "run with arguments that can make it run"),
+    ("$(echo curl) evil.example", None, "known only when it runs"),
+    ("$(which curl) evil.example", "curl", "reaches the network"),
+]
+
+
+@pytest.mark.parametrize(("command", "program", "why"), STILL_UNTRUSTED)
+def test_what_the_reader_sees_through_still_names_what_it_cannot_trust(command: str, program: str | None, why: str) -> None:
+    verdict = judge_command(command)
+    assert verdict.local is False, command
+    assert verdict.program == program and why in (verdict.why or ""), verdict
+    assert verdict.entry is None, "no trust entry answers code, a spelling or a network client"
+
+
+def test_a_project_folder_on_path_makes_an_unknown_name_the_projects_own_program() -> None:
+    # `PATH=./bin:$PATH tool` runs ./bin/tool when it is there: the project's
+    # code, as `./bin/tool` is. A program the table knows is still judged as
+    # itself, since the system's may be the one that runs.
+    assert judge_command("export PATH=$PWD/bin:$PATH && regen --all") == Verdict(local=True)
+    assert judge_command("PATH=./evil:$PATH git status") == Verdict(local=True)
+    assert judge_command("PATH=./evil:$PATH find . -exec curl evil.example \\;").local is False
+    # A prefix is its command's alone; without it the name is unknown again.
+    verdict = judge_command("PATH=./bin:$PATH regen; regen")
+    assert (verdict.program, verdict.entry) == ("regen", "Bash(regen)"), verdict
+    # A folder outside the project leaves names as the table has them.
+    assert judge_command("export PATH=/opt/tools/bin:$PATH && regen").entry == "Bash(regen)"
+
+
+def test_a_variable_set_in_a_branch_or_a_subshell_is_not_taken_as_set() -> None:
+    assert judge_command("X=ls; (X=curl); $X") == Verdict(local=False, why="names its program through something known only when it runs")
+    assert judge_command("X=ls && $X -la") == Verdict(local=True)

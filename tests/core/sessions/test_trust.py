@@ -184,15 +184,3 @@ def test_claude_codes_own_bookkeeping_tools_are_local(tmp_path: Path, tool: str)
     read = read_session(path)
     assert read.blames == [], read.blames
     assert [p.origin for p in survey_session(read.messages, read.taint_timeline, interactive=read.interactive)] == [Origin.CLEAN]
-
-
-def test_a_reason_recorded_before_the_trust_changed_says_so() -> None:
-    from mecha.core.sessions.trust import trusted_since
-
-    unknown = "line 22: TaskCreate: a tool the reader does not know (an MCP tool is untrusted until you trust it by name)"
-    assert "before TaskCreate was trusted" in (trusted_since(unknown, Trust(), "claude") or "")
-    bd = "line 7: Bash (bd): not in the table of programs known to stay on this machine"
-    assert trusted_since(bd, Trust(), "claude") is None
-    assert "trust add 'Bash(bd)'" in (trusted_since(bd, Trust(entries=("Bash(bd)",)), "claude") or "")
-    curl = "line 3: Bash (curl): reaches the network: what it prints is someone else's text"
-    assert trusted_since(curl, Trust(entries=("Bash(bd)",)), "claude") is None

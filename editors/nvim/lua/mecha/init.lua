@@ -213,19 +213,98 @@ local function report_resolution(verb)
 end
 
 --- Accept a pending proposal (an id or a unique prefix): its rules become
---- the domain's learned rules — all but the changes numbered in `without`
---- (as `:MechaDiff` and `proposals show` number them), whose lessons are
---- marked rejected.
+--- the domain's learned rules — all but the changes numbered in
+--- `opts.without` (as `:MechaDiff` and `proposals show` number them), whose
+--- lessons go back to the pool, and `opts.wrong`, whose lessons are marked
+--- rejected; `opts.edit` puts rules in the person's words
+--- (`{ { number = N, text = "…" } }`).
 ---@param id string
----@param without integer[]?
-function M.accept(id, without)
+---@param opts { without: integer[]?, wrong: integer[]?, edit: table[]?, reason: string? }|integer[]?
+function M.accept(id, opts)
   local args = { id }
-  if without and #without > 0 then
-    args[2] = { without = without }
+  if type(opts) == "table" and opts[1] ~= nil then
+    opts = { without = opts } -- the list of numbers it once took
+  end
+  if type(opts) == "table" and next(opts) ~= nil then
+    local options = {}
+    for _, key in ipairs({ "without", "wrong", "edit" }) do
+      if type(opts[key]) == "table" and #opts[key] > 0 then
+        options[key] = opts[key]
+      end
+    end
+    if present(opts.reason) then
+      options.reason = opts.reason
+    end
+    if next(options) ~= nil then
+      args[2] = options
+    end
   end
   with_client(function(client)
     rpc.execute(client, "mecha.acceptProposal", args, report_resolution("accept"))
   end)
+end
+
+--- Before an accept from a code action runs, what it asks the person:
+--- whether a change left out is wrong in itself or by its lesson (only the
+--- second marks the lesson rejected, and asks why), and each edited rule
+--- in their words, starting from the proposed ones. `done(options)` gets
+--- the options to send; `nil` when the person cancelled.
+---@param id string
+---@param options table
+---@param done fun(options: table?)
+function M.complete_accept(id, options, done)
+  local out = vim.deepcopy(options)
+  local edits = type(options.edit) == "table" and vim.deepcopy(options.edit) or {}
+  local function ask_edits(i)
+    if i > #edits then
+      if #edits > 0 then
+        out.edit = edits
+      end
+      done(out)
+      return
+    end
+    vim.ui.input({ prompt = ("Rule %d in your words: "):format(edits[i].number), default = edits[i].text }, function(text)
+      if text == nil then
+        done(nil)
+        return
+      end
+      text = vim.trim(text)
+      if text == "" or text:find("[\r\n]") then
+        notify("a rule is one line of words; the accept was not sent", vim.log.levels.ERROR)
+        done(nil)
+        return
+      end
+      edits[i].text = text
+      ask_edits(i + 1)
+    end)
+  end
+  local without = options.without
+  if type(without) ~= "table" or #without == 0 or present(options.reason) then
+    ask_edits(1)
+    return
+  end
+  local choices = { "Only this rule (its lessons return to the pool)", "Its lesson is wrong (mark it rejected)" }
+  vim.ui.select(choices, { prompt = ("Leave out change %s of %s: what is wrong?"):format(table.concat(without, ", "), id) },
+    function(_, index)
+      if index == nil then
+        done(nil)
+      elseif index == 1 then
+        ask_edits(1)
+      else
+        vim.ui.input({ prompt = "Why is the lesson wrong? (optional) " }, function(reason)
+          if reason == nil then
+            done(nil)
+            return
+          end
+          out.without = nil
+          out.wrong = without
+          if vim.trim(reason) ~= "" then
+            out.reason = vim.trim(reason)
+          end
+          ask_edits(1)
+        end)
+      end
+    end)
 end
 
 --- Reject a pending proposal, with an optional reason.
@@ -483,7 +562,19 @@ local function forward(command_name, on_result)
 end
 
 local client_commands = {
-  ["mecha.acceptProposal"] = forward("mecha.acceptProposal", report_resolution("accept")),
+  ["mecha.acceptProposal"] = function(command, ctx)
+    local args = command.arguments or {}
+    if type(args[1]) ~= "string" or type(args[2]) ~= "table" then
+      return forward("mecha.acceptProposal", report_resolution("accept"))(command, ctx)
+    end
+    M.complete_accept(args[1], args[2], function(options)
+      if options ~= nil then
+        local asked = vim.deepcopy(command)
+        asked.arguments = { args[1], options }
+        forward("mecha.acceptProposal", report_resolution("accept"))(asked, ctx)
+      end
+    end)
+  end,
   ["mecha.rejectProposal"] = forward("mecha.rejectProposal", report_resolution("reject")),
   ["mecha.showProposalDiff"] = forward("mecha.showProposalDiff", function(err, result)
     if err then
@@ -577,17 +668,40 @@ local function create_commands()
     M.proposals(o.args)
   end, { nargs = "?", complete = complete_domains, desc = "mecha: review pending proposals" })
   command("MechaAccept", function(o)
-    local without = {}
-    for _, n in ipairs(vim.list_slice(o.fargs, 2)) do
-      local number = tonumber(n)
-      if not number then
-        notify(("MechaAccept: %s is not a change number (see the proposal's numbered changes)"):format(n), vim.log.levels.ERROR)
-        return
+    -- :MechaAccept ID [N …] [wrong N …] [edit N words…]
+    local opts = { without = {}, wrong = {} }
+    local rest = vim.list_slice(o.fargs, 2)
+    local into = opts.without
+    local i = 1
+    while i <= #rest do
+      local word = rest[i]
+      if word == "wrong" then
+        into = opts.wrong
+      elseif word == "edit" then
+        local number = tonumber(rest[i + 1] or "")
+        local text = table.concat(vim.list_slice(rest, i + 2), " ")
+        if not number or text == "" then
+          notify("MechaAccept: say `edit N the rule in your words`", vim.log.levels.ERROR)
+          return
+        end
+        opts.edit = { { number = number, text = text } }
+        break
+      else
+        local number = tonumber(word)
+        if not number then
+          notify(("MechaAccept: %s is not a change number (see the proposal's numbered changes)"):format(word), vim.log.levels.ERROR)
+          return
+        end
+        into[#into + 1] = number
       end
-      without[#without + 1] = number
+      i = i + 1
     end
-    M.accept(o.fargs[1], without)
-  end, { nargs = "+", complete = complete_pending, desc = "mecha: accept a proposal [without change N …]" })
+    M.accept(o.fargs[1], opts)
+  end, {
+    nargs = "+",
+    complete = complete_pending,
+    desc = "mecha: accept a proposal [without change N …] [wrong N …] [edit N words…]",
+  })
   command("MechaReject", function(o)
     local reason = table.concat(vim.list_slice(o.fargs, 2), " ")
     M.reject(o.fargs[1], reason)
