@@ -282,6 +282,9 @@ class ImportSessionsResult(msgspec.Struct):
     #: first: how many interventions and sessions each held back, and the
     #: command that trusts it.
     unknown: list[Unknown] = msgspec.field(default_factory=list)
+    #: Scopes of linked worktrees since removed whose lessons this import
+    #: moved to their repository's scope, each in words.
+    merged: list[str] = msgspec.field(default_factory=list)
 
 
 class HeldParams(msgspec.Struct):

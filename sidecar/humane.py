@@ -187,10 +187,14 @@ def proposal_with_diff(r: dict[str, Any]) -> str:
     if p.get("left_out"):
         verb = "left out" if p["status"] == "accepted" else "wrong:"
         lines += ["", "changes a person left out or named wrong:", *_left_out(p, verb)]
-    refusals = p.get("refusals") or []
+    refusals = [x for x in p.get("refusals") or [] if x.get("kind") != "drop"]
+    kept = [x for x in p.get("refusals") or [] if x.get("kind") == "drop"]
     if refusals:
         lines += ["", f"the learn gate refused {len(refusals)}:"]
         lines.extend(f"  “{_one_line(x['rule'], 80)}”: {x['reason']}" for x in refusals)
+    if kept:
+        lines += ["", f"the learn gate kept {len(kept)} live rule(s) the model left out:"]
+        lines.extend(f"  “{_one_line(x['rule'], 80)}”: {x['reason']}" for x in kept)
     return "\n".join(lines)
 
 
@@ -500,6 +504,7 @@ def import_summary(s: dict[str, Any]) -> str:
                 f"; reflect pass {s['job']['id']} is still at work on what was queued before"
                 f" ({_progress_of(s['job'])}) — waiting for it (Ctrl-C stops the waiting, not the pass)"
             )
+    lines += [f"merged: {m}" for m in s.get("merged", [])]
     unknown = s.get("unknown", [])
     trustable = [u for u in unknown if u.get("command")]
     doubted = [u for u in unknown if not u.get("command") and not u.get("stranger")]

@@ -54,7 +54,7 @@ from mecha.core.agents.retrust import VOUCH, ident_of, settled
 from mecha.core.domain.reflexion import Origin, Reflexion
 from mecha.core.errors import Ambiguous, InvalidInput, NotFound
 from mecha.core.identity import now
-from mecha.core.learning.scope import project_of_cwd
+from mecha.core.learning.scope import project_of_session
 from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
 from mecha.core.sessions.reader import MAX_BLAMES, Blame, ReadSession, TaintPolicy, first_blame
 from mecha.core.sessions.survey import Planned, survey_session
@@ -366,7 +366,7 @@ def vouch(
         plan.line = read.lines[at] if 0 <= at < len(read.lines) else None
         digest = hashlib.blake2b(msgspec.json.encode([plan.intervention.trigger.value, plan.intervention.text, at]), digest_size=6)
         entries.append(SessionEntry(f"{read.session_id}{VOUCH}{digest.hexdigest()}", plans=[plan],
-                                    project=project_of_cwd(read.project), file=held.file))
+                                    project=project_of_session(read.project, read.branch), file=held.file))
         records.append(VouchRecord(reflection=held.id, session_id=read.session_id, at=at, trigger=r.trigger,
                                    words=held.words, call=held.call, why=held.why, file=held.file, line=held.line,
                                    by=who, vouched_at=now()))

@@ -46,12 +46,13 @@ from pathlib import Path
 import msgspec
 
 from mecha.core.agents.offers import exact_offers
+from mecha.core.agents.worktree_scopes import merge_removed_worktree_scopes
 from mecha.core.domain.reflexion import Origin
 from mecha.core.environment.installed import is_own_call
 from mecha.core.environment.trust import policy_with
 from mecha.core.errors import InvalidInput
 from mecha.core.identity import now
-from mecha.core.learning.scope import project_of_cwd
+from mecha.core.learning.scope import project_of_session
 from mecha.core.sessions.foreign import detect_format, read_session
 from mecha.core.sessions.mining import Intervention, Trigger, Voices
 from mecha.core.sessions.reader import FORMAT_NAMES, ReadSession, TaintPolicy, first_blame
@@ -197,7 +198,7 @@ def plan_session(
         session_id = read.session_id
     # Its lessons are learned for the project the session ran in: its
     # working directory's git root (none recorded: global).
-    session.entry = SessionEntry(session_id, plans=fresh, project=project_of_cwd(read.project), file=str(path))
+    session.entry = SessionEntry(session_id, plans=fresh, project=project_of_session(read.project, read.branch), file=str(path))
     return session
 
 
@@ -287,6 +288,9 @@ class ImportReport(msgspec.Struct, kw_only=True):
     #: Lines skipped, over every file read, as not records of their format.
     skipped_lines: int = 0
     dry_run: bool = False
+    #: Scopes of worktrees since removed merged into their repository's
+    #: (`worktree_scopes`), each in words.
+    merged: list[str] = msgspec.field(default_factory=list)
 
 
 def _latest_by_path(records: Iterable[ImportRecord]) -> dict[str, ImportRecord]:
@@ -348,6 +352,7 @@ def import_sessions(
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
+    report.merged = merge_removed_worktree_scopes(store)
     return report
 
 

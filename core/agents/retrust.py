@@ -37,7 +37,7 @@ import msgspec
 
 from mecha.core.domain.reflexion import Origin, Reflexion
 from mecha.core.errors import InvalidInput
-from mecha.core.learning.scope import project_of_cwd
+from mecha.core.learning.scope import project_of_session
 from mecha.core.sessions.foreign import read_session
 from mecha.core.sessions.mining import DEFAULT_VOICES, Voices
 from mecha.core.sessions.reader import TaintPolicy
@@ -156,7 +156,7 @@ def reclassify(
             digest = hashlib.blake2b(digest_size=6)
             digest.update(msgspec.json.encode([[p.intervention.trigger.value, p.intervention.text, p.intervention.at] for p in now_clean]))
             session_id = f"{read.session_id}{RETRUST}{digest.hexdigest()}"
-            entries.append(SessionEntry(session_id, plans=now_clean, project=project_of_cwd(read.project), file=file))
+            entries.append(SessionEntry(session_id, plans=now_clean, project=project_of_session(read.project, read.branch), file=file))
     if not entries:
         return out
     with store.lock():

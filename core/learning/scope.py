@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from mecha.core.domain.rules import Rule, rule_key
 from mecha.core.errors import InvalidInput
-from mecha.core.store.layout import GLOBAL_SCOPE, project_root, root_problem
+from mecha.core.store.layout import GLOBAL_SCOPE, branch_known, project_root, root_problem
 
 
 def resolve_project(given: object, field: str = "project") -> str:
@@ -56,6 +56,84 @@ def project_of_cwd(cwd: str | None) -> str | None:
     if not cwd or root_problem(cwd) is not None or not os.path.isabs(cwd):
         return None
     return project_root(cwd)
+
+
+def project_of_session(cwd: str | None, branch: str | None) -> str | None:
+    """The project of a session that ran in `cwd` on `branch`: its
+    repository (`project_of_cwd`) — and, when `cwd` is gone, the repository
+    it was a linked worktree of, if that is still on this machine
+    (`repository_of_removed_worktree`). Worktrees named after an issue and
+    removed after merge made four one-lesson projects of one repository,
+    none of which ever reached a learn pass."""
+    if cwd and branch and os.path.isabs(cwd) and root_problem(cwd) is None and not os.path.lexists(cwd):
+        found = repository_of_removed_worktree(cwd, branch)
+        if found is not None:
+            return found
+    return project_of_cwd(cwd)
+
+
+#: How far above a removed worktree's folder its repository is looked for:
+#: `<repo>/.worktrees/<name>`, `<parent>/<repo>-worktrees/<name>` and
+#: `<parent>/<repo>-<name>` put it within two levels up, or beside one of them.
+_WORKTREE_SEARCH_UP = 3
+#: How many folders beside those are looked into, at most, per level.
+_WORKTREE_SEARCH_WIDE = 200
+
+
+def repository_of_removed_worktree(path: str, branch: str) -> str | None:
+    """The main worktree of the repository a removed linked worktree at
+    `path` belonged to, when exactly one is found; else `None`.
+
+    Git forgets a worktree when it is removed (`.git/worktrees/<name>`
+    goes), so what is left to go by is what the session recorded — the
+    folder it ran in and the branch checked out there — and the repository's
+    own metadata. A candidate is a repository's main worktree at or beside
+    one of the folders above `path` that still exist (the layouts people
+    use: `<repo>/.worktrees/<name>`, `<parent>/<repo>-worktrees/<name>`,
+    `<parent>/<repo>-<name>`); it is the one when its git directory knows the
+    branch: a ref (`refs/heads/<branch>`, a remote's, `packed-refs`) or its
+    reflogs naming it (a merge of it, a checkout of it). Read as plain
+    files, no `git` process. Two candidates that both know the branch (a
+    fork beside its origin) are no answer: the session stays a project of
+    its own, as before."""
+    branch = branch.strip()
+    if not branch or "\n" in branch or branch in ("HEAD", "main", "master"):
+        return None
+    found: set[str] = set()
+    for parent in _existing_ancestors(path)[:_WORKTREE_SEARCH_UP]:
+        for candidate in _beside(parent):
+            if branch_known(candidate, branch):
+                found.add(candidate)
+        if found:
+            break
+    return found.pop() if len(found) == 1 else None
+
+
+def _existing_ancestors(path: str) -> list[str]:
+    """The folders above `path` that exist, nearest first."""
+    out: list[str] = []
+    here = os.path.dirname(os.path.normpath(path))
+    while True:
+        if os.path.isdir(here):
+            out.append(os.path.realpath(here))
+        parent = os.path.dirname(here)
+        if parent == here:
+            return out
+        here = parent
+
+
+def _beside(folder: str) -> list[str]:
+    """`folder` and the folders in it that are a repository's main worktree."""
+    out = [folder] if os.path.isdir(os.path.join(folder, ".git")) else []
+    try:
+        names = sorted(os.listdir(folder))[:_WORKTREE_SEARCH_WIDE]
+    except OSError:
+        return out
+    for name in names:
+        candidate = os.path.join(folder, name)
+        if os.path.isdir(os.path.join(candidate, ".git")) and not os.path.islink(candidate):
+            out.append(candidate)
+    return out
 
 
 def scope_label(project: str | None) -> str:

@@ -230,6 +230,7 @@ class _Line(msgspec.Struct):
     #: How the session was started: `cli` at a terminal, `sdk-cli` for
     #: `claude -p`, `sdk-ts` / `sdk-py` for a program on the Agent SDK.
     entrypoint: str | None = None
+    gitBranch: str | None = None
     attachment: msgspec.Raw = msgspec.Raw()
     #: A `queue-operation` line's movement and the words it moved.
     operation: str | None = None
@@ -382,6 +383,8 @@ class _Reader(ReaderCore):
             self.project = line.cwd
         if line.entrypoint and self.entrypoint is None:
             self.entrypoint = line.entrypoint
+        if line.gitBranch and self.branch is None and line.gitBranch != "HEAD":
+            self.branch = line.gitBranch
         kind = line.type
         if kind == "queue-operation":
             self._queue_operation(number, line)

@@ -135,6 +135,10 @@ class ReadSession(msgspec.Struct, kw_only=True):
     interactive: bool = True
     #: The working directory the agent ran in, when the file says.
     project: str | None = None
+    #: The git branch checked out there, when the file says (Claude Code's
+    #: `gitBranch`): what finds the repository of a worktree since removed
+    #: (`scope.project_of_session`).
+    branch: str | None = None
     #: Lines skipped on the way, each naming the file and the line (see
     #: `LineReader`; past `NAMED_SKIPS` of them, one line says how many more).
     warnings: list[str] = msgspec.field(default_factory=list)
@@ -670,6 +674,7 @@ class ReaderCore:
         self.answered: set[str] = set()
         self.session_id: str | None = None
         self.project: str | None = None
+        self.branch: str | None = None
         #: A refusal's result, waiting for the person's next words as its reason.
         self.pending_denial: Block | None = None
         #: The person interrupted the turn: their next words are a steer.
@@ -715,6 +720,7 @@ class ReaderCore:
             taint_timeline=self.taint.checkpoints,
             interactive=interactive,
             project=self.project,
+            branch=self.branch,
             warnings=self.lines.warnings,
             skipped_lines=self.lines.skipped,
             lines=lines,

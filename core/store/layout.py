@@ -249,6 +249,48 @@ def main_worktree(checkout: str) -> str | None:
     return os.path.dirname(common)
 
 
+#: Git's reflog of a repository's HEAD, under its git directory (git's
+#: layout, not the store's).
+_HEAD_REFLOG = os.path.join("logs", "HEAD")
+#: How much of a reflog is read for a branch's name: the newest part, where
+#: a worktree's merge is.
+_REFLOG_TAIL = 1 << 20
+
+
+def branch_known(repository: str, branch: str) -> bool:
+    """Whether the git directory of the main worktree at `repository` names
+    `branch`: a ref of it (a remote's too), a packed one, or a line of its
+    HEAD's reflog that merges or checks it out — read as plain files, no
+    `git` process. What finds a removed worktree's repository
+    (`scope.repository_of_removed_worktree`)."""
+    git = os.path.join(repository, ".git")
+    if os.path.isfile(os.path.join(git, "refs", "heads", *branch.split("/"))):
+        return True
+    remotes = os.path.join(git, "refs", "remotes")
+    try:
+        if any(os.path.isfile(os.path.join(remotes, r, *branch.split("/"))) for r in os.listdir(remotes)):
+            return True
+    except OSError:
+        pass
+    needle = f"refs/heads/{branch}"
+    if needle in _tail(os.path.join(git, "packed-refs")).split():
+        return True
+    said = _tail(os.path.join(git, _HEAD_REFLOG))
+    words = (f"merge {branch}:", f"merge {branch} ", f" to {branch}\n", f"from {branch} to ", f"branch '{branch}'")
+    return any(w in said for w in words)
+
+
+def _tail(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - _REFLOG_TAIL))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
 def linked_worktrees(root: str) -> list[str]:
     """The roots of every linked worktree of the repository whose main
     worktree is at `root`, sorted: each `<root>/.git/worktrees/*/gitdir`

@@ -520,6 +520,11 @@ class LearningStore:
         """Every import record, oldest first (`records.ImportRecord`)."""
         return self.records.imports()
 
+    def move_reflexions(self, moves: Mapping[str, str]) -> int:
+        """Reflections of the scopes `moves` names moved to the scope it
+        maps each to (`records.Records.move_reflexions`). Caller holds the lock."""
+        return self.records.move_reflexions(moves)
+
     def append_vouches(self, records: Iterable[VouchRecord]) -> None:
         """Record what a person vouched for (`agents.held`). Caller holds the lock."""
         self.records.append_vouches(records)

@@ -287,6 +287,42 @@ class Records:
             return count
         raise RuntimeError(f"{path} kept changing while it was being marked; is a writer running without the lock?")
 
+    def move_reflexions(self, moves: Mapping[str, str]) -> int:
+        """Every reflection whose `project` is a key of `moves` given the
+        value as its project instead (a scope merged into another); how many
+        moved. Each changed line is re-encoded from its raw object (fields
+        this version does not know survive); every other line is kept byte
+        for byte; the file is replaced whole through a temp sibling. Caller
+        holds the writer lock."""
+        path = self._root / REFLECTIONS_FILE
+        if not moves:
+            return 0
+        _files.refuse_links(self._root, path)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return 0
+        out: list[bytes] = []
+        moved = 0
+        for raw in data.splitlines():
+            line = raw.strip()
+            if not line:
+                continue
+            if b'"project"' in line:
+                try:
+                    obj = msgspec.json.decode(line)
+                except (msgspec.DecodeError, RecursionError):
+                    obj = None
+                if isinstance(obj, dict) and obj.get("project") in moves:
+                    obj["project"] = moves[obj["project"]]
+                    out.append(ENCODER.encode(obj))
+                    moved += 1
+                    continue
+            out.append(line)
+        if moved:
+            _files.write_atomic(path, b"\n".join(out) + b"\n")
+        return moved
+
     def marked_reflexions(
         self, ids: Iterable[str], run_id: str, rejected: Mapping[str, str] | None = None
     ) -> tuple[list[bytes | memoryview], int, tuple[int, int, int]] | None:

@@ -110,7 +110,7 @@ def import_sessions(ctx: Context, p: m.ImportSessionsParams, cancel: Cancel) -> 
         source=report.source, root=report.root, sessions=sessions, unchanged=report.unchanged, filtered=report.filtered,
         skipped=report.skipped, skipped_lines=report.skipped_lines, queued=report.queued, dry_run=report.dry_run,
         warnings=report.warnings, job=after.job, in_flight=after.in_flight,
-        unknown=unknown_summary((plan.blockers, plan.frees) for plan in report.sessions),
+        unknown=unknown_summary((plan.blockers, plan.frees) for plan in report.sessions), merged=report.merged,
     )
 
 

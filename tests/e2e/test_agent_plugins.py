@@ -217,6 +217,32 @@ def test_a_review_inside_claude_accepts_on_the_persons_word_leaving_out_the_chan
     assert len(live) == 2 and "Ask before deleting files" not in " ".join(live), live
 
 
+def test_a_review_inside_claude_accepts_a_rule_in_the_persons_own_words(claude, agent_env, pending, store_dir, tmp_path):
+    # Pins: a person able to accept, leave out or reject a rule from the
+    # review, but not fix its words.
+    mine = "Ask before deleting any file the task did not name."
+    model = BashModel(f'mecha-sidecar proposals accept {pending} --edit 1 "{mine}"')
+    try:
+        project = tmp_path / "project"
+        project.mkdir()
+        run = subprocess.run(
+            [claude, "-p", f'/mecha:review accept {pending} with 1 as "{mine}"', "--plugin-dir", str(PLUGIN),
+             "--output-format", "json"],
+            env={**agent_env, "ANTHROPIC_BASE_URL": model.url}, cwd=project, capture_output=True, text=True,
+            timeout=WAIT_S * 4,
+        )
+    finally:
+        model.close()
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    result = json.loads(run.stdout)
+    assert result["is_error"] is False and result["permission_denials"] == [], result
+    first, *rest = model.texts()
+    assert '--edit N "…"' in first, "the procedure tells the model how to land the person's words"
+    assert f"in your words: “{mine}”" in rest[-1], rest[-1]
+    store = LearningStore.open(store_dir)
+    assert mine in [r.text for r in store.learned_rules("behavior")]
+
+
 def test_the_plugins_hooks_read_the_session_and_offer_the_review_command(agent_env, pending, store_dir, tmp_path):
     # Pins: a hook that names an absolute path of one machine, and a notice
     # that sends the person to a terminal when /mecha:review is at hand.

@@ -438,3 +438,21 @@ def test_a_retirement_proposal_names_the_retired_rule_and_why_in_its_changes(sto
     ]
     shown = proposal_with_diff({"proposal": msgspec.to_builtins(p), "diff": "", "changes": msgspec.to_builtins(changes)})
     assert "retired (global): Say hi first." in shown and "reason: 3 attributed regressions on smollm2-135m" in shown
+
+
+async def test_proposals_show_says_a_live_rule_the_gate_kept_as_kept_not_refused(store: LearningStore):
+    # Pins: "the learn gate refused 2" over a live rule it in fact kept.
+    from mecha.sidecar.humane import proposal_with_diff
+
+    write_learned_rules(store, "behavior", [Rule(text="Keep diffs small.", id="r-keep")])
+    store.append_reflexions([reflexion(i) for i in ("k1", "k2", "k3")])
+    reply = json.dumps({"rules": [{"rule": "Ask before acting on lesson files.", "based_on": ["R1"]},
+                                  {"rule": "Always be careful.", "based_on": ["R1"]}]})
+    outcome = await learn_domain(store, "behavior", Learner(ScriptedProvider(reply)), minimum=1)
+    assert outcome.proposal_id is not None, outcome.outcome
+    assert "the learn gate refused 1: “Always be careful.”" in outcome.outcome
+    assert "kept “Keep diffs small.”: the model left it out with no reason" in outcome.outcome
+    p = store.proposal(outcome.proposal_id)
+    shown = proposal_with_diff({"proposal": msgspec.to_builtins(p), "diff": "", "changes": []})
+    assert "the learn gate refused 1:\n  “Always be careful.”" in shown
+    assert "the learn gate kept 1 live rule(s) the model left out:\n  “Keep diffs small.”" in shown
