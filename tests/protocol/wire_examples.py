@@ -298,12 +298,12 @@ class Capture:
 
 
 def _held_session(folder: Path) -> None:
-    """A Claude Code session in `folder`: a script of the person's holds
+    """A Claude Code session in `folder`: a program of the person's the reader does not know holds
     back one correction, and a `curl` after it the next."""
     from tests.core.ccfixture import Claude, text, use
 
     cc = Claude(session="eeee0001-1111-4222-8333-444455556666", cwd="/home/dana/src/parser")
-    cc.user("Speed up the parser.").assistant(text("Measuring."), use("s1", "Bash", command="python3 tools/bench.py --quick"))
+    cc.user("Speed up the parser.").assistant(text("Measuring."), use("s1", "Bash", command="benchtool --quick parser"))
     cc.result("s1", "12 ms").assistant(text("12 ms a file.")).user("Always measure three runs, not one.")
     cc.assistant(text("Reading the guide."), use("s2", "Bash", command="curl -s https://example.org/guide")).result("s2", "Guide.")
     cc.assistant(text("The guide says to cache.")).user("Cache the tokenizer only.").assistant(text("Done."))
@@ -482,7 +482,7 @@ def _drive(rec: Recorder, root: Path, model_url: str) -> None:
     rec.result("mecha/importSessions", {"source": "claude", "dry_run": True})
     rec.result("mecha/trust", {"action": "add", "entries": ["Bash(bd)"]})
     rec.result("mecha/trust", {}, title="mecha/trust (list)")
-    # A session whose corrections a script the reader cannot read held back,
+    # A session whose corrections a program the reader does not know held back,
     # then a `curl`: imported, listed, and vouched for where the person may.
     _held_session(home / "held-sessions" / "-home-dana-src-parser")
     rec.result("mecha/importSessions", {"source": "claude", "dir": str(home / "held-sessions")},

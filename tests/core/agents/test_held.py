@@ -26,13 +26,13 @@ from mecha.core.store.learning_store import LearningStore
 from tests.core.ccfixture import Claude, text, use
 from tests.model_server import ModelServer, lessons_responder
 
-SCRIPT = "python3 tools/bench.py --quick"
+SCRIPT = "benchtool --quick parser"
 
 
 def _sessions(root: Path) -> None:
-    """Two sessions of one person: in the first, a script the reader cannot
-    read holds back a steer, then a `curl` holds back the next; in the
-    second, the same script holds back another."""
+    """Two sessions of one person: in the first, a program of theirs the
+    reader does not know holds back a steer, then a `curl` holds back the
+    next; in the second, the same program holds back another."""
     first = Claude(session="eeee0001-1111-4222-8333-444455556666")
     first.user("Speed up the parser.").assistant(text("Measuring."), use("s1", "Bash", command=SCRIPT)).result("s1", "12 ms")
     first.assistant(text("12 ms a file.")).user("Always measure three runs, not one.")
@@ -82,7 +82,7 @@ def test_each_held_correction_names_the_call_whole_and_whether_a_stranger_was_th
 
 
 def test_a_vouch_queues_the_correction_once_records_who_and_when_and_trusts_no_program(held_store: LearningStore) -> None:
-    # Pins: a correction held back by a script of the person's own could
+    # Pins: a correction held back by a program of the person's own could
     # never be learned, whatever the person said.
     _, rows = held_now(held_store)
     measure = next(r for r in rows if r.words == "Always measure three runs, not one.")
