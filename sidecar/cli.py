@@ -85,16 +85,16 @@ def _parser() -> argparse.ArgumentParser:
     _global_options(common, default=argparse.SUPPRESS)
     real_sub = p.add_subparsers(dest="verb", metavar="VERB")
     sub = _WithParents(real_sub, common)
-    _endpoint_verbs(sub)
-    _learning_verbs(sub)
-    _store_verbs(sub)
+    # In the order `--help` lists them.
+    for verbs in (_endpoint_verbs, _reading_verbs, _proposal_verbs, _learning_verbs, _agent_verbs, _store_verbs,
+                  _record_verbs):
+        verbs(sub)
     return p
 
 
 def _endpoint_verbs(sub: _WithParents) -> None:
-    """The endpoints, the detached pass, the demo and the pure readings."""
+    """The endpoints, the detached pass, the demo and the bundled model."""
     import argparse
-    from pathlib import Path
 
     from mecha.core.environment.agents import APIS as AGENT_APIS
 
@@ -141,6 +141,14 @@ def _endpoint_verbs(sub: _WithParents) -> None:
                    help="the loopback port to listen on (default: 8089; 0 picks a free one)")
     s.add_argument("--threads", type=int, default=None, metavar="N", help="CPU threads (default: up to 4)")
 
+
+
+def _reading_verbs(sub: _WithParents) -> None:
+    """The rules block a run would get, and the interventions in a file."""
+    from pathlib import Path
+
+    from mecha.core.environment.agents import NAMES
+
     s = sub.add_parser("block", help="print the rules block a run would get")
     s.add_argument("--domain", help="a run exercising this domain (default: the domains every run carries)")
     s.add_argument("--project", metavar="DIR", type=Path,
@@ -148,14 +156,12 @@ def _endpoint_verbs(sub: _WithParents) -> None:
 
     s = sub.add_parser("mine", help="print the interventions in a transcript file")
     s.add_argument("file", nargs="?", help="a transcript file (default: the bundled sample session)")
-    s.add_argument("--format", choices=["mecha", "claude", "codex"], help="the file's format (default: detected)")
+    s.add_argument("--format", choices=["mecha", *NAMES], help="the file's format (default: detected)")
     _mining_options(s)
 
 
-def _learning_verbs(sub: _WithParents) -> None:
-    """Reviewing proposals, and handing the loop its work."""
-    from pathlib import Path
-
+def _proposal_verbs(sub: _WithParents) -> None:
+    """Reviewing proposals."""
     s = sub.add_parser("proposals", help="list, show, accept or reject proposals")
     s.add_argument("action", nargs="?", default="list", choices=["list", "show", "accept", "reject"],
                    help="list (the default), show ID, accept ID or reject ID")
@@ -177,6 +183,14 @@ def _learning_verbs(sub: _WithParents) -> None:
                    help="accept: change N lands in your words TEXT (one line; checked for length and "
                    "personal data only); repeat for more changes")
 
+
+
+def _learning_verbs(sub: _WithParents) -> None:
+    """Handing the loop its work."""
+    from pathlib import Path
+
+    from mecha.core.environment.agents import NAMES
+
     s = sub.add_parser("learn", help="start a consolidation pass for a domain")
     s.add_argument("domain", help=DOMAIN_HELP)
     s.add_argument("--min", type=int, metavar="N",
@@ -197,7 +211,7 @@ def _learning_verbs(sub: _WithParents) -> None:
     _mining_options(s)
 
     s = sub.add_parser("import", help="queue the new interventions in Claude Code or Codex CLI sessions")
-    s.add_argument("source", choices=["claude", "codex"])
+    s.add_argument("source", choices=NAMES)
     s.add_argument("dir", nargs="?", type=Path, help="where the sessions are (default: ~/.claude/projects, ~/.codex/sessions)")
     s.add_argument("--dry-run", action="store_true", help="print what would be queued, per session; queue nothing")
     s.add_argument("--since", help="only session files changed on or after this date (YYYY-MM-DD or ISO date-time)")
@@ -206,12 +220,14 @@ def _learning_verbs(sub: _WithParents) -> None:
     _mining_options(s)
 
 
-def _store_verbs(sub: _WithParents) -> None:
-    """Exports, measurements, hooks and what the store holds."""
+def _agent_verbs(sub: _WithParents) -> None:
+    """The agents' instructions files."""
     from pathlib import Path
 
+    from mecha.core.environment.agents import EXPORT_TARGETS
+
     s = sub.add_parser("export", help="write the rules block into an agent's instructions file")
-    s.add_argument("target", choices=["claude", "codex", "agents"])
+    s.add_argument("target", choices=EXPORT_TARGETS)
     s.add_argument("file", nargs="?", type=Path,
                    help="one file, told its scope's rules (default: every scope's, where the agent reads yours — "
                    "for claude ~/.claude/CLAUDE.md and each project's CLAUDE.local.md, for codex ~/.codex/AGENTS.md "
@@ -224,6 +240,11 @@ def _store_verbs(sub: _WithParents) -> None:
     s.add_argument("rules", nargs="+", metavar="RULE", help="a learned rule's id (or a unique prefix)")
     s.add_argument("--project", metavar="DIR", type=Path,
                    help="a folder of the repository to share them in (default: the working directory's)")
+
+
+def _store_verbs(sub: _WithParents) -> None:
+    """Retiring and measuring rules, the agents' hooks, trust, and the passes' work."""
+    from mecha.core.environment.agents import NAMES
 
     s = sub.add_parser("retire", help="propose retiring a learned rule")
     s.add_argument("domain", help=DOMAIN_HELP)
@@ -239,7 +260,7 @@ def _store_verbs(sub: _WithParents) -> None:
 
     s = sub.add_parser("hooks", help="install, remove or show the Claude Code / Codex hooks")
     s.add_argument("action", choices=["install", "uninstall", "status"])
-    s.add_argument("agent", nargs="?", choices=["claude", "codex"], help="install / uninstall: which agent")
+    s.add_argument("agent", nargs="?", choices=NAMES, help="install / uninstall: which agent")
     s.add_argument("--scope", choices=["user", "project"],
                    help="user: ~/.claude or ~/.codex (the default); project: the .claude or .codex folder of "
                    "the project this runs in (its git root)")
@@ -255,6 +276,10 @@ def _store_verbs(sub: _WithParents) -> None:
     s.add_argument("id", nargs="?", help="a set-aside entry's id (or a unique prefix); `retry` with none asks again "
                    "what waits (answers a pass could not use)")
     s.add_argument("--no-wait", action="store_true", help="retry: return once the pass has started")
+
+
+def _record_verbs(sub: _WithParents) -> None:
+    """What the store holds: tallies, lessons, rules and why, and the health checks."""
     s = sub.add_parser("tallies", help="per-rule validation tallies")
     s.add_argument("--domain", help="only this domain's rules")
     s = sub.add_parser(

@@ -89,7 +89,9 @@ def parse_argv(argv: list[str]) -> HookArgs | None:
             options[name], rest = rest[1], rest[2:]
         else:
             return None
-    if agent not in ("claude", "codex") or subcommand not in ("session-end", "session-start", HOOK_PASS):
+    from mecha.core.environment.agents import NAMES
+
+    if agent not in NAMES or subcommand not in ("session-end", "session-start", HOOK_PASS):
         return None
     return HookArgs(agent, subcommand, options.get("--learning-dir"), options.get("--review"))
 
@@ -175,12 +177,13 @@ def session_start(agent: str, learning_dir: str | None, review: str | None = Non
             pending_proposals,
             typed_program,
         )
+        from mecha.core.environment.agents import CODEX
         from mecha.core.store.layout import resolve_root
 
         root = resolve_root(learning_dir)
         program = typed_program()
         pending = pending_proposals(root)
-        if pending and review is None and agent == "codex":
+        if pending and review is None and agent == CODEX.name:
             review = codex_review_command(cwd=os.getcwd(), learning_dir=learning_dir)
         lines = [line for line in (no_model_line(root, agent, program),
                                    notice_line(pending, learning_dir, review, program)) if line]

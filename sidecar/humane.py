@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mecha.core.environment.agents import CLAUDE, CODEX
 from mecha.core.sessions.evidence import cut_at_word
 from mecha.core.shellwords import mecha_or_none
 from mecha.core.visible import shown
@@ -123,7 +124,7 @@ def accepted(r: dict[str, Any]) -> str:
         lines.append("  " + ", ".join(e["path"] for e in exports) + ": already up to date")
     if not exports:
         project = ("--project", p["project"]) if p.get("project") and not p.get("accepted_as_global") else ()
-        export = mecha_or_none("export", "claude", *project) or "mecha-sidecar export claude --project PROJECT"
+        export = mecha_or_none("export", CLAUDE.name, *project) or f"mecha-sidecar export {CLAUDE.name} --project PROJECT"
         lines.append(
             "  no agent's instructions changed: neither Claude Code nor Codex is connected (their plugin or hooks). "
             f"`{export}` writes the rules where Claude Code reads yours now; "
@@ -604,13 +605,13 @@ def hooks_changed(r: dict[str, Any]) -> str:
                  "start: one line when proposals await review")
     if r.get("double_reading"):
         lines.append(f"  warning: {r['double_reading']}")
-    elif r["agent"] == "claude":
+    elif r["agent"] == CLAUDE.name:
         lines.append("  to review them inside Claude Code (/mecha:review), install the plugin instead of these hooks: "
                      "docs/agents.md, \"Review inside the agent\"")
     if r.get("model"):
         lines.append(f"  model: {r['model']}")
     lines.append("  `mecha-sidecar hooks status` shows what the hooks last did")
-    if r["agent"] == "codex":
+    if r["agent"] == CODEX.name:
         lines.append("  Codex runs a new hook only once you trust it: open /hooks in Codex; hooks must be enabled "
                      "([features] hooks = true, codex_hooks on older versions, in ~/.codex/config.toml)")
     lines += _skills_lines(r)

@@ -39,33 +39,13 @@ def start_pass(
     session-end hook asks for, so the loop runs by itself)."""
     store = ctx.store()
     job_id = mint_job_id(kind)
-    log_rel = job_log_name(job_id)
-    job = jobs_mod.Job(
-        id=job_id,
-        kind=kind,
-        domain=domain,
-        state="running",
-        started_at=now(),
-        session_id=session_id,
-        proposal_id=proposal_id,
-        log=log_rel,
-    )
+    job = jobs_mod.Job(id=job_id, kind=kind, domain=domain, state="running", started_at=now(), session_id=session_id,
+                       proposal_id=proposal_id, log=job_log_name(job_id))
     jobs_mod.write_job(store.root, job)
-    argv = [sys.executable, "-m", "mecha.sidecar", "pass", kind, "--job", job_id]
-    if domain is not None:
-        argv += ["--domain", domain]
-    if minimum is not None:
-        argv += ["--min", str(minimum)]
-    if project is not None:
-        argv += ["--project", project]
-    if budget is not None:
-        argv += ["--budget", str(budget)]
-    if proposal_id is not None:
-        argv += ["--proposal", proposal_id]
-    if learn_after:
-        argv.append("--learn-after")
-    if retry:
-        argv.append("--retry")
+    argv = [sys.executable, "-m", "mecha.sidecar", "pass", kind, "--job", job_id, *pass_options(
+        domain=domain, minimum=minimum, project=project, budget=budget, proposal_id=proposal_id,
+        learn_after=learn_after, retry=retry,
+    )]
     import os
 
     log_fd = jobs_mod.open_log(store.root, job_id)
@@ -87,6 +67,20 @@ def start_pass(
     if ctx.on_job_started is not None:
         ctx.on_job_started(job)
     return job
+
+
+def pass_options(
+    *, domain: str | None, minimum: int | None, project: str | None, budget: int | None, proposal_id: str | None,
+    learn_after: bool, retry: bool,
+) -> list[str]:
+    """The `pass` verb's options for what a pass was asked (`cli`'s `pass`
+    parser reads them back)."""
+    out: list[str] = []
+    for flag, value in (("--domain", domain), ("--min", minimum), ("--project", project), ("--budget", budget),
+                        ("--proposal", proposal_id)):
+        if value is not None:
+            out += [flag, str(value)]
+    return out + (["--learn-after"] if learn_after else []) + (["--retry"] if retry else [])
 
 
 def watch(proc: Any, job: jobs_mod.Job, root: Any, on_finished: Any) -> threading.Thread:

@@ -47,7 +47,7 @@ from mecha.core.editor.diagnostics import check_document
 from mecha.core.editor.document import document_lines
 from mecha.core.editor.hover import hover_for
 from mecha.core.editor.lenses import document_lenses
-from mecha.core.editor.results import Act, CodeAction, Finding, Scope
+from mecha.core.editor.results import Act, Finding, Scope
 from mecha.core.identity import now
 from mecha.core.learning.proposals import PendingSummary, pending_summary, proposal_scope, should_announce
 from mecha.core.store import jobs as jobs_mod
@@ -71,20 +71,14 @@ from mecha.protocol.jsonrpc import (
 from .context import Context
 from .handlers import call, make_dispatch
 from .lsp_display import Display, display_for
+from .lsp_shapes import from_utf16, to_code_action, to_command, to_diagnostic
 from .rpc import Cancel, Cancelled
 from .serve import server_version
 
 log = logging.getLogger("mecha.sidecar.lsp")
 
-SOURCE = "mecha"
 POLL_S = float(os.environ.get("MECHA_LSP_POLL_S", "0.5"))
 
-_SEVERITY = {
-    "error": lsp.DiagnosticSeverity.Error,
-    "warning": lsp.DiagnosticSeverity.Warning,
-    "information": lsp.DiagnosticSeverity.Information,
-    "hint": lsp.DiagnosticSeverity.Hint,
-}
 
 
 # ─── commands: one table, the same handlers as the methods ──────────────────
@@ -153,30 +147,6 @@ _RESULT_SHAPES: dict[Act, Callable[[Any], Any]] = {
 COMMANDS: dict[str, Callable[[Context, list[Any]], Any]] = {
     cid: _run_command(c) for cid, c in wire_commands.COMMANDS.items()
 }
-
-
-# ─── positions ──────────────────────────────────────────────────────────────
-
-
-def _utf16(line_text: str, col: int) -> int:
-    return len(line_text[:col].encode("utf-16-le")) // 2
-
-
-def _from_utf16(line_text: str, units: int) -> int:
-    count = 0
-    for i, ch in enumerate(line_text):
-        if count >= units:
-            return i
-        count += 2 if ord(ch) > 0xFFFF else 1
-    return len(line_text)
-
-
-def _range(lines: list[str], sl: int, sc: int, el: int, ec: int) -> lsp.Range:
-    def pos(line: int, col: int) -> lsp.Position:
-        text = lines[line] if 0 <= line < len(lines) else ""
-        return lsp.Position(line=max(line, 0), character=_utf16(text, min(col, len(text))))
-
-    return lsp.Range(start=pos(sl, sc), end=pos(el, ec))
 
 
 # ─── the server ─────────────────────────────────────────────────────────────
@@ -281,7 +251,7 @@ class MechaLanguageServer(LanguageServer):
         if found is None:
             return []
         _, lines, findings = found
-        return [_diagnostic(f, lines) for f in findings]
+        return [to_diagnostic(f, lines) for f in findings]
 
     def publish(self, uri: str) -> None:
         """Publish the open document's diagnostics, under the URI as its
@@ -325,7 +295,7 @@ class MechaLanguageServer(LanguageServer):
         source = self.workspace.get_text_document(params.text_document.uri).source
         lines = document_lines(source)
         line = params.position.line
-        col = _from_utf16(lines[line], params.position.character) if line < len(lines) else 0
+        col = from_utf16(lines[line], params.position.character) if line < len(lines) else 0
         scope = self.scope_of(doc, source)
         records = store_view.record_lines_in(self.store(), doc, scope, now())
         text = hover_for(
@@ -347,7 +317,7 @@ class MechaLanguageServer(LanguageServer):
         pending = len(store_view.pending_in(self.store(), doc))
         lenses = document_lenses(doc.domain, doc.kind, text, self.sibling_rules(doc), pending, self.scope_of(doc, text))
         top = lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=0, character=0))
-        return [lsp.CodeLens(range=top, command=_command(lens.title, lens.act, lens.arguments)) for lens in lenses]
+        return [lsp.CodeLens(range=top, command=to_command(lens.title, lens.act, lens.arguments)) for lens in lenses]
 
     # ── watching the store ──
     def store_identity(self) -> Any:
@@ -449,8 +419,9 @@ def _keep(task: asyncio.Future[Any]) -> None:
     task.add_done_callback(_tasks.discard)
 
 
-def build_server() -> MechaLanguageServer:
-    ls = MechaLanguageServer()
+def _document_sync(ls: MechaLanguageServer) -> None:
+    """A document's diagnostics follow it: published as it opens, changes
+    and is saved, cleared as it closes (its sibling file's too)."""
 
     @ls.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: MechaLanguageServer, params: lsp.DidOpenTextDocumentParams) -> None:
@@ -478,6 +449,11 @@ def build_server() -> MechaLanguageServer:
         `initializationOptions`, read once: a change takes a restart,
         which is what every client's "restart server" does."""
 
+
+def build_server() -> MechaLanguageServer:
+    ls = MechaLanguageServer()
+    _document_sync(ls)
+
     @ls.feature(lsp.TEXT_DOCUMENT_HOVER)
     def hover(ls: MechaLanguageServer, params: lsp.HoverParams) -> lsp.Hover | None:
         return ls.hover(params)
@@ -494,7 +470,7 @@ def build_server() -> MechaLanguageServer:
         text, lines, findings = found
         only = [getattr(k, "value", k) for k in params.context.only] if params.context.only is not None else None
         actions = code_actions_for(text, findings, params.range.start.line, params.range.end.line, only)
-        return [_code_action(a, uri, lines) for a in actions]
+        return [to_code_action(a, uri, lines) for a in actions]
 
     @ls.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
     def code_lens(ls: MechaLanguageServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens] | None:
@@ -518,40 +494,6 @@ def _pygls_command(ls: MechaLanguageServer, name: str) -> Callable[..., Any]:
             raise JsonRpcException(code=err.code, message=err.message, data=err.data) from None
 
     return run
-
-
-def _diagnostic(f: Finding, lines: list[str]) -> lsp.Diagnostic:
-    return lsp.Diagnostic(
-        range=_range(lines, f.start_line, f.start_col, f.end_line, f.end_col),
-        message=f.message,
-        severity=_SEVERITY.get(f.severity, lsp.DiagnosticSeverity.Warning),
-        code=f.code,
-        source=SOURCE,
-        data=dict(f.data),
-    )
-
-
-def _command(title: str, act: Act, arguments: list[Any]) -> lsp.Command:
-    return lsp.Command(title=title, command=wire_commands.COMMAND_IDS[act], arguments=list(arguments))
-
-
-def _code_action(a: CodeAction, uri: str, lines: list[str]) -> lsp.CodeAction:
-    edit = None
-    if a.edits:
-        edits = [
-            lsp.TextEdit(range=_range(lines, e.start_line, e.start_col, e.end_line, e.end_col), new_text=e.new_text)
-            for e in a.edits
-        ]
-        edit = lsp.WorkspaceEdit(changes={uri: edits})
-    command = _command(a.title, a.act, a.arguments) if a.act is not None else None
-    return lsp.CodeAction(
-        title=a.title,
-        kind=lsp.CodeActionKind(a.kind),
-        edit=edit,
-        command=command,
-        diagnostics=[_diagnostic(a.fixes, lines)] if a.fixes is not None else None,
-        is_preferred=a.preferred or None,
-    )
 
 
 # ─── the wire ───────────────────────────────────────────────────────────────

@@ -161,22 +161,7 @@ def run_pass(
     log.info("pass %s %s started (pid %d)", kind, job_id, os.getpid())
     counts = _ProgressWriter(root, job)
     try:
-        if kind == "reflect":
-            final, learned = _reflect(store, counts)
-            # Only new lessons start a learn pass: a scope the learn gate
-            # refused is not asked the same question after every session.
-            if learn_after and learned:
-                final = _learn_after(store, final)
-            if learn_after:
-                final = _offer_retirements(store, final)
-        elif kind == "learn":
-            assert domain is not None, "learn needs --domain"
-            final = _learn(store, counts, domain, project, minimum, retry)
-        elif kind == "validate":
-            assert domain is not None, "validate needs --domain"
-            final = _validate(store, counts, domain, budget, proposal_id)
-        else:
-            raise ValueError(f"unknown pass {kind!r}")
+        final = _run_kind(kind, store, counts, domain, minimum, project, budget, proposal_id, learn_after, retry)
     except Exception as exc:  # every failure is recorded, never left "running"
         log.error("pass failed: %s: %s", type(exc).__name__, exc)
         final = msgspec.structs.replace(counts.job, state="failed", outcome=f"{type(exc).__name__}: {exc}")
@@ -189,6 +174,29 @@ def run_pass(
         return 1
     log.info("pass %s %s: %s — %s", kind, job_id, final.state, final.outcome)
     return 0 if final.state == "done" else 1
+
+
+def _run_kind(
+    kind: str, store: LearningStore, counts: _ProgressWriter, domain: str | None, minimum: int | None,
+    project: str | None, budget: int | None, proposal_id: str | None, learn_after: bool, retry: bool,
+) -> jobs_mod.Job:
+    """The pass `kind` itself; its job as it ended."""
+    if kind == "reflect":
+        final, learned = _reflect(store, counts)
+        # Only new lessons start a learn pass: a scope the learn gate
+        # refused is not asked the same question after every session.
+        if learn_after and learned:
+            final = _learn_after(store, final)
+        if learn_after:
+            final = _offer_retirements(store, final)
+        return final
+    if kind == "learn":
+        assert domain is not None, "learn needs --domain"
+        return _learn(store, counts, domain, project, minimum, retry)
+    if kind == "validate":
+        assert domain is not None, "validate needs --domain"
+        return _validate(store, counts, domain, budget, proposal_id)
+    raise ValueError(f"unknown pass {kind!r}")
 
 
 def _note_no_model(store: LearningStore, log: logging.Logger) -> None:

@@ -312,3 +312,132 @@ def test_the_cycle_guard_sees_deferred_imports_and_skips_type_checking(tmp_path:
     (pkg / "d.py").write_text("import mecha.core.e\n")
     found = cycles_report(tmp_path, {"core": "mecha.core"})
     assert len(found) == 2 and found[1].startswith("mecha.core.d, mecha.core.e:"), found
+
+
+# ─── the agents and the config file have one home ──────────────────────────
+
+#: The package that knows the person's machine: the agent table, the config
+#: file's reader and writer (`core/environment/`).
+ENVIRONMENT = ROOT / "core" / "environment"
+
+#: Where the agents' spellings stand outside the environment package, each
+#: with why; the word is not an agent there. Like `UPWARD_ALLOWED`, an
+#: entry the code no longer has fails the test.
+NAMES_ALLOWED: dict[str, str] = {
+    "sidecar/handlers/__init__.py: 'agents'": "the name of the agents feature's handler module, in ROUTES",
+    "sidecar/verbs/__init__.py: 'agents'": "the name of the agents feature's verb module, in VERBS",
+    "core/doctor.py: 'agents'": "the name of doctor's check of the agents installed",
+}
+
+
+def agent_spellings() -> set[str]:
+    """Every string that spells an agent or where it keeps things: its
+    names (`claude`, `codex`, the `api` `claude-code`, the `export`
+    targets), its folders and files (`.claude`, `CLAUDE.md`, …) and the
+    variable that moves its home — read off the table itself, so a row
+    added is held to the same rule."""
+    from mecha.core.environment import agents
+
+    out: set[str] = {*agents.NAMES, *agents.APIS, *agents.EXPORT_TARGETS, agents.AGENTS_MD_FILE}
+    for a in agents.AGENTS:
+        out |= {a.program, a.instructions_team, *a.home, *a.home_instructions, *a.instructions_personal}
+        out |= {part for parts in a.instructions_read for part in parts}
+        out |= {part for parts in (a.skills_home or (), a.skills_project or ()) for part in parts}
+        out |= {a.home_env} if a.home_env else set()
+        out |= {a.session_id_prefix} if a.session_id_prefix else set()
+    return out - {"config.toml", "skills"}  # words too common to be an agent's alone
+
+
+#: What locates the config file: only `environment.settings` may spell them.
+CONFIG_SPELLINGS = frozenset({"sidecar.toml", "MECHA_SIDECAR_CONFIG"})
+
+
+def spelled_strings(path: Path, spellings: set[str] | frozenset[str]) -> list[tuple[int, str]]:
+    """Each string in the module at `path` (docstrings aside; the parts of
+    an f-string included) that is one of `spellings`, with its line."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+    }
+    return sorted(
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+        and node.value in spellings
+    )
+
+
+def test_no_module_outside_the_environment_names_an_agent_or_locates_the_config_file():
+    # Pins: an agent spelled as a string key in nine modules (one agent
+    # three ways), the config file found by three packages — a third agent
+    # then meant editing about twenty files instead of adding a row.
+    spellings = agent_spellings()
+    found: dict[str, list[str]] = {}
+    for path in sorted(p for folder in LAYERS for p in (ROOT / folder).rglob("*.py")):
+        if ENVIRONMENT in path.parents:
+            continue
+        for line, word in spelled_strings(path, spellings | CONFIG_SPELLINGS):
+            found.setdefault(f"{path.relative_to(ROOT)}: {word!r}", []).append(str(line))
+    new = [f"{key} (line {', '.join(lines)})" for key, lines in found.items() if key not in NAMES_ALLOWED]
+    assert not new, (
+        "agents' names and places, or the config file's, spelled outside core/environment "
+        "(ask the agent table or `environment.settings` instead):\n    " + "\n    ".join(new)
+    )
+    gone = sorted(set(NAMES_ALLOWED) - set(found))
+    assert not gone, f"allowed spellings the code no longer has (delete them from NAMES_ALLOWED): {gone}"
+
+
+def test_the_spelling_guard_reads_f_strings_and_skips_docstrings(tmp_path: Path):
+    # Pins: a guard that a docstring mentioning Claude Code trips, or that
+    # an f-string hides a name from.
+    module = tmp_path / "m.py"
+    module.write_text('"""About claude."""\nX = f"{1}claude"\ndef f():\n    """codex"""\n    return ("codex", "x")\n')
+    assert spelled_strings(module, {"claude", "codex"}) == [(2, "claude"), (5, "codex")]
+
+
+# ─── short functions, modules of a readable size ───────────────────────────
+
+#: Functions longer than `LONG` lines (decorators aside) that stand, with
+#: why; like the lists above, an entry the code no longer has fails.
+LONG_ALLOWED: dict[str, str] = {
+    "core/learning/replies.py:find_json": "one scan over every character of every reply, its state in locals: "
+    "split into helpers, each character would pay a call",
+}
+LONG = 60
+#: Fewer than `MANY` functions may be longer than `FAIRLY_LONG` lines.
+FAIRLY_LONG, MANY = 50, 17
+#: No module may be this long or longer.
+MODULE_LINES = 900
+
+
+def function_lengths(root: Path, layers: dict[str, str]) -> dict[str, int]:
+    """Every function's length in lines, by `path:name` (a method by its
+    own name), from its `def` to its last line."""
+    out: dict[str, int] = {}
+    for folder in layers:
+        for path in sorted((root / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    key = f"{path.relative_to(root)}:{node.name}"
+                    out[key] = max(out.get(key, 0), (node.end_lineno or node.lineno) - node.lineno + 1)
+    return out
+
+
+def test_functions_are_short_and_modules_under_their_bound():
+    # Pins: functions over 60 lines went from 1 to 8, over 50 from 17 to
+    # 27, in one step of work; the shell reader grew past 1,100 lines.
+    lengths = function_lengths(ROOT, LAYERS)
+    long = {k for k, n in lengths.items() if n > LONG}
+    assert long <= set(LONG_ALLOWED), f"functions over {LONG} lines (split them): {sorted(long - set(LONG_ALLOWED))}"
+    assert not set(LONG_ALLOWED) - long, f"no longer long (delete from LONG_ALLOWED): {sorted(set(LONG_ALLOWED) - long)}"
+    fairly = sorted((n, k) for k, n in lengths.items() if n > FAIRLY_LONG)
+    assert len(fairly) < MANY, f"{len(fairly)} functions over {FAIRLY_LONG} lines, fewer than {MANY} may be: {fairly}"
+    big = sorted(
+        f"{p.relative_to(ROOT)} ({n})"
+        for folder in LAYERS for p in (ROOT / folder).rglob("*.py")
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) >= MODULE_LINES
+    )
+    assert not big, f"modules of {MODULE_LINES} lines or more (split them by concern): {big}"

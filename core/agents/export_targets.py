@@ -55,6 +55,7 @@ import msgspec
 from mecha.core.agents import personal
 from mecha.core.agents.export import ExportOutcome, export_block, reach_problem, rewrite_file
 from mecha.core.domain.rules import run_domains_including
+from mecha.core.environment.agents import AGENTS, AGENTS_MD, AGENTS_MD_FILE, CLAUDE, CODEX, EXPORT_TARGETS, NAMES
 from mecha.core.environment.settings import Unreadable, read_table
 from mecha.core.errors import ExportFailed, InvalidInput
 from mecha.core.store.layout import GIT_MARKER, checkout_root, linked_worktrees, project_root
@@ -63,7 +64,7 @@ from mecha.core.store.rules_block import render_rules
 
 #: What each agent calls its instructions file in a project (the team's,
 #: tracked: written only when named by hand).
-PROJECT_FILES = {"claude": "CLAUDE.md", "agents": "AGENTS.md", "codex": "AGENTS.md"}
+PROJECT_FILES = {**{a.name: a.instructions_team for a in AGENTS}, AGENTS_MD: AGENTS_MD_FILE}
 #: How a target holds the rules: a managed Markdown section
 #: (`export.export_block`), or Codex's `developer_instructions` key in a
 #: project's `.codex/config.toml` (`personal.codex_config_after`).
@@ -72,9 +73,9 @@ SECTION, CODEX_KEY = "section", "codex_key"
 #: them (plugin or hooks), each to the person's own files
 #: (`personal_targets`). `agents` (any `AGENTS.md` reader) is exported to
 #: only when `[export]` names it.
-PERSONAL_AGENTS = ("claude", "codex")
+PERSONAL_AGENTS = NAMES
 #: The keys `[export]` knows.
-EXPORT_KEYS = ("claude", "codex", "agents")
+EXPORT_KEYS = EXPORT_TARGETS
 
 
 class ExportTarget(msgspec.Struct, frozen=True):
@@ -98,21 +99,21 @@ class ExportTarget(msgspec.Struct, frozen=True):
 
 
 def global_claude_file(home: Path) -> Path:
-    return home / ".claude" / "CLAUDE.md"
+    return home.joinpath(*CLAUDE.home, CLAUDE.home_instructions[0])
 
 
 def target_for_file(agent: str, path: Path, *, home: Path) -> ExportTarget:
     """The scope of a file named by hand (see the module docstring)."""
     path = Path(os.path.abspath(path.expanduser()))
-    if agent == "codex" and path == Path(os.path.abspath(personal.codex_home(home) / personal.CODEX_GLOBAL_FILE)):
+    if agent == CODEX.name and path == Path(os.path.abspath(personal.codex_home(home) / personal.CODEX_GLOBAL_FILE)):
         return ExportTarget(agent, path, None)
-    if agent in ("agents", "codex"):
-        agent = "agents"
+    if agent in (AGENTS_MD, CODEX.name):
+        agent = AGENTS_MD
         project, checkout = project_root(path.parent), checkout_root(path.parent)
         return ExportTarget(agent, path, project, checkout=None if checkout == project else checkout)
     if path == Path(os.path.abspath(global_claude_file(home))):
         return ExportTarget(agent, path, None)
-    folder = path.parent.parent if path.parent.name == ".claude" else path.parent
+    folder = path.parent.parent if path.parent.name == CLAUDE.home[0] else path.parent
     real = os.path.realpath(folder)
     if not (os.path.lexists(folder / GIT_MARKER) and checkout_root(folder) == real):
         return ExportTarget(agent, path, None)
@@ -176,7 +177,7 @@ def scope_targets(agent: str, projects: Iterable[str], *, home: Path) -> list[Ex
     """Every scope's file for `agent`: the global `CLAUDE.md` (for claude),
     then each project's file, by path — a project that is not a repository
     listed with the reason it is left alone (`not_a_repository`)."""
-    out = [ExportTarget(agent, global_claude_file(home), None)] if agent == "claude" else []
+    out = [ExportTarget(agent, global_claude_file(home), None)] if agent == CLAUDE.name else []
     for p in sorted(set(projects)):
         skip = superseded_worktree(p) or not_a_repository(p)
         if skip is not None:
@@ -213,7 +214,7 @@ def personal_targets(agent: str, projects: Iterable[str], *, home: Path,
     each of its checkouts — Claude Code's `CLAUDE.local.md`, Codex's
     project configuration — kept out of git. A project that is no
     repository, or a superseded worktree, is listed with its reason."""
-    if agent == "claude":
+    if agent == CLAUDE.name:
         out = [ExportTarget(agent, global_claude_file(home), None)]
     else:
         out = [ExportTarget(agent, personal.codex_home(home, env) / personal.CODEX_GLOBAL_FILE, None)]
@@ -225,13 +226,13 @@ def personal_targets(agent: str, projects: Iterable[str], *, home: Path,
         for checkout in [p, *linked_worktrees(p)]:
             out.append(ExportTarget(
                 agent, _personal_file(agent, checkout), p, checkout=None if checkout == p else checkout,
-                form=SECTION if agent == "claude" else CODEX_KEY, personal=True,
+                form=SECTION if agent == CLAUDE.name else CODEX_KEY, personal=True,
             ))
     return out
 
 
 def _personal_file(agent: str, checkout: str) -> Path:
-    return personal.claude_local_file(checkout) if agent == "claude" else personal.codex_project_config(checkout)
+    return personal.claude_local_file(checkout) if agent == CLAUDE.name else personal.codex_project_config(checkout)
 
 
 def connected_agents(home: Path, projects: Iterable[str] = (), env: Mapping[str, str] | None = None) -> list[str]:
@@ -246,8 +247,8 @@ def connected_agents(home: Path, projects: Iterable[str] = (), env: Mapping[str,
     def hooked(agent: str) -> bool:
         places = [hk.settings_path(agent, "user", home=home, cwd=home)]
         places += [hk.settings_path(agent, "project", home=home, cwd=Path(p)) for p in projects if os.path.isdir(p)]
-        if agent == "codex":
-            places.append(personal.codex_home(home, env) / "hooks.json")
+        if agent == CODEX.name:
+            places.append(personal.codex_home(home, env) / CODEX.settings_home[-1])
         for path in places:
             try:
                 if hk.installed(hk.read_settings(path), agent).events:
@@ -257,10 +258,10 @@ def connected_agents(home: Path, projects: Iterable[str] = (), env: Mapping[str,
         return False
 
     out = []
-    if any(p.enabled for p in find_claude_plugins(home)) or hooked("claude"):
-        out.append("claude")
-    if hooked("codex"):
-        out.append("codex")
+    if any(p.enabled for p in find_claude_plugins(home)) or hooked(CLAUDE.name):
+        out.append(CLAUDE.name)
+    if hooked(CODEX.name):
+        out.append(CODEX.name)
     return out
 
 
@@ -276,7 +277,7 @@ def block_for(store: LearningStore | None, target: ExportTarget) -> str | None:
     rules alone, anything else the block a run in its scope gets."""
     if store is None:
         return None
-    if target.agent in ("claude", "codex") and target.project is not None:
+    if target.agent in NAMES and target.project is not None:
         project = target.project
         sets = [(d, store.user_rules(d, project), store.learned_rules(d, project)) for d in run_domains_including(None)]
         return render_rules([], sets).block

@@ -52,6 +52,7 @@ import msgspec
 
 from mecha.core.agents.retrust import VOUCH, ident_of, settled
 from mecha.core.domain.reflexion import Origin, Reflexion
+from mecha.core.environment.agents import of_session_id
 from mecha.core.errors import Ambiguous, InvalidInput, NotFound
 from mecha.core.identity import now
 from mecha.core.learning.scope import project_of_session
@@ -209,7 +210,7 @@ def _policy(source: str, policy_for: PolicyFor | None) -> TaintPolicy:
 
 
 def _source_of(session_id: str) -> str:
-    return "codex" if session_id.startswith("codex:") else "claude"
+    return of_session_id(session_id).name
 
 
 def _read_again(file: str | None, session_id: str, policy_for: PolicyFor | None) -> ReadSession | str:

@@ -37,6 +37,7 @@ import stat
 import time
 from collections.abc import Collection, Iterator
 
+from mecha.core.environment.agents import NAMES
 from mecha.core.store.layout import hook_queue_dir
 
 #: The lock only a running hook pass holds.
@@ -131,8 +132,8 @@ def entry_problem(value: object) -> str | None:
     for key in ("agent", "session_id"):
         if not isinstance(value[key], str) or not value[key]:
             return f"{key} is not a non-empty string"
-    if value["agent"] not in ("claude", "codex"):
-        return f"agent {value['agent']!r} is neither claude nor codex"
+    if value["agent"] not in NAMES:
+        return f"agent {value['agent']!r} is neither {' nor '.join(NAMES)}"
     for key in ("transcript_path", "cwd"):
         if value[key] is not None and not isinstance(value[key], str):
             return f"{key} is neither a string nor null"

@@ -54,17 +54,15 @@ from typing import Any
 import msgspec
 
 from mecha.core import shellwords
+from mecha.core.environment.agents import AGENTS as AGENT_ROWS
+from mecha.core.environment.agents import CODEX, NAMES, HookSpec
 from mecha.core.errors import InvalidInput
 from mecha.core.store.layout import checkout_root
 
-AGENTS = ("claude", "codex")
+AGENTS = NAMES
 SCOPES = ("user", "project")
 
-#: The hook commands' own subcommands: `hook AGENT session-end` queues the
-#: session the hook's input names and starts a reflect pass; `hook AGENT
-#: session-start` prints the pending-proposals notice (`notice`).
-SESSION_END = "session-end"
-SESSION_START = "session-start"
+#: The hook command's own verb (`hook AGENT session-end|session-start`).
 HOOK_VERB = "hook"
 
 #: Ours only when run as this program: the console script, or the module.
@@ -92,51 +90,13 @@ def hook_program(executable: str) -> list[str]:
     site-packages, which `-I` would drop)."""
     return [os.path.abspath(executable), "-P", "-m", MODULE]
 
-#: The session-start hook runs before every session and the agent's first
-#: answer waits for it; it takes tens of milliseconds, so a few seconds is
-#: room for a loaded machine, not a wait anyone sees.
-START_TIMEOUT_S = 10
-#: The session-end hook returns in a fraction of a second on a session read
-#: before; reading a very large session the first time can take longer than
-#: Claude Code's default 1.5 s exit budget, which this raises (only when a
-#: hook is still running).
-END_TIMEOUT_S = 10
-#: Codex caps a `SessionEnd` hook's timeout at 3 s (and warns at every start
-#: about a larger one).
-CODEX_END_TIMEOUT_S = 3
-
-#: SessionStart sources worth a notice: a new, resumed or cleared session,
-#: not the restart after a compaction (the same session, told already).
-START_MATCHER = "startup|resume|clear"
-
-
-class HookSpec(msgspec.Struct, frozen=True):
-    """One entry we install: the agent's event, our subcommand for it, its
-    matcher (`None`: every occurrence) and timeout."""
-
-    event: str
-    subcommand: str
-    timeout: int
-    matcher: str | None = None
-
-
-#: What `hooks install` writes, per agent.
-SPECS: dict[str, tuple[HookSpec, ...]] = {
-    "claude": (
-        HookSpec("SessionStart", SESSION_START, START_TIMEOUT_S, START_MATCHER),
-        HookSpec("PreCompact", SESSION_END, END_TIMEOUT_S),
-        HookSpec("SessionEnd", SESSION_END, END_TIMEOUT_S),
-    ),
-    "codex": (
-        HookSpec("SessionStart", SESSION_START, START_TIMEOUT_S, START_MATCHER),
-        HookSpec("PreCompact", SESSION_END, END_TIMEOUT_S),
-        HookSpec("SessionEnd", SESSION_END, CODEX_END_TIMEOUT_S),
-    ),
-}
+#: What `hooks install` writes, per agent (the agent table's `hooks`).
+SPECS: dict[str, tuple[HookSpec, ...]] = {a.name: a.hooks for a in AGENT_ROWS}
 
 #: Where each agent keeps its hooks, relative to the home directory (user
-#: scope) or the project root (project scope).
-SETTINGS_FILES = {"claude": (".claude", "settings.json"), "codex": (".codex", "hooks.json")}
+#: scope) or the project root (project scope): the table's settings files.
+SETTINGS_FILES = {a.name: a.settings_home for a in AGENT_ROWS}
+PROJECT_SETTINGS_FILES = {a.name: a.settings_project for a in AGENT_ROWS}
 
 
 def validate_agent(agent: str) -> str:
@@ -153,12 +113,12 @@ def settings_path(agent: str, scope: str, *, home: Path, cwd: Path) -> Path:
     or in the checkout `cwd` is in — its git root (a linked worktree's own,
     since the agent reads the settings of the checkout it runs in), else
     `cwd` itself (`layout.checkout_root`)."""
-    parts = SETTINGS_FILES[validate_agent(agent)]
+    name = validate_agent(agent)
     if scope == "user":
-        return home.joinpath(*parts)
+        return home.joinpath(*SETTINGS_FILES[name])
     if scope != "project":
         raise InvalidInput(f"unknown scope {scope!r}: user or project")
-    return Path(checkout_root(cwd)).joinpath(*parts)
+    return Path(checkout_root(cwd)).joinpath(*PROJECT_SETTINGS_FILES[name])
 
 
 def scope_root(scope: str, *, cwd: Path) -> Path | None:
@@ -488,8 +448,8 @@ def session_file(agent: str, got: HookInput, *, home: Path) -> Path:
         if not path.is_file():
             raise InvalidInput(f"session {got.session_id}: its transcript {path} is not there")
         return path
-    if agent == "codex":
-        root = home / ".codex" / "sessions"
+    if agent == CODEX.name:
+        root = home.joinpath(*CODEX.sessions_home)
         found = codex_rollout(root, got.session_id)
         if found is None:
             raise InvalidInput(f"session {got.session_id}: no rollout-*-{got.session_id}.jsonl under {root}")

@@ -48,6 +48,7 @@ import msgspec
 from mecha.core.agents.offers import exact_offers
 from mecha.core.agents.worktree_scopes import merge_removed_worktree_scopes
 from mecha.core.domain.reflexion import Origin
+from mecha.core.environment.agents import AGENTS
 from mecha.core.environment.installed import is_own_call
 from mecha.core.environment.trust import policy_with
 from mecha.core.errors import InvalidInput
@@ -64,7 +65,7 @@ from mecha.core.store.learning_store import LearningStore
 from mecha.core.store.records import ImportRecord
 
 #: Where each agent keeps its sessions, under the person's home.
-DEFAULT_DIRS = {"claude": Path("~/.claude/projects"), "codex": Path("~/.codex/sessions")}
+DEFAULT_DIRS = {a.name: Path("~").joinpath(*a.sessions_home) for a in AGENTS}
 
 
 

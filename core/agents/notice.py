@@ -41,7 +41,7 @@ from __future__ import annotations
 import os
 import sys
 
-from mecha.core.environment.agents import AGENTS
+from mecha.core.environment.agents import AGENTS, CODEX, agent_home
 from mecha.core.environment.agents import agent as agent_row
 from mecha.core.shellwords import PROGRAM, mecha_or_none
 from mecha.core.store.layout import LEARNING_DIR_ENV, no_model_path, proposals_dir
@@ -236,7 +236,7 @@ def _repository_skill_folders(cwd: str) -> list[str]:
     out = []
     here = os.path.abspath(cwd)
     while True:
-        out.append(os.path.join(here, ".agents", "skills"))
+        out.append(os.path.join(here, *(CODEX.skills_project or ())))
         parent = os.path.dirname(here)
         if os.path.lexists(os.path.join(here, ".git")) or parent == here:
             return out
@@ -294,8 +294,7 @@ def codex_review_command(
     there at all, whatever the person's own folders hold."""
     env = dict(os.environ) if env is None else env
     home = env.get("HOME") or os.path.expanduser("~")
-    folders = [os.path.join(env.get("CODEX_HOME") or os.path.join(home, ".codex"), "skills"),
-               os.path.join(home, ".agents", "skills")]
+    folders = [os.path.join(agent_home(CODEX, home, env), "skills"), os.path.join(home, *(CODEX.skills_home or ()))]
     found = False
     if cwd is not None:
         ours: set[bytes] | None = None

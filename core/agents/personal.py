@@ -42,27 +42,26 @@ import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from mecha.core.environment.agents import CLAUDE, CODEX, agent_home
 from mecha.core.errors import ExportFailed
 from mecha.core.store.layout import GIT_MARKER
 
 #: A person's own instructions for one project, beside the team's
 #: `CLAUDE.md` at a checkout's root; Claude Code reads both.
-CLAUDE_LOCAL_FILE = "CLAUDE.local.md"
+CLAUDE_LOCAL_FILE = os.path.join(*CLAUDE.instructions_personal)
 #: The project layer of Codex's configuration, at a checkout's root.
-CODEX_PROJECT_CONFIG = (".codex", "config.toml")
+CODEX_PROJECT_CONFIG = CODEX.instructions_personal
 #: The key of Codex's configuration whose text reaches the model.
 CODEX_INSTRUCTIONS_KEY = "developer_instructions"
 #: Codex's global instructions file, in its home.
-CODEX_GLOBAL_FILE = "AGENTS.md"
+CODEX_GLOBAL_FILE = CODEX.home_instructions[0]
 #: How long a `git` question about a checkout may take.
 GIT_TIMEOUT_S = 20.0
 
 
 def codex_home(home: Path, env: Mapping[str, str] | None = None) -> Path:
     """Codex's home: `$CODEX_HOME`, else `~/.codex`."""
-    env = os.environ if env is None else env
-    named = (env.get("CODEX_HOME") or "").strip()
-    return Path(named).expanduser() if named else home / ".codex"
+    return Path(agent_home(CODEX, str(home), os.environ if env is None else env))
 
 
 def claude_local_file(checkout: str) -> Path:

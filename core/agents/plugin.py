@@ -27,12 +27,14 @@ from typing import Any
 
 import msgspec
 
+from mecha.core.environment.agents import CLAUDE
+
 #: The plugin's name, in its manifest and in the key Claude Code files it under.
 PLUGIN_NAME = "mecha"
 #: The hook script our plugin carries: present in every copy Claude Code made of it.
 HOOK_SCRIPT = ("bin", "mecha-hook")
 #: Where Claude Code lists installed plugins, under the home folder.
-INSTALLED_FILE = (".claude", "plugins", "installed_plugins.json")
+INSTALLED_FILE = (*CLAUDE.home, "plugins", "installed_plugins.json")
 
 
 class ClaudePlugin(msgspec.Struct, frozen=True, kw_only=True):
@@ -95,9 +97,11 @@ def find_claude_plugins(home: Path) -> list[ClaudePlugin]:
             scope = record.get("scope") if isinstance(record.get("scope"), str) else "user"
             project = record.get("projectPath") if isinstance(record.get("projectPath"), str) else None
             if scope == "user" or project is None:
-                settings = home / ".claude" / "settings.json"
+                settings = home.joinpath(*CLAUDE.settings_home)
+            elif scope == "local":
+                settings = Path(project).joinpath(*CLAUDE.settings_project).with_name("settings.local.json")
             else:
-                settings = Path(project) / ".claude" / ("settings.local.json" if scope == "local" else "settings.json")
+                settings = Path(project).joinpath(*CLAUDE.settings_project)
             found.append(ClaudePlugin(key=str(key), scope=str(scope), path=str(path), project=project,
                                       enabled=_enabled(str(key), settings)))
     return found

@@ -40,6 +40,7 @@ from pathlib import Path
 import msgspec
 
 from mecha.core import shellwords
+from mecha.core.environment.agents import CLAUDE, CODEX
 from mecha.core.errors import InvalidInput
 
 #: Where the sources ship: a link, in the source tree, to the plugin's folder.
@@ -63,8 +64,8 @@ class Agent(msgspec.Struct, frozen=True):
 
 #: The agents a procedure is rendered for.
 AGENTS: dict[str, Agent] = {
-    "claude": Agent(only="claude|", review="/mecha:review", rendered="commands/{name}.md"),
-    "codex": Agent(only="codex|", review="the mecha-review skill", rendered="codex/skills/mecha-{name}/SKILL.md"),
+    CLAUDE.name: Agent(only=f"{CLAUDE.name}|", review="/mecha:review", rendered="commands/{name}.md"),
+    CODEX.name: Agent(only=f"{CODEX.name}|", review="the mecha-review skill", rendered="codex/skills/mecha-{name}/SKILL.md"),
 }
 
 
@@ -100,7 +101,7 @@ def render(source: str, agent: str, name: str, program: str = PROGRAM) -> str:
     """The text `agent` reads for the procedure `name`, from its source."""
     meta, body = split(source)
     lines = _body_for(body, agent)
-    if agent == "claude":
+    if agent == CLAUDE.name:
         allowed = ", ".join(f"Bash({program} {verb}:*)" for verb in meta["runs"].split(", "))
         head = ["---", f"description: {meta['description']}", f"argument-hint: {meta['argument-hint']}",
                 f"allowed-tools: {allowed}", "---", ""]

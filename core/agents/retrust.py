@@ -62,6 +62,38 @@ def base_session(session_id: str) -> str:
     return session_id.split("@", 1)[0]
 
 
+def _read_again(file: str, waiting: set[Ident], out: Reclassified, *, trust: Trust, policy: TaintPolicy | None,
+                voices: Voices) -> SessionEntry | None:
+    """One session file read again for its `waiting` held-back
+    interventions: the inbox entry of those that now read clean (`None`
+    when none does), the rest counted in `out`."""
+    try:
+        read = read_session(Path(file), trust=trust, policy=policy)
+    except InvalidInput as exc:
+        out.unreadable.append(str(exc))
+        out.still_untrusted += len(waiting)
+        return None
+    now_clean: list[Planned] = []
+    for plan in survey_session(read.messages, read.taint_timeline, interactive=read.interactive, voices=voices):
+        ident = (base_session(read.session_id), plan.intervention.at, plan.intervention.trigger.value)
+        if ident not in waiting:
+            continue
+        waiting.discard(ident)  # one reading per held intervention
+        if plan.origin is Origin.CLEAN:
+            at = plan.intervention.at
+            plan.line = read.lines[at] if 0 <= at < len(read.lines) else None
+            now_clean.append(plan)
+        else:
+            out.still_untrusted += 1
+    out.still_untrusted += len(waiting)  # no longer found in the file
+    if not now_clean:
+        return None
+    digest = hashlib.blake2b(digest_size=6)
+    digest.update(msgspec.json.encode([[p.intervention.trigger.value, p.intervention.text, p.intervention.at] for p in now_clean]))
+    session_id = f"{read.session_id}{RETRUST}{digest.hexdigest()}"
+    return SessionEntry(session_id, plans=now_clean, project=project_of_session(read.project, read.branch), file=file)
+
+
 def _ident(session_id: str, at: int | None, trigger: str) -> Ident | None:
     return None if at is None else (base_session(session_id), at, trigger)
 
@@ -129,34 +161,10 @@ def reclassify(
     entries: list[SessionEntry] = []
     for file, idents in sorted(held.items()):
         out.already_asked += len(idents & done)
-        waiting = idents - done
-        if not waiting:
-            continue
-        out.sessions += 1
-        try:
-            read = read_session(Path(file), trust=trust, policy=policy)
-        except InvalidInput as exc:
-            out.unreadable.append(str(exc))
-            out.still_untrusted += len(waiting)
-            continue
-        now_clean: list[Planned] = []
-        for plan in survey_session(read.messages, read.taint_timeline, interactive=read.interactive, voices=voices):
-            ident = (base_session(read.session_id), plan.intervention.at, plan.intervention.trigger.value)
-            if ident not in waiting:
-                continue
-            waiting.discard(ident)  # one reading per held intervention
-            if plan.origin is Origin.CLEAN:
-                at = plan.intervention.at
-                plan.line = read.lines[at] if 0 <= at < len(read.lines) else None
-                now_clean.append(plan)
-            else:
-                out.still_untrusted += 1
-        out.still_untrusted += len(waiting)  # no longer found in the file
-        if now_clean:
-            digest = hashlib.blake2b(digest_size=6)
-            digest.update(msgspec.json.encode([[p.intervention.trigger.value, p.intervention.text, p.intervention.at] for p in now_clean]))
-            session_id = f"{read.session_id}{RETRUST}{digest.hexdigest()}"
-            entries.append(SessionEntry(session_id, plans=now_clean, project=project_of_session(read.project, read.branch), file=file))
+        if idents - done:
+            out.sessions += 1
+            entry = _read_again(file, idents - done, out, trust=trust, policy=policy, voices=voices)
+            entries += [entry] if entry is not None else []
     if not entries:
         return out
     with store.lock():

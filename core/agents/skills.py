@@ -36,6 +36,7 @@ from pathlib import Path
 import msgspec
 
 from mecha.core.agents.export import reach_problem, rewrite_file
+from mecha.core.environment.agents import CODEX
 from mecha.core.errors import ExportFailed, InvalidInput
 from mecha.core.store.layout import project_root
 
@@ -47,7 +48,8 @@ SOURCE = procedures.SOURCE
 SKILL_NAMES = tuple(f"mecha-{name}" for name in procedures.PROCEDURES)
 SKILL_FILE = "SKILL.md"
 #: Codex's folder for skills, under the home folder or a project's root.
-SKILLS_DIR = (".agents", "skills")
+SKILLS_HOME: tuple[str, ...] = CODEX.skills_home or ()
+SKILLS_PROJECT: tuple[str, ...] = CODEX.skills_project or ()
 
 _NAME_RE = re.compile(r"\A---\s*\n(?:.*\n)*?name:\s*['\"]?([\w.-]+)['\"]?\s*\n(?:.*\n)*?---", re.MULTILINE)
 
@@ -69,9 +71,9 @@ def skills_folder(scope: str, *, home: Path, cwd: Path) -> Path:
     """Where Codex reads skills for `scope`: the person's (`user`) or the
     project's `cwd` is in (`project`)."""
     if scope == "user":
-        return home.joinpath(*SKILLS_DIR)
+        return home.joinpath(*SKILLS_HOME)
     if scope == "project":
-        return Path(project_root(cwd)).joinpath(*SKILLS_DIR)
+        return Path(project_root(cwd)).joinpath(*SKILLS_PROJECT)
     raise InvalidInput(f"unknown scope {scope!r}: user or project")
 
 
@@ -84,7 +86,7 @@ def skill_name(text: str) -> str | None:
 def shipped(program: str = procedures.PROGRAM, source: Path = SOURCE) -> dict[str, dict[str, bytes]]:
     """Each of our skills, running `program`: its files (relative name → bytes)."""
     return {
-        f"mecha-{name}": {SKILL_FILE: procedures.render(procedures.source_text(name, source), "codex", name,
+        f"mecha-{name}": {SKILL_FILE: procedures.render(procedures.source_text(name, source), CODEX.name, name,
                                                         program).encode()}
         for name in procedures.PROCEDURES
     }

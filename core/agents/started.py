@@ -35,18 +35,12 @@ import os
 
 from mecha.core.agents.notice import quote_json as _quote
 from mecha.core.agents.notice import scan_json as _scan
+from mecha.core.environment.agents import AGENTS, CODEX, agent_home
 from mecha.core.store.layout import fnv1a_64, started_path
 
 #: The instruction files read in each folder from the working directory up
 #: to its checkout's root: Claude Code's and Codex's, whichever the agent.
-FOLDER_FILES = (
-    "CLAUDE.md",
-    "CLAUDE.local.md",
-    os.path.join(".claude", "CLAUDE.md"),
-    "AGENTS.md",
-    "AGENTS.override.md",
-    os.path.join(".codex", "config.toml"),
-)
+FOLDER_FILES = tuple(os.path.join(*parts) for a in AGENTS for parts in a.instructions_read)
 #: The largest instruction file read (a real one is a few KiB).
 MAX_FILE_BYTES = 1 << 20
 #: The most rule lines one start records (a rules block holds 15 learned
@@ -65,12 +59,8 @@ def rule_line_hash(line: str) -> str:
 
 def personal_files(home: str, codex_home: str | None) -> list[str]:
     """The person's own instruction files, read in every session."""
-    codex = codex_home or os.path.join(home, ".codex")
-    return [
-        os.path.join(home, ".claude", "CLAUDE.md"),
-        os.path.join(codex, "AGENTS.md"),
-        os.path.join(codex, "AGENTS.override.md"),
-    ]
+    env = {} if codex_home is None else {CODEX.home_env or "": codex_home}
+    return [os.path.join(agent_home(a, home, env), name) for a in AGENTS for name in a.home_instructions]
 
 
 def folder_files(cwd: str) -> list[str]:
@@ -161,7 +151,7 @@ def record_start(root: str, agent: str, data: bytes) -> bool:
     (no store yet, or input naming no session)."""
     if not os.path.isdir(root):
         return False
-    line = start_line(agent, data, os.path.expanduser("~"), os.environ.get("CODEX_HOME"), _utc_now())
+    line = start_line(agent, data, os.path.expanduser("~"), os.environ.get(CODEX.home_env or ""), _utc_now())
     if line is None:
         return False
     fd = os.open(started_path(root), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)

@@ -141,6 +141,17 @@ def check_document(
         return _sorted([*out, _syntax_finding(domain, e, lines)])
     doc = _Doc(domain, kind, lines, scan(text), in_project)
     out.extend(_top_key_findings(doc, raw))
+    decoded = _each_table(doc, raw, out)
+    if not any(f.severity == ERROR for f in out):
+        out.extend(_conversion_findings(doc, raw))
+    out.extend(_rule_findings(doc, decoded, other_rules, tallies))
+    out.extend(_budget_findings(doc, decoded, other_rules))
+    return _sorted(out)
+
+
+def _each_table(doc: _Doc, raw: dict[str, Any], out: list[Finding]) -> list[Rule | None]:
+    """Each `[[rules]]` table checked (its findings added to `out`), as the
+    rule it decodes to, or `None` where it does not."""
     items = raw.get("rules", [])
     if not isinstance(items, list):
         message = f"`rules` must be an array of `[[rules]]` tables, not {_toml_type(items)}"
@@ -152,11 +163,7 @@ def check_document(
         found, rule = _table_findings(doc, index, item)
         out.extend(found)
         decoded.append(rule)
-    if not any(f.severity == ERROR for f in out):
-        out.extend(_conversion_findings(doc, raw))
-    out.extend(_rule_findings(doc, decoded, other_rules, tallies))
-    out.extend(_budget_findings(doc, decoded, other_rules))
-    return _sorted(out)
+    return decoded
 
 
 class _Doc:

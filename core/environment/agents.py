@@ -28,6 +28,12 @@ reply to the contract inside the CLI and validates it), then Codex
 
 from __future__ import annotations
 
+import os
+
+TYPE_CHECKING = False  # `typing` is a cost the session-start hook does not pay
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 #: Set in the environment of every call a pass makes on an agent's command
 #: line (`mecha.core.providers.agent_cli`): the project's hooks see it and do
 #: nothing, so a pass's own call is never queued as a session nor told of
@@ -75,72 +81,71 @@ class HookSpec:
 
 
 class Agent:
-    """One agent's row. Paths are tuples of parts, relative to the home
-    folder (`*_home`) or to a project's root (`*_project`)."""
+    """One agent's row (see the rows below for each field's meaning). Paths
+    are tuples of parts: `*_home` under the person's home folder, `home_*`
+    under the agent's own home (`home`, or `$home_env` when set), `*_project`
+    and `instructions_*` under a project's (or checkout's) root."""
+
+    #: What the agent is called in hooks (`hook claude session-end`),
+    #: `import`, `--format`, `--voices`, `export`, queued hook entries and
+    #: the wire.
+    name: str
+    #: What a person calls it.
+    label: str
+    #: The `api` of a model configuration that runs the passes on this
+    #: agent's command line (`MECHA_MODEL_API=claude-code`).
+    api: str
+    #: The program a person types, and where its installers may put it
+    #: without adding it to `PATH` (under home); how it answers one prompt
+    #: headless; whose account such a run is on.
+    program: str
+    program_places: tuple[str, ...]
+    headless: str
+    account: str
+    #: Its own folder under home, and the variable that moves it (or `None`).
+    home: tuple[str, ...]
+    home_env: str | None
+    #: What one of its session files is called in a message, and what its
+    #: reader puts before a file's own session id.
+    format_name: str
+    session_id_prefix: str
+    #: Where it keeps its session files, under home.
+    sessions_home: tuple[str, ...]
+    #: Its hook settings file: the person's (under home) and a project's;
+    #: and what `hooks install` writes into it.
+    settings_home: tuple[str, ...]
+    settings_project: tuple[str, ...]
+    hooks: tuple[HookSpec, ...]
+    #: The person's own instruction files it reads in every session (under
+    #: its home; the export writes the first).
+    home_instructions: tuple[str, ...]
+    #: A project's instruction files: the person's own (kept out of git;
+    #: the export's default) and the team's (tracked; written only when
+    #: named), and every instruction file it reads in each folder up from
+    #: where it runs.
+    instructions_personal: tuple[str, ...]
+    instructions_team: str
+    instructions_read: tuple[tuple[str, ...], ...]
+    #: Where it reads a person's skills (under home) and a project's (under
+    #: its root); `None` where `hooks install` puts no skills.
+    skills_home: tuple[str, ...] | None
+    skills_project: tuple[str, ...] | None
+    #: Text it records as a user turn that no person wrote, matched as a
+    #: prefix by the miner (`--voices NAME`).
+    voices: tuple[str, ...]
 
     __slots__ = (
-        "name", "label", "api", "program", "program_places", "format_name", "session_id_prefix",
-        "sessions_home", "settings_home", "settings_project", "hooks",
-        "instructions_home", "instructions_project", "skills_home", "skills_project",
-        "voices",
+        "name", "label", "api", "program", "program_places", "headless", "account", "home", "home_env", "format_name", "session_id_prefix",
+        "sessions_home", "settings_home", "settings_project", "hooks", "home_instructions", "instructions_personal",
+        "instructions_team", "instructions_read", "skills_home", "skills_project", "voices",
     )
 
-    def __init__(
-        self,
-        *,
-        name: str,
-        label: str,
-        api: str,
-        program: str,
-        program_places: tuple[str, ...],
-        format_name: str,
-        session_id_prefix: str,
-        sessions_home: tuple[str, ...],
-        settings_home: tuple[str, ...],
-        settings_project: tuple[str, ...],
-        hooks: tuple[HookSpec, ...],
-        instructions_home: tuple[str, ...] | None,
-        instructions_project: str,
-        skills_home: tuple[str, ...] | None,
-        skills_project: tuple[str, ...] | None,
-        voices: tuple[str, ...],
-    ) -> None:
-        #: What the agent is called in hooks (`hook claude session-end`),
-        #: `import`, `--format`, `--voices`, queued hook entries and the wire.
-        self.name = name
-        #: What a person calls it.
-        self.label = label
-        #: The `api` of a model configuration that runs the passes on this
-        #: agent's command line (`MECHA_MODEL_API=claude-code`).
-        self.api = api
-        #: The program a person types.
-        self.program = program
-        #: Where its installers may put the program without adding it to
-        #: `PATH`, relative to the home folder.
-        self.program_places = program_places
-        #: What one of its session files is called in a message.
-        self.format_name = format_name
-        #: What its readers put before a file's own session id (Codex ids
-        #: would otherwise be bare UUIDs like Claude Code's).
-        self.session_id_prefix = session_id_prefix
-        #: Where it keeps its session files, under the home folder.
-        self.sessions_home = sessions_home
-        #: Its hook settings file: the person's (under home) and a project's.
-        self.settings_home = settings_home
-        self.settings_project = settings_project
-        #: What `hooks install` writes into that file.
-        self.hooks = hooks
-        #: The instruction file it reads in every session (under home), if
-        #: the export writes one; and a project's, at the project's root.
-        self.instructions_home = instructions_home
-        self.instructions_project = instructions_project
-        #: Where it reads a person's skills (under home) and a project's
-        #: (under its root); `None` where `hooks install` puts no skills.
-        self.skills_home = skills_home
-        self.skills_project = skills_project
-        #: Text it records as a user turn that no person wrote, matched as a
-        #: prefix by the miner (`--voices NAME`).
-        self.voices = voices
+    def __init__(self, **fields: object) -> None:
+        missing = set(self.__slots__) - set(fields)
+        if missing or len(fields) != len(self.__slots__):
+            raise TypeError(f"an agent's row names every field once: missing {sorted(missing)}, given {sorted(fields)}")
+        for key, value in fields.items():
+            setattr(self, key, value)
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r})"
@@ -154,6 +159,10 @@ CLAUDE = Agent(
     # Claude Code's native installer and its older "local" install (which
     # only sets a shell alias).
     program_places=(".local/bin/claude", ".claude/local/claude"),
+    headless="claude -p",
+    account="Claude Code",
+    home=(".claude",),
+    home_env=None,
     format_name="a Claude Code session",
     session_id_prefix="",
     sessions_home=(".claude", "projects"),
@@ -165,8 +174,12 @@ CLAUDE = Agent(
         HookSpec("PreCompact", SESSION_END, END_TIMEOUT_S),
         HookSpec("SessionEnd", SESSION_END, END_TIMEOUT_S),
     ),
-    instructions_home=(".claude", "CLAUDE.md"),
-    instructions_project="CLAUDE.md",
+    home_instructions=("CLAUDE.md",),
+    # Checked with the real CLI, 2.1.328: `CLAUDE.local.md` beside the
+    # team's `CLAUDE.md` is read in the project.
+    instructions_personal=("CLAUDE.local.md",),
+    instructions_team="CLAUDE.md",
+    instructions_read=(("CLAUDE.md",), ("CLAUDE.local.md",), (".claude", "CLAUDE.md")),
     skills_home=None,
     skills_project=None,
     voices=(
@@ -194,6 +207,10 @@ CODEX = Agent(
     api="codex",
     program="codex",
     program_places=(".local/bin/codex",),
+    headless="codex exec",
+    account="Codex",
+    home=(".codex",),
+    home_env="CODEX_HOME",
     format_name="a Codex CLI rollout",
     session_id_prefix="codex:",
     sessions_home=(".codex", "sessions"),
@@ -205,8 +222,13 @@ CODEX = Agent(
         HookSpec("PreCompact", SESSION_END, END_TIMEOUT_S),
         HookSpec("SessionEnd", SESSION_END, CODEX_END_TIMEOUT_S),
     ),
-    instructions_home=None,
-    instructions_project="AGENTS.md",
+    home_instructions=("AGENTS.md", "AGENTS.override.md"),
+    # Its project configuration's `developer_instructions` (checked with the
+    # real CLI, 0.169.0, `codex debug prompt-input`).
+    instructions_personal=(".codex", "config.toml"),
+    # `AGENTS.md` is read by Codex and by other agents alike.
+    instructions_team="AGENTS.md",
+    instructions_read=(("AGENTS.md",), ("AGENTS.override.md",), (".codex", "config.toml")),
     # Codex (0.169) lists a person's skills from `$HOME/.agents/skills` and
     # a repository's from `<repo>/.agents/skills`.
     skills_home=(".agents", "skills"),
@@ -230,6 +252,8 @@ NAMES: tuple[str, ...] = tuple(a.name for a in AGENTS)
 #: project's `AGENTS.md` — Codex and others: the team's file, written only
 #: when named.
 AGENTS_MD = "agents"
+#: Its file, at a project's root.
+AGENTS_MD_FILE = CODEX.instructions_team
 #: The `export` targets, as `export` and `[export]` take them: each agent
 #: by its name (where it reads a person's own instructions), then `AGENTS_MD`.
 EXPORT_TARGETS: tuple[str, ...] = (*NAMES, AGENTS_MD)
@@ -245,6 +269,12 @@ def agent(name: str) -> Agent | None:
 def by_api(api: str) -> Agent | None:
     """The row whose command line a model configuration's `api` names."""
     return next((a for a in AGENTS if a.api == api), None)
+
+
+def agent_home(row: Agent, home: str, env: Mapping[str, str]) -> str:
+    """`row`'s own folder: `$home_env` when set, else under `home`."""
+    named = (env.get(row.home_env) or "").strip() if row.home_env else ""
+    return os.path.expanduser(named) if named else os.path.join(home, *row.home)
 
 
 def of_session_id(session_id: str) -> Agent:

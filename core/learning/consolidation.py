@@ -343,20 +343,7 @@ def learner_user_prompt(
             parts.append(f"- {rule.text}{why}")
         parts.append("")
     parts += ["## Current learned rules (yours to rewrite)", _render_rules(active, handles=True), ""]
-    handles = {r.id: reflection_handle(i) for i, r in enumerate(reflexions)}
-    again = [
-        (rule_handle(n), [handles[x] for x in not_followed[r.id] if x in handles])
-        for n, r in enumerate(active) if not_followed and r.id is not None and r.id in not_followed
-    ]
-    if any(cited for _, cited in again):
-        parts.append("## Rules not followed (the person corrected the same thing again after accepting them)")
-        for handle, cited in again:
-            if cited:
-                parts.append(
-                    f"- {handle}: corrected again in {', '.join(cited)}. Rewrite it so the assistant follows it "
-                    f"(name {handle} in replaces, cite {', '.join(cited)} in based_on): say plainly what to do, and when."
-                )
-        parts.append("")
+    parts += _not_followed_lines(active, reflexions, not_followed)
     parts.append(f"## New reflections ({len(reflexions)})")
     if reflexions:
         for i, r in enumerate(reflexions):
@@ -371,6 +358,29 @@ def learner_user_prompt(
         parts.append("(none)")
     parts += ["", "Rewrite the learned rule set. Reply with the JSON object only."]
     return "\n".join(parts)
+
+
+def _not_followed_lines(
+    active: Sequence[Rule], reflexions: Sequence[Reflexion], not_followed: Mapping[str, Sequence[str]] | None
+) -> list[str]:
+    """The learner prompt's section on the rules the person corrected again
+    after accepting them, each with the new corrections' handles; nothing
+    when none is cited."""
+    handles = {r.id: reflection_handle(i) for i, r in enumerate(reflexions)}
+    again = [
+        (rule_handle(n), [handles[x] for x in not_followed[r.id] if x in handles])
+        for n, r in enumerate(active) if not_followed and r.id is not None and r.id in not_followed
+    ]
+    if not any(cited for _, cited in again):
+        return []
+    parts = ["## Rules not followed (the person corrected the same thing again after accepting them)"]
+    for handle, cited in again:
+        if cited:
+            parts.append(
+                f"- {handle}: corrected again in {', '.join(cited)}. Rewrite it so the assistant follows it "
+                f"(name {handle} in replaces, cite {', '.join(cited)} in based_on): say plainly what to do, and when."
+            )
+    return [*parts, ""]
 
 
 class Learner:
@@ -499,65 +509,80 @@ def gate_learned_set(
     checked against, and left to `finalize_rules`, which carries them over
     untouched).
     """
-    placeholders = LEARNER_CONTRACT.placeholders()
-    rarity = Rarity(store_lessons if store_lessons is not None else [r.reflexion_text for r in batch])
-    reflection_ids = {reflection_handle(i): r.id for i, r in enumerate(batch)}
-    lessons = {reflection_handle(i): (r.reflexion_text, r.intervention) for i, r in enumerate(batch)}
-    current = [r for r in live if r.retired_at is None]
-    retired = [r for r in live if r.retired_at is not None]
-    by_handle = {rule_handle(i): r for i, r in enumerate(current)}
-    by_key = {rule_key(r.text): h for h, r in reversed(list(by_handle.items()))}
-    rules: list[Rule] = []
-    refusals: list[Refusal] = []
-    absorbed: dict[str, str] = {}
-    seen: dict[str, int] = {}
-    # Live rules this answer keeps as they are, known before any new rule is
-    # weighed, so a rewording of one the answer also keeps is a duplicate.
-    kept_by_answer = {by_key[k] for k in (rule_key(p.text) for p in answer.rules) if k in by_key}
-    kept: set[str] = set()
-    accepted: list[tuple[int, str]] = []
-
-    def refuse(text: str, reason: str) -> None:
-        refusals.append(Refusal(kind="rule", rule=redact_personal_data(text), reason=reason))
-
+    gate = _Gate(answer, batch, live, store_lessons)
     for n, proposed in enumerate(answer.rules, start=1):
+        gate.weigh(n, proposed)
+    ids = gate.reflection_ids
+    drops = _gate_drops(answer, gate.by_handle, gate.kept, gate.absorbed, ids, gate.rules, gate.refusals)
+    cited = [ids[h] for p in answer.rules for h in p.based_on if h in ids]
+    cited += [ids[h] for h in answer.dropped.values() if h in ids]
+    return GatedSet(
+        rules=gate.rules, drops=drops, refusals=gate.refusals, proposed=len(gate.seen), cited=list(dict.fromkeys(cited)),
+    )
+
+
+class _Gate:
+    """One run of the learn gate (`gate_learned_set`): what the answer is
+    weighed against, and what it has accepted and refused so far."""
+
+    def __init__(self, answer: LearnerAnswer, batch: Sequence[Reflexion], live: Sequence[Rule],
+                 store_lessons: Sequence[str] | None) -> None:
+        self.placeholders = LEARNER_CONTRACT.placeholders()
+        self.rarity = Rarity(store_lessons if store_lessons is not None else [r.reflexion_text for r in batch])
+        self.reflection_ids = {reflection_handle(i): r.id for i, r in enumerate(batch)}
+        self.lessons = {reflection_handle(i): (r.reflexion_text, r.intervention) for i, r in enumerate(batch)}
+        current = [r for r in live if r.retired_at is None]
+        self.retired = [r for r in live if r.retired_at is not None]
+        self.by_handle = {rule_handle(i): r for i, r in enumerate(current)}
+        self.by_key = {rule_key(r.text): h for h, r in reversed(list(self.by_handle.items()))}
+        self.rules: list[Rule] = []
+        self.refusals: list[Refusal] = []
+        self.absorbed: dict[str, str] = {}
+        self.seen: dict[str, int] = {}
+        # Live rules this answer keeps as they are, known before any new rule is
+        # weighed, so a rewording of one the answer also keeps is a duplicate.
+        self.kept_by_answer = {self.by_key[k] for k in (rule_key(p.text) for p in answer.rules) if k in self.by_key}
+        self.kept: set[str] = set()
+        self.accepted: list[tuple[int, str]] = []
+
+    def refuse(self, text: str, reason: str) -> None:
+        self.refusals.append(Refusal(kind="rule", rule=redact_personal_data(text), reason=reason))
+
+    def weigh(self, n: int, proposed: ProposedRule) -> None:
+        """Rule `n` of the answer: a repeat refused, a live rule restated
+        kept (with the new citations), else accepted or refused by form and
+        sense."""
         key = rule_key(proposed.text)
-        if key in seen:
-            refuse(proposed.text, f"repeats rule {seen[key]} of this proposal")
-            continue
-        seen[key] = n
-        restated = by_key.get(key)
+        if key in self.seen:
+            self.refuse(proposed.text, f"repeats rule {self.seen[key]} of this proposal")
+            return
+        self.seen[key] = n
+        restated = self.by_key.get(key)
         if restated is not None:
-            if restated not in kept:
-                kept.add(restated)
-                cited = [reflection_ids[h] for h in proposed.based_on if h in reflection_ids]
-                rules.append(_with_sources(by_handle[restated], cited))
-            continue
-        why = _rule_refusal(proposed, placeholders, reflection_ids, by_handle) or _sense_refusal(
-            proposed, lessons, by_handle, kept_by_answer, retired, accepted, rarity
+            if restated not in self.kept:
+                self.kept.add(restated)
+                cited = [self.reflection_ids[h] for h in proposed.based_on if h in self.reflection_ids]
+                self.rules.append(_with_sources(self.by_handle[restated], cited))
+            return
+        why = _rule_refusal(proposed, self.placeholders, self.reflection_ids, self.by_handle) or _sense_refusal(
+            proposed, self.lessons, self.by_handle, self.kept_by_answer, self.retired, self.accepted, self.rarity
         )
         if why is not None:
-            refuse(proposed.text, why)
-            continue
+            self.refuse(proposed.text, why)
+            return
         replaces = list(proposed.replaces)
-        replaces += [h for h, r in by_handle.items() if h not in replaces and near_identical(proposed.text, r.text)]
+        replaces += [h for h, r in self.by_handle.items() if h not in replaces and near_identical(proposed.text, r.text)]
         for h in replaces:
-            absorbed.setdefault(h, proposed.text)
-        accepted.append((n, proposed.text))
-        rules.append(Rule(
+            self.absorbed.setdefault(h, proposed.text)
+        self.accepted.append((n, proposed.text))
+        self.rules.append(Rule(
             text=proposed.text,
             confidence=proposed.confidence,
             based_on_count=proposed.based_on_count,
-            sources=merged_sources([by_handle[h] for h in replaces], [reflection_ids[h] for h in proposed.based_on]),
-            supersedes=[i for i in (by_handle[h].id for h in replaces) if i is not None],
+            sources=merged_sources([self.by_handle[h] for h in replaces],
+                                   [self.reflection_ids[h] for h in proposed.based_on]),
+            supersedes=[i for i in (self.by_handle[h].id for h in replaces) if i is not None],
         ))
-
-    drops = _gate_drops(answer, by_handle, kept, absorbed, reflection_ids, rules, refusals)
-    cited = [reflection_ids[h] for p in answer.rules for h in p.based_on if h in reflection_ids]
-    cited += [reflection_ids[h] for h in answer.dropped.values() if h in reflection_ids]
-    return GatedSet(
-        rules=rules, drops=drops, refusals=refusals, proposed=len(seen), cited=list(dict.fromkeys(cited)),
-    )
 
 
 def merged_sources(replaced: Sequence[Rule], cited: Sequence[str]) -> list[str]:

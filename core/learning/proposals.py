@@ -159,42 +159,50 @@ def accept(
             p, rejected = _leave_out(p, left, reason, wrong=wrong)
         # A global proposal (a promotion too) is for every repository already.
         as_global = as_global and p.project is not None
-        if as_global:
-            writes = promotion.apply_as_global(store, p)
-        elif p.promoted_from:
-            p, writes = promotion.apply_promotion(store, p)
-        else:
-            writes = _apply_in_scope(store, p)
+        p, writes = _accepted_writes(store, p, as_global)
         p = msgspec.structs.replace(p, status=ProposalStatus.ACCEPTED, resolved_at=now(), accepted_as_global=as_global)
-        before, after = active_count(p.rules_before), active_count(p.rules)
         used = [*used_lessons(p), *(i for i in rejected if i not in used_lessons(p))]
-        back = len(p.reflexion_ids) - len(set(used))
-        # A global proposal's subject reads as it did before scopes.
-        where = " (global, as a person chose)" if as_global else ("" if p.project is None else f" ({scope_label(p.project)})")
         # One change: the rules, the marks and the status land together.
-        left_lines = "".join(
-            f"Left out {x.number} ({x.change}): {cut_at_word(x.text, 200)}" + (f" — {x.reason}" if x.reason else "") + "\n"
-            for x in p.left_out
-        )
-        edited = "".join(
-            f"Edited by the person: {cut_at_word(r.text, 200)} (was: {cut_at_word(r.edited.was, 200)})\n"
-            for r in p.rules if r.edited is not None and r.edited.proposal_id == p.id
-        )
-        store.resolve_proposal(
-            p,
-            learned=writes,
-            processed=used,
-            rejected=rejected,
-            run_id=mint_run_id(),
-            message=f"accept proposal {p.id}: {p.domain} learned rules{where} {before} -> {after} active\n\n"
-            f"Accepted by a person{' into the global rules' if as_global else ''}"
-            f"{f', without {len(p.left_out)} of its changes' if p.left_out else ''}. "
-            f"{len(set(used))} reflection(s) used and marked processed"
-            f"{f', {len(rejected)} of them rejected' if rejected else ''}"
-            f"{f'; {back} back in the pool' if back else ''}.\n{left_lines}{edited}"
-            f"Evidence: {p.evidence or '(none recorded)'}",
-        )
+        store.resolve_proposal(p, learned=writes, processed=used, rejected=rejected, run_id=mint_run_id(),
+                               message=_accept_message(p, as_global, used, rejected))
         return Accepted(p, _promotions_after(store, p))
+
+
+def _accepted_writes(store: LearningStore, p: Proposal, as_global: bool) -> tuple[Proposal, list[promotion.Write]]:
+    """What accepting `p` writes: its new rules into the global file
+    (`as_global`), a promotion's lesson moved up, or its rules in its scope."""
+    if as_global:
+        return p, promotion.apply_as_global(store, p)
+    if p.promoted_from:
+        return promotion.apply_promotion(store, p)
+    return p, _apply_in_scope(store, p)
+
+
+def _accept_message(p: Proposal, as_global: bool, used: Sequence[str], rejected: Mapping[str, str]) -> str:
+    """The store's commit message for an accept: the rules' count before and
+    after, what was left out or edited, the lessons used, rejected and
+    back in the pool, and the evidence."""
+    before, after = active_count(p.rules_before), active_count(p.rules)
+    back = len(p.reflexion_ids) - len(set(used))
+    # A global proposal's subject reads as it did before scopes.
+    where = " (global, as a person chose)" if as_global else ("" if p.project is None else f" ({scope_label(p.project)})")
+    left_lines = "".join(
+        f"Left out {x.number} ({x.change}): {cut_at_word(x.text, 200)}" + (f" — {x.reason}" if x.reason else "") + "\n"
+        for x in p.left_out
+    )
+    edited = "".join(
+        f"Edited by the person: {cut_at_word(r.text, 200)} (was: {cut_at_word(r.edited.was, 200)})\n"
+        for r in p.rules if r.edited is not None and r.edited.proposal_id == p.id
+    )
+    return (
+        f"accept proposal {p.id}: {p.domain} learned rules{where} {before} -> {after} active\n\n"
+        f"Accepted by a person{' into the global rules' if as_global else ''}"
+        f"{f', without {len(p.left_out)} of its changes' if p.left_out else ''}. "
+        f"{len(set(used))} reflection(s) used and marked processed"
+        f"{f', {len(rejected)} of them rejected' if rejected else ''}"
+        f"{f'; {back} back in the pool' if back else ''}.\n{left_lines}{edited}"
+        f"Evidence: {p.evidence or '(none recorded)'}"
+    )
 
 
 def used_lessons(p: Proposal) -> list[str]:

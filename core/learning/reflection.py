@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from enum import Enum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -402,25 +402,28 @@ class Reflector:
         repeats = repeated_rules(reply.repeats, live)
         if reply.skip:
             return ReflectAnswer(repeats=repeats)
-        return ReflectAnswer(
-            reflexion=Reflexion(
-                id=mint_reflexion_id(),
-                domain=domain,
-                session_id="",
-                trigger=i.trigger.value,
-                context=i.context if evidence is Evidence.FULL else "",
-                intervention=i.text,
-                # A lesson is one to three sentences; a model that writes on for
-                # megabytes is held to what a person's own words may be.
-                reflexion_text=bound_text(reply.reflexion.strip(), INTERVENTION_BUDGET),
-                error_type=reply.error_type,
-                confidence=confidence_or_none(reply.confidence),
-                created_at=now(),
-                origin=Origin.UNTRUSTED,
-                evidence=evidence,
-            ),
-            repeats=repeats,
-        )
+        return ReflectAnswer(reflexion=_unclassified(i, evidence, domain, reply), repeats=repeats)
+
+
+def _unclassified(i: Intervention, evidence: Evidence, domain: str, reply: Any) -> Reflexion:
+    """The reflection a usable reply gives, not yet classified (`origin`
+    the fail-closed `untrusted`, no session; see `Reflector.answer`)."""
+    return Reflexion(
+        id=mint_reflexion_id(),
+        domain=domain,
+        session_id="",
+        trigger=i.trigger.value,
+        context=i.context if evidence is Evidence.FULL else "",
+        intervention=i.text,
+        # A lesson is one to three sentences; a model that writes on for
+        # megabytes is held to what a person's own words may be.
+        reflexion_text=bound_text(reply.reflexion.strip(), INTERVENTION_BUDGET),
+        error_type=reply.error_type,
+        confidence=confidence_or_none(reply.confidence),
+        created_at=now(),
+        origin=Origin.UNTRUSTED,
+        evidence=evidence,
+    )
 
 
 class ReflectAnswer(msgspec.Struct):

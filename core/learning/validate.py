@@ -55,6 +55,7 @@ import msgspec
 
 from mecha.core.domain.reflexion import Origin, Reflexion
 from mecha.core.domain.rules import Rule, run_domains_including, validate_domain
+from mecha.core.environment.agents import by_api
 from mecha.core.errors import InvalidInput, NotPending
 from mecha.core.identity import now
 from mecha.core.learning.holdout import HOLDOUT_IN as HOLDOUT_IN  # the split, re-exported for readers of the plan
@@ -489,9 +490,8 @@ def what_calls_cost(calls: int, cfg: ModelConfig | None) -> str | None:
     if cfg is None:
         return None
     if cfg.runs_agent:
-        program, agent = {"claude-code": ("claude -p", "Claude Code"), "codex": ("codex exec", "Codex")}.get(
-            cfg.api, (cfg.api, cfg.api)
-        )
+        row = by_api(cfg.api)
+        program, agent = (row.headless, row.account) if row is not None else (cfg.api, cfg.api)
         return f"{calls} run(s) of `{program}` on your own {agent} account: no key, each one call of your plan's usage"
     return f"{calls} call(s) to {cfg.describe()}"
 

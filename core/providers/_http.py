@@ -301,6 +301,25 @@ async def _read_bounded(response: httpx.Response, limit: int, *, max_tokens: int
     return b"".join(chunks)
 
 
+def _refused(cfg: ModelConfig, status: int, text: str, retry_after: str | None, carries_mode: bool) -> _Attempt:
+    """What a non-2xx reply (its body `text`, scrubbed) says: its status and
+    body, a hint when the key is the problem, and whether to retry."""
+    hint = ""
+    if status in (401, 403):
+        hint = (
+            f"; check the key in ${cfg.api_key_env}" if cfg.api_key_env
+            else "; the server wants an API key: set apiKeyEnv / api_key_env to the variable that holds it"
+        )
+    refused = carries_mode and names_mode_field(cfg.api, status, text)
+    return _Attempt(
+        f"HTTP {status}: {excerpt(text) or '(empty body)'}{hint}",
+        retryable=retryable_status(status) and not refused,
+        retry_after=parse_retry_after(retry_after),
+        status=status,
+        mode_refused=refused,
+    )
+
+
 async def _attempt(
     client: httpx.AsyncClient,
     cfg: ModelConfig,
@@ -332,20 +351,7 @@ async def _attempt(
 
     text = scrub(content.decode("utf-8", errors="replace"), secrets)
     if not ok:
-        hint = ""
-        if status in (401, 403):
-            hint = (
-                f"; check the key in ${cfg.api_key_env}" if cfg.api_key_env
-                else "; the server wants an API key: set apiKeyEnv / api_key_env to the variable that holds it"
-            )
-        refused = carries_mode and names_mode_field(cfg.api, status, text)
-        raise _Attempt(
-            f"HTTP {status}: {excerpt(text) or '(empty body)'}{hint}",
-            retryable=retryable_status(status) and not refused,
-            retry_after=parse_retry_after(retry_after),
-            status=status,
-            mode_refused=refused,
-        )
+        raise _refused(cfg, status, text, retry_after, carries_mode)
     if json_nesting(content, MAX_REPLY_DEPTH) > MAX_REPLY_DEPTH:
         raise _TooLarge(f"the reply body nests deeper than {MAX_REPLY_DEPTH} levels, more than any reply has; not decoded")
     try:

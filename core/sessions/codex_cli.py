@@ -62,6 +62,7 @@ from typing import Any
 
 import msgspec
 
+from mecha.core.environment.agents import CODEX
 from mecha.core.errors import InvalidInput
 from mecha.core.sessions.mining import DENIAL_PREFIX
 from mecha.core.sessions.reader import (
@@ -495,4 +496,4 @@ def read_codex(
     reader.sessions_root = sessions_root(path)
     lines = reader.read(data)
     base = reader.base_id(path)
-    return reader.session(SessionFormat.CODEX, f"codex:{base}", lines, interactive=reader.interactive)
+    return reader.session(SessionFormat.CODEX, f"{CODEX.session_id_prefix}{base}", lines, interactive=reader.interactive)

@@ -38,6 +38,7 @@ from typing import IO, TYPE_CHECKING, TypeVar
 
 import msgspec
 
+from mecha.core.environment import agents
 from mecha.core.errors import InvalidInput
 from mecha.core.sessions.mining import DENIAL_PREFIX
 from mecha.core.sessions.transcript import IMAGE_PLACEHOLDER as IMAGE_PLACEHOLDER  # the readers' marker, re-exported
@@ -52,16 +53,16 @@ class SessionFormat(str, Enum):
     """The formats a session file comes in, spelled as `--format` takes them."""
 
     MECHA = "mecha"
-    CLAUDE = "claude"
-    CODEX = "codex"
+    CLAUDE = agents.CLAUDE.name
+    CODEX = agents.CODEX.name
 
 
 #: What each format is called in a message about one of its files (looked
 #: up by member or by its spelling alike).
 FORMAT_NAMES: dict[str, str] = {
     SessionFormat.MECHA: "a mecha transcript",
-    SessionFormat.CLAUDE: "a Claude Code session",
-    SessionFormat.CODEX: "a Codex CLI rollout",
+    SessionFormat.CLAUDE: agents.CLAUDE.format_name,
+    SessionFormat.CODEX: agents.CODEX.format_name,
 }
 
 #: The result a reader gives a call the person interrupted before it ended.

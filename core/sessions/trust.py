@@ -43,6 +43,7 @@ from enum import Enum
 import msgspec
 
 from mecha.core import shellwords
+from mecha.core.environment.agents import CODEX
 from mecha.core.errors import InvalidInput
 from mecha.core.sessions.reader import Blame, TaintPolicy, command_entry, web_word
 from mecha.core.shellwords import mecha_or_none
@@ -104,7 +105,7 @@ class Trust(msgspec.Struct, frozen=True, kw_only=True):
         else reads as Claude Code's) uses: its built-in lists, these standing
         decisions, then one run's `--trust-tool` / `--distrust-tool` (a
         distrusted name wins over everything)."""
-        if source == "codex":
+        if source == CODEX.name:
             from mecha.core.sessions.codex_cli import CODEX_POLICY as base
         else:
             from mecha.core.sessions.claude_code import CLAUDE_POLICY as base

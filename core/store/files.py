@@ -427,6 +427,25 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _open_for_append(path: Path) -> int:
+    """`path` opened to append, created if absent; never through a link
+    (`InvalidStore` naming it), and a full or read-only store named."""
+    try:
+        # O_APPEND follows a symbolic link; O_NOFOLLOW refuses one.
+        return os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, FILE_MODE)
+    except OSError as e:
+        named = store_fault(path if path.exists() else path.parent, e)
+        if named is not None:
+            raise named from None
+        if e.errno != errno.ELOOP:
+            raise
+        raise InvalidStore(
+            f"{path} is a symbolic link; the learning store does not append through links "
+            "(replace it with a regular file)",
+            path=str(path),
+        ) from None
+
+
 def append_lines(path: Path, lines: Sequence[bytes]) -> None:
     """Append records, each with its newline, in a single write.
 
@@ -439,20 +458,7 @@ def append_lines(path: Path, lines: Sequence[bytes]) -> None:
             raise ValueError("a ledger record must be a single line")
     if not lines:
         return
-    try:
-        # O_APPEND follows a symbolic link; O_NOFOLLOW refuses one.
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, FILE_MODE)
-    except OSError as e:
-        named = store_fault(path if path.exists() else path.parent, e)
-        if named is not None:
-            raise named from None
-        if e.errno != errno.ELOOP:
-            raise
-        raise InvalidStore(
-            f"{path} is a symbolic link; the learning store does not append through links "
-            "(replace it with a regular file)",
-            path=str(path),
-        ) from None
+    fd = _open_for_append(path)
     try:
         st = os.fstat(fd)
         refuse_hard_link(path, st)  # checked on the open file: no window between check and write

@@ -16,6 +16,7 @@ from mecha.core.agents.plugin import ClaudePlugin, double_reading, find_claude_p
 from mecha.core.agents.procedures import skill_program
 from mecha.core.agents.share import share
 from mecha.core.agents.skills import install_skills, skills_folder, uninstall_skills
+from mecha.core.environment.agents import CLAUDE, CODEX
 from mecha.core.environment.installed import find_agents
 from mecha.core.environment.settings import config_path
 from mecha.core.learning.scope import resolve_project
@@ -36,7 +37,7 @@ def hook_status(ctx: Context, p: m.HookStatusParams, cancel: Cancel) -> m.HookSt
             got = hk.installed(hk.read_settings(hk.settings_path(agent, scope, home=home, cwd=cwd)), agent)
             files.append(m.HookFile(agent=agent, scope=scope, path=got.path, exists=got.exists, events=got.events,
                                     missing=got.missing, stale_programs=got.stale_programs))
-    plugins = find_claude_plugins(home) if p.agent in (None, "claude") else []
+    plugins = find_claude_plugins(home) if p.agent in (None, CLAUDE.name) else []
     # Every scope's file counts for the overlap, whichever scope was asked about.
     hooked = _claude_hook_files(home, cwd) if plugins else []
     return m.HookStatusResult(files=files, store=str(ctx.root), log=hk.hook_log_tail(ctx.root),
@@ -47,9 +48,9 @@ def _claude_hook_files(home: Path, cwd: Path) -> list[str]:
     """The Claude Code settings files, of either scope, that hold our hooks."""
     out = []
     for scope in hk.SCOPES:
-        path = hk.settings_path("claude", scope, home=home, cwd=cwd)
+        path = hk.settings_path(CLAUDE.name, scope, home=home, cwd=cwd)
         try:
-            got = hk.installed(hk.read_settings(path), "claude")
+            got = hk.installed(hk.read_settings(path), CLAUDE.name)
         except Exception:  # a file we cannot read is reported by its own row
             continue
         if got.events and str(path) not in out:
@@ -78,10 +79,10 @@ def install_hooks(ctx: Context, p: m.InstallHooksParams, cancel: Cancel) -> m.In
                                stale_programs=got.stale_programs)
     action = "uninstall" if p.uninstall else "install"
     twice = None
-    if p.agent == "claude" and not p.uninstall:
+    if p.agent == CLAUDE.name and not p.uninstall:
         twice = double_reading(find_claude_plugins(Path.home()), _claude_hook_files(Path.home(), Path.cwd()))
     skills = None
-    if p.agent == "codex":
+    if p.agent == CODEX.name:
         folder = skills_folder(p.scope, home=Path.home(), cwd=Path.cwd())
         inside = None if within is None else folder.parent.parent  # the repository's root, where `.agents` is
         done = (uninstall_skills(folder, within=inside) if p.uninstall

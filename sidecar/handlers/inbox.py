@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from mecha.core.agents.held import HeldResult, Vouched, held_now, withheld
 from mecha.core.agents.held import vouch as held_vouch
+from mecha.core.environment.agents import NAMES
 from mecha.core.environment.trust import load_trust
 from mecha.core.errors import InvalidInput
 from mecha.core.sessions.trust import Trust
@@ -48,7 +49,7 @@ def held_corrections(ctx: Context, p: m.HeldParams, cancel: Cancel) -> HeldResul
     store = ctx.existing_store()
     if store is None:
         return HeldResult(count=0, vouchable=0, held=[])
-    mining = ctx.with_voices("claude", "codex")
+    mining = ctx.with_voices(*NAMES)
     count, rows = held_now(store, voices=mining.voices)
     return HeldResult(count=count, vouchable=sum(r.vouchable for r in rows), held=rows[: p.limit] if p.limit else rows)
 
@@ -59,7 +60,7 @@ def vouch(ctx: Context, p: m.VouchParams, cancel: Cancel) -> Vouched:
     store = ctx.existing_store()
     if store is None:
         raise InvalidInput("vouch: there is no store yet, so no correction is held back")
-    mining = ctx.with_voices("claude", "codex")
+    mining = ctx.with_voices(*NAMES)
     done = held_vouch(store, p.ids, by=p.by, voices=mining.voices)
     if done.entries:
         done.job = background.start_pass(mining, "reflect")

@@ -14,6 +14,7 @@ from mecha.core.agents import importing
 from mecha.core.agents.retrust import reclassify
 from mecha.core.domain.reflexion import Origin
 from mecha.core.environment import trust as standing
+from mecha.core.environment.agents import NAMES
 from mecha.core.environment.trust import policy_with
 from mecha.core.errors import InvalidInput
 from mecha.core.identity import validate_record_id
@@ -127,7 +128,7 @@ def trust(ctx: Context, p: m.TrustParams, cancel: Cancel) -> m.TrustResult:
         kept = standing.remove_trust(p.entries)
     else:
         kept = standing.add_trust(p.entries)
-        mining = ctx.with_voices("claude", "codex")
+        mining = ctx.with_voices(*NAMES)
         store = mining.store()
         reclassified = reclassify(store, kept, voices=mining.voices)
         if reclassified.queued:

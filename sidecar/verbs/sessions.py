@@ -35,12 +35,7 @@ def reflect(ctx: Any, args: argparse.Namespace) -> int:
     file that is not a session is skipped with a warning naming it, and a
     session already mined — or already waiting in the inbox from a pass that
     failed — is not queued again."""
-    from mecha.core.environment.trust import load_trust
-    from mecha.core.errors import InvalidInput
-    from mecha.core.learning.scope import project_of_cwd
-    from mecha.core.sessions.foreign import read_session
     from mecha.core.store.inbox import queued_session_ids
-    from mecha.protocol import methods as m
 
     from .. import humane
     from ..handlers.sessions import session_ended
@@ -51,32 +46,9 @@ def reflect(ctx: Any, args: argparse.Namespace) -> int:
         raise ValueError(f"--sessions {directory}: not a directory")
     ctx = mining_context(ctx, args)
     store = ctx.store()
-    waiting = store.mined_sessions() | queued_session_ids(store)
+    ready, skipped = _read_folder(directory, store.mined_sessions() | queued_session_ids(store))
     queued: list[str] = []
-    skipped: list[str] = []
     empty: list[str] = []
-    ready: list[m.SessionEndedParams] = []
-    trust = load_trust()
-    for path in sorted(directory.iterdir()):
-        if path.suffix not in (".json", ".jsonl") or not path.is_file():
-            continue
-        try:
-            session = read_session(path, trust=trust)
-        except InvalidInput as exc:
-            print(f"mecha-sidecar: warning: skipped {exc}", file=sys.stderr)
-            continue
-        if session.session_id in waiting or session.session_id in (s.session_id for s in ready):
-            skipped.append(session.session_id)
-            continue
-        ready.append(
-            m.SessionEndedParams(
-                session.session_id,
-                session.messages,
-                session.taint_timeline,
-                session.interactive,
-                project=project_of_cwd(session.project),
-            )
-        )
     # Every file is read before any is handed over; each goes the way a
     # harness run's transcript does, and one pass is started after the last.
     for params in ready:
@@ -89,6 +61,38 @@ def reflect(ctx: Any, args: argparse.Namespace) -> int:
             queued.append(params.session_id)
     summary = {"queued": queued, "already_mined": skipped, "no_interventions": empty, "job": None}
     return reflect_what_was_queued(ctx, args, summary, humane.reflect_summary, bool(queued))
+
+
+def _read_folder(directory: Path, waiting: set[str]) -> tuple[list[Any], list[str]]:
+    """Every session file in `directory` read, with the person's standing
+    trust: those to hand over, and the ids of those mined or waiting
+    already (`waiting`) or read twice. A file that is no session is named
+    on stderr and skipped."""
+    from mecha.core.environment.trust import load_trust
+    from mecha.core.errors import InvalidInput
+    from mecha.core.learning.scope import project_of_cwd
+    from mecha.core.sessions.foreign import read_session
+    from mecha.protocol import methods as m
+
+    ready: list[m.SessionEndedParams] = []
+    skipped: list[str] = []
+    trust = load_trust()
+    for path in sorted(directory.iterdir()):
+        if path.suffix not in (".json", ".jsonl") or not path.is_file():
+            continue
+        try:
+            session = read_session(path, trust=trust)
+        except InvalidInput as exc:
+            print(f"mecha-sidecar: warning: skipped {exc}", file=sys.stderr)
+            continue
+        if session.session_id in waiting or session.session_id in (s.session_id for s in ready):
+            skipped.append(session.session_id)
+            continue
+        ready.append(m.SessionEndedParams(
+            session.session_id, session.messages, session.taint_timeline, session.interactive,
+            project=project_of_cwd(session.project),
+        ))
+    return ready, skipped
 
 
 def trust(ctx: Any, args: argparse.Namespace) -> int:

@@ -45,7 +45,9 @@ def mine(ctx: Any, args: argparse.Namespace) -> int:
         offer = trust_command(blame.entry) if blame.entry else None
         trust = f" (to trust it: {offer})" if offer else ""
         print(f"mecha-sidecar: {path}: untrusted from {blame.describe()}{trust}", file=sys.stderr)
-    ctx = mining_context(ctx, args, *((fmt,) if fmt in ("claude", "codex") else ()))
+    from mecha.core.environment.agents import NAMES
+
+    ctx = mining_context(ctx, args, *((fmt,) if fmt in NAMES else ()))
     result = call(ctx, "mecha/extractInterventions", {"messages": msgspec.to_builtins(session.messages)})
     emit(args, result, humane.interventions)
     return 0

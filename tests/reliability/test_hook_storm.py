@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from mecha.core.agents.hookqueue import pass_lock, pending
-from mecha.core.agents.hooks import END_TIMEOUT_S
+from mecha.core.environment.agents import END_TIMEOUT_S
 from mecha.core.store.layout import HOOK_QUEUE_DIR
 from tests.core.ccfixture import Claude, text
 from tests.processes import wait_for_hook_pass, wait_for_passes

@@ -12,6 +12,7 @@ import pytest
 
 from mecha.core.agents import hooks as hk
 from mecha.core.agents.notice import hook_output, notice_line, pending_proposals
+from mecha.core.environment.agents import END_TIMEOUT_S, SESSION_END
 from mecha.core.errors import InvalidInput
 from mecha.core.learning.proposals import pending_for
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
@@ -48,7 +49,7 @@ def test_install_adds_our_three_hooks_and_keeps_every_other_key_and_hook_in_orde
     assert doc["hooks"]["PostToolUse"] == PERSONS["hooks"]["PostToolUse"]
     assert doc["hooks"]["SessionEnd"][0] == PERSONS["hooks"]["SessionEnd"][0]  # theirs first, untouched
     end = doc["hooks"]["SessionEnd"][1]
-    assert end == {"hooks": [{"type": "command", "timeout": hk.END_TIMEOUT_S,
+    assert end == {"hooks": [{"type": "command", "timeout": END_TIMEOUT_S,
                               "command": "/home/pat/.venvs/mecha/bin/python -P -m mecha.sidecar hook claude session-end"}]}
     start = doc["hooks"]["SessionStart"][0]
     assert start["matcher"] == "startup|resume|clear"
@@ -104,7 +105,7 @@ def test_our_entries_are_recognised_by_their_command(command, ours):
 
 def test_the_command_is_quoted_for_a_shell():
     program = ["/Users/pat/My Tools/bin/mecha-sidecar"]
-    command = hk.hook_command(program, "claude", hk.SESSION_END, "/Users/pat/a store")
+    command = hk.hook_command(program, "claude", SESSION_END, "/Users/pat/a store")
     assert shlex.split(command) == [*program, "hook", "claude", "session-end", "--learning-dir", "/Users/pat/a store"]
 
 

@@ -23,7 +23,6 @@ import anyio
 import msgspec
 import pytest
 
-from mecha.core.environment.settings import config_path
 from mecha.core.errors import ModelFailure, NoModel, UnusableReply
 from mecha.core.providers import (
     NO_MODEL_HELP,
@@ -177,11 +176,6 @@ def test_a_config_file_that_is_not_toml_is_reported_with_its_path(tmp_path: Path
     with pytest.raises(InvalidModelConfig, match="not valid TOML") as caught:
         resolve_model_config(None, {}, path)
     assert str(path) in str(caught.value)
-
-
-def test_the_config_path_honours_its_environment_override(tmp_path: Path) -> None:
-    assert config_path({"MECHA_SIDECAR_CONFIG": str(tmp_path / "x.toml")}) == tmp_path / "x.toml"
-    assert config_path({}) == Path.home() / ".mecha" / "sidecar.toml"
 
 
 def test_a_serialized_config_names_the_key_variable_never_the_key() -> None:
