@@ -19,7 +19,7 @@ from typing import Any, Literal
 import msgspec
 
 from mecha.core.domain.record import RulesResult
-from mecha.core.environment.spellings import AgentName, ExportTargetName
+from mecha.core.environment.spellings import AgentName
 from mecha.core.gate.candidate import ChangeClass, Judgement, Pair, Prediction
 from mecha.core.gate.run import RunStats
 from mecha.core.learning.sources import RuleChange, RuleSources
@@ -32,6 +32,13 @@ from mecha.core.store.learning_store import Proposal, ProposalStatus, SetAside
 from mecha.core.store.ledger import ProposalVerdict, RuleTally, ValidationPlan, ValidationRecord
 
 from .errors import INVALID_PARAMS, RpcError
+from .instructions import ExportResult as ExportResult
+from .instructions import ExportRulesParams as ExportRulesParams
+from .instructions import ExportRulesResult as ExportRulesResult
+from .instructions import SharedFile as SharedFile
+from .instructions import SharedRuleInfo as SharedRuleInfo
+from .instructions import ShareRulesParams as ShareRulesParams
+from .instructions import ShareRulesResult as ShareRulesResult
 
 # ─── params and results ─────────────────────────────────────────────────────
 
@@ -431,68 +438,6 @@ class InstallHooksResult(msgspec.Struct):
     skills: CodexSkills | None = None
 
 
-class ExportRulesParams(msgspec.Struct):
-    #: Whose instructions: `claude`, `codex`, or `agents` (any `AGENTS.md` reader).
-    target: ExportTargetName
-    #: One file, told the rules of the scope it is in. Absent, and no
-    #: `project`: every scope's file, where the agent reads the person's own
-    #: — for `claude` `~/.claude/CLAUDE.md` and each project's
-    #: `CLAUDE.local.md`, for `codex` `~/.codex/AGENTS.md` and each
-    #: project's `.codex/config.toml`; for `agents` each project's
-    #: `AGENTS.md` (and the sidecar's working directory's project's).
-    path: str | None = None
-    #: Write nothing; say whether the file is up to date.
-    check: bool = False
-    #: A directory (absolute): only its project's file (or `path`, told that
-    #: project's rules).
-    project: str | None = None
-
-
-class ExportRulesResult(msgspec.Struct):
-    #: The file (with several, the first).
-    path: str
-    #: Whether the file was written (with `check`: whether it would be);
-    #: with several, whether any was.
-    changed: bool
-    up_to_date: bool
-    check: bool
-    #: Every file exported, in order, each with its scope (`project`) and
-    #: what happened to it, `error` naming why one could not be written.
-    exports: list[ExportResult] = msgspec.field(default_factory=list)
-
-
-class ShareRulesParams(msgspec.Struct):
-    #: The rules to share: each an id (or a unique prefix) of an active
-    #: learned rule of the repository's project or of the global rules.
-    rules: list[str]
-    #: A directory (absolute) inside the repository whose tracked files get
-    #: them; absent: the sidecar's working directory.
-    project: str | None = None
-
-
-class SharedRuleInfo(msgspec.Struct):
-    id: str
-    text: str
-    domain: str
-    #: The rule's project (its root); `null`: a global rule.
-    project: str | None = None
-
-
-class SharedFile(msgspec.Struct):
-    path: str
-    #: Whether the file changed (`false`: it held every rule already).
-    changed: bool
-
-
-class ShareRulesResult(msgspec.Struct):
-    #: The repository whose tracked files were written.
-    repository: str
-    rules: list[SharedRuleInfo]
-    files: list[SharedFile]
-    #: The command that commits them, for the person to run after a look.
-    commit: str
-
-
 class ProposalsParams(msgspec.Struct):
     status: ProposalStatus | None = None
     domain: str | None = None
@@ -508,26 +453,6 @@ class IdParams(msgspec.Struct):
 
 class ProposalResult(msgspec.Struct):
     proposal: Proposal
-
-
-class ExportResult(msgspec.Struct):
-    """One `[export]` target of `sidecar.toml` that an accept rewrote."""
-
-    #: The file as configured (or the config file, when its `[export]`
-    #: table could not be read).
-    path: str
-    #: Whether the file was written (`false`: already up to date, or failed).
-    changed: bool = False
-    #: Why the export failed, naming the file (`ExportFailed: …`); `null`
-    #: when it did not. The accept stands either way.
-    error: str | None = None
-    #: The project whose rules the file carries (its root); `null`: the
-    #: global rules.
-    project: str | None = None
-    #: Why the file was left alone on purpose, and where the rules went
-    #: instead (a project folder that is not a repository); `null` when it
-    #: was exported.
-    skipped: str | None = None
 
 
 class EditedRule(msgspec.Struct):

@@ -32,12 +32,13 @@ from pathlib import Path
 import msgspec
 
 from mecha.core.agents.export import rewrite_file, section_lines, splice
+from mecha.core.environment.agents import AGENTS
 from mecha.core.errors import Ambiguous, ExportFailed, NotFound
 from mecha.core.store.learning_store import LearningStore
 
 #: The team's instruction files at a repository's root, in the order they
 #: are written; the first is made when none is there.
-TEAM_FILES = ("CLAUDE.md", "AGENTS.md")
+TEAM_FILES = tuple(dict.fromkeys(a.instructions_team for a in AGENTS))
 #: The heading of the shared section (inside the managed markers).
 SHARED_HEADING = "## Rules shared from mecha-sidecar"
 SHARED_PREAMBLE = (
