@@ -69,6 +69,7 @@ import msgspec
 
 from mecha.core.errors import ExportFailed
 from mecha.core.store.files import write_durably
+from mecha.core.visible import shown
 
 BEGIN_MARKER = "<!-- mecha:rules:begin — written by `mecha-sidecar export`; edits inside are replaced -->"
 END_MARKER = "<!-- mecha:rules:end -->"
@@ -109,8 +110,11 @@ def section(block: str | None) -> str:
     """The managed section, markers included, ending in a newline. A line of
     the block that would read as a marker is written with a backslash before
     it (Markdown shows it as written), so the section always ends at its own
-    end marker."""
-    body = block.strip("\n") if block else NO_RULES
+    end marker. A character that hides from a person reading the file (a
+    bidi control, a zero-width character, a control character) is written
+    as its escape (`visible.shown`): the file is where a person reviews
+    what their agents are told."""
+    body = shown(block.strip("\n"), keep_layout=True) if block else NO_RULES
     lines = [("\\" + line if _marker_kind(line) else line) for line in body.splitlines()]
     return f"{BEGIN_MARKER}\n" + "\n".join(lines) + f"\n{END_MARKER}\n"
 

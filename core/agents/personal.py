@@ -44,6 +44,7 @@ from pathlib import Path
 
 from mecha.core.environment.agents import CLAUDE, CODEX, agent_home
 from mecha.core.errors import ExportFailed
+from mecha.core.nesting import toml_loads, toml_problem
 from mecha.core.store.layout import GIT_MARKER
 
 #: A person's own instructions for one project, beside the team's
@@ -152,7 +153,11 @@ def codex_config_after(raw: bytes | None, block: str | None, *, name: str) -> by
     from mecha.core.domain.rules import RULES_BLOCK_HEADING
 
     try:
-        doc = tomlkit.parse(raw.decode("utf-8") if raw is not None else "")
+        text = raw.decode("utf-8") if raw is not None else ""
+        problem = toml_problem(len(text), text)
+        if problem is not None:
+            raise ExportFailed(f"{name}: {problem}; nothing was written")
+        doc = tomlkit.parse(text)
     except (UnicodeDecodeError, TOMLKitError) as exc:
         raise ExportFailed(f"{name}: not TOML this export can read ({exc}); nothing was written") from None
     current = doc.get(CODEX_INSTRUCTIONS_KEY)
@@ -176,10 +181,9 @@ def codex_trusts(project: str, home: Path, env: Mapping[str, str] | None = None)
     """Whether Codex's own configuration marks `project` (or a folder
     above it) as trusted: only then does it read the project's
     `.codex/config.toml`."""
-    import tomllib
 
     try:
-        data = tomllib.loads((codex_home(home, env) / "config.toml").read_text(encoding="utf-8"))
+        data = toml_loads((codex_home(home, env) / "config.toml").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
     projects = data.get("projects")

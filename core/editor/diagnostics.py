@@ -48,6 +48,7 @@ from mecha.core.editor.results import (
     Range,
     RuleSpan,
 )
+from mecha.core.nesting import toml_loads
 from mecha.core.store.layout import LEARNED_KIND, USER_KIND
 from mecha.core.store.ledger import RuleTally
 
@@ -136,7 +137,7 @@ def check_document(
     lines = document_lines(text)
     out = _domain_findings(domain, kind, lines, pending)
     try:
-        raw = tomllib.loads(text)
+        raw = toml_loads(text)
     except tomllib.TOMLDecodeError as e:
         return _sorted([*out, _syntax_finding(domain, e, lines)])
     doc = _Doc(domain, kind, lines, scan(text), in_project)

@@ -35,6 +35,7 @@ import msgspec
 
 from mecha.core.domain.rules import Rule, domain_rules_section
 from mecha.core.editor.results import Range, RuleSpan, TextEdit
+from mecha.core.nesting import toml_loads
 
 # ─── Text plumbing ──────────────────────────────────────────────────────────
 
@@ -179,7 +180,7 @@ class _Scanner:
                 end = self.basic_string(i)
                 raw = self.s[i:end]
                 try:
-                    part = tomllib.loads(f"k = {raw}")["k"]
+                    part = toml_loads(f"k = {raw}")["k"]
                 except tomllib.TOMLDecodeError:
                     part = raw.strip('"')
             elif c == "'":
@@ -385,7 +386,7 @@ def _decode_spans(text: str, spans: list[RuleSpan]) -> None:
     parses and its tables line up with the spans, else from each table's own
     lines (so one broken table leaves the others readable)."""
     try:
-        raw = tomllib.loads(text).get("rules")
+        raw = toml_loads(text).get("rules")
     except tomllib.TOMLDecodeError:
         raw = None
     if isinstance(raw, list) and len(raw) == len(spans):
@@ -396,7 +397,7 @@ def _decode_spans(text: str, spans: list[RuleSpan]) -> None:
     for span in spans:
         chunk = "\n".join(lines[span.header_line : span.end_line + 1])
         try:
-            tables = tomllib.loads(chunk).get("rules")
+            tables = toml_loads(chunk).get("rules")
         except tomllib.TOMLDecodeError:
             continue
         if isinstance(tables, list) and len(tables) == 1:

@@ -12,6 +12,7 @@ from typing import Any
 
 from mecha.core.editor.document import apply_edit, document_lines, rule_spans
 from mecha.core.editor.results import RuleSpan, TextEdit
+from mecha.core.nesting import toml_loads
 
 
 def _checked_rule(text: str, rule_index: int) -> tuple[RuleSpan, dict[str, Any], list[Any]] | None:
@@ -23,7 +24,7 @@ def _checked_rule(text: str, rule_index: int) -> tuple[RuleSpan, dict[str, Any],
     if not 0 <= rule_index < len(spans):
         return None
     try:
-        before = tomllib.loads(text)
+        before = toml_loads(text)
     except tomllib.TOMLDecodeError:
         return None
     rules_before = before.get("rules")
@@ -85,7 +86,7 @@ def _toggle_holds(after_text: str, rule_index: int, enabled: bool, before: dict[
     import tomlkit  # only this quick fix pays for it
 
     try:
-        after = tomllib.loads(after_text)
+        after = toml_loads(after_text)
         kit = tomlkit.parse(after_text).unwrap()
     except Exception:  # tomllib or any tomlkit complaint: not safe
         return False
@@ -144,7 +145,7 @@ def remove_rule_edit(text: str, rule_index: int) -> TextEdit | None:
             edit = TextEdit(start - 1, len(lines[start - 1]), last, len(lines[last]), newline)
     after_text = apply_edit(text, edit)
     try:
-        after = tomllib.loads(after_text)
+        after = toml_loads(after_text)
         tomlkit.parse(after_text)
     except Exception:  # tomllib or any tomlkit complaint: not safe
         return None

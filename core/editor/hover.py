@@ -13,6 +13,7 @@ from mecha.core.editor.document import rule_spans, span_at
 from mecha.core.learning.sources import describe_source, describe_tally, no_sources_note, sources_of
 from mecha.core.store.layout import GLOBAL_SCOPE, LEARNED_KIND
 from mecha.core.store.ledger import RuleTally
+from mecha.core.visible import shown
 
 
 def hover_for(
@@ -54,7 +55,7 @@ def hover_for(
     if rule.retired_at is not None:
         reason = f": {_one_line(rule.retired_reason)}" if rule.retired_reason else ""
         out += [f"**Retired** {rule.retired_at}{reason}", ""]
-    return "\n".join(out).rstrip() + "\n"
+    return shown("\n".join(out).rstrip(), keep_layout=True) + "\n"  # what hides is spelled out (`visible`)
 
 
 def _facts(rule: Rule) -> list[str]:

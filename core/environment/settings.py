@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from mecha.core.errors import InvalidInput
+from mecha.core.nesting import toml_loads, toml_problem
 
 #: Names the config file; set it to point a test or a second setup elsewhere.
 CONFIG_PATH_ENV = "MECHA_SIDECAR_CONFIG"
@@ -82,7 +83,7 @@ def read_table(path: Path, name: str, *, skim: bool = False) -> Any:
     except UnicodeDecodeError as exc:
         raise Unreadable(path, exc) from None
     try:
-        return tomllib.loads(text).get(name)
+        return toml_loads(text).get(name)
     except tomllib.TOMLDecodeError as exc:
         raise Unreadable(path, exc) from None
 
@@ -105,6 +106,9 @@ def write_table(path: Path, name: str, values: Mapping[str, list[str] | str], dr
         text = ""
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"{path}: {getattr(exc, 'strerror', None) or exc}") from None
+    problem = toml_problem(len(text), text)
+    if problem is not None:
+        raise InvalidInput(f"{path}: {problem}")
     try:
         doc = tomlkit.parse(text)
     except tomlkit.exceptions.ParseError as exc:

@@ -41,6 +41,7 @@ from mecha.core.domain.record import Repeat, RuleRecord, ScopedRule, SessionStar
 from mecha.core.domain.rules import Rule, one_line
 from mecha.core.errors import InvalidStore
 from mecha.core.learning.scope import project_of_cwd
+from mecha.core.sessions.evidence import cut_at_word
 from mecha.core.store.layout import GLOBAL_SCOPE, fnv1a_64
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 
@@ -136,8 +137,7 @@ def _ago(days: int | None) -> str:
 
 
 def _words(text: str, budget: int = 60) -> str:
-    said = " ".join(text.split())
-    return said if len(said) <= budget else said[: budget - 1] + "…"
+    return cut_at_word(" ".join(text.split()), budget)
 
 
 def record_line(rec: RuleRecord, now: str) -> str:

@@ -21,6 +21,7 @@ import msgspec
 
 from mecha.core.domain.record import RuleRecord
 from mecha.core.domain.rules import Rule, RuleDrop
+from mecha.core.sessions.evidence import cut_at_word
 from mecha.core.sessions.mining import bound_text
 from mecha.core.store.ledger import RuleTally
 
@@ -222,9 +223,7 @@ def describe_source(s: RuleSource) -> str:
         where.append(f"{s.file}:{s.line}" if s.line is not None else s.file)
     if s.at is not None:
         where.append(f"message {s.at}")
-    said = " ".join((s.text or "").split())
-    if len(said) > 160:
-        said = said[:159] + "…"
+    said = cut_at_word(" ".join((s.text or "").split()), 160)
     place = f" ({', '.join(where)})" if where else ""
     return f"[{s.trigger}] “{said}”{place}"
 

@@ -73,6 +73,15 @@ KILL_GRACE_S = 3.0
 STDERR_EXCERPT = 600
 
 
+def model_option(flag: str, model: str) -> str:
+    """`--model=NAME` as one argument: a model name is configuration a
+    person (or a repository's config file) wrote, and one starting with `-`
+    after a separate `--model` would be read by the agent's parser as an
+    option of its own (`--model --dangerously-skip-permissions`). Joined,
+    both command lines (commander's and clap's) take it as the value."""
+    return f"{flag}={model}"
+
+
 def claude_args(program: str, request: CompletionRequest, cfg: ModelConfig, system_file: Path) -> list[str]:
     """The `claude -p` command line for one request (the prompt goes on stdin)."""
     args = [
@@ -84,7 +93,7 @@ def claude_args(program: str, request: CompletionRequest, cfg: ModelConfig, syst
         args += ["--json-schema", json.dumps(request.reply_schema.schema)]
     model = request.model or cfg.model
     if model:
-        args += ["--model", model]
+        args.append(model_option("--model", model))
     return args
 
 
@@ -114,7 +123,7 @@ def codex_args(program: str, request: CompletionRequest, cfg: ModelConfig, schem
         args += ["--output-schema", str(schema_file)]
     model = request.model or cfg.model
     if model:
-        args += ["-m", model]
+        args.append(model_option("--model", model))
     return [*args, "-"]
 
 

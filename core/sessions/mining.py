@@ -33,7 +33,7 @@ from enum import Enum
 
 import msgspec
 
-from mecha.core.sessions.evidence import ContextPieces, evidence_context, gather_context, head_and_tail
+from mecha.core.sessions.evidence import ContextPieces, cut_at_word, evidence_context, gather_context, head_and_tail
 from mecha.core.sessions.evidence import context_sources as _sources
 from mecha.core.sessions.outbox import OutboxItem, WritingOutcome
 from mecha.core.sessions.transcript import IMAGE_PLACEHOLDER, Block, Message
@@ -130,10 +130,9 @@ DEFAULT_VOICES = Voices()
 
 
 def truncate(text: str, budget: int) -> str:
-    """At most `budget` characters, with an ellipsis when something was cut."""
-    if len(text) <= budget:
-        return text
-    return text[:budget] + "…"
+    """At most `budget` characters, cut at a word with an ellipsis when
+    something was cut (`evidence.cut_at_word`)."""
+    return cut_at_word(text, budget)
 
 
 #: How much of the person's own words one reflection keeps, and one reflector

@@ -334,7 +334,23 @@ def _held_temp(path: Path, data: bytes | Sequence[bytes | memoryview], tmp: Path
                 os.fchmod(fd, FILE_MODE)
                 write_durably(fd, data)
             if not named:
-                _name_unnamed(fd, tmp)
+                try:
+                    _name_unnamed(fd, tmp)
+                except InvalidStore:
+                    raise
+                except OSError:
+                    # Naming it failed in a way that says nothing of the
+                    # store (`/proc` unusable, a filesystem refusing
+                    # `linkat` of an unnamed file): the bytes go to a named
+                    # temp instead, once — once a raw traceback on every write.
+                    os.close(fd)
+                    fd = -1
+                    with writing(tmp.parent):
+                        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+                    named = True
+                    with writing(path):
+                        os.fchmod(fd, FILE_MODE)
+                        write_durably(fd, data)
                 named = True
         except BaseException:
             if named:
@@ -342,7 +358,8 @@ def _held_temp(path: Path, data: bytes | Sequence[bytes | memoryview], tmp: Path
             raise
         yield tmp
     finally:
-        os.close(fd)
+        if fd >= 0:
+            os.close(fd)
 
 
 def _name_unnamed(fd: int, tmp: Path) -> None:
@@ -364,11 +381,16 @@ def _open_temp(tmp: Path) -> tuple[int, bool]:
     unnamed = getattr(os, "O_TMPFILE", 0)
     if unnamed and os.path.isdir("/proc/self/fd"):
         try:
-            with writing(tmp.parent):
-                return os.open(tmp.parent, os.O_WRONLY | unnamed | os.O_CLOEXEC, FILE_MODE), False
+            return os.open(tmp.parent, os.O_WRONLY | unnamed | os.O_CLOEXEC, FILE_MODE), False
         except OSError as exc:
-            if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
-                raise
+            # Anything but room: try the named temp, which says by name
+            # whether the folder is really not writable. `EACCES`/`EPERM`
+            # from an unnamed open alone (a security module, a filesystem
+            # that refuses only those) once failed every write of a
+            # writable store as "not writable".
+            if exc.errno in _FULL:
+                with writing(tmp.parent):
+                    raise
     with writing(tmp.parent):
         return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE), True
 

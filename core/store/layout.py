@@ -520,14 +520,18 @@ JOURNAL_ASIDE = "journal.set-aside-"
 
 #: What git must never sweep into history. Process state, not learning
 #: history: the writer lock, in-flight temp files, background jobs' records
-#: and logs, and transcripts waiting in the inbox (which may quote
-#: third-party content and must never enter history).
+#: and logs, and transcripts — waiting in the inbox, or kept for a holdout
+#: (which may quote third-party content and must never enter history). Each
+#: such folder also holds a `.gitignore` of its own, but that one is a file
+#: a sync tool or an editor can empty: emptied, the next pass committed the
+#: holdout transcripts, since this list did not name their folder.
 GITIGNORE_ENTRIES: tuple[str, ...] = (
     LOCK_FILE,
     "*" + TMP_SUFFIX,
     JOBS_DIR + "/",
     LOGS_DIR + "/",
     INBOX_DIR + "/",
+    TRANSCRIPTS_DIR + "/",
     CACHE_DIR + "/",
     JOURNAL_DIR + "/",
     JOURNAL_ASIDE + "*/",

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from mecha.core.domain.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Rule, active_count, validate_domain
-from mecha.core.errors import InvalidDomain
+from mecha.core.errors import InvalidDomain, InvalidStore
+from mecha.core.nesting import toml_problem
 from mecha.core.store import files as _files
 from mecha.core.store.layout import (
     LEARNED_KIND,
@@ -65,6 +66,13 @@ class RulesFiles:
         return rules_file_path(self._root, domain, kind, project)
 
     def _load(self, path: Path) -> list[Rule]:
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = 0  # missing, or unreadable: the read below says which
+        problem = toml_problem(size)
+        if problem is not None:  # refused unread: reading it is most of the cost
+            raise InvalidStore(f"{path}:1: {problem}", path=str(path), line=1)
         data = _files.read_bytes(path)
         if data is None:
             return []

@@ -19,6 +19,7 @@ import msgspec
 
 from mecha.core.domain.rules import Rule, RulesFile
 from mecha.core.errors import InvalidStore
+from mecha.core.nesting import toml_loads, toml_problem
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +29,10 @@ def rules_file_project(data: bytes | str) -> str | None:
     `project` key), or `None` (a global file, or one that does not parse)."""
     if isinstance(data, bytes):
         data = data.decode("utf-8", "replace")
+    if toml_problem(len(data), data) is not None:
+        return None
     try:
-        value = tomllib.loads(data).get("project")
+        value = toml_loads(data).get("project")
     except tomllib.TOMLDecodeError:
         return None
     return value if isinstance(value, str) else None
@@ -66,8 +69,11 @@ def parse_rules_file(data: bytes | str, name: str) -> list[Rule]:
             ) from None
     else:
         text = data
+    problem = toml_problem(len(data) if isinstance(data, bytes) else len(text.encode("utf-8", "surrogatepass")), text)
+    if problem is not None:
+        raise InvalidStore(f"{name}:1: {problem}", path=name, line=1)
     try:
-        raw = tomllib.loads(text)
+        raw = toml_loads(text)
     except tomllib.TOMLDecodeError as e:
         line = _toml_error_line(str(e), text)
         raise InvalidStore(f"{name}:{line}: {e}", path=name, line=line) from None

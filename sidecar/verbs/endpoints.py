@@ -15,13 +15,30 @@ if TYPE_CHECKING:
 def serve(args: argparse.Namespace) -> int:
     from ..serve import serve_stdio
 
+    _serve_store(args.learning_dir)
     return serve_stdio()
 
 
 def lsp(args: argparse.Namespace) -> int:
     from ..lsp import serve_lsp
 
+    _serve_store(args.learning_dir)
     return serve_lsp()
+
+
+def _serve_store(learning_dir: str | None) -> None:
+    """`--learning-dir` on an endpoint (`serve`, `lsp`): the store a client
+    gets when its `initialize` names none. The endpoints resolve the store
+    from the options, then `$MECHA_LEARNING_DIR`; the flag takes the
+    variable's place for this process (resolved once, here), so a client's
+    own `learningDir` still wins, as it does over the variable. Once
+    ignored, silently serving the default store."""
+    import os
+
+    from mecha.core.store.layout import LEARNING_DIR_ENV, resolve_root
+
+    if learning_dir is not None:
+        os.environ[LEARNING_DIR_ENV] = resolve_root(learning_dir)
 
 
 def run_pass(args: argparse.Namespace) -> int:

@@ -27,6 +27,13 @@ def emit(args: argparse.Namespace, result: Any, human: Any) -> None:
     else:
         text = human(result) if callable(human) else human
         if text:
+            # What a person reads is shown with every character that hides
+            # (a bidi control, a zero-width joiner, an escape sequence)
+            # spelled out: a rule under review once read as one instruction
+            # and carried another. `--json` carries the text as it is.
+            from mecha.core.visible import shown
+
+            text = shown(text, keep_layout=True)
             sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 

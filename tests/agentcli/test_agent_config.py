@@ -79,8 +79,19 @@ def test_codex_is_asked_for_an_ephemeral_read_only_run_with_the_schema_file(tmp_
     assert args[:2] == ["codex", "exec"] and args[-1] == "-"
     assert args[args.index("--sandbox") + 1] == "read-only"
     assert args[args.index("--output-schema") + 1] == str(tmp_path / "schema.json")
-    assert "--ephemeral" in args and args[args.index("-m") + 1] == "m"
+    assert "--ephemeral" in args and "--model=m" in args
     assert 'developer_instructions="frame"' in args
+
+
+def test_a_model_name_that_looks_like_an_option_is_never_read_as_one(tmp_path: Path):
+    # Pins: `--model --dangerously-skip-permissions` from a configured model
+    # name, which the agent's parser took as a flag of its own.
+    for api, build in (("claude-code", lambda c: claude_args("claude", REQUEST, c, tmp_path / "s.md")),
+                       ("codex", lambda c: codex_args("codex", REQUEST, c, None))):
+        cfg = resolve_model_config({"api": api, "model": "--dangerously-skip-permissions"}, {}, None)
+        assert cfg is not None
+        args = build(cfg)
+        assert "--dangerously-skip-permissions" not in args and "--model=--dangerously-skip-permissions" in args, args
 
 
 def test_the_calls_run_from_a_cache_folder_the_importer_recognises(tmp_path: Path):

@@ -147,7 +147,7 @@ def run(rounds: int) -> list[Figure]:
 
         def session_start() -> float:
             elapsed, out = _time(["sh", "-c", start], start_payload, project, env, "start")
-            if not json.loads(out)["systemMessage"].startswith("mecha: 1 rule proposal awaits"):
+            if "mecha: 1 rule proposal awaits" not in json.loads(out)["systemMessage"]:
                 raise RuntimeError(f"the session-start run printed {out!r}")
             return elapsed
 

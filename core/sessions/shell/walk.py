@@ -61,6 +61,20 @@ def _variable_of(node: tree_sitter.Node) -> str | None:
     return match.group(1) if match else None
 
 
+def _line_breaks(command: tree_sitter.Node) -> set[int]:
+    """Where, in a command node, tree-sitter-bash read words of the next
+    line into it (it does after `sed \\;` in some pipelines): the start of
+    each child after a newline no backslash joins. Bash ends the command
+    there; what follows is a command of its own."""
+    raw, start = command.text or b"", command.start_byte
+    children = command.children
+    return {
+        after.start_byte
+        for before, after in zip(children, children[1:])
+        if b"\n" in raw[before.end_byte - start : after.start_byte - start].replace(b"\\\n", b"")
+    }
+
+
 def _runs_first(parent: tree_sitter.Node, child: tree_sitter.Node) -> bool:
     """Whether `child`, first of `parent`, runs in this shell whenever
     `parent` does: the left of `&&`/`||`; and the list tree-sitter-bash puts
@@ -233,10 +247,17 @@ class Walker:
         return all(self.node(c, depth) for c in node.named_children)
 
     def command(self, node: tree_sitter.Node, depth: int) -> bool:
+        """One simple command: its prefix assignments and redirections
+        checked, its words read, its argv judged — as several commands when
+        the parser ran the next line's words into it (`_line_breaks`)."""
         argv: list[Word] = []
-        project_path = self.project_path
+        commands = [argv]
+        project_path, breaks = self.project_path, _line_breaks(node)
         try:
             for child in node.named_children:
+                if child.start_byte in breaks:
+                    argv = []
+                    commands.append(argv)
                 if child.type == "variable_assignment":
                     if not self.assignment(child, depth, record=False):
                         return False
@@ -251,9 +272,20 @@ class Walker:
                 if not self.node(word, depth):  # substitutions inside the word
                     return False
                 argv.append(literal(word, self.known))
-            return self.argv(argv, depth)
+            return self.argv(commands[0], depth) and all(self.argv(self.unprefixed(c), depth) for c in commands[1:])
         finally:
             self.project_path = project_path  # a prefix `PATH=…` is the command's alone
+
+    def unprefixed(self, argv: list[Word]) -> list[Word]:
+        """A command the parser ran into the one before, past its own
+        `NAME=value` prefix (read as words), each checked as a prefix is."""
+        while argv and argv[0] is not None and re.match(r"[A-Za-z_]\w*=", argv[0]):
+            name, value = argv[0].split("=", 1)
+            if not assignment_ok(name, value):
+                self.fail("sets a variable that changes which program runs", name)
+                return [None]
+            argv = argv[1:]
+        return argv
 
     # ─── what an expansion stands for ───────────────────────────────────────
 

@@ -179,3 +179,21 @@ def test_calls_that_do_not_fit_are_left_out_and_counted_never_cut_to_a_stub():
     for line in context.splitlines():
         if line.startswith("It called: "):
             assert line.endswith("x"), f"a call cut short: {line!r}"
+
+
+def test_texts_are_cut_at_a_word_and_a_short_cut_is_not_counted():
+    # Pins: "It said: I see th [… 183 characters cut …] ally:" — a cut
+    # mid-word, with a count nobody needed in the middle of a sentence.
+    from mecha.core.sessions.evidence import COUNT_CUT_FROM, cut_at_word, head_and_tail
+
+    claim = ("It said: I see the problem now. The function returns early when the list is empty, and the caller "
+             "then reads a value that is not there at all, which is exactly why it failed so unexpectedly:")
+    cut = head_and_tail(claim, 120)
+    assert len(cut) <= 120 and " … " in cut and "characters cut" not in cut
+    head, tail = cut.split(" … ")
+    assert claim.startswith(head) and claim.endswith(tail)
+    assert claim[len(head)] == " " and claim[-len(tail) - 1] == " ", "both ends are whole words"
+    paste = "log line\n" * 400
+    assert "characters cut" in head_and_tail(paste, 300) and len(paste) - 300 >= COUNT_CUT_FROM
+    assert cut_at_word("Run the test suite before saying done.", 20) == "Run the test suite…"
+    assert cut_at_word("x" * 50, 20) == "x" * 19 + "…", "a run with no space is cut where it must be"

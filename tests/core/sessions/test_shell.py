@@ -15,6 +15,7 @@ from mecha.core.sessions.codex_cli import CODEX_POLICY, read_codex
 from mecha.core.sessions.shell import (
     MAX_COMMAND_CHARS,
     MAX_SHELL_NESTING,
+    WHY_NETWORK,
     WHY_UNKNOWN,
     ShellMemory,
     ShellTrust,
@@ -564,3 +565,12 @@ def test_a_project_folder_on_path_makes_an_unknown_name_the_projects_own_program
 def test_a_variable_set_in_a_branch_or_a_subshell_is_not_taken_as_set() -> None:
     assert judge_command("X=ls; (X=curl); $X") == Verdict(local=False, why="names its program through something known only when it runs")
     assert judge_command("X=ls && $X -la") == Verdict(local=True)
+
+
+def test_a_next_line_the_parser_reads_into_a_command_is_judged_as_its_own_command() -> None:
+    # Pins: tree-sitter-bash read `/usr/bin/pip download` as words of `sed \\;`
+    # (a generated line, found by fuzzing), so pip was never judged.
+    line = '{ git |& git |& sed \\;\n/usr/bin/pip download && echo "$( /usr/local/bin/tail )"; }'
+    assert judge_command(line) == Verdict(local=False, program="pip download", why=WHY_NETWORK)
+    assert judge_command(line.replace("/usr/bin/pip download", "CI=true wc -l")) == Verdict(local=True)
+    assert judge_command("ls \\\n  -la") == Verdict(local=True), "a backslash joins the lines"

@@ -842,7 +842,7 @@ def test_an_old_gitignore_gains_the_missing_entries_and_keeps_its_own(tmp_path: 
     root.mkdir()
     (root / ".gitignore").write_text(".lock\nmy-notes/")  # no final newline
     LearningStore.open(root)
-    assert (root / ".gitignore").read_text().splitlines() == [".lock", "my-notes/", "*.tmp", "jobs/", "logs/", "inbox/", "cache/", "journal/", "journal.set-aside-*/", "hook-queue/"]
+    assert (root / ".gitignore").read_text().splitlines() == [".lock", "my-notes/", "*.tmp", "jobs/", "logs/", "inbox/", "transcripts/", "cache/", "journal/", "journal.set-aside-*/", "hook-queue/"]
 
 
 @pytest.fixture

@@ -1,0 +1,72 @@
+"""Edges of the store a person's other tools can reach: a folder's own
+`.gitignore` emptied by a sync tool, and the like."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from mecha.core.learning.holdout import keep_transcript
+from mecha.core.sessions.transcript import Message
+from mecha.core.store.learning_store import LearningStore
+
+
+def _tracked(root: Path) -> list[str]:
+    return subprocess.run(["git", "--git-dir", str(root / ".git"), "ls-files"], capture_output=True, text=True,
+                          check=True).stdout.split()
+
+
+def test_kept_transcripts_stay_out_of_history_when_their_folders_gitignore_is_emptied(tmp_path: Path) -> None:
+    # Pins: a sync tool emptying `transcripts/.gitignore`, and the next pass
+    # committing the kept transcripts (the store's own `.gitignore` did not
+    # list the folder).
+    store = LearningStore.open(tmp_path / "learning")
+    kept = keep_transcript(store.root, "s-holdout", [Message(role="user", content="Quote of a stranger's page.")],
+                           None, interactive=True)
+    (kept.parent / ".gitignore").write_text("")
+    with store.lock():
+        store.commit("a pass after the sync tool")
+    assert not [f for f in _tracked(store.root) if f.startswith("transcripts/")], _tracked(store.root)
+
+
+def test_a_store_whose_unnamed_temp_files_are_refused_is_still_written(tmp_path: Path, monkeypatch) -> None:
+    # Pins: `O_TMPFILE` refused with EACCES (a security module, a filesystem
+    # refusing only that) failing every write of a writable store as "store
+    # not writable".
+    import errno
+    import os
+
+    from mecha.core.store import files
+
+    real_open = os.open
+
+    def refusing(path, flags, *args, **kw):
+        if flags & getattr(os, "O_TMPFILE", 0) == getattr(os, "O_TMPFILE", -1):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_open(path, flags, *args, **kw)
+
+    monkeypatch.setattr(os, "open", refusing)
+    target = tmp_path / "f.json"
+    files.write_atomic(target, b"whole\n")
+    assert target.read_bytes() == b"whole\n" and [p.name for p in tmp_path.iterdir()] == ["f.json"]
+
+
+def test_a_temp_file_that_cannot_be_named_falls_back_to_a_named_one(tmp_path: Path, monkeypatch) -> None:
+    # Pins: naming the unnamed temp failing (`linkat` through /proc refused)
+    # and every write ending in a raw traceback.
+    import errno
+    import os
+
+    from mecha.core.store import files
+
+    real_link = os.link
+
+    def refusing(src, dst, *args, **kw):
+        if kw.get("src_dir_fd") is not None:
+            raise OSError(errno.ENOENT, "No such file or directory", str(src))
+        return real_link(src, dst, *args, **kw)
+
+    monkeypatch.setattr(os, "link", refusing)
+    target = tmp_path / "f.json"
+    files.write_atomic(target, b"whole\n")
+    assert target.read_bytes() == b"whole\n" and [p.name for p in tmp_path.iterdir()] == ["f.json"]
