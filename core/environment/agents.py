@@ -198,6 +198,8 @@ CLAUDE = Agent(
         "<user-prompt-submit-hook>",
         "Stop hook feedback:",
         "No response requested.",
+        # Its reply to a slash command naming no skill it knows (`/btw`).
+        "Unknown skill: ",
     ),
 )
 
