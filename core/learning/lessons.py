@@ -21,7 +21,7 @@ import msgspec
 
 from mecha.core.domain.reflexion import Evidence, FoundAt, Origin, Reflexion
 from mecha.core.learning.aside import aside_note
-from mecha.core.learning.reflect import was_withheld
+from mecha.core.learning.reflect import never_asked, was_withheld
 from mecha.core.learning.reflection import REFLECTOR_EXAMPLES
 from mecha.core.learning.replies import no_lesson_reason
 from mecha.core.sessions.mining import Trigger
@@ -96,7 +96,8 @@ def why_not_learnable(r: Reflexion) -> str | None:
     if r.origin is Origin.CLEAN:
         return None
     if r.origin is Origin.DERIVED:
-        return "not from an interactive session (a subagent, an eval case or a batch item): the harness correcting itself"
+        why = "not from an interactive session (a subagent, an eval case or a batch item): the harness correcting itself"
+        return why + ("; the reflector was not asked: nothing it could answer would be learnable" if never_asked(r) else "")
     if r.untrusted_by:
         why = f"third-party content was in the conversation at that moment; the first call that brought it: {r.untrusted_by}"
     else:

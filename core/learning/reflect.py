@@ -64,6 +64,9 @@ class ReflectOutcome(msgspec.Struct):
     skipped_by_rule: int = 0
     #: Untrusted interventions recorded without a model call (`asks_the_model`).
     withheld: int = 0
+    #: Interventions of a session no person ran (a subagent's, a headless
+    #: run's), recorded without a model call (`asks_the_model`).
+    not_asked_derived: int = 0
     #: Entries handed back to the inbox with work still pending.
     failed: int = 0
     #: Unusable answers this pass (each leaves its intervention pending).
@@ -95,6 +98,11 @@ class ReflectOutcome(msgspec.Struct):
             parts.append(
                 f"{self.withheld} untrusted intervention(s) recorded without a model call "
                 "(`mecha-sidecar lessons` says what held each back)"
+            )
+        if self.not_asked_derived:
+            parts.append(
+                f"{self.not_asked_derived} intervention(s) from a session no person ran (a subagent's, a headless run's) "
+                "recorded without a model call"
             )
         if self.repeats:
             parts.append(f"{self.repeats} correction(s) of a live rule (`mecha-sidecar rules` shows its record)")
@@ -251,6 +259,9 @@ async def _ask(
 
 #: The lesson recorded for an intervention the model was never asked about.
 WITHHELD_LESSON = "(not asked: third-party content was in context; it is asked again if a change of trust makes it clean)"
+#: The same for an intervention of a session no person ran, which no change
+#: of trust ever makes learnable.
+NOT_ASKED_DERIVED = "(not asked: not from an interactive session; nothing it could answer would ever be learnable)"
 
 
 def withheld_lesson(plan: Planned) -> str:
@@ -269,21 +280,37 @@ def was_withheld(r: Reflexion) -> bool:
     return r.origin is Origin.UNTRUSTED and r.reflexion_text.startswith(WITHHELD_LESSON[:-1])
 
 
+def never_asked(r: Reflexion) -> bool:
+    """Whether `r` records an intervention the reflector was never asked
+    about because nothing it answered could be learned: a withheld
+    untrusted one (`was_withheld`) or one of a session no person ran."""
+    return was_withheld(r) or (r.origin is Origin.DERIVED and r.reflexion_text == NOT_ASKED_DERIVED)
+
+
 def asks_the_model(plan: Planned) -> bool:
-    """Whether the reflector is called for this intervention. Not for an
-    untrusted one: nothing it could answer can ever be learned (the seeds'
-    rule: no knob makes untrusted content learnable), so the call would buy
-    nothing, and a stranger's text in context is the moment a model is
-    most worth not feeding. It is recorded instead (`_withheld`), and a
-    change of trust that makes its session read clean asks it then
-    (`sessions.retrust`)."""
-    return plan.origin is not Origin.UNTRUSTED
+    """Whether the reflector is called for this intervention: only when
+    what it answers could be learned, which is a clean one alone
+    (`Reflexion.learnable`). Not for an untrusted one (the seeds' rule: no
+    knob makes untrusted content learnable), and a stranger's text in
+    context is the moment a model is most worth not feeding; a change of
+    trust that makes its session read clean asks it then
+    (`sessions.retrust`). Not for one of a session no person ran — a
+    subagent's, a headless run's (`derived`): the harness correcting
+    itself, never a lesson, whatever trust says. On real sessions those
+    were mostly a subagent's refusals with no words of the person and
+    their context withheld, whose only possible answer was a skip. Evidence
+    of the person's words alone is never clean (`survey.evidence_for`), so
+    an intervention showing the model nothing at all is never asked
+    either. Each is recorded instead (`_withheld`), with why."""
+    return plan.origin is Origin.CLEAN
 
 
 def _withheld(plan: Planned, key: str, work: _Work, entry: InboxEntry, progress: Progress) -> _Answer:
-    """An untrusted intervention, recorded without a model call: the
-    person's words as readable evidence, no lesson, never learnable."""
+    """An intervention the model is not asked about (`asks_the_model`),
+    recorded without a model call: the person's words as readable
+    evidence, no lesson, never learnable, and why in the lesson's place."""
     i = plan.intervention
+    untrusted = plan.origin is Origin.UNTRUSTED
     r = Reflexion(
         id=mint_reflexion_id(),
         domain=reflection_domain(i.trigger),
@@ -291,15 +318,15 @@ def _withheld(plan: Planned, key: str, work: _Work, entry: InboxEntry, progress:
         trigger=i.trigger.value,
         context="",
         intervention=i.text,
-        reflexion_text=withheld_lesson(plan),
+        reflexion_text=withheld_lesson(plan) if untrusted else NOT_ASKED_DERIVED,
         created_at=now(),
-        origin=Origin.UNTRUSTED,
+        origin=plan.origin,
         evidence=Evidence.INTERVENTION_ONLY,
         project=entry.project if isinstance(entry, SessionEntry) else None,
         found=FoundAt(at=i.at, file=work.file, line=plan.line),
-        untrusted_by=plan.held_by.describe() if plan.held_by is not None else None,
+        untrusted_by=plan.held_by.describe() if untrusted and plan.held_by is not None else None,
     )
-    progress(f"{key}: withheld from the model (untrusted)")
+    progress(f"{key}: withheld from the model ({plan.origin.value})")
     return _Answer(plan, key, reflexion=r)
 
 
@@ -496,7 +523,7 @@ async def _reflect_entry(
     open_plans = [(p, k) for p, k in zip(work.plans, keys) if not states.get(k, _UNSETTLED).settled]
     todo = [(p, k) for p, k in open_plans if asks_the_model(p)]
     withheld = [_withheld(p, k, work, entry, progress) for p, k in open_plans if not asks_the_model(p)]
-    progress(f"{work.label}: {len(work.plans)} intervention(s), {len(todo)} to ask" + (f", {len(withheld)} withheld (untrusted)" if withheld else ""))
+    progress(f"{work.label}: {len(work.plans)} intervention(s), {len(todo)} to ask" + (f", {len(withheld)} never learnable, recorded unasked" if withheld else ""))
     answers = await _ask_all(store, todo, entry, work, get_model, gate, progress, outcome, tick) if todo else []
     got = [a for a in answers if isinstance(a, _Answer)]
     interrupted = len(got) < len(answers)
@@ -628,6 +655,7 @@ def _count_answers(outcome: ReflectOutcome, got: list[_Answer], reflections: lis
     outcome.skipped_no_lesson += sum(1 for a in got if a.skipped and a.rule is None)
     outcome.skipped_by_rule += sum(1 for a in got if a.rule is not None)
     outcome.withheld += sum(1 for r in reflections if was_withheld(r))
+    outcome.not_asked_derived += sum(1 for r in reflections if never_asked(r) and not was_withheld(r))
     outcome.unusable += sum(1 for a in got if not a.usable and a.permanent is None)
     # A rule's skip is no answer from the model: it says nothing of whether
     # the model is usable (`pass_failure`).

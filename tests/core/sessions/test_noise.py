@@ -245,3 +245,39 @@ def test_claude_codes_unknown_skill_notice_is_not_the_person():
     cc.user("Unknown skill: btw")
     cc.assistant(text("Two devices are attached."))
     assert mined(cc) == []
+
+
+async def test_a_subagents_interventions_are_recorded_without_a_model_call(store: LearningStore, tmp_path: Path):
+    # Pins: a refusal in a subagent's transcript — never learnable, its context withheld, no words of the
+    # person ("[Request interrupted by user for tool use]" after Claude Code's stock rejection) — still
+    # cost a reflect call whose only possible answer was a skip; and a subagent's steer likewise.
+    from mecha.core.agents.importing import import_sessions
+    from mecha.core.learning.lessons import list_lessons
+
+    cc = Claude().user("Find every TODO in the repository.", isSidechain=True, agentId="a1")
+    cc.assistant(text("Searching."), use("g", "Bash", command="grep -rn TODO .", description="Find TODOs"),
+                 isSidechain=True, agentId="a1")
+    cc.result("g", REJECTION, is_error=True, isSidechain=True, agentId="a1")
+    cc.user([{"type": "text", "text": "[Request interrupted by user for tool use]"}], isSidechain=True, agentId="a1")
+    cc.assistant(text("Stopped."), isSidechain=True, agentId="a1")
+    cc.user("Also list the FIXMEs.", isSidechain=True, agentId="a1").assistant(text("Two FIXMEs."), isSidechain=True)
+    folder = tmp_path / "projects" / "-srv-app" / cc.session / "subagents"
+    folder.mkdir(parents=True)
+    (folder / "agent-a1.jsonl").write_bytes(cc.bytes())
+    report = import_sessions(store, "claude", tmp_path / "projects", voices=VOICES, ended=True)
+    assert len(report.queued) == 1
+
+    def no_model() -> Reflector:
+        raise NoModel("no model is configured for the reflect pass")
+
+    outcome = await reflect_inbox(store, None, require_model=no_model)
+    assert (outcome.to_ask, outcome.reflections, outcome.learnable, outcome.not_asked_derived) == (0, 2, 0, 2)
+    assert "2 intervention(s) from a session no person ran (a subagent's, a headless run's) recorded without a model call" in outcome.summary()
+    assert len(store.mined_sessions()) == 1
+    lessons, counts = list_lessons(store.reflexions())
+    assert sorted(lesson.intervention for lesson in lessons) == ["", "Also list the FIXMEs."]
+    assert counts.untrusted == 0 and not any(lesson.learnable for lesson in lessons)
+    for lesson in lessons:
+        assert lesson.not_learnable_because is not None
+        assert lesson.not_learnable_because.startswith("not from an interactive session")
+        assert "the reflector was not asked" in lesson.not_learnable_because
