@@ -114,11 +114,12 @@ def use_agent(api: str | None, *, as_json: bool = False) -> int:
     import json
     import os
 
+    from mecha.core.environment.agents import APIS as AGENT_APIS
     from mecha.core.environment.agents import by_api
     from mecha.core.environment.installed import find_agents
     from mecha.core.environment.settings import config_path
     from mecha.core.errors import InvalidInput
-    from mecha.core.providers.config import AGENT_APIS, ENV_KEYS, choose_agent_model
+    from mecha.core.providers.config import ENV_KEYS, choose_agent_model
 
     if api is None:
         print(f"mecha-sidecar: model use: name the agent: {' or '.join(AGENT_APIS)}", file=sys.stderr)

@@ -59,7 +59,6 @@ from mecha.core.environment.agents import CODEX, NAMES, HookSpec
 from mecha.core.errors import InvalidInput
 from mecha.core.store.layout import checkout_root
 
-AGENTS = NAMES
 SCOPES = ("user", "project")
 
 #: The hook command's own verb (`hook AGENT session-end|session-start`).
@@ -100,8 +99,8 @@ PROJECT_SETTINGS_FILES = {a.name: a.settings_project for a in AGENT_ROWS}
 
 
 def validate_agent(agent: str) -> str:
-    if agent not in AGENTS:
-        raise InvalidInput(f"unknown agent {agent!r}: hooks are for {' or '.join(AGENTS)}")
+    if agent not in NAMES:
+        raise InvalidInput(f"unknown agent {agent!r}: hooks are for {' or '.join(NAMES)}")
     return agent
 
 

@@ -50,7 +50,7 @@ from mecha.core.agents.worktree_scopes import merge_removed_worktree_scopes
 from mecha.core.domain.reflexion import Origin
 from mecha.core.environment.agents import AGENTS
 from mecha.core.environment.installed import is_own_call
-from mecha.core.environment.trust import policy_with
+from mecha.core.environment.trust import load_trust, policy_with
 from mecha.core.errors import InvalidInput
 from mecha.core.identity import now
 from mecha.core.learning.scope import project_of_session
@@ -330,13 +330,18 @@ def import_sessions(
     project: str | None = None,
     dry_run: bool = False,
     ended: bool = False,
+    trust: Sequence[str] = (),
+    distrust: Sequence[str] = (),
 ) -> ImportReport:
     """Find, read and plan every session under `root`; unless `dry_run`,
     queue the new interventions in one step. Starts no pass: the caller
     does, once, when `queued` is not empty. `ended`: the agent said the
     session is over (its session-end hook), so however recent the file,
     nothing in it is still being written and no refusal waits for its
-    reason (`awaiting_reason`)."""
+    reason (`awaiting_reason`). `trust` / `distrust` are this run's
+    `--trust-tool` / `--distrust-tool` (already in `policy`): each file's
+    record keeps them with the standing entries, the trust it was read
+    with, so `validate` reads it again the same way."""
     root = root.expanduser()
     report = ImportReport(source=source, root=str(root), dry_run=dry_run)
     records = store.imports()
@@ -367,7 +372,8 @@ def import_sessions(
             def read_again(plan: SessionPlan, on_file: Counter[str], seen: set[str]) -> tuple[SessionPlan, Path | None] | None:
                 return _read_again(store, plan, on_file, seen, staging, policy=policy, voices=voices, ended=ended)
 
-            _commit(store, report, staged, read_again)
+            read_with = ([*load_trust().entries, *trust], list(distrust))
+            _commit(store, report, staged, read_again, read_with)
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
@@ -515,9 +521,10 @@ def _commit(
     report: ImportReport,
     staged: list[tuple[SessionPlan, Path | None]],
     read_again: ReadAgain,
+    read_with: tuple[list[str], list[str]] = ([], []),
 ) -> None:
     """Under the writer lock: move the staged entries into the inbox and
-    record what was read.
+    record what was read, and with what trust (`read_with`).
 
     Another import may have queued some of a file's interventions since
     this one read it — from an older read of the same file, perhaps, while
@@ -554,21 +561,29 @@ def _commit(
                     on_file.update(keys)
                     seen.add(plan.session_id)
                     waiting.add(entry_id)
-            out.append(
-                ImportRecord(
-                    source=plan.source,
-                    path=plan.path,
-                    # -1: a held refusal makes the next import read the file again.
-                    size=-1 if plan.held else plan.size,
-                    mtime_ns=plan.mtime_ns,
-                    session_id=plan.session_id,
-                    keys=keys if queued_as else [],
-                    queued_as=queued_as,
-                    imported_at=stamp,
-                )
-            )
+            out.append(_record_of(plan, keys if queued_as else [], queued_as, stamp, read_with))
         if out:
             store.append_imports(out)
+
+
+def _record_of(
+    plan: SessionPlan, keys: list[str], queued_as: str | None, stamp: str, read_with: tuple[list[str], list[str]]
+) -> ImportRecord:
+    """What one import read of one file: how far, what it queued, and with
+    what trust."""
+    return ImportRecord(
+        source=plan.source,
+        path=plan.path,
+        # -1: a held refusal makes the next import read the file again.
+        size=-1 if plan.held else plan.size,
+        mtime_ns=plan.mtime_ns,
+        session_id=plan.session_id,
+        keys=keys,
+        queued_as=queued_as,
+        imported_at=stamp,
+        trust=read_with[0],
+        distrust=read_with[1],
+    )
 
 
 class _EntryHead(msgspec.Struct):

@@ -28,10 +28,11 @@ holdout: what keeps a probe honest is that no rule is measured on its own
 sources (`arms_of`, below), and requiring the holdout as well left the
 person's real sessions with no probe at all (half of them outside it, and
 the rest mostly the rules' own sources). The file is re-read and must still
-hold the correction where it was found, and must still read as clean up to it — under the person's
-standing trust decisions (`sessions.trust`, which every session reader
-honours), so a lesson learned from a session read as clean under that
-trust is not "no longer clean" when read again. Reflections not yet
+hold the correction where it was found, and must still read as clean up to it — under the trust
+it was imported with (the standing entries then and the import's own
+`--trust-tool`s, kept in its import record: `import_policies`), so a lesson
+learned from a session read as clean is not "no longer clean" because a
+trust entry was removed since. Reflections not yet
 measured under the same block come first.
 
 A probe never measures a rule on a correction among that rule's own
@@ -65,7 +66,9 @@ from mecha.core.learning.sources import describe_verdict
 from mecha.core.providers.base import CompletionRequest, Provider, StopReason
 from mecha.core.providers.config import ModelConfig
 from mecha.core.sessions.mining import bound_text, locate_followup
+from mecha.core.sessions.reader import TaintPolicy
 from mecha.core.sessions.transcript import Message, taint_at
+from mecha.core.sessions.trust import Trust
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus, RenderedBlock, render_rules
 from mecha.core.store.ledger import (
     CALLS_PER_PROBE,
@@ -80,6 +83,7 @@ from mecha.core.store.ledger import (
     ValidationPlan,
     ValidationRecord,
 )
+from mecha.core.store.records import ImportRecord
 
 log = logging.getLogger(__name__)
 
@@ -224,15 +228,34 @@ def _eligible(r: Reflexion, domain: str, proposal: Proposal | None) -> str | Non
     return None
 
 
-def _recover(r: Reflexion) -> tuple[list[Message], Message] | str:
+def import_policies(records: Iterable[ImportRecord]) -> dict[str, TaintPolicy]:
+    """Each imported file's path → the taint policy it was read with at its
+    last import (`ImportRecord.trust`): a file is read again as it was read
+    then, so a trust entry removed since does not turn a correction that
+    was learned as clean into one that cannot be probed. A record from
+    before the trust was kept gives none (the standing trust is used)."""
+    out: dict[str, TaintPolicy] = {}
+    for rec in records:
+        if rec.trust is not None:
+            out[rec.path] = Trust(entries=tuple(rec.trust)).policy(rec.source, distrust=rec.distrust)
+    return out
+
+
+def _recover(r: Reflexion, policies: Mapping[str, TaintPolicy] | None = None) -> tuple[list[Message], Message] | str:
     """The conversation before the turn that drew `r`'s correction, and that
-    turn, from its session file read again; else why not."""
+    turn, from its session file read again — with the trust it was imported
+    with when its import recorded one (`policies`, `import_policies`), else
+    the standing trust; else why not."""
     from mecha.core.environment.trust import load_trust
     from mecha.core.sessions.foreign import read_session
 
     assert r.found is not None and r.found.file is not None and r.found.at is not None
+    policy = (policies or {}).get(r.found.file)
     try:
-        session = read_session(Path(r.found.file), trust=load_trust())
+        if policy is not None:
+            session = read_session(Path(r.found.file), policy=policy)
+        else:
+            session = read_session(Path(r.found.file), trust=load_trust())
     except InvalidInput as exc:
         log.info("probe %s: %s", r.id, exc)
         return SKIP_UNREADABLE
@@ -461,8 +484,10 @@ def prepare(
     arms_for = arms_source(store, domain, proposal)
     sources_for = sources_source(store, domain, proposal)
     measured = {(v.reflexion_id, v.rules_hash) for v in store.validations() if v.domain == domain}
+    policies = import_policies(store.imports())
     probes, skipped, kinds = select_probes(
-        store.reflexions(), domain, n, arms_for, measured, sources_for=sources_for, proposal=proposal
+        store.reflexions(), domain, n, arms_for, measured, sources_for=sources_for, proposal=proposal,
+        recover=lambda r: _recover(r, policies),
     )
     plan = ValidationPlan(
         domain=domain,

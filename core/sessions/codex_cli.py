@@ -4,7 +4,9 @@ into a wire transcript.
 Pure: bytes in, `ReadSession` out. Each line is `{"timestamp", "type",
 "payload"}`; the kinds and the quirks handled:
 
-- **`session_meta`** gives the session id and working directory. Its
+- **`session_meta`** gives the session id, the working directory and the
+  git branch checked out there (`git.branch`: what finds the repository of
+  a worktree since removed, `scope.project_of_session`). Its
   `source` says who drove the session: a subagent (an object) or another
   program (`exec`, `mcp`) is not a person at a terminal, so the session is
   `interactive: false` and classifies `derived`.
@@ -114,6 +116,8 @@ class _Payload(msgspec.Struct):
     id: str | None = None
     cwd: str | None = None
     source: Any = None
+    #: `{commit_hash, branch, repository_url}`, when the folder is a checkout.
+    git: Any = None
     # message
     role: str | None = None
     content: list[_Content] | str | None = None
@@ -278,6 +282,8 @@ class _Reader(ReaderCore):
                 self.session_id = payload.id
                 self.project = payload.cwd
                 self.interactive = interactive_source(payload.source)
+                branch = payload.git.get("branch") if isinstance(payload.git, dict) else None
+                self.branch = branch if isinstance(branch, str) and branch and branch != "HEAD" else None
         elif kind == "response_item":
             self._item(payload)
         elif kind == "event_msg":

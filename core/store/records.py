@@ -64,6 +64,12 @@ class ImportRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: The inbox session id the new part was queued under, if any.
     queued_as: str | None = None
     imported_at: str = ""
+    #: The trust the file was read with: the standing entries then and the
+    #: run's `--trust-tool`s, and its `--distrust-tool`s. `validate` reads
+    #: the file again with them (`None` on a record from before they were
+    #: kept: the standing trust of the day is all there is).
+    trust: list[str] | None = None
+    distrust: list[str] = msgspec.field(default_factory=list)
 
 
 class VouchRecord(msgspec.Struct, kw_only=True, omit_defaults=True):

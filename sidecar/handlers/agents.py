@@ -14,7 +14,7 @@ from mecha.core.agents.export import rewrite_file
 from mecha.core.agents.plugin import ClaudePlugin, double_reading, find_claude_plugins
 from mecha.core.agents.procedures import skill_program
 from mecha.core.agents.skills import install_skills, skills_folder, uninstall_skills
-from mecha.core.environment.agents import CLAUDE, CODEX
+from mecha.core.environment.agents import CLAUDE, CODEX, NAMES
 from mecha.core.environment.installed import find_agents
 from mecha.core.environment.settings import config_path
 from mecha.core.learning.scope import resolve_project
@@ -29,7 +29,7 @@ from ..rpc import Cancel
 def hook_status(ctx: Context, p: m.HookStatusParams, cancel: Cancel) -> m.HookStatusResult:
     home, cwd = Path.home(), Path.cwd()
     files = []
-    for agent in [p.agent] if p.agent else list(hk.AGENTS):
+    for agent in [p.agent] if p.agent else list(NAMES):
         for scope in [p.scope] if p.scope else list(hk.SCOPES):
             got = hk.installed(hk.read_settings(hk.settings_path(agent, scope, home=home, cwd=cwd)), agent)
             files.append(m.HookFile(agent=agent, scope=scope, path=got.path, exists=got.exists, events=got.events,

@@ -93,6 +93,7 @@ def import_sessions(ctx: Context, p: m.ImportSessionsParams, cancel: Cancel) -> 
     store = mining.store()
     report = importing.import_sessions(
         store, p.source, root, voices=mining.voices, policy=policy_with(p.source, p.trust_tools, p.distrust_tools),
+        trust=p.trust_tools, distrust=p.distrust_tools,
         since=since, project=p.project, dry_run=p.dry_run,
     )
     after = (

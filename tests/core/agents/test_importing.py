@@ -61,6 +61,19 @@ def test_an_import_queues_every_session_with_interventions_and_records_them(stor
     assert len(store.imports()) == 2
 
 
+def test_each_file_is_recorded_with_the_trust_it_was_read_with(store, tmp_path, monkeypatch):
+    # Pins: validate re-reading a file under the trust of the day, not the
+    # trust (standing and the run's own) it was imported with.
+    config = tmp_path / "sidecar.toml"
+    config.write_text('[trust]\nallow = ["Bash(bd)"]\n')
+    monkeypatch.setenv("MECHA_SIDECAR_CONFIG", str(config))
+    root = tmp_path / "projects"
+    write(root, "a.jsonl", session(["Use past tense."], "a"))
+    run(store, root, trust=["mcp__notes__read"], distrust=["Bash(git fetch)"])
+    [record] = store.imports()
+    assert record.trust == ["Bash(bd)", "mcp__notes__read"] and record.distrust == ["Bash(git fetch)"]
+
+
 def test_a_reimport_with_nothing_changed_reads_no_file_and_queues_nothing(store, tmp_path):
     # Pins: a daily import re-reading (and re-queueing) every session.
     root = tmp_path / "projects"

@@ -108,3 +108,14 @@ def test_a_branch_every_repository_has_finds_no_repository(tmp_path: Path, branc
     repository_with_removed_worktrees(tmp_path)
     gone = tmp_path / "projects" / "spotter-worktrees" / "spotter-zzz"
     assert repository_of_removed_worktree(str(gone), branch) is None
+
+
+def test_a_codex_session_names_its_branch_for_the_same_search(tmp_path: Path) -> None:
+    # Codex records the checkout's git state in its session_meta.
+    from mecha.core.sessions.foreign import read_session
+    from tests.core.ccfixture import Codex
+
+    cx = Codex().user("Fix it.").say("Fixed.").user("Name the test after the bug.")
+    cx.lines[0]["payload"]["git"] = {"branch": "spotter-gqc", "commit_hash": "99b497c"}
+    read = read_session(tmp_path / "rollout.jsonl", "codex", data=cx.bytes())
+    assert read.branch == "spotter-gqc"

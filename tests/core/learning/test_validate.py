@@ -383,3 +383,34 @@ def test_a_session_is_reread_with_the_trust_the_person_gave(store: LearningStore
     config.write_text('[trust]\nallow = ["Bash(bd)"]\n')
     plan = plan_validation(store, "behavior")
     assert [p.reflexion_id for p in plan.probes] == ["r-bd"], plan.skipped
+
+
+def test_an_imported_session_is_read_again_with_the_trust_it_was_imported_with(
+    store: LearningStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Pins: a correction learned as clean under `trust add 'Bash(bd)'`
+    # never probed once the entry was taken out of the config file, because
+    # validate read the file again under the trust of the day.
+    from mecha.core.learning.validate import SKIP_NOT_CLEAN
+    from mecha.core.store.records import ImportRecord
+    from tests.core.ccfixture import Claude, text, use
+
+    monkeypatch.setenv("MECHA_SIDECAR_CONFIG", str(tmp_path / "no-config.toml"))  # no standing trust now
+    c = Claude(session="c0ffee00-0000-4000-8000-000000000001", cwd=str(tmp_path))
+    c.user("Close the stale issues in the tracker.")
+    c.assistant(use("t1", "Bash", command="bd list --status open"))
+    c.result("t1", "issue-1 open\nissue-2 open")
+    c.assistant(text("I closed both issues."))
+    c.user(CORRECTION)
+    c.assistant(text("Understood."))
+    path = tmp_path / "claude.jsonl"
+    path.write_bytes(c.bytes())
+    store.append_reflexions([reflection("r-bd", "claude:c0ffee00-0000-4000-8000-000000000001", path, found=FoundAt(at=0, file=str(path), line=5))])
+    assert plan_validation(store, "behavior", budget=5).skipped == {SKIP_NOT_CLEAN: 1}
+
+    with store.lock():
+        store.append_imports([ImportRecord(source="claude", path=str(path), size=1, mtime_ns=1,
+                                           session_id="claude:c0ffee00-0000-4000-8000-000000000001",
+                                           trust=["Bash(bd)"])])
+    plan = plan_validation(store, "behavior", budget=5)
+    assert [p.reflexion_id for p in plan.probes] == ["r-bd"] and plan.skipped == {}
