@@ -31,8 +31,10 @@ mining the file naively taught the wrong lesson or missed the right one:
   `<task-notification>`, `<bash-notification>`, `<user-prompt-submit-hook>`, "Caveat: …" and
   "Stop hook feedback:" text is dropped (a command the person ran with `!`
   is not their words, but its output reached the model: it taints what
-  follows as a `Bash` call of that command would); `<system-reminder>` blocks are cut
-  out of whatever text they ride in.
+  follows as a `Bash` call of that command would); `<system-reminder>` blocks
+  and what an editor reports (`<ide_opened_file>`, `<ide_selection>`, any
+  `<ide_…>` tag) are cut out of whatever text they ride in: a turn of only
+  those is no turn.
 - **Interrupt markers** (`[Request interrupted by user]`, `… for tool use]`,
   also at the start of a tool result) are events, never the person's text:
   the person's next words after an interrupt that cut a call short ride beside
@@ -177,7 +179,9 @@ _DROPPED_PREFIXES = (
 )
 #: How a background Bash call's result names its shell (`BashOutput`'s `bash_id`).
 _BACKGROUND_ID = re.compile(r"running in background with ID: ([\w-]+)|moved to the background \(ID: ([\w-]+)\)")
-_SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+#: Text the harness rides in the person's turn: reminders and what the editor
+#: reports (`<ide_opened_file>`, `<ide_selection>`, … — any `<ide_…>` tag).
+_INJECTED = re.compile(r"<(system-reminder|ide_[a-z_]+)>.*?</\1>", re.DOTALL)
 _COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
 _ANSWER = re.compile(r'"((?:[^"\\]|\\.)*)"="((?:[^"\\]|\\.)*)"', re.DOTALL)
@@ -284,8 +288,8 @@ def flatten_result(content: str | list[_Inner] | None) -> str:
 def person_text(text: str) -> str | None:
     """What the person typed, from one text block of a user line; `None` when
     the block is the harness's (a wrapper, a marker, a summary)."""
-    if "<system-reminder>" in text:
-        text = _SYSTEM_REMINDER.sub("", text)
+    if "<system-reminder>" in text or "<ide_" in text:
+        text = _INJECTED.sub("", text)
     stripped = text.strip()
     if not stripped:
         return None
