@@ -84,21 +84,24 @@ def _left_out(p: dict[str, Any], verb: str) -> list[str]:
 
 
 def rejected(r: dict[str, Any]) -> str:
-    """A rejection's result: the proposal, the changes named as wrong, and
-    where the other lessons went."""
+    """A rejection's result: the proposal, the changes named as wrong,
+    where the other lessons went, and the learn pass started for them."""
     p = r["proposal"]
     marked = {i for x in p.get("left_out") or [] for i in x.get("rejected") or []}
     back = len([i for i in p["reflexion_ids"] if i not in marked])
     lines = ["rejected " + proposal_line(p), *_left_out(p, "wrong:")]
     if p["reflexion_ids"]:
         lines.append(f"{back} lesson(s) back in the pool; a learn pass will not file this proposal again")
+    if r.get("next_pass"):
+        lines.append(r["next_pass"]["message"])
     return "\n".join(lines)
 
 
 def accepted(r: dict[str, Any]) -> str:
     """An accept's result: the proposal, what was left out, what became of
     each instructions file it is exported to (or that none is, and how to),
-    then each promotion it filed."""
+    then each promotion it filed, and the learn pass started for the
+    lessons still waiting in its scope."""
     p = r["proposal"]
     lines = ["accepted " + proposal_line(p), *_left_out(p, "left out")]
     for rule in p["rules"]:
@@ -137,6 +140,8 @@ def accepted(r: dict[str, Any]) -> str:
             f"filed promotion {q['id']}: “{_one_line(lesson, 80)}” is live in {len(q['promoted_from'])} projects; "
             f"`mecha-sidecar proposals accept {q['id']}` makes it global"
         )
+    if r.get("next_pass"):
+        lines.append(r["next_pass"]["message"])
     return "\n".join(lines)
 
 
