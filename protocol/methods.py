@@ -19,7 +19,7 @@ from typing import Any, Literal
 import msgspec
 
 from mecha.core.domain.record import RulesResult
-from mecha.core.environment.spellings import AgentName, ExportTargetName
+from mecha.core.environment.spellings import AgentName
 from mecha.core.gate.candidate import ChangeClass, Judgement, Pair, Prediction
 from mecha.core.gate.run import RunStats
 from mecha.core.learning.sources import RuleChange, RuleSources
@@ -32,6 +32,13 @@ from mecha.core.store.learning_store import Proposal, ProposalStatus, SetAside
 from mecha.core.store.ledger import ProposalVerdict, RuleTally, ValidationPlan, ValidationRecord
 
 from .errors import INVALID_PARAMS, RpcError
+from .instructions import ExportResult as ExportResult
+from .instructions import ExportRulesParams as ExportRulesParams
+from .instructions import ExportRulesResult as ExportRulesResult
+from .instructions import SharedFile as SharedFile
+from .instructions import SharedRuleInfo as SharedRuleInfo
+from .instructions import ShareRulesParams as ShareRulesParams
+from .instructions import ShareRulesResult as ShareRulesResult
 
 # ─── params and results ─────────────────────────────────────────────────────
 
@@ -431,36 +438,6 @@ class InstallHooksResult(msgspec.Struct):
     skills: CodexSkills | None = None
 
 
-class ExportRulesParams(msgspec.Struct):
-    #: Whose instructions: `claude`, `codex`, or `agents` (any `AGENTS.md` reader).
-    target: ExportTargetName
-    #: One file, told the rules of the scope it is in. Absent, and no
-    #: `project`: every scope's file, where the agent reads the person's own
-    #: — for `claude` `~/.claude/CLAUDE.md` and each project's
-    #: `CLAUDE.local.md`, for `codex` `~/.codex/AGENTS.md` and each
-    #: project's `.codex/config.toml`; for `agents` each project's
-    #: `AGENTS.md` (and the sidecar's working directory's project's).
-    path: str | None = None
-    #: Write nothing; say whether the file is up to date.
-    check: bool = False
-    #: A directory (absolute): only its project's file (or `path`, told that
-    #: project's rules).
-    project: str | None = None
-
-
-class ExportRulesResult(msgspec.Struct):
-    #: The file (with several, the first).
-    path: str
-    #: Whether the file was written (with `check`: whether it would be);
-    #: with several, whether any was.
-    changed: bool
-    up_to_date: bool
-    check: bool
-    #: Every file exported, in order, each with its scope (`project`) and
-    #: what happened to it, `error` naming why one could not be written.
-    exports: list[ExportResult] = msgspec.field(default_factory=list)
-
-
 class ProposalsParams(msgspec.Struct):
     status: ProposalStatus | None = None
     domain: str | None = None
@@ -494,26 +471,6 @@ class ProposalResult(msgspec.Struct):
     #: A rejection's: the lessons still waiting in its scope and the learn
     #: pass started for them; `null` when none wait, and for a retirement.
     next_pass: NextPass | None = None
-
-
-class ExportResult(msgspec.Struct):
-    """One `[export]` target of `sidecar.toml` that an accept rewrote."""
-
-    #: The file as configured (or the config file, when its `[export]`
-    #: table could not be read).
-    path: str
-    #: Whether the file was written (`false`: already up to date, or failed).
-    changed: bool = False
-    #: Why the export failed, naming the file (`ExportFailed: …`); `null`
-    #: when it did not. The accept stands either way.
-    error: str | None = None
-    #: The project whose rules the file carries (its root); `null`: the
-    #: global rules.
-    project: str | None = None
-    #: Why the file was left alone on purpose, and where the rules went
-    #: instead (a project folder that is not a repository); `null` when it
-    #: was exported.
-    skipped: str | None = None
 
 
 class EditedRule(msgspec.Struct):
@@ -821,6 +778,8 @@ METHODS: dict[str, Method] = {
            "Install (or uninstall) the hooks that queue each Claude Code or Codex session when it ends."),
         _m("mecha/exportRules", ExportRulesParams, ExportRulesResult,
            "Write the rules block into an agent's instructions file (a managed section), or check it."),
+        _m("mecha/shareRules", ShareRulesParams, ShareRulesResult,
+           "Write chosen learned rules into the repository's tracked instructions, for the team; the person commits."),
         _m("mecha/proposals", ProposalsParams, ProposalsResult, "Proposals, oldest first."),
         _m("mecha/proposal", IdParams, ProposalWithDiffResult,
            "One proposal by id or unique prefix, with the diff of the rendered block."),

@@ -33,8 +33,9 @@ verbs:
   mine FILE           print the interventions in a transcript file (mecha, Claude Code or Codex)
   import claude|codex [DIR]
                       queue the new interventions in Claude Code / Codex CLI sessions, start a reflect pass
-  export claude|agents [FILE] [--project DIR]
-                      write each scope's rules into CLAUDE.md / AGENTS.md (a managed section)
+  export claude|codex|agents [FILE] [--project DIR]
+                      write each scope's rules where the agent reads yours (a managed section)
+  share RULE…         write chosen rules into the repository's tracked CLAUDE.md / AGENTS.md
   proposals [list|show ID|accept ID [--global] [--without N…] [--wrong N…] [--edit N TEXT]|reject ID [--wrong N…]]
   learn DOMAIN        start a consolidation pass per scope (proposes, never applies)
   reflect --sessions DIR
@@ -235,6 +236,10 @@ def _agent_verbs(sub: _WithParents) -> None:
                    help="only this project's file (at its root, or FILE)")
     s.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file is out of date")
 
+    s = sub.add_parser("share", help="write chosen learned rules into the repository's tracked CLAUDE.md / AGENTS.md")
+    s.add_argument("rules", nargs="+", metavar="RULE", help="a learned rule's id (or a unique prefix)")
+    s.add_argument("--project", metavar="DIR", type=Path,
+                   help="a folder of the repository to share them in (default: the working directory's)")
 
 
 def _store_verbs(sub: _WithParents) -> None:

@@ -100,10 +100,17 @@ VERB_DOCS: dict[str, tuple[str, str]] = {
                   "mecha-sidecar import codex --since 2026-11-01"),
     ),
     "export": (
-        "Writes each scope's accepted rules into the agent's instructions file, in a section it owns: "
-        "CLAUDE.md for Claude Code, AGENTS.md for Codex and others. A scope with no rule gets no file.",
+        "Writes each scope's accepted rules where the agent reads your own instructions, in a section it owns: "
+        "~/.claude/CLAUDE.md and a project's CLAUDE.local.md for Claude Code, ~/.codex/AGENTS.md and a project's "
+        ".codex/config.toml for Codex (each kept out of git), or AGENTS.md for others. With the plugin or hooks "
+        "installed every accept does this. A scope with no rule gets no file.",
         _examples("mecha-sidecar export claude", "mecha-sidecar export agents --project .",
                   "mecha-sidecar export claude --check   # exit 1 when a file is out of date"),
+    ),
+    "share": (
+        "Writes the rules you choose into the repository's tracked CLAUDE.md and AGENTS.md, for your team, and "
+        "prints the git command that commits them; it commits nothing. The rules stay yours too.",
+        _examples("mecha-sidecar share r-3f2a", "mecha-sidecar share r-3f2a r-91c0 --project ~/src/app"),
     ),
     "retire": (
         "Proposes retiring one learned rule, with your reason; it goes when you accept the proposal.",

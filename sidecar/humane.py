@@ -666,6 +666,19 @@ def exports(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def shared(r: dict[str, Any]) -> str:
+    """A share: the rules, the files that now hold them, and the commit to
+    make after a look."""
+    lines = [f"shared {len(r['rules'])} rule(s) with the team of {r['repository']}:"]
+    lines += [f"  {x['id']}: {x['text']}" for x in r["rules"]]
+    for f in r["files"]:
+        lines.append(f"  {f['path']}: {'written' if f['changed'] else 'already holds them'}")
+    if any(f["changed"] for f in r["files"]):
+        lines.append(f"review the change (git diff), then commit it: {r['commit']}")
+    lines.append("the rules stay yours too, with their sources and record")
+    return "\n".join(lines)
+
+
 def _config_file() -> str:
     """The config file this process reads, as a person would type it."""
     from pathlib import Path

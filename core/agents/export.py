@@ -134,6 +134,15 @@ def _marker_lines(text: str) -> tuple[list[tuple[int, int, int]], list[tuple[int
     return begins, ends
 
 
+def section_lines(text: str) -> list[str]:
+    """The lines inside the file's one well-formed managed section (empty
+    when it has none, or its markers are damaged: `splice` names that)."""
+    begins, ends = _marker_lines(text)
+    if len(begins) != 1 or len(ends) != 1 or ends[0][0] < begins[0][0]:
+        return []
+    return text[begins[0][2] : ends[0][1]].splitlines()
+
+
 def splice(existing: str, block: str | None, *, name: str = "the file") -> str:
     """`existing` with its managed section set to `block` (pure)."""
     begins, ends = _marker_lines(existing)

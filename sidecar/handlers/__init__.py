@@ -59,6 +59,7 @@ ROUTES: dict[str, tuple[str, str]] = {
     "mecha/hookStatus": ("agents", "hook_status"),
     "mecha/installHooks": ("agents", "install_hooks"),
     "mecha/exportRules": ("agents", "export_rules"),
+    "mecha/shareRules": ("agents", "share_rules"),
     # proposals
     "mecha/proposals": ("proposals", "proposals"),
     "mecha/proposal": ("proposals", "proposal"),

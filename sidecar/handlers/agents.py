@@ -4,6 +4,7 @@ uninstall) and the rules files they read (export)."""
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from mecha.core.agents import hooks as hk
 from mecha.core.agents.export import rewrite_file
 from mecha.core.agents.plugin import ClaudePlugin, double_reading, find_claude_plugins
 from mecha.core.agents.procedures import skill_program
+from mecha.core.agents.share import share
 from mecha.core.agents.skills import install_skills, skills_folder, uninstall_skills
 from mecha.core.environment.agents import CLAUDE, CODEX, NAMES
 from mecha.core.environment.installed import find_agents
@@ -20,6 +22,7 @@ from mecha.core.environment.settings import config_path
 from mecha.core.learning.scope import resolve_project
 from mecha.core.providers import resolve_model_config
 from mecha.core.providers.config import SOURCE_ENV
+from mecha.core.store.layout import project_root
 from mecha.protocol import methods as m
 
 from ..context import Context
@@ -121,4 +124,22 @@ def export_rules(ctx: Context, p: m.ExportRulesParams, cancel: Cancel) -> m.Expo
     return m.ExportRulesResult(
         path=results[0].path if results else "", changed=changed, up_to_date=not changed, check=p.check,
         exports=[m.ExportResult(path=r.path, changed=r.changed, error=r.error, project=r.project, skipped=r.skipped) for r in results],
+    )
+
+
+def share_rules(ctx: Context, p: m.ShareRulesParams, cancel: Cancel) -> m.ShareRulesResult:
+    """The chosen rules into the repository's tracked instruction files
+    (`share.share`); nothing is committed."""
+    repository = project_root(p.project if p.project is not None else os.getcwd())
+    if p.project is not None:
+        resolve_project(p.project)
+    done = share(ctx.store(), p.rules, repository)
+    names = [os.path.relpath(path, repository) for path, _ in done.files]
+    what = ", ".join(r.text[:60] for r in done.rules)
+    commit = (f"git -C {shlex.quote(repository)} add {' '.join(shlex.quote(n) for n in names)} && "
+              f"git -C {shlex.quote(repository)} commit -m {shlex.quote('Share learned rules: ' + what)}")
+    return m.ShareRulesResult(
+        repository=repository,
+        rules=[m.SharedRuleInfo(id=r.id, text=r.text, domain=r.domain, project=r.project) for r in done.rules],
+        files=[m.SharedFile(path=path, changed=changed) for path, changed in done.files], commit=commit,
     )

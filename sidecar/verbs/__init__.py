@@ -46,6 +46,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "retire": ("proposals", "retire"),
     # the agents' hooks and instructions files
     "export": ("agents", "export"),
+    "share": ("agents", "share"),
     "hooks": ("agents", "hooks"),
     # the ledger and the lessons behind the rules
     "rules": ("ledger", "rules"),

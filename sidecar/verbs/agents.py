@@ -33,6 +33,19 @@ def export(ctx: Any, args: argparse.Namespace) -> int:
     return 1 if failed or (args.check and result["changed"]) else 0
 
 
+def share(ctx: Any, args: argparse.Namespace) -> int:
+    """`mecha/shareRules`: the chosen rules into the repository's tracked
+    instruction files; the person commits."""
+    import os
+
+    from .. import humane
+    from ..handlers import call
+
+    params = {"rules": args.rules, "project": None if args.project is None else os.path.abspath(args.project)}
+    emit(args, call(ctx, "mecha/shareRules", params), humane.shared)
+    return 0
+
+
 def hooks(ctx: Any, args: argparse.Namespace) -> int:
     from .. import humane
     from ..handlers import call

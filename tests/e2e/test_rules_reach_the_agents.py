@@ -1,20 +1,18 @@
 """The whole loop with the agents' real command lines, only the models
 scripted: a person installs the plugin (Claude Code) or the hooks (Codex),
-writes no `[export]`, corrects the agent in three sessions, accepts the
-proposal from inside the agent — and the next session's request to the
+writes no `[export]`, has three corrections' lessons waiting, accepts the
+proposal a learn pass files from inside the agent — and the next session's request to the
 model carries the rule, while `git status` in the project, whose team
 committed its own instructions, shows nothing new.
 
-Claude Code's sessions are real `claude -p` runs (a task, then the
-person's correction with `--resume`), their `SessionEnd` hook the plugin's
-own; the passes they start ask a scripted OpenAI-style model
-(`lessons_responder`); the review is `/mecha:review accept ID` in a real
+The lessons are stored as the session-end hook stores them: a `claude -p`
+or `codex exec` session is headless, which the reader never learns from,
+and a test cannot type into the agents' terminal UIs. The learn pass asks a
+scripted OpenAI-style model (`lessons_responder`); the review is `/mecha:review accept ID` in a real
 `claude -p`, whose scripted model asks for the accept the person's words
 say; the check is what the next real `claude -p` sends its model. Codex's
 check is the same — what the next real `codex exec` sends — after an
-accept with its hooks installed; its lessons are stored as its hook stores
-them, since a `codex exec` session is headless (never learned from) and
-its terminal UI takes no scripted typing."""
+accept with its hooks installed."""
 
 from __future__ import annotations
 
@@ -22,7 +20,6 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +27,6 @@ import pytest
 
 from mecha.core.store.learning_store import LearningStore, ProposalStatus
 from tests import builders
-from tests.processes import wait_for_hook_pass
 from tests.realparts import manifest
 
 from .conftest import REPO, WAIT_S, wait_until
@@ -86,6 +82,15 @@ def person(env: dict[str, str], store_dir: Path, server: Any) -> dict[str, str]:
             "ANTHROPIC_API_KEY": "scripted-key-not-a-secret", "LANG": "C.UTF-8"}
 
 
+def store_lessons(store_dir: Path, project: Path) -> None:
+    """Three corrections' lessons, as the session-end hook stores them."""
+    LearningStore.open(store_dir).append_reflexions([
+        builders.reflexion(f"R{n}", f"Never rename a module without asking first ({n}).", session_id=f"s{n}",
+                           trigger="followup", intervention=text, project=str(project.resolve()))
+        for n, text in enumerate(CORRECTIONS)
+    ])
+
+
 def run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float = WAIT_S * 4) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -104,11 +109,12 @@ def test_claude_code_with_the_plugin_reads_an_accepted_rule_in_the_next_session_
     model = AgentModel()
     env = {**person, "ANTHROPIC_BASE_URL": model.url}
     try:
-        for correction in CORRECTIONS:
-            sid = str(uuid.uuid4())
-            run([claude, "-p", "Tidy the invoice module.", "--session-id", sid, "--output-format", "json"], env, project)
-            run([claude, "-p", correction, "--resume", sid, "--output-format", "json"], env, project)
-            wait_for_hook_pass(store_dir)
+        # A `claude -p` session is headless, and the reader never learns from
+        # one (its "person" may be a script), nor can a test type into the
+        # terminal UI: the three lessons are the person's, as the plugin's
+        # session-end hook stores them from an interactive session.
+        store_lessons(store_dir, project)
+        run([sys.executable, "-m", "mecha.sidecar", "learn", "behavior"], env, project)
         proposal = wait_until(lambda: next(iter(LearningStore.open(store_dir).proposals()), None),
                               "a learn pass to file a proposal")
         assert proposal.status == ProposalStatus.PENDING and proposal.project == str(project.resolve())
@@ -132,6 +138,15 @@ def test_claude_code_with_the_plugin_reads_an_accepted_rule_in_the_next_session_
     assert git(project, "status", "--porcelain") == ""
     assert (project / "CLAUDE.md").read_text() == "# Invoices\n\nRun `make test` before a commit.\n"
 
+    # Sharing it is a decision of its own: the team's files, and git says exactly that.
+    [live] = LearningStore.open(store_dir).learned_rules("behavior", str(project.resolve()))
+    shared = run([sys.executable, "-m", "mecha.sidecar", "share", str(live.id)], person, project)
+    assert "review the change (git diff), then commit it: git -C" in shared.stdout, shared.stdout
+    assert git(project, "status", "--porcelain") == " M AGENTS.md\n M CLAUDE.md\n"
+    assert (project / "CLAUDE.md").read_text().startswith("# Invoices\n\nRun `make test` before a commit.\n\n")
+    assert f"- {rule}" in (project / "CLAUDE.md").read_text()
+    assert [r.id for r in LearningStore.open(store_dir).learned_rules("behavior", str(project.resolve()))] == [live.id]
+
 
 def test_codex_with_the_hooks_reads_an_accepted_rule_in_the_next_session_and_git_sees_nothing(
     person, project, store_dir
@@ -151,15 +166,8 @@ def test_codex_with_the_hooks_reads_an_accepted_rule_in_the_next_session_and_git
             codex_config(agent_model.url) + f'\n[projects."{project.resolve()}"]\ntrust_level = "trusted"\n')
         env = {**person, "CODEX_HOME": str(codex_home)}
         run([sys.executable, "-m", "mecha.sidecar", "hooks", "install", "codex"], env, project)
-        # A real `codex exec` session is headless, and the reader never learns
-        # from one (its "person" may be a script), nor can a test type into
-        # Codex's terminal UI: the three lessons are the person's, as the
-        # session-end hook would have stored them.
-        LearningStore.open(store_dir).append_reflexions([
-            builders.reflexion(f"R{n}", f"Never rename a module without asking first ({n}).", session_id=f"s{n}",
-                               trigger="followup", intervention=text, project=str(project.resolve()))
-            for n, text in enumerate(CORRECTIONS)
-        ])
+        # A `codex exec` session is headless, never learned from (see above).
+        store_lessons(store_dir, project)
         run([sys.executable, "-m", "mecha.sidecar", "learn", "behavior"], env, project)
         proposal = wait_until(lambda: next(iter(LearningStore.open(store_dir).proposals()), None),
                               "a learn pass to file a proposal")

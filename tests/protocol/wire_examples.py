@@ -499,6 +499,16 @@ def _drive(rec: Recorder, root: Path, model_url: str) -> None:
     rec.result("mecha/installHooks", {"agent": "claude"})
     rec.result("mecha/hookStatus", {"agent": "claude", "scope": "user"})
     rec.result("mecha/exportRules", {"target": "claude", "check": True}, title="mecha/exportRules (every scope)")
+    # A global learned rule shared with a repository's team.
+    from mecha.core.store.learning_store import LearningStore
+
+    store = LearningStore.open(root)
+    rule_id = next(r.id for d in store.domains() for r in store.learned_rules(d) if r.id and not r.retired_at)
+    app = home / "src" / "app"
+    app.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(app)], check=True)
+    (app / "CLAUDE.md").write_text("# App\n\nRun `make check` before pushing.\n")
+    rec.result("mecha/shareRules", {"rules": [rule_id], "project": str(app)})
 
     # Errors.
     rec.call("mecha/proposal", {"id": "20991231"}, title="NotFound", tags={"error"})

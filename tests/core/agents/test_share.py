@@ -1,0 +1,68 @@
+"""Sharing a rule with the team: into the repository's tracked files, by the
+person's decision, the rule staying theirs. Real git repositories, a real
+store."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mecha.core.agents.share import share
+from mecha.core.domain.rules import Rule
+from mecha.core.errors import Ambiguous, NotFound
+from mecha.core.store.learning_store import LearningStore
+from tests.builders import write_learned_rules
+
+
+def git(cwd: Path | str, *argv: str) -> str:
+    return subprocess.run(["git", "-C", str(cwd), *argv], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "app"
+    root.mkdir()
+    git(root, "init", "-q")
+    (root / "CLAUDE.md").write_text("# Team\n\nUse the Makefile.\n")
+    git(root, "add", ".")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "team")
+    return root.resolve()
+
+
+def test_a_shared_rule_lands_in_the_tracked_file_and_git_shows_exactly_that(repo: Path, tmp_path: Path) -> None:
+    # Pins: sharing that rewrites the team's text around the section, drops
+    # a rule shared before, or takes the rule out of the person's store.
+    store = LearningStore.open(tmp_path / "learning")
+    write_learned_rules(store, "behavior", [Rule(text="Never push to main.", id="r-push"),
+                                            Rule(text="Run make test first.", id="r-test")], str(repo))
+    write_learned_rules(store, "behavior", [Rule(text="Answer in English.", id="r-lang")])
+    done = share(store, ["r-push"], str(repo))
+    assert [r.text for r in done.rules] == ["Never push to main."] and done.files == [(str(repo / "CLAUDE.md"), True)]
+    assert git(repo, "status", "--porcelain") == " M CLAUDE.md\n"
+    text = (repo / "CLAUDE.md").read_text()
+    assert text.startswith("# Team\n\nUse the Makefile.\n\n<!-- mecha:rules:begin") and "- Never push to main." in text
+    share(store, ["r-lang", "r-pu"], str(repo))  # a global rule, and a prefix of one shared already
+    text = (repo / "CLAUDE.md").read_text()
+    assert text.count("- Never push to main.") == 1 and "- Answer in English." in text and "make test" not in text
+    assert [r.id for r in store.learned_rules("behavior", str(repo))] == ["r-push", "r-test"]
+
+
+def test_agents_md_is_written_too_when_the_team_has_one(repo: Path, tmp_path: Path) -> None:
+    store = LearningStore.open(tmp_path / "learning")
+    write_learned_rules(store, "behavior", [Rule(text="Never push to main.", id="r-push")], str(repo))
+    (repo / "AGENTS.md").write_text("# Agents\n")
+    done = share(store, ["r-push"], str(repo))
+    assert [Path(p).name for p, _ in done.files] == ["CLAUDE.md", "AGENTS.md"]
+    assert "- Never push to main." in (repo / "AGENTS.md").read_text()
+
+
+def test_an_unknown_or_ambiguous_rule_is_refused_by_name_and_nothing_is_written(repo: Path, tmp_path: Path) -> None:
+    store = LearningStore.open(tmp_path / "learning")
+    write_learned_rules(store, "behavior", [Rule(text="A.", id="r-a1"), Rule(text="B.", id="r-a2")], str(repo))
+    with pytest.raises(NotFound, match="'r-zz'"):
+        share(store, ["r-zz"], str(repo))
+    with pytest.raises(Ambiguous, match="r-a1, r-a2"):
+        share(store, ["r-a"], str(repo))
+    assert git(repo, "status", "--porcelain") == ""
