@@ -46,7 +46,7 @@ def run_checks(root: Path, model_options: Mapping[str, Any] | None = None, *, en
     else:
         checks = [Check("store", True, str(root)), _permissions(store), _history_check(store)]
         checks += [_rules_files_check(store), _budget_check(store), _routing_check(store), _learner_check(store)]
-        checks += [_proposals_check(store), _jobs_check(root), _inbox_check(store)]
+        checks += [_proposals_check(store), _jobs_check(root), _inbox_check(store), _hooks_check(store)]
     checks.extend(_model_checks(model_options, env, root if store is not None else None))
     return checks
 
@@ -100,6 +100,20 @@ def _learner_check(store: LearningStore) -> Check:
         if len(pool) >= LEARN_MIN_REFLECTIONS and len(learnable) < LEARN_MIN_REFLECTIONS:
             starved.append(f"{domain}: {len(pool)} unprocessed, {len(learnable)} learnable (needs {LEARN_MIN_REFLECTIONS})")
     return Check("learner", not starved, "; ".join(starved) or "no domain is starved of learnable reflections")
+
+
+def _hooks_check(store: LearningStore) -> Check:
+    """Sessions an agent's session-end hook could not queue (the disk full):
+    named, with the import that reads them, since no hook will again."""
+    from mecha.core.agents.hooks import lost_session_ends
+
+    lost = lost_session_ends(store.root, {r.session_id for r in store.imports()})
+    if not lost:
+        return Check("hooks", True, "every session end a hook saw was queued")
+    agents = sorted({line.split(" ")[1] for line in lost})
+    how = " and ".join(f"`mecha-sidecar import {a}`" for a in agents)
+    return Check("hooks", False, f"{len(lost)} session end(s) could not be queued and are read by no hook again "
+                                 f"(latest: {lost[-1]}); {how} reads them now")
 
 
 def _proposals_check(store: LearningStore) -> Check:

@@ -617,8 +617,8 @@ def hooks_changed(r: dict[str, Any]) -> str:
         lines.append(f"  model: {r['model']}")
     lines.append("  `mecha-sidecar hooks status` shows what the hooks last did")
     if r["agent"] == CODEX.name:
-        lines.append("  Codex runs a new hook only once you trust it: open /hooks in Codex; hooks must be enabled "
-                     "([features] hooks = true, codex_hooks on older versions, in ~/.codex/config.toml)")
+        lines.append("  Codex runs a new hook only once you trust it: open /hooks in Codex (Codex 0.169 runs hooks by "
+                     "default; an older one needs [features] hooks = true, or codex_hooks, in ~/.codex/config.toml)")
     lines += _skills_lines(r)
     return "\n".join(lines)
 

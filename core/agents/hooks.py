@@ -479,6 +479,42 @@ def log_hook_run(root: Path, agent: str, subcommand: str, what: str, *, session_
     append_lines(path, [line.encode("utf-8", "replace")])
 
 
+#: How much of the hook log's end `lost_session_ends` reads.
+_LOST_SCAN_BYTES = 256 * 1024
+
+
+def lost_session_ends(root: Path, imported: set[str]) -> list[str]:
+    """The hook log's session-end runs that failed to queue their session
+    (the store's disk full, a store not writable), each as its log line,
+    oldest first — leaving out a session a later session-end of the same
+    session queued, or an import has read since (`imported`: session ids).
+    A hook must exit 0 whatever happens, so such a session was once lost
+    with one log line, doctor silent, and only a manual import would read it."""
+    import re
+
+    from mecha.core.store.layout import hook_log_path
+
+    try:
+        with open(hook_log_path(root), "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - _LOST_SCAN_BYTES))
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return []
+    pattern = re.compile(r"^\S+ (\w+) session-end session=(\S+)(?: cwd=\S+)?: (.*)$")
+    lost: dict[str, str] = {}
+    for line in text.splitlines():
+        m = pattern.match(line)
+        if m is None:
+            continue
+        sid = m.group(2)
+        if m.group(3).startswith("failed:"):
+            lost[sid] = line
+        else:
+            lost.pop(sid, None)
+    return [line for sid, line in lost.items() if not any(i == sid or i.endswith(":" + sid) for i in imported)]
+
+
 def hook_log_tail(root: Path, lines: int = 5) -> list[str]:
     """The last `lines` lines of the hook log (none when there is no log)."""
     from mecha.core.store.layout import hook_log_path

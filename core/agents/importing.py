@@ -69,13 +69,28 @@ DEFAULT_DIRS = {a.name: Path("~").joinpath(*a.sessions_home) for a in AGENTS}
 
 
 
-def intervention_fingerprint(source: str, i: Intervention) -> str:
+def intervention_fingerprint(source: str, i: Intervention, project: str | None = None) -> str:
     """What makes two readings of an intervention the same one: the source,
-    the trigger, the person's words and the context — what the transcript
-    fixes, not where in a file it sits (a resumed copy moves it). An import
-    record's `keys` hold these. Not the attempts ledger's key
-    (`reflect.intervention_key`), which names one intervention by its place
-    in one inbox session."""
+    the project it was said in, the trigger, the person's words and the
+    context — what the transcript fixes, not where in a file it sits (a
+    resumed copy moves it, and gets a session id of its own, so the session
+    is not part of it). An import record's `keys` hold these. Not the
+    attempts ledger's key (`reflect.intervention_key`), which names one
+    intervention by its place in one inbox session.
+
+    The project is in it because the same words in two projects are two
+    corrections, each learned for its own project: without it, the second
+    was taken for the first and learned nowhere, while `--dry-run` (which
+    does not consume the keys it plans) said both would be queued. Keys
+    recorded before (`legacy_fingerprint`) still count as the same one,
+    so an older store re-queues nothing."""
+    digest = hashlib.blake2b(digest_size=12)
+    digest.update(msgspec.json.encode([source, i.trigger.value, i.text, i.context, project]))
+    return "p" + digest.hexdigest()
+
+
+def legacy_fingerprint(source: str, i: Intervention) -> str:
+    """The fingerprint import records held before the project was in it."""
     digest = hashlib.blake2b(digest_size=12)
     digest.update(msgspec.json.encode([source, i.trigger.value, i.text, i.context]))
     return digest.hexdigest()
@@ -209,10 +224,13 @@ def _fresh_plans(read: ReadSession, planned: list[Planned], on_file: Counter[str
     fresh: list[Planned] = []
     keys: list[str] = []
     old_before_first_fresh = False
+    project = project_of_session(read.project, read.branch)
     for plan in planned:
-        key = intervention_fingerprint(read.source, plan.intervention)
-        if on_file[key] > 0:
-            on_file[key] -= 1
+        key = intervention_fingerprint(read.source, plan.intervention, project)
+        legacy = legacy_fingerprint(read.source, plan.intervention)
+        seen = key if on_file[key] > 0 else legacy if on_file[legacy] > 0 else None
+        if seen is not None:
+            on_file[seen] -= 1
             if not fresh:
                 old_before_first_fresh = True
             continue

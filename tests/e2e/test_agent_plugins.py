@@ -266,7 +266,12 @@ def test_the_plugins_hooks_read_the_session_and_offer_the_review_command(agent_e
     missing = subprocess.run([str(hook), "session-start"], input="{}", env={**agent_env, "PATH": "/usr/bin:/bin"},
                              cwd=tmp_path, capture_output=True, text=True, timeout=WAIT_S)
     assert missing.returncode == 0 and missing.stdout == ""
-    assert "mecha-sidecar not found: install mecha-sidecar" in missing.stderr
+    assert "mecha-sidecar not found on PATH" in missing.stderr, missing.stderr
+    # The install it names is the documented one (mecha-sidecar is installed
+    # from its repository, not from a package index).
+    install = missing.stderr.split("'")[1]
+    assert install == "python3 -m venv .venv && .venv/bin/pip install -q -e ."
+    assert install in (REPO / "docs" / "agents.md").read_text()
 
 
 def test_codex_lists_the_review_skills_to_its_model_once_they_are_in_its_skills_folder(agent_env, tmp_path):

@@ -70,3 +70,49 @@ def test_a_temp_file_that_cannot_be_named_falls_back_to_a_named_one(tmp_path: Pa
     target = tmp_path / "f.json"
     files.write_atomic(target, b"whole\n")
     assert target.read_bytes() == b"whole\n" and [p.name for p in tmp_path.iterdir()] == ["f.json"]
+
+
+def test_the_same_exchange_in_two_projects_is_queued_for_each(tmp_path: Path) -> None:
+    # Pins: the fingerprint holding no project, so the second project's
+    # correction was taken for the first's and learned in one project only,
+    # while --dry-run said both would be queued.
+    from mecha.core.agents.importing import import_sessions
+    from mecha.core.sessions.mining import DEFAULT_VOICES
+    from mecha.core.store.inbox import queued_sessions
+    from tests.core.ccfixture import Claude, text
+
+    root = tmp_path / "projects"
+    for n, name in enumerate(["alpha", "beta"]):
+        repo = tmp_path / "src" / name
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+        cc = Claude(session=f"eeee000{n}-1111-4222-8333-444455556666", cwd=str(repo))
+        cc.user("Tidy the changelog.").assistant(text("Rewrote every entry.")).user("No, keep each entry to one line.")
+        cc.assistant(text("Done."))
+        folder = root / f"-src-{name}"
+        folder.mkdir(parents=True)
+        (folder / "s.jsonl").write_bytes(cc.bytes())
+    store = LearningStore.open(tmp_path / "learning")
+    dry = import_sessions(store, "claude", root, voices=DEFAULT_VOICES, dry_run=True)
+    import_sessions(store, "claude", root, voices=DEFAULT_VOICES)
+    queued = queued_sessions(store, "")
+    assert sorted(Path(q.project).name for q in queued if q.project) == ["alpha", "beta"], queued
+    assert sum(len(s.fresh) for s in dry.sessions) == sum(len(q.plans) for q in queued) == 2
+
+
+def test_doctor_names_a_session_end_the_hook_could_not_queue_until_it_is_read(tmp_path: Path) -> None:
+    # Pins: a session that ended while the store's disk was full, lost to
+    # the hooks with one hooks.log line and doctor silent.
+    from mecha.core.agents.hooks import log_hook_run
+    from mecha.core.doctor import run_checks
+
+    store = LearningStore.open(tmp_path / "learning")
+    log_hook_run(store.root, "claude", "session-end", "failed: StoreFull: no room left on the store's disk",
+                 session_id="eeee0001-1111-4222-8333-444455556666", cwd="/home/pat/proj")
+    log_hook_run(store.root, "claude", "session-end", "failed: StoreFull: no room left on the store's disk",
+                 session_id="eeee0002-1111-4222-8333-444455556666", cwd="/home/pat/proj")
+    (hooks,) = [c for c in run_checks(store.root, env={}) if c.name == "hooks"]
+    assert not hooks.ok and "2 session end(s)" in hooks.detail and "mecha-sidecar import claude" in hooks.detail, hooks
+    # The next end of the same session queued it: one is left.
+    log_hook_run(store.root, "claude", "session-end", "queued", session_id="eeee0001-1111-4222-8333-444455556666")
+    (hooks,) = [c for c in run_checks(store.root, env={}) if c.name == "hooks"]
+    assert not hooks.ok and "1 session end(s)" in hooks.detail, hooks

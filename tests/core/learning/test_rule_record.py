@@ -199,3 +199,21 @@ def test_a_rule_no_session_was_in_scope_of_for_sixty_days_is_offered_for_retirem
     records = live_records(store, now=now)
     assert sorted(s.rule.id for s in retirements_due(records, "2026-11-03T12:00:00.000000Z", now)) == sorted([RULE.id, OTHER.id])
     assert retirements_due(records, "2026-11-03T12:00:00.000000Z", "2026-12-01T09:00:00.000000Z") == []
+
+
+def test_a_retirement_offer_is_filed_once_as_a_pending_proposal_and_never_applied(store: LearningStore, tmp_path: Path):
+    # Pins: an offer filed again after every session until the person gives
+    # in, or a rule retired with nobody asked.
+    from mecha.core.learning.proposals import offer_retirements, reject_proposal
+
+    started(store, SessionStart(session_id="claude:old", agent="claude", cwd=str(tmp_path), at="2026-11-03T12:00:00.000000Z"))
+    now = "2027-03-01T09:00:00.000000Z"
+    offers = offer_retirements(store, now)
+    assert sorted(p.evidence.split(":")[0] for p in offers) == sorted([f"retire {RULE.id}", f"retire {OTHER.id}"])
+    assert all(p.status is ProposalStatus.PENDING and "no session has run in any project for 60 days" in p.evidence
+               for p in offers)
+    assert [r.id for r in store.learned_rules("behavior") if r.active()] == [OTHER.id, RULE.id]  # nothing applied
+    assert offer_retirements(store, now) == []  # pending: not filed twice
+    for p in offers:
+        reject_proposal(store, p.id, "keep it")
+    assert offer_retirements(store, now) == []  # rejected: the person said keep it
