@@ -12,8 +12,11 @@ import os
 
 from mecha.core.agents.export_targets import NO_RULES_YET, configured_targets, export_all, store_projects
 from mecha.core.domain.rules import validate_domain
+from mecha.core.environment.agents import AGENTS
+from mecha.core.environment.installed import find_agents
 from mecha.core.environment.settings import config_path
 from mecha.core.errors import InvalidInput
+from mecha.core.learning.learn import lessons_waiting, next_pass_line
 from mecha.core.learning.proposals import accept as accept_it
 from mecha.core.learning.proposals import (
     list_proposals,
@@ -24,9 +27,11 @@ from mecha.core.learning.proposals import (
     used_lessons,
 )
 from mecha.core.learning.proposals import propose_retirement as propose
-from mecha.core.learning.learn import lessons_waiting, next_pass_line
 from mecha.core.learning.sources import with_measurements
 from mecha.core.learning.validate import proposal_verdict
+from mecha.core.providers import resolve_model_config
+from mecha.core.providers.config import InvalidModelConfig
+from mecha.core.shellwords import mecha_or_none
 from mecha.core.store.learning_store import Proposal
 from mecha.core.store.ledger import rule_tallies_by_model
 from mecha.protocol import methods as m
@@ -111,9 +116,6 @@ def model_configured(ctx: Context) -> bool:
     options, the environment, then the config file): a learn pass is never
     started only to fail for want of one. A model configured wrongly
     counts as configured: its pass's record says what is wrong."""
-    from mecha.core.providers import resolve_model_config
-    from mecha.core.providers.config import InvalidModelConfig
-
     try:
         return resolve_model_config(ctx.model_options, os.environ, config_path()) is not None
     except (InvalidModelConfig, InvalidInput):
@@ -121,13 +123,10 @@ def model_configured(ctx: Context) -> bool:
 
 
 def set_model_command() -> str:
-    """The command that makes an agent installed here the model, else
-    Claude Code's."""
-    from mecha.core.environment.installed import find_agents
-    from mecha.core.shellwords import mecha_or_none
-
+    """The command that makes an agent installed here the model, else the
+    first of the agent table's."""
     found = find_agents(os.environ)
-    api = found[0].agent.api if found else "claude-code"
+    api = found[0].agent.api if found else AGENTS[0].api
     return mecha_or_none("model", "use", api) or f"mecha-sidecar model use {api}"
 
 
