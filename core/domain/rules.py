@@ -112,6 +112,10 @@ class Rule(msgspec.Struct, omit_defaults=True, kw_only=True):
     #: Ids of the earlier learned rules this one rewrote or merged, as the
     #: learner said when it was proposed.
     supersedes: list[str] = msgspec.field(default_factory=list)
+    #: Ask permissions the rule carries (`Bash(git push origin main:*)`):
+    #: a rule learned from refusals of one call, written into the person's
+    #: agent settings while the rule is live (`agents.permissions`).
+    ask: list[str] = msgspec.field(default_factory=list)
     created_at: str | None = None
     #: Set instead of deleting: a retired rule was measured harmful, and the
     #: learner is shown it so the lesson cannot come back reworded.

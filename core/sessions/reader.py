@@ -249,7 +249,7 @@ class TaintPolicy(msgspec.Struct, frozen=True, kw_only=True):
                 why = (f"talks to a remote: what it prints is someone else's text (trusting {program} "
                        f"does not trust it; Bash({verdict.program}) would, on its own)")
             whole = command if isinstance(command, str) else " ".join(command)
-            stranger = shell_stranger(verdict.program, why, whole)
+            stranger = shell_stranger(verdict.program, why, whole, network=verdict.network)
             blame = Blame(tool=name, program=verdict.program, command=line, why=why, entry=verdict.entry, stranger=stranger)
             return Taint(private=True, untrusted=True), blame
         web = web_word(name)
@@ -319,16 +319,20 @@ _COMMON_WORDS = frozenset({"host", "links", "hub", "dig", "az", "ping", "http", 
 _WORDS = re.compile(r"[A-Za-z0-9_.+-]+")
 
 
-def shell_stranger(program: str | None, why: str, command: str) -> str | None:
+def shell_stranger(program: str | None, why: str, command: str, *, network: bool = False) -> str | None:
     """What stranger's text an untrusted shell command put in context, in
     words, or `None` when the reader only doubts it. A network client or a
     fetching subcommand the table names (`curl`, `git push`, `bd sync`) is
     one; so is any line whose words, or whose reason (a git config write
     it quotes), name one anywhere — a brace expansion hiding `curl`, `python
     -c` importing `http.client`: where the reader could not see what runs,
-    a network program on the line is taken to be what ran (fail closed)."""
+    a network program on the line is taken to be what ran (fail closed).
+    `network` is the shell reader's own word that what failed reaches the
+    network (`Verdict.network`: `python -c` code importing `socket`)."""
     from mecha.core.sessions.shell.programs import NETWORK, is_network
 
+    if network:
+        return f"{program or 'the command'}: {why}"
     if program:
         first, _, rest = program.partition(" ")
         if is_network(first, rest or None) or program in REMOTE_SUBCOMMANDS:

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import logging
 import os
+from pathlib import Path
 
+from mecha.core.agents import hooks as hk
 from mecha.core.agents.export_targets import NO_RULES_YET, configured_targets, export_all, store_projects
+from mecha.core.agents.permissions import asks_after, set_asks
 from mecha.core.domain.rules import validate_domain
-from mecha.core.environment.agents import AGENTS
+from mecha.core.environment.agents import AGENTS, CLAUDE
 from mecha.core.environment.installed import find_agents
 from mecha.core.environment.settings import config_path
 from mecha.core.errors import InvalidInput
@@ -72,6 +75,12 @@ def accept(ctx: Context, p: m.AcceptProposalParams, cancel: Cancel) -> m.AcceptP
         refresh_blocks(ctx)
     except Exception as exc:  # the accept has landed: a cache is never its error
         logging.getLogger(__name__).warning("rules block cache not refreshed: %s", exc)
+    try:
+        add, remove = asks_after(done.proposal.rules_before, done.proposal.rules)
+        if add or remove:
+            set_asks(hk.settings_path(CLAUDE.name, "user", home=Path.home(), cwd=Path.home()), add, remove)
+    except Exception as exc:  # the accept has landed: reported in the log, never its error
+        logging.getLogger(__name__).warning("ask permissions not written: %s", exc)
     return m.AcceptProposalResult(
         proposal=done.proposal, exports=reexport(ctx), promotions=done.promotions, used_lessons=used_lessons(done.proposal),
         next_pass=next_pass(ctx, done.proposal),

@@ -183,3 +183,39 @@ def test_codex_with_the_hooks_reads_an_accepted_rule_in_the_next_session_and_git
     assert "Run `make test` before a commit." in sent, "beside the team's own AGENTS.md"
     assert git(project, "status", "--porcelain") == ""
     assert (project / "AGENTS.md").read_text() == "# Invoices\n\nRun `make test` before a commit.\n"
+
+
+def test_an_ask_permission_makes_the_real_claude_stop_before_the_refused_call_and_comes_out_byte_for_byte(
+    person, project
+):
+    # Pins: a refused call that only becomes prose, an ask entry the real
+    # CLI does not honour (a wrong key or pattern), and a removal that
+    # leaves the person's settings file other than it was.
+    from mecha.core.agents.permissions import ask_pattern, set_asks
+
+    claude = str(manifest("agents")["claude"])
+    settings = Path(person["HOME"]) / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    mine = b'{\n    "model": "opus",\n    "env": {"A": "1e3"},\n    "permissions": {"allow": ["Bash(ls:*)"]}\n}\n'
+    settings.write_bytes(mine)
+    pattern = ask_pattern("Bash", {"command": "git  push origin main"})
+    assert pattern == "Bash(git push origin main:*)"
+
+    def push() -> dict[str, Any]:
+        model = AgentModel()
+        model.command = "git push origin main"
+        try:
+            done = run([claude, "-p", "Push it.", "--output-format", "json", "--allowedTools", "Bash"],
+                       {**person, "ANTHROPIC_BASE_URL": model.url}, project)
+        finally:
+            model.close()
+        return dict(json.loads(done.stdout))
+
+    # The person allows every shell call: the push runs (and fails: no remote).
+    assert push()["permission_denials"] == []
+    assert set_asks(settings, [pattern], [])
+    assert json.loads(settings.read_text())["permissions"] == {"allow": ["Bash(ls:*)"], "ask": [pattern]}
+    asked = push()["permission_denials"]
+    assert [d["tool_input"]["command"] for d in asked] == ["git push origin main"], asked
+    assert set_asks(settings, [], [pattern])
+    assert settings.read_bytes() == mine

@@ -30,7 +30,7 @@ from mecha.core.sessions.shell.programs import (
     PYTHON_MODULES,
     SUBCOMMANDS,
 )
-from mecha.core.sessions.shell.scripts import awk_program_ok, node_code_doubt, python_code_doubt, sed_script_ok
+from mecha.core.sessions.shell.scripts import CodeDoubt, awk_program_ok, node_code_doubt, python_code_doubt, sed_script_ok
 from mecha.core.sessions.shell.variables import assignment_ok
 
 Check = Callable[[list[Word]], "Runs | None"]
@@ -318,14 +318,15 @@ def node(args: list[Word]) -> Runs | None:
     return _ok(bool(found.rest) and _project_script(found.rest[0]))
 
 
-def code_doubt(name: str, args: list[Word]) -> str | None:
+def code_doubt(name: str, args: list[Word]) -> CodeDoubt | None:
     """Why the code a program was given on the line is untrusted, in the
-    words a person is shown; `None` when it is not its code that failed."""
+    words a person is shown, and whether it reaches the network; `None`
+    when it is not its code that failed."""
     if name in ("sed", "gsed"):
         found = scan(args, _SED)
         scripts = [] if found is None else found.values("-e", "--expression") or found.words[:1]
         if any(s is not None and not sed_script_ok(s) for s in scripts):
-            return "its script runs a command (`e`), or reads or writes a file the line does not name (`r`, `w`)"
+            return CodeDoubt("its script runs a command (`e`), or reads or writes a file the line does not name (`r`, `w`)")
         return None
     if name not in ("node",) and PYTHON.fullmatch(name) is None:
         return None

@@ -10,6 +10,7 @@ is made of the commands known to do none of that.
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 # sed: a script made only of addresses and the commands that print, delete,
 # substitute, transliterate or add text (no `e`, `w`, `r`, `W`, `R`, `F`,
@@ -50,6 +51,18 @@ def awk_program_ok(program: str) -> bool:
 
 # ─── python -c and node -e: code judged by what it imports ──────────────────
 
+
+class CodeDoubt(NamedTuple):
+    """Why code on the line is untrusted, in the words a person is shown,
+    and whether that is because it reaches the network (`network`): what
+    such code prints is a stranger's text, which no vouch can make the
+    person's; any other doubt (a module that runs programs, code that does
+    not parse) is the reader's, which the person may answer."""
+
+    why: str
+    network: bool = False
+
+
 #: Python modules that reach the network, or download what they load: the
 #: standard library's and the common third-party ones. A module not here is
 #: the machine's own code (installed, or the project's), as a program the
@@ -86,7 +99,7 @@ def _escape(name: str) -> bool:
     )
 
 
-def python_code_doubt(code: str) -> str | None:
+def python_code_doubt(code: str) -> CodeDoubt | None:
     """Why `python -c CODE` may bring in someone else's text or run what
     the line does not show, or `None` when it imports only modules of this
     machine and calls nothing that runs other code."""
@@ -95,7 +108,7 @@ def python_code_doubt(code: str) -> str | None:
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
-        return "its code does not parse as Python, so the reader cannot see what it runs"
+        return CodeDoubt("its code does not parse as Python, so the reader cannot see what it runs")
     for node in ast.walk(tree):
         modules: list[str] = []
         if isinstance(node, ast.Import):
@@ -105,17 +118,17 @@ def python_code_doubt(code: str) -> str | None:
                 continue  # a relative import: the project's own package
             modules = [node.module or ""]
             names = [alias.name for alias in node.names]
-            if any(_escape(n) or n == "*" for n in names):
-                return f"its code imports `{names[0]}` from `{node.module}`, which runs code the line does not show"
+            if any(_escape(n) or n == "*" for n in names) and modules[0].split(".", 1)[0] not in PYTHON_NETWORK:
+                return CodeDoubt(f"its code imports `{names[0]}` from `{node.module}`, which runs code the line does not show")
         for module in modules:
             top = module.split(".", 1)[0]
             if top in PYTHON_NETWORK:
-                return f"its code imports `{module}`, which reaches the network: what it prints is someone else's text"
+                return CodeDoubt(f"its code imports `{module}`, which reaches the network: what it prints is someone else's text", network=True)
             if top in PYTHON_RUNS:
-                return f"its code imports `{module}`, which runs programs or code the line does not show"
+                return CodeDoubt(f"its code imports `{module}`, which runs programs or code the line does not show")
         name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
         if name is not None and _escape(name):
-            return f"its code calls `{name}`, which runs programs or code the line does not show"
+            return CodeDoubt(f"its code calls `{name}`, which runs programs or code the line does not show")
     return None
 
 
@@ -129,20 +142,20 @@ _NODE_ESCAPES = re.compile(
 _NODE_MODULE = re.compile(r"""\brequire\s*\(\s*(['"])([^'"]+)\1\s*\)|\bfrom\s*(['"])([^'"]+)\3|\bimport\s*(['"])([^'"]+)\5""")
 
 
-def node_code_doubt(code: str) -> str | None:
+def node_code_doubt(code: str) -> CodeDoubt | None:
     """Why `node -e CODE` may bring in someone else's text or run what the
     line does not show, or `None` when it requires only modules of this
     machine, each by a name on the line."""
     escape = _NODE_ESCAPES.search(code)
     if escape is not None:
-        return f"its code uses `{escape.group(0).strip()}`, which fetches or runs code the line does not show"
+        return CodeDoubt(f"its code uses `{escape.group(0).strip()}`, which fetches or runs code the line does not show")
     named = [m.group(2) or m.group(4) or m.group(6) for m in _NODE_MODULE.finditer(code)]
     if len(named) != len(re.findall(r"\brequire\b", code)) + len(re.findall(r"\bimport\b", code)):
-        return "its code loads a module by a name the line does not show"
+        return CodeDoubt("its code loads a module by a name the line does not show")
     for module in named:
         top = module.removeprefix("node:").split("/", 1)[0]
         if top in NODE_NETWORK:
-            return f"its code requires `{module}`, which reaches the network: what it prints is someone else's text"
+            return CodeDoubt(f"its code requires `{module}`, which reaches the network: what it prints is someone else's text", network=True)
         if top in NODE_RUNS:
-            return f"its code requires `{module}`, which runs programs or code the line does not show"
+            return CodeDoubt(f"its code requires `{module}`, which runs programs or code the line does not show")
     return None

@@ -47,12 +47,16 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     why in words, and the trust entry that would make that program local
     (`Bash(bd)`), only for a program the table does not know — never for a
     network client, nor for a known program run in a way that can run
-    another."""
+    another. `network`: what failed reaches the network (a network client,
+    a fetching subcommand, code that imports a network module), so what it
+    printed is a stranger's text — never the reader's doubt, which the
+    person may vouch for."""
 
     local: bool
     program: str | None = None
     why: str | None = None
     entry: str | None = None
+    network: bool = False
 
 
 LOCAL = Verdict(local=True)

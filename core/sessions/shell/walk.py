@@ -111,10 +111,10 @@ class Walker:
         #: Whether a folder of the project may be on `PATH` here.
         self.project_path = False
 
-    def fail(self, why: str, program: str | None = None, entry: str | None = None) -> bool:
+    def fail(self, why: str, program: str | None = None, entry: str | None = None, *, network: bool = False) -> bool:
         """Record the first reason the line is untrusted; always False."""
         if self.failure is None:
-            self.failure = Verdict(local=False, program=program, why=why, entry=entry)
+            self.failure = Verdict(local=False, program=program, why=why, entry=entry, network=network)
         return False
 
     # ─── the tree ───────────────────────────────────────────────────────────
@@ -352,10 +352,10 @@ class Walker:
         sub = gitrules.subcommand_of(name, argv[1:])
         label = f"{name} {sub}" if sub is not None and (name in SUBCOMMANDS or name == "git" or f"{name} {sub}" in NETWORK) else name
         if is_network(name, sub):
-            return self.fail(WHY_NETWORK, label)
+            return self.fail(WHY_NETWORK, label, network=True)
         doubt = code_doubt(name, list(argv[1:]))
         if doubt is not None:
-            return self.fail(doubt, label)
+            return self.fail(doubt.why, label, network=doubt.network)
         if PYTHON.fullmatch(name) or name == "node":
             return self.fail(WHY_CODE, label)
         if _known(name) and (name not in SUBCOMMANDS or sub in SUBCOMMANDS[name]) and not (name == "git" and sub not in GIT_SUBCOMMANDS):

@@ -259,6 +259,7 @@ export interface ReviewedProposalResult {
 
 /** One rule in a domain's TOML file. */
 export interface Rule {
+  ask?: string[];
   based_on_count?: number;
   confidence?: number;
   created_at?: string;

@@ -571,6 +571,37 @@ def test_a_next_line_the_parser_reads_into_a_command_is_judged_as_its_own_comman
     # Pins: tree-sitter-bash read `/usr/bin/pip download` as words of `sed \\;`
     # (a generated line, found by fuzzing), so pip was never judged.
     line = '{ git |& git |& sed \\;\n/usr/bin/pip download && echo "$( /usr/local/bin/tail )"; }'
-    assert judge_command(line) == Verdict(local=False, program="pip download", why=WHY_NETWORK)
+    assert judge_command(line) == Verdict(local=False, program="pip download", why=WHY_NETWORK, network=True)
     assert judge_command(line.replace("/usr/bin/pip download", "CI=true wc -l")) == Verdict(local=True)
     assert judge_command("ls \\\n  -la") == Verdict(local=True), "a backslash joins the lines"
+
+
+NETWORK_CODE = [
+    'python3 -c "import requests; print(requests.get(\'https://example.org\').text)"',
+    'python -c "import socket"',
+    'python3 -c "import http.client"',
+    "python3 -c 'from urllib.request import urlopen'",
+    "node -e \"require('https').get('https://example.org', r => r.pipe(process.stdout))\"",
+    "bash -c 'python3 -c \"import ssl\"'",
+]
+
+
+@pytest.mark.parametrize("command", NETWORK_CODE)
+def test_code_that_imports_a_network_module_is_a_strangers_text_no_vouch_or_entry_answers(command: str) -> None:
+    # Pins: `python -c "import socket"` was filed as the reader's doubt, so a
+    # correction it held back could be vouched for, though what it printed
+    # came from the network. The verdict says so itself, not by its words.
+    verdict = judge_command(command)
+    assert verdict.local is False and verdict.network is True and verdict.entry is None, verdict
+    taint, blame = CLAUDE_POLICY.judge("Bash", command)
+    assert taint.untrusted and blame is not None and blame.entry is None
+    assert blame.stranger is not None and blame.program in (blame.stranger or ""), blame
+
+
+@pytest.mark.parametrize("command", ['python3 -c "import subprocess"', "node -e \"require('child_process')\"",
+                                     "python3 ../tools/run.py", "sed 's/x/y/e' notes.txt"])
+def test_code_the_reader_only_doubts_stays_the_persons_to_vouch_for(command: str) -> None:
+    verdict = judge_command(command)
+    assert verdict.local is False and verdict.network is False, verdict
+    _, blame = CLAUDE_POLICY.judge("Bash", command)
+    assert blame is not None and blame.stranger is None, blame

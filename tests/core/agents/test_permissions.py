@@ -1,0 +1,42 @@
+"""Ask permissions from refused calls: the pattern, the settings change made
+on the person's file's text, and what an accept adds and takes out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mecha.core.agents.permissions import ask_pattern, asks_after, set_asks
+from mecha.core.domain.rules import Rule
+
+
+def test_a_refused_shell_call_asks_by_its_command_and_nothing_else_becomes_an_allow() -> None:
+    assert ask_pattern("Bash", {"command": "git push  origin main"}) == "Bash(git push origin main:*)"
+    assert ask_pattern("Bash", {"command": "echo a\necho b"}) is None
+    assert ask_pattern("WebFetch", {"url": "x"}) == "WebFetch"
+
+
+def test_adding_then_taking_out_an_ask_gives_the_persons_bytes_back(tmp_path: Path) -> None:
+    # Pins: a retired rule's permission left behind, or a settings file
+    # reformatted around it (its `1e3`, its indentation, its key order).
+    settings = tmp_path / "settings.json"
+    mine = b'{\n  "env": {"N": 1e3},\n  "hooks": {}\n}\n'
+    settings.write_bytes(mine)
+    assert set_asks(settings, ["Bash(git push origin main:*)"], [])
+    assert '"ask": [' in settings.read_text() and "1e3" in settings.read_text()
+    assert not set_asks(settings, ["Bash(git push origin main:*)"], [])  # once is enough
+    assert set_asks(settings, [], ["Bash(git push origin main:*)"])
+    assert settings.read_bytes() == mine
+    # A person's own ask list keeps its other entries.
+    settings.write_bytes(b'{"permissions": {"ask": ["Bash(rm:*)"]}}\n')
+    set_asks(settings, ["Bash(git push:*)"], [])
+    set_asks(settings, [], ["Bash(git push:*)"])
+    assert settings.read_bytes() == b'{"permissions": {"ask": ["Bash(rm:*)"]}}\n'
+
+
+def test_an_accept_keeps_the_asks_of_live_rules_and_takes_out_those_of_retired_ones() -> None:
+    push = Rule(text="Ask before pushing to main.", id="r1", ask=["Bash(git push origin main:*)"])
+    other = Rule(text="Ask before deleting.", id="r2", ask=["Bash(rm -rf:*)"])
+    retired = Rule(text="Ask before deleting.", id="r2", ask=["Bash(rm -rf:*)"], retired_at="2026-12-06T00:00:00Z")
+    assert asks_after([], [push]) == (["Bash(git push origin main:*)"], [])
+    assert asks_after([push, other], [push, retired]) == (["Bash(git push origin main:*)"], ["Bash(rm -rf:*)"])
+    assert asks_after([push], []) == ([], ["Bash(git push origin main:*)"])
