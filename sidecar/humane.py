@@ -244,7 +244,8 @@ def record_lines(rec: dict[str, Any]) -> list[str]:
         where = f"session {x['session_id']}"
         if x.get("file"):
             where += f", {x['file']}:{x['line']}" if x.get("line") is not None else f", {x['file']}"
-        lines.append(f"  corrected again {x['created_at'][:10]}: “{_one_line(x['text'], 160)}” ({where})")
+        when = (x.get("said_at") or x["created_at"])[:10]  # the correction's own day (`Repeat.corrected_at`)
+        lines.append(f"  corrected again {when}: “{_one_line(x['text'], 160)}” ({where})")
     if rec.get("rewrite_proposal"):
         lines.append(f"  a rewrite waits: mecha-sidecar proposals show {rec['rewrite_proposal']}")
     if rec.get("retire_proposal"):

@@ -365,6 +365,7 @@ def vouch(
             out.refused.append(f"{held.id}: not vouched — the correction no longer reads as one in its session file")
             continue
         plan.line = read.lines[at] if 0 <= at < len(read.lines) else None
+        plan.said_at = read.time_at(at)
         digest = hashlib.blake2b(msgspec.json.encode([plan.intervention.trigger.value, plan.intervention.text, at]), digest_size=6)
         entries.append(SessionEntry(f"{read.session_id}{VOUCH}{digest.hexdigest()}", plans=[plan],
                                     project=project_of_session(read.project, read.branch), file=held.file))

@@ -237,6 +237,7 @@ def _fresh_plans(read: ReadSession, planned: list[Planned], on_file: Counter[str
         at = plan.intervention.at
         if 0 <= at < len(read.lines):
             plan.line = read.lines[at]
+        plan.said_at = read.time_at(at)
         if plan.origin is Origin.UNTRUSTED:
             plan.held_by = first_blame(read.blames, at)
         fresh.append(plan)

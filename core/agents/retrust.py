@@ -82,6 +82,7 @@ def _read_again(file: str, waiting: set[Ident], out: Reclassified, *, trust: Tru
         if plan.origin is Origin.CLEAN:
             at = plan.intervention.at
             plan.line = read.lines[at] if 0 <= at < len(read.lines) else None
+            plan.said_at = read.time_at(at)
             now_clean.append(plan)
         else:
             out.still_untrusted += 1

@@ -39,6 +39,16 @@ class Repeat(msgspec.Struct, kw_only=True, omit_defaults=True):
     line: int | None = None
     #: When the reflect pass recorded it.
     created_at: str
+    #: When the person made the correction, as the session file dates it
+    #: (UTC, `identity.now`'s format). Absent for a session the harness
+    #: handed over, whose messages carry no time: it is reflected once it
+    #: ends, so `created_at` stands in (`corrected_at`).
+    said_at: str | None = None
+
+    def corrected_at(self) -> str:
+        """When the correction was made, as near as the store knows: what
+        decides whether it came after the rule went live."""
+        return self.said_at or self.created_at
 
 
 class SessionStart(msgspec.Struct, kw_only=True, omit_defaults=True):

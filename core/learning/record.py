@@ -9,14 +9,20 @@ does, from what the store already sees, at no extra model call:
   anyway; its prompt shows the live rules of the correction's scope
   (`reflection.live_rules_section`) and its reply names the ones the
   correction shows were not followed. The reflect pass records each on
-  the rule (`repeats.jsonl`): the session, the line, the person's words.
+  the rule (`repeats.jsonl`): the session, the line, the person's words,
+  and when the person said them (`Repeat.corrected_at`: the session file's
+  time of that message; for a session the harness handed over, which
+  carries none, when the pass recorded it). Only a correction made after
+  the rule went live is "corrected again": an old session imported after
+  the accept is evidence from before, and counts with the figures below.
 - **Exposure**: the sessions that ran in the rule's scope while it was
   live *and* that it reached — the session-start hook records which rule
   lines the agent's instruction files held as it began (`agents.started`),
   so a rule the person's agent never read is not counted as having failed
   there.
 - **Before**: the corrections it was learned from (its sources), and the
-  sessions in its scope before it went live.
+  sessions in its scope before it went live — with those of corrections
+  the reflector named that were made before it went live.
 
 `rule_record` folds those into one `RuleRecord` and one line a person
 reads (`record_line`) wherever they look at a rule: `why`, `rules`, the
@@ -150,7 +156,7 @@ def record_line(rec: RuleRecord, now: str) -> str:
     if rec.corrected_again:
         last = rec.corrected_again[-1]
         parts.append(
-            f"corrected again {len(rec.corrected_again)}× (last: {_ago(days_between(last.created_at, now))}, "
+            f"corrected again {len(rec.corrected_again)}× (last: {_ago(days_between(last.corrected_at(), now))}, "
             f"'{_words(last.text)}')"
         )
     else:
@@ -213,10 +219,11 @@ def rule_record(
         (s for s in in_scope if since is None or s.at >= since), key=lambda s: s.at, reverse=True
     )
     reached = [s for s in after if mark in starts.reached.get(s.session_id, ())]
-    again = sorted((r for r in repeats if r.rule_id == rule.id and (since is None or r.created_at >= since)),
-                   key=lambda r: r.created_at)
+    mine = [r for r in repeats if r.rule_id == rule.id]
+    again = sorted((r for r in mine if since is None or r.corrected_at() >= since), key=Repeat.corrected_at)
     before = {s.session_id for s in in_scope if since is not None and s.at < since}
     before |= {source_sessions[i] for i in rule.sources if source_sessions.get(i)}
+    before |= {r.session_id for r in mine if since is not None and r.corrected_at() < since}
     rec = RuleRecord(
         rule_id=rule.id,
         domain=domain,
@@ -310,7 +317,7 @@ def rewrites_due(store: LearningStore, domain: str, project: str | None, pool_id
         if not rule.active() or rule.id is None or any(rule.id in p.rewrite_of for p in pending):
             continue
         since = accepted.get(rule.id) or rule.created_at or ""
-        again = [r for r in by_rule.get(rule.id, []) if r.created_at >= since]
+        again = [r for r in by_rule.get(rule.id, []) if r.corrected_at() >= since]
         lessons = [r.reflexion_id for r in again if r.reflexion_id in pool]
         if len(again) >= REWRITE_AFTER_REPEATS and lessons:
             out[rule.id] = list(dict.fromkeys(x for x in lessons if x is not None))

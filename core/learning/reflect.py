@@ -699,7 +699,7 @@ def _repeats_of(work: _Work, got: list[_Answer], at: str) -> list[Repeat]:
                 rule_id=rule_id, domain=reflection_domain(i.trigger), session_id=work.session_id.split("@", 1)[0],
                 text=bound_text(i.text, SOURCE_TEXT_BUDGET), trigger=i.trigger.value, project=project,
                 reflexion_id=a.reflexion.id if a.reflexion is not None else None,
-                at=i.at, file=work.file, line=a.plan.line, created_at=at,
+                at=i.at, file=work.file, line=a.plan.line, created_at=at, said_at=a.plan.said_at,
             ))
     return out
 

@@ -269,7 +269,14 @@ class AgentCliProvider:
     async def _run(self, args: Sequence[str], prompt: str, cwd: Path) -> str:
         """One run of the program: the prompt on stdin, stdout back; a
         non-zero exit, a timeout or too much output is a `ModelFailure`."""
-        env = {**self._env, OWN_CALL_ENV: "1"}
+        token = os.urandom(8).hex()
+        env = {**self._env, OWN_CALL_ENV: "1", CALL_TOKEN_ENV: token}
+        try:
+            return await self._run_marked(args, prompt, cwd, env)
+        finally:
+            stop_marked(token)
+
+    async def _run_marked(self, args: Sequence[str], prompt: str, cwd: Path, env: dict[str, str]) -> str:
         try:
             proc = await asyncio.create_subprocess_exec(
                 *args, cwd=cwd, env=env, start_new_session=True,
@@ -317,6 +324,42 @@ class AgentCliProvider:
         out, err = await asyncio.gather(_read_bounded(proc.stdout, self.label), _read_bounded(proc.stderr, self.label))
         await proc.wait()
         return out, err
+
+
+#: Set, to a value of its own, in the environment of every agent call: what
+#: the call started carries it, wherever it went (`stop_marked`).
+CALL_TOKEN_ENV = "MECHA_AGENT_CALL"
+
+
+def stop_marked(token: str) -> int:
+    """Kill every process of this user still carrying the call's token in
+    its environment, once the call is over; how many. The call runs in a
+    process group of its own, and stopping the group stops what stayed in
+    it — but a helper the agent CLI started with `setsid` (a new session,
+    so a new group) once outlived the call it belonged to, holding the
+    call's files and the person's account. Its environment is what it
+    cannot leave behind. Linux (`/proc`); elsewhere, the group alone."""
+    import signal as _signal
+
+    mark = f"{CALL_TOKEN_ENV}={token}".encode()
+    own = os.getpid()
+    stopped = 0
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return 0
+    for pid in pids:
+        if pid == own:
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if mark not in f.read().split(b"\0"):
+                    continue
+            os.kill(pid, _signal.SIGKILL)
+            stopped += 1
+        except OSError:
+            continue
+    return stopped
 
 
 async def _read_bounded(stream: asyncio.StreamReader, label: str) -> bytes:

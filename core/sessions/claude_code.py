@@ -110,6 +110,7 @@ from mecha.core.sessions.reader import (
     Source,
     TaintPolicy,
     bounded,
+    stamp_of,
     subagent_blame,
 )
 from mecha.core.sessions.transcript import Block, Message, Taint, result_text, taint_at
@@ -231,6 +232,8 @@ class _Line(msgspec.Struct):
     #: `claude -p`, `sdk-ts` / `sdk-py` for a program on the Agent SDK.
     entrypoint: str | None = None
     gitBranch: str | None = None
+    #: When the line was written (ISO 8601, UTC): a correction's time.
+    timestamp: str | None = None
     attachment: msgspec.Raw = msgspec.Raw()
     #: A `queue-operation` line's movement and the words it moved.
     operation: str | None = None
@@ -377,6 +380,7 @@ class _Reader(ReaderCore):
         line = self.lines.decode(_line, number, raw, torn)
         if line is None:
             return
+        self.stamp = stamp_of(line.timestamp)
         if line.sessionId and self.session_id is None:
             self.session_id = line.sessionId
         if line.cwd and self.project is None:

@@ -79,6 +79,7 @@ from mecha.core.sessions.reader import (
     Source,
     TaintPolicy,
     bounded,
+    stamp_of,
     subagent_blame,
 )
 from mecha.core.sessions.transcript import Block, Message, Taint, taint_at
@@ -138,6 +139,8 @@ class _Payload(msgspec.Struct):
 
 class _Line(msgspec.Struct):
     type: str | None = None
+    #: When the line was written (ISO 8601, UTC): a correction's time.
+    timestamp: str | None = None
     payload: _Payload | None = None
     # the older shape: a bare meta line / bare items
     id: str | None = None
@@ -264,6 +267,7 @@ class _Reader(ReaderCore):
         line = self.lines.decode(_line, number, raw, torn)
         if line is None:
             return
+        self.stamp = stamp_of(line.timestamp)
         kind, payload = line.type, line.payload
         if payload is None:
             if line.record_type is not None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, TypeVar
@@ -151,6 +152,29 @@ class ReadSession(msgspec.Struct, kw_only=True):
     #: The calls that made the session untrusted, in file order (the first
     #: of each tool and program; `first_blame`).
     blames: list[Blame] = msgspec.field(default_factory=list)
+    #: For each message, when the file dates the line it began on (UTC,
+    #: `identity.now`'s format, `stamp_of`), `None` where that line has no
+    #: readable time; empty when the format does not say.
+    times: list[str | None] = msgspec.field(default_factory=list)
+
+    def time_at(self, at: int) -> str | None:
+        """When message `at` was written, as the file dates it."""
+        return self.times[at] if 0 <= at < len(self.times) else None
+
+
+def stamp_of(value: object) -> str | None:
+    """A record's `timestamp` (ISO 8601, as both agents write it) in the
+    store's spelling of a moment, so it orders against an accept's time;
+    `None` for anything else."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def note_lines(lines: list[int], messages: Sequence[object], number: int) -> None:
@@ -685,6 +709,10 @@ class ReaderCore:
         #: The person interrupted the turn: their next words are a steer.
         self.interrupted = False
         self._memory: ShellMemory | None = None
+        #: The time of the line being read (`stamp_of` its `timestamp`),
+        #: set by the subclass; each message it adds is dated with it.
+        self.stamp: str | None = None
+        self.times: list[str | None] = []
 
     def line(self, number: int, raw: bytes, torn: bool) -> None:
         raise NotImplementedError
@@ -699,19 +727,27 @@ class ReaderCore:
         number = 0
         for number, raw, torn in self.lines.lines(data):
             self.taint.line = number
+            self.stamp = None
             if isinstance(raw, OverlongLine):  # skipped already (`LineReader.lines`)
                 self.unread_line(raw)
-                note_lines(lines, self.out, number)
+                self._note(lines, number)
                 continue
             skipped = self.lines.skipped
             self.line(number, raw, torn)
             if self.lines.skipped > skipped and not torn:  # a torn last line has nothing after it
                 self.unread_line(raw)
-            note_lines(lines, self.out, number)
+            self._note(lines, number)
         self.lines.finish()
+        self.stamp = None
         self.end()
-        note_lines(lines, self.out, number)
+        self._note(lines, number)
         return lines
+
+    def _note(self, lines: list[int], number: int) -> None:
+        """The line and the time of every message added since the last note."""
+        note_lines(lines, self.out, number)
+        del self.times[len(self.out):]
+        self.times.extend([self.stamp] * (len(self.out) - len(self.times)))
 
     def base_id(self, path: Path | None) -> str:
         """The session's id as the file gives it, else the file's name."""
@@ -730,6 +766,7 @@ class ReaderCore:
             skipped_lines=self.lines.skipped,
             lines=lines,
             blames=self.taint.blames,
+            times=self.times,
         )
 
     def shell_memory(self) -> ShellMemory:

@@ -64,6 +64,11 @@ class Planned(msgspec.Struct):
     #: For an untrusted intervention of an imported session: the first call
     #: that made it so (`reader.first_blame`).
     held_by: Blame | None = None
+    #: For an imported session: when the file dates the message the
+    #: intervention rides in (`ReadSession.times`); what a repeat of a live
+    #: rule is dated by. `None` where the file gives no time, and for a
+    #: session the harness handed over (its messages carry none).
+    said_at: str | None = None
 
 
 def survey_session(

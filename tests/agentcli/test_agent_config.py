@@ -155,3 +155,34 @@ def test_a_codex_rollout_of_a_passes_own_call_is_never_imported(tmp_path: Path, 
     report = import_sessions(store, "codex", tmp_path / ".codex" / "sessions", voices=Voices())
     assert report.queued == ["codex:0199aaaa-bbbb-7ccc-8ddd-000000000002"]
     assert any("a model call this sidecar made" in s for s in report.skipped)
+
+
+def test_a_helper_the_agent_starts_in_a_session_of_its_own_does_not_outlive_the_call(tmp_path: Path):
+    # Pins: a helper started with `setsid` (a new session, out of the call's
+    # process group) still running after the call that started it ended.
+    import asyncio
+    import os
+    import time
+
+    from mecha.core.providers.agent_cli import AgentCliProvider
+
+    cfg = resolve_model_config({"api": "claude-code"}, {}, None)
+    assert cfg is not None
+    provider = AgentCliProvider(cfg, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+    pidfile = tmp_path / "helper.pid"
+    script = f"setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $! > {pidfile}; cat >/dev/null; echo done"
+    out = asyncio.run(provider._run(["sh", "-c", script], "prompt", tmp_path))
+    assert out.strip() == "done"
+    helper = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{helper}/stat") as f:
+                if f.read().split(")")[-1].split()[0] == "Z":
+                    break
+        except FileNotFoundError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(helper, 9)
+        raise AssertionError("the helper outlived the call")

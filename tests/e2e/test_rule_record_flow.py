@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +47,13 @@ def session(sid: str, cwd: Path, correction: str) -> bytes:
     """A Claude Code session where the assistant pushes and the person
     corrects it after the turn."""
     c = Claude(session=sid, cwd=str(cwd))
-    c.user("Fix the rounding in the invoice totals and ship it.")
-    c.assistant(text("Fixed the rounding and pushed the commit to main."))
-    c.user(correction)
-    c.assistant(text("Understood; done that way now."))
+    # Dated now, as the agent dates each line it writes: a correction counts
+    # against a rule only when it was made after the rule's accept.
+    now = {"timestamp": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")}
+    c.user("Fix the rounding in the invoice totals and ship it.", **now)
+    c.assistant(text("Fixed the rounding and pushed the commit to main."), **now)
+    c.user(correction, **now)
+    c.assistant(text("Understood; done that way now."), **now)
     return c.bytes()
 
 

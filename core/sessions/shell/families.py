@@ -183,15 +183,34 @@ def _syntax_check_only(found) -> bool:  # type: ignore[no-untyped-def]
     return noexec
 
 
+#: Options with which a shell runs a script file as `./script` would: they
+#: stop it on errors or trace it, and read no other file nor its input.
+_PLAIN_RUN = frozenset({"-e", "-u", "-x", "-v", "-o", "+e", "+u", "+x", "+v"})
+_PLAIN_SET = frozenset({"pipefail", "errexit", "nounset", "xtrace", "verbose"})
+
+
+def _runs_project_script(found) -> bool:  # type: ignore[no-untyped-def]
+    """`bash scripts/check.sh`, `sh -e ./x.sh`: a script of the project's
+    tree run by a shell with only the options `./x.sh` could carry in its
+    own first line — the project's code, as `./x.sh` and `python3
+    bench/run.py` are. Not an interactive or login shell (it reads startup
+    files), nor one reading its input (`-s`)."""
+    plain = all(n in _PLAIN_RUN and (n not in ("-o", "+o") or v in _PLAIN_SET) for n, v in found.options)
+    return plain and bool(found.rest) and _project_script(found.rest[0])
+
+
 def shell(args: list[Word]) -> Runs | None:
-    """`sh -c SCRIPT` runs SCRIPT (checked as a line); a shell reading a
-    file or its input runs what the line does not show."""
+    """`sh -c SCRIPT` runs SCRIPT (checked as a line); a script of the
+    project runs as it would by its path; a shell reading any other file
+    or its input runs what the line does not show."""
     found = scan(args, _SHELL)
     if found is None:
         return None
     if _syntax_check_only(found):
         return NOTHING
-    if not found.has("-c") or not found.rest or found.rest[0] is None:
+    if not found.has("-c"):
+        return NOTHING if _runs_project_script(found) else None
+    if not found.rest or found.rest[0] is None:
         return None
     return Runs(scripts=(found.rest[0],))
 

@@ -217,3 +217,42 @@ def test_a_retirement_offer_is_filed_once_as_a_pending_proposal_and_never_applie
     for p in offers:
         reject_proposal(store, p.id, "keep it")
     assert offer_retirements(store, now) == []  # rejected: the person said keep it
+
+
+def claude_session(sid: str, day: str, words: str) -> bytes:
+    from tests.core.ccfixture import Claude, text
+
+    c = Claude(session=sid, cwd="/home/pat/elsewhere")
+    stamp = {"timestamp": f"{day}T10:00:00.000Z"}
+    c.user("Ship the release notes.", **stamp)
+    c.assistant(text("Pushed the notes straight to main."), **stamp)
+    c.user(words, **stamp)
+    c.assistant(text("Sorry; I opened a pull request instead."), **stamp)
+    return c.bytes()
+
+
+async def test_an_imported_correction_counts_as_corrected_again_only_when_made_after_the_accept(
+    store: LearningStore, tmp_path: Path,
+):
+    # Pins: old sessions imported after a rule was accepted counting as
+    # repeats of it, dated the day the pass read them.
+    from mecha.core.agents.importing import import_sessions
+    from mecha.core.sessions.mining import DEFAULT_VOICES
+
+    folder = tmp_path / "projects" / "-home-pat-elsewhere"
+    folder.mkdir(parents=True)
+    (folder / "before.jsonl").write_bytes(claude_session("before", "2026-11-01", "You pushed to main; open a pull request."))
+    (folder / "after.jsonl").write_bytes(claude_session("after", "2026-11-05", "Main again? Open a pull request."))
+    report = import_sessions(store, "claude", tmp_path / "projects", voices=DEFAULT_VOICES, ended=True)
+    assert report.queued
+    reply = answer("Open a pull request; never push to main.", ["L2"])
+    await reflect_inbox(store, Reflector(ScriptedProvider(reply, reply)))
+    assert sorted((r.session_id, r.said_at) for r in store.repeats()) == [
+        ("claude:after", "2026-11-05T10:00:00.000000Z"), ("claude:before", "2026-11-01T10:00:00.000000Z"),
+    ]
+    rec = StoreView(store, "2026-11-14T09:00:00.000000Z").record(RULE, "behavior", None)
+    assert [r.session_id for r in rec.corrected_again] == ["claude:after"]
+    assert "corrected again 1× (last: 8 days ago, 'Main again? Open a pull request.')" in rec.line
+    assert rec.sessions_before == 1  # the correction from before the accept counts there
+    pool = [r.id for r in store.learnable_unprocessed("behavior")]
+    assert rewrites_due(store, "behavior", None, pool) == {}

@@ -174,3 +174,17 @@ def test_more_output_of_a_running_exec_is_decided_by_the_command_that_started_it
     cx.say("Done.").user("Good, now wire it up.")
     _, plans = mined(cx)
     assert plans[-1].origin is (Origin.UNTRUSTED if untrusted else Origin.CLEAN)
+
+
+def test_each_message_is_dated_by_its_lines_timestamp_in_the_stores_spelling():
+    # Pins: a correction's time lost on import, so a repeat of a live rule
+    # is dated when it was read rather than when it was said.
+    cx = Codex()
+    cx.user("Tidy the changelog.")
+    cx.say("Done.")
+    cx.lines[-2]["timestamp"] = "2026-11-03T08:30:00.5+01:00"
+    cx.lines[-1]["timestamp"] = "not a time"
+    read = read_codex(cx.bytes())
+    assert len(read.times) == len(read.messages) == 2
+    assert read.time_at(0) == "2026-11-01T10:00:01.000000Z"
+    assert read.time_at(1) == "2026-11-03T07:30:00.500000Z" and read.time_at(5) is None
