@@ -353,7 +353,7 @@ def shell_stranger(program: str | None, why: str, command: str, *, network: bool
     a network program on the line is taken to be what ran (fail closed).
     `network` is the shell reader's own word that what failed reaches the
     network (`Verdict.network`: `python -c` code importing `socket`)."""
-    from mecha.core.sessions.shell.programs import NETWORK, is_network
+    from mecha.core.sessions.shell.programs import NETWORK, REMOTE_SUBCOMMANDS, is_network
 
     if network:
         return f"{program or 'the command'}: {why}"
@@ -370,26 +370,11 @@ def shell_stranger(program: str | None, why: str, command: str, *, network: bool
     return None
 
 
-#: Subcommands that talk to a remote, of programs the table does not know
-#: (`bd`) or knows only partly: trusting the program (`Bash(bd)`) never
-#: trusts them — each is its own entry (`Bash(bd sync)`), and what it
-#: printed is a remote's text. The table's own fetching subcommands
-#: (`programs.NETWORK`: `git push`, `npm install`, …) are added to these.
-REMOTE_SUBCOMMANDS = frozenset(
-    {
-        "bd sync", "npm publish", "yarn publish", "pnpm publish", "cargo publish", "cargo login", "poetry publish",
-        "twine upload", "gem push", "docker push", "docker login", "helm push", "dvc push", "dvc pull", "dvc fetch",
-        "hg push", "hg pull", "svn update", "svn checkout", "jj git", "git-lfs fetch", "git-lfs pull", "git-lfs push",
-        "mix hex.publish", "dotnet nuget",
-    }
-)
-
-
 def remote_subcommands(program: str) -> frozenset[str]:
     """Every subcommand of `program` known to talk to a remote
     (`REMOTE_SUBCOMMANDS` and the table's fetching subcommands), each
     spelled `program sub`."""
-    from mecha.core.sessions.shell.programs import NETWORK
+    from mecha.core.sessions.shell.programs import NETWORK, REMOTE_SUBCOMMANDS
 
     return frozenset(e for e in (*REMOTE_SUBCOMMANDS, *NETWORK) if e.partition(" ")[0] == program and " " in e)
 

@@ -184,6 +184,28 @@ NETWORK = frozenset(
 )
 
 
+#: Subcommands that talk to a remote, of programs the table does not know
+#: (`bd`) or knows only partly: trusting the program (`Bash(bd)`) never
+#: trusts them — each is its own entry (`Bash(bd sync)`), and what it
+#: printed is a remote's text. The table's own fetching subcommands
+#: (`programs.NETWORK`: `git push`, `npm install`, …) are added to these.
+REMOTE_SUBCOMMANDS = frozenset(
+    {
+        "bd sync", "npm publish", "yarn publish", "pnpm publish", "cargo publish", "cargo login", "poetry publish",
+        "twine upload", "gem push", "docker push", "docker login", "helm push", "dvc push", "dvc pull", "dvc fetch",
+        "hg push", "hg pull", "svn update", "svn checkout", "jj git", "git-lfs fetch", "git-lfs pull", "git-lfs push",
+        "mix hex.publish", "dotnet nuget",
+    }
+)
+
+
+def talks_to_remote(program: str, subcommand: str | None) -> bool:
+    """Whether `program subcommand` is a network client, a fetching
+    subcommand, or a subcommand known to talk to a remote
+    (`REMOTE_SUBCOMMANDS`) — whatever program of that name runs."""
+    return is_network(program, subcommand) or (subcommand is not None and f"{program} {subcommand}" in REMOTE_SUBCOMMANDS)
+
+
 def is_network(program: str, subcommand: str | None = None) -> bool:
     """Whether `program` (or `program subcommand`) is a network client or a
     fetching subcommand this table knows by name."""

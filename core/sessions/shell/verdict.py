@@ -64,6 +64,7 @@ LOCAL = Verdict(local=True)
 #: Why a command was untrusted, in the words a person is shown.
 WHY_UNKNOWN = "not in the table of programs known to stay on this machine"
 WHY_NETWORK = "reaches the network: what it prints is someone else's text"
+WHY_REMOTE = "talks to a remote: what it prints is someone else's text, whichever program of that name runs"
 WHY_RUNS_MORE = "run with arguments that can make it run another program or read code not on the line"
 WHY_UNSEEN = "names its program through something known only when it runs"
 WHY_CODE = "runs code the line does not show (a script outside the project, its input, a module it loads by name)"

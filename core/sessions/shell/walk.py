@@ -21,7 +21,7 @@ from mecha.core.sessions.shell import git as gitrules
 from mecha.core.sessions.shell.families import FAMILIES, code_doubt, python
 from mecha.core.sessions.shell.names import PYTHON, entry_for, outside_program, program_name, project_program
 from mecha.core.sessions.shell.options import Runs, Word
-from mecha.core.sessions.shell.programs import GIT_SUBCOMMANDS, NETWORK, PROGRAMS, SUBCOMMANDS, is_network
+from mecha.core.sessions.shell.programs import GIT_SUBCOMMANDS, NETWORK, PROGRAMS, SUBCOMMANDS, is_network, talks_to_remote
 from mecha.core.sessions.shell.values import OLD_VALUE, PATH_LISTS, PathChange, path_change, stand_in
 from mecha.core.sessions.shell.variables import assignment_ok
 from mecha.core.sessions.shell.verdict import (
@@ -29,6 +29,7 @@ from mecha.core.sessions.shell.verdict import (
     WHY_DISTRUSTED,
     WHY_NETWORK,
     WHY_OUTSIDE,
+    WHY_REMOTE,
     WHY_RUNS_MORE,
     WHY_UNKNOWN,
     WHY_UNSEEN,
@@ -389,7 +390,10 @@ class Walker:
             self.values.clear()
         if self.project_path and "/" not in (word or "/") and not _known(name) and not PYTHON.fullmatch(name):
             # A folder of the project is on PATH: a name the table does not
-            # know may be the project's own program there (`values.py`).
+            # know may be the project's own program there (`values.py`) —
+            # but not when it names a subcommand that talks to a remote.
+            if talks_to_remote(name, sub) and not is_network(name, sub):
+                return self.fail(WHY_REMOTE, f"{name} {sub}", network=True)
             return not is_network(name, sub)
         return self.by_family(name, sub, args, depth)
 

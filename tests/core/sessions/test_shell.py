@@ -621,3 +621,17 @@ def test_code_the_reader_only_doubts_stays_the_persons_to_vouch_for(command: str
     assert verdict.local is False and verdict.network is False, verdict
     _, blame = CLAUDE_POLICY.judge("Bash", command)
     assert blame is not None and blame.stranger is None, blame
+
+
+@pytest.mark.parametrize("command", ["PATH=./bin:$PATH bd sync", "export PATH=$PWD/bin:$PATH && bd sync --flush-only",
+                                     "PATH=./tools:$PATH dvc pull"])
+def test_a_project_folder_on_path_does_not_make_a_subcommand_that_talks_to_a_remote_local(command: str) -> None:
+    # Pins: under a project PATH an unknown name was taken as the project's
+    # own program whatever it did, so `bd sync`, which pulls from and pushes
+    # to a git remote, read as local.
+    verdict = judge_command(command)
+    assert verdict.local is False and verdict.network is True and verdict.entry is None, verdict
+    assert verdict.program is not None and verdict.program.startswith(("bd sync", "dvc pull")), verdict
+    _, blame = CLAUDE_POLICY.judge("Bash", command)
+    assert blame is not None and blame.stranger is not None, blame
+    assert judge_command("PATH=./bin:$PATH bd ready --json") == Verdict(local=True)
