@@ -97,6 +97,14 @@ def rejected(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def new_asks(p: dict[str, Any]) -> list[str]:
+    """The ask permissions a proposal's live rules carry that its rules
+    before did not: what accepting it adds to the agent's settings."""
+    before = {a for r in p.get("rules_before") or [] for a in r.get("ask") or []}
+    live = [r for r in p.get("rules") or [] if r.get("enabled", True) and not r.get("retired_at")]
+    return list(dict.fromkeys(a for r in live for a in r.get("ask") or [] if a not in before))
+
+
 def accepted(r: dict[str, Any]) -> str:
     """An accept's result: the proposal, what was left out, what became of
     each instructions file it is exported to (or that none is, and how to),
@@ -115,6 +123,7 @@ def accepted(r: dict[str, Any]) -> str:
         )
         lines.append(f"  {used} lesson(s) used" + (f"; {back} back in the pool for a later pass" if back else ""))
     exports = r.get("exports") or []
+    lines += [f"  also asks before `{a}` (Claude Code's settings.json: permissions.ask)" for a in new_asks(p)]
     written = [e["path"] for e in exports if e.get("changed") and not e.get("error")]
     if written:
         lines.append("  the rules are now in " + ", ".join(written))
@@ -166,6 +175,7 @@ def proposal_with_diff(r: dict[str, Any]) -> str:
         lines.append(f"reason: {p['reason']}")
     lines.append("")
     lines.append(r["diff"] or "(no change to the rendered rules block)")
+    lines += [f"also ask before `{a}` (written into Claude Code's permissions.ask on accept)" for a in new_asks(p)]
     changes = r.get("changes") or []
     if changes:
         lines += ["", "why each change (leave one out: proposals accept ID --without N, or --wrong N when its lesson is "

@@ -31,8 +31,10 @@ mining the file naively taught the wrong lesson or missed the right one:
   `<task-notification>`, `<bash-notification>`, `<user-prompt-submit-hook>`, "Caveat: …" and
   "Stop hook feedback:" text is dropped (a command the person ran with `!`
   is not their words, but its output reached the model: it taints what
-  follows as a `Bash` call of that command would); `<system-reminder>` blocks are cut
-  out of whatever text they ride in.
+  follows as a `Bash` call of that command would); `<system-reminder>` blocks
+  and what an editor reports (`<ide_opened_file>`, `<ide_selection>`, any
+  `<ide_…>` tag) are cut out of whatever text they ride in: a turn of only
+  those is no turn.
 - **Interrupt markers** (`[Request interrupted by user]`, `… for tool use]`,
   also at the start of a tool result) are events, never the person's text:
   the person's next words after an interrupt that cut a call short ride beside
@@ -85,7 +87,12 @@ Claude Code policy below lists its built-in tools. A **subagent's report**
 (`Task`, `Agent`) is as trusted as the subagent's own transcript, which
 Claude Code keeps beside the session (`<session>/subagents/agent-<id>.jsonl`,
 the id named in the result's `agentId`): clean when that file is found and
-reads clean, untrusted otherwise (`subagent_taint`).
+reads clean, untrusted otherwise (`subagent_taint`). A **workflow's result**
+(`Workflow`) is as trusted as every transcript of its run
+(`<session>/subagents/workflows/<run>/`, the run named in the result's
+`runId`), all of them found through the run's journal and read the same
+way; one missing or unclean, or no journal, keeps it untrusted
+(`workflow_taint`).
 """
 
 from __future__ import annotations
@@ -138,7 +145,8 @@ CLAUDE_POLICY = TaintPolicy(
     # read from a file, its report is decided by the subagent's own
     # transcript beside it (`subagent_taint`); anywhere else it is
     # untrusted. `Workflow` runs many subagents and returns their combined
-    # result: untrusted, like a subagent whose transcript is not found.
+    # result: decided by every transcript of its run (`workflow_taint`),
+    # untrusted anywhere else.
     # The rest bring another party's words: the web, MCP servers' resources
     # and tool descriptions, other agents and sessions, claude.ai; and
     # `PowerShell` / `Monitor`, whose commands the shell parser does not read.
@@ -178,7 +186,9 @@ _DROPPED_PREFIXES = (
 )
 #: How a background Bash call's result names its shell (`BashOutput`'s `bash_id`).
 _BACKGROUND_ID = re.compile(r"running in background with ID: ([\w-]+)|moved to the background \(ID: ([\w-]+)\)")
-_SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+#: Text the harness rides in the person's turn: reminders and what the editor
+#: reports (`<ide_opened_file>`, `<ide_selection>`, … — any `<ide_…>` tag).
+_INJECTED = re.compile(r"<(system-reminder|ide_[a-z_]+)>.*?</\1>", re.DOTALL)
 _COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
 _ANSWER = re.compile(r'"((?:[^"\\]|\\.)*)"="((?:[^"\\]|\\.)*)"', re.DOTALL)
@@ -287,8 +297,8 @@ def flatten_result(content: str | list[_Inner] | None) -> str:
 def person_text(text: str) -> str | None:
     """What the person typed, from one text block of a user line; `None` when
     the block is the harness's (a wrapper, a marker, a summary)."""
-    if "<system-reminder>" in text:
-        text = _SYSTEM_REMINDER.sub("", text)
+    if "<system-reminder>" in text or "<ide_" in text:
+        text = _INJECTED.sub("", text)
     stripped = text.strip()
     if not stripped:
         return None
@@ -617,6 +627,8 @@ class _Reader(ReaderCore):
                     self.background.setdefault(started.group(1) or started.group(2), command)
         if name in SUBAGENT_TOOLS and not is_error and self.subagents is not None:
             brought.append(subagent_taint(self.subagents, spawned_agent(text, line.toolUseResult), self.policy))
+        elif name == "Workflow" and not is_error and self.subagents is not None:
+            brought.append(workflow_taint(self.subagents, workflow_run(text, line.toolUseResult), self.policy))
         elif name == "TaskOutput":
             brought.append(self._task_output(call))
         else:
@@ -670,28 +682,93 @@ def spawned_agent(result: str, raw: msgspec.Raw) -> str | None:
     return match.group(1) if match else None
 
 
-def subagent_taint(folder: Path, agent: str | None, policy: TaintPolicy) -> tuple[Taint, Blame | None]:
+def subagent_taint(folder: Path, agent: str | None, policy: TaintPolicy, tool: str = "Task", run: str | None = None) -> tuple[Taint, Blame | None]:
     """A subagent's report is as trusted as its own transcript: local when
-    `agent-<id>.jsonl` is found beside the session and reads clean to its
-    end (the report is its last words; a transcript that went on after it
-    is held to what came later too — fail closed); otherwise untrusted,
-    saying which."""
-    if agent is None or "/" in agent or agent.startswith("."):
+    `agent-<id>.jsonl` is found in `folder` and reads clean to its end (the
+    report is its last words; a transcript that went on after it is held to
+    what came later too — fail closed); otherwise untrusted, saying which.
+    `tool` and `run` name who asked (a `Workflow` run's subagents)."""
+    if agent is None or not _safe_name(agent):
         why = "a subagent's report whose transcript the result does not name"
-        return Taint(private=True, untrusted=True), Blame(tool="Task", why=why, stranger=f"Task: {why} ({UNCHECKED_SUBAGENT})")
+        return Taint(private=True, untrusted=True), Blame(tool=tool, why=why, stranger=f"{tool}: {why} ({UNCHECKED_SUBAGENT})")
     path = folder / f"agent-{agent}.jsonl"
+    program = f"{run}/agent-{agent}" if run else f"agent-{agent}"
     try:
         with path.open("rb") as f:
             read = read_claude_code(f, name=str(path), path=path, policy=policy)
     except (OSError, InvalidInput) as exc:
         why = "its transcript is not beside the session" if isinstance(exc, FileNotFoundError) else f"its transcript cannot be read ({exc})"
-        program = f"agent-{agent}"
-        return Taint(private=True, untrusted=True), Blame(tool="Task", program=program, why=f"a subagent's report: {why}",
-                                                          stranger=f"Task({program}): {why} ({UNCHECKED_SUBAGENT})")
+        return Taint(private=True, untrusted=True), Blame(tool=tool, program=program, why=f"a subagent's report ({program}): {why}",
+                                                          stranger=f"{tool}({program}): {why} ({UNCHECKED_SUBAGENT})")
     last = taint_at(read.taint_timeline, max(len(read.messages) - 1, 0))
     if last is not None and not last.untrusted:
         return Taint(private=True), None
-    return Taint(private=True, untrusted=True), subagent_blame("Task", f"agent-{agent}", f"transcript ({path.name})", read.blames)
+    return Taint(private=True, untrusted=True), subagent_blame(tool, program, f"transcript ({path.name})", read.blames)
+
+
+def _safe_name(name: str) -> bool:
+    """A name from the record that may become one file name in a folder."""
+    return bool(name) and "/" not in name and "\\" not in name and not name.startswith(".")
+
+
+class _Ledger(msgspec.Struct):
+    agentId: str | None = None
+
+
+class _Run(msgspec.Struct):
+    runId: str | None = None
+
+
+_RUN_ID = re.compile(r"^Run ID: (wf_[\w.-]+)\s*$", re.MULTILINE)
+
+
+def workflow_run(result: str, raw: msgspec.Raw) -> str | None:
+    """The run a `Workflow` result names: the structured record's `runId`,
+    else the `Run ID: wf_…` line of its text."""
+    if raw:
+        try:
+            found = msgspec.json.decode(raw, type=_Run).runId
+        except LINE_FAULTS:
+            found = None
+        if found:
+            return found
+    match = _RUN_ID.search(result)
+    return match.group(1) if match else None
+
+
+def workflow_taint(folder: Path, run: str | None, policy: TaintPolicy) -> tuple[Taint, Blame | None]:
+    """A workflow's result is written by the subagents it ran, so it is as
+    trusted as their transcripts, which Claude Code keeps beside the session
+    (`<session>/subagents/workflows/<run>/agent-<id>.jsonl`, with the run's
+    `journal.jsonl` naming the subagents it started). Local only when the
+    journal is read, every subagent it names has its transcript there, and
+    every transcript there reads clean (`subagent_taint`, the same reader);
+    a run not named, a journal missing or unreadable, a transcript missing
+    or unclean keeps the result untrusted, saying which — fail closed."""
+    def held(why: str, program: str = "") -> tuple[Taint, Blame]:
+        named = f"Workflow({program})" if program else "Workflow"
+        return Taint(private=True, untrusted=True), Blame(tool="Workflow", program=program or None, why=f"a workflow's result: {why}",
+                                                          stranger=f"{named}: {why} ({UNCHECKED_SUBAGENT})")
+
+    if run is None or not _safe_name(run):
+        return held("the result does not name its run")
+    run_dir = folder / "workflows" / run
+    journal = run_dir / "journal.jsonl"
+    try:
+        started = [msgspec.json.decode(line, type=_Ledger).agentId for line in journal.read_bytes().splitlines() if line.strip()]
+        present = sorted(p.name[len("agent-") : -len(".jsonl")] for p in run_dir.glob("agent-*.jsonl"))
+    except FileNotFoundError:
+        return held("its run's journal is not beside the session", run)
+    except (OSError, *LINE_FAULTS) as exc:
+        return held(f"its run's journal cannot be read ({exc})", run)
+    agents = list(dict.fromkeys([a for a in started if a] + present))
+    if not agents:
+        return held("its run names no subagent transcript", run)
+    for agent in agents:
+        taint, blame = subagent_taint(run_dir, agent, policy, tool="Workflow", run=run)
+        if taint.untrusted:
+            return taint, blame
+    return Taint(private=True), None
 
 
 def _prompt_text(prompt: str | list[_Inner] | None) -> str:

@@ -403,7 +403,7 @@ _UNTRUSTED_TOOLS = {
     "web_fetch": "a web page's text", "ReadMcpResourceTool": "an MCP server's resource",
     "Task": "a subagent's report, whose own transcript was not found clean",
     "Agent": "a subagent's report, whose own transcript was not found clean",
-    "Workflow": "a workflow's result, written by the subagents it ran",
+    "Workflow": "a workflow's result, whose subagents' transcripts were not all found clean",
     "ToolSearch": "tool descriptions an MCP server wrote",
     "WaitForMcpServers": "what MCP servers said while connecting",
     "SendMessage": "another agent's words", "ListAgents": "other sessions' names and states, some on other machines",

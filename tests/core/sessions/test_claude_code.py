@@ -88,6 +88,19 @@ def test_wrappers_are_dropped_and_a_slash_command_is_never_mined():
     assert [p.intervention.text for p in plans] == ["Use British spelling in the README."]
 
 
+def test_ide_context_riding_in_the_persons_turn_is_not_their_words():
+    # Pins: the editor's "The user opened the file … in the IDE" was mined and shown as the person's correction.
+    opened = "<ide_opened_file>The user opened the file /home/dana/src/app/PLAN.md in the IDE. This may or may not be related to the current task.</ide_opened_file>"
+    selected = "<ide_selection>The user selected the lines 3 to 4 from /home/dana/src/app/main.py:\nx = 1\n</ide_selection>"
+    cc = task(Claude()).result("t1", "readme").assistant(text("Done."))
+    cc.user([text(opened)])
+    cc.assistant(text("Anything else?"))
+    cc.user([text(opened), text(selected + "Keep the changelog in reverse date order.")])
+    read, plans = mined(cc)
+    assert [p.intervention.text for p in plans] == ["Keep the changelog in reverse date order."]
+    assert all("ide_" not in m.text() and "opened the file" not in m.text() for m in read.messages)
+
+
 def test_interrupt_markers_are_events_and_the_next_words_are_a_steer_on_the_cut_call():
     # Pins: `[Request interrupted by user for tool use]` was mined as the person's words.
     cc = task(Claude()).result("t1", "[Request interrupted by user for tool use]", is_error=True)
