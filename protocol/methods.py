@@ -451,8 +451,26 @@ class IdParams(msgspec.Struct):
     id: str
 
 
+class NextPass(msgspec.Struct, omit_defaults=True):
+    """After a proposal is answered: the learnable lessons still waiting in
+    its scope at the learn minimum, and the learn pass started for them.
+    Nothing is applied: that pass files a proposal, like any other."""
+
+    #: How many learnable lessons of the proposal's scope wait.
+    lessons: int
+    #: The line a client shows for it.
+    message: str
+    #: The learn pass started for them; absent when none started (no model
+    #: is configured, one is running for the domain already, or it failed
+    #: to start — `message` says which).
+    job_id: str | None = None
+
+
 class ProposalResult(msgspec.Struct):
     proposal: Proposal
+    #: A rejection's: the lessons still waiting in its scope and the learn
+    #: pass started for them; `null` when none wait, and for a retirement.
+    next_pass: NextPass | None = None
 
 
 class EditedRule(msgspec.Struct):
@@ -511,6 +529,10 @@ class AcceptProposalResult(msgspec.Struct):
     #: processed): those its accepted rules cite. The others went back to
     #: the pool.
     used_lessons: list[str] = msgspec.field(default_factory=list)
+    #: The learnable lessons still waiting in the proposal's scope at the
+    #: learn minimum, and the learn pass started for them; `null` when none
+    #: wait.
+    next_pass: NextPass | None = None
 
 
 class ProposalWithDiffResult(msgspec.Struct):

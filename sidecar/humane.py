@@ -84,21 +84,32 @@ def _left_out(p: dict[str, Any], verb: str) -> list[str]:
 
 
 def rejected(r: dict[str, Any]) -> str:
-    """A rejection's result: the proposal, the changes named as wrong, and
-    where the other lessons went."""
+    """A rejection's result: the proposal, the changes named as wrong,
+    where the other lessons went, and the learn pass started for them."""
     p = r["proposal"]
     marked = {i for x in p.get("left_out") or [] for i in x.get("rejected") or []}
     back = len([i for i in p["reflexion_ids"] if i not in marked])
     lines = ["rejected " + proposal_line(p), *_left_out(p, "wrong:")]
     if p["reflexion_ids"]:
         lines.append(f"{back} lesson(s) back in the pool; a learn pass will not file this proposal again")
+    if r.get("next_pass"):
+        lines.append(r["next_pass"]["message"])
     return "\n".join(lines)
+
+
+def new_asks(p: dict[str, Any]) -> list[str]:
+    """The ask permissions a proposal's live rules carry that its rules
+    before did not: what accepting it adds to the agent's settings."""
+    before = {a for r in p.get("rules_before") or [] for a in r.get("ask") or []}
+    live = [r for r in p.get("rules") or [] if r.get("enabled", True) and not r.get("retired_at")]
+    return list(dict.fromkeys(a for r in live for a in r.get("ask") or [] if a not in before))
 
 
 def accepted(r: dict[str, Any]) -> str:
     """An accept's result: the proposal, what was left out, what became of
     each instructions file it is exported to (or that none is, and how to),
-    then each promotion it filed."""
+    then each promotion it filed, and the learn pass started for the
+    lessons still waiting in its scope."""
     p = r["proposal"]
     lines = ["accepted " + proposal_line(p), *_left_out(p, "left out")]
     for rule in p["rules"]:
@@ -112,6 +123,7 @@ def accepted(r: dict[str, Any]) -> str:
         )
         lines.append(f"  {used} lesson(s) used" + (f"; {back} back in the pool for a later pass" if back else ""))
     exports = r.get("exports") or []
+    lines += [f"  also asks before `{a}` (Claude Code's settings.json: permissions.ask)" for a in new_asks(p)]
     written = [e["path"] for e in exports if e.get("changed") and not e.get("error")]
     if written:
         lines.append("  the rules are now in " + ", ".join(written))
@@ -137,6 +149,8 @@ def accepted(r: dict[str, Any]) -> str:
             f"filed promotion {q['id']}: “{_one_line(lesson, 80)}” is live in {len(q['promoted_from'])} projects; "
             f"`mecha-sidecar proposals accept {q['id']}` makes it global"
         )
+    if r.get("next_pass"):
+        lines.append(r["next_pass"]["message"])
     return "\n".join(lines)
 
 
@@ -161,6 +175,7 @@ def proposal_with_diff(r: dict[str, Any]) -> str:
         lines.append(f"reason: {p['reason']}")
     lines.append("")
     lines.append(r["diff"] or "(no change to the rendered rules block)")
+    lines += [f"also ask before `{a}` (written into Claude Code's permissions.ask on accept)" for a in new_asks(p)]
     changes = r.get("changes") or []
     if changes:
         lines += ["", "why each change (leave one out: proposals accept ID --without N, or --wrong N when its lesson is "

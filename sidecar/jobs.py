@@ -69,6 +69,23 @@ def start_pass(
     return job
 
 
+def running_learns(root: Any) -> dict[str, str]:
+    """Each domain a learn pass is running for now, with that pass's job
+    id: what keeps a second pass for a domain from starting (its result
+    would only be dropped)."""
+    return {
+        j.domain: j.id for j in jobs_mod.list_jobs(root) if j.kind == "learn" and j.state == "running" and j.domain
+    }
+
+
+def start_auto_learn(ctx: Context, domain: str) -> jobs_mod.Job:
+    """The learn pass nobody typed: over every scope of `domain` ready at
+    the seeds' minimum. Started after a hook's reflect pass that wrote a
+    learnable lesson, and after a proposal is answered while lessons of its
+    scope still wait; the callers check `running_learns` first."""
+    return start_pass(ctx, "learn", domain=domain)
+
+
 def pass_options(
     *, domain: str | None, minimum: int | None, project: str | None, budget: int | None, proposal_id: str | None,
     learn_after: bool, retry: bool,

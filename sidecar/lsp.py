@@ -110,7 +110,9 @@ def _reviewed(message: Callable[[Proposal], str]) -> Callable[[Any], m.ReviewedP
     def shape(result: Any) -> m.ReviewedProposalResult:
         p = msgspec.convert(result["proposal"], Proposal)
         exports = msgspec.convert(result.get("exports", []), list[m.ExportResult])
-        return m.ReviewedProposalResult(proposal=p, message=message(p), exports=exports)
+        after = (result.get("next_pass") or {}).get("message")
+        said = message(p) if not after else f"{message(p)}; {after}"
+        return m.ReviewedProposalResult(proposal=p, message=said, exports=exports)
 
     return shape
 

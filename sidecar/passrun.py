@@ -248,9 +248,9 @@ def _learn_after(store: LearningStore, reflected: jobs_mod.Job) -> jobs_mod.Job:
     from mecha.core.learning.learn import domains_to_learn
 
     from .context import Context
-    from .jobs import start_pass
+    from .jobs import running_learns, start_auto_learn
 
-    running = {j.domain for j in jobs_mod.list_jobs(store.root) if j.kind == "learn" and j.state == "running" and j.domain}
+    running = set(running_learns(store.root))
     try:
         domains = domains_to_learn(store, busy=running)
     except Exception as exc:  # the reflections are in; learning can wait for the next pass
@@ -260,7 +260,7 @@ def _learn_after(store: LearningStore, reflected: jobs_mod.Job) -> jobs_mod.Job:
     said: list[str] = []
     for domain in domains:
         try:
-            job = start_pass(ctx, "learn", domain=domain)
+            job = start_auto_learn(ctx, domain)
         except Exception as exc:
             said.append(f"the learn pass for {domain} did not start ({type(exc).__name__}: {exc})")
             continue

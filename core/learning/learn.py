@@ -319,6 +319,36 @@ def domains_to_learn(store: LearningStore, busy: Collection[str] = ()) -> list[s
     return [d for d in candidates if d not in busy and scopes_ready(store, d)[0]]
 
 
+def lessons_waiting(store: LearningStore, domain: str, project: str | None) -> int:
+    """How many learnable lessons of one scope wait for a pass that could
+    run now at the seeds' minimum — counted as `domains_to_learn` counts
+    them (`learn_refusal` with no `--min`) — or 0 when no pass would run
+    (too few, a proposal still pending, the rules kept since the last
+    lesson). What a resolved proposal's answer checks, so the lessons a
+    batched pass left waiting are learned without anyone typing `learn`."""
+    if learn_refusal(store, domain, None, project) is not None:
+        return 0
+    return len(learnable_pool(store, domain, project))
+
+
+def next_pass_line(
+    waiting: int, domain: str, project: str | None, *, job_id: str | None = None, running: str | None = None,
+    no_model: str | None = None, failed: str | None = None,
+) -> str:
+    """The one line a resolved proposal's answer says about the lessons
+    still waiting in its scope: the learn pass started for them (`job_id`),
+    the one already running (`running`), the command that sets a model
+    when none is (`no_model`), or why the pass did not start (`failed`)."""
+    head = f"{waiting} more lesson(s) wait in {_in_scope(domain, project)}"
+    if job_id is not None:
+        return f"{head}; a learn pass started: job {job_id}"
+    if running is not None:
+        return f"{head}; learn pass {running} for {domain} is still running, so no second one started"
+    if no_model is not None:
+        return f"{head}; no model is configured, so no learn pass started: `{no_model}` sets one"
+    return f"{head}; the learn pass did not start ({failed}); `mecha-sidecar learn {domain}` starts it"
+
+
 class _Snapshot(msgspec.Struct):
     pool: list[Reflexion]
     batch: list[Reflexion]

@@ -8,15 +8,18 @@ An accept goes on past the store: it refreshes the rules block cache
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 from mecha.core.agents import hooks as hk
 from mecha.core.agents.export_targets import NO_RULES_YET, configured_targets, export_all, store_projects
 from mecha.core.agents.permissions import asks_after, set_asks
 from mecha.core.domain.rules import validate_domain
-from mecha.core.environment.agents import CLAUDE
+from mecha.core.environment.agents import AGENTS, CLAUDE
+from mecha.core.environment.installed import find_agents
 from mecha.core.environment.settings import config_path
 from mecha.core.errors import InvalidInput
+from mecha.core.learning.learn import lessons_waiting, next_pass_line
 from mecha.core.learning.proposals import accept as accept_it
 from mecha.core.learning.proposals import (
     list_proposals,
@@ -29,10 +32,15 @@ from mecha.core.learning.proposals import (
 from mecha.core.learning.proposals import propose_retirement as propose
 from mecha.core.learning.sources import with_measurements
 from mecha.core.learning.validate import proposal_verdict
+from mecha.core.providers import resolve_model_config
+from mecha.core.providers.config import InvalidModelConfig
+from mecha.core.shellwords import mecha_or_none
+from mecha.core.store.learning_store import Proposal
 from mecha.core.store.ledger import rule_tallies_by_model
 from mecha.protocol import methods as m
 
 from ..context import Context
+from ..jobs import running_learns, start_auto_learn
 from ..rpc import Cancel
 from .rules import refresh_blocks
 
@@ -75,7 +83,60 @@ def accept(ctx: Context, p: m.AcceptProposalParams, cancel: Cancel) -> m.AcceptP
         logging.getLogger(__name__).warning("ask permissions not written: %s", exc)
     return m.AcceptProposalResult(
         proposal=done.proposal, exports=reexport(ctx), promotions=done.promotions, used_lessons=used_lessons(done.proposal),
+        next_pass=next_pass(ctx, done.proposal),
     )
+
+
+def next_pass(ctx: Context, p: Proposal) -> m.NextPass | None:
+    """Once `p` is answered: when learnable lessons of its scope still wait
+    at the learn minimum (`learn.lessons_waiting`; a batched pass leaves
+    the batches after a proposal waiting for its answer), a learn pass for
+    its domain, started as a hook's is (`jobs.start_auto_learn`) — never
+    with no model configured, never beside one running for the domain.
+    Only ever a new proposal; `None` when nothing waits. The answer has
+    landed already: nothing here can turn it into an error."""
+    store = ctx.store()
+    try:
+        waiting = lessons_waiting(store, p.domain, p.project)
+    except Exception as exc:
+        logging.getLogger(__name__).warning("lessons waiting in %s not counted: %s", p.domain, exc)
+        return None
+    if not waiting:
+        return None
+
+    def said(**why: str | None) -> m.NextPass:
+        line = next_pass_line(waiting, p.domain, p.project, **why)
+        return m.NextPass(lessons=waiting, message=line, job_id=why.get("job_id"))
+
+    running = running_learns(store.root).get(p.domain)
+    if running is not None:
+        return said(running=running)
+    if not model_configured(ctx):
+        return said(no_model=set_model_command())
+    try:
+        job = start_auto_learn(ctx, p.domain)
+    except Exception as exc:
+        return said(failed=f"{type(exc).__name__}: {exc}")
+    return said(job_id=job.id)
+
+
+def model_configured(ctx: Context) -> bool:
+    """Whether a pass started now would find a model (the harness's
+    options, the environment, then the config file): a learn pass is never
+    started only to fail for want of one. A model configured wrongly
+    counts as configured: its pass's record says what is wrong."""
+    try:
+        return resolve_model_config(ctx.model_options, os.environ, config_path()) is not None
+    except (InvalidModelConfig, InvalidInput):
+        return True
+
+
+def set_model_command() -> str:
+    """The command that makes an agent installed here the model, else the
+    first of the agent table's."""
+    found = find_agents(os.environ)
+    api = found[0].agent.api if found else AGENTS[0].api
+    return mecha_or_none("model", "use", api) or f"mecha-sidecar model use {api}"
 
 
 def reexport(ctx: Context) -> list[m.ExportResult]:
@@ -103,7 +164,8 @@ def reexport(ctx: Context) -> list[m.ExportResult]:
 
 
 def reject(ctx: Context, p: m.RejectProposalParams, cancel: Cancel) -> m.ProposalResult:
-    return m.ProposalResult(proposal=reject_proposal(ctx.store(), p.id, p.reason, wrong=p.wrong))
+    done = reject_proposal(ctx.store(), p.id, p.reason, wrong=p.wrong)
+    return m.ProposalResult(proposal=done, next_pass=next_pass(ctx, done))
 
 
 def propose_retirement(ctx: Context, p: m.ProposeRetirementParams, cancel: Cancel) -> m.ProposalResult:

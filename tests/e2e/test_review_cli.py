@@ -98,3 +98,63 @@ def test_reject_names_the_wrong_lessons_and_returns_the_rest_to_the_pool(env, st
     assert "2 lesson(s) back in the pool" in done.stdout
     marks = {r.id: (r.is_processed, r.rejected) for r in store.reflexions()}
     assert marks == {"r-a": (False, None), "r-b": (False, None), "r-c": (True, "the push rule is wrong")}
+
+
+def waiting_batch(store: LearningStore) -> None:
+    """Three learnable lessons no proposal cites: the batch a pass too big
+    for one call left waiting for the first proposal's answer."""
+    said = {"r-d": "Run the linter before a commit.", "r-e": "Keep each commit to one change.",
+            "r-f": "Write the test before the fix."}
+    store.append_reflexions([
+        builders.reflexion(i, t, session_id="s2", trigger="followup", context="", intervention=t,
+                           created_at="2026-12-01T00:00:01Z")
+        for i, t in said.items()
+    ])
+
+
+def test_an_accept_that_leaves_lessons_waiting_starts_the_next_learn_pass(env, store_dir):
+    from tests.model_server import ModelServer, lessons_responder
+
+    from .conftest import wait_until
+
+    pid = "20261201T000000-cli00009"
+    store = seeded(store_dir, pid)
+    waiting_batch(store)
+    with ModelServer(responder=lessons_responder) as server:
+        modelled = {**env, "MECHA_MODEL_API": "openai", "MECHA_MODEL_BASE_URL": server.url, "MECHA_MODEL": "scripted-model"}
+        done = run(modelled, store_dir, "proposals", "accept", pid)
+        assert done.returncode == 0, done.stderr
+        said = [line for line in done.stdout.splitlines() if "more lesson(s) wait" in line]
+        assert len(said) == 1 and said[0].startswith("3 more lesson(s) wait in behavior; a learn pass started: job "), done.stdout
+        job_id = said[0].rsplit(" ", 1)[1]
+
+        def finished() -> dict | None:
+            jobs = json.loads(run(env, store_dir, "--json", "jobs").stdout)["jobs"]
+            job = next((j for j in jobs if j["id"] == job_id), None)
+            return job if job is not None and job["state"] != "running" else None
+
+        job = wait_until(finished, "the learn pass the accept started")
+    assert job["kind"] == "learn" and job["state"] == "done", job
+    filed = [p for p in store.proposals() if p.id != pid]
+    assert len(filed) == 1 and job["proposal_id"] == filed[0].id, (job, filed)
+    assert sorted(filed[0].reflexion_ids) == ["r-d", "r-e", "r-f"]
+    assert server.requests, "the learner was asked over HTTP"
+
+
+def test_an_accept_with_no_model_says_the_lessons_wait_and_starts_nothing(env, store_dir):
+    pid = "20261201T000000-cli00010"
+    store = seeded(store_dir, pid)
+    waiting_batch(store)
+    done = run(env, store_dir, "proposals", "accept", pid)
+    assert done.returncode == 0, done.stderr
+    assert "3 more lesson(s) wait in behavior; no model is configured, so no learn pass started: `" in done.stdout
+    assert "model use " in done.stdout, done.stdout
+    assert json.loads(run(env, store_dir, "--json", "jobs").stdout)["jobs"] == []
+
+
+def test_a_rejection_that_returns_lessons_at_the_minimum_says_a_learn_pass_would_take_them(env, store_dir):
+    pid = "20261201T000000-cli00011"
+    seeded(store_dir, pid)
+    done = run(env, store_dir, "proposals", "reject", pid, "--reason", "not now")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1].startswith("3 more lesson(s) wait in behavior; no model is configured"), done.stdout

@@ -40,3 +40,14 @@ def test_an_accept_keeps_the_asks_of_live_rules_and_takes_out_those_of_retired_o
     assert asks_after([], [push]) == (["Bash(git push origin main:*)"], [])
     assert asks_after([push, other], [push, retired]) == (["Bash(git push origin main:*)"], ["Bash(rm -rf:*)"])
     assert asks_after([push], []) == ([], ["Bash(git push origin main:*)"])
+
+
+def test_a_proposal_and_its_accept_say_which_call_the_agent_will_ask_before() -> None:
+    # Pins: a permission written into the person's settings without the
+    # review ever showing it.
+    from mecha.sidecar import humane
+
+    rule = {"text": "Ask before pushing to main.", "ask": ["Bash(git push origin main:*)"]}
+    proposal = {"rules_before": [], "rules": [rule]}
+    assert humane.new_asks(proposal) == ["Bash(git push origin main:*)"]
+    assert humane.new_asks({"rules_before": [rule], "rules": [rule]}) == []
