@@ -333,17 +333,21 @@ def lessons_waiting(store: LearningStore, domain: str, project: str | None) -> i
 
 def next_pass_line(
     waiting: int, domain: str, project: str | None, *, job_id: str | None = None, running: str | None = None,
-    no_model: str | None = None, failed: str | None = None,
+    no_model: str | None = None, failed: str | None = None, held: str | None = None,
 ) -> str:
     """The one line a resolved proposal's answer says about the lessons
     still waiting in its scope: the learn pass started for them (`job_id`),
     the one already running (`running`), the command that sets a model
-    when none is (`no_model`), or why the pass did not start (`failed`)."""
+    when none is (`no_model`), the command that learns them when the person
+    wants (`held`: after a rejection nothing starts by itself), or why the
+    pass did not start (`failed`)."""
     head = f"{waiting} more lesson(s) wait in {_in_scope(domain, project)}"
     if job_id is not None:
         return f"{head}; a learn pass started: job {job_id}"
     if running is not None:
         return f"{head}; learn pass {running} for {domain} is still running, so no second one started"
+    if held is not None:
+        return f"{head}; after a rejection no learn pass starts by itself: `{held}` learns them again"
     if no_model is not None:
         return f"{head}; no model is configured, so no learn pass started: `{no_model}` sets one"
     return f"{head}; the learn pass did not start ({failed}); `mecha-sidecar learn {domain}` starts it"

@@ -87,12 +87,15 @@ def accept(ctx: Context, p: m.AcceptProposalParams, cancel: Cancel) -> m.AcceptP
     )
 
 
-def next_pass(ctx: Context, p: Proposal) -> m.NextPass | None:
+def next_pass(ctx: Context, p: Proposal, *, start: bool = True) -> m.NextPass | None:
     """Once `p` is answered: when learnable lessons of its scope still wait
     at the learn minimum (`learn.lessons_waiting`; a batched pass leaves
     the batches after a proposal waiting for its answer), a learn pass for
     its domain, started as a hook's is (`jobs.start_auto_learn`) — never
     with no model configured, never beside one running for the domain.
+    With `start` false (a rejection: the lessons waiting are mostly the
+    ones the person just turned down, and a pass at once would spend a
+    call arguing them again) it only says they wait and how to learn them.
     Only ever a new proposal; `None` when nothing waits. The answer has
     landed already: nothing here can turn it into an error."""
     store = ctx.store()
@@ -108,6 +111,8 @@ def next_pass(ctx: Context, p: Proposal) -> m.NextPass | None:
         line = next_pass_line(waiting, p.domain, p.project, **why)
         return m.NextPass(lessons=waiting, message=line, job_id=why.get("job_id"))
 
+    if not start:
+        return said(held=mecha_or_none("learn", p.domain) or f"mecha-sidecar learn {p.domain}")
     running = running_learns(store.root).get(p.domain)
     if running is not None:
         return said(running=running)
@@ -165,7 +170,7 @@ def reexport(ctx: Context) -> list[m.ExportResult]:
 
 def reject(ctx: Context, p: m.RejectProposalParams, cancel: Cancel) -> m.ProposalResult:
     done = reject_proposal(ctx.store(), p.id, p.reason, wrong=p.wrong)
-    return m.ProposalResult(proposal=done, next_pass=next_pass(ctx, done))
+    return m.ProposalResult(proposal=done, next_pass=next_pass(ctx, done, start=False))
 
 
 def propose_retirement(ctx: Context, p: m.ProposeRetirementParams, cancel: Cancel) -> m.ProposalResult:

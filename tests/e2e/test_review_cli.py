@@ -152,9 +152,14 @@ def test_an_accept_with_no_model_says_the_lessons_wait_and_starts_nothing(env, s
     assert json.loads(run(env, store_dir, "--json", "jobs").stdout)["jobs"] == []
 
 
-def test_a_rejection_that_returns_lessons_at_the_minimum_says_a_learn_pass_would_take_them(env, store_dir):
+def test_a_rejection_says_its_lessons_wait_and_starts_no_pass_by_itself(env, store_dir):
+    # Pins: a reject starting a learn pass at once over the very lessons the
+    # person had just turned down, spending a call to argue them again.
     pid = "20261201T000000-cli00011"
     seeded(store_dir, pid)
     done = run(env, store_dir, "proposals", "reject", pid, "--reason", "not now")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1].startswith("3 more lesson(s) wait in behavior; no model is configured"), done.stdout
+    last = done.stdout.splitlines()[-1]
+    assert last.startswith("3 more lesson(s) wait in behavior; after a rejection no learn pass starts by itself: `"), done.stdout
+    assert "learn behavior` learns them again" in last, done.stdout
+    assert json.loads(run(env, store_dir, "--json", "jobs").stdout)["jobs"] == []
