@@ -1,7 +1,8 @@
 """The export never writes outside the project it exports for.
 
-A project's `CLAUDE.md` / `AGENTS.md` comes with the repository, and a
-repository may be a stranger's clone: its instructions files may be links
+A project's `CLAUDE.local.md` / `AGENTS.md` may come with the repository
+(the person's file is git-ignored, not absent), and a repository may be a
+stranger's clone: its instructions files may be links
 to the person's `~/.bashrc` or `~/.ssh/authorized_keys`, links to nothing
 (writing through one creates the file and its folders wherever it names),
 or a FIFO that blocks whoever opens it. Every case here is a real git
@@ -94,10 +95,10 @@ def hostile(world: World) -> Iterator[tuple[str, str, str]]:
     """A cloned repository whose instructions files reach into the home
     folder, one that links to nothing, and a plain one beside them."""
     clone = world.project("clone", "Clone rule.")
-    (Path(clone) / "CLAUDE.md").symlink_to(world.home / ".bashrc")
+    (Path(clone) / "CLAUDE.local.md").symlink_to(world.home / ".bashrc")
     (Path(clone) / "AGENTS.md").symlink_to(world.home / ".ssh" / "authorized_keys")
     dangling = world.project("dangling", "Dangling rule.")
-    (Path(dangling) / "CLAUDE.md").symlink_to(world.home / ".config" / "autostart" / "evil.desktop")
+    (Path(dangling) / "CLAUDE.local.md").symlink_to(world.home / ".config" / "autostart" / "evil.desktop")
     (Path(dangling) / "AGENTS.md").symlink_to("../../home/.config/autostart/evil2.desktop")
     plain = world.project("plain", "Plain rule.")
     yield clone, dangling, plain
@@ -116,7 +117,7 @@ def test_a_cloned_repository_linking_out_of_itself_is_refused_and_the_rest_is_ex
     done = world.cli("export", agent, "--json")
     assert done.returncode == 1, done.stderr
     world.outside_untouched()
-    name = {"claude": "CLAUDE.md", "agents": "AGENTS.md"}[agent]
+    name = {"claude": "CLAUDE.local.md", "agents": "AGENTS.md"}[agent]
     exports = _by_path(json.loads(done.stdout))
     out_link = exports[str(Path(clone) / name)]["error"]
     assert out_link.startswith("ExportFailed: ") and "outside the project" in out_link, out_link
@@ -137,20 +138,20 @@ def test_the_re_export_of_an_accept_refuses_the_links_and_the_accept_stands(worl
     assert result["proposal"]["status"] == "accepted"
     world.outside_untouched()
     exports = _by_path(result)
-    for link in [Path(clone) / "CLAUDE.md", Path(clone) / "AGENTS.md", Path(dangling) / "CLAUDE.md"]:
+    for link in [Path(clone) / "CLAUDE.local.md", Path(clone) / "AGENTS.md", Path(dangling) / "CLAUDE.local.md"]:
         assert exports[str(link)]["error"] and "nothing was written" in exports[str(link)]["error"]
-    assert "Plain rule." in (Path(plain) / "CLAUDE.md").read_text()
+    assert "Plain rule." in (Path(plain) / "CLAUDE.local.md").read_text()
     assert "Ask before deleting anything." in (world.home / ".claude" / "CLAUDE.md").read_text()
 
 
 def test_a_link_that_stays_inside_the_project_is_followed(world) -> None:
     root = Path(world.project("docs", "Docs rule."))
     (root / "docs").mkdir()
-    (root / "docs" / "CLAUDE.md").write_text("# ours\n")
-    (root / "CLAUDE.md").symlink_to("docs/CLAUDE.md")
+    (root / "docs" / "CLAUDE.local.md").write_text("# ours\n")
+    (root / "CLAUDE.local.md").symlink_to("docs/CLAUDE.local.md")
     done = world.cli("export", "claude")
     assert done.returncode == 0, done.stderr
-    assert (root / "CLAUDE.md").is_symlink() and "Docs rule." in (root / "docs" / "CLAUDE.md").read_text()
+    assert (root / "CLAUDE.local.md").is_symlink() and "Docs rule." in (root / "docs" / "CLAUDE.local.md").read_text()
 
 
 def _fifo(path: Path) -> None:
@@ -176,7 +177,7 @@ SPECIALS: dict[str, tuple[Callable[[Path], None], str]] = {
 
 @pytest.mark.parametrize("kind", list(SPECIALS))
 def test_a_fifo_socket_or_device_is_refused_by_name_without_blocking_and_the_rest_is_written(world, kind) -> None:
-    # Pins: a project whose CLAUDE.md is a FIFO hanging `export claude`
+    # Pins: a project whose CLAUDE.local.md is a FIFO hanging `export claude`
     # in open() forever, and with it every later accept (its re-export
     # walks every project), no other project re-exported.
     if kind == "device" and os.geteuid() != 0:
@@ -184,23 +185,23 @@ def test_a_fifo_socket_or_device_is_refused_by_name_without_blocking_and_the_res
     make, said = SPECIALS[kind]
     odd = Path(world.project("odd", "Odd rule."))
     plain = Path(world.project("plain", "Plain rule."))
-    make(odd / "CLAUDE.md")
-    before = os.lstat(odd / "CLAUDE.md")
+    make(odd / "CLAUDE.local.md")
+    before = os.lstat(odd / "CLAUDE.local.md")
 
     exported = world.cli("export", "claude", "--json")
     assert exported.returncode == 1
     exports = _by_path(json.loads(exported.stdout))
-    error = exports[str(odd / "CLAUDE.md")]["error"]
+    error = exports[str(odd / "CLAUDE.local.md")]["error"]
     assert said in error and "not a regular file" in error and "nothing was written" in error, error
-    assert "Plain rule." in (plain / "CLAUDE.md").read_text()
+    assert "Plain rule." in (plain / "CLAUDE.local.md").read_text()
 
     accepted = world.cli("proposals", "accept", world.pending_proposal(), "--json")
     assert accepted.returncode == 0, accepted.stderr
     assert json.loads(accepted.stdout)["proposal"]["status"] == "accepted"
     assert "Ask before deleting anything." in (world.home / ".claude" / "CLAUDE.md").read_text()
-    after = os.lstat(odd / "CLAUDE.md")
+    after = os.lstat(odd / "CLAUDE.local.md")
     assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode), "the special file was replaced"
-    assert sorted(p.name for p in odd.iterdir()) == [".git", "AGENTS.md", "CLAUDE.md"], "a temp was left beside it"
+    assert sorted(p.name for p in odd.iterdir()) == [".git", "AGENTS.md", "CLAUDE.local.md"], "a temp was left beside it"
     assert "Odd rule." in (odd / "AGENTS.md").read_text()
 
 
@@ -210,7 +211,7 @@ def test_a_session_outside_any_repository_is_not_exported_into_the_folder_holdin
     app = Path(world.project("app", "App rule."))
     src = app.parent
     write_learned_rules(world.store, "behavior", [Rule(text="Whatever was said in src.", id="r-src")], str(src))
-    for agent, name in [("claude", "CLAUDE.md"), ("agents", "AGENTS.md")]:
+    for agent, name in [("claude", "CLAUDE.local.md"), ("agents", "AGENTS.md")]:
         done = world.cli("export", agent, "--json", cwd=src)
         assert done.returncode == 0, done.stderr
         assert not (src / name).exists()
@@ -219,11 +220,11 @@ def test_a_session_outside_any_repository_is_not_exported_into_the_folder_holdin
         assert "is not a repository" in skipped["skipped"] and "stay in the store" in skipped["skipped"]
         assert "App rule." in (app / name).read_text()
     said = world.cli("export", "claude")
-    assert f"{src / 'CLAUDE.md'}: not exported: {src} is not a repository" in said.stdout
+    assert f"{src / 'CLAUDE.local.md'}: not exported: {src} is not a repository" in said.stdout
     # The rules block a run in that folder gets still holds them.
     block = world.cli("block", "--project", str(src))
     assert "Whatever was said in src." in block.stdout
     # Named by the person, it is written.
     named = world.cli("export", "claude", "--project", str(src))
     assert named.returncode == 0, named.stderr
-    assert "Whatever was said in src." in (src / "CLAUDE.md").read_text()
+    assert "Whatever was said in src." in (src / "CLAUDE.local.md").read_text()
