@@ -189,14 +189,29 @@ def blockers(blames: Iterable[Blame], untrusted_at: Iterable[int]) -> list[HeldB
 
 def trust_command(entry: str) -> str | None:
     """The command that trusts `entry` for good, quoted for a shell
-    (`shellwords`); `None` when the entry cannot be pasted faithfully (a
-    program name holding a control or invisible character)."""
+    (`shellwords`); `None` when `trust add` would refuse the entry
+    (`check_entry`: a program name no entry can spell, with a space, a
+    parenthesis or a shell metacharacter) or it cannot be pasted faithfully
+    (a program name holding a control or invisible character). A command
+    that would only fail is never offered."""
+    if _entry_refusal(entry) is not None:
+        return None
     return mecha_or_none("trust", "add", entry)
 
 
 def untrustable(entry: str) -> str:
     """Why no command is offered for an entry `trust_command` refused."""
-    return f"no command is offered for it: {shellwords.refusal(entry) or 'it cannot be pasted'}"
+    why = shellwords.refusal(entry) or _entry_refusal(entry) or "it cannot be pasted"
+    return f"no command is offered for it: {why}"
+
+
+def _entry_refusal(entry: str) -> str | None:
+    """Why `trust add` would refuse `entry`, as `check_entry` says it."""
+    try:
+        check_entry(entry)
+    except InvalidInput as exc:
+        return str(exc)
+    return None
 
 
 def _label(blame: Blame) -> str:
@@ -249,7 +264,7 @@ def unknown_summary(sessions: Iterable[tuple[Iterable[HeldBack], Mapping[str, in
     for label, n in held.items():
         if label in freed_in:
             continue
-        refused = why[label] or (untrustable(label) if label in freed else FREES_NONE)
+        refused = why[label] or (untrustable(label) if label in freed or trust_command(label) is None else FREES_NONE)
         rows.append(Unknown(entry=shown(label), interventions=n, sessions=seen[label], refused=refused, stranger=stranger[label]))
     return sorted(rows, key=lambda u: (u.command is None, u.stranger, -u.interventions, u.entry))
 

@@ -25,7 +25,9 @@ from tests.agentcli.conftest import AgentEnv
 
 SYSTEM = "You reflect on one correction. The marker SYSTEM-FRAME-7 is in this frame."
 USER = "The person said: stop editing the lockfile."
-ANSWER = {"skip": False, "reflexion": "Never edit lockfiles by hand.", "error_type": "other", "confidence": 0.8}
+ANSWER = {
+    "skip": False, "reflexion": "Never edit lockfiles by hand.", "error_type": "other", "confidence": 0.8, "repeats": [],
+}
 
 
 def _provider(api: str, env: dict[str, str], **options: object):  # type: ignore[no-untyped-def]

@@ -422,7 +422,7 @@ def test_the_cli_says_what_held_a_session_back_and_trust_add_makes_it_clean(cli,
     dry = cli("import", "claude", "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "untrusted (1): line 3: Bash `bd ready --json` — bd: not in the table" in dry.stdout, dry.stdout
-    assert "Bash(bd): 1 in 1 session(s) — mecha-sidecar trust add 'Bash(bd)'" in dry.stdout, dry.stdout
+    assert "Bash(bd): frees 1 in 1 session(s) — mecha-sidecar trust add 'Bash(bd)'" in dry.stdout, dry.stdout
     mined = cli("mine", str(session))
     assert "untrusted from line 3: Bash `bd ready --json`" in mined.stderr and "trust add 'Bash(bd)'" in mined.stderr
     added = cli("trust", "add", "Bash(bd)")

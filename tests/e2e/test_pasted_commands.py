@@ -62,24 +62,45 @@ def _paste(command: str, where: Path) -> list[str]:
     return json.loads((where / "argv.json").read_text())
 
 
-def test_a_trust_suggestion_pasted_into_sh_gives_the_program_the_entry_and_runs_nothing_else(cli, env, tmp_path):
-    # Pins: `trust add 'Bash(x';touch PWNED;')'` printed by import, its
-    # --json and mine, which ran the session's `touch` when pasted.
-    _session_running(tmp_path / "home", EVERY_METACHARACTER)
-    entry = f"Bash({EVERY_METACHARACTER})"
+def _suggestions(cli, home: Path) -> tuple[list[str], dict]:
+    """Every `trust add` command the import (text and --json) and `mine`
+    print for the session under `home`, and the --json import."""
     dry = cli("import", "claude", "--dry-run")
     assert dry.returncode == 0, dry.stderr
     printed = [line.split(" — ", 1)[1] for line in dry.stdout.splitlines() if " — mecha-sidecar trust add " in line]
     as_json = json.loads(cli("--json", "import", "claude", "--dry-run").stdout)
     printed += [u["command"] for u in as_json["unknown"] if u.get("command")]
-    mined = cli("mine", str(next((tmp_path / "home").rglob("s.jsonl"))))
+    mined = cli("mine", str(next(home.rglob("s.jsonl"))))
     printed += re.findall(r"\(to trust it: (.*)\)$", mined.stderr, flags=re.MULTILINE)
-    assert len(printed) == 3, (dry.stdout, as_json, mined.stderr)
-    paste_in = tmp_path / "paste"
-    paste_in.mkdir()
+    return printed, as_json
+
+
+def test_a_program_name_full_of_shell_metacharacters_gets_no_command_to_paste_and_says_why(cli, tmp_path):
+    # Pins: `trust add 'Bash(x';touch PWNED;')'` printed by import, its
+    # --json and mine, which ran the session's `touch` when pasted — and,
+    # once quoted, a command that `trust add` itself refuses (no entry can
+    # spell such a name), offered all the same.
+    _session_running(tmp_path / "home", EVERY_METACHARACTER)
+    printed, as_json = _suggestions(cli, tmp_path / "home")
+    assert printed == [], printed
+    (row,) = as_json["unknown"]
+    assert row.get("command") is None and "no command is offered for it" in row["refused"], row
+    assert "a program, or a program and one subcommand" in row["refused"], row
+
+
+#: What a trust entry's program name may hold besides letters and digits
+#: (`reader._COMMAND_ENTRY`).
+ODD_BUT_TRUSTABLE = "x:+.-_y"
+
+
+def test_a_trust_suggestion_pasted_into_sh_gives_the_program_the_entry_and_runs_nothing_else(cli, tmp_path):
+    _session_running(tmp_path / "home", ODD_BUT_TRUSTABLE)
+    (tmp_path / "paste").mkdir()
+    printed, _ = _suggestions(cli, tmp_path / "home")
+    assert len(printed) == 3, printed
     for command in printed:
-        assert _paste(command, paste_in) == ["trust", "add", entry]
-        assert sorted(p.name for p in paste_in.iterdir()) == ["argv.json", "bin"], f"{command} ran more than one program"
+        assert _paste(command, tmp_path / "paste") == ["trust", "add", f"Bash({ODD_BUT_TRUSTABLE})"]
+        assert sorted(p.name for p in (tmp_path / "paste").iterdir()) == ["argv.json", "bin"], command
 
 
 @pytest.mark.parametrize("hidden", ["\u202e", "\u2066", "\u200b", "\t", "\x1b[2J"])
