@@ -44,12 +44,12 @@ def seed(root: Path) -> None:
 def test_lessons_are_listed_newest_first_with_scope_origin_and_why_not_learnable(spawn_sidecar) -> None:
     sidecar: Sidecar = spawn_sidecar()
     assert sidecar.call("mecha/lessons", {}) == {
-        "lessons": [], "counts": {"total": 0, "learnable": 0, "untrusted": 0, "derived": 0, "unusable": 0, "processed": 0},
+        "lessons": [], "counts": {"total": 0, "learnable": 0, "untrusted": 0, "derived": 0, "unusable": 0, "processed": 0, "set_aside": 0},
     }
     seed(sidecar.learning_dir)
     got = sidecar.call("mecha/lessons", {})
     assert [x["id"] for x in got["lessons"]] == ["r5", "r4", "r3", "r2", "r1"]
-    assert got["counts"] == {"total": 5, "learnable": 3, "untrusted": 1, "derived": 1, "unusable": 1, "processed": 1}
+    assert got["counts"] == {"total": 5, "learnable": 3, "untrusted": 1, "derived": 1, "unusable": 1, "processed": 1, "set_aside": 0}
     by_id = {x["id"]: x for x in got["lessons"]}
     assert by_id["r1"]["scope"] == PROJECT and by_id["r2"]["scope"] == "global"
     assert by_id["r1"]["found"] == {"at": 4, "file": "/srv/sessions/a.jsonl", "line": 12}
@@ -59,6 +59,7 @@ def test_lessons_are_listed_newest_first_with_scope_origin_and_why_not_learnable
     assert "echoes the prompt's own example" in by_id["r2"]["unusable_because"]
     assert by_id["r1"]["not_learnable_because"] is None and by_id["r1"]["unusable_because"] is None
     assert by_id["r5"]["processed"] is True
+    assert all(x["set_aside"] is None for x in got["lessons"]), "no learn pass has seen any of them yet"
 
     def ids(params: dict) -> list[str]:
         return [x["id"] for x in sidecar.call("mecha/lessons", params)["lessons"]]
