@@ -700,14 +700,18 @@ def _apply(original: str, diff: str) -> str:
 
 def test_accepting_writes_the_learned_file_and_the_next_block_carries_it(sidecar: Sidecar) -> None:
     store = open_store(sidecar.learning_dir)
-    store.append_reflexions([reflexion("refl-a"), reflexion("refl-b")])
-    store.write_proposal(proposal("20260101T000000-acc00001", reflexion_ids=["refl-a"], rules=[rule("Ask before deleting files", "r-1")]))
-    got = sidecar.call("mecha/acceptProposal", {"id": "20260101T000000-acc0"})["proposal"]
+    store.append_reflexions([reflexion("refl-a"), reflexion("refl-b"), reflexion("refl-c")])
+    store.write_proposal(proposal("20260101T000000-acc00001", reflexion_ids=["refl-a", "refl-c"],
+                                  rules=[rule("Ask before deleting files", "r-1", sources=["refl-a"])]))
+    done = sidecar.call("mecha/acceptProposal", {"id": "20260101T000000-acc0"})
+    got = done["proposal"]
     assert got["status"] == "accepted" and got["resolved_at"]
     assert [r.id for r in store.learned_rules("behavior")] == ["r-1"]
     assert block(sidecar)["rule_ids"] == ["r-1"]
+    assert done["used_lessons"] == ["refl-a"]
     processed = {r.id: r.is_processed for r in store.reflexions()}
-    assert processed == {"refl-a": True, "refl-b": False}
+    # Only the lesson a written rule cites is used; the batch's uncited one goes back to the pool.
+    assert processed == {"refl-a": True, "refl-b": False, "refl-c": False}
 
 
 def test_rejecting_keeps_the_reason_and_returns_its_reflections_to_the_pool(sidecar: Sidecar) -> None:
@@ -726,19 +730,25 @@ def test_rejecting_keeps_the_reason_and_returns_its_reflections_to_the_pool(side
     assert store.proposal("20260101T000000-rej00001").status == "rejected"
 
 
-def test_accepting_without_a_rule_over_the_wire_writes_the_rest_and_rejects_its_lessons(sidecar: Sidecar) -> None:
+def test_accepting_without_a_rule_over_the_wire_writes_the_rest_and_rejects_only_the_lessons_called_wrong(
+    sidecar: Sidecar,
+) -> None:
     store = open_store(sidecar.learning_dir)
-    store.append_reflexions([reflexion("refl-a"), reflexion("refl-b")])
-    store.write_proposal(proposal("20260101T000000-wo000001", reflexion_ids=["refl-a", "refl-b"],
+    store.append_reflexions([reflexion("refl-a"), reflexion("refl-b"), reflexion("refl-c")])
+    store.write_proposal(proposal("20260101T000000-wo000001", reflexion_ids=["refl-a", "refl-b", "refl-c"],
                                   rules=[rule("Ask before deleting files", "r-1", sources=["refl-a"]),
-                                         rule("Keep diffs small", "r-2", sources=["refl-b"])]))
+                                         rule("Keep diffs small", "r-2", sources=["refl-b"]),
+                                         rule("Run the tests first", "r-3", sources=["refl-c"])]))
     shown = sidecar.call("mecha/proposal", {"id": "20260101T000000-wo000001"})
-    assert [(c["number"], c["text"]) for c in shown["changes"]] == [(1, "Ask before deleting files"), (2, "Keep diffs small")]
-    got = sidecar.call("mecha/acceptProposal", {"id": "20260101T000000-wo000001", "without": [1], "reason": "not for me"})
+    assert [(c["number"], c["text"]) for c in shown["changes"]] == [
+        (1, "Ask before deleting files"), (2, "Keep diffs small"), (3, "Run the tests first")]
+    got = sidecar.call("mecha/acceptProposal",
+                       {"id": "20260101T000000-wo000001", "without": [1], "wrong": [3], "reason": "not for me"})
     assert got["proposal"]["status"] == "accepted" and [r["id"] for r in got["proposal"]["rules"]] == ["r-2"]
     assert [r.id for r in store.learned_rules("behavior")] == ["r-2"] and block(sidecar)["rule_ids"] == ["r-2"]
     marks = {r.id: (r.is_processed, r.rejected) for r in store.reflexions()}
-    assert marks == {"refl-a": (True, "not for me"), "refl-b": (True, None)}
+    # Left out: its lesson waits in the pool. Called wrong: its lesson is rejected with the reason.
+    assert marks == {"refl-a": (False, None), "refl-b": (True, None), "refl-c": (True, "not for me")}
     store.write_proposal(proposal("20260101T000000-wo000002", rules=[rule("Ask first", "r-9")],
                                   rules_before=store.learned_rules("behavior")))
     with pytest.raises(WireError) as bad:
