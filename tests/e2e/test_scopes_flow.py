@@ -124,7 +124,9 @@ def test_two_projects_learn_apart_export_apart_and_share_only_by_promotion(cli, 
 
     exported = cli("export", "claude")
     assert exported.returncode == 0, exported.stderr
-    app_md, tool_md = (app / "CLAUDE.md").read_text(), (tool / "CLAUDE.md").read_text()
+    # By default each project's rules go where Claude Code reads the person's own instructions.
+    app_md, tool_md = (app / "CLAUDE.local.md").read_text(), (tool / "CLAUDE.local.md").read_text()
+    assert not (app / "CLAUDE.md").exists() and not (tool / "CLAUDE.md").exists(), "the team's file is left alone"
     assert _lesson(ONLY_APP) in app_md and _lesson(ALSO_APP) in app_md and _lesson(ONLY_TOOL) not in app_md
     assert _lesson(ONLY_TOOL) in tool_md and _lesson(ONLY_APP) not in tool_md
     assert not (home / ".claude" / "CLAUDE.md").exists(), "no global rule yet: no global file made for nothing"
@@ -142,7 +144,7 @@ def test_two_projects_learn_apart_export_apart_and_share_only_by_promotion(cli, 
     again = cli("export", "claude")
     assert again.returncode == 0, again.stderr
     assert _lesson(SHARED) in (home / ".claude" / "CLAUDE.md").read_text()
-    assert _lesson(SHARED) not in (app / "CLAUDE.md").read_text(), "moved out of the project's file"
+    assert _lesson(SHARED) not in (app / "CLAUDE.local.md").read_text(), "moved out of the project's file"
     agents = cli("export", "agents", "--project", str(tool))
     assert agents.returncode == 0, agents.stderr
     tool_agents = (tool / "AGENTS.md").read_text()
