@@ -59,7 +59,7 @@ def with_ask(doc: dict[str, Any], patterns: Iterable[str]) -> dict[str, Any]:
     wanted = [p for p in patterns]
     if not wanted:
         return doc
-    out = json.loads(json.dumps(doc))
+    out: dict[str, Any] = json.loads(json.dumps(doc))
     perms = out.setdefault(PERMISSIONS, {})
     if not isinstance(perms, dict):
         raise ValueError(f"{PERMISSIONS} is not an object")
@@ -77,7 +77,7 @@ def without_ask(doc: dict[str, Any], patterns: Iterable[str]) -> dict[str, Any]:
     perms = doc.get(PERMISSIONS)
     if not gone or not isinstance(perms, dict) or not isinstance(perms.get(ASK), list):
         return doc
-    out = json.loads(json.dumps(doc))
+    out: dict[str, Any] = json.loads(json.dumps(doc))
     left = [p for p in out[PERMISSIONS][ASK] if p not in gone]
     if left:
         out[PERMISSIONS][ASK] = left

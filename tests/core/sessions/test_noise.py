@@ -277,7 +277,7 @@ async def test_a_subagents_interventions_are_recorded_without_a_model_call(store
     lessons, counts = list_lessons(store.reflexions())
     assert sorted(lesson.intervention for lesson in lessons) == ["", "Also list the FIXMEs."]
     assert counts.untrusted == 0 and not any(lesson.learnable for lesson in lessons)
-    for lesson in lessons:
-        assert lesson.not_learnable_because is not None
-        assert lesson.not_learnable_because.startswith("not from an interactive session")
-        assert "the reflector was not asked" in lesson.not_learnable_because
+    for listed in lessons:
+        assert listed.not_learnable_because is not None
+        assert listed.not_learnable_because.startswith("not from an interactive session")
+        assert "the reflector was not asked" in listed.not_learnable_because

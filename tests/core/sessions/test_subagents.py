@@ -184,8 +184,8 @@ def _workflow(tmp_path: Path, tools: dict[str, tuple[str, dict[str, Any]] | None
            "transcriptDir": f"/home/pat/.claude/projects/-home-pat-proj/{SESSION}/subagents/workflows/{RUN}"}
     cc.result("w1", launched, tur=tur)
     cc.assistant(text("Waiting for it."))
-    cc.user(f"<task-notification>\n<task-id>w076agt6i</task-id>\n<tool-use-id>w1</tool-use-id>\n<status>completed</status>\n"
-            f"<summary>Dynamic workflow \"survey\" completed</summary>\n<result>{{\"images\": 4}}</result>\n</task-notification>")
+    cc.user("<task-notification>\n<task-id>w076agt6i</task-id>\n<tool-use-id>w1</tool-use-id>\n<status>completed</status>\n"
+            "<summary>Dynamic workflow \"survey\" completed</summary>\n<result>{\"images\": 4}</result>\n</task-notification>")
     cc.assistant(text("Four images.")).user("Next time list them in a table.")
     cc.assistant(text("Will do."))
     folder.mkdir(parents=True)
