@@ -40,8 +40,15 @@ def json_nesting(data: str | bytes, limit: int) -> int:
     # Latin-1 maps each byte to one character: the structure, all ASCII, is
     # where it was, and no byte sequence fails to decode.
     text = data.decode("latin-1") if isinstance(data, bytes) else data
+    return _deepest(_TOKENS, text, limit)
+
+
+def _deepest(tokens: re.Pattern[str], text: str, limit: int) -> int:
+    """The deepest bracket nesting among the `tokens` of `text` (strings
+    and comments match as tokens of their own, so their brackets never
+    count); `limit + 1` as soon as it passes `limit`."""
     depth = deepest = 0
-    for m in _TOKENS.finditer(text):
+    for m in tokens.finditer(text):
         token = m.group()
         if token in ("[", "{"):
             depth += 1
@@ -79,18 +86,7 @@ def toml_nesting(text: str, limit: int) -> int:
     """The deepest nesting of brackets (`[`, `{`; table headers included) in
     the TOML `text`, outside strings and comments; `limit + 1` as soon as it
     passes `limit`. Linear, without recursion."""
-    depth = deepest = 0
-    for m in _TOML_TOKENS.finditer(text):
-        token = m.group()
-        if token in ("[", "{"):
-            depth += 1
-            if depth > deepest:
-                deepest = depth
-                if deepest > limit:
-                    return limit + 1
-        elif token in ("]", "}"):
-            depth = max(depth - 1, 0)
-    return deepest
+    return _deepest(_TOML_TOKENS, text, limit)
 
 
 def toml_problem(size: int, text: str | None = None) -> str | None:
