@@ -92,7 +92,11 @@ reads clean, untrusted otherwise (`subagent_taint`). A **workflow's result**
 (`<session>/subagents/workflows/<run>/`, the run named in the result's
 `runId`), all of them found through the run's journal and read the same
 way; one missing or unclean, or no journal, keeps it untrusted
-(`workflow_taint`).
+(`workflow_taint`). A call Claude Code **refused to run** — cancelled with a
+sibling that failed, a tool or a workflow it does not have — answers in its
+own fixed words and brought nothing in (`refused_unrun`); any other error is
+judged as the tool's result, since a failed fetch or run can quote a
+stranger.
 """
 
 from __future__ import annotations
@@ -625,7 +629,10 @@ class _Reader(ReaderCore):
                 started = _BACKGROUND_ID.search(text)
                 if started is not None:
                     self.background.setdefault(started.group(1) or started.group(2), command)
-        if name in SUBAGENT_TOOLS and not is_error and self.subagents is not None:
+        if is_error and refused_unrun(text):
+            # Claude Code's own words for a call it never ran: nothing came in.
+            brought.append((Taint(private=True), None))
+        elif name in SUBAGENT_TOOLS and not is_error and self.subagents is not None:
             brought.append(subagent_taint(self.subagents, spawned_agent(text, line.toolUseResult), self.policy))
         elif name == "Workflow" and not is_error and self.subagents is not None:
             brought.append(workflow_taint(self.subagents, workflow_run(text, line.toolUseResult), self.policy))
@@ -651,6 +658,26 @@ class _Reader(ReaderCore):
             return subagent_taint(self.subagents, task, self.policy)
         why = "more output of a background task the file does not show"
         return Taint(private=True, untrusted=True), Blame(tool="TaskOutput", why=why, stranger=f"TaskOutput: {why} (a subagent's, perhaps, which can read the web)")
+
+
+#: Claude Code's whole answer for a call it did not run, each spelled in
+#: full (`refused_unrun`): a call cancelled because another in its batch
+#: failed, a tool the session does not have, a workflow name it does not
+#: know (its "Available" list is the names it knows).
+_UNRUN = re.compile(
+    r"<tool_use_error>(?:Sibling tool call errored|(?:Error: )?No such tool available: [\w.-]+"
+    r'|Workflow "[^"\n]{1,200}" not found\. Available: [\w:., -]*)</tool_use_error>'
+)
+
+
+def refused_unrun(result: str) -> bool:
+    """Whether an errored result is, whole, Claude Code's refusal of a call
+    it never ran — so no tool, subagent or site had a word in it. Only the
+    exact spellings in `_UNRUN`: any other error (a run that failed midway,
+    which names its run; a fetch whose error quotes the site) is judged as
+    the tool's result, and a refusal with anything after it is not one —
+    fail closed."""
+    return _UNRUN.fullmatch(result.strip()) is not None
 
 
 #: The tools that run a subagent and hand back its report.
