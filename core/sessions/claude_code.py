@@ -85,9 +85,14 @@ mining the file naively taught the wrong lesson or missed the right one:
 Taint is rebuilt from the tools called (see `reader.TaintPolicy`): the
 Claude Code policy below lists its built-in tools. A **subagent's report**
 (`Task`, `Agent`) is as trusted as the subagent's own transcript, which
-Claude Code keeps beside the session (`<session>/subagents/agent-<id>.jsonl`,
-the id named in the result's `agentId`): clean when that file is found and
-reads clean, untrusted otherwise (`subagent_taint`). A **workflow's result**
+Claude Code keeps beside the session (`<session>/subagents/agent-<id>.jsonl`
+since 2.1.2; before, `agent-<id>.jsonl` in the project folder, its lines
+naming the session; the id named in the result's `agentId`): clean when that
+file is found and reads clean, untrusted otherwise (`subagent_taint`).
+Claude Code 1.0 wrote a subagent's lines into the session's own file
+(`isSidechain`, chained by `parentUuid`) and named no agent in the result:
+its report is matched to the chain started with its prompt that ends with
+its words (`InlineSubagents`). A **workflow's result**
 (`Workflow`) is as trusted as every transcript of its run
 (`<session>/subagents/workflows/<run>/`, the run named in the result's
 `runId`), all of them found through the run's journal and read the same
@@ -240,6 +245,10 @@ class _Line(msgspec.Struct):
     isMeta: bool = False
     isSidechain: bool = False
     isCompactSummary: bool = False
+    #: The line's own id and the one it follows: how a subagent's lines
+    #: written into the session's file (Claude Code 1.0) chain together.
+    uuid: str | None = None
+    parentUuid: str | None = None
     sessionId: str | None = None
     cwd: str | None = None
     #: How the session was started: `cli` at a terminal, `sdk-cli` for
@@ -362,6 +371,8 @@ class _Reader(ReaderCore):
         #: Where this session's subagents' transcripts are, when it is a
         #: main session read from its file (`subagent_dir`).
         self.subagents = subagents
+        #: Subagents' lines written into this file itself (`InlineSubagents`).
+        self.inline = InlineSubagents()
         self.sidechain_file = sidechain_file
         self.decided_sidechain = sidechain_file
         #: The command line of each shell started in the background, by id.
@@ -414,6 +425,7 @@ class _Reader(ReaderCore):
             self.decided_sidechain = True
             self.sidechain_file = line.isSidechain
         if line.isSidechain and not self.sidechain_file:
+            self.inline.add(line, bytes(raw))
             return
         if kind == "attachment":
             if line.attachment:
@@ -633,7 +645,7 @@ class _Reader(ReaderCore):
             # Claude Code's own words for a call it never ran: nothing came in.
             brought.append((Taint(private=True), None))
         elif name in SUBAGENT_TOOLS and not is_error and self.subagents is not None:
-            brought.append(subagent_taint(self.subagents, spawned_agent(text, line.toolUseResult), self.policy))
+            brought.append(self._report(call, text, spawned_agent(text, line.toolUseResult)))
         elif name == "Workflow" and not is_error and self.subagents is not None:
             brought.append(workflow_taint(self.subagents, workflow_run(text, line.toolUseResult), self.policy))
         elif name == "TaskOutput":
@@ -646,6 +658,20 @@ class _Reader(ReaderCore):
                 words.append(answer)
         return Block.tool_result(b.tool_use_id or "", text, is_error)
 
+
+    def _report(self, call: Block | None, report: str, agent: str | None) -> tuple[Taint, Blame | None]:
+        """A subagent's report, decided by its transcript wherever the
+        Claude Code that wrote the session put it: `<session>/subagents/`
+        (2.1.2 on), the project folder beside the session (before), or —
+        for a result naming no agent, as 1.0's did — its lines in this very
+        file (`InlineSubagents`)."""
+        assert self.subagents is not None
+        if agent is None:
+            prompt = call.input.get("prompt") if call is not None and isinstance(call.input, dict) else None
+            found = self.inline.taint(prompt, report, self.policy) if isinstance(prompt, str) else None
+            if found is not None:
+                return found
+        return subagent_taint(self.subagents, agent, self.policy, elsewhere=self.subagents.parent.parent, owner=self.session_id)
 
     def _task_output(self, call: Block | None) -> tuple[Taint, Blame | None]:
         """More output of a background task (`TaskOutput`): a shell started
@@ -709,28 +735,113 @@ def spawned_agent(result: str, raw: msgspec.Raw) -> str | None:
     return match.group(1) if match else None
 
 
-def subagent_taint(folder: Path, agent: str | None, policy: TaintPolicy, tool: str = "Task", run: str | None = None) -> tuple[Taint, Blame | None]:
+def subagent_taint(
+    folder: Path,
+    agent: str | None,
+    policy: TaintPolicy,
+    tool: str = "Task",
+    run: str | None = None,
+    *,
+    elsewhere: Path | None = None,
+    owner: str | None = None,
+) -> tuple[Taint, Blame | None]:
     """A subagent's report is as trusted as its own transcript: local when
     `agent-<id>.jsonl` is found in `folder` and reads clean to its end (the
     report is its last words; a transcript that went on after it is held to
     what came later too — fail closed); otherwise untrusted, saying which.
-    `tool` and `run` name who asked (a `Workflow` run's subagents)."""
+    `tool` and `run` name who asked (a `Workflow` run's subagents).
+    `elsewhere` is a second place to look — the project folder, where Claude
+    Code before 2.1.2 wrote every session's subagents side by side — and a
+    transcript found there counts only when its lines name the session that
+    ran it, `owner` (one naming no session, or another, is not this one's)."""
     if agent is None or not _safe_name(agent):
         why = "a subagent's report whose transcript the result does not name"
         return Taint(private=True, untrusted=True), Blame(tool=tool, why=why, stranger=f"{tool}: {why} ({UNCHECKED_SUBAGENT})")
     path = folder / f"agent-{agent}.jsonl"
     program = f"{run}/agent-{agent}" if run else f"agent-{agent}"
+    shared = elsewhere is not None and not path.is_file() and (elsewhere / path.name).is_file()
+    if shared:
+        assert elsewhere is not None
+        path = elsewhere / path.name
+
+    def held(why: str) -> tuple[Taint, Blame]:
+        return Taint(private=True, untrusted=True), Blame(tool=tool, program=program, why=f"a subagent's report ({program}): {why}",
+                                                          stranger=f"{tool}({program}): {why} ({UNCHECKED_SUBAGENT})")
+
     try:
         with path.open("rb") as f:
             read = read_claude_code(f, name=str(path), path=path, policy=policy)
     except (OSError, InvalidInput) as exc:
-        why = "its transcript is not beside the session" if isinstance(exc, FileNotFoundError) else f"its transcript cannot be read ({exc})"
-        return Taint(private=True, untrusted=True), Blame(tool=tool, program=program, why=f"a subagent's report ({program}): {why}",
-                                                          stranger=f"{tool}({program}): {why} ({UNCHECKED_SUBAGENT})")
+        return held("its transcript is not beside the session" if isinstance(exc, FileNotFoundError) else f"its transcript cannot be read ({exc})")
+    if shared and (owner is None or read.session_id.partition("/")[0] != f"claude:{owner}"):
+        return held(f"the {path.name} in the project folder was run by another session")
     last = taint_at(read.taint_timeline, max(len(read.messages) - 1, 0))
     if last is not None and not last.untrusted:
         return Taint(private=True), None
     return Taint(private=True, untrusted=True), subagent_blame(tool, program, f"transcript ({path.name})", read.blames)
+
+
+class InlineSubagents:
+    """The subagents' lines Claude Code 1.0 wrote into the session's own
+    file: marked `isSidechain`, each chained to the one before by
+    `parentUuid` from the subagent's prompt (a line that follows nothing),
+    and the `Task` result naming no agent. A report is matched to the chains
+    whose prompt is the call's `prompt` and whose last words are the report
+    itself; it is as trusted as all of them read whole, by the same reader
+    (`taint`). A line that chains to nothing read — its parent unreadable —
+    is in no chain, so the chain after it never ends with the report and
+    the report stays held back: fail closed."""
+
+    def __init__(self) -> None:
+        self.root_of: dict[str, str] = {}
+        self.lines: dict[str, list[bytes]] = {}
+        self.prompts: dict[str, str] = {}
+
+    def add(self, line: _Line, raw: bytes) -> None:
+        if line.uuid is None:
+            return
+        if line.parentUuid is None:
+            root = line.uuid
+            try:
+                self.prompts[root] = _prompt_text(msgspec.json.decode(line.message, type=_Prompt).content)
+            except LINE_FAULTS:
+                return
+        else:
+            found = self.root_of.get(line.parentUuid)
+            if found is None:
+                return
+            root = found
+        self.root_of[line.uuid] = root
+        self.lines.setdefault(root, []).append(raw)
+
+    def taint(self, prompt: str, report: str, policy: TaintPolicy) -> tuple[Taint, Blame | None] | None:
+        """The report's taint from the chains it came from; `None` when no
+        chain in the file was started with `prompt` (it was not written
+        here)."""
+        roots = [r for r, p in self.prompts.items() if p == prompt]
+        if not roots:
+            return None
+        ends = []
+        for root in roots:
+            try:
+                read = read_claude_code(b"\n".join(self.lines[root]), name=f"subagent lines from {root}", policy=policy)
+            except InvalidInput:
+                continue
+            if read.messages and read.messages[-1].role == "assistant" and read.messages[-1].text().strip() == report.strip():
+                ends.append(read)
+        if not ends:
+            why = "its lines in the session do not end with its report"
+            return Taint(private=True, untrusted=True), Blame(tool="Task", why=f"a subagent's report: {why}",
+                                                              stranger=f"Task: {why} ({UNCHECKED_SUBAGENT})")
+        for read in ends:
+            last = taint_at(read.taint_timeline, max(len(read.messages) - 1, 0))
+            if last is None or last.untrusted:
+                return Taint(private=True, untrusted=True), subagent_blame("Task", "inline", "lines in the session", read.blames)
+        return Taint(private=True), None
+
+
+class _Prompt(msgspec.Struct):
+    content: str | list[_Inner] | None = None
 
 
 def _safe_name(name: str) -> bool:
