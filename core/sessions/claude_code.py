@@ -112,13 +112,22 @@ from typing import Any
 
 import msgspec
 
-from mecha.core.errors import InvalidInput
+from mecha.core.sessions.claude_subagents import (
+    SUBAGENT_TOOLS,
+    InlineSubagents,
+    is_subagent_path,
+    refused_unrun,
+    spawned_agent,
+    subagent_dir,
+    subagent_taint,
+    workflow_run,
+    workflow_taint,
+)
 from mecha.core.sessions.mining import DENIAL_PREFIX, DOCUMENT_PLACEHOLDER
 from mecha.core.sessions.reader import (
     IMAGE_PLACEHOLDER,
     INTERRUPTED_RESULT,
     LINE_FAULTS,
-    UNCHECKED_SUBAGENT,
     Blame,
     ReaderCore,
     ReadSession,
@@ -127,9 +136,8 @@ from mecha.core.sessions.reader import (
     TaintPolicy,
     bounded,
     stamp_of,
-    subagent_blame,
 )
-from mecha.core.sessions.transcript import Block, Message, Taint, result_text, taint_at
+from mecha.core.sessions.transcript import Block, Message, Taint, result_text
 
 #: Claude Code's built-in tools, by what their results bring in (checked
 #: against its tools reference: every name it lists is in one list here;
@@ -270,21 +278,10 @@ class _Answers(msgspec.Struct):
     answers: dict[str, str] | None = None
 
 
-class _Spawned(msgspec.Struct):
-    agentId: str | None = None
-
-
 _line = msgspec.json.Decoder(_Line)
 _message = msgspec.json.Decoder(_Message | None)
 _attachment = msgspec.json.Decoder(_Attachment | None)
 _queued_words = msgspec.json.Decoder(str | list[_Inner] | None)
-
-
-def is_subagent_path(path: Path | None) -> bool:
-    """A subagent's transcript, by where Claude Code files it."""
-    if path is None:
-        return False
-    return path.parent.name == "subagents" or path.name.startswith("agent-")
 
 
 def is_workflow_record(path: Path) -> bool:
@@ -425,7 +422,7 @@ class _Reader(ReaderCore):
             self.decided_sidechain = True
             self.sidechain_file = line.isSidechain
         if line.isSidechain and not self.sidechain_file:
-            self.inline.add(line, bytes(raw))
+            self.inline.add(line.uuid, line.parentUuid, self._opening(number, line), bytes(raw))
             return
         if kind == "attachment":
             if line.attachment:
@@ -647,7 +644,7 @@ class _Reader(ReaderCore):
         elif name in SUBAGENT_TOOLS and not is_error and self.subagents is not None:
             brought.append(self._report(call, text, spawned_agent(text, line.toolUseResult)))
         elif name == "Workflow" and not is_error and self.subagents is not None:
-            brought.append(workflow_taint(self.subagents, workflow_run(text, line.toolUseResult), self.policy))
+            brought.append(workflow_taint(read_claude_code, self.subagents, workflow_run(text, line.toolUseResult), self.policy))
         elif name == "TaskOutput":
             brought.append(self._task_output(call))
         else:
@@ -668,10 +665,21 @@ class _Reader(ReaderCore):
         assert self.subagents is not None
         if agent is None:
             prompt = call.input.get("prompt") if call is not None and isinstance(call.input, dict) else None
-            found = self.inline.taint(prompt, report, self.policy) if isinstance(prompt, str) else None
+            found = self.inline.taint(read_claude_code, prompt, report, self.policy) if isinstance(prompt, str) else None
             if found is not None:
                 return found
-        return subagent_taint(self.subagents, agent, self.policy, elsewhere=self.subagents.parent.parent, owner=self.session_id)
+        return subagent_taint(read_claude_code, self.subagents, agent, self.policy, elsewhere=self.subagents.parent.parent, owner=self.session_id)
+
+    def _opening(self, number: int, line: _Line) -> str | None:
+        """The words a sidechain line that follows nothing opens with (a
+        subagent's prompt); `None` for any other line, or one unreadable."""
+        if line.parentUuid is not None or not line.message:
+            return None
+        message = self.lines.decode(_message, number, line.message)
+        if message is None:
+            return None
+        content = message.content
+        return content if isinstance(content, str) else "\n".join(b.text or "" for b in content or [] if b.type == "text")
 
     def _task_output(self, call: Block | None) -> tuple[Taint, Blame | None]:
         """More output of a background task (`TaskOutput`): a shell started
@@ -681,232 +689,9 @@ class _Reader(ReaderCore):
         if isinstance(task, str) and task in self.background:
             return self.judge("BashOutput", self.background[task])
         if isinstance(task, str) and self.subagents is not None and (self.subagents / f"agent-{task}.jsonl").is_file():
-            return subagent_taint(self.subagents, task, self.policy)
+            return subagent_taint(read_claude_code, self.subagents, task, self.policy)
         why = "more output of a background task the file does not show"
         return Taint(private=True, untrusted=True), Blame(tool="TaskOutput", why=why, stranger=f"TaskOutput: {why} (a subagent's, perhaps, which can read the web)")
-
-
-#: Claude Code's whole answer for a call it did not run, each spelled in
-#: full (`refused_unrun`): a call cancelled because another in its batch
-#: failed, a tool the session does not have, a workflow name it does not
-#: know (its "Available" list is the names it knows).
-_UNRUN = re.compile(
-    r"<tool_use_error>(?:Sibling tool call errored|(?:Error: )?No such tool available: [\w.-]+"
-    r'|Workflow "[^"\n]{1,200}" not found\. Available: [\w:., -]*)</tool_use_error>'
-)
-
-
-def refused_unrun(result: str) -> bool:
-    """Whether an errored result is, whole, Claude Code's refusal of a call
-    it never ran — so no tool, subagent or site had a word in it. Only the
-    exact spellings in `_UNRUN`: any other error (a run that failed midway,
-    which names its run; a fetch whose error quotes the site) is judged as
-    the tool's result, and a refusal with anything after it is not one —
-    fail closed."""
-    return _UNRUN.fullmatch(result.strip()) is not None
-
-
-#: The tools that run a subagent and hand back its report.
-SUBAGENT_TOOLS = frozenset({"Task", "Agent"})
-_AGENT_ID = re.compile(r"\bagent_?[iI]d:\s*([\w.@-]+)")
-
-
-def subagent_dir(path: Path | None) -> Path | None:
-    """Where Claude Code keeps the subagents' transcripts of the session in
-    `path`: `<project>/<session-id>/subagents/`. `None` for a subagent's own
-    file (its subagents are not looked for: a report of a report is
-    untrusted) or a session not read from a file."""
-    if path is None or is_subagent_path(path):
-        return None
-    return path.parent / path.stem / "subagents"
-
-
-def spawned_agent(result: str, raw: msgspec.Raw) -> str | None:
-    """The id of the subagent a `Task` result reports for: the structured
-    record's `agentId`, else the `agentId: …` line of its text."""
-    if raw:
-        try:
-            found = msgspec.json.decode(raw, type=_Spawned).agentId
-        except LINE_FAULTS:
-            found = None
-        if found:
-            return found
-    match = _AGENT_ID.search(result)
-    return match.group(1) if match else None
-
-
-def subagent_taint(
-    folder: Path,
-    agent: str | None,
-    policy: TaintPolicy,
-    tool: str = "Task",
-    run: str | None = None,
-    *,
-    elsewhere: Path | None = None,
-    owner: str | None = None,
-) -> tuple[Taint, Blame | None]:
-    """A subagent's report is as trusted as its own transcript: local when
-    `agent-<id>.jsonl` is found in `folder` and reads clean to its end (the
-    report is its last words; a transcript that went on after it is held to
-    what came later too — fail closed); otherwise untrusted, saying which.
-    `tool` and `run` name who asked (a `Workflow` run's subagents).
-    `elsewhere` is a second place to look — the project folder, where Claude
-    Code before 2.1.2 wrote every session's subagents side by side — and a
-    transcript found there counts only when its lines name the session that
-    ran it, `owner` (one naming no session, or another, is not this one's)."""
-    if agent is None or not _safe_name(agent):
-        why = "a subagent's report whose transcript the result does not name"
-        return Taint(private=True, untrusted=True), Blame(tool=tool, why=why, stranger=f"{tool}: {why} ({UNCHECKED_SUBAGENT})")
-    path = folder / f"agent-{agent}.jsonl"
-    program = f"{run}/agent-{agent}" if run else f"agent-{agent}"
-    shared = elsewhere is not None and not path.is_file() and (elsewhere / path.name).is_file()
-    if shared:
-        assert elsewhere is not None
-        path = elsewhere / path.name
-
-    def held(why: str) -> tuple[Taint, Blame]:
-        return Taint(private=True, untrusted=True), Blame(tool=tool, program=program, why=f"a subagent's report ({program}): {why}",
-                                                          stranger=f"{tool}({program}): {why} ({UNCHECKED_SUBAGENT})")
-
-    try:
-        with path.open("rb") as f:
-            read = read_claude_code(f, name=str(path), path=path, policy=policy)
-    except (OSError, InvalidInput) as exc:
-        return held("its transcript is not beside the session" if isinstance(exc, FileNotFoundError) else f"its transcript cannot be read ({exc})")
-    if shared and (owner is None or read.session_id.partition("/")[0] != f"claude:{owner}"):
-        return held(f"the {path.name} in the project folder was run by another session")
-    last = taint_at(read.taint_timeline, max(len(read.messages) - 1, 0))
-    if last is not None and not last.untrusted:
-        return Taint(private=True), None
-    return Taint(private=True, untrusted=True), subagent_blame(tool, program, f"transcript ({path.name})", read.blames)
-
-
-class InlineSubagents:
-    """The subagents' lines Claude Code 1.0 wrote into the session's own
-    file: marked `isSidechain`, each chained to the one before by
-    `parentUuid` from the subagent's prompt (a line that follows nothing),
-    and the `Task` result naming no agent. A report is matched to the chains
-    whose prompt is the call's `prompt` and whose last words are the report
-    itself; it is as trusted as all of them read whole, by the same reader
-    (`taint`). A line that chains to nothing read — its parent unreadable —
-    is in no chain, so the chain after it never ends with the report and
-    the report stays held back: fail closed."""
-
-    def __init__(self) -> None:
-        self.root_of: dict[str, str] = {}
-        self.lines: dict[str, list[bytes]] = {}
-        self.prompts: dict[str, str] = {}
-
-    def add(self, line: _Line, raw: bytes) -> None:
-        if line.uuid is None:
-            return
-        if line.parentUuid is None:
-            root = line.uuid
-            try:
-                self.prompts[root] = _prompt_text(msgspec.json.decode(line.message, type=_Prompt).content)
-            except LINE_FAULTS:
-                return
-        else:
-            found = self.root_of.get(line.parentUuid)
-            if found is None:
-                return
-            root = found
-        self.root_of[line.uuid] = root
-        self.lines.setdefault(root, []).append(raw)
-
-    def taint(self, prompt: str, report: str, policy: TaintPolicy) -> tuple[Taint, Blame | None] | None:
-        """The report's taint from the chains it came from; `None` when no
-        chain in the file was started with `prompt` (it was not written
-        here)."""
-        roots = [r for r, p in self.prompts.items() if p == prompt]
-        if not roots:
-            return None
-        ends = []
-        for root in roots:
-            try:
-                read = read_claude_code(b"\n".join(self.lines[root]), name=f"subagent lines from {root}", policy=policy)
-            except InvalidInput:
-                continue
-            if read.messages and read.messages[-1].role == "assistant" and read.messages[-1].text().strip() == report.strip():
-                ends.append(read)
-        if not ends:
-            why = "its lines in the session do not end with its report"
-            return Taint(private=True, untrusted=True), Blame(tool="Task", why=f"a subagent's report: {why}",
-                                                              stranger=f"Task: {why} ({UNCHECKED_SUBAGENT})")
-        for read in ends:
-            last = taint_at(read.taint_timeline, max(len(read.messages) - 1, 0))
-            if last is None or last.untrusted:
-                return Taint(private=True, untrusted=True), subagent_blame("Task", "inline", "lines in the session", read.blames)
-        return Taint(private=True), None
-
-
-class _Prompt(msgspec.Struct):
-    content: str | list[_Inner] | None = None
-
-
-def _safe_name(name: str) -> bool:
-    """A name from the record that may become one file name in a folder."""
-    return bool(name) and "/" not in name and "\\" not in name and not name.startswith(".")
-
-
-class _Ledger(msgspec.Struct):
-    agentId: str | None = None
-
-
-class _Run(msgspec.Struct):
-    runId: str | None = None
-
-
-_RUN_ID = re.compile(r"^Run ID: (wf_[\w.-]+)\s*$", re.MULTILINE)
-
-
-def workflow_run(result: str, raw: msgspec.Raw) -> str | None:
-    """The run a `Workflow` result names: the structured record's `runId`,
-    else the `Run ID: wf_…` line of its text."""
-    if raw:
-        try:
-            found = msgspec.json.decode(raw, type=_Run).runId
-        except LINE_FAULTS:
-            found = None
-        if found:
-            return found
-    match = _RUN_ID.search(result)
-    return match.group(1) if match else None
-
-
-def workflow_taint(folder: Path, run: str | None, policy: TaintPolicy) -> tuple[Taint, Blame | None]:
-    """A workflow's result is written by the subagents it ran, so it is as
-    trusted as their transcripts, which Claude Code keeps beside the session
-    (`<session>/subagents/workflows/<run>/agent-<id>.jsonl`, with the run's
-    `journal.jsonl` naming the subagents it started). Local only when the
-    journal is read, every subagent it names has its transcript there, and
-    every transcript there reads clean (`subagent_taint`, the same reader);
-    a run not named, a journal missing or unreadable, a transcript missing
-    or unclean keeps the result untrusted, saying which — fail closed."""
-    def held(why: str, program: str = "") -> tuple[Taint, Blame]:
-        named = f"Workflow({program})" if program else "Workflow"
-        return Taint(private=True, untrusted=True), Blame(tool="Workflow", program=program or None, why=f"a workflow's result: {why}",
-                                                          stranger=f"{named}: {why} ({UNCHECKED_SUBAGENT})")
-
-    if run is None or not _safe_name(run):
-        return held("the result does not name its run")
-    run_dir = folder / "workflows" / run
-    journal = run_dir / "journal.jsonl"
-    try:
-        started = [msgspec.json.decode(line, type=_Ledger).agentId for line in journal.read_bytes().splitlines() if line.strip()]
-        present = sorted(p.name[len("agent-") : -len(".jsonl")] for p in run_dir.glob("agent-*.jsonl"))
-    except FileNotFoundError:
-        return held("its run's journal is not beside the session", run)
-    except (OSError, *LINE_FAULTS) as exc:
-        return held(f"its run's journal cannot be read ({exc})", run)
-    agents = list(dict.fromkeys([a for a in started if a] + present))
-    if not agents:
-        return held("its run names no subagent transcript", run)
-    for agent in agents:
-        taint, blame = subagent_taint(run_dir, agent, policy, tool="Workflow", run=run)
-        if taint.untrusted:
-            return taint, blame
-    return Taint(private=True), None
 
 
 def _prompt_text(prompt: str | list[_Inner] | None) -> str:
