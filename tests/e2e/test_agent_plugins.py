@@ -44,6 +44,8 @@ class BashModel:
 
     def __init__(self, command: str) -> None:
         self.command = command
+        #: The line of text a request is answered with once no tool is called.
+        self.text = "Done."
         self.bodies: list[dict[str, Any]] = []
         owner = self
 
@@ -87,7 +89,7 @@ class BashModel:
                      "partial_json": json.dumps({"command": self.command, "description": "the person's decision"})}
             stop = "tool_use"
         else:
-            block, delta, stop = {"type": "text", "text": ""}, {"type": "text_delta", "text": "Done."}, "end_turn"
+            block, delta, stop = {"type": "text", "text": ""}, {"type": "text_delta", "text": self.text}, "end_turn"
         start = {"id": "msg_review", "type": "message", "role": "assistant", "model": body.get("model", "m"),
                  "content": [], "stop_reason": None, "stop_sequence": None,
                  "usage": {"input_tokens": 10, "output_tokens": 1}}

@@ -1,23 +1,29 @@
 """The whole loop with the agents' real command lines, only the models
 scripted: a person installs the plugin (Claude Code) or the hooks (Codex),
-writes no `[export]`, has three corrections' lessons waiting, accepts the
-proposal a learn pass files from inside the agent — and the next session's request to the
-model carries the rule, while `git status` in the project, whose team
-committed its own instructions, shows nothing new.
+writes no `[export]`, corrects the agent three times, accepts the proposal
+a learn pass files from inside the agent — and the next session's request
+to the model carries the rule, while `git status` in the project, whose
+team committed its own instructions, shows nothing new.
 
-The lessons are stored as the session-end hook stores them: a `claude -p`
-or `codex exec` session is headless, which the reader never learns from,
-and a test cannot type into the agents' terminal UIs. The learn pass asks a
-scripted OpenAI-style model (`lessons_responder`); the review is `/mecha:review accept ID` in a real
-`claude -p`, whose scripted model asks for the accept the person's words
-say; the check is what the next real `claude -p` sends its model. Codex's
-check is the same — what the next real `codex exec` sends — after an
-accept with its hooks installed."""
+Claude Code's three corrections are typed into its real terminal UI,
+driven through a pseudo-terminal (`Terminal`, as a person uses it): a task,
+the scripted model's answer proposing a rename, the correction, then
+`/exit`, which runs the plugin's session-end hook; the reader learns from
+those sessions only because a person ran them (it never learns from a
+headless `claude -p`). The hook's reflect pass asks a scripted OpenAI-style
+model (`lessons_responder`) and starts the learn pass by itself. The review
+is `/mecha:review accept ID` in a real `claude -p`, whose scripted model
+asks for the accept the person's words say; the check is what the next
+real `claude -p` sends its model. Codex's lessons are stored as its
+session-end hook stores them (its terminal UI is read at its exit:
+`test_codex_session_end`); its check is the same — what the next real
+`codex exec` sends — after an accept with its hooks installed."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +37,7 @@ from tests.realparts import manifest
 
 from .conftest import REPO, WAIT_S, wait_until
 from .test_agent_plugins import BashModel
+from .test_codex_session_end import Terminal
 
 CORRECTIONS = [
     "No, never rename a module without asking me first.",
@@ -91,6 +98,62 @@ def store_lessons(store_dir: Path, project: Path) -> None:
     ])
 
 
+#: What the scripted agent answers a task with, in the terminal sessions.
+PROPOSED = "I renamed totals.py to sums.py and updated its imports."
+
+#: Claude Code's empty prompt, drawn once its terminal UI takes input.
+PROMPT = "\u276f\u00a0".encode()
+
+
+def words(screen: bytes) -> str:
+    """A terminal UI's output as the words it drew: every escape sequence
+    (cursor moves place words apart) becomes a space, runs of spaces one."""
+    text = re.sub(r"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]|\x1b[=>78]", " ",
+                  screen.decode("utf-8", "replace"))
+    return " ".join(text.replace("\u00a0", " ").split())
+
+
+def trust_for_the_terminal_ui(home: Path, project: Path, key: str) -> None:
+    """What a person's first interactive `claude` asks once and keeps in
+    `~/.claude.json`: onboarding done with a theme chosen, the API key in
+    the environment approved (by its last 20 characters), the project's
+    folder trusted — so the terminal UI opens on its prompt."""
+    path = home / ".claude.json"
+    kept = json.loads(path.read_text()) if path.exists() else {}
+    kept.update({"hasCompletedOnboarding": True, "theme": "dark",
+                 "customApiKeyResponses": {"approved": [key[-20:]], "rejected": []},
+                 "projects": {str(project.resolve()): {"hasTrustDialogAccepted": True,
+                                                       "hasCompletedProjectOnboarding": True}}})
+    path.write_text(json.dumps(kept))
+
+
+def correct_in_the_terminal_ui(claude: str, env: dict[str, str], project: Path, model: AgentModel,
+                               correction: str, store_dir: Path) -> str:
+    """One interactive session: the person types a task, the model answers
+    it has renamed a module, the person types `correction`, then `/exit`.
+    Returns the line the plugin's session-end hook logged for it."""
+    log = store_dir / "logs" / "hooks.log"
+    ended = len(log.read_text().splitlines()) if log.exists() else 0
+    ui = Terminal([claude], {**env, "TERM": "xterm-256color"}, project)
+    try:
+        ui.wait_for(PROMPT, "the prompt")
+        for said, answer in (("Rename the totals module to sums.", PROPOSED), (correction, "Done.")):
+            asked, drawn = len(model.bodies), len(ui.screen)
+            model.text = answer
+            ui.type(said.encode())
+            ui.type(b"\r")
+            wait_until(lambda asked=asked: len(model.bodies) > asked, "the model to be asked")
+            wait_until(lambda drawn=drawn, answer=answer: (ui.pump(0.1), answer in words(ui.screen[drawn:]))[1],
+                       f"the answer {answer!r} on the screen")
+        ui.type(b"/exit")
+        ui.type(b"\r")
+        wait_until(lambda: ui.exited() is not None or None, "claude to exit")
+    finally:
+        ui.close()
+    return str(wait_until(lambda: log.exists() and log.read_text().splitlines()[ended:][:1] and
+                          log.read_text().splitlines()[ended], "the session-end hook's record"))
+
+
 def run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float = WAIT_S * 4) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -108,15 +171,22 @@ def test_claude_code_with_the_plugin_reads_an_accepted_rule_in_the_next_session_
     run([claude, "plugin", "install", "mecha@mecha"], person, project)
     model = AgentModel()
     env = {**person, "ANTHROPIC_BASE_URL": model.url}
+    trust_for_the_terminal_ui(Path(person["HOME"]), project, person["ANTHROPIC_API_KEY"])
     try:
-        # A `claude -p` session is headless, and the reader never learns from
-        # one (its "person" may be a script), nor can a test type into the
-        # terminal UI: the three lessons are the person's, as the plugin's
-        # session-end hook stores them from an interactive session.
-        store_lessons(store_dir, project)
-        run([sys.executable, "-m", "mecha.sidecar", "learn", "behavior"], env, project)
+        # Three sessions a person types into, each read by the plugin's
+        # session-end hook as it exits; each lesson in before the next session.
+        sessions = []
+        for n, correction in enumerate(CORRECTIONS, start=1):
+            ended = correct_in_the_terminal_ui(claude, env, project, model, correction, store_dir)
+            assert "claude session-end" in ended and "queued 1 new intervention(s) as claude:" in ended, ended
+            sessions.append(ended.split(" as ", 1)[1].split(";", 1)[0])
+            wait_until(lambda n=n: len(LearningStore.open(store_dir).reflexions()) >= n, f"lesson {n} reflected")
+        # The third session's reflect pass starts the learn pass by itself.
         proposal = wait_until(lambda: next(iter(LearningStore.open(store_dir).proposals()), None),
                               "a learn pass to file a proposal")
+        read = {r.id: r for r in LearningStore.open(store_dir).reflexions()}
+        assert sorted((read[i].session_id, read[i].intervention) for i in proposal.reflexion_ids) == sorted(
+            zip(sessions, CORRECTIONS)), "the proposal rests on the three typed corrections"
         assert proposal.status == ProposalStatus.PENDING and proposal.project == str(project.resolve())
         rule = proposal.rules[-1].text
 
