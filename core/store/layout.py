@@ -422,6 +422,27 @@ def hook_log_path(root: str | os.PathLike[str]) -> str:
     return os.path.join(root, LOGS_DIR, HOOK_LOG_FILE)
 
 
+#: The hook log's words for a session end the hook could not queue (its
+#: disk full): `agents.hookqueue` writes and reads them, and the
+#: session-start hook looks for them in the log's last `LOST_SCAN_BYTES`
+#: before it imports anything to read them.
+HOOK_LOG_NOT_QUEUED = "could not queue the session"
+LOST_SCAN_BYTES = 256 * 1024
+
+
+def hook_log_names_lost_ends(root: str | os.PathLike[str]) -> bool:
+    """Whether the hook log's end holds `HOOK_LOG_NOT_QUEUED` at all: the
+    session-start hook's cheap first look (`hookqueue.lost_ends` reads
+    the lines, when it does)."""
+    try:
+        with open(hook_log_path(root), "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - LOST_SCAN_BYTES))
+            return HOOK_LOG_NOT_QUEUED.encode() in f.read()
+    except OSError:
+        return False
+
+
 def hook_pass_log_path(root: str | os.PathLike[str]) -> str:
     """`<root>/logs/hook-pass.log`: the detached hook pass's stdout and stderr."""
     return os.path.join(root, LOGS_DIR, HOOK_PASS_LOG_FILE)
