@@ -36,17 +36,22 @@ module uses the standard library alone: the hook imports it.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import fcntl
-import json
 import os
 import stat
 import time
-from collections.abc import Collection, Iterator
+
+from mecha.core.plainjson import dumps_flat, loads
 
 from mecha.core.environment.agents import NAMES
 from mecha.core.store.layout import HOOK_LOG_NOT_QUEUED, LOST_SCAN_BYTES, hook_log_path, hook_queue_dir
+
+# The hook imports this module: nothing here but the standard library's
+# cheapest (no `json`, `contextlib`, `typing`; `plainjson` says why).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Collection
 
 #: The lock only a running hook pass holds.
 PASS_LOCK = ".pass.lock"
@@ -80,8 +85,8 @@ def hook_fields(data: bytes) -> dict[str, object] | None:
     when it is anything but a JSON object with a session id (the hook then
     asks `hooks.parse_hook_input` to say what is wrong, by name)."""
     try:
-        value = json.loads(data)
-    except (ValueError, RecursionError):
+        value = loads(data.decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
     if not isinstance(value, dict):
         return None
@@ -105,7 +110,7 @@ def enqueue(root: str, agent: str, fields: dict[str, object]) -> str:
     final = os.path.join(folder, name + ENTRY_SUFFIX)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        data = json.dumps(entry).encode("utf-8")
+        data = dumps_flat(entry).encode("ascii")
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
@@ -167,7 +172,7 @@ def read_entry(path: str) -> dict[str, object] | str:
     finally:
         os.close(fd)
     try:
-        value = json.loads(data)
+        value = loads(data.decode("utf-8"))
     except (ValueError, RecursionError) as exc:
         return f"not JSON ({exc})"
     problem = entry_problem(value)
@@ -186,25 +191,36 @@ def remove(path: str) -> str | None:
     return None
 
 
-@contextlib.contextmanager
-def pass_lock(root: str) -> Iterator[bool]:
+class pass_lock:  # noqa: N801 - used as the function it once was: `with pass_lock(root) as held:`
     """The hook pass's lock, taken without waiting: `True` while held,
     `False` when another pass holds it."""
-    folder = queue_dir(root)
-    _ensure_dir(folder)
-    fd = os.open(os.path.join(folder, PASS_LOCK), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
+
+    __slots__ = ("root", "fd", "held")
+
+    def __init__(self, root: str) -> None:
+        self.root, self.fd, self.held = root, -1, False
+
+    def __enter__(self) -> bool:
+        folder = queue_dir(self.root)
+        _ensure_dir(folder)
+        self.fd = os.open(os.path.join(folder, PASS_LOCK), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            yield False
-            return
+            return False
+        except BaseException:
+            os.close(self.fd)
+            raise
+        self.held = True
+        return True
+
+    def __exit__(self, *exc: object) -> None:
         try:
-            yield True
+            if self.held:
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
         finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+            self.held = False
+            os.close(self.fd)
 
 
 def pass_running(root: str) -> bool:
@@ -227,7 +243,7 @@ def not_queued_words(fields: dict[str, object], exc: BaseException) -> str:
     why, and what the hook was told (`hook_fields`) as one JSON word, its
     spaces escaped, so the log's one-line form keeps it whole."""
     told = {k: fields.get(k) for k in ("session_id", "transcript_path", "cwd", "event")}
-    word = json.dumps(told, ensure_ascii=True, separators=(",", ":")).replace(" ", "\\u0020")
+    word = dumps_flat({k: v if isinstance(v, str) else None for k, v in told.items()}).replace(" ", "\\u0020")
     return f"failed: {NOT_QUEUED} ({type(exc).__name__}: {exc}){_AGAIN}{word}"
 
 
@@ -297,8 +313,8 @@ def lost_ends(root: str) -> list[LostEnd]:
         head, sep, word = rest.rpartition(_AGAIN)
         if sep and f": failed: {NOT_QUEUED} (" in head:
             try:
-                told = json.loads(word)
-            except ValueError:
+                told = loads(word)
+            except (ValueError, RecursionError):
                 told = None
             if isinstance(told, dict) and entry_problem({"agent": agent, **told}) is None:
                 lost[(agent, str(told["session_id"]))] = LostEnd(line, at, agent, told)
@@ -323,7 +339,7 @@ def requeue(root: str, end: LostEnd) -> bool:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         try:
-            view = memoryview(json.dumps({"agent": end.agent, **end.fields}).encode("utf-8"))
+            view = memoryview(dumps_flat({"agent": end.agent, **end.fields}).encode("ascii"))  # type: ignore[arg-type]
             while view:
                 view = view[os.write(fd, view) :]
         finally:
@@ -332,6 +348,8 @@ def requeue(root: str, end: LostEnd) -> bool:
     except FileExistsError:
         return False
     finally:
-        with contextlib.suppress(OSError):
+        try:
             os.unlink(tmp)
+        except OSError:
+            pass
     return True
