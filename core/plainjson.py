@@ -13,6 +13,12 @@ nothing else of the project needs to.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = ["dumps_flat", "loads", "quote", "scan"]
+
 try:
     from _json import encode_basestring_ascii as quote
     from _json import make_scanner as _make_scanner
@@ -60,8 +66,16 @@ def loads(text: str) -> object:
     return value
 
 
-def dumps_flat(obj: dict[str, str | None]) -> str:
+def dumps_flat(obj: Mapping[str, object]) -> str:
     """A JSON object of strings and nulls, ASCII only, with no space in
     it but inside its strings: what `json.dumps(obj, ensure_ascii=True,
-    separators=(",", ":"))` writes."""
-    return "{" + ",".join(f"{quote(k)}:{'null' if v is None else quote(v)}" for k, v in obj.items()) + "}"
+    separators=(",", ":"))` writes. `TypeError` for any other value."""
+    return "{" + ",".join(f"{quote(k)}:{_flat(v)}" for k, v in obj.items()) + "}"
+
+
+def _flat(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return quote(value)
+    raise TypeError(f"dumps_flat writes strings and nulls, not {type(value).__name__}")

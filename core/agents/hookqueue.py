@@ -42,9 +42,8 @@ import os
 import stat
 import time
 
-from mecha.core.plainjson import dumps_flat, loads
-
 from mecha.core.environment.agents import NAMES
+from mecha.core.plainjson import dumps_flat, loads
 from mecha.core.store.layout import HOOK_LOG_NOT_QUEUED, LOST_SCAN_BYTES, hook_log_path, hook_queue_dir
 
 # The hook imports this module: nothing here but the standard library's
@@ -176,7 +175,10 @@ def read_entry(path: str) -> dict[str, object] | str:
     except (ValueError, RecursionError) as exc:
         return f"not JSON ({exc})"
     problem = entry_problem(value)
-    return problem if problem is not None else value
+    if problem is not None:
+        return problem
+    assert isinstance(value, dict)  # entry_problem said so
+    return value
 
 
 def remove(path: str) -> str | None:
@@ -339,7 +341,7 @@ def requeue(root: str, end: LostEnd) -> bool:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         try:
-            view = memoryview(dumps_flat({"agent": end.agent, **end.fields}).encode("ascii"))  # type: ignore[arg-type]
+            view = memoryview(dumps_flat({"agent": end.agent, **end.fields}).encode("ascii"))
             while view:
                 view = view[os.write(fd, view) :]
         finally:

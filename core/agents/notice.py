@@ -43,11 +43,10 @@ import sys
 
 from mecha.core.environment.agents import AGENTS, CODEX, agent_home
 from mecha.core.environment.agents import agent as agent_row
-from mecha.core.shellwords import PROGRAM, mecha_or_none
-from mecha.core.store.layout import LEARNING_DIR_ENV, no_model_path, proposals_dir
-
 from mecha.core.plainjson import quote as _quote
 from mecha.core.plainjson import scan as _scan
+from mecha.core.shellwords import PROGRAM, mecha_or_none
+from mecha.core.store.layout import LEARNING_DIR_ENV, no_model_path, proposals_dir
 
 #: The status a proposal file carries while it waits for a person; the wire
 #: spelling of `ProposalStatus.PENDING`.
