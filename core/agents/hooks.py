@@ -36,7 +36,7 @@ removes exactly them. Install refuses a file it cannot read as a JSON object
 (`settings_after`): every byte around our entries stays the person's —
 `1e3`, an inline array, a `\u00e9`, a duplicate key — so uninstall gives
 back the bytes install found. It is written as the export writes a
-person's file (`export.rewrite_file`): swapped in, checked against what the
+person's file (`confined.rewrite_file`): swapped in, checked against what the
 agent or the person wrote meanwhile, and made again from their version if
 they did (14 of 711 edits an agent made during 30 runs were once lost),
 through a symlink onto its target.

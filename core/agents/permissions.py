@@ -31,9 +31,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from mecha.core.agents.export import rewrite_file
 from mecha.core.agents.hooks import settings_after
 from mecha.core.domain.rules import Rule
+from mecha.core.environment.confined import rewrite_file
 
 #: The settings key and list an ask permission lives in.
 PERMISSIONS, ASK = "permissions", "ask"
@@ -90,7 +90,7 @@ def without_ask(doc: dict[str, Any], patterns: Iterable[str]) -> dict[str, Any]:
 
 def set_asks(path: Path, add: Iterable[str], remove: Iterable[str]) -> bool:
     """Add and take out ask patterns in the settings file `path`, through
-    the confined writer (`export.rewrite_file`); whether it changed."""
+    the confined writer (`confined.rewrite_file`); whether it changed."""
     add, remove = list(add), [p for p in remove if p not in set(add)]
 
     def change(doc: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ does — and says to commit them. Nothing is committed for the person: what
 goes into a team's history is theirs to review.
 
 The shared rules sit in the file's managed section (`export.splice`, with
-all of `export.rewrite_file`'s safety), one `- ` line each under a heading
+all of `confined.rewrite_file`'s safety), one `- ` line each under a heading
 that says where they came from. A second share adds to what is there: the
 section's rule lines are read back (`shared_lines`) and the new ones
 appended, so a rule shared last week is not dropped by this week's. The
@@ -31,8 +31,9 @@ from pathlib import Path
 
 import msgspec
 
-from mecha.core.agents.export import rewrite_file, section_lines, splice
+from mecha.core.agents.export import section_lines, splice
 from mecha.core.environment.agents import AGENTS
+from mecha.core.environment.confined import rewrite_file
 from mecha.core.errors import Ambiguous, ExportFailed, NotFound
 from mecha.core.store.learning_store import LearningStore
 

@@ -11,12 +11,12 @@ from typing import Any
 
 from mecha.core.agents import export_targets as et
 from mecha.core.agents import hooks as hk
-from mecha.core.agents.export import rewrite_file
 from mecha.core.agents.plugin import ClaudePlugin, double_reading, find_claude_plugins
 from mecha.core.agents.procedures import skill_program
 from mecha.core.agents.share import share
 from mecha.core.agents.skills import install_skills, skills_folder, uninstall_skills
 from mecha.core.environment.agents import CLAUDE, CODEX, NAMES
+from mecha.core.environment.confined import rewrite_file
 from mecha.core.environment.installed import find_agents
 from mecha.core.environment.settings import config_path
 from mecha.core.learning.scope import resolve_project
