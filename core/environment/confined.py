@@ -71,7 +71,7 @@ def rewrite_file(
     within: Path | None = None,
     appends: bool = True,
     what: str = "the rules section",
-    new_mode: int = 0o644,
+    mode: int | None = None,
 ) -> ExportOutcome:
     """Change a person's file to `render(what it holds)` (`None`: it is not
     there yet), with every check above: the swap that keeps what they wrote
@@ -81,8 +81,8 @@ def rewrite_file(
     the swap are not spliced in after the new text (which a JSON file would
     not survive): the file is rendered again from the version holding
     them. `what` names the change in the refusal. `render` giving `None`
-    (or `raw` itself) leaves the file as it is. A file that was not there
-    is created with `new_mode`; one that was keeps its own."""
+    (or `raw` itself) leaves the file as it is. The file keeps its own
+    mode (a new one gets 0644), or gets `mode` when one is given."""
     name = str(path)
     for _ in range(WRITE_ATTEMPTS):
         target = _target(path, within)
@@ -98,7 +98,7 @@ def rewrite_file(
             if updated is None or updated == raw:
                 return ExportOutcome(path=name, changed=False)
             _refuse_unwritable(info, name)
-            if _swap_in(target, raw, updated, info, name, appends, new_mode):
+            if _swap_in(target, raw, updated, info, name, appends, mode):
                 return ExportOutcome(path=name, changed=True)
     raise ExportFailed(
         f"{name}: the file was rewritten {WRITE_ATTEMPTS} times while it was being written; "
@@ -268,7 +268,7 @@ def _refuse_unwritable(info: os.stat_result | None, name: str) -> None:
 
 def _swap_in(
     target: Path, raw: bytes | None, data: bytes, info: os.stat_result | None, name: str, appends: bool = True,
-    new_mode: int = 0o644,
+    mode: int | None = None,
 ) -> bool:
     """Put `data` (`render(raw)`) at `target`, which was `raw` (`None`:
     missing) when it was read. Swapped in by an exchange, what it displaced
@@ -279,7 +279,7 @@ def _swap_in(
     folder = target.parent
     held: list[Path] = []
     try:
-        tmp = _temp_with(folder, data, info, name, new_mode)
+        tmp = _temp_with(folder, data, info, name, mode)
         held.append(tmp)
         if raw is None:
             try:
@@ -436,9 +436,9 @@ def _settled(path: Path) -> bytes:
         os.close(fd)
 
 
-def _temp_with(folder: Path, data: bytes, info: os.stat_result | None, name: str, new_mode: int = 0o644) -> Path:
-    """A new temp file in `folder` holding `data`, with the file's mode
-    (`new_mode` for a file that was not there)."""
+def _temp_with(folder: Path, data: bytes, info: os.stat_result | None, name: str, mode: int | None = None) -> Path:
+    """A new temp file in `folder` holding `data`, with `mode`, else the
+    file's own (0644 for a file that was not there)."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / f".mecha-export.{os.urandom(6).hex()}.tmp"
@@ -446,7 +446,8 @@ def _temp_with(folder: Path, data: bytes, info: os.stat_result | None, name: str
     except OSError as exc:
         raise ExportFailed(f"{name}: cannot write in {folder} ({exc.strerror or exc}); nothing was written") from None
     try:
-        os.fchmod(fd, stat.S_IMODE(info.st_mode) if info is not None else new_mode)
+        own = stat.S_IMODE(info.st_mode) if info is not None else 0o644
+        os.fchmod(fd, own if mode is None else mode)
         write_durably(fd, data)
     except BaseException:
         os.close(fd)

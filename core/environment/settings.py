@@ -98,8 +98,8 @@ def write_table(path: Path, name: str, values: Mapping[str, list[str] | str], dr
     (`confined.rewrite_file`): through a link the person made, to its
     target; never through a link to nothing, into another user's folder,
     or into a FIFO or device, each refused by name before anything is
-    created; and a save of theirs meanwhile kept. A new file is the
-    owner's alone (0600), in a folder of theirs alone. `InvalidInput`
+    created; and a save of theirs meanwhile kept. The file is the owner's
+    alone (0600), a new one in a folder of theirs alone. `InvalidInput`
     naming the file when it cannot be read or written, or is not TOML."""
     from mecha.core.environment.confined import rewrite_file
     from mecha.core.errors import ExportFailed
@@ -116,7 +116,7 @@ def write_table(path: Path, name: str, values: Mapping[str, list[str] | str], dr
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         # Anywhere the person's own links lead (`within` the root), but
         # never through a link to nothing or into another user's folder.
-        rewrite_file(path, render, within=Path(os.sep), appends=False, what="the config change", new_mode=0o600)
+        rewrite_file(path, render, within=Path(os.sep), appends=False, what="the config change", mode=0o600)
     except ExportFailed as exc:
         raise InvalidInput(str(exc)) from None
     except OSError as exc:
