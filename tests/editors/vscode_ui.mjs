@@ -222,6 +222,10 @@ async function main() {
     await openFile("behavior.learned.toml");
     await quickFixes(1);
     await pickQuickFix(`Accept proposal ${params.proposal_id}`);
+    out.accept_said = await waitFor("the accept's notification", async () =>
+      (await notifications()).find((t) => t.includes(`accepted proposal ${params.proposal_id}`)),
+    );
+    log(`accept said: ${out.accept_said}`);
     out.learned_after_accept = await waitFor("the learned file on disk to hold the accepted rule", async () => {
       const text = fs.readFileSync(params.learned, "utf8");
       return text.includes(params.new_rule) ? text : undefined;
@@ -261,9 +265,9 @@ async function main() {
     // A learn pass shows its progress while the scripted model holds it.
     await runCommand("mecha: Learn Now");
     await waitFor("the domain picker", async () =>
-      (await texts(".quick-input-widget .monaco-list-row")).some((t) => t.includes("behavior")),
+      (await texts(".quick-input-widget .monaco-list-row")).some((t) => t.includes(params.learn_domain)),
     );
-    await page.keyboard.type("behavior");
+    await page.keyboard.type(params.learn_domain);
     await page.keyboard.press("Enter");
     out.progress = await waitFor("the learn pass's progress in the status bar", async () =>
       (await statusTexts()).find((t) => t.includes("mecha learn")),
@@ -271,7 +275,7 @@ async function main() {
     log(`progress: ${out.progress}`);
     await shot("progress");
     out.learn_finished = await waitFor("the pass's proposal notification", async () =>
-      (await notifications()).find((t) => t.includes("pass for behavior proposed")),
+      (await notifications()).find((t) => t.includes(`pass for ${params.learn_domain} proposed`)),
     60_000);
     log(`learn finished: ${out.learn_finished}`);
 
