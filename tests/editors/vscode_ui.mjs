@@ -252,6 +252,12 @@ async function main() {
     out.duplicate_fixes = await quickFixes(copyAt);
     log(`Ctrl+. on line ${copyAt} lists: ${JSON.stringify(out.duplicate_fixes)}`);
     await pickQuickFix("Remove duplicate rule");
+    // Save once the edit is in the buffer: a save that beats the edit
+    // writes the file unchanged and leaves the edit unsaved.
+    await waitFor("the editor to lose the duplicate", async () => {
+      const text = await editorText();
+      return text.includes(params.new_rule) && !text.includes(params.duplicate_text) ? text : undefined;
+    });
     await page.keyboard.press("Control+S");
     out.learned_after_remove = await waitFor("the learned file on disk to lose the duplicate", async () => {
       const text = fs.readFileSync(params.learned, "utf8");
