@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from mecha.core.environment.agents import CLAUDE, CODEX
+from mecha.core.learning.asks import ask_subject
 from mecha.core.sessions.evidence import cut_at_word
 from mecha.core.shellwords import mecha_or_none
 from mecha.core.visible import shown
@@ -116,6 +117,8 @@ def accepted(r: dict[str, Any]) -> str:
         edited = rule.get("edited")
         if edited and edited.get("proposal_id") == p["id"]:
             lines.append(f"  in your words: “{_one_line(rule['text'], 80)}” (proposed: “{_one_line(edited['was'], 60)}”)")
+            lines += [f"  not asking before `{a}`: your words no longer name `{ask_subject(a)}`"
+                      for a in edited.get("ask_dropped") or []]
     if p.get("reflexion_ids"):
         used = len(r.get("used_lessons") or [])
         back = len(p["reflexion_ids"]) - used - len(

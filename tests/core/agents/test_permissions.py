@@ -51,3 +51,18 @@ def test_a_proposal_and_its_accept_say_which_call_the_agent_will_ask_before() ->
     proposal = {"rules_before": [], "rules": [rule]}
     assert humane.new_asks(proposal) == ["Bash(git push origin main:*)"]
     assert humane.new_asks({"rules_before": [rule], "rules": [rule]}) == []
+
+
+def test_an_accept_whose_edit_took_the_program_out_says_the_ask_was_not_written() -> None:
+    # Pins: an edit that silently dropped (or silently kept) the permission.
+    from mecha.sidecar import humane
+
+    edited = {"text": "Check with me before publishing.", "ask": [],
+              "edited": {"was": "Ask before git push to main.", "proposal_id": "p-1", "at": "2026-12-06T00:00:00Z",
+                         "ask_dropped": ["Bash(git push origin main:*)"]}}
+    result = {"proposal": {"id": "p-1", "domain": "behavior", "status": "accepted", "reflexion_ids": [],
+                           "rules_before": [], "rules": [edited], "created_at": "2026-12-06T00:00:00Z"},
+              "exports": [{"path": "/x/CLAUDE.md", "changed": True}]}
+    said = humane.accepted(result)
+    assert "not asking before `Bash(git push origin main:*)`: your words no longer name `git`" in said
+    assert "also asks before" not in said
