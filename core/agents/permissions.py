@@ -48,11 +48,12 @@ from typing import Any
 
 import msgspec
 
-from mecha.core.agents.export import ExportFailed, remove_file, rewrite_file
+from mecha.core.agents.export import remove_file, rewrite_file
 from mecha.core.agents.hooks import settings_after, settings_path
 from mecha.core.agents.personal import codex_home
 from mecha.core.domain.rules import Rule
 from mecha.core.environment.agents import CLAUDE, CODEX_RULES_FILE
+from mecha.core.errors import ExportFailed
 from mecha.core.learning.asks import shell_prefix
 
 #: The settings key and list an ask permission lives in.

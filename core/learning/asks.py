@@ -168,7 +168,8 @@ def derived_ask(text: str, lessons: Sequence[Reflexion]) -> str | None:
 def asks_kept_by(text: str, asks: Iterable[str]) -> tuple[list[str], list[str]]:
     """Of a rule's `asks`, those its words `text` still name, and those
     they no longer do (a person's edit took the program's name out)."""
-    kept, dropped = [], []
+    kept: list[str] = []
+    dropped: list[str] = []
     for a in asks:
         subject = ask_subject(a)
         (kept if subject is not None and names(text, subject) else dropped).append(a)

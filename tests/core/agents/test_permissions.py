@@ -92,8 +92,8 @@ def test_codex_rules_file_holds_one_prompt_rule_per_shell_ask_and_goes_with_the_
 def test_a_codex_rules_file_changed_by_hand_is_refused_and_left_as_it_is(tmp_path: Path) -> None:
     import pytest
 
-    from mecha.core.agents.export import ExportFailed
     from mecha.core.agents.permissions import set_codex_asks
+    from mecha.core.errors import ExportFailed
 
     path = tmp_path / "rules" / "mecha.rules"
     set_codex_asks(path, ["Bash(git push origin main:*)"], [])
