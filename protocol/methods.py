@@ -115,6 +115,10 @@ class SessionEndedParams(msgspec.Struct):
     #: The directory the session ran in (absolute): its lessons are learned
     #: for that project (its git root). Absent: global.
     project: str | None = None
+    #: The learned rules the run's prompt carried: the `rule_ids` of the
+    #: `mecha/rulesPromptBlock` answers it used. Given, each rule's record
+    #: counts the session as one it reached; absent, none does.
+    rule_ids: list[str] | None = None
 
 
 class SessionEndedResult(msgspec.Struct):

@@ -313,9 +313,9 @@ def _demo(root: Path, *, model: dict[str, Any] | None, timeout: float, local: bo
     with SidecarClient(env=dict(os.environ), timeout=120) as c:
         if local:
             _say("The sidecar's passes go to that local server; nothing is sent anywhere else.")
-        _start_run(c, root, model)
+        carried = _start_run(c, root, model)
         _read_the_run(c, run)
-        if not _hand_over(c, root, run, timeout, with_model, loop):
+        if not _hand_over(c, root, run, carried, timeout, with_model, loop):
             return _finish(c)
         proposal_id = _learn(c, root, timeout, loop)
         if proposal_id is not None:
@@ -332,7 +332,8 @@ class _Run:
     timeline: Any
 
 
-def _start_run(c: SidecarClient, root: Path, model: dict[str, Any] | None) -> None:
+def _start_run(c: SidecarClient, root: Path, model: dict[str, Any] | None) -> list[str]:
+    """The run's start; the learned rules its prompt carries."""
     _step("initialize", "the harness starts a run")
     options: dict[str, Any] = {"learningDir": str(root)}
     if model is not None:
@@ -345,6 +346,7 @@ def _start_run(c: SidecarClient, root: Path, model: dict[str, Any] | None) -> No
     block = c.request("mecha/rulesPromptBlock", {})
     _say(_indent(block["block"] or "(no block)"))
     _say(f"← rules_hash {block['rules_hash']}, learned rule ids: {', '.join(block['rule_ids']) or '(none)'}")
+    return list(block["rule_ids"])
 
 
 def _read_the_run(c: SidecarClient, run: _Run) -> None:
@@ -374,11 +376,14 @@ def _read_the_run(c: SidecarClient, run: _Run) -> None:
     _say(f"← label {appraisal['label']}, origin {appraisal['origin']}")
 
 
-def _hand_over(c: SidecarClient, root: Path, run: _Run, timeout: float, with_model: bool, loop: _Loop) -> bool:
-    """The run's end and its reflect pass; whether the demo goes on to learn."""
+def _hand_over(
+    c: SidecarClient, root: Path, run: _Run, carried: list[str], timeout: float, with_model: bool, loop: _Loop
+) -> bool:
+    """The run's end and its reflect pass; whether the demo goes on to learn.
+    `carried`: the learned rules the run's prompt carried, for their records."""
     _step("mecha/sessionEnded", "the run is over; the harness hands over the transcript and may exit")
     ended = c.request("mecha/sessionEnded", {"session_id": run.session_id, "messages": run.messages,
-                                             "taint_timeline": run.timeline})
+                                             "taint_timeline": run.timeline, "rule_ids": carried})
     _say(f"← {ended['interventions']} interventions, {ended['learnable']} learnable; "
          f"background job {ended['job']['id'] if ended['job'] else None}")
     if not ended["job"]:

@@ -46,29 +46,10 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-#: Reliability tests not yet brought up to this round's changes, each
-#: expected to fail until it is (strict: one that passes fails the run, so
-#: this list only shrinks). The accept now marks used only the lessons its
-#: written rules cite and starts the next learn pass, which the crash and
-#: full-disk oracles do not know yet; the bad-input tables have no valid
-#: params for the four new methods (heldCorrections, vouch, shareRules, rules).
-NOT_YET_UPDATED = {
-    "tests/reliability/test_bad_input.py::test_the_envelope_decoder_raises_only_rpc_errors": "no valid params for the new methods",
-    "tests/reliability/test_bad_input.py::test_every_method_accepts_its_valid_params": "no valid params for the new methods",
-    "tests/reliability/test_bad_input.py::test_a_short_run_of_the_long_fuzz_finds_nothing": "no valid params for the new methods",
-    "tests/reliability/test_crash.py::test_a_kill_at_any_step_loses_nothing_and_a_retry_finishes_the_work[accept]": "oracle predates cited-only lesson use",
-    **{f"tests/reliability/test_full_disk.py::test_an_accept_on_a_full_disk_is_whole_or_a_named_error_and_finishes_once_there_is_room[{n}]":
-       "oracle predates cited-only lesson use" for n in (4, 16, 32)},
-}
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if not is_unit(Path(str(item.path))):
             item.add_marker(pytest.mark.realparts)
-        why = NOT_YET_UPDATED.get(item.nodeid)
-        if why is not None:
-            item.add_marker(pytest.mark.xfail(reason=f"not yet updated to this round's changes: {why}", strict=True))
 
 
 @pytest.fixture(autouse=True)

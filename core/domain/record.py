@@ -57,7 +57,8 @@ class SessionStart(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     #: Spelled as the importers spell it: `claude:<id>`, `codex:<id>`.
     session_id: str
-    #: `claude` or `codex`.
+    #: `claude` or `codex`; `harness` for a run a harness handed over
+    #: (`learning.record.harness_start`).
     agent: str
     #: The session's working directory, as the agent reported it.
     cwd: str | None = None

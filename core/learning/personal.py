@@ -25,7 +25,10 @@ Four kinds, each found by one small pure function over the text:
   rule, where the other way round costs a leak in every prompt.
   File names are not host names: the final label must be a top-level domain
   that is not also a common file extension (`.py` is Paraguay, `.md`
-  Moldova, `.rs` Serbia, `.sh` St Helena — all files here).
+  Moldova, `.rs` Serbia, `.sh` St Helena — all files here). Nor are names
+  in code, though their last label reads as a domain: a call
+  (`subprocess.run(`), a capitalized module's member (`Enum.at`,
+  `Path.home`), a field (`session.id`, `msg.id`).
 - **token** — an API key or secret: the published prefixes of the common
   providers (`sk-`, `ghp_`, `github_pat_`, `glpat-`, `xox?-`, `AKIA…`,
   `AIza…`, `hf_`, `npm_`, `pypi-`), a JWT, a PEM private key, a bearer
@@ -36,10 +39,11 @@ Four kinds, each found by one small pure function over the text:
   `/Users/<user>`, `C:\\Users\\<user>`. A placeholder owner (`user`,
   `you`, `$USER`, `<name>`, `runner`, …) names nobody and is not reported.
 - **handle** — an account's handle: `@name` in prose (not a decorator or
-  a module attribute, which stand first on their line, not an npm scope or
-  a version tag), and `github.com/name` (or GitLab's,
-  Bitbucket's, Codeberg's) — the account a person's repositories live
-  under.
+  a module attribute, which stand first on their line, not an assign in a
+  line of code such as `<%= if @project do %>` or an argument
+  `get(@flash)`, not an npm scope or a version tag), and `github.com/name`
+  (or GitLab's, Bitbucket's, Codeberg's) — the account a person's
+  repositories live under, unless it is a public organization's.
 - **login** — a login name a terminal printed: `[sudo] password for
   <user>`, and the user of `ssh user@host`.
 
@@ -136,12 +140,14 @@ _PUBLIC_DOMAINS = frozenset({
     "unpkg.com", "huggingface.co", "conda.io", "anaconda.org", "astral.sh", "pnpm.io", "yarnpkg.com",
     "typescriptlang.org", "reactjs.org", "react.dev", "nvidia.com", "llvm.org", "cmake.org",
     "visualstudio.com", "code.visualstudio.com", "neovim.io", "vim.org", "json.org", "semver.org",
+    "googlesource.com", "android.com", "chromium.org", "sourcegraph.com", "gitee.com", "codeberg.org",
 })
 _GENERIC_PREFIXES = frozenset({
     "www", "docs", "doc", "api", "raw", "gist", "pkg", "pkgs", "registry", "cdn", "static",
     "developer", "developers", "dev", "en", "objects", "packages", "download", "downloads",
     "files", "blog", "status", "platform", "console", "help", "support", "learn", "upload",
     "test", "index", "codeload", "marketplace", "code", "deb", "security", "ftp", "mirrors",
+    "source", "cs", "android", "chromium", "go",
 })
 
 #: Suffixes only private networks use: a name under one is always a
@@ -188,6 +194,13 @@ _ACCOUNT_PAGES = frozenset({
     "notifications", "new", "explore", "search", "issues", "pulls", "trending", "collections", "enterprise",
     "security", "site", "contact", "join", "users", "help", "dashboard",
 })
+#: Accounts of public organizations whose repositories everyone reads
+#: (`github.com/anthropics/claude-code`): they name no person.
+_PUBLIC_ACCOUNTS = frozenset({
+    "anthropics", "openai", "microsoft", "google", "googleapis", "facebook", "meta-llama", "huggingface",
+    "rust-lang", "python", "nodejs", "golang", "kubernetes", "docker", "npm", "github", "actions", "vercel",
+    "astral-sh", "pytorch", "tensorflow", "nvidia", "apple", "mozilla", "aosp-mirror", "android", "llvm",
+})
 #: Accounts that name nobody, in examples: `github.com/org/repo`.
 _PLACEHOLDER_ACCOUNTS = frozenset({
     "org", "owner", "orgname", "organization", "your-org", "your-username", "my-org", "myorg", "someone",
@@ -203,6 +216,19 @@ _NOT_HANDLES = frozenset({
     "mixin", "include", "extend", "component", "injectable", "input", "output", "test", "before", "after",
     "interface", "implementation", "end", "author", "version", "brief", "file", "code", "main",
 })
+#: Top-level domains that are also the names of fields and methods
+#: (`Enum.at`, `Path.home`, `LLMChain.run`): a dotted name under one whose
+#: first label is capitalized is a module or a class's member, not a host.
+_CODE_WORD_TLDS = frozenset({"id", "at", "run", "build", "home", "to", "is", "in", "it", "no", "so", "me", "page", "host", "email", "info", "int"})
+#: Of those, the ones a two-label lower-case name is a field or a method
+#: under far more often than a site: `session.id`, `subprocess.run`.
+_FIELD_TLDS = frozenset({"id", "run", "build"})
+#: Indonesia's second-level domains: `shop.co.id` is a site, `msg.id` a field.
+_ID_SECOND_LEVEL = frozenset({"co", "ac", "go", "or", "web", "my", "net", "sch", "biz", "mil", "desa", "ponpes"})
+#: What makes a line code rather than prose, for a word after `@`: a
+#: template tag, a block opener, a comparison, an arrow, a pipe.
+_CODE_LINE_RE = re.compile(r"<%|%>|\bdo\s*$|==|!=|<-|->|=>|\|>|::|\{.*\}")
+
 #: Words of a machine's name: a hyphenated name holding one is a host.
 _MACHINE_WORDS = ("macbook", "imac", "mac-mini", "mac-studio", "thinkpad")
 
@@ -224,7 +250,7 @@ _MACHINE_RE = re.compile(r"(?<![\w.@/-])([A-Za-z0-9'’]+(?:-[A-Za-z0-9'’]+)+)
 # A file read with its line numbers (`  28→`, `cat -n`'s `  28\t`).
 _GUTTER_RE = re.compile(r"^\s*\d+(?:→|\t)")
 _SUDO_RE = re.compile(r"\[sudo\] password for ([^\s:]+)")
-_AT_HANDLE_RE = re.compile(r"(?:^|(?<=[\s(\[,;\"'“]))@([A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))(?![\w/.@(-])", re.MULTILINE)
+_AT_HANDLE_RE = re.compile(r"(?:^|(?<=[\s(\[,;\"'“]))@([A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))(?![\w/.@(\[-])", re.MULTILINE)
 _ACCOUNT_URL_RE = re.compile(
     r"(?<![\w.-])(?:https?://)?(?:www\.)?(" + "|".join(re.escape(h) for h in _ACCOUNT_HOSTS) + r")/([A-Za-z0-9](?:[A-Za-z0-9_.-]{0,38}))"
 )
@@ -311,6 +337,23 @@ def is_generic_host(host: str) -> bool:
     return False
 
 
+def _is_code_name(candidate: str, called: bool) -> bool:
+    """Whether a dotted name is a name in code: a call (`subprocess.run(`),
+    a member of a capitalized module or class (`Enum.at`, `Path.home`), a
+    field under a top-level domain that is mostly a field's name
+    (`session.id`, `socket.assigns.subagent.id`), or a reverse-domain
+    package of the example domain (`com.example.app`)."""
+    labels = _labels(candidate)
+    raw = candidate.split(".")
+    if called or (labels[-1] in _CODE_WORD_TLDS and any(not r.islower() for r in raw[:-1])):
+        return True
+    if labels[-1] == "id" and labels[-2] not in _ID_SECOND_LEVEL and labels[0] not in _GENERIC_PREFIXES:
+        return True
+    if len(labels) == 2 and labels[-1] in _FIELD_TLDS:
+        return True
+    return len(labels) >= 3 and labels[0] in ("com", "org", "net", "io") and labels[1] in _RESERVED_SUFFIXES
+
+
 def _is_host_name(candidate: str) -> bool:
     labels = _labels(candidate)
     if len(labels) < 2 or any(not label for label in labels):
@@ -340,7 +383,8 @@ def _hosts(text: str) -> list[PersonalFinding]:
         out.append(PersonalFinding(kind=PersonalKind.HOST, text=m.group(0), start=m.start(), end=m.end()))
     for m in _HOST_RE.finditer(text):
         host = m.group(1)
-        if _is_host_name(host) and not is_generic_host(host):
+        called = text.startswith("(", m.end(1))
+        if _is_host_name(host) and not is_generic_host(host) and not _is_code_name(host, called):
             out.append(PersonalFinding(kind=PersonalKind.HOST, text=host, start=m.start(1), end=m.end(1)))
     for m in _SSH_RE.finditer(text):
         if m.group(2).lower() != "localhost" and not is_generic_host(m.group(2)):
@@ -409,11 +453,16 @@ def _handles(text: str) -> list[PersonalFinding]:
     for m in _AT_HANDLE_RE.finditer(text):
         if m.group(1).lower() in _NOT_HANDLES or m.group(1).isdigit():
             continue
-        if not _GUTTER_RE.sub("", text[text.rfind("\n", 0, m.start()) + 1 : m.start()]).strip():
+        line_start, line_end = text.rfind("\n", 0, m.start()) + 1, text.find("\n", m.end())
+        if not _GUTTER_RE.sub("", text[line_start : m.start()]).strip():
             continue  # first on its line: a decorator or a module attribute (`@impl true`), not a mention
+        if _CODE_LINE_RE.search(text[line_start : None if line_end < 0 else line_end]):
+            continue  # an assign or an attribute in a line of code (`<%= if @project do %>`)
+        if m.start() >= 2 and text[m.start() - 1] == "(" and (text[m.start() - 2].isalnum() or text[m.start() - 2] == "_"):
+            continue  # an argument: `lookup(@table, token)`
         out.append(PersonalFinding(kind=PersonalKind.HANDLE, text=m.group(0), start=m.start(), end=m.end()))
     for m in _ACCOUNT_URL_RE.finditer(text):
-        if m.group(2).lower() in _ACCOUNT_PAGES | _PLACEHOLDER_OWNERS | _PLACEHOLDER_ACCOUNTS:
+        if m.group(2).lower() in _ACCOUNT_PAGES | _PLACEHOLDER_OWNERS | _PLACEHOLDER_ACCOUNTS | _PUBLIC_ACCOUNTS:
             continue
         out.append(PersonalFinding(kind=PersonalKind.HANDLE, text=m.group(2), start=m.start(2), end=m.end(2)))
     for pattern in (_SUDO_RE, _SSH_RE):

@@ -19,7 +19,8 @@ does, from what the store already sees, at no extra model call:
   live *and* that it reached — the session-start hook records which rule
   lines the agent's instruction files held as it began (`agents.started`),
   so a rule the person's agent never read is not counted as having failed
-  there.
+  there. A harness's run says which rules its prompt carried when it hands
+  the transcript over (`harness_start`), and is counted the same way.
 - **Before**: the corrections it was learned from (its sources), and the
   sessions in its scope before it went live — with those of corrections
   the reflector named that were made before it went live.
@@ -45,7 +46,7 @@ from datetime import UTC, datetime
 
 from mecha.core.domain.record import Repeat, RuleRecord, ScopedRule, SessionStart
 from mecha.core.domain.rules import Rule, one_line
-from mecha.core.errors import InvalidStore
+from mecha.core.errors import InvalidInput, InvalidStore
 from mecha.core.learning.scope import project_of_cwd
 from mecha.core.sessions.evidence import cut_at_word
 from mecha.core.store.layout import GLOBAL_SCOPE, fnv1a_64
@@ -83,6 +84,38 @@ def live_rules(store: LearningStore, domain: str, project: str | None) -> list[R
             continue
         out.extend(r for r in rules if r.active() and r.id is not None)
     return out
+
+
+#: `SessionStart.agent` of a run a harness handed over.
+HARNESS_AGENT = "harness"
+#: The most rule ids one hand-over may name: a block holds at most the cap
+#: of learned rules per domain and scope.
+MAX_SERVED_RULES = 1000
+
+
+def harness_start(
+    store: LearningStore, session_id: str, project: str | None, rule_ids: Sequence[str], at: str
+) -> SessionStart:
+    """The start a harness's run is recorded with when it hands its
+    transcript over: which of the live learned rules its prompt carried
+    (`rule_ids`, from its `rulesPromptBlock` answers), each as the line it
+    renders to, so the record counts it as the hook's starts are counted.
+    Ids of no live rule in the run's scope are left out; `at` is the
+    hand-over's time, the only one a handed-over transcript has."""
+    if len(rule_ids) > MAX_SERVED_RULES:
+        raise InvalidInput(f"rule_ids: {len(rule_ids)} ids; a run's prompt carries at most {MAX_SERVED_RULES}")
+    wanted = set(rule_ids)
+    hashes: list[str] = []
+    for scope in (None, project) if project is not None else (None,):
+        for domain in sorted(store.domains() if scope is None else store.project_domains(scope)):
+            try:
+                rules = store.learned_rules(domain, scope)
+            except InvalidStore:
+                continue
+            hashes += [rule_line_hash(r) for r in rules if r.active() and r.id in wanted]
+    return SessionStart(
+        session_id=session_id, agent=HARNESS_AGENT, cwd=project, at=at, rules=list(dict.fromkeys(hashes))
+    )
 
 
 def new_repeats(on_file: Iterable[Repeat], fresh: Iterable[Repeat]) -> list[Repeat]:

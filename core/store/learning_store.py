@@ -540,5 +540,8 @@ class LearningStore:
     def repeats(self) -> list[Repeat]:
         return self.records.repeats()
 
+    def append_session_start(self, start: SessionStart) -> None:
+        self.records.append_session_start(start)
+
     def session_starts(self) -> list[SessionStart]:
         return self.records.session_starts()

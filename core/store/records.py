@@ -439,6 +439,11 @@ class Records:
         """Every repeat on record, oldest first (`domain.record.Repeat`)."""
         return self.read_jsonl(REPEATS_FILE, decoder(Repeat), "repeat")
 
+    def append_session_start(self, start: SessionStart) -> None:
+        """Record a session's start as the hook does: one line in one
+        write, no lock needed."""
+        self.append_records(STARTED_FILE, [start])
+
     def session_starts(self) -> list[SessionStart]:
         """Every session start the hook recorded, oldest first
         (`agents.started`; written without the lock, one line per write)."""

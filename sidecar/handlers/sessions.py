@@ -17,8 +17,9 @@ from mecha.core.environment import trust as standing
 from mecha.core.environment.agents import NAMES
 from mecha.core.environment.trust import policy_with
 from mecha.core.errors import InvalidInput
-from mecha.core.identity import validate_record_id
+from mecha.core.identity import now, validate_record_id
 from mecha.core.learning.holdout import in_holdout, keep_transcript
+from mecha.core.learning.record import harness_start
 from mecha.core.learning.scope import resolve_project
 from mecha.core.sessions.survey import survey_draft
 from mecha.core.sessions.trust import TrustAction, unknown_summary
@@ -45,6 +46,8 @@ def session_ended(
     plans = entry.plans or []
     learnable = sum(1 for plan in plans if plan.origin is Origin.CLEAN)
     store = ctx.store()
+    if p.rule_ids is not None:
+        store.append_session_start(harness_start(store, p.session_id, project, p.rule_ids, now()))
     if not plans:
         if p.session_id in store.mined_sessions():
             return m.SessionEndedResult(interventions=0, learnable=0, already_mined=True, job=None)

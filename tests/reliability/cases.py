@@ -44,10 +44,14 @@ REQUEST_METHODS = sorted(name for name, spec in METHODS.items() if not spec.noti
 
 #: Methods that read or write the person's own files outside the store, by
 #: design, wherever a request points them (another agent's sessions, its
-#: instructions file, its hook settings, the config file's trust decisions):
+#: instructions file, a repository's tracked instructions — the sidecar's
+#: working directory when no project is named —, its hook settings, the
+#: config file's trust decisions):
 #: never run with fuzzed params, whose paths would be this machine's
 #: (`/etc/passwd`, `~`). Their params are still decoded.
-OUTSIDE_THE_STORE = frozenset({"mecha/importSessions", "mecha/exportRules", "mecha/installHooks", "mecha/trust"})
+OUTSIDE_THE_STORE = frozenset(
+    {"mecha/importSessions", "mecha/exportRules", "mecha/shareRules", "mecha/installHooks", "mecha/trust"}
+)
 
 #: What the running fuzz sends.
 RUN_METHODS = [name for name in REQUEST_METHODS if name not in OUTSIDE_THE_STORE]
@@ -88,7 +92,10 @@ VALID_PARAMS: dict[str, dict[str, Any]] = {
         "trust_tools": ["Bash(make)"],
         "distrust_tools": ["WebFetch"],
     },
+    "mecha/heldCorrections": {"limit": 5},
+    "mecha/vouch": {"ids": ["refl-held-1"], "by": "dana"},
     "mecha/exportRules": {"target": "agents", "path": "AGENTS.md", "check": True},
+    "mecha/shareRules": {"rules": ["r-1"], "project": "/srv/app"},
     "mecha/hookStatus": {"agent": "claude", "scope": "user"},
     "mecha/trust": {"action": "add", "entries": ["Bash(bd)", "Bash(git fetch)", "mcp__notes__read"]},
     "mecha/installHooks": {"agent": "codex", "scope": "user", "uninstall": True, "pin_store": False},
@@ -110,6 +117,7 @@ VALID_PARAMS: dict[str, dict[str, Any]] = {
     "mecha/ruleTallies": {"domain": "behavior"},
     "mecha/lessons": {"domain": "behavior", "scope": "global", "trigger": "steer", "origin": "clean", "pending": True, "limit": 5},
     "mecha/ruleSources": {"rule_id": "r-1"},
+    "mecha/rules": {"domain": "behavior", "scope": "global"},
     "mecha/validate": {"domain": "behavior", "dry_run": True},
     "mecha/judge": {
         "class": "prose",

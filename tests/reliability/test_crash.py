@@ -242,6 +242,8 @@ def _with_proposal(root: Path) -> LearningStore:
 
 
 def template_accept(root: Path) -> dict[str, Any]:
+    # Its one new rule cites one lesson of its batch of three (`old-1`):
+    # the accept uses that one and sends the other two back to the pool.
     _with_proposal(root)
     return {"id": PROPOSAL_ID}
 
@@ -412,7 +414,16 @@ def final_accept(root: Path, where: str) -> None:
     p = store.proposal(PROPOSAL_ID)
     assert p.status == "accepted", f"{where}: {p.status}"
     assert store.learned_rules("behavior") == NEW_RULES, where
-    assert all(r.is_processed for r in store.reflexions()), where
+    # Only the lesson its new rule cites is used up; the batch's other two
+    # were not used, so they wait in the pool for the next learn pass — a
+    # kill anywhere must neither mark them nor lose the one mark.
+    marks = {r.id: (r.is_processed, r.rejected) for r in store.reflexions()}
+    assert marks == {"old-0": (False, None), "old-1": (True, None), "old-2": (False, None)}, f"{where}: {marks}"
+    assert [r.id for r in learnable_pool(store, "behavior")] == ["old-0", "old-2"], where
+    # Finished once: the history holds one accept, saying the other two are back.
+    accepts = [m for m in _git(root, "log", "--format=%B%x00").split("\0") if m.strip().startswith(f"accept proposal {PROPOSAL_ID}")]
+    assert len(accepts) == 1, f"{where}: {len(accepts)} accepts in the history"
+    assert "1 reflection(s) used and marked processed; 2 back in the pool" in accepts[0], f"{where}: {accepts[0]}"
 
 
 def final_reject(root: Path, where: str) -> None:

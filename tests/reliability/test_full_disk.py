@@ -1,11 +1,14 @@
 """A full disk, for real: the store on a small tmpfs filled to a few KiB free.
 
 An accept is one change as far as the rules block can see: at every level
-of free room tried, it either lands whole (rules, status, marks and the
-history commit) or fails with the named `StoreFull` and leaves the rules as
-they were — or, once decided, says it is kept and is finished by the next
-writer. A reject then never leaves a rejected proposal's rules in the
-block, and no method answers an internal error while the disk is full.
+of free room tried, it either lands whole (rules, status, the marks of the
+lessons its rules cite and the history commit) or fails with the named
+`StoreFull` and leaves the rules and every mark as they were — or, once
+decided, says it is kept and is finished by the next writer. Whichever way
+it goes, a lesson the rules do not cite is never marked: it goes back to
+the pool, and the answer's `next_pass` counts it among those that wait. A
+reject then never leaves a rejected proposal's rules in the block, and no
+method answers an internal error while the disk is full.
 
 How it runs: the test mounts a 4 MiB tmpfs (`mount -t tmpfs -o size=…`,
 owned by the test's user), as root when it is root, else through
@@ -32,7 +35,10 @@ from tests.wire.conftest import spawn_sidecar  # noqa: F401 - the fixture
 from tests.wire.helpers import assistant_text, open_store, proposal, reflexion, rule, steered
 
 PID = "20261201T000000-full0001"
-NEW = [rule("Ask before deleting files", "r-new")]
+#: The proposal's batch: twelve lessons, of which its one rule cites three.
+LESSONS = [f"r{i}" for i in range(12)]
+CITED = ["r0", "r4", "r9"]
+NEW = [rule("Ask before deleting files", "r-new", sources=CITED)]
 LEVELS_KIB = (4, 8, 16, 32)
 CLEAN_TIMELINE = [{"at": 0, "taint": {"private": False, "untrusted": False}}]
 
@@ -98,9 +104,8 @@ def git(root: Path, *args: str) -> str:
 
 def a_store_with_a_proposal(root: Path) -> LearningStore:
     store = open_store(root)
-    ids = [f"r{i}" for i in range(12)]
-    store.append_reflexions([reflexion(i) for i in ids])
-    store.write_proposal(proposal(PID, rules=NEW, reflexion_ids=ids))
+    store.append_reflexions([reflexion(i) for i in LESSONS])
+    store.write_proposal(proposal(PID, rules=NEW, reflexion_ids=LESSONS))
     store.commit("a proposal")
     return store
 
@@ -118,16 +123,37 @@ def assert_named_full(err: dict) -> None:
 
 
 def assert_one_change(store: LearningStore, where: str) -> None:
-    """What the block shows agrees with what the proposal says."""
+    """What the block shows agrees with what the proposal says, and so do
+    the lessons' marks: accepted, exactly the lessons its rules cite are
+    processed, all by the one accept; pending or rejected (a reject that
+    names no change wrong), none is. No lesson is ever marked rejected: no
+    change was called wrong."""
     status = store.proposal(PID).status.value
     learned = store.learned_rules("behavior")
+    lessons = {r.id: r for r in store.reflexions()}
+    assert sorted(lessons) == sorted(LESSONS), f"{where}: lessons {sorted(lessons)}"
+    processed = sorted(i for i, r in lessons.items() if r.is_processed)
+    assert not [i for i, r in lessons.items() if r.rejected], f"{where}: a lesson rejected though no change was called wrong"
     if status == "accepted":
         assert learned == NEW, f"{where}: accepted, yet the block holds {learned}"
+        assert processed == sorted(CITED), f"{where}: accepted, yet {processed} are processed"
+        assert len({lessons[i].leap_run_id for i in CITED}) == 1, f"{where}: the cited lessons were marked by two accepts"
         return
     assert status in ("pending", "rejected"), f"{where}: {status}"
     assert learned == [], f"{where}: {status}, yet its rules are live"
-    if status == "pending":
-        assert all(not r.is_processed for r in store.reflexions()), f"{where}: marked without a resolution"
+    assert processed == [], f"{where}: {status}, yet {processed} are marked processed"
+
+
+def assert_answered_accept(result: dict, where: str) -> None:
+    """An accept's answer names the lessons it used — the cited ones — and
+    the ones left waiting for the next pass: the batch's other nine. No
+    model is configured here, so it says how to set one and starts none."""
+    assert result["proposal"]["status"] == "accepted", where
+    assert sorted(result["used_lessons"]) == sorted(CITED), f"{where}: {result['used_lessons']}"
+    after = result.get("next_pass")
+    assert after is not None, f"{where}: nine lessons wait, yet the answer says nothing of a next pass"
+    assert after["lessons"] == len(LESSONS) - len(CITED), f"{where}: {after}"
+    assert after.get("job_id") is None, f"{where}: a pass started with no model configured: {after}"
 
 
 @pytest.mark.parametrize("free_kib", LEVELS_KIB)
@@ -154,8 +180,9 @@ def test_an_accept_on_a_full_disk_is_whole_or_a_named_error_and_finishes_once_th
                 assert_named_full(rejected["error"])
         assert_one_change(store, where + ", after a reject")
     else:
-        assert reply["result"]["proposal"]["status"] == "accepted"
+        assert_answered_accept(reply["result"], where)
         assert git(root, "log", "-1", "--format=%s").startswith(f"accept proposal {PID}"), where
+        assert_one_change(store, where)
     ended = ask(
         sc,
         "mecha/sessionEnded",
@@ -170,13 +197,13 @@ def test_an_accept_on_a_full_disk_is_whole_or_a_named_error_and_finishes_once_th
     assert_one_change(store, where + ", once there was room")
     status = store.proposal(PID).status.value
     if status == "pending":
-        assert sc.call("mecha/acceptProposal", {"id": PID})["proposal"]["status"] == "accepted"
-    elif status == "rejected":
-        assert store.learned_rules("behavior") == []
-    if store.proposal(PID).status.value == "accepted":
-        assert store.learned_rules("behavior") == NEW
-        assert all(r.is_processed for r in store.reflexions())
-        assert f"accept proposal {PID}" in git(root, "log", "--format=%s"), where
+        assert_answered_accept(sc.call("mecha/acceptProposal", {"id": PID}), where + ", accepted again")
+    retried = ask(sc, "mecha/acceptProposal", {"id": PID})
+    assert retried["error"]["code"] == codes.NOT_PENDING, f"{where}: a second accept was not refused: {retried}"
+    assert_one_change(store, where + ", finished")
+    # Finished once: one accept in the history, or none after a reject.
+    accepts = [s for s in git(root, "log", "--format=%s").splitlines() if s.startswith(f"accept proposal {PID}")]
+    assert len(accepts) == (store.proposal(PID).status.value == "accepted"), f"{where}: {accepts}"
     assert git(root, "status", "--porcelain") == "", git(root, "status", "--porcelain") + sc.stderr[-3000:]
     assert not (root / "journal" / "intent.json").exists()
     assert sc.call("mecha/sessionEnded", {"session_id": "s-room", "messages": [*steered()], "taint_timeline": CLEAN_TIMELINE})

@@ -1032,3 +1032,23 @@ def test_session_ended_queues_the_session_under_its_projects_root(sidecar: Sidec
     sidecar.notification("mecha/jobFinished", lambda p: p["job"]["id"] == got["job"]["id"], timeout=30)
     [entry] = (sidecar.learning_dir / "inbox").glob("*s-proj*.json")
     assert json.loads(entry.read_text())["project"] == str(app)
+
+
+def test_a_run_that_hands_over_the_rules_its_prompt_carried_counts_on_each_rules_record(sidecar: Sidecar) -> None:
+    # Pins: a rule learned and used only through the harness read "in 0
+    # sessions" on its record however many runs it rode in.
+    store = open_store(sidecar.learning_dir)
+    write_learned_rules(store, "behavior", [builders.rule("Never push to main.", id="r-20261101-aaaaaaaa"),
+                                            builders.rule("Indent with two spaces.", id="r-20261101-bbbbbbbb")])
+    block = sidecar.call("mecha/rulesPromptBlock", {"domain": "behavior"})
+    assert block["rule_ids"] == ["r-20261101-aaaaaaaa", "r-20261101-bbbbbbbb"]
+    quiet = [user("hi"), assistant_text("hello")]
+    sidecar.call("mecha/sessionEnded", {"session_id": "run-1", "messages": quiet, "rule_ids": block["rule_ids"]})
+    sidecar.call("mecha/sessionEnded", {"session_id": "run-2", "messages": quiet, "rule_ids": ["r-20261101-bbbbbbbb"]})
+    sidecar.call("mecha/sessionEnded", {"session_id": "run-3", "messages": quiet})
+    records = {r["rule"]["id"]: r["record"] for r in sidecar.call("mecha/rules", {"domain": "behavior"})["rules"]}
+    assert records["r-20261101-aaaaaaaa"]["sessions"] == 1
+    assert records["r-20261101-bbbbbbbb"]["sessions"] == 2
+    assert "in 2 sessions" in records["r-20261101-bbbbbbbb"]["line"]
+    err = sidecar.error("mecha/sessionEnded", {"session_id": "run-4", "messages": quiet, "rule_ids": "r-1"})
+    assert err["code"] == -32602 and "rule_ids" in err["message"]

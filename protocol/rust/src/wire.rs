@@ -445,6 +445,8 @@ pub struct SessionEndedParams {
     pub messages: Vec<Message>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_ids: Option<Vec<String>>,
     pub session_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub taint_timeline: Option<Vec<TaintCheckpoint>>,

@@ -193,3 +193,53 @@ def test_a_refusal_names_each_finding_by_its_kind_and_redaction_keeps_the_sense(
     text = "Ask @pat-lee on Pats-MacBook-Pro; [sudo] password for pat"
     assert describe_findings(find_personal_data(text)) == "an account handle, a host name and a login name"
     assert redact_personal_data(text) == "Ask [handle] on [host]; [sudo] password for [user]"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # A field or a call in code: the last label reads as a top-level
+        # domain (`id` Indonesia, `at` Austria, `run`, `build`, `home`).
+        "Compare session.id with project.id before the write.",
+        "Use subprocess.run(cmd, check=True) rather than os.system.",
+        "Enum.at(list, 0) returns nil on an empty list; Regex.run/2 too.",
+        "Call ReviewContextBuilder.build() once per review, then LLMChain.run.",
+        "Path.home() is the person's home, not the project's.",
+        "Read socket.assigns.subagent.id from the assigns, not msg1.id.",
+        "The app id is com.example.app in the manifest.",
+        # Elixir assigns and module attributes inside a template or a call.
+        "<%= if is_nil(@project) do %>",
+        "<div :if={Phoenix.Flash.get(@flash, :info)}>",
+        "case :ets.lookup(@table, token) do",
+        "<%= if @line[:render_mode] == :code do %>",
+        "<%= for ann <- @annotations do %>",
+        # Public project hosts anyone reads.
+        "Search cs.android.com, then android.googlesource.com and developer.android.com.",
+        "Mirror it from gitee.com or look it up on sourcegraph.com.",
+    ],
+)
+def test_names_in_code_and_public_project_hosts_are_not_personal_data(text):
+    # Pins: prompts showing `[host]` for `session.id` and `Enum.at`, and
+    # Elixir assigns (`@flash`, `@table`) redacted as account handles.
+    assert find_personal_data(text) == [], [(f.kind, f.text) for f in find_personal_data(text)]
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("Deploy to api.acme.id before noon.", [(PersonalKind.HOST, "api.acme.id")]),
+        ("The portal is at shop.co.id, not the staging one.", [(PersonalKind.HOST, "shop.co.id")]),
+        ("Run it on Acme.dev's staging box.", [(PersonalKind.HOST, "Acme.dev")]),
+        ("Ping @pat-lee, then (cc @sam).", [(PersonalKind.HANDLE, "@pat-lee"), (PersonalKind.HANDLE, "@sam")]),
+        ("The build host is ci.acme.run; deploy from there.", [(PersonalKind.HOST, "ci.acme.run")]),
+    ],
+)
+def test_hosts_and_handles_next_to_code_names_are_still_found(text, found):
+    # The code-name exemptions are narrow: a real host under the same
+    # top-level domains, and a mention in prose, are still personal data.
+    assert kinds(text) == found
+
+
+def test_a_public_organizations_account_is_not_a_handle_and_a_persons_is():
+    assert kinds("See github.com/anthropics/claude-code/issues for it.") == []
+    assert kinds("See github.com/patlee/claude-code/issues for it.") == [(PersonalKind.HANDLE, "patlee")]

@@ -14,11 +14,14 @@ import pytest
 
 from mecha.core.agents.started import rule_line_hash, start_line
 from mecha.core.domain.record import SessionStart
+from mecha.core.errors import InvalidInput
 from mecha.core.learning.consolidation import Learner
 from mecha.core.learning.learn import learn_domain, learn_refusal
 from mecha.core.learning.record import (
+    HARNESS_AGENT,
     REWRITE_AFTER_REPEATS,
     StoreView,
+    harness_start,
     live_records,
     new_repeats,
     retirements_due,
@@ -256,3 +259,19 @@ async def test_an_imported_correction_counts_as_corrected_again_only_when_made_a
     assert rec.sessions_before == 1  # the correction from before the accept counts there
     pool = [r.id for r in store.learnable_unprocessed("behavior")]
     assert rewrites_due(store, "behavior", None, pool) == {}
+
+
+def test_a_harness_run_that_names_the_rules_its_prompt_carried_is_counted_as_reached(store: LearningStore):
+    # Pins: a harness's runs were never counted, so a rule learned and used
+    # only through the harness read "in 0 sessions" however often it rode.
+    start = harness_start(store, "run-7", None, [RULE.id or "", "r-unknown"], "2026-11-06T12:00:00.000000Z")
+    assert (start.agent, start.cwd, start.rules) == (HARNESS_AGENT, None, [rendered_line_hash(RULE)])
+    store.append_session_start(start)
+    store.append_session_start(harness_start(store, "run-8", None, [OTHER.id or ""], "2026-11-07T12:00:00.000000Z"))
+    rec = StoreView(store, "2026-11-14T09:00:00.000000Z").record(RULE, "behavior", None)
+    assert (rec.sessions, rec.session_ids) == (1, ["run-7"])
+
+
+def test_a_hand_over_naming_more_rules_than_a_prompt_can_carry_is_refused_by_name(store: LearningStore):
+    with pytest.raises(InvalidInput, match="rule_ids"):
+        harness_start(store, "run-9", None, ["r"] * 1001, "2026-11-06T12:00:00.000000Z")
