@@ -85,14 +85,23 @@ mining the file naively taught the wrong lesson or missed the right one:
 Taint is rebuilt from the tools called (see `reader.TaintPolicy`): the
 Claude Code policy below lists its built-in tools. A **subagent's report**
 (`Task`, `Agent`) is as trusted as the subagent's own transcript, which
-Claude Code keeps beside the session (`<session>/subagents/agent-<id>.jsonl`,
-the id named in the result's `agentId`): clean when that file is found and
-reads clean, untrusted otherwise (`subagent_taint`). A **workflow's result**
+Claude Code keeps beside the session (`<session>/subagents/agent-<id>.jsonl`
+since 2.1.2; before, `agent-<id>.jsonl` in the project folder, its lines
+naming the session; the id named in the result's `agentId`): clean when that
+file is found and reads clean, untrusted otherwise (`subagent_taint`).
+Claude Code 1.0 wrote a subagent's lines into the session's own file
+(`isSidechain`, chained by `parentUuid`) and named no agent in the result:
+its report is matched to the chain started with its prompt that ends with
+its words (`InlineSubagents`). A **workflow's result**
 (`Workflow`) is as trusted as every transcript of its run
 (`<session>/subagents/workflows/<run>/`, the run named in the result's
 `runId`), all of them found through the run's journal and read the same
 way; one missing or unclean, or no journal, keeps it untrusted
-(`workflow_taint`).
+(`workflow_taint`). A call Claude Code **refused to run** — cancelled with a
+sibling that failed, a tool or a workflow it does not have — answers in its
+own fixed words and brought nothing in (`refused_unrun`); any other error is
+judged as the tool's result, since a failed fetch or run can quote a
+stranger.
 """
 
 from __future__ import annotations
@@ -103,13 +112,22 @@ from typing import Any
 
 import msgspec
 
-from mecha.core.errors import InvalidInput
+from mecha.core.sessions.claude_subagents import (
+    SUBAGENT_TOOLS,
+    InlineSubagents,
+    is_subagent_path,
+    refused_unrun,
+    spawned_agent,
+    subagent_dir,
+    subagent_taint,
+    workflow_run,
+    workflow_taint,
+)
 from mecha.core.sessions.mining import DENIAL_PREFIX, DOCUMENT_PLACEHOLDER
 from mecha.core.sessions.reader import (
     IMAGE_PLACEHOLDER,
     INTERRUPTED_RESULT,
     LINE_FAULTS,
-    UNCHECKED_SUBAGENT,
     Blame,
     ReaderCore,
     ReadSession,
@@ -118,9 +136,8 @@ from mecha.core.sessions.reader import (
     TaintPolicy,
     bounded,
     stamp_of,
-    subagent_blame,
 )
-from mecha.core.sessions.transcript import Block, Message, Taint, result_text, taint_at
+from mecha.core.sessions.transcript import Block, Message, Taint, result_text
 
 #: Claude Code's built-in tools, by what their results bring in (checked
 #: against its tools reference: every name it lists is in one list here;
@@ -236,6 +253,10 @@ class _Line(msgspec.Struct):
     isMeta: bool = False
     isSidechain: bool = False
     isCompactSummary: bool = False
+    #: The line's own id and the one it follows: how a subagent's lines
+    #: written into the session's file (Claude Code 1.0) chain together.
+    uuid: str | None = None
+    parentUuid: str | None = None
     sessionId: str | None = None
     cwd: str | None = None
     #: How the session was started: `cli` at a terminal, `sdk-cli` for
@@ -257,21 +278,10 @@ class _Answers(msgspec.Struct):
     answers: dict[str, str] | None = None
 
 
-class _Spawned(msgspec.Struct):
-    agentId: str | None = None
-
-
 _line = msgspec.json.Decoder(_Line)
 _message = msgspec.json.Decoder(_Message | None)
 _attachment = msgspec.json.Decoder(_Attachment | None)
 _queued_words = msgspec.json.Decoder(str | list[_Inner] | None)
-
-
-def is_subagent_path(path: Path | None) -> bool:
-    """A subagent's transcript, by where Claude Code files it."""
-    if path is None:
-        return False
-    return path.parent.name == "subagents" or path.name.startswith("agent-")
 
 
 def is_workflow_record(path: Path) -> bool:
@@ -358,6 +368,8 @@ class _Reader(ReaderCore):
         #: Where this session's subagents' transcripts are, when it is a
         #: main session read from its file (`subagent_dir`).
         self.subagents = subagents
+        #: Subagents' lines written into this file itself (`InlineSubagents`).
+        self.inline = InlineSubagents()
         self.sidechain_file = sidechain_file
         self.decided_sidechain = sidechain_file
         #: The command line of each shell started in the background, by id.
@@ -410,6 +422,7 @@ class _Reader(ReaderCore):
             self.decided_sidechain = True
             self.sidechain_file = line.isSidechain
         if line.isSidechain and not self.sidechain_file:
+            self.inline.add(line.uuid, line.parentUuid, self._opening(number, line), bytes(raw))
             return
         if kind == "attachment":
             if line.attachment:
@@ -625,10 +638,13 @@ class _Reader(ReaderCore):
                 started = _BACKGROUND_ID.search(text)
                 if started is not None:
                     self.background.setdefault(started.group(1) or started.group(2), command)
-        if name in SUBAGENT_TOOLS and not is_error and self.subagents is not None:
-            brought.append(subagent_taint(self.subagents, spawned_agent(text, line.toolUseResult), self.policy))
+        if is_error and refused_unrun(text):
+            # Claude Code's own words for a call it never ran: nothing came in.
+            brought.append((Taint(private=True), None))
+        elif name in SUBAGENT_TOOLS and not is_error and self.subagents is not None:
+            brought.append(self._report(call, text, spawned_agent(text, line.toolUseResult)))
         elif name == "Workflow" and not is_error and self.subagents is not None:
-            brought.append(workflow_taint(self.subagents, workflow_run(text, line.toolUseResult), self.policy))
+            brought.append(workflow_taint(read_claude_code, self.subagents, workflow_run(text, line.toolUseResult), self.policy))
         elif name == "TaskOutput":
             brought.append(self._task_output(call))
         else:
@@ -640,6 +656,31 @@ class _Reader(ReaderCore):
         return Block.tool_result(b.tool_use_id or "", text, is_error)
 
 
+    def _report(self, call: Block | None, report: str, agent: str | None) -> tuple[Taint, Blame | None]:
+        """A subagent's report, decided by its transcript wherever the
+        Claude Code that wrote the session put it: `<session>/subagents/`
+        (2.1.2 on), the project folder beside the session (before), or —
+        for a result naming no agent, as 1.0's did — its lines in this very
+        file (`InlineSubagents`)."""
+        assert self.subagents is not None
+        if agent is None:
+            prompt = call.input.get("prompt") if call is not None and isinstance(call.input, dict) else None
+            found = self.inline.taint(read_claude_code, prompt, report, self.policy) if isinstance(prompt, str) else None
+            if found is not None:
+                return found
+        return subagent_taint(read_claude_code, self.subagents, agent, self.policy, elsewhere=self.subagents.parent.parent, owner=self.session_id)
+
+    def _opening(self, number: int, line: _Line) -> str | None:
+        """The words a sidechain line that follows nothing opens with (a
+        subagent's prompt); `None` for any other line, or one unreadable."""
+        if line.parentUuid is not None or not line.message:
+            return None
+        message = self.lines.decode(_message, number, line.message)
+        if message is None:
+            return None
+        content = message.content
+        return content if isinstance(content, str) else "\n".join(b.text or "" for b in content or [] if b.type == "text")
+
     def _task_output(self, call: Block | None) -> tuple[Taint, Blame | None]:
         """More output of a background task (`TaskOutput`): a shell started
         in the background is decided by its command, a subagent by its own
@@ -648,127 +689,9 @@ class _Reader(ReaderCore):
         if isinstance(task, str) and task in self.background:
             return self.judge("BashOutput", self.background[task])
         if isinstance(task, str) and self.subagents is not None and (self.subagents / f"agent-{task}.jsonl").is_file():
-            return subagent_taint(self.subagents, task, self.policy)
+            return subagent_taint(read_claude_code, self.subagents, task, self.policy)
         why = "more output of a background task the file does not show"
         return Taint(private=True, untrusted=True), Blame(tool="TaskOutput", why=why, stranger=f"TaskOutput: {why} (a subagent's, perhaps, which can read the web)")
-
-
-#: The tools that run a subagent and hand back its report.
-SUBAGENT_TOOLS = frozenset({"Task", "Agent"})
-_AGENT_ID = re.compile(r"\bagent_?[iI]d:\s*([\w.@-]+)")
-
-
-def subagent_dir(path: Path | None) -> Path | None:
-    """Where Claude Code keeps the subagents' transcripts of the session in
-    `path`: `<project>/<session-id>/subagents/`. `None` for a subagent's own
-    file (its subagents are not looked for: a report of a report is
-    untrusted) or a session not read from a file."""
-    if path is None or is_subagent_path(path):
-        return None
-    return path.parent / path.stem / "subagents"
-
-
-def spawned_agent(result: str, raw: msgspec.Raw) -> str | None:
-    """The id of the subagent a `Task` result reports for: the structured
-    record's `agentId`, else the `agentId: …` line of its text."""
-    if raw:
-        try:
-            found = msgspec.json.decode(raw, type=_Spawned).agentId
-        except LINE_FAULTS:
-            found = None
-        if found:
-            return found
-    match = _AGENT_ID.search(result)
-    return match.group(1) if match else None
-
-
-def subagent_taint(folder: Path, agent: str | None, policy: TaintPolicy, tool: str = "Task", run: str | None = None) -> tuple[Taint, Blame | None]:
-    """A subagent's report is as trusted as its own transcript: local when
-    `agent-<id>.jsonl` is found in `folder` and reads clean to its end (the
-    report is its last words; a transcript that went on after it is held to
-    what came later too — fail closed); otherwise untrusted, saying which.
-    `tool` and `run` name who asked (a `Workflow` run's subagents)."""
-    if agent is None or not _safe_name(agent):
-        why = "a subagent's report whose transcript the result does not name"
-        return Taint(private=True, untrusted=True), Blame(tool=tool, why=why, stranger=f"{tool}: {why} ({UNCHECKED_SUBAGENT})")
-    path = folder / f"agent-{agent}.jsonl"
-    program = f"{run}/agent-{agent}" if run else f"agent-{agent}"
-    try:
-        with path.open("rb") as f:
-            read = read_claude_code(f, name=str(path), path=path, policy=policy)
-    except (OSError, InvalidInput) as exc:
-        why = "its transcript is not beside the session" if isinstance(exc, FileNotFoundError) else f"its transcript cannot be read ({exc})"
-        return Taint(private=True, untrusted=True), Blame(tool=tool, program=program, why=f"a subagent's report ({program}): {why}",
-                                                          stranger=f"{tool}({program}): {why} ({UNCHECKED_SUBAGENT})")
-    last = taint_at(read.taint_timeline, max(len(read.messages) - 1, 0))
-    if last is not None and not last.untrusted:
-        return Taint(private=True), None
-    return Taint(private=True, untrusted=True), subagent_blame(tool, program, f"transcript ({path.name})", read.blames)
-
-
-def _safe_name(name: str) -> bool:
-    """A name from the record that may become one file name in a folder."""
-    return bool(name) and "/" not in name and "\\" not in name and not name.startswith(".")
-
-
-class _Ledger(msgspec.Struct):
-    agentId: str | None = None
-
-
-class _Run(msgspec.Struct):
-    runId: str | None = None
-
-
-_RUN_ID = re.compile(r"^Run ID: (wf_[\w.-]+)\s*$", re.MULTILINE)
-
-
-def workflow_run(result: str, raw: msgspec.Raw) -> str | None:
-    """The run a `Workflow` result names: the structured record's `runId`,
-    else the `Run ID: wf_…` line of its text."""
-    if raw:
-        try:
-            found = msgspec.json.decode(raw, type=_Run).runId
-        except LINE_FAULTS:
-            found = None
-        if found:
-            return found
-    match = _RUN_ID.search(result)
-    return match.group(1) if match else None
-
-
-def workflow_taint(folder: Path, run: str | None, policy: TaintPolicy) -> tuple[Taint, Blame | None]:
-    """A workflow's result is written by the subagents it ran, so it is as
-    trusted as their transcripts, which Claude Code keeps beside the session
-    (`<session>/subagents/workflows/<run>/agent-<id>.jsonl`, with the run's
-    `journal.jsonl` naming the subagents it started). Local only when the
-    journal is read, every subagent it names has its transcript there, and
-    every transcript there reads clean (`subagent_taint`, the same reader);
-    a run not named, a journal missing or unreadable, a transcript missing
-    or unclean keeps the result untrusted, saying which — fail closed."""
-    def held(why: str, program: str = "") -> tuple[Taint, Blame]:
-        named = f"Workflow({program})" if program else "Workflow"
-        return Taint(private=True, untrusted=True), Blame(tool="Workflow", program=program or None, why=f"a workflow's result: {why}",
-                                                          stranger=f"{named}: {why} ({UNCHECKED_SUBAGENT})")
-
-    if run is None or not _safe_name(run):
-        return held("the result does not name its run")
-    run_dir = folder / "workflows" / run
-    journal = run_dir / "journal.jsonl"
-    try:
-        started = [msgspec.json.decode(line, type=_Ledger).agentId for line in journal.read_bytes().splitlines() if line.strip()]
-        present = sorted(p.name[len("agent-") : -len(".jsonl")] for p in run_dir.glob("agent-*.jsonl"))
-    except FileNotFoundError:
-        return held("its run's journal is not beside the session", run)
-    except (OSError, *LINE_FAULTS) as exc:
-        return held(f"its run's journal cannot be read ({exc})", run)
-    agents = list(dict.fromkeys([a for a in started if a] + present))
-    if not agents:
-        return held("its run names no subagent transcript", run)
-    for agent in agents:
-        taint, blame = subagent_taint(run_dir, agent, policy, tool="Workflow", run=run)
-        if taint.untrusted:
-            return taint, blame
-    return Taint(private=True), None
 
 
 def _prompt_text(prompt: str | list[_Inner] | None) -> str:
