@@ -24,7 +24,7 @@ import msgspec
 from mecha.core.domain.reflexion import Evidence, Reflexion
 from mecha.core.domain.rules import MAX_ACTIVE_RULES_PER_DOMAIN, Refusal, Rule, RuleDrop, rule_handle, rule_key
 from mecha.core.errors import UnusableReply
-from mecha.core.learning.framing import learner_scope, scope_words
+from mecha.core.learning.framing import LEARNED_IN_NOTE, learned_in, learner_scope, scope_words
 from mecha.core.learning.personal import describe_findings, find_personal_data, redact_personal_data
 from mecha.core.learning.reflection import REFLECTOR_EXAMPLES
 from mecha.core.learning.replies import (
@@ -345,13 +345,15 @@ def learner_user_prompt(
     parts += ["## Current learned rules (yours to rewrite)", _render_rules(active, handles=True), ""]
     parts += _not_followed_lines(active, reflexions, not_followed)
     parts.append(f"## New reflections ({len(reflexions)})")
+    if any(learned_in(r.project, project) for r in reflexions):
+        parts.append(LEARNED_IN_NOTE)
     if reflexions:
         for i, r in enumerate(reflexions):
             parts.append(
                 f"- {reflection_handle(i)} [{r.trigger} / {r.error_type or 'unknown'}]"
                 f" while: {_one_line(redact_personal_data(r.context), CONTEXT_BUDGET)}"
                 f" — person: {_one_line(redact_personal_data(r.intervention), PERSON_BUDGET) or NO_WORDS}"
-                f" — {lesson_standing(r)}"
+                f" — {lesson_standing(r)}{learned_in(r.project, project)}"
                 f" — lesson: {_one_line(redact_personal_data(r.reflexion_text), CONTEXT_BUDGET)}"
             )
     else:

@@ -154,3 +154,21 @@ def learner_scope(project: str | None) -> str:
         f"A rule may be specific to {name} — its files, commands, conventions — and that is no "
         "reason to drop it. Drop only a rule about one incident that will not come up again."
     )
+
+
+def learned_in(lesson_project: str | None, scope: str | None) -> str:
+    """The mark a lesson's line carries in the global learner's prompt when
+    it was learned in a project (`learning.common`); empty otherwise."""
+    if scope is not None or lesson_project is None:
+        return ""
+    return f' — learned in project "{project_name(lesson_project)}"'
+
+
+#: What the global learner is told when some of its lessons were learned in
+#: projects (`learned_in`, `learning.common`).
+LEARNED_IN_NOTE = (
+    'Some lessons below are marked "learned in project …": each project had too few lessons for a pass of its '
+    "own. Make a global rule of them only where the lessons of two or more projects (or a lesson learned outside "
+    "any project) teach the same thing, and word it so it holds in any project; leave a point only one project "
+    "taught — it waits for that project's own pass."
+)

@@ -39,6 +39,7 @@ from mecha.core.errors import InvalidInput, ModelFailure
 from mecha.core.identity import mint_proposal_id, mint_run_id, now
 from mecha.core.learning.aside import SEEN_WITHOUT_RULE, set_aside
 from mecha.core.learning.asks import DENIAL, with_derived_asks
+from mecha.core.learning.common import in_pending, one_project_reason, one_project_refusals, projects_of, stranded
 from mecha.core.learning.consolidation import (
     PERSON_BUDGET,
     GatedSet,
@@ -68,9 +69,26 @@ class LearnOutcome(msgspec.Struct, omit_defaults=True):
 def learnable_pool(store: LearningStore, domain: str, project: str | None = None) -> list[Reflexion]:
     """A domain's learnable, unprocessed reflections in one scope (those of
     the project whose root is `project`, or with `None` those with no
-    project: the global pool), oldest first — less those set aside as
-    seen, no rule yet (`aside.set_aside`)."""
-    pool = [r for r in store.learnable_unprocessed(domain) if r.project == project]
+    project: the global pool, with the lessons stranded in projects too
+    small for a pass of their own, `common.stranded`), oldest first — less
+    those set aside as seen, no rule yet (`aside.set_aside`), and those a
+    pending proposal of any scope rests on (`common.in_pending`)."""
+    pending = in_pending(store, domain)
+    unprocessed = store.learnable_unprocessed(domain)
+
+    def own(scope: str | None) -> list[Reflexion]:
+        return [r for r in unprocessed if r.project == scope and r.id not in pending]
+
+    if project is not None:
+        return _without_set_aside(store, domain, project, own(project))
+    projects = sorted({r.project for r in unprocessed if r.project is not None})
+    common = stranded({p: _without_set_aside(store, domain, p, own(p)) for p in projects})
+    return _without_set_aside(store, domain, None, own(None) + common)
+
+
+def _without_set_aside(store: LearningStore, domain: str, project: str | None, pool: list[Reflexion]) -> list[Reflexion]:
+    """`pool` less the lessons this scope's passes set aside as seen, no
+    rule yet."""
     runs = [run for run in store.runs() if run.domain == domain and run.project == project and run.shown]
     if not pool or len(runs) < SEEN_WITHOUT_RULE:
         return pool
@@ -108,6 +126,8 @@ def learnable_scopes(store: LearningStore, domain: str) -> list[str | None]:
     """Every scope that holds a learnable, unprocessed reflection of
     `domain`: global (`None`) first, then the projects by path."""
     found = {r.project for r in store.learnable_unprocessed(domain)}
+    if None not in found and learnable_pool(store, domain, None):
+        found.add(None)  # lessons stranded in small projects (`common`)
     return sorted(found, key=lambda p: (p is not None, p or ""))
 
 
@@ -243,7 +263,7 @@ def learn_refusal(
         return None  # a rule corrected again is due its rewrite, however few lessons wait
     if have < floor:
         lower = f"; `--min {have}` learns from those {have}" if have else ""
-        aside = len([r for r in store.learnable_unprocessed(domain) if r.project == project]) - have
+        aside = max(0, len([r for r in store.learnable_unprocessed(domain) if r.project == project]) - have)
         waiting = (
             f"; {aside} more are set aside as seen, no rule yet (`mecha-sidecar lessons` lists them)" if aside else ""
         )
@@ -418,6 +438,22 @@ def _without_global_lessons(gated: GatedSet, snap: _Snapshot) -> GatedSet:
     )
 
 
+def _without_one_project_rules(gated: GatedSet, snap: _Snapshot) -> GatedSet:
+    """A global pass files no new rule resting on one project's lessons
+    alone (`common.one_project_refusals`): it would ride in every project
+    on one project's say. Refused by name; its lessons go back to the pool."""
+    narrow = one_project_refusals(gated.rules, snap.before, snap.batch)
+    if not narrow:
+        return gated
+    refusals = [
+        Refusal(kind="rule", rule=r.text, reason=one_project_reason(projects_of(r.sources, snap.batch)[0]))
+        for r in narrow
+    ]
+    return msgspec.structs.replace(
+        gated, rules=[r for r in gated.rules if r not in narrow], refusals=[*gated.refusals, *refusals]
+    )
+
+
 async def learn_scopes(
     store: LearningStore,
     domain: str,
@@ -540,6 +576,8 @@ async def _learn_batch(
     gated = _without_global_lessons(
         gate_learned_set(answer, snap.batch, snap.before, store_lessons=snap.lessons), snap
     )
+    if project is None:
+        gated = _without_one_project_rules(gated, snap)
     rules = with_derived_asks(finalize_rules(gated.rules, snap.before, [r.id for r in snap.batch], stamp),
                               snap.before, snap.refusals)
     with store.lock():

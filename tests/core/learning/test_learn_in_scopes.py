@@ -63,9 +63,16 @@ def test_the_pool_of_a_scope_holds_only_that_scopes_reflections(store: LearningS
         reflexion("g1", None), reflexion("a1", app), reflexion("a2", app), reflexion("t1", tool),
         reflexion("au", app, origin=Origin.UNTRUSTED),
     ])
-    assert [r.id for r in learnable_pool(store, "behavior")] == ["g1"]
     assert [r.id for r in learnable_pool(store, "behavior", app)] == ["a1", "a2"]
     assert [r.id for r in learnable_pool(store, "behavior", tool)] == ["t1"]
+    # The global pool is shown the lessons stranded in projects too small
+    # for a pass of their own, when two projects or more hold them
+    # (`common`)...
+    assert [r.id for r in learnable_pool(store, "behavior")] == ["g1", "a1", "a2", "t1"]
+    # ...and not once a project has enough for its own pass: one project's
+    # lessons alone wait for that project.
+    store.append_reflexions([reflexion("a3", app)])
+    assert [r.id for r in learnable_pool(store, "behavior")] == ["g1"]
 
 
 def test_each_scope_counts_its_own_minimum_and_says_which_scope_is_short(store: LearningStore, two: tuple[str, str]) -> None:
