@@ -106,6 +106,32 @@ def rewrite_file(
     )
 
 
+def remove_file(path: Path, expected: bytes, *, what: str) -> bool:
+    """Remove the file at `path` that holds exactly `expected` (a file
+    the project wrote whole, now with nothing left to say), under the same
+    folder lock and checks as `rewrite_file`; whether it was there to
+    remove. A file that holds anything else was changed by someone else
+    and is refused by name, as it is."""
+    name = str(path)
+    target = _target(path)
+    if not target.exists() and not target.is_symlink():
+        return False
+    with _exporting_in(target.parent, name):
+        raw, info = _read(target, name)
+        if raw is None:
+            return False
+        _refuse_unwritable(info, name)
+        if raw != expected:
+            raise ExportFailed(f"{name}: changed since it was written; {what} left as it is — remove it by hand")
+        try:
+            os.unlink(target)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise ExportFailed(f"{name}: could not be removed ({exc.strerror or exc}); the file is as it was") from None
+    return True
+
+
 def reach_problem(path: Path, within: Path) -> str | None:
     """Why a write to `path` would land outside the folder `within`, or
     `None` when it stays inside. Followed as the kernel follows them, every

@@ -130,9 +130,7 @@ def export_rules(ctx: Context, p: m.ExportRulesParams, cancel: Cancel) -> m.Expo
 def share_rules(ctx: Context, p: m.ShareRulesParams, cancel: Cancel) -> m.ShareRulesResult:
     """The chosen rules into the repository's tracked instruction files
     (`share.share`); nothing is committed."""
-    repository = project_root(p.project if p.project is not None else os.getcwd())
-    if p.project is not None:
-        resolve_project(p.project)
+    repository = resolve_project(p.project) if p.project is not None else project_root(os.getcwd())
     done = share(ctx.store(), p.rules, repository)
     names = [os.path.relpath(path, repository) for path, _ in done.files]
     what = ", ".join(r.text[:60] for r in done.rules)
