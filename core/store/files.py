@@ -323,12 +323,9 @@ def _held_temp(path: Path, data: bytes | Sequence[bytes | memoryview], tmp: Path
     name. And a file open for writing keeps its filesystem from being
     remounted read-only (the kernel answers `EBUSY`), so a writer that
     renames inside the block cannot be cut off between naming the temp
-    and renaming it. What is left is a directory whose write permission is
-    taken away between those two calls, microseconds apart, or a system
-    with no unnamed files, whose temp has a name from the start: the
-    removal is tried again while the refusal lasts a moment, and a temp
-    that outlasts that goes with this process's next write there
-    (`discard_temp`)."""
+    and renaming it. What is left (write permission taken away between
+    those two calls, or a system with no unnamed files) `discard_temp`
+    removes while the refusal lasts a moment, else at the next write."""
     tmp = temp_name(path) if tmp is None else tmp
     fd, named = _open_temp(tmp)
     try:
