@@ -33,18 +33,30 @@ rule gets an ask only when all of these hold:
 
 Only ever an *ask*: a learned rule may make the agent stop and check,
 never let it do more (allow) or lock the person out (deny).
+
+Once accepted, each time the ask asks is counted on the rule's record,
+from the session files the hooks and `import` read anyway (`asked_in`):
+a call after the accept, in a session of the rule's scope, that matches
+its pattern is one the agent asked about, and its result says what the
+person did — it ran, the person refused it (`mining.DENIAL_PREFIX`, as
+the readers spell a person's refusal), or nobody answered (a headless run
+reports the call denied for want of a permission). Read off the
+transcript, never asked of a model.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import msgspec
 
+from mecha.core.domain.record import Asked
 from mecha.core.domain.reflexion import Reflexion
 from mecha.core.domain.rules import Rule
-from mecha.core.sessions.evidence import CUT_MARK, focus_line
+from mecha.core.sessions.evidence import CUT_MARK, command_of, focus_line
+from mecha.core.sessions.mining import DENIAL_PREFIX
+from mecha.core.sessions.transcript import Block, Message
 from mecha.core.sessions.trust import SHELL_SPELLING, SHELL_TOOLS
 
 #: The trigger of a refused call's lesson (`mining.Trigger.DENIAL`).
@@ -191,4 +203,89 @@ def with_derived_asks(rules: Sequence[Rule], before: Sequence[Rule], lessons: Ma
         cited = [lessons.get(s) for s in rule.sources]
         found = None if any(c is None for c in cited) else derived_ask(rule.text, [c for c in cited if c is not None])
         out.append(msgspec.structs.replace(rule, ask=[found]) if found else rule)
+    return out
+
+
+# ─── counting each time an ask asked ────────────────────────────────────────
+
+
+class LiveAsk(msgspec.Struct, frozen=True):
+    """A live rule's ask, where it applies and since when."""
+
+    rule_id: str
+    pattern: str
+    #: The rule's project (its root), or `None`: a global rule, every session.
+    project: str | None
+    #: When it went live (`record.accepted_at`); `None`: not recorded.
+    since: str | None
+
+
+#: Outcomes of a call an ask asked about (`domain.record.Asked.outcome`).
+RAN, REFUSED, NOT_RUN = "ran", "refused", "not_run"
+#: What a headless run writes as the result of a call it did not run for
+#: want of a permission nobody could grant (Claude Code 2.1.328, `claude -p`).
+_NO_PERMISSION = ("requested permissions", "haven't granted", "permission to use")
+
+
+def call_matches(pattern: str, tool: str | None, call_input: object) -> bool:
+    """Whether a call (`tool` with `call_input`) is one `pattern` asks
+    before: a shell call whose command starts with the pattern's words, or
+    a call of the pattern's tool."""
+    words = shell_prefix(pattern)
+    if words is None:
+        return tool == pattern
+    if tool not in SHELL_CALLS:
+        return False
+    command = command_of(call_input)
+    return command is not None and command.split()[: len(words)] == words
+
+
+def call_outcome(result: Block) -> str:
+    """What became of a call that asked, by its result."""
+    content = result.content if isinstance(result.content, str) else ""
+    if result.is_error and content.startswith(DENIAL_PREFIX):
+        return REFUSED
+    if result.is_error and any(marker in content for marker in _NO_PERMISSION):
+        return NOT_RUN
+    return RAN
+
+
+def asked_in(
+    messages: Sequence[Message], time_at: Callable[[int], str | None], session_id: str, project: str | None,
+    asks: Iterable[LiveAsk],
+) -> list[Asked]:
+    """Every call of one session (`messages`, message `i` written at
+    `time_at(i)`, run in `project`) that a live ask asked about: made
+    after its rule went live, in its rule's scope, matching its pattern
+    and answered (a call with no result yet is still waiting)."""
+    mine = [a for a in asks if a.project is None or a.project == project]
+    if not mine:
+        return []
+    results = {b.tool_use_id: b for m in messages if m.role == "user" for b in m.blocks()
+               if b.type == "tool_result" and b.tool_use_id}
+    out = []
+    for i, message in enumerate(messages):
+        if message.role != "assistant":
+            continue
+        at = time_at(i)
+        for call in message.blocks():
+            if call.type != "tool_use" or not call.id or call.id not in results:
+                continue
+            for a in mine:
+                if (a.since is None or (at is not None and at >= a.since)) and call_matches(a.pattern, call.name, call.input):
+                    out.append(Asked(rule_id=a.rule_id, pattern=a.pattern, session_id=session_id, call_id=call.id,
+                                     outcome=call_outcome(results[call.id]), at=at, project=project))
+    return out
+
+
+def new_asked(on_file: Iterable[Asked], fresh: Iterable[Asked]) -> list[Asked]:
+    """Of `fresh`, those not on record yet (one per rule, session and call:
+    a session read again as it grows counts each call once)."""
+    seen = {(a.rule_id, a.session_id, a.call_id) for a in on_file}
+    out = []
+    for a in fresh:
+        key = (a.rule_id, a.session_id, a.call_id)
+        if key not in seen:
+            seen.add(key)
+            out.append(a)
     return out

