@@ -103,17 +103,19 @@ def _learner_check(store: LearningStore) -> Check:
 
 
 def _hooks_check(store: LearningStore) -> Check:
-    """Sessions an agent's session-end hook could not queue (the disk full):
-    named, with the import that reads them, since no hook will again."""
-    from mecha.core.agents.hooks import lost_session_ends
+    """Sessions an agent's session-end hook could not queue (the disk
+    full) and nothing has read since: named, with what reads them."""
+    from mecha.core.agents.hooks import imported_since, lost_session_ends
 
-    lost = lost_session_ends(store.root, {r.session_id for r in store.imports()})
+    lost = lost_session_ends(store.root, imported_since(store.imports()))
     if not lost:
         return Check("hooks", True, "every session end a hook saw was queued")
-    agents = sorted({line.split(" ")[1] for line in lost})
+    agents = sorted({e.agent for e in lost})
     how = " and ".join(f"`mecha-sidecar import {a}`" for a in agents)
-    return Check("hooks", False, f"{len(lost)} session end(s) could not be queued and are read by no hook again "
-                                 f"(latest: {lost[-1]}); {how} reads them now")
+    latest = lost[-1]
+    return Check("hooks", False, f"{len(lost)} session end(s) could not be queued (latest: session "
+                                 f"{latest.session_id} of {latest.agent}, {latest.at}); the next hook, import or "
+                                 f"learn queues them again once there is room, or {how} reads them now")
 
 
 def _proposals_check(store: LearningStore) -> Check:

@@ -537,6 +537,11 @@ class AcceptProposalResult(msgspec.Struct):
     #: learn minimum, and the learn pass started for them; `null` when none
     #: wait.
     next_pass: NextPass | None = None
+    #: The agents' settings files the accept's ask permissions were written
+    #: into or taken out of (Claude Code's user `settings.json`, Codex's
+    #: `rules/mecha.rules`), each with whether it changed or why it could
+    #: not be; empty when no rule's ask changed. The accept stands either way.
+    permissions: list[ExportResult] = msgspec.field(default_factory=list)
 
 
 class ProposalWithDiffResult(msgspec.Struct):

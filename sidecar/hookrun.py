@@ -21,7 +21,11 @@ record what they did — or why they could not — in the store's hook log
   typed `learn`. The hook's stdout is pointed at /dev/null before anything
   else, so not even a stray warning reaches the agent. Running it twice
   queues nothing twice: an unchanged file is not read again, and an
-  intervention is imported once.
+  intervention is imported once. A session end that cannot be queued
+  (the store's disk full) is logged in words that keep what the hook was
+  told; the next hook pass queues it again (`hookqueue.lost_ends`), and
+  the session-start hook, `import` and `learn` start one when the log
+  names such an end (`resume_lost_ends`).
 - **session-start** runs before every session and the agent's first answer
   waits for it, so it imports nothing beyond the standard library and the
   small modules that count pending proposals (`mecha.core.agents.notice`),
@@ -200,6 +204,9 @@ def session_start(agent: str, learning_dir: str | None, review: str | None = Non
     except OSError:
         pass
     _record_start(agent, learning_dir, data)
+    from mecha.core.store.layout import resolve_root
+
+    resume_lost_ends(str(resolve_root(learning_dir)))
     return 0
 
 
@@ -229,7 +236,7 @@ def session_end(agent: str, learning_dir: str | None) -> int:
     root = resolve_root(learning_dir)
     fields = None
     try:
-        from mecha.core.agents.hookqueue import enqueue, hook_fields, pass_running
+        from mecha.core.agents.hookqueue import enqueue, hook_fields, not_queued_words, pass_running
 
         fields = hook_fields(data)
         if fields is None:
@@ -237,14 +244,46 @@ def session_end(agent: str, learning_dir: str | None) -> int:
 
             parse_hook_input(data)  # says what is wrong, by name
             raise ValueError("the hook's input is not what an agent sends")
+    except Exception as exc:
+        _record(root, agent, "session-end", f"failed: {type(exc).__name__}: {exc}", None, None)
+        return 0
+    sid, cwd = fields.get("session_id"), fields.get("cwd")
+    sid, cwd = (sid if isinstance(sid, str) else None), (cwd if isinstance(cwd, str) else None)
+    try:
         enqueue(root, agent, fields)
+    except Exception as exc:
+        # Said in the words the next hook pass looks for: it queues the
+        # session again once there is room (`hookqueue.lost_ends`).
+        _record(root, agent, "session-end", not_queued_words(fields, exc), sid, cwd)
+        return 0
+    try:
         if not pass_running(root):
             _start_hook_pass(agent, root)
     except Exception as exc:
-        sid, cwd = (fields.get("session_id"), fields.get("cwd")) if fields else (None, None)
-        _record(root, agent, "session-end", f"failed: {type(exc).__name__}: {exc}",
-                sid if isinstance(sid, str) else None, cwd if isinstance(cwd, str) else None)
+        _record(root, agent, "session-end", f"queued, but no hook pass started ({type(exc).__name__}: {exc}); "
+                "the next session-end hook starts one", sid, cwd)
     return 0
+
+
+def resume_lost_ends(root: str) -> None:
+    """Start a hook pass when the hook log names a session end a hook could
+    not queue and none runs: it queues them again (`hookqueue.lost_ends`).
+    What the session-start hook, `import` and `learn` do, so such a session
+    is read once there is room without anyone asking. Quick when there is
+    none (the log's end, searched for the words); never raises."""
+    try:
+        from mecha.core.store.layout import hook_log_names_lost_ends
+
+        if not hook_log_names_lost_ends(root):
+            return
+        from mecha.core.agents.hookqueue import lost_ends, pass_running
+
+        lost = lost_ends(root)
+        if lost and not pass_running(root):
+            _start_hook_pass(lost[0].agent, root)
+    except Exception as exc:
+        _record(root, "?", "session-end", f"the session ends a hook could not queue are not queued again yet: "
+                f"{type(exc).__name__}: {exc}", None, None)
 
 
 def _start_hook_pass(agent: str, root: str) -> None:
@@ -289,10 +328,14 @@ def hook_pass(learning_dir: str | None) -> int:
             said: list[Said] = []
             passed: set[str] = set()
             read: Read = {}
+            requeued: set[str] = set()
             ctx = None
             while True:
+                _requeue_lost(root, requeued, said)
                 while pending(root, passed):  # hooks that end while a round is read make the next round
                     ctx = _read_queued(root, said, passed, read) or ctx
+                if _requeue_lost(root, requeued, said):
+                    continue
                 if not _more_within(root, LINGER_S, passed):
                     break
             _hand_on(root, ctx, said)
@@ -309,6 +352,45 @@ GATHER_S = 0.5
 #: arrive over seconds on a busy machine (each an interpreter starting);
 #: without the wait, 50 at once made 10 passes, each with its reflect pass.
 LINGER_S = 1.0
+
+
+def _requeue_lost(root: str, requeued: set[str], said: list[Said]) -> bool:
+    """Queue again the session ends a hook could not queue, each once a
+    pass (`requeued`: their log lines); whether any was. One an import has
+    read since the hook ran is not queued: its hook log line says so, and
+    no pass looks at it again. One that cannot be queued yet (the disk
+    still full) waits for the next pass."""
+    from mecha.core.agents.hookqueue import lost_ends, requeue
+
+    if not any(e.line not in requeued for e in lost_ends(root)):
+        return False
+    from pathlib import Path
+
+    from mecha.core.agents.hooks import imported_since, lost_session_ends
+    from mecha.core.store.learning_store import LearningStore
+
+    waiting = {e.line for e in lost_session_ends(Path(root), imported_since(LearningStore(Path(root)).imports()))}
+    any_new = False
+    for end in lost_ends(root):
+        if end.line in requeued:
+            continue
+        requeued.add(end.line)
+        if end.line not in waiting:
+            said.append((end.agent, "read by an import since its hook could not queue it: not queued again",
+                         end.session_id, _cwd_of(end.fields), False))
+            continue
+        try:
+            any_new = requeue(root, end) or any_new
+        except OSError as exc:
+            _record(root, end.agent, "pass", f"could not queue session {end.session_id} again yet "
+                    f"({type(exc).__name__}: {exc}); the next hook pass tries again", None, None)
+            return any_new
+    return any_new
+
+
+def _cwd_of(fields: dict[str, object]) -> str | None:
+    cwd = fields.get("cwd")
+    return cwd if isinstance(cwd, str) else None
 
 
 def _more_within(root: str, seconds: float, passed: set[str]) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from mecha.core.environment.agents import CLAUDE, CODEX
+from mecha.core.learning.asks import ask_subject
 from mecha.core.sessions.evidence import cut_at_word
 from mecha.core.shellwords import mecha_or_none
 from mecha.core.visible import shown
@@ -105,6 +106,13 @@ def new_asks(p: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(a for r in live for a in r.get("ask") or [] if a not in before))
 
 
+def gone_asks(p: dict[str, Any]) -> list[str]:
+    """The ask permissions the rules before a proposal carried that its
+    live rules do not: what accepting it takes out of the settings."""
+    live = {a for r in p.get("rules") or [] if r.get("enabled", True) and not r.get("retired_at") for a in r.get("ask") or []}
+    return list(dict.fromkeys(a for r in p.get("rules_before") or [] for a in r.get("ask") or [] if a not in live))
+
+
 def accepted(r: dict[str, Any]) -> str:
     """An accept's result: the proposal, what was left out, what became of
     each instructions file it is exported to (or that none is, and how to),
@@ -116,6 +124,8 @@ def accepted(r: dict[str, Any]) -> str:
         edited = rule.get("edited")
         if edited and edited.get("proposal_id") == p["id"]:
             lines.append(f"  in your words: “{_one_line(rule['text'], 80)}” (proposed: “{_one_line(edited['was'], 60)}”)")
+            lines += [f"  not asking before `{a}`: your words no longer name `{ask_subject(a)}`"
+                      for a in edited.get("ask_dropped") or []]
     if p.get("reflexion_ids"):
         used = len(r.get("used_lessons") or [])
         back = len(p["reflexion_ids"]) - used - len(
@@ -123,7 +133,11 @@ def accepted(r: dict[str, Any]) -> str:
         )
         lines.append(f"  {used} lesson(s) used" + (f"; {back} back in the pool for a later pass" if back else ""))
     exports = r.get("exports") or []
-    lines += [f"  also asks before `{a}` (Claude Code's settings.json: permissions.ask)" for a in new_asks(p)]
+    permissions = r.get("permissions") or []
+    where = ", ".join(e["path"] for e in permissions if not e.get("error")) or "Claude Code's settings.json: permissions.ask"
+    lines += [f"  also asks before `{a}` ({where})" for a in new_asks(p)]
+    lines += [f"  no longer asks before `{a}` ({where})" for a in gone_asks(p)]
+    lines += [f"  {e['path']}: the ask permissions not written — {e['error']}" for e in permissions if e.get("error")]
     written = [e["path"] for e in exports if e.get("changed") and not e.get("error")]
     if written:
         lines.append("  the rules are now in " + ", ".join(written))
@@ -175,7 +189,7 @@ def proposal_with_diff(r: dict[str, Any]) -> str:
         lines.append(f"reason: {p['reason']}")
     lines.append("")
     lines.append(r["diff"] or "(no change to the rendered rules block)")
-    lines += [f"also ask before `{a}` (written into Claude Code's permissions.ask on accept)" for a in new_asks(p)]
+    lines += [f"also ask before `{a}` (on accept: Claude Code's permissions.ask, and Codex's command rules when Codex is connected)" for a in new_asks(p)]
     changes = r.get("changes") or []
     if changes:
         lines += ["", "why each change (leave one out: proposals accept ID --without N, or --wrong N when its lesson is "

@@ -53,6 +53,7 @@ from mecha.core.learning.proposals import PendingSummary, pending_summary, propo
 from mecha.core.store import jobs as jobs_mod
 from mecha.core.store.learning_store import LearningStore, ReflectionsById, store_identity
 from mecha.core.store.proposal_files import Proposal
+from mecha.core.visible import shown as shown_text
 from mecha.protocol import commands as wire_commands
 from mecha.protocol import errors as codes
 from mecha.protocol import lifecycle as lc
@@ -179,8 +180,9 @@ class MechaLanguageServer(LanguageServer):
 
     def show(self, display: Display) -> None:
         """Send what `lsp_display` decided: open the file, or show the
-        message — also when the client would not open the file."""
-        message = display.message
+        message — also when the client would not open the file. What hides
+        in it (a rule's bidi control, say) is spelled out (`visible.shown`)."""
+        message = None if display.message is None else shown_text(display.message, keep_layout=True)
         if display.document is None:
             if message is not None:
                 self.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Info, message=message))

@@ -4,6 +4,12 @@ UTF-16 code units LSP counts (a column of the domain is a character).
 
 Apart from the server (`lsp`) so that it reads as what it serves, and these
 conversions — the one place a domain shape meets an LSP one — as a table.
+
+Every text a person reads here — a diagnostic's message, a lens's or an
+action's title — is `visible.shown`: a bidi control, a zero-width or a
+control character in a rule, a key or a project's folder name is spelled
+as its escape, as `proposals show` and the hover spell it, so the rule a
+person reviews in the editor reads as what the agent is told.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from typing import Any
 from lsprotocol import types as lsp
 
 from mecha.core.editor.results import Act, CodeAction, Finding
+from mecha.core.visible import shown
 from mecha.protocol import commands as wire_commands
 
 #: The `source` every diagnostic carries.
@@ -50,7 +57,7 @@ def lsp_range(lines: list[str], sl: int, sc: int, el: int, ec: int) -> lsp.Range
 def to_diagnostic(f: Finding, lines: list[str]) -> lsp.Diagnostic:
     return lsp.Diagnostic(
         range=lsp_range(lines, f.start_line, f.start_col, f.end_line, f.end_col),
-        message=f.message,
+        message=shown(f.message, keep_layout=True),
         severity=_SEVERITY.get(f.severity, lsp.DiagnosticSeverity.Warning),
         code=f.code,
         source=SOURCE,
@@ -59,7 +66,7 @@ def to_diagnostic(f: Finding, lines: list[str]) -> lsp.Diagnostic:
 
 
 def to_command(title: str, act: Act, arguments: list[Any]) -> lsp.Command:
-    return lsp.Command(title=title, command=wire_commands.COMMAND_IDS[act], arguments=list(arguments))
+    return lsp.Command(title=shown(title), command=wire_commands.COMMAND_IDS[act], arguments=list(arguments))
 
 
 def to_code_action(a: CodeAction, uri: str, lines: list[str]) -> lsp.CodeAction:
@@ -72,7 +79,7 @@ def to_code_action(a: CodeAction, uri: str, lines: list[str]) -> lsp.CodeAction:
         edit = lsp.WorkspaceEdit(changes={uri: edits})
     command = to_command(a.title, a.act, a.arguments) if a.act is not None else None
     return lsp.CodeAction(
-        title=a.title,
+        title=shown(a.title),
         kind=lsp.CodeActionKind(a.kind),
         edit=edit,
         command=command,

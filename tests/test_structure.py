@@ -31,7 +31,7 @@ LAYERS = {"core": "mecha.core", "protocol": "mecha.protocol", "sidecar": "mecha.
 #: the doctor, which look at everything; then the wire, then the endpoint.
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("mecha.core.errors", "mecha.core.identity", "mecha.core.nesting", "mecha.core.visible", "mecha.core.shellwords",
-     "mecha.core.environment.agents"),
+     "mecha.core.environment.agents", "mecha.core.plainjson"),
     ("mecha.core.domain",),
     ("mecha.core.sessions",),
     ("mecha.core.store",),

@@ -40,7 +40,7 @@ project of its own: that scope is listed and left alone
 (`superseded_worktree`), since its folder's file is its repository's now.
 
 What goes into each file is written by `export.export_block` (or, for
-Codex's key, `export.rewrite_file`), with all of its safety (the managed
+Codex's key, `confined.rewrite_file`), with all of its safety (the managed
 section, the checks, the exchange)."""
 
 from __future__ import annotations
@@ -53,9 +53,10 @@ from pathlib import Path
 import msgspec
 
 from mecha.core.agents import personal
-from mecha.core.agents.export import ExportOutcome, export_block, reach_problem, rewrite_file
+from mecha.core.agents.export import export_block
 from mecha.core.domain.rules import run_domains_including
 from mecha.core.environment.agents import AGENTS, AGENTS_MD, AGENTS_MD_FILE, CLAUDE, CODEX, EXPORT_TARGETS, NAMES
+from mecha.core.environment.confined import ExportOutcome, reach_problem, rewrite_file
 from mecha.core.environment.settings import Unreadable, read_table
 from mecha.core.errors import ExportFailed, InvalidInput
 from mecha.core.store.layout import GIT_MARKER, checkout_root, linked_worktrees, project_root

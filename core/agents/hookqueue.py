@@ -19,6 +19,14 @@ either the hook saw the lock held, and the pass's second look finds its
 file, or it saw it free, and started a pass of its own. Two passes started
 at once take turns: the second finds the lock held and leaves.
 
+A session end the hook could not queue (the store's disk full) is not
+lost: the hook's log line says so in words this module alone writes and
+reads (`not_queued_words`, `lost_ends`), with what the hook was told, and
+the next hook pass queues it again (`requeue`) — started by the next hook
+of any kind, import or learn that finds such a line. Queued again under a
+name of its own, so a second try while the first waits queues nothing
+twice; once read, the pass's line for the session ends it.
+
 A queued file holds only what the hook was told (agent, session, file,
 working directory, whether the session ended), written whole through a
 temp name and a rename. It is read by the pass with nothing trusted: a
@@ -28,17 +36,21 @@ module uses the standard library alone: the hook imports it.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import fcntl
-import json
 import os
 import stat
 import time
-from collections.abc import Collection, Iterator
 
 from mecha.core.environment.agents import NAMES
-from mecha.core.store.layout import hook_queue_dir
+from mecha.core.plainjson import dumps_flat, loads
+from mecha.core.store.layout import HOOK_LOG_NOT_QUEUED, LOST_SCAN_BYTES, hook_log_path, hook_queue_dir
+
+# The hook imports this module: nothing here but the standard library's
+# cheapest (no `json`, `contextlib`, `typing`; `plainjson` says why).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Collection
 
 #: The lock only a running hook pass holds.
 PASS_LOCK = ".pass.lock"
@@ -72,8 +84,8 @@ def hook_fields(data: bytes) -> dict[str, object] | None:
     when it is anything but a JSON object with a session id (the hook then
     asks `hooks.parse_hook_input` to say what is wrong, by name)."""
     try:
-        value = json.loads(data)
-    except (ValueError, RecursionError):
+        value = loads(data.decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
     if not isinstance(value, dict):
         return None
@@ -97,7 +109,7 @@ def enqueue(root: str, agent: str, fields: dict[str, object]) -> str:
     final = os.path.join(folder, name + ENTRY_SUFFIX)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        data = json.dumps(entry).encode("utf-8")
+        data = dumps_flat(entry).encode("ascii")
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
@@ -159,11 +171,14 @@ def read_entry(path: str) -> dict[str, object] | str:
     finally:
         os.close(fd)
     try:
-        value = json.loads(data)
+        value = loads(data.decode("utf-8"))
     except (ValueError, RecursionError) as exc:
         return f"not JSON ({exc})"
     problem = entry_problem(value)
-    return problem if problem is not None else value
+    if problem is not None:
+        return problem
+    assert isinstance(value, dict)  # entry_problem said so
+    return value
 
 
 def remove(path: str) -> str | None:
@@ -178,28 +193,165 @@ def remove(path: str) -> str | None:
     return None
 
 
-@contextlib.contextmanager
-def pass_lock(root: str) -> Iterator[bool]:
+class pass_lock:  # noqa: N801 - used as the function it once was: `with pass_lock(root) as held:`
     """The hook pass's lock, taken without waiting: `True` while held,
     `False` when another pass holds it."""
-    folder = queue_dir(root)
-    _ensure_dir(folder)
-    fd = os.open(os.path.join(folder, PASS_LOCK), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
+
+    __slots__ = ("root", "fd", "held")
+
+    def __init__(self, root: str) -> None:
+        self.root, self.fd, self.held = root, -1, False
+
+    def __enter__(self) -> bool:
+        folder = queue_dir(self.root)
+        _ensure_dir(folder)
+        self.fd = os.open(os.path.join(folder, PASS_LOCK), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            yield False
-            return
+            return False
+        except BaseException:
+            os.close(self.fd)
+            raise
+        self.held = True
+        return True
+
+    def __exit__(self, *exc: object) -> None:
         try:
-            yield True
+            if self.held:
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
         finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+            self.held = False
+            os.close(self.fd)
 
 
 def pass_running(root: str) -> bool:
     """Whether a hook pass holds the lock now (a hook starts one when not)."""
     with pass_lock(root) as held:
         return not held
+
+
+# ─── session ends the hook could not queue ──────────────────────────────────
+
+#: The hook log's words for a session end whose queued file could not be
+#: written (`layout.HOOK_LOG_NOT_QUEUED`); `lost_ends` looks for them.
+NOT_QUEUED = HOOK_LOG_NOT_QUEUED
+#: What separates those words from what the hook was told, on the line.
+_AGAIN = "; it is queued again once there is room: "
+
+
+def not_queued_words(fields: dict[str, object], exc: BaseException) -> str:
+    """The hook log's words for a session end `enqueue` failed to write:
+    why, and what the hook was told (`hook_fields`) as one JSON word, its
+    spaces escaped, so the log's one-line form keeps it whole."""
+    told = {k: fields.get(k) for k in ("session_id", "transcript_path", "cwd", "event")}
+    word = dumps_flat({k: v if isinstance(v, str) else None for k, v in told.items()}).replace(" ", "\\u0020")
+    return f"failed: {NOT_QUEUED} ({type(exc).__name__}: {exc}){_AGAIN}{word}"
+
+
+class LostEnd:
+    """A session end the hook could not queue, as its log line says it:
+    the `line`, when the hook ran (`at`, `identity.now`'s form, which sorts
+    as it reads), the `agent`, and what the hook was told (`fields`, as
+    `hook_fields` gives them)."""
+
+    __slots__ = ("line", "at", "agent", "fields")
+
+    def __init__(self, line: str, at: str, agent: str, fields: dict[str, object]) -> None:
+        self.line, self.at, self.agent, self.fields = line, at, agent, fields
+
+    @property
+    def session_id(self) -> str:
+        return str(self.fields["session_id"])
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LostEnd) and other.line == self.line
+
+    def __hash__(self) -> int:
+        return hash(self.line)
+
+    def __repr__(self) -> str:
+        return f"LostEnd({self.line!r})"
+
+
+def _log_tail(root: str) -> str:
+    try:
+        with open(hook_log_path(root), "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - LOST_SCAN_BYTES))
+            data = f.read()
+    except OSError:
+        return ""
+    if NOT_QUEUED.encode() not in data:
+        return ""
+    return data.decode("utf-8", "replace")
+
+
+def _line_session(rest: str) -> str | None:
+    """The session a `session-end` line is about (`session=ID`), if any."""
+    if not rest.startswith("session="):
+        return None
+    sid = rest[len("session="):]
+    for end in (" cwd=", ": "):
+        sid = sid.split(end, 1)[0]
+    return sid
+
+
+def lost_ends(root: str) -> list[LostEnd]:
+    """The session ends the hook log says a hook could not queue, with no
+    later session-end line for the same session (a later end queued it, or
+    a pass read it), oldest first. Reads the log's last `LOST_SCAN_BYTES`,
+    and parses them only when the words are there: every session-start
+    hook asks."""
+    lost: dict[tuple[str, str], LostEnd] = {}
+    for line in _log_tail(root).splitlines():
+        parts = line.split(" ", 3)
+        if len(parts) < 4 or parts[2] != "session-end":
+            continue
+        at, agent, rest = parts[0], parts[1], parts[3]
+        sid = _line_session(rest)
+        if sid is None:
+            continue
+        head, sep, word = rest.rpartition(_AGAIN)
+        if sep and f": failed: {NOT_QUEUED} (" in head:
+            try:
+                told = loads(word)
+            except (ValueError, RecursionError):
+                told = None
+            if isinstance(told, dict) and entry_problem({"agent": agent, **told}) is None:
+                lost[(agent, str(told["session_id"]))] = LostEnd(line, at, agent, told)
+                continue
+        lost.pop((agent, sid), None)
+    return list(lost.values())
+
+
+def requeue(root: str, end: LostEnd) -> bool:
+    """Queue a lost session end again, under a name its log line fixes;
+    `False` when it is queued under that name already. Raises what
+    writing it raises (the disk still full)."""
+    folder = queue_dir(root)
+    _ensure_dir(folder)
+    import hashlib
+
+    name = "0-lost-" + hashlib.sha256(end.line.encode("utf-8", "replace")).hexdigest()[:24]
+    final = os.path.join(folder, name + ENTRY_SUFFIX)
+    if os.path.lexists(final):
+        return False
+    tmp = os.path.join(folder, f".{name}-{os.getpid()}-{os.urandom(4).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            view = memoryview(dumps_flat({"agent": end.agent, **end.fields}).encode("ascii"))
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        os.link(tmp, final)
+    except FileExistsError:
+        return False
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+    return True

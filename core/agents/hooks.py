@@ -36,7 +36,7 @@ removes exactly them. Install refuses a file it cannot read as a JSON object
 (`settings_after`): every byte around our entries stays the person's —
 `1e3`, an inline array, a `\u00e9`, a duplicate key — so uninstall gives
 back the bytes install found. It is written as the export writes a
-person's file (`export.rewrite_file`): swapped in, checked against what the
+person's file (`confined.rewrite_file`): swapped in, checked against what the
 agent or the person wrote meanwhile, and made again from their version if
 they did (14 of 711 edits an agent made during 30 runs were once lost),
 through a symlink onto its target.
@@ -47,13 +47,14 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from mecha.core import shellwords
+from mecha.core.agents.hookqueue import LostEnd
 from mecha.core.environment.agents import AGENTS as AGENT_ROWS
 from mecha.core.environment.agents import CODEX, NAMES, HookSpec
 from mecha.core.errors import InvalidInput
@@ -479,40 +480,28 @@ def log_hook_run(root: Path, agent: str, subcommand: str, what: str, *, session_
     append_lines(path, [line.encode("utf-8", "replace")])
 
 
-#: How much of the hook log's end `lost_session_ends` reads.
-_LOST_SCAN_BYTES = 256 * 1024
+def lost_session_ends(root: Path, imported: dict[str, str]) -> list[LostEnd]:
+    """The session ends an agent's session-end hook could not queue (the
+    store's disk full, a store not writable) and nothing has read since,
+    oldest first (`hookqueue.lost_ends`), but those an import read after
+    the hook ran (`imported`: the latest `imported_at` by session id, as
+    `imported_since` gives it). A hook must exit 0 whatever happens; such a
+    session was once lost with one log line, and only a manual import would
+    read it. Now the next hook pass queues it again (`hookqueue.requeue`)."""
+    from mecha.core.agents.hookqueue import lost_ends
+
+    return [e for e in lost_ends(str(root)) if imported.get(e.session_id, "") < e.at]
 
 
-def lost_session_ends(root: Path, imported: set[str]) -> list[str]:
-    """The hook log's session-end runs that failed to queue their session
-    (the store's disk full, a store not writable), each as its log line,
-    oldest first — leaving out a session a later session-end of the same
-    session queued, or an import has read since (`imported`: session ids).
-    A hook must exit 0 whatever happens, so such a session was once lost
-    with one log line, doctor silent, and only a manual import would read it."""
-    import re
-
-    from mecha.core.store.layout import hook_log_path
-
-    try:
-        with open(hook_log_path(root), "rb") as f:
-            f.seek(0, 2)
-            f.seek(max(0, f.tell() - _LOST_SCAN_BYTES))
-            text = f.read().decode("utf-8", "replace")
-    except OSError:
-        return []
-    pattern = re.compile(r"^\S+ (\w+) session-end session=(\S+)(?: cwd=\S+)?: (.*)$")
-    lost: dict[str, str] = {}
-    for line in text.splitlines():
-        m = pattern.match(line)
-        if m is None:
-            continue
-        sid = m.group(2)
-        if m.group(3).startswith("failed:"):
-            lost[sid] = line
-        else:
-            lost.pop(sid, None)
-    return [line for sid, line in lost.items() if not any(i == sid or i.endswith(":" + sid) for i in imported)]
+def imported_since(records: Iterable[Any]) -> dict[str, str]:
+    """The latest time each session was imported, by its bare id, from the
+    store's import records (`store.imports()`)."""
+    latest: dict[str, str] = {}
+    for r in records:
+        sid = r.session_id.rpartition(":")[2]
+        if r.imported_at > latest.get(sid, ""):
+            latest[sid] = r.imported_at
+    return latest
 
 
 def hook_log_tail(root: Path, lines: int = 5) -> list[str]:

@@ -40,19 +40,22 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
 
 from mecha.core.agents.offers import exact_offers
 from mecha.core.agents.worktree_scopes import merge_removed_worktree_scopes
+from mecha.core.domain.record import Asked
 from mecha.core.domain.reflexion import Origin
 from mecha.core.environment.agents import AGENTS
 from mecha.core.environment.installed import is_own_call
 from mecha.core.environment.trust import load_trust, policy_with
 from mecha.core.errors import InvalidInput
 from mecha.core.identity import now
+from mecha.core.learning.asks import LiveAsk, asked_in, new_asked
+from mecha.core.learning.record import live_asks
 from mecha.core.learning.scope import project_of_session
 from mecha.core.sessions.foreign import detect_format, read_session
 from mecha.core.sessions.mining import Intervention, Trigger, Voices
@@ -123,6 +126,8 @@ class SessionPlan(msgspec.Struct, kw_only=True):
     #: For each trust entry that would free some of its new untrusted
     #: interventions, exactly how many (`offers.exact_offers`).
     frees: dict[str, int] = msgspec.field(default_factory=dict)
+    #: Its calls a live rule's ask permission asked about (`asks.asked_in`).
+    asked: list[Asked] = msgspec.field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         """New interventions per `trigger/origin`, for a dry run."""
@@ -343,14 +348,14 @@ def import_sessions(
     `--trust-tool` / `--distrust-tool` (already in `policy`): each file's
     record keeps them with the standing entries, the trust it was read
     with, so `validate` reads it again the same way."""
-    root = root.expanduser()
+    root, records = root.expanduser(), store.imports()
     report = ImportReport(source=source, root=str(root), dry_run=dry_run)
-    records = store.imports()
     scan = _Scan(
         source=source, root=root, policy=policy, since=since, project=project, voices=voices, ended=ended,
         latest=_latest_by_path(records),
         on_file=Counter(k for r in records if r.source == source for k in r.keys),
         seen_sessions={r.session_id for r in records if r.source == source},
+        asks=live_asks(store),
     )
     staging: Path | None = None
     staged: list[tuple[SessionPlan, Path | None]] = []
@@ -397,6 +402,8 @@ class _Scan:
     latest: dict[str, ImportRecord]
     on_file: Counter[str]
     seen_sessions: set[str]
+    #: The live rules' ask permissions, each session's calls counted against.
+    asks: list[LiveAsk] = field(default_factory=list)
 
 
 def _plan_file(scan: _Scan, path: Path, report: ImportReport) -> SessionPlan | None:
@@ -450,6 +457,8 @@ def _plan_file(scan: _Scan, path: Path, report: ImportReport) -> SessionPlan | N
         imported_before=read.session_id in scan.seen_sessions,
     )
     scan.seen_sessions.add(read.session_id)
+    plan.asked = asked_in(read.messages, read.time_at, read.session_id, project_of_session(read.project, read.branch),
+                          scan.asks)
     held = [p for p in plan.fresh if p.origin is Origin.UNTRUSTED]
     if held:
         policy = scan.policy if scan.policy is not None else policy_with(scan.source)
@@ -565,6 +574,14 @@ def _commit(
             out.append(_record_of(plan, keys if queued_as else [], queued_as, stamp, read_with))
         if out:
             store.append_imports(out)
+        _record_asked(store, [a for plan, _ in staged for a in plan.asked])
+
+
+def _record_asked(store: LearningStore, found: list[Asked]) -> None:
+    """The calls an ask asked about, each once on record. Caller holds the lock."""
+    fresh = new_asked(store.asked(), found) if found else []
+    if fresh:
+        store.append_asked(fresh)
 
 
 def _record_of(

@@ -43,15 +43,10 @@ import sys
 
 from mecha.core.environment.agents import AGENTS, CODEX, agent_home
 from mecha.core.environment.agents import agent as agent_row
+from mecha.core.plainjson import quote as _quote
+from mecha.core.plainjson import scan as _scan
 from mecha.core.shellwords import PROGRAM, mecha_or_none
 from mecha.core.store.layout import LEARNING_DIR_ENV, no_model_path, proposals_dir
-
-try:
-    from _json import encode_basestring_ascii as _quote
-    from _json import make_scanner as _make_scanner
-except ImportError:  # pragma: no cover - an interpreter without the accelerator
-    from json.encoder import encode_basestring_ascii as _quote
-    from json.scanner import make_scanner as _make_scanner
 
 #: The status a proposal file carries while it waits for a person; the wire
 #: spelling of `ProposalStatus.PENDING`.
@@ -59,29 +54,6 @@ PENDING_STATUS = "pending"
 #: A proposal file larger than this is not read here (a real one is a few
 #: KiB); it is the full reader's to report.
 _MAX_PROPOSAL_BYTES = 1 << 22
-
-
-def _constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
-
-
-class _Settings:
-    """The settings `json.loads` gives its scanner (read by attribute)."""
-
-    strict = True
-    object_hook = None
-    object_pairs_hook = None
-    parse_float = float
-    parse_int = int
-    parse_constant = staticmethod(_constant)
-    memo: dict[str, str] = {}
-
-
-_scan = _make_scanner(_Settings())  # type: ignore[arg-type]  # the scanner reads only these attributes
-#: The scanner and the string quoter, for the session-start hook's other
-#: reader and writer (`agents.started`), which may import nothing more.
-scan_json = _scan
-quote_json = _quote
 
 
 def _status(data: bytes) -> object:

@@ -123,7 +123,7 @@ def keep_out_of_git(checkout: str, path: Path) -> None:
     team's file, not the person's — and otherwise named in the
     repository's `info/exclude` unless git ignores it already. A folder
     that is no repository has no status to keep clean."""
-    from mecha.core.agents.export import rewrite_file
+    from mecha.core.environment.confined import rewrite_file
 
     relative = os.path.relpath(path, checkout)
     exclude = exclude_file(checkout)

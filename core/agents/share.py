@@ -10,7 +10,7 @@ does — and says to commit them. Nothing is committed for the person: what
 goes into a team's history is theirs to review.
 
 The shared rules sit in the file's managed section (`export.splice`, with
-all of `export.rewrite_file`'s safety), one `- ` line each under a heading
+all of `confined.rewrite_file`'s safety), one `- ` line each under a heading
 that says where they came from. A second share adds to what is there: the
 section's rule lines are read back (`shared_lines`) and the new ones
 appended, so a rule shared last week is not dropped by this week's. The
@@ -20,7 +20,9 @@ sharing changes no rules file and no proposal.
 A rule is named by its id, or a unique prefix of one, among the learned
 rules of the repository's project and the global ones (`find_rules`); an
 id that names none, or several, is refused by name before anything is
-written.
+written. So is a folder in no git repository: it has no team's tracked
+files, and a `CLAUDE.md` made there (or a folder made for one) would be a
+file nobody asked for.
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ from pathlib import Path
 
 import msgspec
 
-from mecha.core.agents.export import rewrite_file, section_lines, splice
+from mecha.core.agents.export import section_lines, splice
 from mecha.core.environment.agents import AGENTS
+from mecha.core.environment.confined import rewrite_file
 from mecha.core.errors import Ambiguous, ExportFailed, NotFound
+from mecha.core.store.layout import GIT_MARKER
 from mecha.core.store.learning_store import LearningStore
 
 #: The team's instruction files at a repository's root, in the order they
@@ -114,6 +118,12 @@ def share(store: LearningStore, ids: list[str], repository: str) -> ShareOutcome
     """Write the rules `ids` names into the team's files of `repository`."""
     if not ids:
         raise ExportFailed("name at least one rule to share (its id, as `proposals show` or `lessons` gives it)")
+    if not os.path.lexists(os.path.join(repository, GIT_MARKER)):
+        # `project_root` names a folder in no repository as its own project:
+        # it has no tracked files for a team, and nothing is made in it.
+        raise ExportFailed(
+            f"{repository} is in no git repository: sharing writes a repository's tracked instructions "
+            "for the team to commit; name a folder inside one")
     rules = find_rules(store, ids, repository)
     written: list[tuple[str, bool]] = []
     for path in team_files(repository):

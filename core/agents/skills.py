@@ -35,8 +35,8 @@ from pathlib import Path
 
 import msgspec
 
-from mecha.core.agents.export import reach_problem, rewrite_file
 from mecha.core.environment.agents import CODEX
+from mecha.core.environment.confined import reach_problem, rewrite_file
 from mecha.core.errors import ExportFailed, InvalidInput
 from mecha.core.store.layout import project_root
 
@@ -107,7 +107,7 @@ def _ours(folder: Path, name: str) -> bool | None:
 
 def _write(path: Path, data: bytes, within: Path | None) -> None:
     """One skill file written whole, by the writer every file of the
-    person's goes through (`export.rewrite_file`): confined to `within` (a
+    person's goes through (`confined.rewrite_file`): confined to `within` (a
     project's checkout) against links, other users' folders and FIFOs."""
     rewrite_file(path, lambda raw: data, appends=False, within=within, what="the skill")
 

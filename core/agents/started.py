@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import os
 
-from mecha.core.agents.notice import quote_json as _quote
-from mecha.core.agents.notice import scan_json as _scan
 from mecha.core.environment.agents import AGENTS, CODEX, agent_home
+from mecha.core.plainjson import quote as _quote
+from mecha.core.plainjson import scan as _scan
 from mecha.core.store.layout import fnv1a_64, started_path
 
 #: The instruction files read in each folder from the working directory up

@@ -51,6 +51,25 @@ class Repeat(msgspec.Struct, kw_only=True, omit_defaults=True):
         return self.said_at or self.created_at
 
 
+class Asked(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One call an agent made, after a rule's accept, that matched the
+    rule's ask permission — so the agent asked the person — and what the
+    person then did, as the session file shows it (`learning.asks.asked_in`)."""
+
+    rule_id: str
+    #: The ask pattern it matched (`Bash(git push origin main:*)`).
+    pattern: str
+    #: The session it was made in, and the call's own id there.
+    session_id: str
+    call_id: str
+    #: `ran` (the person let it run), `refused` (the person refused it) or
+    #: `not_run` (nobody answered: a headless run reports it denied).
+    outcome: str
+    #: When the call was made, as the session file dates it.
+    at: str | None = None
+    project: str | None = None
+
+
 class SessionStart(msgspec.Struct, kw_only=True, omit_defaults=True):
     """One agent session the session-start hook saw begin
     (`agents.started`)."""
@@ -94,6 +113,11 @@ class RuleRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
     sessions_before: int = 0
     #: The last session in its scope, reached or not: what retirement reads.
     last_in_scope: str | None = None
+    #: How many times its ask permission asked since the accept, and what
+    #: the person then did: ran it, refused it, or nobody answered.
+    asked: int = 0
+    asked_ran: int = 0
+    asked_refused: int = 0
     #: Pending proposals that answer this record (a rewrite or a retirement).
     rewrite_proposal: str | None = None
     retire_proposal: str | None = None

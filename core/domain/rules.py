@@ -90,6 +90,9 @@ class RuleEdit(msgspec.Struct, omit_defaults=True, kw_only=True):
     #: The proposal it was accepted from.
     proposal_id: str
     at: str
+    #: The ask permissions the proposed rule carried that the person's
+    #: words no longer name (`learning.asks.asks_kept_by`), so not written.
+    ask_dropped: list[str] = msgspec.field(default_factory=list)
 
 
 class Rule(msgspec.Struct, omit_defaults=True, kw_only=True):

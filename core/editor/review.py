@@ -8,6 +8,7 @@ message of its own.
 from __future__ import annotations
 
 from mecha.core.domain.rules import active_count
+from mecha.core.learning.asks import ask_subject
 from mecha.core.learning.scope import scope_label
 from mecha.core.store.layout import LEARNED_KIND, rules_file_name
 from mecha.core.store.proposal_files import Proposal
@@ -35,7 +36,9 @@ def accepted_message(p: Proposal) -> str:
     """Said once `p` is accepted: how many learned rules are active now,
     where."""
     where = "" if p.project is None else f" in {proposal_scope_label(p)}"
-    return f"accepted proposal {p.id}; {p.domain} now has {active_count(p.rules)} active learned rules{where}"
+    dropped = [a for r in p.rules if r.edited is not None and r.edited.proposal_id == p.id for a in r.edited.ask_dropped]
+    not_asking = "".join(f"; not asking before `{a}`: your words no longer name `{ask_subject(a)}`" for a in dropped)
+    return f"accepted proposal {p.id}; {p.domain} now has {active_count(p.rules)} active learned rules{where}{not_asking}"
 
 
 def rejected_message(p: Proposal) -> str:

@@ -245,6 +245,12 @@ CODEX = Agent(
     ),
 )
 
+#: Where in Codex's home the command rules an accept writes live: its
+#: `rules` folder, whose every `*.rules` file Codex loads at start
+#: (`prefix_rule(...)`, checked with the real CLI, 0.169.0, `codex
+#: execpolicy check`), and the file there that is the project's alone.
+CODEX_RULES_FILE = ("rules", "mecha.rules")
+
 #: Every agent, in order of preference as the passes' model.
 AGENTS: tuple[Agent, ...] = (CLAUDE, CODEX)
 

@@ -16,9 +16,11 @@ asks it to `skim`: a file that never names the table is not parsed at all.
 
 Writing: `write_table` changes one table through `tomlkit`, so every other
 byte of the file — the person's comments, order and spelling — stays as
-they wrote it, and writes the result whole-or-not-at-all with the store's
-atomic writer (through a link the person made, to its target). `tomlkit` is
-imported only there: no reader pays for it.
+they wrote it, and writes the result whole-or-not-at-all through the one
+writer of a person's files (`confined.rewrite_file`: through a link the
+person made, to its target; never through a link to nothing, into another
+user's folder or a FIFO). `tomlkit` is imported only there: no reader pays
+for it.
 """
 
 from __future__ import annotations
@@ -92,20 +94,40 @@ def write_table(path: Path, name: str, values: Mapping[str, list[str] | str], dr
     """The config file at `path` with table `name`'s keys set to `values`
     (a string, or a list of strings; a list of more than three is written
     one item a line) and the keys in `drop` taken out, every other byte
-    kept; written to a temp sibling and renamed over (through a link the
-    person made, to its target). `InvalidInput` naming the file when it
-    cannot be read or written, or is not TOML."""
+    kept. Written by the one writer of a person's files
+    (`confined.rewrite_file`): through a link the person made, to its
+    target; never through a link to nothing, into another user's folder,
+    or into a FIFO or device, each refused by name before anything is
+    created; and a save of theirs meanwhile kept. The file is the owner's
+    alone (0600), a new one in a folder of theirs alone. `InvalidInput`
+    naming the file when it cannot be read or written, or is not TOML."""
+    from mecha.core.environment.confined import rewrite_file
+    from mecha.core.errors import ExportFailed
+
+    def render(raw: bytes | None) -> bytes:
+        try:
+            text = "" if raw is None else raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); nothing was written") from None
+        return _with_table(path, text, name, values, drop).encode("utf-8")
+
+    try:
+        if not os.path.lexists(path):
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # Anywhere the person's own links lead (`within` the root), but
+        # never through a link to nothing or into another user's folder.
+        rewrite_file(path, render, within=Path(os.sep), appends=False, what="the config change", mode=0o600)
+    except ExportFailed as exc:
+        raise InvalidInput(str(exc)) from None
+    except OSError as exc:
+        raise InvalidInput(f"{path}: cannot write: {exc.strerror or exc}; nothing was written") from None
+
+
+def _with_table(path: Path, text: str, name: str, values: Mapping[str, list[str] | str], drop: Iterable[str]) -> str:
+    """The config file's `text` with table `name` changed as `write_table`
+    says (pure but for naming `path` in its refusals)."""
     import tomlkit
 
-    from mecha.core.store.files import write_atomic
-
-    target = path.resolve() if path.is_symlink() else path
-    try:
-        text = target.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        text = ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"{path}: {getattr(exc, 'strerror', None) or exc}") from None
     problem = toml_problem(len(text), text)
     if problem is not None:
         raise InvalidInput(f"{path}: {problem}")
@@ -131,9 +153,5 @@ def write_table(path: Path, name: str, values: Mapping[str, list[str] | str], dr
         if len(wanted) > 3:
             array.multiline(True)
         table[key] = array
-    target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    try:
-        rendered = tomlkit.dumps(doc)
-        write_atomic(target, (rendered if rendered.endswith("\n") else rendered + "\n").encode("utf-8"))
-    except OSError as exc:
-        raise InvalidInput(f"{path}: cannot write: {exc.strerror or exc}") from None
+    rendered = tomlkit.dumps(doc)
+    return rendered if rendered.endswith("\n") else rendered + "\n"

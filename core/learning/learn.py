@@ -38,6 +38,7 @@ from mecha.core.domain.rules import (
 from mecha.core.errors import InvalidInput, ModelFailure
 from mecha.core.identity import mint_proposal_id, mint_run_id, now
 from mecha.core.learning.aside import SEEN_WITHOUT_RULE, set_aside
+from mecha.core.learning.asks import DENIAL, with_derived_asks
 from mecha.core.learning.common import in_pending, one_project_reason, one_project_refusals, projects_of, stranded
 from mecha.core.learning.consolidation import (
     PERSON_BUDGET,
@@ -385,6 +386,9 @@ class _Snapshot(msgspec.Struct):
     rewrites: dict[str, list[str]] = msgspec.field(default_factory=dict)
     #: Every lesson text of the domain in the store: word rarity for the gate.
     lessons: list[str] = msgspec.field(default_factory=list)
+    #: The domain's lessons of refused calls, by id: what a new rule's ask
+    #: is derived from (`asks.with_derived_asks`).
+    refusals: dict[str, Reflexion] = msgspec.field(default_factory=dict)
 
 
 def _snapshot(
@@ -401,8 +405,10 @@ def _snapshot(
         user = store.user_rules(domain) + (store.user_rules(domain, project) if project is not None else [])
         held = store.learned_rules(domain) if project is not None else []
         rewrites = rewrites_due(store, domain, project, (r.id for r in pool))
+        everything = [r for r in store.reflexions() if r.domain == domain]
         return _Snapshot(pool, with_rewrite_lessons(learn_batch(pool), pool, rewrites), user,
-                         store.learned_rules(domain, project), held, rewrites, store_lessons(store, domain))
+                         store.learned_rules(domain, project), held, rewrites, [r.reflexion_text for r in everything],
+                         {r.id: r for r in everything if r.trigger == DENIAL})
 
 
 def with_rewrite_lessons(batch: list[Reflexion], pool: Sequence[Reflexion], rewrites: dict[str, list[str]]) -> list[Reflexion]:
@@ -572,7 +578,8 @@ async def _learn_batch(
     )
     if project is None:
         gated = _without_one_project_rules(gated, snap)
-    rules = finalize_rules(gated.rules, snap.before, [r.id for r in snap.batch], stamp)
+    rules = with_derived_asks(finalize_rules(gated.rules, snap.before, [r.id for r in snap.batch], stamp),
+                              snap.before, snap.refusals)
     with store.lock():
         if pending_in(store, domain, project):
             return LearnOutcome(outcome="another pass proposed for this domain meanwhile; this result was dropped")

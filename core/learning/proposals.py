@@ -33,6 +33,7 @@ from mecha.core.domain.rules import (
 from mecha.core.errors import InvalidInput, InvalidStore, NotFound, NotPending
 from mecha.core.identity import mint_proposal_id, mint_run_id, now
 from mecha.core.learning import promotion
+from mecha.core.learning.asks import asks_kept_by
 from mecha.core.learning.personal import describe_findings, find_personal_data
 from mecha.core.learning.record import StoreView, earliest_start, live_records, retirement_reason, retirements_due
 from mecha.core.learning.scope import scope_label
@@ -250,7 +251,10 @@ def with_edits(
     edited, and not one left out. Refuses (`InvalidInput` naming the field)
     an edit that fails `edit_refusal`, that would make two rules one, or
     that takes the domain's section past `RULES_CHAR_BUDGET` when the
-    proposal as made was within it."""
+    proposal as made was within it. A rule's ask permission stays only
+    while the person's words still name its program or tool
+    (`asks.asks_kept_by`); one dropped is recorded on the edit
+    (`RuleEdit.ask_dropped`), and the accept says so."""
     changes = {c.number: c for c in numbered_changes(p)}
     left = set(left_out)
     rules = list(p.rules)
@@ -273,8 +277,11 @@ def with_edits(
         others = {rule_key(r.text) for j, r in enumerate(rules) if j != at}
         if rule_key(text) in others | {rule_key(r.text) for r in (*user_rules, *p.rules_before)}:
             raise InvalidInput(f"edit: change {number}: another rule already says {text!r}")
+        # An ask stands only while the words name what it asks before.
+        ask, dropped = asks_kept_by(text, rules[at].ask)
         rules[at] = msgspec.structs.replace(
-            rules[at], text=text, edited=RuleEdit(was=change.text, proposal_id=p.id, at=stamp)
+            rules[at], text=text, ask=ask,
+            edited=RuleEdit(was=change.text, proposal_id=p.id, at=stamp, ask_dropped=dropped),
         )
     budget_before = section_chars(p.domain, user_rules, p.rules, project=p.project is not None)
     budget_after = section_chars(p.domain, user_rules, rules, project=p.project is not None)

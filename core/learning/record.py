@@ -44,9 +44,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 
-from mecha.core.domain.record import Repeat, RuleRecord, ScopedRule, SessionStart
+from mecha.core.domain.record import Asked, Repeat, RuleRecord, ScopedRule, SessionStart
 from mecha.core.domain.rules import Rule, one_line
 from mecha.core.errors import InvalidInput, InvalidStore
+from mecha.core.learning.asks import RAN, REFUSED, LiveAsk
 from mecha.core.learning.scope import project_of_cwd
 from mecha.core.sessions.evidence import cut_at_word
 from mecha.core.store.layout import GLOBAL_SCOPE, fnv1a_64
@@ -201,6 +202,12 @@ def record_line(rec: RuleRecord, now: str) -> str:
         )
     else:
         parts.append("learned from no recorded correction")
+    if rec.asked:
+        what = [f"ran {rec.asked_ran}"] if rec.asked_ran else []
+        what += [f"refused {rec.asked_refused}"] if rec.asked_refused else []
+        unanswered = rec.asked - rec.asked_ran - rec.asked_refused
+        what += [f"not answered {unanswered}"] if unanswered else []
+        parts.append(f"its permission asked {rec.asked}× ({', '.join(what)})")
     return " · ".join(parts)
 
 
@@ -240,10 +247,11 @@ def rule_record(
     source_sessions: Mapping[str, str],
     pending: Sequence[Proposal],
     now: str,
+    asked: Sequence[Asked] = (),
 ) -> RuleRecord:
     """One rule's record. `source_sessions` maps each reflection id on
     record to its session; `pending` are the pending proposals of the
-    rule's domain and scope."""
+    rule's domain and scope; `asked` the calls asks asked about."""
     assert rule.id is not None
     since = live_since or rule.created_at
     mark = rule_line_hash(rule)
@@ -257,6 +265,7 @@ def rule_record(
     before = {s.session_id for s in in_scope if since is not None and s.at < since}
     before |= {source_sessions[i] for i in rule.sources if source_sessions.get(i)}
     before |= {r.session_id for r in mine if since is not None and r.corrected_at() < since}
+    asks = [a.outcome for a in asked if a.rule_id == rule.id and (since is None or (a.at or "") >= since)]
     rec = RuleRecord(
         rule_id=rule.id,
         domain=domain,
@@ -273,6 +282,7 @@ def rule_record(
         retire_proposal=next(
             (p.id for p in pending for r in p.rules if r.id == rule.id and r.retired_at is not None), None
         ),
+        asked=len(asks), asked_ran=asks.count(RAN), asked_refused=asks.count(REFUSED),
     )
     rec.line = record_line(rec, now)
     return rec
@@ -291,12 +301,13 @@ class StoreView:
         self.accepted = accepted_at(proposals)
         self.pending = [p for p in proposals if p.status is ProposalStatus.PENDING]
         self.sessions = {r.id: r.session_id for r in store.reflexions()}
+        self.asked = store.asked()
 
     def record(self, rule: Rule, domain: str, project: str | None) -> RuleRecord:
         pending = [p for p in self.pending if p.domain == domain and p.project == project]
         return rule_record(
             rule, domain, project, live_since=self.accepted.get(rule.id or ""), starts=self.starts,
-            repeats=self.repeats, source_sessions=self.sessions, pending=pending, now=self.now,
+            repeats=self.repeats, source_sessions=self.sessions, pending=pending, now=self.now, asked=self.asked,
         )
 
 
@@ -390,3 +401,20 @@ def retirement_reason(s: ScopedRule) -> str:
 def earliest_start(store: LearningStore) -> str | None:
     """When the session-start hook first recorded a session in this store."""
     return _Starts(store.session_starts()).earliest()
+
+
+def live_asks(store: LearningStore) -> list[LiveAsk]:
+    """Every ask permission a live learned rule carries, with its scope and
+    when the rule went live: what `asks.asked_in` counts a session's calls
+    against. A rules file that does not parse gives none."""
+    accepted = accepted_at(store.proposals())
+    out = []
+    for scope in scopes_of(store):
+        for d in sorted(store.domains() if scope is None else store.project_domains(scope)):
+            try:
+                rules = store.learned_rules(d, scope)
+            except InvalidStore:
+                continue
+            out += [LiveAsk(rule_id=r.id, pattern=a, project=scope, since=accepted.get(r.id) or r.created_at)
+                    for r in rules if r.active() and r.id is not None for a in r.ask]
+    return out

@@ -72,6 +72,21 @@ QUOTE_BUDGET = 180
 FOCUS_LABEL = {"denial": "Refused call: ", "steer": "Its last call: "}
 CLAIM_LABEL = "It said: "
 CALL_LABEL = "It called: "
+#: What `cut_at_word` ends a cut text with.
+CUT_MARK = "…"
+
+
+def focus_line(context: str, trigger: str) -> str | None:
+    """The call an intervention's `context` is about, as `render_call`
+    wrote it after its label (`Bash: git push origin main`), or `None`
+    when the context shows none. The last such line: the call is the
+    latest thing the context quotes, and a claim quoted before it cannot
+    stand in for it."""
+    label = FOCUS_LABEL.get(trigger)
+    if label is None:
+        return None
+    found = [line[len(label):] for line in context.split("\n") if line.startswith(label)]
+    return found[-1] if found and found[-1].strip() else None
 
 
 class ContextPieces(msgspec.Struct, kw_only=True):
@@ -125,7 +140,7 @@ def cut_at_word(text: str, limit: int) -> str:
         return ""
     if len(text) <= limit:
         return text
-    return text[: _word_end(text, limit - 1)].rstrip() + "…"
+    return text[: _word_end(text, limit - 1)].rstrip() + CUT_MARK
 
 
 _cut = cut_at_word
@@ -186,6 +201,14 @@ def _command_text(value: Any) -> str | None:
     import shlex
 
     return shlex.join(value)
+
+
+def command_of(call_input: Any) -> str | None:
+    """The command line a shell call ran (`command` or `cmd`, a string or
+    an argument list, `_command_text`), or `None`."""
+    if not isinstance(call_input, dict):
+        return None
+    return _command_text(call_input.get("command")) or _command_text(call_input.get("cmd"))
 
 
 def _questions_line(questions: Any) -> str:

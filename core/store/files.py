@@ -323,9 +323,9 @@ def _held_temp(path: Path, data: bytes | Sequence[bytes | memoryview], tmp: Path
     name. And a file open for writing keeps its filesystem from being
     remounted read-only (the kernel answers `EBUSY`), so a writer that
     renames inside the block cannot be cut off between naming the temp
-    and renaming it. What is left is a directory whose write permission is
-    taken away between those two calls, microseconds apart; its temp goes
-    with this process's next write there (`discard_temp`)."""
+    and renaming it. What is left (write permission taken away between
+    those two calls, or a system with no unnamed files) `discard_temp`
+    removes while the refusal lasts a moment, else at the next write."""
     tmp = temp_name(path) if tmp is None else tmp
     fd, named = _open_temp(tmp)
     try:
@@ -402,24 +402,45 @@ def _open_temp(tmp: Path) -> tuple[int, bool]:
 _UNREMOVED: set[Path] = set()
 
 
+#: The waits (seconds) before each further try `discard_temp` makes at
+#: removing a temp its directory refused to let go: about 40 ms in all.
+#: Why it tries again at all: the refusal that made the rename fail is
+#: most often a moment long (a sync tool or a backup flipping the folder
+#: read-only and back), and the removal right after it met the same
+#: moment — one race in two against a flipping `jobs/` left a `.tmp` there,
+#: its writer a pass that exited before writing there again. Short enough
+#: to spend on a write that failed anyway; a folder read-only for longer
+#: keeps the temp for this process's next write there, or its exit.
+DISCARD_WAITS_S = (0.0005, 0.001, 0.002, 0.004, 0.008, 0.024)
+
+
 def discard_temp(tmp: Path) -> None:
     """Remove a temp of this process's that will never be renamed. Never
     raises: the failure that made the write give up is what the caller
-    reports, and a temp that cannot go now is kept in mind and removed by
-    this process's next write in its directory (or at exit)."""
-    try:
-        os.unlink(tmp)
-    except FileNotFoundError:
-        _UNREMOVED.discard(tmp)
-    except OSError as exc:
-        if not _UNREMOVED:
-            import atexit
+    reports. A removal the directory refuses is tried again for a moment
+    (`DISCARD_WAITS_S`); a temp that cannot go even then is kept in mind
+    and removed by this process's next write in its directory (or at
+    exit)."""
+    import time
 
-            atexit.register(_retry_unremoved, None)
-        _UNREMOVED.add(tmp)
-        log.warning("could not remove the temp file %s (%s); it goes with the next write there", tmp, exc)
-    else:
-        _UNREMOVED.discard(tmp)
+    for wait in (*DISCARD_WAITS_S, None):
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            break
+        except OSError as exc:
+            if wait is not None and exc.errno in _NOT_WRITABLE | {errno.EBUSY}:
+                time.sleep(wait)
+                continue
+            if not _UNREMOVED:
+                import atexit
+
+                atexit.register(_retry_unremoved, None)
+            _UNREMOVED.add(tmp)
+            log.warning("could not remove the temp file %s (%s); it goes with the next write there", tmp, exc)
+            return
+        break
+    _UNREMOVED.discard(tmp)
 
 
 def _retry_unremoved(directory: Path | None) -> None:

@@ -422,6 +422,27 @@ def hook_log_path(root: str | os.PathLike[str]) -> str:
     return os.path.join(root, LOGS_DIR, HOOK_LOG_FILE)
 
 
+#: The hook log's words for a session end the hook could not queue (its
+#: disk full): `agents.hookqueue` writes and reads them, and the
+#: session-start hook looks for them in the log's last `LOST_SCAN_BYTES`
+#: before it imports anything to read them.
+HOOK_LOG_NOT_QUEUED = "could not queue the session"
+LOST_SCAN_BYTES = 256 * 1024
+
+
+def hook_log_names_lost_ends(root: str | os.PathLike[str]) -> bool:
+    """Whether the hook log's end holds `HOOK_LOG_NOT_QUEUED` at all: the
+    session-start hook's cheap first look (`hookqueue.lost_ends` reads
+    the lines, when it does)."""
+    try:
+        with open(hook_log_path(root), "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - LOST_SCAN_BYTES))
+            return HOOK_LOG_NOT_QUEUED.encode() in f.read()
+    except OSError:
+        return False
+
+
 def hook_pass_log_path(root: str | os.PathLike[str]) -> str:
     """`<root>/logs/hook-pass.log`: the detached hook pass's stdout and stderr."""
     return os.path.join(root, LOGS_DIR, HOOK_PASS_LOG_FILE)
@@ -470,6 +491,9 @@ VOUCHED_FILE = "vouched.jsonl"
 #: One line per correction that showed a live learned rule was not followed
 #: (`domain.record.Repeat`): the rule's record of being corrected again.
 REPEATS_FILE = "repeats.jsonl"
+#: One line per call, after a rule's accept, that its ask permission made
+#: the agent ask about, and what the person did (`domain.record.Asked`).
+ASKED_FILE = "asked.jsonl"
 #: One line per agent session the session-start hook saw begin, with the
 #: learned rule lines that reached the agent then (`agents.started`): what
 #: a rule's exposure is counted from.

@@ -15,6 +15,7 @@ validations.jsonl            one ValidationRecord per probe
 imported.jsonl               one ImportRecord (records.py) per session file imported from another agent
 vouched.jsonl                one VouchRecord (records.py) per correction the person vouched for
 repeats.jsonl                one Repeat per correction that showed a live rule was not followed
+asked.jsonl                  one Asked per call a rule's ask permission asked about, and what the person did
 started.jsonl                one SessionStart per agent session the session-start hook saw begin
 proposals/<id>.json          rule changes waiting for a person
 rules/<domain>.user.toml     the person's own rules — never written by code
@@ -100,7 +101,7 @@ from mecha.core.store.rules_text import parse_rules_file, render_learned_toml, r
 from mecha.core.store.watch import ReflectionsById, store_identity
 
 if TYPE_CHECKING:
-    from mecha.core.domain.record import Repeat, SessionStart
+    from mecha.core.domain.record import Asked, Repeat, SessionStart
     from mecha.core.domain.reflexion import Reflexion
 
 #: The names this module has always offered, each now defined by the part
@@ -539,6 +540,13 @@ class LearningStore:
 
     def repeats(self) -> list[Repeat]:
         return self.records.repeats()
+
+    def append_asked(self, records: Iterable[Asked]) -> None:
+        """Record calls an ask permission asked about. Caller holds the lock."""
+        self.records.append_asked(records)
+
+    def asked(self) -> list[Asked]:
+        return self.records.asked()
 
     def append_session_start(self, start: SessionStart) -> None:
         self.records.append_session_start(start)

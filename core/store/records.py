@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from mecha.core.domain.record import Repeat, SessionStart
+from mecha.core.domain.record import Asked, Repeat, SessionStart
 from mecha.core.domain.rules import validate_domain
 from mecha.core.store import files as _files
 from mecha.core.store.attempts import Attempt, AttemptState
 from mecha.core.store.codec import ENCODER, decoder
 from mecha.core.store.layout import (
+    ASKED_FILE,
     ATTEMPTS_FILE,
     DISTILLED_FILE,
     IMPORTED_FILE,
@@ -438,6 +439,14 @@ class Records:
     def repeats(self) -> list[Repeat]:
         """Every repeat on record, oldest first (`domain.record.Repeat`)."""
         return self.read_jsonl(REPEATS_FILE, decoder(Repeat), "repeat")
+
+    def append_asked(self, records: Iterable[Asked]) -> None:
+        """Record calls an ask permission asked about. Caller holds the lock."""
+        self.append_records(ASKED_FILE, records)
+
+    def asked(self) -> list[Asked]:
+        """Every call on record an ask permission asked about, oldest first."""
+        return self.read_jsonl(ASKED_FILE, decoder(Asked), "asked call")
 
     def append_session_start(self, start: SessionStart) -> None:
         """Record a session's start as the hook does: one line in one

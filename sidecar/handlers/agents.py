@@ -11,12 +11,12 @@ from typing import Any
 
 from mecha.core.agents import export_targets as et
 from mecha.core.agents import hooks as hk
-from mecha.core.agents.export import rewrite_file
 from mecha.core.agents.plugin import ClaudePlugin, double_reading, find_claude_plugins
 from mecha.core.agents.procedures import skill_program
 from mecha.core.agents.share import share
 from mecha.core.agents.skills import install_skills, skills_folder, uninstall_skills
 from mecha.core.environment.agents import CLAUDE, CODEX, NAMES
+from mecha.core.environment.confined import rewrite_file
 from mecha.core.environment.installed import find_agents
 from mecha.core.environment.settings import config_path
 from mecha.core.learning.scope import resolve_project
@@ -130,9 +130,7 @@ def export_rules(ctx: Context, p: m.ExportRulesParams, cancel: Cancel) -> m.Expo
 def share_rules(ctx: Context, p: m.ShareRulesParams, cancel: Cancel) -> m.ShareRulesResult:
     """The chosen rules into the repository's tracked instruction files
     (`share.share`); nothing is committed."""
-    repository = project_root(p.project if p.project is not None else os.getcwd())
-    if p.project is not None:
-        resolve_project(p.project)
+    repository = resolve_project(p.project) if p.project is not None else project_root(os.getcwd())
     done = share(ctx.store(), p.rules, repository)
     names = [os.path.relpath(path, repository) for path, _ in done.files]
     what = ", ".join(r.text[:60] for r in done.rules)

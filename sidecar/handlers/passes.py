@@ -20,10 +20,12 @@ from mecha.protocol import methods as m
 
 from .. import jobs as background
 from ..context import Context
+from ..hookrun import resume_lost_ends
 from ..rpc import Cancel
 
 
 def learn(ctx: Context, p: m.LearnParams, cancel: Cancel) -> m.LearnResult:
+    resume_lost_ends(str(ctx.root))
     validate_domain(p.domain)
     if p.min is not None and p.min < 1:
         raise InvalidInput("min: must be at least 1")

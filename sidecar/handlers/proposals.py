@@ -11,11 +11,10 @@ import logging
 import os
 from pathlib import Path
 
-from mecha.core.agents import hooks as hk
 from mecha.core.agents.export_targets import NO_RULES_YET, configured_targets, export_all, store_projects
-from mecha.core.agents.permissions import asks_after, set_asks
+from mecha.core.agents.permissions import write_asks
 from mecha.core.domain.rules import validate_domain
-from mecha.core.environment.agents import AGENTS, CLAUDE
+from mecha.core.environment.agents import AGENTS, CODEX
 from mecha.core.environment.installed import find_agents
 from mecha.core.environment.settings import config_path
 from mecha.core.errors import InvalidInput
@@ -75,16 +74,26 @@ def accept(ctx: Context, p: m.AcceptProposalParams, cancel: Cancel) -> m.AcceptP
         refresh_blocks(ctx)
     except Exception as exc:  # the accept has landed: a cache is never its error
         logging.getLogger(__name__).warning("rules block cache not refreshed: %s", exc)
-    try:
-        add, remove = asks_after(done.proposal.rules_before, done.proposal.rules)
-        if add or remove:
-            set_asks(hk.settings_path(CLAUDE.name, "user", home=Path.home(), cwd=Path.home()), add, remove)
-    except Exception as exc:  # the accept has landed: reported in the log, never its error
-        logging.getLogger(__name__).warning("ask permissions not written: %s", exc)
+    asks = write_asks(done.proposal.rules_before, done.proposal.rules, home=Path.home(), codex=exports_to_codex(ctx))
+    for w in asks:
+        if w.error is not None:
+            logging.getLogger(__name__).warning("ask permissions not written to %s: %s", w.path, w.error)
     return m.AcceptProposalResult(
         proposal=done.proposal, exports=reexport(ctx), promotions=done.promotions, used_lessons=used_lessons(done.proposal),
         next_pass=next_pass(ctx, done.proposal),
+        permissions=[m.ExportResult(path=w.path, changed=w.changed, error=w.error) for w in asks],
     )
+
+
+def exports_to_codex(ctx: Context) -> bool:
+    """Whether an accept exports to Codex (`configured_targets`: connected,
+    or named in `[export]`), so its asks go into Codex's rules too."""
+    try:
+        targets = configured_targets(config_path(), projects=store_projects(ctx.existing_store()))
+    except Exception as exc:  # an unreadable [export] is reported by the export itself
+        logging.getLogger(__name__).warning("export targets not read: %s", exc)
+        return False
+    return any(t.agent == CODEX.name for t in targets)
 
 
 def next_pass(ctx: Context, p: Proposal, *, start: bool = True) -> m.NextPass | None:

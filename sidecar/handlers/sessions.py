@@ -28,6 +28,7 @@ from mecha.protocol import methods as m
 
 from .. import jobs as background
 from ..context import Context
+from ..hookrun import resume_lost_ends
 from ..rpc import Cancel
 
 
@@ -88,6 +89,8 @@ def draft_resolved(ctx: Context, p: m.DraftResolvedParams, cancel: Cancel) -> m.
 
 
 def import_sessions(ctx: Context, p: m.ImportSessionsParams, cancel: Cancel) -> m.ImportSessionsResult:
+    if not p.dry_run:
+        resume_lost_ends(str(ctx.root))
     mining = ctx.with_voices(p.source, extra=p.voices)
     root = Path(p.dir) if p.dir is not None else importing.DEFAULT_DIRS[p.source].expanduser()
     since = importing.parse_since(p.since) if p.since else None

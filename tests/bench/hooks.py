@@ -21,6 +21,9 @@ the same shell around a bare interpreter of that venv.
   session of its own (three corrections each), each hook's wall time from
   spawn to exit — against `STORM` bare interpreters started at once. A
   storm counts only if every correction of every session was queued once.
+  `python -m tests.bench.hooks` runs the storm alone and prints it: the
+  slowest and median hook against the slowest and median bare interpreter
+  of the same run, and each one's CPU time.
 - **session start**: with a proposal pending, so the run reads the proposals
   and prints its line (checked on every run); also through the
   `mecha-sidecar` console script, whose launcher imports `re` first (the
@@ -226,7 +229,10 @@ def run(rounds: int) -> list[Figure]:
             ratio=max(storm) / max(bare_storm),
             goal=f"each < {STORM_GOAL_MS:.0f} ms",
             met=max(storm) * 1e3 < STORM_GOAL_MS,
-            notes=[f"median hook {median(storm) * 1e3:.0f} ms, fastest {min(storm) * 1e3:.0f} ms",
+            notes=[f"median hook {median(storm) * 1e3:.0f} ms, fastest {min(storm) * 1e3:.0f} ms; median "
+                   f"'python -c pass' {median(bare_storm) * 1e3:.0f} ms",
+                   f"CPU time (user + system) a hook: {cpu['storm'] * 1e3:.0f} ms, python -c pass "
+                   f"{cpu['bare_storm'] * 1e3:.0f} ms",
                    f"the hook pass had read all {STORM} sessions {storm_read_s:.1f} s after the first hook started"],
             extra={"hooks": STORM, "each_s": storm, "bare_each_s": bare_storm, "read_all_s": storm_read_s},
         ),
@@ -285,12 +291,54 @@ def _storm(install: RegularInstall, tmp: Path, env: dict[str, str], end: str) ->
         payloads.append(json.dumps({"session_id": sid, "transcript_path": str(path), "cwd": str(project),
                                     "hook_event_name": "SessionEnd"}).encode())
     started = time.monotonic()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     each = _at_once([["sh", "-c", shlex.join(argv)]] * STORM, payloads, project, env)
+    CPU["storm"] = [_cpu_since(before) / STORM]
     wait_for_hook_pass(store, timeout=600)
     read_all = time.monotonic() - started
     queued = sum(len(json.loads(p.read_text())["plans"]) for p in (store / "inbox").glob("*.json"))
     if queued != STORM * 3:
         raise RuntimeError(f"the storm queued {queued} of {STORM * 3} corrections")
     _settled(store, timeout=600)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     bare = _at_once([["sh", "-c", shlex.join([str(install.python), "-c", "pass"])]] * STORM, [b""] * STORM, project, env)
+    CPU["bare_storm"] = [_cpu_since(before) / STORM]
     return each, bare, read_all
+
+
+def _cpu_since(before: resource.struct_rusage) -> float:
+    """CPU seconds (user + system) of the children waited for since `before`:
+    the shells and the hooks, not the detached passes they start."""
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def storm_only() -> None:
+    """`python -m tests.bench.hooks`: the storm alone, as figure 11 runs it
+    (a regular install, `STORM` session-end hooks at once against as many
+    bare interpreters at once, in the same run), printed."""
+    import os
+
+    with tempfile.TemporaryDirectory(prefix="mecha-bench-") as tmp, contextlib.chdir(tmp):
+        load = os.getloadavg()[0]
+        print("building a regular install (venv + pip install of the checkout) …", file=sys.stderr, flush=True)
+        install = RegularInstall(Path(tmp))
+        home, store = Path(tmp) / "home", Path(tmp) / "store"
+        (Path(tmp) / "proj" / ".git").mkdir(parents=True)
+        home.mkdir()
+        env = {**child_env(), "HOME": str(home)}
+        end = shlex.join([str(install.python), "-P", "-m", "mecha.sidecar", "hook", "claude", "session-end",
+                          "--learning-dir", str(store)])
+        storm, bare, read_all = _storm(install, Path(tmp), env, end)
+    ms = 1e3
+    print(f"{STORM} session-end hooks at once, regular install, load average {load:.1f} at the start")
+    print(f"  slowest hook {max(storm) * ms:.0f} ms, median {median(storm) * ms:.0f} ms, "
+          f"fastest {min(storm) * ms:.0f} ms; CPU (user + system) {CPU['storm'][0] * ms:.1f} ms a hook")
+    print(f"  slowest of {STORM} 'python -c pass' at once {max(bare) * ms:.0f} ms, median {median(bare) * ms:.0f} ms; "
+          f"CPU {CPU['bare_storm'][0] * ms:.1f} ms each")
+    print(f"  slowest hook / slowest bare: {max(storm) / max(bare):.2f}×; median / median: "
+          f"{median(storm) / median(bare):.2f}×; all {STORM} sessions read {read_all:.1f} s after the first hook started")
+
+
+if __name__ == "__main__":
+    storm_only()

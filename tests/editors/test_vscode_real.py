@@ -70,10 +70,22 @@ created_at = "2026-01-02T00:00:00.000000Z"
 DUPLICATE = "run the tests before saying a change works"
 NEW_RULE = "Quote the exact error message when reporting a failure."
 
+#: The lessons the pending proposal was drawn from: its new rule cites all
+#: three, so its accept uses them up and leaves no `behavior` lesson for a
+#: next pass (an accept starts one for any that still wait, whose proposal
+#: would land in Problems while the test waits for it to empty).
 LESSONS = [
     "Ask before deleting anything outside the working directory.",
     "Keep status updates to one line while a task runs.",
     "Stop and wait when the person narrows the task mid-run.",
+]
+#: The domain "mecha: Learn Now" is run for, and its own lessons: none of
+#: them is the accepted proposal's business.
+LEARN_DOMAIN = "writing"
+LEARN_LESSONS = [
+    "Open an email with the answer, then the reasons.",
+    "Sign off with the person's first name only.",
+    "Keep a status email under five sentences.",
 ]
 
 
@@ -82,8 +94,9 @@ LESSONS = [
 
 def build_store(root: Path) -> tuple[LearningStore, Proposal]:
     """A store whose learned `behavior` file holds a duplicate rule, with a
-    pending proposal (the live rules plus one) and reflections a learn pass
-    can learn from."""
+    pending proposal (the live rules plus one, citing every lesson it was
+    drawn from) and, in another domain, reflections a learn pass can learn
+    from."""
     from mecha.core.domain.reflexion import Origin, Reflexion
 
     store = LearningStore.open(root)
@@ -91,26 +104,29 @@ def build_store(root: Path) -> tuple[LearningStore, Proposal]:
     store.commit("seed the VS Code test's store")
     before = store.learned_rules("behavior")
     assert len(before) == 2, before
+    batch = [f"refl-{i}" for i in range(len(LESSONS))]
     proposal = Proposal(
         id=mint_proposal_id(),
         domain="behavior",
         status=ProposalStatus.PENDING,
-        reflexion_ids=[],
+        reflexion_ids=batch,
         rules_before=before,
-        rules=[*before, Rule(text=NEW_RULE, id="r-quote-errors", created_at=now())],
+        rules=[*before, Rule(text=NEW_RULE, id="r-quote-errors", created_at=now(), sources=batch)],
         evidence="seeded by the VS Code test",
         created_at=now(),
     )
     store.write_proposal(proposal)
-    for i, lesson in enumerate(LESSONS):
+    lessons = [("behavior", f"refl-{i}", lesson) for i, lesson in enumerate(LESSONS)]
+    lessons += [(LEARN_DOMAIN, f"refl-{LEARN_DOMAIN}-{i}", lesson) for i, lesson in enumerate(LEARN_LESSONS)]
+    for n, (domain, rid, lesson) in enumerate(lessons):
         store.append_reflexion(
             Reflexion(
-                id=f"refl-{i}",
-                domain="behavior",
-                session_id=f"s-{i}",
-                trigger=("steer", "denial", "followup")[i],
+                id=rid,
+                domain=domain,
+                session_id=f"s-{n}",
+                trigger=("steer", "denial", "followup")[n % 3],
                 context="editing files",
-                intervention=f"lesson {i}: {lesson}",
+                intervention=f"lesson {n}: {lesson}",
                 reflexion_text=lesson,
                 confidence=0.8,
                 created_at=now(),
@@ -288,7 +304,8 @@ def test_the_extension_in_a_real_vscode_reviews_a_proposal_from_the_lightbulb(tm
     on the pending-proposal diagnostic listing accept, reject and show diff
     (it listed only "Disable rule" when they were source actions); show diff
     opening the `mecha-proposal:` document; accept rewriting the file on disk
-    and clearing its Problems entry; a learn pass's progress; and a
+    and clearing its Problems entry (its new rule cites every lesson it was
+    drawn from, so no next pass follows it); a learn pass's progress; and a
     `mecha.serverPath` that names no program failing with a message, not a hang."""
     parts = manifest("vscode")
     vsix = package_vsix()
@@ -332,6 +349,7 @@ def test_the_extension_in_a_real_vscode_reviews_a_proposal_from_the_lightbulb(tm
             "proposal_id": proposal.id,
             "new_rule": NEW_RULE,
             "duplicate_text": DUPLICATE,
+            "learn_domain": LEARN_DOMAIN,
             "settings": str(settings),
             "missing_server": str(tmp_path / "no-such-dir" / "mecha-sidecar"),
             "readme_shot": str(artifacts / "quick-fix.png"),
@@ -372,6 +390,9 @@ def test_the_extension_in_a_real_vscode_reviews_a_proposal_from_the_lightbulb(tm
         assert title in quick, where
     assert seen["diff_tab"].startswith(f"{proposal.id}.diff"), where
     assert any(line.startswith("+") and NEW_RULE in line for line in seen["diff_text"]), where
+    # The accept used every lesson its rule cites: it says nothing waits, so no pass started behind it.
+    assert f"accepted proposal {proposal.id}; behavior now has 3 active learned rules" in seen["accept_said"], where
+    assert "more lesson(s) wait" not in seen["accept_said"], where
     assert not any(f"proposal {proposal.id}" in p for p in seen["problems_after"]), where
     assert any("the same rule as rule 1" in p for p in seen["problems_after"]), where
     assert seen["status_after"] == {"text": "mecha", "icon": "check"}, where
@@ -379,13 +400,18 @@ def test_the_extension_in_a_real_vscode_reviews_a_proposal_from_the_lightbulb(tm
     assert "Remove duplicate rule r-tests-again" in seen["duplicate_fixes"], where
     assert DUPLICATE not in seen["learned_after_remove"] and NEW_RULE in seen["learned_after_remove"], where
     assert seen["problems_after_remove"] == [], where
-    assert seen["progress"].startswith("mecha learn behavior"), where
-    assert "pass for behavior proposed" in seen["learn_finished"], where
+    assert seen["progress"].startswith(f"mecha learn {LEARN_DOMAIN}"), where
+    assert f"pass for {LEARN_DOMAIN} proposed" in seen["learn_finished"], where
     assert params["missing_server"] in seen["missing_server_error"], where
     assert seen["status_missing_server"]["icon"] == "warning", where
 
-    # What the accept had to change: the store on disk.
+    # What the accept had to change: the store on disk. Its lessons are used
+    # up, and the only other proposal is the one "Learn Now" asked for.
     assert store.proposal(proposal.id).status == ProposalStatus.ACCEPTED, where
+    assert {r.id: r.is_processed for r in store.reflexions() if r.domain == "behavior"} == dict.fromkeys(
+        proposal.reflexion_ids, True), where
+    others = [(p.domain, p.status) for p in store.proposals() if p.id != proposal.id]
+    assert others == [(LEARN_DOMAIN, ProposalStatus.PENDING)], f"{others}{where}"
     # ... then the duplicate's removal: the other two rules, as accepted.
     kept = [r.text for r in proposal.rules if r.id != "r-tests-again"]
     assert [r.text for r in store.learned_rules("behavior")] == kept, where

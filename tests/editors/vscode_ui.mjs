@@ -222,6 +222,10 @@ async function main() {
     await openFile("behavior.learned.toml");
     await quickFixes(1);
     await pickQuickFix(`Accept proposal ${params.proposal_id}`);
+    out.accept_said = await waitFor("the accept's notification", async () =>
+      (await notifications()).find((t) => t.includes(`accepted proposal ${params.proposal_id}`)),
+    );
+    log(`accept said: ${out.accept_said}`);
     out.learned_after_accept = await waitFor("the learned file on disk to hold the accepted rule", async () => {
       const text = fs.readFileSync(params.learned, "utf8");
       return text.includes(params.new_rule) ? text : undefined;
@@ -248,6 +252,12 @@ async function main() {
     out.duplicate_fixes = await quickFixes(copyAt);
     log(`Ctrl+. on line ${copyAt} lists: ${JSON.stringify(out.duplicate_fixes)}`);
     await pickQuickFix("Remove duplicate rule");
+    // Save once the edit is in the buffer: a save that beats the edit
+    // writes the file unchanged and leaves the edit unsaved.
+    await waitFor("the editor to lose the duplicate", async () => {
+      const text = await editorText();
+      return text.includes(params.new_rule) && !text.includes(params.duplicate_text) ? text : undefined;
+    });
     await page.keyboard.press("Control+S");
     out.learned_after_remove = await waitFor("the learned file on disk to lose the duplicate", async () => {
       const text = fs.readFileSync(params.learned, "utf8");
@@ -261,9 +271,9 @@ async function main() {
     // A learn pass shows its progress while the scripted model holds it.
     await runCommand("mecha: Learn Now");
     await waitFor("the domain picker", async () =>
-      (await texts(".quick-input-widget .monaco-list-row")).some((t) => t.includes("behavior")),
+      (await texts(".quick-input-widget .monaco-list-row")).some((t) => t.includes(params.learn_domain)),
     );
-    await page.keyboard.type("behavior");
+    await page.keyboard.type(params.learn_domain);
     await page.keyboard.press("Enter");
     out.progress = await waitFor("the learn pass's progress in the status bar", async () =>
       (await statusTexts()).find((t) => t.includes("mecha learn")),
@@ -271,7 +281,7 @@ async function main() {
     log(`progress: ${out.progress}`);
     await shot("progress");
     out.learn_finished = await waitFor("the pass's proposal notification", async () =>
-      (await notifications()).find((t) => t.includes("pass for behavior proposed")),
+      (await notifications()).find((t) => t.includes(`pass for ${params.learn_domain} proposed`)),
     60_000);
     log(`learn finished: ${out.learn_finished}`);
 

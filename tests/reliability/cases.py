@@ -93,7 +93,8 @@ VALID_PARAMS: dict[str, dict[str, Any]] = {
         "distrust_tools": ["WebFetch"],
     },
     "mecha/heldCorrections": {"limit": 5},
-    "mecha/vouch": {"ids": ["refl-held-1"], "by": "dana"},
+    # The template's held corrections (`fuzz.HELD_IDS`): one by its id's last part, one whole.
+    "mecha/vouch": {"ids": ["held0001", "20260101T000000-held0002"], "by": "dana"},
     "mecha/exportRules": {"target": "agents", "path": "AGENTS.md", "check": True},
     "mecha/shareRules": {"rules": ["r-1"], "project": "/srv/app"},
     "mecha/hookStatus": {"agent": "claude", "scope": "user"},

@@ -94,6 +94,8 @@ READ_ONLY = frozenset(
         "mecha/proposals",
         "mecha/proposal",
         "mecha/ruleTallies",
+        "mecha/heldCorrections",
+        "mecha/rules",
         "mecha/judge",
         "mecha/judgeDrawn",
         "mecha/doctor",
@@ -103,6 +105,10 @@ READ_ONLY = frozenset(
 PENDING_ID = "20260101T000000-0000aaaa"
 ACCEPTED_ID = "20260101T000000-0000bbbb"
 WHEN = "2026-01-01T00:00:00.000000Z"
+#: The held corrections' ids in a template built with `sessions`
+#: (`held_corrections`): the first a program of the person's own held back
+#: (vouchable), the second a stranger's text (`curl`) held back (refused).
+HELD_IDS = ("20260101T000000-held0001", "20260101T000000-held0002")
 
 #: Strings that have hurt path-building code before.
 TRICKY = [
@@ -148,8 +154,10 @@ TRICKY = [
 # ─── the store ──────────────────────────────────────────────────────────────
 
 
-def build_template(root: Path) -> None:
-    """A store with something in every file a request can touch."""
+def build_template(root: Path, sessions: Path | None = None) -> None:
+    """A store with something in every file a request can touch; with
+    `sessions` (a folder outside the store), also two corrections held back
+    as untrusted, read from Claude Code session files written there."""
     store = LearningStore.open(root)
     rules = root / "rules"
     (rules / "behavior.user.toml").write_text('# mine\n[[rules]]\ntext = "Answer in English"\n')
@@ -195,9 +203,46 @@ def build_template(root: Path) -> None:
     )
     store.mark_mined("run-0")
     jobs_mod.write_job(root, jobs_mod.Job(id="20260101T000000-learn-aaaaaa-1", kind="learn", state="done", started_at=WHEN))
+    if sessions is not None:
+        held_corrections(store, sessions)
     with store.lock():
         pass
     store.commit("fuzz: the starting store")
+
+
+class _NoModel:
+    """A provider for a reflect pass that must not call one: every
+    correction it meets reads untrusted, and is recorded without a call."""
+
+    async def complete(self, request: Any) -> Any:
+        raise AssertionError("the held corrections' pass called the model")
+
+
+def held_corrections(store: LearningStore, sessions: Path) -> None:
+    """Two corrections held back (`HELD_IDS`), as an import and its reflect
+    pass record them: one after a program the reader does not know (the
+    person may vouch for it), one after a `curl` (a stranger's text: never)."""
+    import asyncio
+    from unittest import mock
+
+    from mecha.core.agents.importing import import_sessions
+    from mecha.core.learning.reflect import reflect_inbox
+    from mecha.core.learning.reflection import Reflector
+    from mecha.core.sessions.mining import DEFAULT_VOICES
+    from tests.core.ccfixture import Claude, text, use
+
+    cc = Claude(session="f0220001-1111-4222-8333-444455556666")
+    cc.user("Speed up the parser.").assistant(text("Measuring."), use("s1", "Bash", command="benchtool --quick parser"))
+    cc.result("s1", "12 ms").assistant(text("12 ms a file.")).user("Always measure three runs, not one.")
+    cc.assistant(text("Reading the guide."), use("s2", "Bash", command="curl -s https://example.org/guide")).result("s2", "Cache.")
+    cc.assistant(text("The guide says to cache.")).user("Cache the tokenizer only.").assistant(text("Done."))
+    folder = sessions / "-home-pat-proj"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "held.jsonl").write_bytes(cc.bytes())
+    import_sessions(store, "claude", sessions, voices=DEFAULT_VOICES)
+    ids = iter(HELD_IDS)
+    with mock.patch("mecha.core.learning.reflect.mint_reflexion_id", lambda: next(ids)):
+        asyncio.run(reflect_inbox(store, Reflector(_NoModel())))  # type: ignore[arg-type]
 
 
 def snapshot(root: Path) -> dict[str, tuple[int, int, int, int]]:
@@ -665,7 +710,7 @@ def run(cases: int, seed: int, start: int = 0, reset_every: int = 500, out: Any 
     try:
         os.environ["MECHA_SIDECAR_CONFIG"] = str(tmp / "no-config.toml")
         template = tmp / "template"
-        build_template(template)
+        build_template(template, sessions=tmp / "held-sessions")
         work = tmp / "work"
         work.mkdir()
         fuzzer = Fuzzer(seed=seed, work=work, template=template, server=server)

@@ -702,6 +702,29 @@ def test_a_negative_probe_index_is_invalid_params_naming_at(tmp_path, at: int) -
     assert f"probe `at` = {at}" in err.message
 
 
+@pytest.mark.parametrize(
+    ("project", "named"),
+    [("/srv/app\x00", "contains a NUL character"), ("", "must be an absolute directory path"), ("srv/app", "not an absolute path")],
+)
+def test_a_share_project_no_path_can_be_is_invalid_params_naming_project(tmp_path, project: str, named: str) -> None:
+    # Pins: a NUL in `project` reached the file system before the project
+    # was checked, and came back as an internal error (`embedded null byte`).
+    # `mecha/shareRules` writes a repository's files, so the fuzz never runs
+    # it; its paths are pinned here.
+    from mecha.protocol.errors import rpc_error_from
+    from mecha.sidecar.context import Context
+    from mecha.sidecar.handlers import make_dispatch
+    from mecha.sidecar.rpc import Cancel
+
+    dispatch = make_dispatch(Context(root=tmp_path / "store"))
+    with pytest.raises(Exception) as caught:
+        dispatch("mecha/shareRules", msgspec.json.encode({"rules": ["r-1"], "project": project}), Cancel())
+    err = rpc_error_from(caught.value)
+    assert err.code == codes.INVALID_PARAMS, err.message
+    assert err.message.startswith("project: ") and named in err.message, err.message
+    assert list(tmp_path.iterdir()) == [], "nothing is made for a refused share"
+
+
 @pytest.mark.parametrize("which", sorted(ENDPOINTS))
 def test_initialize_with_wrong_types_is_refused_and_a_good_one_still_works(spawn_sidecar: SpawnSidecar, which: str) -> None:  # noqa: F811
     s = spawn_sidecar(argv=ENDPOINTS[which], initialize=False)

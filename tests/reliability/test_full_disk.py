@@ -299,3 +299,102 @@ def test_a_pass_that_fills_the_disk_records_its_named_failure_not_a_crash(small_
     assert ended.state == "failed", (ended, done.stderr[-3000:])
     assert "StoreFull" in (ended.outcome or "") and "killed or crashed" not in (ended.outcome or ""), (ended, done.stderr[-3000:])
     small_disk.free()
+
+
+def _fill_to_the_last_byte(disk: SmallDisk) -> None:
+    """No room at all: what `fill` left free taken by a second filler."""
+    disk.fill(0)
+    try:
+        with open(disk.filler, "ab") as f:
+            while True:
+                f.write(b"\0" * 512)
+                f.flush()
+    except OSError:
+        pass
+
+
+def _session_log_lines(root: Path, sid: str) -> list[str]:
+    log = root / "logs" / "hooks.log"
+    return [line for line in log.read_text().splitlines() if f" session-end session={sid}" in line]
+
+
+@pytest.mark.parametrize("retried_by", ["session-start", "session-end", "import", "learn"])
+def test_a_session_end_the_hook_could_not_queue_is_read_once_by_the_next_hook_import_or_learn(
+    small_disk: SmallDisk, tmp_path: Path, retried_by: str
+) -> None:
+    # Pins: a session that ended while the store's disk was full lost to the
+    # hooks — one hooks.log line, doctor naming it, and nothing reading it
+    # until someone typed an import.
+    import json
+    import sys
+
+    from mecha.core.agents.hooks import log_hook_run
+    from mecha.core.doctor import run_checks
+    from mecha.core.store.inbox import queued_session_ids
+    from tests.core.ccfixture import Claude, text
+    from tests.e2e.conftest import clean_env, wait_until
+    from tests.processes import wait_for_hook_pass
+
+    root = small_disk.mount / "learning"
+    open_store(root)
+    env = clean_env(tmp_path)
+    project = tmp_path / "proj"
+    project.mkdir()
+    sid = "f0110000-0000-4000-8000-000000000001"
+    cc = Claude(session=sid, cwd=str(project))
+    cc.user("Write the release notes.").assistant(text("Wrote four pages.")).user("No, keep them to one paragraph.")
+    cc.assistant(text("Done."))
+    transcript = tmp_path / "sessions" / f"{sid}.jsonl"
+    transcript.parent.mkdir()
+    transcript.write_bytes(cc.bytes())
+    # An earlier hook's line: the log has room left in its last page, as a
+    # log that has been written to does.
+    log_hook_run(root, "claude", "session-start", "an earlier session")
+
+    def run(*argv: str, payload: dict | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-P", "-m", "mecha.sidecar", *argv], input=json.dumps(payload or {}),
+                              capture_output=True, text=True, env=env, cwd=project, timeout=120)
+
+    def hook(which: str, session: str, path: Path) -> None:
+        done = run("hook", "claude", which, "--learning-dir", str(root),
+                   payload={"session_id": session, "transcript_path": str(path), "cwd": str(project),
+                            "hook_event_name": "SessionEnd" if which == "session-end" else "SessionStart"})
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+
+    def hooks_check() -> object:
+        (check,) = [c for c in run_checks(root, env={}) if c.name == "hooks"]
+        return check
+
+    _fill_to_the_last_byte(small_disk)
+    hook("session-end", sid, transcript)
+    assert not (root / "hook-queue").exists() or not [p for p in (root / "hook-queue").iterdir() if p.suffix == ".json"]
+    [failed] = _session_log_lines(root, sid)
+    assert "could not queue" in failed, failed
+    assert not hooks_check().ok  # type: ignore[attr-defined]
+
+    small_disk.free()
+    if retried_by == "session-start":
+        hook("session-start", "f0110000-0000-4000-8000-000000000002", transcript)
+    elif retried_by == "session-end":
+        other = tmp_path / "sessions" / "other.jsonl"
+        other.write_bytes(Claude(session="f0110000-0000-4000-8000-000000000003", cwd=str(project))
+                          .user("Hello.").assistant(text("Hi.")).bytes())
+        hook("session-end", "f0110000-0000-4000-8000-000000000003", other)
+    elif retried_by == "import":
+        (tmp_path / "no-sessions").mkdir()
+        done = run("--learning-dir", str(root), "import", "claude", str(tmp_path / "no-sessions"), "--no-wait")
+        assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    else:
+        done = run("--learning-dir", str(root), "learn", "behavior")
+        assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    wait_until(lambda: len(_session_log_lines(root, sid)) >= 2, "the lost session end to be read", timeout=60)
+    wait_for_hook_pass(root)
+    store = LearningStore(root)
+    assert any(s.endswith(sid) for s in queued_session_ids(store) | store.mined_sessions()), _session_log_lines(root, sid)
+    assert hooks_check().ok, hooks_check()  # type: ignore[attr-defined]
+
+    # Read once: later hooks do not queue it again.
+    hook("session-start", "f0110000-0000-4000-8000-000000000004", transcript)
+    wait_for_hook_pass(root)
+    lines = _session_log_lines(root, sid)
+    assert len(lines) == 2 and "queued 1 new intervention" in lines[1], lines

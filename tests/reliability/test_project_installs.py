@@ -101,7 +101,7 @@ def test_a_settings_file_that_is_a_fifo_is_refused_without_waiting(world):
 def test_a_folder_of_another_user_is_refused_before_anything_is_written(world, monkeypatch):
     # Pins: a planted worktree entry naming a folder another uid owns, and
     # the person's rules written into it; the writer asks whose folder it is.
-    from mecha.core.agents.export import reach_problem
+    from mecha.core.environment.confined import reach_problem
 
     _, repo, _ = world
     (repo / ".claude").mkdir()

@@ -102,14 +102,17 @@ def test_the_same_exchange_in_two_projects_is_queued_for_each(tmp_path: Path) ->
 def test_doctor_names_a_session_end_the_hook_could_not_queue_until_it_is_read(tmp_path: Path) -> None:
     # Pins: a session that ended while the store's disk was full, lost to
     # the hooks with one hooks.log line and doctor silent.
+    from mecha.core.agents.hookqueue import not_queued_words
     from mecha.core.agents.hooks import log_hook_run
     from mecha.core.doctor import run_checks
 
     store = LearningStore.open(tmp_path / "learning")
-    log_hook_run(store.root, "claude", "session-end", "failed: StoreFull: no room left on the store's disk",
-                 session_id="eeee0001-1111-4222-8333-444455556666", cwd="/home/pat/proj")
-    log_hook_run(store.root, "claude", "session-end", "failed: StoreFull: no room left on the store's disk",
-                 session_id="eeee0002-1111-4222-8333-444455556666", cwd="/home/pat/proj")
+    full = OSError(28, "No space left on device")
+    for sid in ("eeee0001-1111-4222-8333-444455556666", "eeee0002-1111-4222-8333-444455556666"):
+        told = {"session_id": sid, "transcript_path": f"/home/pat/.claude/projects/p/{sid}.jsonl",
+                "cwd": "/home/pat/proj", "event": "SessionEnd"}
+        log_hook_run(store.root, "claude", "session-end", not_queued_words(told, full), session_id=sid,
+                     cwd="/home/pat/proj")
     (hooks,) = [c for c in run_checks(store.root, env={}) if c.name == "hooks"]
     assert not hooks.ok and "2 session end(s)" in hooks.detail and "mecha-sidecar import claude" in hooks.detail, hooks
     # The next end of the same session queued it: one is left.

@@ -337,6 +337,25 @@ def node(args: list[Word]) -> Runs | None:
     return _ok(bool(found.rest) and _project_script(found.rest[0]))
 
 
+def fed_code(name: str, args: list[Word], code: str) -> list[Word] | None:
+    """The arguments of a Python or Node that reads its program from a
+    here-document (`python3 - <<'EOF'`, `node <<EOF`) with that program
+    given on the line instead (`-c`, `-e`), to be judged as code on the line
+    is. `None` when the program is neither, or is given its code, a module
+    or a script already: the here-document is then its input, not its code."""
+    if PYTHON.fullmatch(name):
+        options, flag = _PYTHON, "-c"
+    elif name == "node":
+        options, flag = _NODE, "-e"
+    else:
+        return None
+    found = scan(args, options)
+    if found is None or found.has(*options.code, "-m") or (found.rest and found.rest[0] != "-"):
+        return None
+    at = len(args) - len(found.rest)
+    return [*args[:at], flag, code, *found.rest[1:]]
+
+
 def code_doubt(name: str, args: list[Word]) -> CodeDoubt | None:
     """Why the code a program was given on the line is untrusted, in the
     words a person is shown, and whether it reaches the network; `None`

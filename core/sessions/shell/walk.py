@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import tree_sitter
 
 from mecha.core.sessions.shell import git as gitrules
-from mecha.core.sessions.shell.families import FAMILIES, code_doubt, python
+from mecha.core.sessions.shell.families import FAMILIES, code_doubt, fed_code, python
 from mecha.core.sessions.shell.names import PYTHON, entry_for, outside_program, program_name, project_program
 from mecha.core.sessions.shell.options import Runs, Word
 from mecha.core.sessions.shell.programs import GIT_SUBCOMMANDS, NETWORK, PROGRAMS, SUBCOMMANDS, is_network, talks_to_remote
@@ -37,7 +37,7 @@ from mecha.core.sessions.shell.verdict import (
     ShellTrust,
     Verdict,
 )
-from mecha.core.sessions.shell.words import INERT, WALKED, Known, brace_expands, literal, parse, text
+from mecha.core.sessions.shell.words import INERT, WALKED, Known, brace_expands, brace_words, heredoc_text, literal, parse, text
 
 #: A command line longer than this is not parsed: untrusted.
 MAX_COMMAND_CHARS = 200_000
@@ -111,6 +111,8 @@ class Walker:
         self.definite = True
         #: Whether a folder of the project may be on `PATH` here.
         self.project_path = False
+        #: What a here-document feeds a command, by the command's span (`feed`).
+        self.fed: dict[tuple[int, int], str] = {}
 
     def fail(self, why: str, program: str | None = None, entry: str | None = None, *, network: bool = False) -> bool:
         """Record the first reason the line is untrusted; always False."""
@@ -149,6 +151,13 @@ class Walker:
             return self.fail("`${x@P}` runs what a prompt string holds")
         if kind == "for_statement":
             return self.for_loop(node, depth)
+        if kind == "redirected_statement":
+            # A here-document is expanded before its command starts: what
+            # its substitutions run is judged first, and before its code.
+            redirects = node.children_by_field_name("redirect")
+            if not all(self.node(r, depth) for r in redirects if r.type == "heredoc_redirect"):
+                return False
+            self.feed(node.child_by_field_name("body"), redirects)
         if kind in _ASSIGNING or (kind == "expansion" and "=" in text(node)):
             self.values.clear()  # `((n=1))`, `${X:=v}`: a variable changed where the reader does not follow
         if kind in WALKED:
@@ -214,7 +223,7 @@ class Walker:
             return False
         variable, body = node.child_by_field_name("variable"), node.child_by_field_name("body")
         name = text(variable) if variable is not None else ""
-        choices = list(dict.fromkeys(self.loop_value(item) for item in items)) if items else [None]
+        choices = list(dict.fromkeys(v for item in items for v in self.loop_values(item))) if items else [None]
         definite, self.definite = self.definite, False
         try:
             for choice in choices if len(choices) <= MAX_LOOP_VALUES else [None]:
@@ -226,14 +235,31 @@ class Walker:
             self.definite = definite
             self.values[name] = None
 
-    def loop_value(self, item: tree_sitter.Node) -> str | None:
-        """One value of a `for` list, when it can be neither an option nor
-        several words: a pattern must start with a folder (`src/*.py`), as a
-        name matched by `*` might start with `-`."""
-        value = None if brace_expands(item) else literal(item, self.known)
-        if value is None or not value or value[0] in "-*?[" or any(c.isspace() for c in value):
-            return None
-        return value
+    def loop_values(self, item: tree_sitter.Node) -> list[str | None]:
+        """The values one word of a `for` list makes (several for a brace
+        expansion), each kept when it can be neither an option nor several
+        words: a pattern must start with a folder (`src/*.py`), as a name
+        matched by `*` might start with `-`."""
+        values = brace_words(item) if brace_expands(item) else [literal(item, self.known)]
+        if values is None:
+            return [None]
+        return [None if v is None or not v or v[0] in "-*?[" or any(c.isspace() for c in v) else v for v in values]
+
+    def feed(self, body: tree_sitter.Node | None, redirects: Sequence[tree_sitter.Node]) -> None:
+        """Note the code a here-document feeds a command on its standard
+        input (`fed`), when it is the statement's one redirection of
+        standard input. The command is the statement's last: tree-sitter-bash
+        hangs `a && b <<EOF` on the list, and bash gives it to `b`."""
+        # tree-sitter-bash hangs a redirection written after `<<EOF` inside it.
+        every = [*redirects, *(c for r in redirects if r.type == "heredoc_redirect" for c in r.named_children if c.type.endswith("redirect"))]
+        stdin = [r for r in every if r.type in ("heredoc_redirect", "herestring_redirect") or (r.type == "file_redirect" and "<" in text(r).split(None, 1)[0])]
+        if len(stdin) != 1 or stdin[0].type != "heredoc_redirect" or any(c.type == "file_descriptor" for c in stdin[0].named_children):
+            return
+        while body is not None and body.type in ("list", "pipeline"):
+            body = body.named_children[-1] if body.named_children else None
+        code = heredoc_text(stdin[0], self.known) if body is not None and body.type == "command" else None
+        if body is not None and code is not None:
+            self.fed[(body.start_byte, body.end_byte)] = code
 
     def redirect(self, node: tree_sitter.Node, depth: int) -> bool:
         target = node.child_by_field_name("destination")
@@ -268,11 +294,21 @@ class Walker:
                     if not self.node(child, depth):
                         return False
                     continue
-                if brace_expands(word):
-                    return self.fail("a brace expansion makes words the line does not show", text(word))
                 if not self.node(word, depth):  # substitutions inside the word
                     return False
+                if brace_expands(word):
+                    made = brace_words(word)
+                    if made is None:
+                        return self.fail("a brace expansion makes words the line does not show", text(word))
+                    argv.extend(made)
+                    continue
                 argv.append(literal(word, self.known))
+            self.feed(node, [c for c in node.named_children if c.type.endswith("redirect")])
+            code = self.fed.pop((node.start_byte, node.end_byte), None)
+            name = program_name(commands[0][0]) if code is not None and commands[0] else None
+            fed = fed_code(name, commands[0][1:], code) if name is not None and code is not None else None
+            if fed is not None:
+                commands[0] = [commands[0][0], *fed]
             return self.argv(commands[0], depth) and all(self.argv(self.unprefixed(c), depth) for c in commands[1:])
         finally:
             self.project_path = project_path  # a prefix `PATH=…` is the command's alone

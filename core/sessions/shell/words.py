@@ -5,7 +5,12 @@ asks of each word what text it stands for after quote removal (`literal`),
 or that the text is known only when the line runs (`None`: a variable, a
 substitution the reader cannot stand in for). Which node kinds hold
 statements to walk and which hold nothing that runs are listed here, so a
-node kind nobody listed is untrusted by the walker (`walk.py`).
+node kind nobody listed is untrusted by the walker (`walk.py`). Two more
+things bash makes of the text: the words a brace expansion generates
+(`brace_words`: `src/{a,b}.py` is two file names, no more hidden than if
+typed out — an earlier rule refused every brace, and held back `mkdir -p
+x/{y,z}` as a stranger might have), and what a here-document feeds its
+command (`heredoc_text`: quoted, as written; unquoted, expanded).
 """
 
 from __future__ import annotations
@@ -127,3 +132,132 @@ def brace_expands(node: tree_sitter.Node) -> bool:
         skeleton = "".join(re.sub(r"\\.", "_", text(c), flags=re.DOTALL) if c.type == "word" else "_" for c in node.named_children)
         return _BRACES.search(skeleton) is not None
     return False
+
+
+#: How many words one brace expansion may make before the reader stops
+#: making them (`brace_words`): more is not a file list a person typed.
+MAX_BRACE_WORDS = 64
+_SEQUENCE = re.compile(r"(-?\d+)\.\.(-?\d+)(?:\.\.(-?\d+))?|([A-Za-z])\.\.([A-Za-z])(?:\.\.(-?\d+))?")
+
+
+def brace_words(node: tree_sitter.Node) -> list[str] | None:
+    """The words bash makes of an unquoted word with a brace expansion
+    (`src/{a,b}.py` → `src/a.py src/b.py`, `{1..3}`), after quote removal,
+    empty ones dropped as bash drops them; `None` when the word holds
+    anything but plain text and braces (a quote, a variable, a substitution:
+    their order against the braces is not followed) or makes more than
+    `MAX_BRACE_WORDS` words."""
+    parts = node.named_children if node.type == "concatenation" else [node]
+    if not all(p.type in ("word", "brace_expression") for p in parts):
+        return None
+    # An escaped character never takes part: stand it aside, put it back after.
+    escaped: list[str] = []
+
+    def aside(match: re.Match[str]) -> str:
+        escaped.append(match.group(0))
+        return f"\x00{len(escaped) - 1}\x01"
+
+    masked = re.sub(r"\\.", aside, "".join(text(p) for p in parts), flags=re.DOTALL)
+    try:
+        words = _expand(masked)
+    except _TooMany:
+        return None
+    back = [re.sub(r"\x00(\d+)\x01", lambda m: escaped[int(m.group(1))], w) for w in words]
+    return [_unescape_word(w) for w in back if w]
+
+
+class _TooMany(Exception):
+    """A brace expansion makes more than `MAX_BRACE_WORDS` words."""
+
+
+def _expand(word: str) -> list[str]:
+    """Bash's brace expansion of `word` (escapes already set aside), left
+    to right; `_TooMany` past `MAX_BRACE_WORDS`."""
+    start = 0
+    while True:
+        opening = word.find("{", start)
+        if opening < 0:
+            return [word]
+        closing, alternatives = _group(word, opening)
+        if closing is None or alternatives is None:
+            start = opening + 1
+            continue
+        head, tail = word[:opening], _expand(word[closing + 1 :])
+        out: list[str] = []
+        for alternative in alternatives:
+            out += [head + i + t for i in _expand(alternative) for t in tail]
+            if len(out) > MAX_BRACE_WORDS:
+                raise _TooMany
+        return out
+
+
+def _group(word: str, opening: int) -> tuple[int | None, list[str] | None]:
+    """The `}` closing the `{` at `opening` and what it stands for: the
+    comma-separated alternatives at its own depth, or a sequence's values;
+    `None` alternatives when it is neither (`{x}` stays as written)."""
+    depth, commas = 0, list[int]()
+    for i in range(opening, len(word)):
+        if word[i] == "{":
+            depth += 1
+        elif word[i] == "}":
+            depth -= 1
+            if depth == 0:
+                inner = word[opening + 1 : i]
+                if commas:
+                    cuts = [opening, *commas, i]
+                    return i, [word[a + 1 : b] for a, b in zip(cuts, cuts[1:], strict=False)]
+                return i, _sequence(inner)
+        elif word[i] == "," and depth == 1:
+            commas.append(i)
+    return None, None
+
+
+def _sequence(inner: str) -> list[str] | None:
+    """`1..3`, `a..e`, `10..0..2`: the values, when few enough."""
+    match = _SEQUENCE.fullmatch(inner)
+    if match is None:
+        return None
+    numeric = match.group(1) is not None
+    first, last = (int(match.group(1)), int(match.group(2))) if numeric else (ord(match.group(4)), ord(match.group(5)))
+    step = abs(int(match.group(3) or match.group(6) or 1)) or 1
+    if abs(last - first) // step + 1 > MAX_BRACE_WORDS:
+        raise _TooMany
+    values = range(first, last + (1 if last >= first else -1), step if last >= first else -step)
+    return [str(v) if numeric else chr(v) for v in values]
+
+
+def heredoc_text(redirect: tree_sitter.Node, known: Known = _unknown) -> str | None:
+    """What a here-document (`<<EOF … EOF`) feeds its command: the body as
+    written when its delimiter is quoted (`<<'EOF'`: nothing in it
+    expands); else with its expansions' values — `None` when one is not
+    known from the line — and `\\$`, `` \\` ``, `\\\\` and a backslash-newline
+    unescaped. `<<-` strips the tabs that open each line."""
+    start = next((c for c in redirect.named_children if c.type == "heredoc_start"), None)
+    body = next((c for c in redirect.named_children if c.type == "heredoc_body"), None)
+    if start is None:
+        return None
+    if body is None:
+        return ""
+    quoted = any(q in text(start) for q in "'\"\\")
+    raw = body.text or b""
+    if quoted:
+        out = raw.decode("utf-8", "replace")
+    else:
+        base, pos, pieces = body.start_byte, 0, []
+        for child in body.named_children:
+            if child.type == "heredoc_content":
+                continue
+            part = known(child)
+            if part is None:
+                return None
+            pieces += [_heredoc_unescape(raw[pos : child.start_byte - base]), part]
+            pos = child.end_byte - base
+        pieces.append(_heredoc_unescape(raw[pos:]))
+        out = "".join(pieces)
+    if any(c.type == "<<-" for c in redirect.children):
+        out = re.sub(r"(?m)^\t+", "", out)
+    return out
+
+
+def _heredoc_unescape(raw: bytes) -> str:
+    return re.sub(r"\\([$`\\])", r"\1", raw.decode("utf-8", "replace").replace("\\\n", ""))

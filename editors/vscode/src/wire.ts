@@ -306,6 +306,7 @@ export interface RuleDrop {
  * (`proposals accept ID --edit N TEXT`).
  */
 export interface RuleEdit {
+  ask_dropped?: string[];
   at: string;
   proposal_id: string;
   was: string;

@@ -13,6 +13,7 @@ from mecha.core.agents import export as export_mod
 from mecha.core.agents.export import BEGIN_MARKER, END_MARKER, NO_RULES, export_block, splice
 from mecha.core.agents.export_targets import configured_targets
 from mecha.core.domain.rules import Rule
+from mecha.core.environment import confined
 from mecha.core.errors import ExportFailed, InvalidInput
 from mecha.core.store.learning_store import LearningStore
 from tests.builders import write_learned_rules
@@ -202,7 +203,8 @@ def test_a_folder_that_cannot_be_written_is_a_named_error_that_leaves_the_file_a
 def _appending_at(moment: str, monkeypatch, path: Path, line: str) -> list[int]:
     """Make a person's edit land at `moment` of the next export, once."""
     calls: list[int] = []
-    real = getattr(export_mod, moment)
+    module = export_mod if hasattr(export_mod, moment) else confined
+    real = getattr(module, moment)
 
     def edit_then(*args, **kwargs):
         if not calls:
@@ -211,7 +213,7 @@ def _appending_at(moment: str, monkeypatch, path: Path, line: str) -> list[int]:
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(export_mod, moment, edit_then)
+    monkeypatch.setattr(module, moment, edit_then)
     return calls
 
 
@@ -231,7 +233,7 @@ def test_an_edit_made_while_the_export_runs_is_kept_and_the_export_starts_over_f
 
 
 def test_an_edit_before_the_swap_is_kept_where_the_kernel_cannot_exchange(tmp_path, monkeypatch):
-    monkeypatch.setattr(export_mod, "_exchange", lambda a, b: False)
+    monkeypatch.setattr(confined, "_exchange", lambda a, b: False)
     path = tmp_path / "CLAUDE.md"
     path.write_text(MINE)
     _appending_at("_spliced", monkeypatch, path, "Typed meanwhile.\n")

@@ -51,3 +51,72 @@ def test_a_proposal_and_its_accept_say_which_call_the_agent_will_ask_before() ->
     proposal = {"rules_before": [], "rules": [rule]}
     assert humane.new_asks(proposal) == ["Bash(git push origin main:*)"]
     assert humane.new_asks({"rules_before": [rule], "rules": [rule]}) == []
+
+
+def test_an_accept_whose_edit_took_the_program_out_says_the_ask_was_not_written() -> None:
+    # Pins: an edit that silently dropped (or silently kept) the permission.
+    from mecha.sidecar import humane
+
+    edited = {"text": "Check with me before publishing.", "ask": [],
+              "edited": {"was": "Ask before git push to main.", "proposal_id": "p-1", "at": "2026-12-06T00:00:00Z",
+                         "ask_dropped": ["Bash(git push origin main:*)"]}}
+    result = {"proposal": {"id": "p-1", "domain": "behavior", "status": "accepted", "reflexion_ids": [],
+                           "rules_before": [], "rules": [edited], "created_at": "2026-12-06T00:00:00Z"},
+              "exports": [{"path": "/x/CLAUDE.md", "changed": True}]}
+    said = humane.accepted(result)
+    assert "not asking before `Bash(git push origin main:*)`: your words no longer name `git`" in said
+    assert "also asks before" not in said
+
+
+def test_codex_rules_file_holds_one_prompt_rule_per_shell_ask_and_goes_with_the_last(tmp_path: Path) -> None:
+    # Pins: a Codex user whose refusals never reached Codex's own enforced
+    # place, or a rules file (or folder) left behind once every rule is retired.
+    from mecha.core.agents.permissions import codex_rules_file, set_codex_asks
+
+    codex = tmp_path / ".codex"
+    codex.mkdir()
+    path = codex_rules_file(tmp_path, {})
+    assert path == codex / "rules" / "mecha.rules"
+    assert set_codex_asks(path, ["Bash(git push origin main:*)", "WebFetch"], [])
+    text = path.read_text()
+    assert 'pattern = ["git", "push", "origin", "main"],' in text and 'decision = "prompt",' in text
+    assert "WebFetch" not in text and "allow" not in text.split("\n", 3)[-1]
+    assert set_codex_asks(path, ["Bash(npm publish:*)"], [])
+    assert not set_codex_asks(path, ["Bash(npm publish:*)"], [])
+    assert set_codex_asks(path, [], ["Bash(git push origin main:*)"])
+    assert "git" not in path.read_text().split("\n", 3)[-1] and '"npm", "publish"' in path.read_text()
+    assert set_codex_asks(path, [], ["Bash(npm publish:*)"])
+    assert sorted(p.name for p in codex.iterdir()) == [], "the file and the folder made for it are gone"
+
+
+def test_a_codex_rules_file_changed_by_hand_is_refused_and_left_as_it_is(tmp_path: Path) -> None:
+    import pytest
+
+    from mecha.core.agents.permissions import set_codex_asks
+    from mecha.core.errors import ExportFailed
+
+    path = tmp_path / "rules" / "mecha.rules"
+    set_codex_asks(path, ["Bash(git push origin main:*)"], [])
+    mine = path.read_bytes() + b'prefix_rule(pattern = ["rm"], decision = "allow")\n'
+    path.write_bytes(mine)
+    with pytest.raises(ExportFailed, match="changed since it was written"):
+        set_codex_asks(path, [], ["Bash(git push origin main:*)"])
+    with pytest.raises(ExportFailed, match="changed since it was written"):
+        set_codex_asks(path, ["Bash(npm publish:*)"], [])
+    assert path.read_bytes() == mine
+
+
+def test_an_accept_writes_codex_rules_only_when_codex_is_exported_to(tmp_path: Path) -> None:
+    from mecha.core.agents.permissions import write_asks
+
+    push = Rule(text="Ask before git push to main.", id="r1", ask=["Bash(git push origin main:*)"])
+    claude = tmp_path / ".claude" / "settings.json"
+    rules = tmp_path / ".codex" / "rules" / "mecha.rules"
+    done = write_asks([], [push], home=tmp_path, codex=False, env={})
+    assert [(w.path, w.changed) for w in done] == [(str(claude), True)] and not rules.exists()
+    done = write_asks([], [push], home=tmp_path, codex=True, env={})
+    assert [(w.path, w.changed) for w in done] == [(str(claude), False), (str(rules), True)]
+    retired = Rule(text=push.text, id="r1", ask=push.ask, enabled=False, retired_at="2026-12-06T00:00:00Z")
+    done = write_asks([push], [retired], home=tmp_path, codex=True, env={})
+    assert all(w.changed and w.error is None for w in done) and not rules.exists()
+    assert "ask" not in claude.read_text()

@@ -11,7 +11,7 @@ import pytest
 
 from mecha.core.agents.share import share
 from mecha.core.domain.rules import Rule
-from mecha.core.errors import Ambiguous, NotFound
+from mecha.core.errors import Ambiguous, ExportFailed, NotFound
 from mecha.core.store.learning_store import LearningStore
 from tests.builders import write_learned_rules
 
@@ -66,3 +66,21 @@ def test_an_unknown_or_ambiguous_rule_is_refused_by_name_and_nothing_is_written(
     with pytest.raises(Ambiguous, match="r-a1, r-a2"):
         share(store, ["r-a"], str(repo))
     assert git(repo, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("where", ["no-repository", "missing/folder"])
+def test_a_folder_in_no_repository_is_refused_by_name_and_nothing_is_made(tmp_path: Path, where: str) -> None:
+    # Pins: a folder outside any git repository got a CLAUDE.md of its own
+    # (and one that did not exist was created, parents and all), with a
+    # `git add` to run that could only fail: sharing is for a team's
+    # tracked files, and such a folder has none.
+    store = LearningStore.open(tmp_path / "learning")
+    write_learned_rules(store, "behavior", [Rule(text="Answer in English.", id="r-lang")])
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    folder = outside / where
+    if where == "no-repository":
+        folder.mkdir()
+    with pytest.raises(ExportFailed, match=f"{folder} is in no git repository"):
+        share(store, ["r-lang"], str(folder))
+    assert [p.relative_to(outside).as_posix() for p in outside.rglob("*")] == (["no-repository"] if where == "no-repository" else [])

@@ -373,7 +373,7 @@ def test_a_program_nobody_listed_is_named_with_the_entry_that_trusts_it() -> Non
         "git filter-branch --tree-filter 'curl evil.example' HEAD", "git filter-branch --tree 'ls' HEAD",
         "git bisect run curl evil.example", "echo x > .git/config && git status",
         "ls | xargs git", "ls | xargs find", "mypy --install-ty src/", "sort --compress=curl x",
-        "cat {a,b}", "echo {1..3}", "mix hex.info jason", "mix archive.install hex phx_new", "mix local.hex --force",
+        "mix hex.info jason", "mix archive.install hex phx_new", "mix local.hex --force",
     ],
 )
 def test_a_known_program_run_so_it_can_run_another_is_untrusted(command: str) -> None:
@@ -635,3 +635,71 @@ def test_a_project_folder_on_path_does_not_make_a_subcommand_that_talks_to_a_rem
     _, blame = CLAUDE_POLICY.judge("Bash", command)
     assert blame is not None and blame.stranger is not None, blame
     assert judge_command("PATH=./bin:$PATH bd ready --json") == Verdict(local=True)
+
+
+# ─── brace expansion and scripts fed on standard input ──────────────────────
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cp src/{parse,walk}.py backup/",
+        "mkdir -p out/{logs,plots}",
+        "touch notes/{1..3}.md && ls notes",
+        "for f in src/{a,b}.py; do wc -l \"$f\"; done",
+        "diff -u old/{x,y}.txt",
+    ],
+)
+def test_brace_expansion_is_word_generation_judged_by_the_words_it_makes(command: str) -> None:
+    # Pins: `cp src/{a,b}.py dst/` and `mkdir -p x/{y,z}` held corrections
+    # back as words the line does not show, though bash makes them from it.
+    assert judge_command(command) == Verdict(local=True)
+
+
+@pytest.mark.parametrize(
+    ("command", "network"),
+    [
+        ("env {curl,-s,evil.example/notes}", True),  # the words name the program env runs
+        ("ls src/{a,$(curl -s evil.example/notes)}", True),
+        ("cat x/{a,b}/{c,d}/{e,f}/{g,h}/{i,j}/{k,l}/{m,n}", False),  # more words than the reader makes
+        ("echo {1..100000}", False),
+    ],
+)
+def test_brace_expansion_that_makes_a_strangers_call_or_too_many_words_is_untrusted(command: str, network: bool) -> None:
+    verdict = judge_command(command)
+    assert verdict.local is False and verdict.network is network, command
+
+
+HEREDOC_LOCAL = [
+    "python3 - <<'EOF'\nimport json, sys\nprint(json.dumps({'a': 1}))\nEOF",
+    "python3 <<EOF\nimport os\nprint(os.getcwd(), '\\$HOME')\nEOF",
+    "cd build && python3 - <<'PY'\nimport re\nprint(re.sub('a', 'b', 'abc'))\nPY",
+    "python3 - <<'EOF'\nprint(\"$(curl -s evil.example/notes)\")  # quoted: the shell never runs it\nEOF",
+    "node <<'EOF'\nconst fs = require('fs');\nconsole.log(fs.readdirSync('.').length);\nEOF",
+    "python3 - <<-EOF\n\timport math\n\tprint(math.pi)\n\tEOF",
+]
+
+
+@pytest.mark.parametrize("command", HEREDOC_LOCAL)
+def test_a_script_fed_on_standard_input_is_judged_by_its_code_as_python_c_is(command: str) -> None:
+    # Pins: `python3 - <<'EOF' … EOF` held back as code the line does not
+    # show, though the whole script is on the line.
+    assert judge_command(command) == Verdict(local=True), command
+
+
+@pytest.mark.parametrize(
+    ("command", "network"),
+    [
+        ("python3 - <<'EOF'\nimport urllib.request\nprint(urllib.request.urlopen('https://evil.example').read())\nEOF", True),
+        ("node <<'EOF'\nfetch('https://evil.example').then(r => r.text()).then(console.log)\nEOF", False),
+        ("python3 <<EOF\n$(cat steps.txt)\nEOF", False),  # unquoted: the code is what the file holds
+        ("python3 <<EOF\nprint('$(curl -s evil.example/notes)')\nEOF", True),  # unquoted: the shell runs it first
+        ("python3 - <<'EOF'\nimport subprocess\nsubprocess.run(['make'])\nEOF", False),
+        ("python3 /opt/tools/run.py <<'EOF'\nimport os\nEOF", False),  # the heredoc is that script's input, not its code
+        ("python3 - <<'A' < steps.py\nimport os\nA", False),  # two inputs: which one is the code is not followed
+        ("python3 - 3<<'EOF'\nimport os\nEOF", False),  # not its standard input: the code comes from elsewhere
+    ],
+)
+def test_a_script_on_standard_input_that_fetches_runs_programs_or_is_not_on_the_line_is_untrusted(command: str, network: bool) -> None:
+    verdict = judge_command(command)
+    assert verdict.local is False and verdict.network is network, command
