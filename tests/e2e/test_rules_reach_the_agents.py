@@ -5,19 +5,17 @@ a learn pass files from inside the agent — and the next session's request
 to the model carries the rule, while `git status` in the project, whose
 team committed its own instructions, shows nothing new.
 
-Claude Code's three corrections are typed into its real terminal UI,
+The three corrections are typed into each agent's real terminal UI,
 driven through a pseudo-terminal (`Terminal`, as a person uses it): a task,
-the scripted model's answer proposing a rename, the correction, then
-`/exit`, which runs the plugin's session-end hook; the reader learns from
-those sessions only because a person ran them (it never learns from a
-headless `claude -p`). The hook's reflect pass asks a scripted OpenAI-style
-model (`lessons_responder`) and starts the learn pass by itself. The review
-is `/mecha:review accept ID` in a real `claude -p`, whose scripted model
-asks for the accept the person's words say; the check is what the next
-real `claude -p` sends its model. Codex's lessons are stored as its
-session-end hook stores them (its terminal UI is read at its exit:
-`test_codex_session_end`); its check is the same — what the next real
-`codex exec` sends — after an accept with its hooks installed."""
+the scripted model's answer that it renamed a module, the correction, then
+`/exit` (Claude Code) or `/quit` (Codex), which runs the session-end hook;
+the reader learns from those sessions only because a person ran them (it
+never learns from a headless `claude -p` or `codex exec`). The hook's
+reflect pass asks a scripted OpenAI-style model (`lessons_responder`) and
+starts the learn pass by itself. Claude Code's review is `/mecha:review
+accept ID` in a real `claude -p`, whose scripted model asks for the accept
+the person's words say; Codex's accept is the command line's. The check is
+what the next real `claude -p` or `codex exec` sends its model."""
 
 from __future__ import annotations
 
@@ -32,7 +30,6 @@ from typing import Any
 import pytest
 
 from mecha.core.store.learning_store import LearningStore, ProposalStatus
-from tests import builders
 from tests.realparts import manifest
 
 from .conftest import REPO, WAIT_S, wait_until
@@ -89,15 +86,6 @@ def person(env: dict[str, str], store_dir: Path, server: Any) -> dict[str, str]:
             "ANTHROPIC_API_KEY": "scripted-key-not-a-secret", "LANG": "C.UTF-8"}
 
 
-def store_lessons(store_dir: Path, project: Path) -> None:
-    """Three corrections' lessons, as the session-end hook stores them."""
-    LearningStore.open(store_dir).append_reflexions([
-        builders.reflexion(f"R{n}", f"Never rename a module without asking first ({n}).", session_id=f"s{n}",
-                           trigger="followup", intervention=text, project=str(project.resolve()))
-        for n, text in enumerate(CORRECTIONS)
-    ])
-
-
 #: What the scripted agent answers a task with, in the terminal sessions.
 PROPOSED = "I renamed totals.py to sums.py and updated its imports."
 
@@ -148,6 +136,31 @@ def correct_in_the_terminal_ui(claude: str, env: dict[str, str], project: Path, 
         ui.type(b"/exit")
         ui.type(b"\r")
         wait_until(lambda: ui.exited() is not None or None, "claude to exit")
+    finally:
+        ui.close()
+    return str(wait_until(lambda: log.exists() and log.read_text().splitlines()[ended:][:1] and
+                          log.read_text().splitlines()[ended], "the session-end hook's record"))
+
+
+def correct_in_codexs_terminal_ui(codex: str, env: dict[str, str], project: Path, model: Any, correction: str,
+                                  store_dir: Path) -> str:
+    """The same session in Codex's terminal UI, quit with `/quit` (its hooks
+    trusted as a person trusts them once in `/hooks`)."""
+    log = store_dir / "logs" / "hooks.log"
+    ended = len(log.read_text().splitlines()) if log.exists() else 0
+    ui = Terminal([codex, "--dangerously-bypass-hook-trust"], {**env, "TERM": "xterm-256color"}, project)
+    try:
+        ui.wait_for(b"Ask Codex", "the prompt")
+        for said in ("Rename the totals module to sums.", correction):
+            asked, drawn = len(model.seen), len(ui.screen)
+            ui.type(said.encode())
+            ui.type(b"\r")
+            wait_until(lambda asked=asked: len(model.seen) > asked, "the model to be asked")
+            wait_until(lambda drawn=drawn: (ui.pump(0.1), "I renamed the module." in words(ui.screen[drawn:]))[1],
+                       "the answer on the screen")
+        ui.type(b"/quit")
+        ui.type(b"\r")
+        wait_until(lambda: ui.exited() is not None or None, "codex to exit")
     finally:
         ui.close()
     return str(wait_until(lambda: log.exists() and log.read_text().splitlines()[ended:][:1] and
@@ -236,11 +249,17 @@ def test_codex_with_the_hooks_reads_an_accepted_rule_in_the_next_session_and_git
             codex_config(agent_model.url) + f'\n[projects."{project.resolve()}"]\ntrust_level = "trusted"\n')
         env = {**person, "CODEX_HOME": str(codex_home)}
         run([sys.executable, "-m", "mecha.sidecar", "hooks", "install", "codex"], env, project)
-        # A `codex exec` session is headless, never learned from (see above).
-        store_lessons(store_dir, project)
-        run([sys.executable, "-m", "mecha.sidecar", "learn", "behavior"], env, project)
+        sessions = []
+        for n, correction in enumerate(CORRECTIONS, start=1):
+            ended = correct_in_codexs_terminal_ui(codex, env, project, agent_model, correction, store_dir)
+            assert "codex session-end" in ended and "queued 1 new intervention(s) as " in ended, ended
+            sessions.append(ended.split(" as ", 1)[1].split(";", 1)[0])
+            wait_until(lambda n=n: len(LearningStore.open(store_dir).reflexions()) >= n, f"lesson {n} reflected")
         proposal = wait_until(lambda: next(iter(LearningStore.open(store_dir).proposals()), None),
                               "a learn pass to file a proposal")
+        read = {r.id: r for r in LearningStore.open(store_dir).reflexions()}
+        assert sorted((read[i].session_id, read[i].intervention) for i in proposal.reflexion_ids) == sorted(
+            zip(sessions, CORRECTIONS)), "the proposal rests on the three typed corrections"
         assert proposal.project == str(project.resolve())
         rule = proposal.rules[-1].text
         accepted = run([sys.executable, "-m", "mecha.sidecar", "proposals", "accept", proposal.id], env, project)
