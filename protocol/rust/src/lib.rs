@@ -23,7 +23,7 @@
 //!
 //! // Before the run's first model call: the learned rules, or none.
 //! let rules = learning.rules_block(None, Some("/home/pat/src/app"));
-//! let learned = rules.and_then(|r| r.block).unwrap_or_default();
+//! let learned = rules.as_ref().and_then(|r| r.block.clone()).unwrap_or_default();
 //! let system_prompt = format!("You are a careful coding agent.\n\n{learned}");
 //!
 //! let mut messages: Vec<Message> = Vec::new();
@@ -37,6 +37,7 @@
 //!     taint_timeline: Some(vec![clean]), // what entered the context, and when
 //!     interactive: None,
 //!     project: Some("/home/pat/src/app".into()),
+//!     rule_ids: rules.map(|r| r.rule_ids), // the rules this run carried
 //! });
 //! for note in learning.finish() {
 //!     eprintln!("mecha: {note}"); // why learning was off, if it was
