@@ -132,6 +132,14 @@ def remove_file(path: Path, expected: bytes, *, what: str) -> bool:
     return True
 
 
+def read_file(path: Path) -> bytes | None:
+    """What a person's file holds (`None`: not there), read as the writer
+    reads it: through its links, opened without blocking, and refused by
+    name (`ExportFailed`) when it is a FIFO, socket or device — a look at a
+    cloned repository's file must not wait forever on a pipe."""
+    return _read(_target(path), str(path))[0]
+
+
 def reach_problem(path: Path, within: Path) -> str | None:
     """Why a write to `path` would land outside the folder `within`, or
     `None` when it stays inside. Followed as the kernel follows them, every
