@@ -114,6 +114,18 @@ def test_a_skill_file_that_is_a_fifo_is_left_and_named_without_waiting(world, ve
     assert stat.S_ISFIFO(os.lstat(folder / "SKILL.md").st_mode) and sorted(folder.iterdir()) == [folder / "SKILL.md"]
 
 
+def test_hooks_status_names_a_settings_file_that_is_a_fifo_without_waiting(world):
+    # Pins: `hooks status` in a cloned repository whose `.claude/settings.json`
+    # is a FIFO, opened for reading and waited on forever.
+    env, repo, _ = world
+    (repo / ".claude").mkdir()
+    os.mkfifo(repo / ".claude" / "settings.json")
+    done = subprocess.run([sys.executable, "-m", "mecha.sidecar", "--learning-dir", str(repo.parent / "learning"),
+                           "hooks", "status"], env=env, cwd=repo, capture_output=True, text=True, timeout=WAIT_S)
+    assert "FIFO" in done.stdout + done.stderr and str(repo / ".claude" / "settings.json") in done.stdout + done.stderr, \
+        done.stdout + done.stderr
+
+
 def test_a_folder_of_another_user_is_refused_before_anything_is_written(world, monkeypatch):
     # Pins: a planted worktree entry naming a folder another uid owns, and
     # the person's rules written into it; the writer asks whose folder it is.
