@@ -708,8 +708,11 @@ def shared(r: dict[str, Any]) -> str:
     lines += [f"  {x['id']}: {x['text']}" for x in r["rules"]]
     for f in r["files"]:
         lines.append(f"  {f['path']}: {'written' if f['changed'] else 'already holds them'}")
-    if any(f["changed"] for f in r["files"]):
+    if any(f["changed"] for f in r["files"]) and r["commit"]:
         lines.append(f"review the change (git diff), then commit it: {r['commit']}")
+    elif any(f["changed"] for f in r["files"]):
+        lines.append("review the change (git diff), then commit it with git (the repository's path holds "
+                     "characters that hide, so no command to paste is offered)")
     lines.append("the rules stay yours too, with their sources and record")
     return "\n".join(lines)
 
