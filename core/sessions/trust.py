@@ -161,6 +161,12 @@ class Unknown(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     #: The call put a stranger's text in context (`reader.Blame.stranger`):
     #: nothing the person says makes what it held back learnable.
     stranger: bool = False
+    #: For an entry that trusts what is not this machine's own output — a
+    #: subcommand that sends to a remote (`Bash(git push)`) — what the
+    #: person would be trusting, in words: the remote's replies. Set on an
+    #: offer, and on a row not offered only because trusting it alone
+    #: frees nothing (it is a stranger's text, yet not beyond trust).
+    trusts: str | None = None
 
 
 def held_back(blames: Iterable[Blame | None]) -> list[HeldBack]:
@@ -224,6 +230,21 @@ def _label(blame: Blame) -> str:
     return blame.tool or blame.program or "a record the reader could not read"
 
 
+def remote_replies(entry: str) -> str | None:
+    """What trusting `entry` takes as the person's own when it is a
+    subcommand that sends to a remote (`shell.programs.SENDING`: `git push`,
+    `npm publish`): what every remote it sends to prints back. `None` for
+    any other entry, whose output is this machine's."""
+    command = command_entry(entry)
+    if command is None or " " not in command:
+        return None
+    from mecha.core.sessions.shell.programs import SENDING
+
+    if command not in SENDING:
+        return None
+    return f"what every remote `{shown(command)}` sends to prints back (its text, not this machine's): trust it if those remotes are yours"
+
+
 #: Why an entry a trust entry could answer is not offered.
 FREES_NONE = "trusting it alone frees none of them: another call holds the same corrections back"
 
@@ -258,14 +279,18 @@ def unknown_summary(sessions: Iterable[tuple[Iterable[HeldBack], Mapping[str, in
     for e, n in freed.items():
         command = trust_command(e)
         if command is not None:
-            rows.append(Unknown(entry=shown(e), interventions=n, sessions=freed_in[e], command=command))
+            rows.append(Unknown(entry=shown(e), interventions=n, sessions=freed_in[e], command=command, trusts=remote_replies(e)))
         else:
             freed_in.pop(e)
     for label, n in held.items():
         if label in freed_in:
             continue
         refused = why[label] or (untrustable(label) if label in freed or trust_command(label) is None else FREES_NONE)
-        rows.append(Unknown(entry=shown(label), interventions=n, sessions=seen[label], refused=refused, stranger=stranger[label]))
+        # A remote's replies its own entry would answer, were another call
+        # not holding the same corrections back: say what it would trust.
+        trusts = remote_replies(label) if why[label] is None else None
+        rows.append(Unknown(entry=shown(label), interventions=n, sessions=seen[label], refused=refused, stranger=stranger[label],
+                            trusts=trusts))
     return sorted(rows, key=lambda u: (u.command is None, u.stranger, -u.interventions, u.entry))
 
 
