@@ -61,6 +61,12 @@ def _deepest(tokens: re.Pattern[str], text: str, limit: int) -> int:
     return deepest
 
 
+#: How deep an agent's settings file (`.claude/settings.json`, Codex's
+#: `hooks.json`) may nest: the hooks in it are five levels down, and a file
+#: nested a hundred thousand deep ended `hooks status`, `install` and
+#: `uninstall` in a `RecursionError` that named no file.
+MAX_SETTINGS_DEPTH = 64
+
 #: How deep a hand-edited TOML file may nest its arrays and inline tables:
 #: a rules file is two levels (`[[rules]]` holding a `cites = [...]`) and
 #: the config file three; a file nested a hundred thousand deep is no one's

@@ -70,7 +70,9 @@ class ShareRulesResult(msgspec.Struct):
     repository: str
     rules: list[SharedRuleInfo]
     files: list[SharedFile]
-    #: The command that commits them, for the person to run after a look.
+    #: The command that commits them, for the person to run after a look
+    #: (each word quoted for a POSIX shell); empty when the repository's
+    #: path holds a character that hides, and no command is offered.
     commit: str
 
 

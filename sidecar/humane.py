@@ -536,7 +536,15 @@ def import_summary(s: dict[str, Any]) -> str:
                 f" ({_progress_of(s['job'])}) — waiting for it (Ctrl-C stops the waiting, not the pass)"
             )
     lines += [f"merged: {m}" for m in s.get("merged", [])]
-    unknown = s.get("unknown", [])
+    lines += _unknown_lines(s.get("unknown", []))
+    return "\n".join([head, *lines, tail])
+
+
+def _unknown_lines(unknown: list[dict[str, Any]]) -> list[str]:
+    """What held interventions back, as the import's summary offers it:
+    the trust entries that free some, then the reader's doubt, then a
+    stranger's text."""
+    lines: list[str] = []
     trustable = [u for u in unknown if u.get("command")]
     doubted = [u for u in unknown if not u.get("command") and not u.get("stranger")]
     strangers = [u for u in unknown if not u.get("command") and u.get("stranger")]
@@ -544,6 +552,8 @@ def import_summary(s: dict[str, Any]) -> str:
         lines.append("not in the table of local programs (trusting one alone frees exactly this many interventions; trust it if it is yours):")
         for u in trustable:
             lines.append(f"  {u['entry']}: frees {u['interventions']} in {u['sessions']} session(s) — {u['command']}")
+            if u.get("trusts"):
+                lines.append(f"    it trusts {u['trusts']}")
     if doubted:
         lines.append("held back by what the reader could not see through (no trust entry is offered; "
                      "once imported, `mecha-sidecar lessons --held` lets you vouch for the corrections):")
@@ -553,7 +563,7 @@ def import_summary(s: dict[str, Any]) -> str:
         lines.append("held back by a stranger's text (never learnable, whatever is trusted):")
         for u in strangers:
             lines.append(f"  {u['entry']}: {u['interventions']} in {u['sessions']} session(s) — {u['refused']}")
-    return "\n".join([head, *lines, tail])
+    return lines
 
 
 def _progress_of(j: dict[str, Any]) -> str:
@@ -698,8 +708,11 @@ def shared(r: dict[str, Any]) -> str:
     lines += [f"  {x['id']}: {x['text']}" for x in r["rules"]]
     for f in r["files"]:
         lines.append(f"  {f['path']}: {'written' if f['changed'] else 'already holds them'}")
-    if any(f["changed"] for f in r["files"]):
+    if any(f["changed"] for f in r["files"]) and r["commit"]:
         lines.append(f"review the change (git diff), then commit it: {r['commit']}")
+    elif any(f["changed"] for f in r["files"]):
+        lines.append("review the change (git diff), then commit it with git (the repository's path holds "
+                     "characters that hide, so no command to paste is offered)")
     lines.append("the rules stay yours too, with their sources and record")
     return "\n".join(lines)
 

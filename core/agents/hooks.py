@@ -58,6 +58,7 @@ from mecha.core.agents.hookqueue import LostEnd
 from mecha.core.environment.agents import AGENTS as AGENT_ROWS
 from mecha.core.environment.agents import CODEX, NAMES, HookSpec
 from mecha.core.errors import InvalidInput
+from mecha.core.nesting import MAX_SETTINGS_DEPTH, json_nesting
 from mecha.core.store.layout import checkout_root
 
 SCOPES = ("user", "project")
@@ -186,14 +187,12 @@ class Settings(msgspec.Struct):
 
 def read_settings(path: Path) -> Settings:
     """The file at `path`, refused with an error naming it when it is not a
-    JSON object whose `hooks` (if any) maps event names to lists."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return Settings(path=path, text=None, doc={})
-    except OSError as exc:
-        raise InvalidInput(f"{path}: {exc.strerror or exc}; nothing was written") from None
-    return parse_settings(path, raw)
+    JSON object whose `hooks` (if any) maps event names to lists. Read as
+    the confined writer reads it: a FIFO there (a cloned repository's) is
+    refused by name (`ExportFailed`), never waited on."""
+    from mecha.core.environment.confined import read_file
+
+    return parse_settings(path, read_file(path))
 
 
 def parse_settings(path: Path, raw: bytes | None) -> Settings:
@@ -206,6 +205,9 @@ def parse_settings(path: Path, raw: bytes | None) -> Settings:
         raise InvalidInput(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); nothing was written") from None
     if not text.strip():
         return Settings(path=path, text=text, doc={})
+    if json_nesting(text, MAX_SETTINGS_DEPTH) > MAX_SETTINGS_DEPTH:
+        raise InvalidInput(f"{path}: its arrays or objects nest more than {MAX_SETTINGS_DEPTH} deep; nothing in it "
+                           "was read and nothing was written — fix the file, then run this again")
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -52,7 +52,7 @@ from mecha.core.agents.hooks import settings_after, settings_path
 from mecha.core.agents.personal import codex_home
 from mecha.core.domain.rules import Rule
 from mecha.core.environment.agents import CLAUDE, CODEX_RULES_FILE
-from mecha.core.environment.confined import remove_file, rewrite_file
+from mecha.core.environment.confined import read_file, remove_file, rewrite_file
 from mecha.core.errors import ExportFailed
 from mecha.core.learning.asks import shell_prefix
 
@@ -197,7 +197,7 @@ def set_codex_asks(path: Path, add: Iterable[str], remove: Iterable[str]) -> boo
 
     if not path.exists() and not add:
         return False
-    raw = path.read_bytes() if path.exists() else None
+    raw = read_file(path)  # a FIFO there is refused by name, not waited on
     held, wanted = after(raw)
     if wanted is None:
         if raw is None or not remove_file(path, (codex_rules_text(held) or "").encode("utf-8"), what="the ask rules"):

@@ -121,8 +121,10 @@ def keep_out_of_git(checkout: str, path: Path) -> None:
     """Make sure the file `path` inside `checkout` will not show in `git
     status`: refused (`ExportFailed`) when the repository tracks it — the
     team's file, not the person's — and otherwise named in the
-    repository's `info/exclude` unless git ignores it already. A folder
-    that is no repository has no status to keep clean."""
+    repository's `info/exclude` unless git ignores it already, written
+    only inside the repository's git folder (a link out of it, or to
+    nothing, is refused by name). A folder that is no repository has no
+    status to keep clean."""
     from mecha.core.environment.confined import rewrite_file
 
     relative = os.path.relpath(path, checkout)
@@ -136,8 +138,10 @@ def keep_out_of_git(checkout: str, path: Path) -> None:
         )
     if _git(checkout, "check-ignore", "-q", "--", relative).returncode == 0:
         return
-    exclude.parent.mkdir(parents=True, exist_ok=True)
-    rewrite_file(exclude, lambda raw: exclude_after(raw, [exclude_line(relative)]), what="the exclude line")
+    # Confined to the repository's git folder: an unpacked repository's
+    # `info/exclude` may be a link to a file of the person's (`~/.bashrc`).
+    rewrite_file(exclude, lambda raw: exclude_after(raw, [exclude_line(relative)]), within=exclude.parent.parent,
+                 what="the exclude line")
 
 
 def codex_config_after(raw: bytes | None, block: str | None, *, name: str) -> bytes | None:

@@ -27,7 +27,9 @@ from typing import Any
 
 import msgspec
 
+from mecha.core import shellwords
 from mecha.core.environment.agents import CLAUDE
+from mecha.core.visible import shown
 
 #: The plugin's name, in its manifest and in the key Claude Code files it under.
 PLUGIN_NAME = "mecha"
@@ -115,9 +117,14 @@ def double_reading(plugins: list[ClaudePlugin], hook_files: list[str]) -> str | 
     if not on or not hook_files:
         return None
     plugin = on[0]
+    # The key's marketplace part is named by whoever published it: quoted
+    # word by word, and no command at all for a key that hides characters.
+    uninstall = shellwords.command_or_none(CLAUDE.program, "plugin", "uninstall", plugin.key)
+    keep = (f"run `{uninstall}`" if uninstall is not None else
+            "uninstall the plugin in Claude Code (its name holds characters that hide, so no command to paste is offered)")
     return (
-        f"Claude Code runs mecha's hooks twice: the plugin {plugin.key} ({plugin.scope}) and the hooks in "
-        f"{', '.join(hook_files)}. Keep one: the plugin also gives /mecha:review, so "
+        f"Claude Code runs mecha's hooks twice: the plugin {shown(plugin.key)} ({plugin.scope}) and "
+        f"the hooks in {', '.join(hook_files)}. Keep one: the plugin also gives /mecha:review, so "
         "`mecha-sidecar hooks uninstall claude` (with --scope project for a project's file) removes the other; "
-        f"or keep these hooks and run `claude plugin uninstall {plugin.key}`"
+        f"or keep these hooks and {keep}"
     )

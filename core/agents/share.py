@@ -33,12 +33,14 @@ from pathlib import Path
 
 import msgspec
 
+from mecha.core import shellwords
 from mecha.core.agents.export import section_lines, splice
 from mecha.core.environment.agents import AGENTS
 from mecha.core.environment.confined import rewrite_file
 from mecha.core.errors import Ambiguous, ExportFailed, NotFound
 from mecha.core.store.layout import GIT_MARKER
 from mecha.core.store.learning_store import LearningStore
+from mecha.core.visible import shown
 
 #: The team's instruction files at a repository's root, in the order they
 #: are written; the first is made when none is there.
@@ -65,6 +67,18 @@ class ShareOutcome(msgspec.Struct, frozen=True):
     files: list[tuple[str, bool]]
     #: The repository the files are in.
     repository: str
+
+
+def commit_command(done: ShareOutcome) -> str | None:
+    """The git commands that commit a share, for the person to paste after
+    a look (`shellwords`: each word quoted; the message spells out any
+    character of a rule that hides); `None` when the repository's path
+    itself cannot be pasted faithfully."""
+    names = [os.path.relpath(path, done.repository) for path, _ in done.files]
+    message = "Share learned rules: " + shown(", ".join(r.text[:60] for r in done.rules))
+    add = shellwords.command_or_none("git", "-C", done.repository, "add", *names)
+    commit = shellwords.command_or_none("git", "-C", done.repository, "commit", "-m", message)
+    return None if add is None or commit is None else f"{add} && {commit}"
 
 
 def find_rules(store: LearningStore, ids: Iterable[str], project: str) -> list[SharedRule]:

@@ -36,7 +36,7 @@ from pathlib import Path
 import msgspec
 
 from mecha.core.environment.agents import CODEX
-from mecha.core.environment.confined import reach_problem, rewrite_file
+from mecha.core.environment.confined import reach_problem, read_file, rewrite_file
 from mecha.core.errors import ExportFailed, InvalidInput
 from mecha.core.store.layout import project_root
 
@@ -99,8 +99,8 @@ def _ours(folder: Path, name: str) -> bool | None:
     if folder.is_symlink() or not folder.is_dir():
         return False
     try:
-        text = (folder / SKILL_FILE).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = (read_file(folder / SKILL_FILE) or b"").decode("utf-8")
+    except (ExportFailed, UnicodeDecodeError):  # a FIFO there, say: not ours, and not waited on
         return False
     return skill_name(text) == name
 
@@ -143,8 +143,8 @@ def install_skills(
 
 def _read(path: Path) -> bytes | None:
     try:
-        return path.read_bytes()
-    except OSError:
+        return read_file(path)
+    except ExportFailed:
         return None
 
 

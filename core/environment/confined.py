@@ -91,7 +91,6 @@ def rewrite_file(
         changed = updated is not None and updated != raw
         if check or updated is None or not changed:
             return ExportOutcome(path=name, changed=changed)
-        _refuse_unwritable(info, name)
         with _exporting_in(target.parent, name):
             raw, info = _read(target, name)
             updated = render(raw)
@@ -130,6 +129,14 @@ def remove_file(path: Path, expected: bytes, *, what: str) -> bool:
         except OSError as exc:
             raise ExportFailed(f"{name}: could not be removed ({exc.strerror or exc}); the file is as it was") from None
     return True
+
+
+def read_file(path: Path) -> bytes | None:
+    """What a person's file holds (`None`: not there), read as the writer
+    reads it: through its links, opened without blocking, and refused by
+    name (`ExportFailed`) when it is a FIFO, socket or device — a look at a
+    cloned repository's file must not wait forever on a pipe."""
+    return _read(_target(path), str(path))[0]
 
 
 def reach_problem(path: Path, within: Path) -> str | None:
@@ -467,7 +474,7 @@ def _temp_with(folder: Path, data: bytes, info: os.stat_result | None, name: str
     file's own (0644 for a file that was not there)."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f".mecha-export.{os.urandom(6).hex()}.tmp"
+        tmp = folder / f"{_TEMP_PREFIX}{os.urandom(6).hex()}{_TEMP_SUFFIX}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     except OSError as exc:
         raise ExportFailed(f"{name}: cannot write in {folder} ({exc.strerror or exc}); nothing was written") from None
@@ -503,9 +510,11 @@ def _exporting_in(folder: Path, name: str) -> Iterator[None]:
         raise ExportFailed(f"{name}: cannot write in {folder} ({exc.strerror or exc}); nothing was written") from None
     try:
         deadline = time.monotonic() + LOCK_WAIT_S
+        locked = False
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                locked = True
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
@@ -515,9 +524,37 @@ def _exporting_in(folder: Path, name: str) -> Iterator[None]:
                 time.sleep(0.005)
             except OSError:
                 break  # a filesystem without flock: exports there are not serialised
+        if locked:
+            _remove_dead_temps(folder)
         yield
     finally:
         os.close(fd)
+
+
+#: How the writer's temp files are named: `.mecha-export.<12 hex>.tmp`.
+_TEMP_PREFIX, _TEMP_SUFFIX = ".mecha-export.", ".tmp"
+
+
+def _remove_dead_temps(folder: Path) -> None:
+    """Remove the temps of writes into `folder` that were killed mid-way
+    (`kill -9`, a power loss), called holding the folder's lock, when no
+    other write there is running. One killed while its temp was written
+    holds only the new text, never shown; one killed between linking a new
+    file in and removing the temp is a second name of that file, which
+    made every later write refuse it as hard-linked. Only a kill in the
+    microseconds between a swap and its check could leave a temp holding
+    the version it displaced."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    size = len(_TEMP_PREFIX) + 12 + len(_TEMP_SUFFIX)
+    for entry in names:
+        middle = entry[len(_TEMP_PREFIX):-len(_TEMP_SUFFIX)]
+        if (len(entry) == size and entry.startswith(_TEMP_PREFIX) and entry.endswith(_TEMP_SUFFIX)
+                and all(c in "0123456789abcdef" for c in middle)):
+            with contextlib.suppress(OSError):
+                os.unlink(folder / entry)
 
 
 #: `renameat2` flags and the "current directory" dirfd (linux/fs.h, fcntl.h).

@@ -117,6 +117,7 @@ from mecha.core.sessions.claude_subagents import (
     InlineSubagents,
     is_subagent_path,
     refused_unrun,
+    safe_name,
     spawned_agent,
     subagent_dir,
     subagent_taint,
@@ -684,12 +685,18 @@ class _Reader(ReaderCore):
     def _task_output(self, call: Block | None) -> tuple[Taint, Blame | None]:
         """More output of a background task (`TaskOutput`): a shell started
         in the background is decided by its command, a subagent by its own
-        transcript; a task the file does not show is untrusted."""
+        transcript wherever its Claude Code kept it (`<session>/subagents/`,
+        or the project folder beside the session before 2.1.2, there only
+        when it names this session); a task the file does not show is
+        untrusted."""
         task = call.input.get("task_id") if call is not None and isinstance(call.input, dict) else None
         if isinstance(task, str) and task in self.background:
             return self.judge("BashOutput", self.background[task])
-        if isinstance(task, str) and self.subagents is not None and (self.subagents / f"agent-{task}.jsonl").is_file():
-            return subagent_taint(read_claude_code, self.subagents, task, self.policy)
+        if isinstance(task, str) and self.subagents is not None and safe_name(task):
+            name = f"agent-{task}.jsonl"
+            project = self.subagents.parent.parent
+            if (self.subagents / name).is_file() or (project / name).is_file():
+                return subagent_taint(read_claude_code, self.subagents, task, self.policy, elsewhere=project, owner=self.session_id)
         why = "more output of a background task the file does not show"
         return Taint(private=True, untrusted=True), Blame(tool="TaskOutput", why=why, stranger=f"TaskOutput: {why} (a subagent's, perhaps, which can read the web)")
 

@@ -122,7 +122,7 @@ def subagent_taint(
     Code before 2.1.2 wrote every session's subagents side by side — and a
     transcript found there counts only when its lines name the session that
     ran it, `owner` (one naming no session, or another, is not this one's)."""
-    if agent is None or not _safe_name(agent):
+    if agent is None or not safe_name(agent):
         why = "a subagent's report whose transcript the result does not name"
         return Taint(private=True, untrusted=True), Blame(tool=tool, why=why, stranger=f"{tool}: {why} ({UNCHECKED_SUBAGENT})")
     path = folder / f"agent-{agent}.jsonl"
@@ -210,7 +210,7 @@ class InlineSubagents:
         return Taint(private=True), None
 
 
-def _safe_name(name: str) -> bool:
+def safe_name(name: str) -> bool:
     """A name from the record that may become one file name in a folder."""
     return bool(name) and "/" not in name and "\\" not in name and not name.startswith(".")
 
@@ -254,7 +254,7 @@ def workflow_taint(reader: ReadTranscript, folder: Path, run: str | None, policy
         return Taint(private=True, untrusted=True), Blame(tool="Workflow", program=program or None, why=f"a workflow's result: {why}",
                                                           stranger=f"{named}: {why} ({UNCHECKED_SUBAGENT})")
 
-    if run is None or not _safe_name(run):
+    if run is None or not safe_name(run):
         return held("the result does not name its run")
     run_dir = folder / "workflows" / run
     journal = run_dir / "journal.jsonl"

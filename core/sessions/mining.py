@@ -10,7 +10,8 @@ kinds are found in transcripts, and a fourth arrives from the outbox:
 - **denial** — a tool result that begins ``Denied by the user:``; a recorded
   refusal of a specific intent.
 - **followup** — a later user turn. It *may* be a correction or just the next
-  task; mining only flags it, and the reflector is told to skip freely.
+  task; mining only flags it, and the reflector is told to skip freely. A
+  turn stopped before any reply and sent again with more words is one.
 - **edit** — a person changed a staged draft before it was sent. Never found
   in a transcript; built from an outbox item by :func:`edit_intervention`.
 
@@ -208,8 +209,16 @@ class _Miner:
         self.seen_task = False
         # The tool calls of the last assistant message (`tools_before`).
         self.last_uses: Sequence[Block] = ()
+        # Whether the last message was a follow-up no assistant message has
+        # answered yet: the person stopped the turn before any reply and
+        # typed again. When the new words hold the old ones (sent again,
+        # added to), the model answered them once, as one turn, and they
+        # are one follow-up — the later words — not two moments asking a
+        # reflector twice about one reply. Words that differ stay their own.
+        self.unanswered = False
 
     def assistant(self, message: Message) -> None:
+        self.unanswered = False
         text = message.text().strip()
         if text:
             self.last_assistant_text = text
@@ -232,18 +241,27 @@ class _Miner:
             elif block.type == "text":
                 steer_parts.append(block.text or "")
         said = "".join(steer_parts).strip()
+        unanswered, self.unanswered = self.unanswered, False
         if has_results:
             if said and self.voices.is_person(said) and says_something(said):
                 self._add(Trigger.STEER, "", said, index)
         elif said:
             if self.seen_task and self.last_assistant_text and self.voices.is_person(said) and says_something(said):
+                if unanswered and _flat(self.found[-1].text) in _flat(said):
+                    self.found.pop()  # taken back unanswered and sent again, grown: one moment
                 self._add(Trigger.FOLLOWUP, truncate(self.last_assistant_text, CONTEXT_BUDGET), said, index)
+                self.unanswered = True
             self.seen_task = True
 
     def _add(self, trigger: Trigger, context: str, text: str, at: int) -> None:
         self.found.append(
             Intervention(trigger=trigger, context=context, text=text, at=at, tools_before=_distinct_names(self.last_uses))
         )
+
+
+def _flat(text: str) -> str:
+    """`text` with its runs of whitespace made single spaces."""
+    return " ".join(text.split())
 
 
 def _fill_context(found: list[Intervention], messages: Sequence[Message]) -> None:

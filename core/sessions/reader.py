@@ -258,6 +258,7 @@ class TaintPolicy(msgspec.Struct, frozen=True, kw_only=True):
             # The parser loads here, on the first shell result read: never
             # on the harness endpoint's path.
             from mecha.core.sessions.shell import ShellTrust, judge_command
+            from mecha.core.sessions.shell.programs import SENDING
 
             remote = self.kept_remote()
             trust = ShellTrust(trusted=self.trusted_commands, distrusted=self.distrusted_commands | remote)
@@ -268,13 +269,16 @@ class TaintPolicy(msgspec.Struct, frozen=True, kw_only=True):
             if len(line) > BLAME_COMMAND_CHARS:
                 line = line[: BLAME_COMMAND_CHARS - 1] + "…"
             why = verdict.why or "not known to stay on this machine"
+            entry = verdict.entry
             if verdict.program in remote and verdict.program not in self.distrusted_commands:
                 program = verdict.program.partition(" ")[0]
                 why = (f"talks to a remote: what it prints is someone else's text (trusting {program} "
                        f"does not trust it; Bash({verdict.program}) would, on its own)")
+                if verdict.program in SENDING:
+                    entry = f"Bash({verdict.program})"  # the person's own remote, named alone
             whole = command if isinstance(command, str) else " ".join(command)
             stranger = shell_stranger(verdict.program, why, whole, network=verdict.network)
-            blame = Blame(tool=name, program=verdict.program, command=line, why=why, entry=verdict.entry, stranger=stranger)
+            blame = Blame(tool=name, program=verdict.program, command=line, why=why, entry=entry, stranger=stranger)
             return Taint(private=True, untrusted=True), blame
         web = web_word(name)
         if web is not None:

@@ -161,6 +161,10 @@ class Unknown(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     #: The call put a stranger's text in context (`reader.Blame.stranger`):
     #: nothing the person says makes what it held back learnable.
     stranger: bool = False
+    #: For an offer that trusts what is not this machine's own output — a
+    #: subcommand that sends to a remote (`Bash(git push)`) — what the
+    #: person would be trusting, in words: the remote's replies.
+    trusts: str | None = None
 
 
 def held_back(blames: Iterable[Blame | None]) -> list[HeldBack]:
@@ -224,6 +228,21 @@ def _label(blame: Blame) -> str:
     return blame.tool or blame.program or "a record the reader could not read"
 
 
+def remote_replies(entry: str) -> str | None:
+    """What trusting `entry` takes as the person's own when it is a
+    subcommand that sends to a remote (`shell.programs.SENDING`: `git push`,
+    `npm publish`): what every remote it sends to prints back. `None` for
+    any other entry, whose output is this machine's."""
+    command = command_entry(entry)
+    if command is None or " " not in command:
+        return None
+    from mecha.core.sessions.shell.programs import SENDING
+
+    if command not in SENDING:
+        return None
+    return f"what every remote `{shown(command)}` sends to prints back (its text, not this machine's): trust it if those remotes are yours"
+
+
 #: Why an entry a trust entry could answer is not offered.
 FREES_NONE = "trusting it alone frees none of them: another call holds the same corrections back"
 
@@ -258,7 +277,7 @@ def unknown_summary(sessions: Iterable[tuple[Iterable[HeldBack], Mapping[str, in
     for e, n in freed.items():
         command = trust_command(e)
         if command is not None:
-            rows.append(Unknown(entry=shown(e), interventions=n, sessions=freed_in[e], command=command))
+            rows.append(Unknown(entry=shown(e), interventions=n, sessions=freed_in[e], command=command, trusts=remote_replies(e)))
         else:
             freed_in.pop(e)
     for label, n in held.items():

@@ -4,7 +4,6 @@ uninstall) and the rules files they read (export)."""
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from mecha.core.agents import export_targets as et
 from mecha.core.agents import hooks as hk
 from mecha.core.agents.plugin import ClaudePlugin, double_reading, find_claude_plugins
 from mecha.core.agents.procedures import skill_program
-from mecha.core.agents.share import share
+from mecha.core.agents.share import commit_command, share
 from mecha.core.agents.skills import install_skills, skills_folder, uninstall_skills
 from mecha.core.environment.agents import CLAUDE, CODEX, NAMES
 from mecha.core.environment.confined import rewrite_file
@@ -132,10 +131,7 @@ def share_rules(ctx: Context, p: m.ShareRulesParams, cancel: Cancel) -> m.ShareR
     (`share.share`); nothing is committed."""
     repository = resolve_project(p.project) if p.project is not None else project_root(os.getcwd())
     done = share(ctx.store(), p.rules, repository)
-    names = [os.path.relpath(path, repository) for path, _ in done.files]
-    what = ", ".join(r.text[:60] for r in done.rules)
-    commit = (f"git -C {shlex.quote(repository)} add {' '.join(shlex.quote(n) for n in names)} && "
-              f"git -C {shlex.quote(repository)} commit -m {shlex.quote('Share learned rules: ' + what)}")
+    commit = commit_command(done) or ""
     return m.ShareRulesResult(
         repository=repository,
         rules=[m.SharedRuleInfo(id=r.id, text=r.text, domain=r.domain, project=r.project) for r in done.rules],

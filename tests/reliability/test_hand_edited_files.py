@@ -71,3 +71,22 @@ def test_toml_nesting_counts_brackets_outside_strings_and_comments_only() -> Non
     assert toml_nesting('a = [[1], {b = "[[[["}] # [[[[[[\n[t]\n', 10) == 2
     assert toml_nesting("s = '''[[[[\n]]'''\nm = \"\"\"{{{\"\"\"\n", 10) == 0
     assert toml_nesting("x = " + "[" * 50, 10) == 11
+
+
+@pytest.mark.parametrize("argv", [("hooks", "status"), ("hooks", "install", "claude", "--scope", "project"),
+                                  ("hooks", "uninstall", "claude", "--scope", "project")])
+def test_an_agents_settings_file_nested_a_hundred_thousand_deep_is_refused_by_name(tmp_path: Path, argv) -> None:
+    # Pins: a repository's `.claude/settings.json` of 100k nested arrays
+    # ending `hooks status`, `install` and `uninstall` in a RecursionError
+    # traceback that named no file.
+    repo = tmp_path / "clone"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    settings = repo / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"hooks": {"Stop": ' + "[" * DEEP + "]" * DEEP + "}}\n")
+    before = settings.read_bytes()
+    done = subprocess.run([sys.executable, "-m", "mecha.sidecar", "--learning-dir", str(tmp_path / "learning"), *argv],
+                          env=clean_env(tmp_path), cwd=repo, capture_output=True, text=True, timeout=WAIT_S)
+    assert done.returncode != 0 and "Traceback" not in done.stderr and "RecursionError" not in done.stderr, done.stderr
+    assert str(settings) in done.stderr and "nest more than" in done.stderr, done.stderr
+    assert settings.read_bytes() == before

@@ -7,6 +7,7 @@ person's files outside as they were."""
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -29,9 +30,9 @@ def world(tmp_path: Path) -> tuple[dict[str, str], Path, Path]:
     return env, repo, outside
 
 
-def install(env: dict[str, str], repo: Path, agent: str) -> subprocess.CompletedProcess[str]:
+def install(env: dict[str, str], repo: Path, agent: str, verb: str = "install") -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "mecha.sidecar", "--learning-dir", str(repo.parent / "learning"),
-                           "hooks", "install", agent, "--scope", "project"],
+                           "hooks", verb, agent, "--scope", "project"],
                           env=env, cwd=repo, capture_output=True, text=True, timeout=WAIT_S)
 
 
@@ -96,6 +97,33 @@ def test_a_settings_file_that_is_a_fifo_is_refused_without_waiting(world):
     os.mkfifo(repo / ".claude" / "settings.json")
     done = install(env, repo, "claude")
     assert done.returncode != 0 and "FIFO" in done.stderr, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("verb", ["install", "uninstall"])
+def test_a_skill_file_that_is_a_fifo_is_left_and_named_without_waiting(world, verb):
+    # Pins: a cloned repository's `.agents/skills/mecha-review/SKILL.md`
+    # made a FIFO, and `hooks install|uninstall codex --scope project`
+    # blocked forever reading it to see whether the skill was mecha's.
+    env, repo, _ = world
+    folder = repo / ".agents" / "skills" / "mecha-review"
+    folder.mkdir(parents=True)
+    os.mkfifo(folder / "SKILL.md")
+    done = install(env, repo, "codex", verb)
+    said = done.stdout + done.stderr
+    assert "mecha-review" in said and "left as it is" in said, said
+    assert stat.S_ISFIFO(os.lstat(folder / "SKILL.md").st_mode) and sorted(folder.iterdir()) == [folder / "SKILL.md"]
+
+
+def test_hooks_status_names_a_settings_file_that_is_a_fifo_without_waiting(world):
+    # Pins: `hooks status` in a cloned repository whose `.claude/settings.json`
+    # is a FIFO, opened for reading and waited on forever.
+    env, repo, _ = world
+    (repo / ".claude").mkdir()
+    os.mkfifo(repo / ".claude" / "settings.json")
+    done = subprocess.run([sys.executable, "-m", "mecha.sidecar", "--learning-dir", str(repo.parent / "learning"),
+                           "hooks", "status"], env=env, cwd=repo, capture_output=True, text=True, timeout=WAIT_S)
+    assert "FIFO" in done.stdout + done.stderr and str(repo / ".claude" / "settings.json") in done.stdout + done.stderr, \
+        done.stdout + done.stderr
 
 
 def test_a_folder_of_another_user_is_refused_before_anything_is_written(world, monkeypatch):

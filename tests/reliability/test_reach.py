@@ -228,3 +228,30 @@ def test_a_session_outside_any_repository_is_not_exported_into_the_folder_holdin
     named = world.cli("export", "claude", "--project", str(src))
     assert named.returncode == 0, named.stderr
     assert "Whatever was said in src." in (src / "CLAUDE.local.md").read_text()
+
+
+@pytest.mark.parametrize("plant", ["exclude", "info"])
+def test_an_exclude_list_linked_out_of_the_repository_is_refused_and_left_alone(world, plant) -> None:
+    # Pins: an unpacked repository's `.git/info/exclude` (or its whole
+    # `.git/info`) linked to the person's ~/.bashrc, and the line keeping
+    # CLAUDE.local.md out of git status appended to their shell start-up.
+    root = Path(world.project("unpacked", "Unpacked rule."))
+    plain = Path(world.project("plain", "Plain rule."))
+    info = root / ".git" / "info"
+    if plant == "exclude":
+        (info / "exclude").unlink()
+        (info / "exclude").symlink_to(world.home / ".bashrc")
+    else:
+        for p in info.iterdir():
+            p.unlink()
+        info.rmdir()
+        (world.home / "info").mkdir()
+        (world.home / "info" / "exclude").symlink_to(world.home / ".bashrc")
+        info.symlink_to(world.home / "info")
+    done = world.cli("export", "claude", "--json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    world.outside_untouched()
+    error = _by_path(json.loads(done.stdout))[str(root / "CLAUDE.local.md")]["error"]
+    assert "exclude" in error and "outside" in error and "nothing was written" in error, error
+    assert not (root / "CLAUDE.local.md").exists()
+    assert "Plain rule." in (plain / "CLAUDE.local.md").read_text()

@@ -69,6 +69,7 @@ from mecha.core.sessions.shell.verdict import (
     LOCAL,
     WHY_NETWORK,
     WHY_RUNS_MORE,
+    WHY_SENDS,
     WHY_UNKNOWN,
     WHY_UNSEEN,
     ShellMemory,
@@ -78,7 +79,7 @@ from mecha.core.sessions.shell.verdict import (
 from mecha.core.sessions.shell.walk import MAX_COMMAND_CHARS, MAX_SHELL_NESTING, judge
 
 __all__ = [
-    "DEFAULT_TRUST", "LOCAL", "MAX_COMMAND_CHARS", "MAX_SHELL_NESTING", "WHY_NETWORK", "WHY_RUNS_MORE", "WHY_UNKNOWN",
+    "DEFAULT_TRUST", "LOCAL", "MAX_COMMAND_CHARS", "MAX_SHELL_NESTING", "WHY_NETWORK", "WHY_RUNS_MORE", "WHY_SENDS", "WHY_UNKNOWN",
     "WHY_UNSEEN", "ShellMemory", "ShellTrust", "Verdict", "command_stays_local", "judge_command",
 ]
 

@@ -46,7 +46,12 @@ GLOBAL = spec(
 #: also takes abbreviated (`--exe` is `--exec`).
 RUNS = {
     sub: spec(runs=runs, unknown_is_flag=True, stops=False, bundles=True, abbreviates=True)
-    for sub, runs in (("rebase", ("-x", "--exec")), ("grep", ("-O", "--open-files-in-pager")))
+    for sub, runs in (
+        ("rebase", ("-x", "--exec")),
+        ("grep", ("-O", "--open-files-in-pager")),
+        # The program run at the other end, which a local or `ext::` remote runs here.
+        ("push", ("--receive-pack", "--exec")),
+    )
 }
 #: `git filter-branch`: each filter is a shell script git runs (an
 #: abbreviated filter option fails closed).
@@ -113,13 +118,15 @@ def remote_only_lists(rest: Sequence[Word]) -> bool:
     return all(a in ("-v", "--verbose") for a in rest) or list(rest[:1]) == ["get-url"]
 
 
-def subcommand_runs(sub: Word, rest: list[Word]) -> Runs | None:
+def subcommand_runs(sub: Word, rest: list[Word], *, trusted: bool = False) -> Runs | None:
     """What `git SUB REST…` runs besides git (`bisect run`'s command, a
     filter's script), or `None` when it reaches elsewhere or runs what the
-    line does not show."""
-    if sub not in GIT_SUBCOMMANDS:
+    line does not show. `trusted`: the person trusted this subcommand (or
+    git), so one the table does not list (`push`) is judged only by the
+    options that make it run a command."""
+    if sub not in GIT_SUBCOMMANDS and not trusted:
         return None
-    if sub == "remote":
+    if sub == "remote" and not trusted:
         return NOTHING if remote_only_lists(rest) else None
     if sub == "filter-branch":
         found = scan(rest, FILTER_BRANCH)

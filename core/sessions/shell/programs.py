@@ -37,7 +37,10 @@ Not here, and so untrusted: **network clients** (`curl`, `wget`, `gh`,
 `ssh`, `scp`, `rsync`, `nc`, …) and **fetching subcommands** (`git
 fetch|pull|clone|ls-remote|submodule`, `pip|npm|cargo|go install`, `npm
 view`, `apt install|update`, `docker pull|run`, `npx`, `mix deps.get`, …)
-— they print a stranger's text by design; **interpreters given code not on
+— they print a stranger's text by design; **subcommands that send to a
+remote** (`git push`, `npm publish`: `SENDING`), whose replies are the
+remote's — each one the person may trust by name, as their own remote;
+**interpreters given code not on
 the line** (a script outside the project, their input; `python -c` and `node
 -e` code is read, `scripts.py`); and **every program nobody listed**: a
 list of network programs can never be complete, a list of local ones can.
@@ -174,7 +177,7 @@ NETWORK = frozenset(
         "curl", "wget", "gh", "glab", "hub", "ssh", "scp", "sftp", "rsync", "nc", "ncat", "netcat", "telnet", "ftp",
         "lynx", "w3m", "links", "http", "https", "xh", "aria2c", "httpie", "socat", "npx", "bunx", "pnpx", "dig",
         "nslookup", "host", "whois", "ping", "traceroute", "mosh", "s3cmd", "aws", "gcloud", "az", "kubectl",
-        "git fetch", "git pull", "git clone", "git ls-remote", "git submodule", "git push", "git archive",
+        "git fetch", "git pull", "git clone", "git ls-remote", "git submodule", "git archive",
         "pip install", "pip download", "pip3 install", "pip3 download", "npm install", "npm i", "npm ci", "npm view",
         "npm info", "npm exec", "npm update", "cargo install", "cargo fetch", "cargo update", "cargo add", "go get",
         "go install", "go mod", "apt install", "apt update", "apt upgrade", "apt-get", "yum", "dnf", "pacman",
@@ -185,16 +188,35 @@ NETWORK = frozenset(
 
 
 #: Subcommands that talk to a remote, of programs the table does not know
-#: (`bd`) or knows only partly: trusting the program (`Bash(bd)`) never
-#: trusts them — each is its own entry (`Bash(bd sync)`), and what it
-#: printed is a remote's text. The table's own fetching subcommands
-#: (`programs.NETWORK`: `git push`, `npm install`, …) are added to these.
+#: (`bd`) or knows only partly (`git push`): trusting the program
+#: (`Bash(bd)`, `Bash(git)`) never trusts them — each is its own entry
+#: (`Bash(bd sync)`), and what it printed is a remote's text. The table's
+#: own fetching subcommands (`programs.NETWORK`: `git fetch`, `npm
+#: install`, …) are added to these.
 REMOTE_SUBCOMMANDS = frozenset(
     {
-        "bd sync", "npm publish", "yarn publish", "pnpm publish", "cargo publish", "cargo login", "poetry publish",
+        "git push", "bd sync", "npm publish", "yarn publish", "pnpm publish", "cargo publish", "cargo login", "poetry publish",
         "twine upload", "gem push", "docker push", "docker login", "helm push", "dvc push", "dvc pull", "dvc fetch",
         "hg push", "hg pull", "svn update", "svn checkout", "jj git", "git-lfs fetch", "git-lfs pull", "git-lfs push",
         "mix hex.publish", "dotnet nuget",
+    }
+)
+
+
+#: Of those, the subcommands that only send: they hand the person's own
+#: work (commits, a package, an image) to a remote the person named, and
+#: what they print back is that remote's acknowledgement — `git push`'s
+#: `remote:` lines, a registry's "published". That text is the remote's,
+#: so it stays untrusted by default and no vouch answers it; but whether
+#: the person's own remote is theirs is the person's to say, so each may be
+#: offered and trusted as its own entry (`Bash(git push)`), never inside its
+#: program's. Anything that also fetches (`bd sync`, which pulls; `git
+#: fetch`; `dvc pull`) is not here: what a fetch brings is a stranger's
+#: text whoever owns the remote, and is never offered.
+SENDING = frozenset(
+    {
+        "git push", "npm publish", "yarn publish", "pnpm publish", "cargo publish", "poetry publish", "twine upload",
+        "gem push", "docker push", "helm push", "dvc push", "hg push", "git-lfs push", "mix hex.publish",
     }
 )
 

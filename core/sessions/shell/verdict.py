@@ -45,9 +45,10 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     the first program that failed (`git fetch`, `bd`; absent when no
     program is to blame — a line that does not parse, a brace expansion),
     why in words, and the trust entry that would make that program local
-    (`Bash(bd)`), only for a program the table does not know — never for a
-    network client, nor for a known program run in a way that can run
-    another. `network`: what failed reaches the network (a network client,
+    (`Bash(bd)`), only for a program the table does not know or a
+    subcommand that only sends to a remote (`Bash(git push)`: the person's
+    word on their own remote) — never for a network client or a fetching
+    subcommand, nor for a known program run in a way that can run another. `network`: what failed reaches the network (a network client,
     a fetching subcommand, code that imports a network module), so what it
     printed is a stranger's text — never the reader's doubt, which the
     person may vouch for."""
@@ -65,6 +66,8 @@ LOCAL = Verdict(local=True)
 WHY_UNKNOWN = "not in the table of programs known to stay on this machine"
 WHY_NETWORK = "reaches the network: what it prints is someone else's text"
 WHY_REMOTE = "talks to a remote: what it prints is someone else's text, whichever program of that name runs"
+WHY_SENDS = ("sends to a remote: what it prints back is the remote's text, "
+             "trusted only when you trust this subcommand by name, as your own remote")
 WHY_RUNS_MORE = "run with arguments that can make it run another program or read code not on the line"
 WHY_UNSEEN = "names its program through something known only when it runs"
 WHY_CODE = "runs code the line does not show (a script outside the project, its input, a module it loads by name)"

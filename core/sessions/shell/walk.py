@@ -21,7 +21,15 @@ from mecha.core.sessions.shell import git as gitrules
 from mecha.core.sessions.shell.families import FAMILIES, code_doubt, fed_code, python
 from mecha.core.sessions.shell.names import PYTHON, entry_for, outside_program, program_name, project_program
 from mecha.core.sessions.shell.options import Runs, Word
-from mecha.core.sessions.shell.programs import GIT_SUBCOMMANDS, NETWORK, PROGRAMS, SUBCOMMANDS, is_network, talks_to_remote
+from mecha.core.sessions.shell.programs import (
+    GIT_SUBCOMMANDS,
+    NETWORK,
+    PROGRAMS,
+    SENDING,
+    SUBCOMMANDS,
+    is_network,
+    talks_to_remote,
+)
 from mecha.core.sessions.shell.values import OLD_VALUE, PATH_LISTS, PathChange, path_change, stand_in
 from mecha.core.sessions.shell.variables import assignment_ok
 from mecha.core.sessions.shell.verdict import (
@@ -31,6 +39,7 @@ from mecha.core.sessions.shell.verdict import (
     WHY_OUTSIDE,
     WHY_REMOTE,
     WHY_RUNS_MORE,
+    WHY_SENDS,
     WHY_UNKNOWN,
     WHY_UNSEEN,
     ShellMemory,
@@ -386,10 +395,18 @@ class Walker:
             base = outside_program(word)
             entry = None if base is None else f"Bash({base})"
             return self.fail(WHY_UNSEEN if word is None else WHY_OUTSIDE, word, entry)
+        if name == "git" and gitrules.subcommand_at(argv[1:]) is None:
+            return self.fail(WHY_RUNS_MORE, name)  # `git -c core.pager=…`: no entry trusts what it runs
         sub = gitrules.subcommand_of(name, argv[1:])
         label = f"{name} {sub}" if sub is not None and (name in SUBCOMMANDS or name == "git" or f"{name} {sub}" in NETWORK) else name
         if is_network(name, sub):
             return self.fail(WHY_NETWORK, label, network=True)
+        if f"{name} {sub}" in SENDING:
+            at = gitrules.subcommand_at(argv[1:]) if name == "git" else None
+            if at is not None and gitrules.subcommand_runs(sub, list(argv[at + 2 :]), trusted=True) is None:
+                return self.fail(WHY_RUNS_MORE, label)  # `git push --receive-pack=…`
+            # Its reply is the remote's text; the person may say the remote is theirs.
+            return self.fail(WHY_SENDS, f"{name} {sub}", f"Bash({name} {sub})", network=True)
         doubt = code_doubt(name, list(argv[1:]))
         if doubt is not None:
             return self.fail(doubt.why, label, network=doubt.network)
@@ -421,7 +438,9 @@ class Walker:
         if name in self.trust.distrusted or (sub is not None and f"{name} {sub}" in self.trust.distrusted):
             return self.fail(WHY_DISTRUSTED, name if sub is None else f"{name} {sub}")
         if name in self.trust.trusted or (sub is not None and f"{name} {sub}" in self.trust.trusted):
-            return True
+            # Trusting git or one of its subcommands trusts what git prints,
+            # never a program its options or configuration make it run.
+            return name != "git" or self.run(self.git(args, trusted=True), depth)
         if name in _SETTERS:
             self.values.clear()
         if self.project_path and "/" not in (word or "/") and not _known(name) and not PYTHON.fullmatch(name):
@@ -452,7 +471,12 @@ class Walker:
             return False
         return all(self.argv(c, depth) for c in runs.commands) and all(self.line(s, depth + 1) for s in runs.scripts)
 
-    def git(self, args: list[Word]) -> Runs | None:
+    def git(self, args: list[Word], *, trusted: bool = False) -> Runs | None:
+        """What `git ARGS` runs besides git, or `None` when it is not local.
+        `trusted`: the person trusted git or this subcommand, so a
+        subcommand the table does not list is git's own — but its global
+        options, the session's config writes and the options that run a
+        command are still read."""
         at = gitrules.subcommand_at(args)
         if at is None:
             return None
@@ -464,7 +488,7 @@ class Walker:
         sub, rest = args[at], args[at + 1 :]
         if sub == "config" and gitrules.config_writes_a_program(rest):
             self.memory.git_config = "git config " + " ".join(a or "…" for a in rest)
-        return gitrules.subcommand_runs(sub, rest)
+        return gitrules.subcommand_runs(sub, rest, trusted=trusted)
 
 
 def judge(command: str | Sequence[str], trust: ShellTrust, memory: ShellMemory) -> Verdict | None:

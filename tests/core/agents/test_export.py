@@ -262,3 +262,38 @@ def test_a_file_rewritten_at_every_swap_is_refused_with_the_last_version_put_bac
         export_block(path, BLOCK)
     assert path.read_text() == saves[-1]
     assert [p.name for p in tmp_path.iterdir()] == ["CLAUDE.md"]
+
+
+@pytest.mark.parametrize("moment", ["the temp written", "the temp linked in"])
+def test_an_export_killed_mid_way_leaves_no_temp_once_the_next_export_into_the_folder_runs(tmp_path, moment):
+    # Pins: `kill -9` during an accept's export leaving `.mecha-export.*.tmp`
+    # in ~/.claude for good (the kill loop found one after recovery), and one
+    # killed between linking a new file in and removing the temp leaving the
+    # file with two names, which every later export refused.
+    import signal
+    import subprocess
+    import sys
+
+    target = tmp_path / "CLAUDE.md"
+    child = f"""
+import os, signal
+from pathlib import Path
+from mecha.core.environment import confined
+from mecha.core.agents.export import export_block
+def killed_after(real):
+    def step(*args):
+        real(*args)
+        os.kill(os.getpid(), signal.SIGKILL)
+    return step
+if {moment == "the temp linked in"}:
+    os.link = killed_after(os.link)
+else:
+    confined.write_durably = killed_after(confined.write_durably)
+export_block(Path({str(target)!r}), {BLOCK!r})
+"""
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    assert [p for p in tmp_path.iterdir() if ".mecha-export." in p.name], "the kill left no temp to recover from"
+    export_block(target, BLOCK.replace("Never force-push.", "Ask first."))
+    assert "Ask first." in target.read_text() and target.stat().st_nlink == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["CLAUDE.md"], "a dead export's temp was left"

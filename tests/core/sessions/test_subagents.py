@@ -311,6 +311,48 @@ def test_a_transcript_in_the_project_folder_that_another_session_ran_is_not_this
     assert origin is Origin.UNTRUSTED and blame.tool == "Task"
 
 
+def _background_subagent(tmp_path: Path, tool: tuple[str, dict[str, Any]], *, owner: str = SESSION) -> Path:
+    """A session that sends a subagent off in the background and reads its
+    output later with `TaskOutput`, its transcript where Claude Code before
+    2.1.2 wrote it (in the project folder, naming `owner`)."""
+    folder = tmp_path / "-home-pat-proj"
+    folder.mkdir(parents=True)
+    cc = Claude(session=SESSION)
+    cc.user("Where is the parser?").assistant(text("Asking a subagent."), use("t1", "Task", description="find", prompt="Find the parser", run_in_background=True))
+    cc.result("t1", "Async agent launched successfully.\nagentId: a7f3c21 (use it to read its output)")
+    cc.assistant(text("Waiting."), use("o1", "TaskOutput", task_id="a7f3c21", block=True)).result("o1", "The parser lives in core/sessions/shell.py.")
+    cc.assistant(text("It is in core/sessions/shell.py.")).user("Next time look it up yourself, it is faster.")
+    sub = Claude(session=owner)
+    sub.user("Find the parser", isSidechain=True, agentId="a7f3c21")
+    sub.assistant(text("Searching."), use("g1", tool[0], **tool[1]), isSidechain=True, agentId="a7f3c21")
+    sub.result("g1", "core/sessions/shell.py:1:def parse", isSidechain=True, agentId="a7f3c21")
+    sub.assistant(text("The parser lives in core/sessions/shell.py."), isSidechain=True, agentId="a7f3c21")
+    (folder / "agent-a7f3c21.jsonl").write_bytes(sub.bytes())
+    main = folder / f"{SESSION}.jsonl"
+    main.write_bytes(cc.bytes())
+    return main
+
+
+def test_more_output_of_a_background_subagent_is_read_in_the_older_layout_too(tmp_path: Path) -> None:
+    # Pins: TaskOutput looked for the subagent's transcript only in
+    # `<session>/subagents/`, so one Claude Code 2.0 kept in the project
+    # folder held the person's next words back as a task nobody started.
+    [clean] = survey_session(*_read(_background_subagent(tmp_path / "a", ("Grep", {"pattern": "def parse"}))))
+    assert clean.origin is Origin.CLEAN
+    read = read_session(_background_subagent(tmp_path / "b", ("WebSearch", {"query": "parser"})))
+    [fetched] = survey_session(read.messages, read.taint_timeline)
+    assert fetched.origin is Origin.UNTRUSTED and all("WebSearch" in b.why for b in read.blames), read.blames
+    other = "eeee0002-1111-4222-8333-444455556666"
+    read = read_session(_background_subagent(tmp_path / "c", ("Grep", {"pattern": "def parse"}), owner=other))
+    [elsewhere] = survey_session(read.messages, read.taint_timeline)
+    assert elsewhere.origin is Origin.UNTRUSTED and read.blames, read.blames
+
+
+def _read(path: Path) -> tuple[Any, Any]:
+    read = read_session(path)
+    return read.messages, read.taint_timeline
+
+
 def _inline(tool: tuple[str, dict[str, Any]] | None, *, report: str = "The parser is core/sessions/shell.py.", said: str | None = None) -> bytes:
     """A session as Claude Code 1.0 wrote it: the subagent's own lines in
     the session's file, marked `isSidechain`, chained from its prompt by
