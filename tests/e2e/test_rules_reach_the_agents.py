@@ -21,9 +21,11 @@ A refused call takes the same road and comes out enforced: three times
 the person refuses `git push origin main` at Claude Code's real
 permission prompt and says why; the learn pass derives the rule's ask
 from those refusals, the proposal shows it, the accept writes it into the
-person's settings, the next `claude -p` that may run any shell call is
-not let push (and the rule's record counts it), and retiring the rule
-gives the settings file back byte for byte."""
+person's Claude Code settings and, Codex being connected too, Codex's
+command rules; the next `claude -p` that may run any shell call is not let
+push (and the rule's record counts it), nor is the next `codex exec`
+(whose push ran before the accept), and retiring the rule gives the
+settings file and the rules folder back byte for byte."""
 
 from __future__ import annotations
 
@@ -330,6 +332,7 @@ def refuse_in_the_terminal_ui(claude: str, env: dict[str, str], project: Path, m
         ui.type(b"Push the release to main.")
         ui.type(b"\r")
         wait_until(lambda: shown("Esc to cancel", drawn), "the permission prompt")
+        ui.pump(1.0)  # the prompt takes keys once it has settled
         # "No" is numbered after the prompt's other choices, which vary.
         [no] = re.findall(r"(\d)\. No\b", words(ui.screen[drawn:]))[-1:] if refuse == "no" else ["\x1b"]
         drawn = len(ui.screen)
@@ -348,29 +351,64 @@ def refuse_in_the_terminal_ui(claude: str, env: dict[str, str], project: Path, m
                           log.read_text().splitlines()[ended], "the session-end hook's record"))
 
 
-def test_a_push_refused_three_times_becomes_an_ask_the_real_claude_honours_and_retiring_it_restores_the_settings(
-    person, project, store_dir
+def folder(path: Path) -> dict[str, bytes]:
+    """Every file under `path`, by its path there, with its bytes."""
+    return {str(f.relative_to(path)): f.read_bytes() for f in sorted(path.rglob("*")) if f.is_file()}
+
+
+def test_a_push_refused_three_times_becomes_an_ask_both_real_agents_honour_and_retiring_it_restores_their_settings(
+    person, project, store_dir, tmp_path
 ):
     # Pins: a refused call that only becomes prose; an ask the learn pass
     # never derives from real refusals, or the proposal never shows; an ask
-    # entry the real CLI does not honour (a wrong key or pattern); an ask
-    # nobody counts; and a retirement that leaves the person's settings
-    # file other than it was.
+    # entry a real CLI does not honour (a wrong key, pattern or rule
+    # decision); an ask nobody counts; and a retirement that leaves the
+    # person's settings file or Codex's rules folder other than it was.
+    from tests.agent_server import AgentModelServer, Call, Text
+    from tests.agentcli.conftest import codex_config
     from tests.model_server import ModelServer
 
-    claude = str(manifest("agents")["claude"])
+    claude, codex = str(manifest("agents")["claude"]), str(manifest("agents")["codex"])
     home = Path(person["HOME"])
     settings = home / ".claude" / "settings.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
     # The person's own settings: manual permission mode (a gateway like the
-    # scripted one cannot pass auto mode's server-side check), `ls` allowed.
+    # scripted one cannot pass auto mode's server-side check), `ls` allowed;
+    # and a command rule of their own in Codex's rules folder.
     settings.write_bytes(b'{\n    "model": "opus",\n    "env": {"A": "1e3"},\n'
                          b'    "permissions": {"defaultMode": "default", "allow": ["Bash(ls:*)"]}\n}\n')
-    with ModelServer(responder=one_rule_from_every_lesson) as passes:
-        me = {**person, "MECHA_MODEL_BASE_URL": passes.url}
+    rules = home / ".codex" / "rules"
+    rules.mkdir(parents=True)
+    (rules / "default.rules").write_text('prefix_rule(pattern = ["npm", "publish"], decision = "prompt")\n')
+    theirs = folder(rules)
+    # The project pushes its main branch to a remote whose ref shows what ran.
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(project, "branch", "-M", "main")
+    git(project, "remote", "add", "origin", str(remote))
+
+    def pushed_head() -> str:
+        return subprocess.run(["git", "--git-dir", str(remote), "rev-parse", "-q", "--verify", "refs/heads/main"],
+                              capture_output=True, text=True).stdout.strip()
+
+    with ModelServer(responder=one_rule_from_every_lesson) as passes, \
+            AgentModelServer(responder=lambda system, user, dialect: Text("Done.")) as codex_model:
+        me = {**person, "MECHA_MODEL_BASE_URL": passes.url, "CODEX_HOME": str(home / ".codex")}
+        (home / ".codex" / "config.toml").write_text(
+            codex_config(codex_model.url) + f'\n[projects."{project.resolve()}"]\ntrust_level = "trusted"\n')
+        run([sys.executable, "-m", "mecha.sidecar", "hooks", "install", "codex"], me, project)
         run([claude, "plugin", "marketplace", "add", str(REPO)], me, project)
         run([claude, "plugin", "install", "mecha@mecha"], me, project)
         mine = settings.read_bytes()  # with the plugin the person installed
+
+        def codex_pushes() -> str:
+            """`codex exec` whose model runs the push; what the call returned."""
+            codex_model.script(Call("exec_command", {"cmd": PUSH}), Text("Done."))
+            before = len(codex_model.seen)
+            run([codex, "exec", "Push it."], me, project)
+            return json.dumps([i for s in codex_model.seen[before:] for i in s.body.get("input") or []
+                               if i.get("type") == "function_call_output"])
+
         model = AgentModel()
         env = {**me, "ANTHROPIC_BASE_URL": model.url}
         trust_for_the_terminal_ui(home, project, person["ANTHROPIC_API_KEY"])
@@ -392,14 +430,19 @@ def test_a_push_refused_three_times_becomes_an_ask_the_real_claude_honours_and_r
             shown = run([sys.executable, "-m", "mecha.sidecar", "proposals", "show", proposal.id], me, project)
             assert f"also ask before `Bash({PUSH}:*)`" in shown.stdout, shown.stdout
 
+            # Before the accept, Codex runs the push.
+            assert "Process exited with code 0" in codex_pushes()
+            assert pushed_head() == git(project, "rev-parse", "HEAD").strip()
+
             model.command = f"mecha-sidecar proposals accept {proposal.id}"
             review = run([claude, "-p", f"/mecha:review accept {proposal.id}", "--output-format", "json"], env, project)
             assert json.loads(review.stdout)["is_error"] is False
             told = model.texts()[-1]
-            assert f"accepted {proposal.id}" in told and f"also asks before `Bash({PUSH}:*)` ({settings})" in told, told
+            written = f"({settings}, {rules / 'mecha.rules'})"
+            assert f"accepted {proposal.id}" in told and f"also asks before `Bash({PUSH}:*)` {written}" in told, told
             assert json.loads(settings.read_text())["permissions"]["ask"] == [f"Bash({PUSH}:*)"]
 
-            # The next session may run every shell call, and is not let push.
+            # The next Claude Code session may run every shell call, and is not let push.
             log = store_dir / "logs" / "hooks.log"
             ended = len(log.read_text().splitlines())
             model.command = PUSH
@@ -411,6 +454,14 @@ def test_a_push_refused_three_times_becomes_an_ask_the_real_claude_honours_and_r
                        "the session-end hook's record of it")
         finally:
             model.close()
+        # Nor is the next Codex session: a new commit stays off the remote.
+        git(project, "-c", "user.name=me", "-c", "user.email=me@example.com", "commit", "-q", "--allow-empty",
+            "-m", "release")
+        was = pushed_head()
+        refused = codex_pushes()
+        assert "approval required by policy" in refused, refused
+        assert pushed_head() == was != git(project, "rev-parse", "HEAD").strip()
+
         [live] = LearningStore.open(store_dir).learned_rules("behavior", str(project.resolve()))
         [asked] = LearningStore.open(store_dir).asked()
         assert (asked.rule_id, asked.pattern, asked.outcome) == (live.id, f"Bash({PUSH}:*)", "not_run")
@@ -422,5 +473,9 @@ def test_a_push_refused_three_times_becomes_an_ask_the_real_claude_honours_and_r
         retirement = next(p for p in LearningStore.open(store_dir).proposals() if p.id != proposal.id)
         assert retirement.id in offered.stdout
         gone = run([sys.executable, "-m", "mecha.sidecar", "proposals", "accept", retirement.id], me, project)
-    assert f"no longer asks before `Bash({PUSH}:*)`" in gone.stdout, gone.stdout
-    assert settings.read_bytes() == mine
+        assert f"no longer asks before `Bash({PUSH}:*)`" in gone.stdout, gone.stdout
+        assert settings.read_bytes() == mine
+        assert folder(rules) == theirs
+        # And Codex pushes again.
+        assert "Process exited with code 0" in codex_pushes()
+        assert pushed_head() == git(project, "rev-parse", "HEAD").strip()
