@@ -26,6 +26,7 @@ says so. A call Claude Code refused to run brought nothing in at all
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -91,14 +92,21 @@ def subagent_dir(path: Path | None) -> Path | None:
 def spawned_agent(result: str, raw: msgspec.Raw) -> str | None:
     """The id of the subagent a `Task` result reports for: the structured
     record's `agentId`, else the `agentId: …` line of its text."""
+    return _named(result, raw, lambda r: msgspec.json.decode(r, type=_Spawned).agentId, _AGENT_ID)
+
+
+def _named(result: str, raw: msgspec.Raw, structured: Callable[[msgspec.Raw], str | None], line: re.Pattern[str]) -> str | None:
+    """What a tool's structured record names (`structured` reads it), else
+    what the first match of `line` in its text names; `None` when neither
+    does. A record that does not decode is only a text."""
     if raw:
         try:
-            found = msgspec.json.decode(raw, type=_Spawned).agentId
+            found = structured(raw)
         except LINE_FAULTS:
             found = None
         if found:
             return found
-    match = _AGENT_ID.search(result)
+    match = line.search(result)
     return match.group(1) if match else None
 
 
@@ -229,15 +237,7 @@ _RUN_ID = re.compile(r"^Run ID: (wf_[\w.-]+)\s*$", re.MULTILINE)
 def workflow_run(result: str, raw: msgspec.Raw) -> str | None:
     """The run a `Workflow` result names: the structured record's `runId`,
     else the `Run ID: wf_…` line of its text."""
-    if raw:
-        try:
-            found = msgspec.json.decode(raw, type=_Run).runId
-        except LINE_FAULTS:
-            found = None
-        if found:
-            return found
-    match = _RUN_ID.search(result)
-    return match.group(1) if match else None
+    return _named(result, raw, lambda r: msgspec.json.decode(r, type=_Run).runId, _RUN_ID)
 
 
 def workflow_taint(reader: ReadTranscript, folder: Path, run: str | None, policy: TaintPolicy) -> tuple[Taint, Blame | None]:

@@ -143,6 +143,14 @@ def test_a_scope_whose_last_pass_kept_the_rules_can_be_asked_again_with_retry(cl
 # ─── waiting on a pass ──────────────────────────────────────────────────────
 
 
+def _ctrl_c_as_at_a_terminal() -> None:
+    """Ctrl-C reaches the command as it does at a terminal, even when these
+    tests run in the background (a shell starts a background job with SIGINT
+    ignored, the child inherits that, and Python then never raises
+    KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_while_import_waits_says_the_pass_goes_on_and_how_to_watch_and_stop_it(env, home, store_dir, tmp_path):
     # Pins: Ctrl-C printing `^C` while the pass went on unseen.
     sessions(home, 1)
@@ -150,7 +158,7 @@ def test_ctrl_c_while_import_waits_says_the_pass_goes_on_and_how_to_watch_and_st
         run_env = {**env, "MECHA_MODEL_API": "openai", "MECHA_MODEL_BASE_URL": slow.url, "MECHA_MODEL": "m"}
         proc = subprocess.Popen([sys.executable, "-m", "mecha.sidecar", "--learning-dir", str(store_dir), "import",
                                  "claude"], env=run_env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
+                                text=True, preexec_fn=_ctrl_c_as_at_a_terminal)
         wait_until(lambda: slow.completions(), "the pass's first model call")
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=WAIT_S)

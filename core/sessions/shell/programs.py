@@ -23,7 +23,7 @@ is what a reviewer has to check when a program is added:
   checked in turn, and a debugger's own shell escape (`gdb -ex 'shell …'`)
   is not trusted.
 - **System and package queries** (`nvidia-smi`, `lspci`, `uname`,
-  `systemctl status`, `dpkg -l`, `apt-cache policy`, `pip list`, …): they
+  `systemctl status`, `zfs list`, `dpkg -l`, `apt-cache policy`, `pip list`, …): they
   describe this machine from what it already holds. Only the querying
   subcommands are here: `apt update`, `pip install`, `docker pull` fetch.
 - **A shell checking syntax only** (`bash -n build.sh`): it reads the
@@ -137,6 +137,10 @@ SUBCOMMANDS: dict[str, frozenset[str]] = {
     "conda": frozenset({"list", "info", "--version"}),
     "brew": frozenset({"list", "--version", "--prefix", "config"}),
     "docker": frozenset({"ps", "images", "version", "info", "inspect"}),
+    # storage pools and containers of this machine; never send, receive, pull, shell or login
+    "zfs": frozenset({"list", "get", "version"}),
+    "zpool": frozenset({"list", "status", "get", "iostat", "version"}),
+    "machinectl": frozenset({"list", "list-images", "status", "show", "image-status", "show-image"}),
     "perf": frozenset({"report", "annotate", "list", "script", "diff"}),
 }
 

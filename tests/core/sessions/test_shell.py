@@ -728,3 +728,14 @@ def test_a_subcommand_that_fetches_is_never_given_its_own_entry(line: str) -> No
     verdict = judge_command(line)
     entry = CLAUDE_POLICY.with_overrides(trust=["Bash(bd)", "Bash(dvc)"]).judge("Bash", line)[1]
     assert verdict.local is False and entry is not None and entry.entry is None and entry.stranger is not None, (verdict, entry)
+
+
+@pytest.mark.parametrize(("line", "local"), [("zfs list -r buildpool 2>/dev/null | head -10", True), ("zpool list", True),
+                                             ("zpool status -v tank", True), ("machinectl list 2>/dev/null || systemctl status x", True),
+                                             ("zfs send tank@a | ssh host zfs receive b", False), ("zfs receive tank/x < s", False),
+                                             ("machinectl pull-tar https://example.org/x.tar", False), ("machinectl shell box", False),
+                                             ("zpool import -d /dev/disk tank", False)])
+def test_storage_pools_and_containers_are_queried_locally_and_changed_or_fetched_not(line: str, local: bool) -> None:
+    # Pins: `zfs list` and `machinectl list` held corrections back as programs
+    # nobody knew, though they read what this machine holds, as `systemctl status` does.
+    assert judge_command(line).local is local, line
