@@ -547,7 +547,8 @@ def _unknown_lines(unknown: list[dict[str, Any]]) -> list[str]:
     lines: list[str] = []
     trustable = [u for u in unknown if u.get("command")]
     doubted = [u for u in unknown if not u.get("command") and not u.get("stranger")]
-    strangers = [u for u in unknown if not u.get("command") and u.get("stranger")]
+    strangers = [u for u in unknown if not u.get("command") and u.get("stranger") and not u.get("trusts")]
+    remotes = [u for u in unknown if not u.get("command") and u.get("stranger") and u.get("trusts")]
     if trustable:
         lines.append("not in the table of local programs (trusting one alone frees exactly this many interventions; trust it if it is yours):")
         for u in trustable:
@@ -559,6 +560,11 @@ def _unknown_lines(unknown: list[dict[str, Any]]) -> list[str]:
                      "once imported, `mecha-sidecar lessons --held` lets you vouch for the corrections):")
         for u in doubted:
             lines.append(f"  {u['entry']}: {u['interventions']} in {u['sessions']} session(s) — {u['refused']}")
+    if remotes:
+        lines.append("held back by a remote's replies too (its own entry is not offered: "
+                     "trusting it alone frees none of them, another call holds the same corrections back):")
+        for u in remotes:
+            lines.append(f"  {u['entry']}: {u['interventions']} in {u['sessions']} session(s) — it would trust {u['trusts']}")
     if strangers:
         lines.append("held back by a stranger's text (never learnable, whatever is trusted):")
         for u in strangers:

@@ -161,9 +161,11 @@ class Unknown(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     #: The call put a stranger's text in context (`reader.Blame.stranger`):
     #: nothing the person says makes what it held back learnable.
     stranger: bool = False
-    #: For an offer that trusts what is not this machine's own output — a
+    #: For an entry that trusts what is not this machine's own output — a
     #: subcommand that sends to a remote (`Bash(git push)`) — what the
-    #: person would be trusting, in words: the remote's replies.
+    #: person would be trusting, in words: the remote's replies. Set on an
+    #: offer, and on a row not offered only because trusting it alone
+    #: frees nothing (it is a stranger's text, yet not beyond trust).
     trusts: str | None = None
 
 
@@ -284,7 +286,11 @@ def unknown_summary(sessions: Iterable[tuple[Iterable[HeldBack], Mapping[str, in
         if label in freed_in:
             continue
         refused = why[label] or (untrustable(label) if label in freed or trust_command(label) is None else FREES_NONE)
-        rows.append(Unknown(entry=shown(label), interventions=n, sessions=seen[label], refused=refused, stranger=stranger[label]))
+        # A remote's replies its own entry would answer, were another call
+        # not holding the same corrections back: say what it would trust.
+        trusts = remote_replies(label) if why[label] is None else None
+        rows.append(Unknown(entry=shown(label), interventions=n, sessions=seen[label], refused=refused, stranger=stranger[label],
+                            trusts=trusts))
     return sorted(rows, key=lambda u: (u.command is None, u.stranger, -u.interventions, u.entry))
 
 

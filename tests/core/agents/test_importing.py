@@ -406,3 +406,32 @@ def test_many_skipped_files_are_summarised_not_listed() -> None:
     lines = skipped_files([f"/x/{i}.jsonl: not a Claude Code session" for i in range(12)])
     assert len(lines) == 6 and lines[0] == "skipped /x/0.jsonl: not a Claude Code session"
     assert lines[-1].startswith("skipped 7 more file(s)") and "--json" in lines[-1]
+
+
+def test_a_push_that_frees_nothing_alone_is_not_listed_as_never_learnable(tmp_path: Path) -> None:
+    # Pins: a `git push` followed by a fetch before the person's words was
+    # listed under "held back by a stranger's text (never learnable,
+    # whatever is trusted)", though its own entry answers it.
+    import msgspec
+
+    from mecha.core.sessions.trust import unknown_summary
+    from mecha.sidecar.humane import import_summary
+
+    cc = Claude(session="cccc0003-1111-4222-8333-444455556666")
+    cc.user("Ship it.").assistant(text("Pushing."), use("s1", "Bash", command="git push")).result("s1", "remote: Resolving deltas")
+    cc.assistant(text("Pulling."), use("s2", "Bash", command="git pull --rebase")).result("s2", "Already up to date.")
+    cc.assistant(text("Done.")).user("Open the pull request as a draft.")
+    cc.assistant(text("Done."))
+    folder = tmp_path / "projects" / "-home-pat-shop"
+    folder.mkdir(parents=True)
+    (folder / "s.jsonl").write_bytes(cc.bytes())
+    report = import_sessions(LearningStore.open(tmp_path / "learning"), "claude", tmp_path / "projects",
+                             voices=DEFAULT_VOICES, dry_run=True)
+    rows = {u.entry: u for u in unknown_summary((s.blockers, s.frees) for s in report.sessions)}
+    push, pull = rows["Bash(git push)"], rows["Bash(git pull)"]
+    assert push.command is None and push.trusts is not None and pull.trusts is None, rows
+    shown = import_summary({"source": "claude", "root": "p", "sessions": [], "unchanged": 0, "filtered": 0, "skipped": [],
+                            "queued": [], "dry_run": True, "unknown": [msgspec.to_builtins(u) for u in rows.values()]})
+    remotes, strangers = shown.split("held back by a stranger's text")
+    assert "Bash(git push): 1 in 1 session(s) — it would trust what every remote `git push` sends to prints back" in remotes, shown
+    assert "Bash(git pull)" in strangers and "Bash(git push)" not in strangers, shown
