@@ -50,6 +50,15 @@ class Text:
 
 
 @dataclass(frozen=True)
+class Call:
+    """A call of one of the agent's tools (Codex's `exec_command`, …) with
+    these arguments: a Responses `function_call` item."""
+
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Status:
     code: int
     body: str = '{"type":"error","error":{"type":"invalid_request_error","message":"scripted failure"}}'
@@ -65,7 +74,7 @@ class Garbage:
     data: bytes = b"event: nonsense\ndata: {{{not json\n\n"
 
 
-Action = Answer | Text | Status | Stall | Garbage
+Action = Answer | Text | Call | Status | Stall | Garbage
 #: `(system, user, dialect) -> action`; dialect is "anthropic" or "responses".
 Responder = Callable[[str, str, str], Action]
 
@@ -165,19 +174,34 @@ def anthropic_stream(action: Answer | Text, model: str, tool: str | None) -> byt
     return b"".join(out)
 
 
-def responses_stream(action: Answer | Text, model: str) -> bytes:
-    """A streamed Responses reply: one assistant message with the text."""
-    text = json.dumps(action.data) if isinstance(action, Answer) else action.text
-    item = {"type": "message", "role": "assistant", "id": "msg_scripted", "status": "completed",
-            "content": [{"type": "output_text", "text": text, "annotations": []}]}
+def responses_stream(action: Answer | Text | Call, model: str) -> bytes:
+    """A streamed Responses reply: one assistant message with the text, or
+    one function call."""
     usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 12,
              "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 22}
+    if isinstance(action, Call):
+        item: dict[str, Any] = {"type": "function_call", "id": "fc_scripted", "call_id": "call_scripted",
+                                "name": action.name, "arguments": json.dumps(action.arguments), "status": "completed"}
+        body = [
+            _sse("response.output_item.added", {"type": "response.output_item.added", "output_index": 0,
+                                                "item": {**item, "arguments": "", "status": "in_progress"}}),
+            _sse("response.function_call_arguments.delta", {"type": "response.function_call_arguments.delta",
+                                                            "item_id": "fc_scripted", "output_index": 0,
+                                                            "delta": item["arguments"]}),
+        ]
+    else:
+        text = json.dumps(action.data) if isinstance(action, Answer) else action.text
+        item = {"type": "message", "role": "assistant", "id": "msg_scripted", "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}]}
+        body = [
+            _sse("response.output_item.added", {"type": "response.output_item.added", "output_index": 0,
+                                                "item": {**item, "status": "in_progress", "content": []}}),
+            _sse("response.output_text.delta", {"type": "response.output_text.delta", "item_id": "msg_scripted",
+                                                "output_index": 0, "content_index": 0, "delta": text}),
+        ]
     return b"".join([
         _sse("response.created", {"type": "response.created", "response": {"id": "resp_scripted", "model": model}}),
-        _sse("response.output_item.added", {"type": "response.output_item.added", "output_index": 0,
-                                            "item": {**item, "status": "in_progress", "content": []}}),
-        _sse("response.output_text.delta", {"type": "response.output_text.delta", "item_id": "msg_scripted",
-                                            "output_index": 0, "content_index": 0, "delta": text}),
+        *body,
         _sse("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item}),
         _sse("response.completed", {"type": "response.completed",
                                     "response": {"id": "resp_scripted", "model": model, "usage": usage}}),
@@ -227,15 +251,17 @@ class _Handler(BaseHTTPRequestHandler):
             system, user = responses_prompts(body)
             seen = self.server.owner.record(Seen(self.path, "responses", system, user, body, dict(self.headers)))
             action = self.server.owner.next_action(seen)
-            if isinstance(action, (Answer, Text)):
+            if isinstance(action, (Answer, Text, Call)):
                 self._stream(responses_stream(action, model))
             else:
                 self._fault(action)
         else:
             self._send(404, b'{"error":"no such endpoint"}', "application/json")
 
-    def _fault(self, action: Status | Stall | Garbage) -> None:
-        if isinstance(action, Status):
+    def _fault(self, action: Call | Status | Stall | Garbage) -> None:
+        if isinstance(action, Call):
+            self._send(500, b'{"error":"a scripted call is a Responses reply only"}', "application/json")
+        elif isinstance(action, Status):
             self._send(action.code, action.body.encode(), "application/json")
         elif isinstance(action, Stall):
             self.server.owner.stopping.wait(min(action.seconds, MAX_STALL_S))

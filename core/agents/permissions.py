@@ -28,7 +28,10 @@ files in `~/.codex/rules/` that Codex loads at start, where
 `prefix_rule(pattern = ["git", "push", "origin", "main"], decision =
 "prompt")` makes it ask before any command starting with those words
 (checked with the real CLI, 0.169.0: `codex execpolicy check` answers
-`prompt` for `git push origin main --force`, nothing for `git status`).
+`prompt` for `git push origin main --force`, nothing for `git status`; and
+`codex exec`, which can ask nobody, does not run a matching command — its
+output says "approval required by policy" — while it ran it before the
+rule was written, and runs it again once the rule is gone).
 There the project writes a file of its own (`CODEX_RULES_FILE`), whole,
 through the same confined writer: each shell ask as one prefix rule, a
 tool's ask (`WebFetch`) having no command to match is left out. The file

@@ -225,6 +225,10 @@ RAN, REFUSED, NOT_RUN = "ran", "refused", "not_run"
 #: What a headless run writes as the result of a call it did not run for
 #: want of a permission nobody could grant (Claude Code 2.1.328, `claude -p`).
 _NO_PERMISSION = ("requested permissions", "haven't granted", "permission to use")
+#: How Codex's output of such a call begins and what it says (0.169,
+#: `codex exec`, where a command rule's "prompt" can ask nobody); Codex
+#: marks no output an error, so the words alone tell it from a run.
+_CODEX_NOT_RUN = ("exec_command failed:", "approval required by policy")
 
 
 def call_matches(pattern: str, tool: str | None, call_input: object) -> bool:
@@ -246,6 +250,8 @@ def call_outcome(result: Block) -> str:
     if result.is_error and content.startswith(DENIAL_PREFIX):
         return REFUSED
     if result.is_error and any(marker in content for marker in _NO_PERMISSION):
+        return NOT_RUN
+    if content.startswith(_CODEX_NOT_RUN[0]) and _CODEX_NOT_RUN[1] in content:
         return NOT_RUN
     return RAN
 

@@ -15,7 +15,17 @@ reflect pass asks a scripted OpenAI-style model (`lessons_responder`) and
 starts the learn pass by itself. Claude Code's review is `/mecha:review
 accept ID` in a real `claude -p`, whose scripted model asks for the accept
 the person's words say; Codex's accept is the command line's. The check is
-what the next real `claude -p` or `codex exec` sends its model."""
+what the next real `claude -p` or `codex exec` sends its model.
+
+A refused call takes the same road and comes out enforced: three times
+the person refuses `git push origin main` at Claude Code's real
+permission prompt and says why; the learn pass derives the rule's ask
+from those refusals, the proposal shows it, the accept writes it into the
+person's Claude Code settings and, Codex being connected too, Codex's
+command rules; the next `claude -p` that may run any shell call is not let
+push (and the rule's record counts it), nor is the next `codex exec`
+(whose push ran before the accept), and retiring the rule gives the
+settings file and the rules folder back byte for byte."""
 
 from __future__ import annotations
 
@@ -104,11 +114,13 @@ def words(screen: bytes) -> str:
 def trust_for_the_terminal_ui(home: Path, project: Path, key: str) -> None:
     """What a person's first interactive `claude` asks once and keeps in
     `~/.claude.json`: onboarding done with a theme chosen, the API key in
-    the environment approved (by its last 20 characters), the project's
-    folder trusted — so the terminal UI opens on its prompt."""
+    the environment approved (by its last 20 characters), the offer to make
+    auto mode the default answered (it is made to a person whose settings
+    choose another mode), the project's folder trusted — so the terminal UI
+    opens on its prompt."""
     path = home / ".claude.json"
     kept = json.loads(path.read_text()) if path.exists() else {}
-    kept.update({"hasCompletedOnboarding": True, "theme": "dark",
+    kept.update({"hasCompletedOnboarding": True, "theme": "dark", "hasSeenAutoDefaultNudge": True,
                  "customApiKeyResponses": {"approved": [key[-20:]], "rejected": []},
                  "projects": {str(project.resolve()): {"hasTrustDialogAccepted": True,
                                                        "hasCompletedProjectOnboarding": True}}})
@@ -274,37 +286,196 @@ def test_codex_with_the_hooks_reads_an_accepted_rule_in_the_next_session_and_git
     assert (project / "AGENTS.md").read_text() == "# Invoices\n\nRun `make test` before a commit.\n"
 
 
-def test_an_ask_permission_makes_the_real_claude_stop_before_the_refused_call_and_comes_out_byte_for_byte(
-    person, project
+#: The call the person refuses, three times, at Claude Code's permission prompt.
+PUSH = "git push origin main"
+#: Each refusal: how the call is refused at the prompt (Esc, or its "No"),
+#: then what the person types when asked what to do instead.
+REFUSALS = [
+    ("esc", "No: never git push to main without asking me first."),
+    ("no", "Don't git push to main yourself; I push it."),
+    ("esc", "Stop, ask me before any git push to main."),
+]
+#: The rule the scripted learner writes from the three refusals.
+PUSH_RULE = "Ask the person before any git push to main; never push it yourself."
+
+
+def one_rule_from_every_lesson(request: Any, dialect: Any) -> Any:
+    """The passes' scripted model: lessons as `lessons_responder` draws
+    them, and a learner that, as a careful one would, merges every lesson
+    it is shown into `PUSH_RULE`, citing them all."""
+    from tests.model_server import lessons_responder, reply, request_prompts
+
+    system, user = request_prompts(request, dialect)
+    if '"reflexion"' not in system and ('"rules"' in system or "rule set" in system.lower()):
+        cited = re.findall(r"^\s*- (R\d+)\b", user, re.M)
+        rule = {"rule": PUSH_RULE, "based_on": cited, "replaces": [], "confidence": 0.8, "based_on_count": len(cited)}
+        return reply(json.dumps({"rules": [rule], "dropped": []}))
+    return lessons_responder(request, dialect)
+
+
+def refuse_in_the_terminal_ui(claude: str, env: dict[str, str], project: Path, model: AgentModel, refuse: str,
+                              said: str, store_dir: Path) -> str:
+    """One interactive session: the person asks for a push, refuses the
+    call at the permission prompt (`refuse`: by Esc, or by its "No"), types `said` when asked what to
+    do instead, then `/exit`. Returns the session-end hook's line for it."""
+    log = store_dir / "logs" / "hooks.log"
+    ended = len(log.read_text().splitlines()) if log.exists() else 0
+    ui = Terminal([claude], {**env, "TERM": "xterm-256color"}, project)
+
+    def shown(text: str, since: int) -> bool:
+        ui.pump(0.1)
+        return text in words(ui.screen[since:])
+
+    try:
+        ui.wait_for(PROMPT, "the prompt")
+        model.command, drawn = PUSH, len(ui.screen)
+        ui.type(b"Push the release to main.")
+        ui.type(b"\r")
+        wait_until(lambda: shown("Esc to cancel", drawn), "the permission prompt")
+        ui.pump(1.0)  # the prompt takes keys once it has settled
+        # "No" is numbered after the prompt's other choices, which vary.
+        [no] = re.findall(r"(\d)\. No\b", words(ui.screen[drawn:]))[-1:] if refuse == "no" else ["\x1b"]
+        drawn = len(ui.screen)
+        ui.type(no.encode())
+        wait_until(lambda: shown("What should Claude do instead?", drawn), "the refusal taken")
+        model.command, model.text, drawn, asked = None, "Understood.", len(ui.screen), len(model.bodies)
+        ui.type(said.encode())
+        ui.type(b"\r")
+        wait_until(lambda: len(model.bodies) > asked and shown("Understood.", drawn), "the answer on the screen")
+        ui.type(b"/exit")
+        ui.type(b"\r")
+        wait_until(lambda: ui.exited() is not None or None, "claude to exit")
+    finally:
+        ui.close()
+    return str(wait_until(lambda: log.exists() and log.read_text().splitlines()[ended:][:1] and
+                          log.read_text().splitlines()[ended], "the session-end hook's record"))
+
+
+def folder(path: Path) -> dict[str, bytes]:
+    """Every file under `path`, by its path there, with its bytes."""
+    return {str(f.relative_to(path)): f.read_bytes() for f in sorted(path.rglob("*")) if f.is_file()}
+
+
+def test_a_push_refused_three_times_becomes_an_ask_both_real_agents_honour_and_retiring_it_restores_their_settings(
+    person, project, store_dir, tmp_path
 ):
-    # Pins: a refused call that only becomes prose, an ask entry the real
-    # CLI does not honour (a wrong key or pattern), and a removal that
-    # leaves the person's settings file other than it was.
-    from mecha.core.agents.permissions import ask_pattern, set_asks
+    # Pins: a refused call that only becomes prose; an ask the learn pass
+    # never derives from real refusals, or the proposal never shows; an ask
+    # entry a real CLI does not honour (a wrong key, pattern or rule
+    # decision); an ask nobody counts; and a retirement that leaves the
+    # person's settings file or Codex's rules folder other than it was.
+    from tests.agent_server import AgentModelServer, Call, Text
+    from tests.agentcli.conftest import codex_config
+    from tests.model_server import ModelServer
 
-    claude = str(manifest("agents")["claude"])
-    settings = Path(person["HOME"]) / ".claude" / "settings.json"
+    claude, codex = str(manifest("agents")["claude"]), str(manifest("agents")["codex"])
+    home = Path(person["HOME"])
+    settings = home / ".claude" / "settings.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
-    mine = b'{\n    "model": "opus",\n    "env": {"A": "1e3"},\n    "permissions": {"allow": ["Bash(ls:*)"]}\n}\n'
-    settings.write_bytes(mine)
-    pattern = ask_pattern("Bash", {"command": "git  push origin main"})
-    assert pattern == "Bash(git push origin main:*)"
+    # The person's own settings: manual permission mode (a gateway like the
+    # scripted one cannot pass auto mode's server-side check), `ls` allowed;
+    # and a command rule of their own in Codex's rules folder.
+    settings.write_bytes(b'{\n    "model": "opus",\n    "env": {"A": "1e3"},\n'
+                         b'    "permissions": {"defaultMode": "default", "allow": ["Bash(ls:*)"]}\n}\n')
+    rules = home / ".codex" / "rules"
+    rules.mkdir(parents=True)
+    (rules / "default.rules").write_text('prefix_rule(pattern = ["npm", "publish"], decision = "prompt")\n')
+    theirs = folder(rules)
+    # The project pushes its main branch to a remote whose ref shows what ran.
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(project, "branch", "-M", "main")
+    git(project, "remote", "add", "origin", str(remote))
 
-    def push() -> dict[str, Any]:
+    def pushed_head() -> str:
+        return subprocess.run(["git", "--git-dir", str(remote), "rev-parse", "-q", "--verify", "refs/heads/main"],
+                              capture_output=True, text=True).stdout.strip()
+
+    with ModelServer(responder=one_rule_from_every_lesson) as passes, \
+            AgentModelServer(responder=lambda system, user, dialect: Text("Done.")) as codex_model:
+        me = {**person, "MECHA_MODEL_BASE_URL": passes.url, "CODEX_HOME": str(home / ".codex")}
+        (home / ".codex" / "config.toml").write_text(
+            codex_config(codex_model.url) + f'\n[projects."{project.resolve()}"]\ntrust_level = "trusted"\n')
+        run([sys.executable, "-m", "mecha.sidecar", "hooks", "install", "codex"], me, project)
+        run([claude, "plugin", "marketplace", "add", str(REPO)], me, project)
+        run([claude, "plugin", "install", "mecha@mecha"], me, project)
+        mine = settings.read_bytes()  # with the plugin the person installed
+
+        def codex_pushes() -> str:
+            """`codex exec` whose model runs the push; what the call returned."""
+            codex_model.script(Call("exec_command", {"cmd": PUSH}), Text("Done."))
+            before = len(codex_model.seen)
+            run([codex, "exec", "Push it."], me, project)
+            return json.dumps([i for s in codex_model.seen[before:] for i in s.body.get("input") or []
+                               if i.get("type") == "function_call_output"])
+
         model = AgentModel()
-        model.command = "git push origin main"
+        env = {**me, "ANTHROPIC_BASE_URL": model.url}
+        trust_for_the_terminal_ui(home, project, person["ANTHROPIC_API_KEY"])
         try:
-            done = run([claude, "-p", "Push it.", "--output-format", "json", "--allowedTools", "Bash"],
-                       {**person, "ANTHROPIC_BASE_URL": model.url}, project)
+            sessions = []
+            for n, (refuse, said) in enumerate(REFUSALS, start=1):
+                ended = refuse_in_the_terminal_ui(claude, env, project, model, refuse, said, store_dir)
+                assert "claude session-end" in ended and "queued 1 new intervention(s) as claude:" in ended, ended
+                sessions.append(ended.split(" as ", 1)[1].split(";", 1)[0])
+                wait_until(lambda n=n: len(LearningStore.open(store_dir).reflexions()) >= n, f"lesson {n} reflected")
+            lessons = LearningStore.open(store_dir).reflexions()
+            assert sorted((r.session_id, r.trigger, r.intervention) for r in lessons) == sorted(
+                (s, "denial", said) for s, (_, said) in zip(sessions, REFUSALS, strict=True)), lessons
+            proposal = wait_until(lambda: next(iter(LearningStore.open(store_dir).proposals()), None),
+                                  "a learn pass to file a proposal")
+            assert sorted(proposal.reflexion_ids) == sorted(r.id for r in lessons)
+            [rule] = proposal.rules
+            assert (rule.text, rule.ask) == (PUSH_RULE, [f"Bash({PUSH}:*)"])
+            shown = run([sys.executable, "-m", "mecha.sidecar", "proposals", "show", proposal.id], me, project)
+            assert f"also ask before `Bash({PUSH}:*)`" in shown.stdout, shown.stdout
+
+            # Before the accept, Codex runs the push.
+            assert "Process exited with code 0" in codex_pushes()
+            assert pushed_head() == git(project, "rev-parse", "HEAD").strip()
+
+            model.command = f"mecha-sidecar proposals accept {proposal.id}"
+            review = run([claude, "-p", f"/mecha:review accept {proposal.id}", "--output-format", "json"], env, project)
+            assert json.loads(review.stdout)["is_error"] is False
+            told = model.texts()[-1]
+            written = f"({settings}, {rules / 'mecha.rules'})"
+            assert f"accepted {proposal.id}" in told and f"also asks before `Bash({PUSH}:*)` {written}" in told, told
+            assert json.loads(settings.read_text())["permissions"]["ask"] == [f"Bash({PUSH}:*)"]
+
+            # The next Claude Code session may run every shell call, and is not let push.
+            log = store_dir / "logs" / "hooks.log"
+            ended = len(log.read_text().splitlines())
+            model.command = PUSH
+            pushed = run([claude, "-p", "Push it.", "--output-format", "json", "--allowedTools", "Bash"], env, project)
+            denied = json.loads(pushed.stdout)["permission_denials"]
+            assert [d["tool_input"]["command"] for d in denied] == [PUSH], denied
+            read = f"session-end session={json.loads(pushed.stdout)['session_id']} "
+            wait_until(lambda: any(read in x for x in log.read_text().splitlines()[ended:]),
+                       "the session-end hook's record of it")
         finally:
             model.close()
-        return dict(json.loads(done.stdout))
+        # Nor is the next Codex session: a new commit stays off the remote.
+        git(project, "-c", "user.name=me", "-c", "user.email=me@example.com", "commit", "-q", "--allow-empty",
+            "-m", "release")
+        was = pushed_head()
+        refused = codex_pushes()
+        assert "approval required by policy" in refused, refused
+        assert pushed_head() == was != git(project, "rev-parse", "HEAD").strip()
 
-    # The person allows every shell call: the push runs (and fails: no remote).
-    assert push()["permission_denials"] == []
-    assert set_asks(settings, [pattern], [])
-    assert json.loads(settings.read_text())["permissions"] == {"allow": ["Bash(ls:*)"], "ask": [pattern]}
-    asked = push()["permission_denials"]
-    assert [d["tool_input"]["command"] for d in asked] == ["git push origin main"], asked
-    assert set_asks(settings, [], [pattern])
-    assert settings.read_bytes() == mine
+        [live] = LearningStore.open(store_dir).learned_rules("behavior", str(project.resolve()))
+        [asked] = LearningStore.open(store_dir).asked()
+        assert (asked.rule_id, asked.pattern, asked.outcome) == (live.id, f"Bash({PUSH}:*)", "not_run")
+        listed = run([sys.executable, "-m", "mecha.sidecar", "rules"], me, project)
+        assert "its permission asked 1× (not answered 1)" in listed.stdout, listed.stdout
+
+        offered = run([sys.executable, "-m", "mecha.sidecar", "retire", "behavior", str(live.id),
+                       "I push with a script now"], me, project)
+        retirement = next(p for p in LearningStore.open(store_dir).proposals() if p.id != proposal.id)
+        assert retirement.id in offered.stdout
+        gone = run([sys.executable, "-m", "mecha.sidecar", "proposals", "accept", retirement.id], me, project)
+        assert f"no longer asks before `Bash({PUSH}:*)`" in gone.stdout, gone.stdout
+        assert settings.read_bytes() == mine
+        assert folder(rules) == theirs
+        # And Codex pushes again.
+        assert "Process exited with code 0" in codex_pushes()
+        assert pushed_head() == git(project, "rev-parse", "HEAD").strip()

@@ -182,3 +182,28 @@ def test_each_time_the_ask_asked_after_the_accept_is_counted_with_what_the_perso
     [record] = [s.record for s in live_records(store, now="2026-11-02T00:00:00.000000Z")]
     assert (record.asked, record.asked_ran, record.asked_refused) == (2, 1, 1)
     assert "its permission asked 2× (ran 1, refused 1)" in record.line
+
+
+def test_a_push_codex_exec_did_not_run_for_its_command_rule_counts_as_not_answered(tmp_path: Path) -> None:
+    # Pins: Codex's output of a call its rules kept from running (no error
+    # mark on it) counted as a push that ran.
+    from mecha.core.agents.importing import import_sessions
+    from mecha.core.sessions.foreign import HARNESS_VOICE_PROFILES as PROFILES
+    from tests.builders import write_learned_rules
+    from tests.core.ccfixture import Codex
+
+    store = LearningStore.open(tmp_path / "learning")
+    write_learned_rules(store, "behavior", [rule("Ask before git push to main.", "r-push",
+                                                 ask=["Bash(git push origin main:*)"], created_at="2026-11-01T09:00:00Z")])
+    cx = Codex(source="exec").user("Push it.")
+    cx.call("c1", "exec_command", cmd="git push origin main")
+    cx.output("c1", 'exec_command failed: CreateProcess { message: "Rejected(\\"approval required by policy, '
+                    'but AskForApproval is set to Never\\")" }')
+    cx.call("c2", "exec_command", cmd="git push origin main --tags")
+    cx.output("c2", "Process exited with code 0\nOutput:\napproval required by policy is what the docs say\n")
+    cx.say("Done.")
+    folder = tmp_path / "sessions" / "2026" / "11" / "01"
+    folder.mkdir(parents=True)
+    (folder / "rollout-2026-11-01T10-00-00-0199aaaa-bbbb-7ccc-8ddd-000000000001.jsonl").write_bytes(cx.bytes())
+    import_sessions(store, "codex", tmp_path / "sessions", voices=Voices(harness_prefixes=PROFILES["codex"]), ended=True)
+    assert [(a.call_id, a.outcome) for a in store.asked()] == [("c1", "not_run"), ("c2", "ran")]
