@@ -150,8 +150,12 @@ class History:
         # would hold the repository's locks where nothing waits for it.
         config = (*GIT_IDENTITY, "-c", "commit.gpgsign=false", "-c", f"core.hooksPath={os.devnull}", "-c", "gc.autoDetach=false")
         marker = self._root / GIT_DIR / _IN_FLIGHT
+        # A marker already there is a killed commit's whose locks stand (too
+        # young to clear yet): this try leaves it for the commit that clears them.
+        inherited = marker.exists()
         try:
-            marker.write_bytes(b"%d\n" % os.getpid())
+            if not inherited:
+                marker.write_bytes(b"%d\n" % os.getpid())
         except OSError:
             pass  # the commit below says what is wrong with the repository
         try:
@@ -162,7 +166,8 @@ class History:
         except (OSError, subprocess.SubprocessError) as e:
             return f"skipped ({e})"
         finally:
-            marker.unlink(missing_ok=True)
+            if not inherited:
+                marker.unlink(missing_ok=True)
         if done.returncode == 0:
             return None
         return f"{done.stdout}\n{done.stderr}"
@@ -203,11 +208,16 @@ class History:
         git's is `stale_lock`'s decision."""
         git_dir = self._root / GIT_DIR
         interrupted = (git_dir / _IN_FLIGHT).exists()
+        kept = False
         for lock, age in git_locks(git_dir):
             if stale_lock(age, interrupted=interrupted):
                 log.warning("removing %s, left %.0fs ago by a git that did not finish", lock, age)
                 lock.unlink(missing_ok=True)
-        if interrupted:
+            else:
+                kept = True
+        if interrupted and not kept:
+            # The marker goes with the last of its locks: while one is too
+            # young to clear, it is still known as mecha's killed commit's.
             (git_dir / _IN_FLIGHT).unlink(missing_ok=True)
 
 

@@ -721,6 +721,28 @@ def test_the_locks_of_mechas_own_killed_commit_are_cleared_within_seconds(tmp_pa
     assert "old-8" in _git(store.root, "show", "HEAD:reflections.jsonl")
 
 
+def test_a_commit_tried_while_a_killed_commits_lock_is_young_keeps_it_known_as_mechas(tmp_path: Path) -> None:
+    # Pins: the kill loop (200 kills, seed 5) ending with every commit
+    # refused behind `index.lock` for ten minutes: the accept right after a
+    # killed `git add` found its lock too young to clear, yet removed the
+    # in-flight marker (and its own failed try removed the one it wrote),
+    # so the lock was taken for a person's git from then on.
+    store = _base_store(tmp_path / "learning")
+    store.append_reflexions([_reflexion(6, session="later")])
+    git_dir = store.root / ".git"
+    (git_dir / "index.lock").write_bytes(b"")  # what a process group killed inside `git add` leaves
+    (git_dir / "mecha-commit-in-flight").write_bytes(b"1\n")
+    with store.lock():
+        assert store.commit("right after the kill") is False
+    assert (git_dir / "mecha-commit-in-flight").exists(), "the dead commit's marker was dropped"
+    ten_s_ago = time.time() - 10
+    os.utime(git_dir / "index.lock", (ten_s_ago, ten_s_ago))
+    with store.lock():
+        assert store.commit("seconds later") is True
+    assert not (git_dir / "index.lock").exists() and not (git_dir / "mecha-commit-in-flight").exists()
+    assert "old-6" in _git(store.root, "show", "HEAD:reflections.jsonl")
+
+
 def test_doctor_names_a_git_lock_that_stops_the_history_and_what_waits_outside_it(tmp_path: Path) -> None:
     # Pins: doctor saying "ok git history kept" while every commit failed
     # behind a lock, 17 changed files outside the history.
