@@ -334,3 +334,25 @@ def test_the_session_start_hooks_modules_import_only_the_standard_librarys_cheap
     for module in ("mecha.core.agents.notice", "mecha.core.agents.started", "mecha.sidecar.hookrun", "mecha.sidecar.cli"):
         imports = {name for name in _module_level_imports(module) if name != "." and not name.startswith("mecha")}
         assert imports <= FIRST_STAGE_STDLIB, f"{module} imports {sorted(imports - FIRST_STAGE_STDLIB)} when loaded"
+
+
+def test_the_hook_command_install_writes_runs_without_the_module_runner(tmp_path: Path) -> None:
+    # Pins: `python -P -m mecha.sidecar hook …`, whose module runner (runpy,
+    # and with it importlib.util, collections, functools, contextlib) was
+    # about 3.5 ms of the 8 ms of CPU a session-end hook spent beyond a bare
+    # interpreter — paid by each of fifty hooks at once on two cores.
+    from mecha.core.agents.hooks import hook_command, hook_program, parse_hook_argv
+    from tests.processes import wait_for_hook_pass
+
+    root = _store(tmp_path)
+    command = hook_command(hook_program(sys.executable), "claude", "session-end", str(root))
+    assert parse_hook_argv(command) == ["hook", "claude", "session-end", "--learning-dir", str(root)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MECHA_")}
+    env["PYTHONPROFILEIMPORTTIME"] = "1"
+    payload = b'{"session_id": "s", "transcript_path": "/nowhere/t.jsonl", "cwd": "/p", "hook_event_name": "SessionEnd"}'
+    done = subprocess.run(["sh", "-c", command], input=payload, capture_output=True, env=env, cwd=tmp_path, timeout=60)
+    assert done.returncode == 0 and done.stdout == b"", done.stderr.decode()[-2000:]
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.decode().splitlines() if line.startswith("import time:")}
+    assert "mecha.core.agents.hookqueue" in loaded and "runpy" not in loaded, sorted(loaded)
+    wait_for_hook_pass(root)
+    assert "is not there" in (root / "logs" / "hooks.log").read_text(), "the hook pass read the queue"

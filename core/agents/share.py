@@ -144,8 +144,8 @@ def share(store: LearningStore, ids: list[str], repository: str) -> ShareOutcome
         name = str(path)
 
         def render(raw: bytes | None, name: str = name) -> bytes:
-            have = shared_lines(raw)
-            texts = have + [r.text for r in rules if " ".join(r.text.split()) not in have]
+            have = shared_lines(raw)  # as the file spells them: hidden characters escaped
+            texts = have + [r.text for r in rules if shown(" ".join(r.text.split()), keep_layout=True) not in have]
             existing = raw.decode("utf-8") if raw is not None else ""
             return splice(existing, shared_block(texts), name=name).encode("utf-8")
 

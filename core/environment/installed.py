@@ -140,8 +140,9 @@ def install_command(extra: str, executable: str | None = None) -> str:
     this installation's own interpreter, by its absolute path, so the extra
     lands where the program runs. (`pip install 'mecha-sidecar[local]'`
     once named a package no index serves.)"""
-    import shlex
     import sys
+
+    from mecha.core import shellwords
 
     python = os.path.abspath(executable or sys.executable)
     checkout = Path(__file__).resolve().parents[2]
@@ -151,4 +152,6 @@ def install_command(extra: str, executable: str | None = None) -> str:
     except (OSError, UnicodeDecodeError):
         ours = False
     target = ["-e", f"{checkout}[{extra}]"] if ours else [f"mecha-sidecar[{extra}]"]
-    return shlex.join([python, "-m", "pip", "install", *target])
+    return (shellwords.command_or_none(python, "-m", "pip", "install", *target)
+            or f"pip install of the {extra} extra into this installation's interpreter (its path holds characters "
+               "that hide, so no command to paste is offered)")

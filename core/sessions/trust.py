@@ -234,8 +234,13 @@ def remote_replies(entry: str) -> str | None:
     """What trusting `entry` takes as the person's own when it is a
     subcommand that sends to a remote (`shell.programs.SENDING`: `git push`,
     `npm publish`): what every remote it sends to prints back. `None` for
-    any other entry, whose output is this machine's."""
-    command = command_entry(entry)
+    any other entry, whose output is this machine's, and for one `trust
+    add` would refuse (a program name with a shell metacharacter), which
+    trusts nothing."""
+    try:
+        command = command_entry(entry)
+    except InvalidInput:
+        return None
     if command is None or " " not in command:
         return None
     from mecha.core.sessions.shell.programs import SENDING

@@ -27,7 +27,7 @@ the same shell around a bare interpreter of that venv.
 - **session start**: with a proposal pending, so the run reads the proposals
   and prints its line (checked on every run); also through the
   `mecha-sidecar` console script, whose launcher imports `re` first (the
-  installed command is `python -P -m mecha.sidecar`: `hooks.hook_program`).
+  installed command is `python -P -c HOOK_CODE`: `hooks.hook_program`).
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from mecha.core.agents.hooks import hook_command, hook_program
 from mecha.core.store.learning_store import LearningStore, Proposal, ProposalStatus
 from tests.processes import wait_for_hook_pass
 
@@ -158,7 +159,7 @@ def run(rounds: int) -> list[Figure]:
         # The same hook through the `mecha-sidecar` console script, whose
         # launcher imports `re` first, for comparison.
         argv = shlex.split(start)
-        if argv[1:4] != ["-P", "-m", "mecha.sidecar"]:
+        if argv[1:4] != hook_program(str(install.python))[1:]:
             raise RuntimeError(f"unexpected hook command {start!r}")
         start_script = shlex.join([str(install.script), *argv[4:]])
 
@@ -327,8 +328,7 @@ def storm_only() -> None:
         (Path(tmp) / "proj" / ".git").mkdir(parents=True)
         home.mkdir()
         env = {**child_env(), "HOME": str(home)}
-        end = shlex.join([str(install.python), "-P", "-m", "mecha.sidecar", "hook", "claude", "session-end",
-                          "--learning-dir", str(store)])
+        end = hook_command(hook_program(str(install.python)), "claude", "session-end", str(store))
         storm, bare, read_all = _storm(install, Path(tmp), env, end)
     ms = 1e3
     print(f"{STORM} session-end hooks at once, regular install, load average {load:.1f} at the start")

@@ -126,6 +126,19 @@ def test_the_code_spells_no_command_to_paste_by_hand_around_a_quoted_word():
     assert not found, found
 
 
+def test_only_the_one_builder_quotes_a_command_for_a_person():
+    # Pins: the share's commit and the install command quoted with shlex by
+    # hand, beside `shellwords`, so a word that hides from the person went
+    # into a command they were told to paste. The session readers join a
+    # recorded argument list to judge it as typed, and are not printing it.
+    root = Path(__file__).resolve().parents[2]
+    by_hand = re.compile(r"shlex\.(quote|join)\(")
+    found = [f"{p.relative_to(root)}:{n}" for folder in ("core", "sidecar", "protocol") for p in (root / folder).rglob("*.py")
+             if p.relative_to(root).as_posix() != "core/shellwords.py" and "core/sessions/" not in p.as_posix()
+             for n, line in enumerate(p.read_text().splitlines(), 1) if by_hand.search(line)]
+    assert not found, found
+
+
 def test_a_store_path_with_metacharacters_in_the_session_start_notice_pastes_as_one_word(tmp_path):
     # Pins: `mecha-sidecar --learning-dir {dir} proposals` formatted bare.
     from mecha.core.agents.notice import notice_line

@@ -19,6 +19,8 @@ from mecha.core.store.learning_store import LearningStore, Proposal, ProposalSta
 from tests import builders
 
 PROGRAM = hk.hook_program("/home/pat/.venvs/mecha/bin/python")
+#: The hook runner's code, as the installed command quotes it.
+RUNNER = shlex.quote(hk.HOOK_CODE)
 
 #: A settings file as Claude Code and its users write it: permissions, an
 #: environment, a status line, and hooks of the person's own — one of them on
@@ -50,10 +52,10 @@ def test_install_adds_our_three_hooks_and_keeps_every_other_key_and_hook_in_orde
     assert doc["hooks"]["SessionEnd"][0] == PERSONS["hooks"]["SessionEnd"][0]  # theirs first, untouched
     end = doc["hooks"]["SessionEnd"][1]
     assert end == {"hooks": [{"type": "command", "timeout": END_TIMEOUT_S,
-                              "command": "/home/pat/.venvs/mecha/bin/python -P -m mecha.sidecar hook claude session-end"}]}
+                              "command": f"/home/pat/.venvs/mecha/bin/python -P -c {RUNNER} hook claude session-end"}]}
     start = doc["hooks"]["SessionStart"][0]
     assert start["matcher"] == "startup|resume|clear"
-    assert start["hooks"][0]["command"] == "/home/pat/.venvs/mecha/bin/python -P -m mecha.sidecar hook claude session-start"
+    assert start["hooks"][0]["command"] == f"/home/pat/.venvs/mecha/bin/python -P -c {RUNNER} hook claude session-start"
     assert doc["hooks"]["PreCompact"][0]["hooks"][0]["command"].endswith("hook claude session-end")
 
 
@@ -91,6 +93,8 @@ def test_our_entry_sharing_a_group_with_the_persons_hook_leaves_theirs_in_place(
         ("'/Users/pat/My Tools/bin/mecha-sidecar' hook codex session-start --learning-dir /tmp/s", True),
         ("/usr/bin/python3 -m mecha.sidecar hook claude session-end", True),
         ("'/Users/pat/My Tools/venv/bin/python' -P -m mecha.sidecar hook claude session-start", True),
+        (f"/usr/bin/python3 -P -c {shlex.quote(hk.HOOK_CODE)} hook codex session-end --learning-dir /s", True),
+        ("/usr/bin/python3 -P -c 'import sys; from mecha.sidecar.hookrun import run' hook claude session-end", False),
         ("/usr/bin/python3 -P -m mecha.sidecar.other hook claude session-end", False),
         ("/usr/bin/python3 -c 'import mecha' hook claude session-end", False),
         ("mecha-sidecar import claude", False),  # a person's own use of the program is theirs

@@ -109,3 +109,14 @@ def test_the_commit_to_paste_runs_only_git_and_spells_out_hidden_text(tmp_path: 
     assert not list(tmp_path.rglob("PWNED*")), "the pasted command ran more than git"
     assert git(root, "log", "-1", "--format=%s") == "Share learned rules: Never push\\u202e to main.\n"
     assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_rule_with_a_hidden_character_is_shared_once_spelled_out(repo: Path, tmp_path: Path) -> None:
+    # Pins: the file holding the rule spelled out, each later share reading
+    # that back as another rule and adding the same rule again.
+    store = LearningStore.open(tmp_path / "learning")
+    write_learned_rules(store, "behavior", [Rule(text="Never push\u202e to main.", id="r-push")], str(repo))
+    share(store, ["r-push"], str(repo))
+    share(store, ["r-push"], str(repo))
+    text = (repo / "CLAUDE.md").read_text()
+    assert "\u202e" not in text and text.count("- Never push\\u202e to main.") == 1, text

@@ -184,3 +184,13 @@ def test_claude_codes_own_bookkeeping_tools_are_local(tmp_path: Path, tool: str)
     read = read_session(path)
     assert read.blames == [], read.blames
     assert [p.origin for p in survey_session(read.messages, read.taint_timeline, interactive=read.interactive)] == [Origin.CLEAN]
+
+
+def test_an_entry_trust_add_would_refuse_trusts_no_remote_and_raises_nothing() -> None:
+    # Pins: the import's listing asking what a program named with shell
+    # metacharacters would trust, and dying on the entry's own refusal.
+    from mecha.core.sessions.trust import remote_replies
+
+    assert remote_replies("Bash(x';touch P;' push)") is None
+    assert remote_replies("Bash(git status)") is None
+    assert "git push" in (remote_replies("Bash(git push)") or "")
