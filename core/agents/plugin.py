@@ -55,9 +55,22 @@ class ClaudePlugin(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def _read_json(path: Path) -> Any:
+    """The JSON file at `path`, or `None` when it cannot be read as JSON:
+    missing, broken, a FIFO (opened without blocking, as the confined
+    writer opens a person's files), or nested past `MAX_SETTINGS_DEPTH`."""
+    from mecha.core.environment.confined import read_file
+    from mecha.core.errors import ExportFailed
+    from mecha.core.nesting import MAX_SETTINGS_DEPTH, json_nesting
+
     try:
-        return json.loads(path.read_bytes())
-    except (OSError, ValueError):
+        raw = read_file(path)
+    except ExportFailed:
+        return None
+    if raw is None or json_nesting(raw, MAX_SETTINGS_DEPTH) > MAX_SETTINGS_DEPTH:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
         return None
 
 
