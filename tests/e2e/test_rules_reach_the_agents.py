@@ -14,8 +14,10 @@ never learns from a headless `claude -p` or `codex exec`). The hook's
 reflect pass asks a scripted OpenAI-style model (`lessons_responder`) and
 starts the learn pass by itself. Claude Code's review is `/mecha:review
 accept ID` in a real `claude -p`, whose scripted model asks for the accept
-the person's words say; Codex's accept is the command line's. The check is
-what the next real `claude -p` or `codex exec` sends its model.
+the person's words say; Codex's is `$mecha-review accept ID` typed into
+its terminal UI, whose model runs the skill's command outside the sandbox
+once the person lets it. The check is what the next real `claude -p` or
+`codex exec` sends its model.
 
 A refused call takes the same road and comes out enforced: three times
 the person refuses `git push origin main` at Claude Code's real
@@ -179,6 +181,59 @@ def correct_in_codexs_terminal_ui(codex: str, env: dict[str, str], project: Path
                           log.read_text().splitlines()[ended], "the session-end hook's record"))
 
 
+def review_in_codexs_terminal_ui(codex: str, env: dict[str, str], project: Path, said: str, store_dir: Path) -> None:
+    """A Codex session in which the person types `said`, lets the command
+    the model asks to run outside the sandbox run (`y` at Codex's approval
+    prompt), sees the answer, and quits."""
+    log = store_dir / "logs" / "hooks.log"
+    ended = len(log.read_text().splitlines()) if log.exists() else 0
+    ui = Terminal([codex, "--dangerously-bypass-hook-trust"], {**env, "TERM": "xterm-256color"}, project)
+    try:
+        ui.wait_for(b"Ask Codex", "the prompt")
+        ui.type(said.encode())
+        ui.type(b"\r")
+        ui.wait_for(b"Would you like to run the following command?", "Codex's approval prompt")
+        ui.pump(1.0)  # the prompt takes keys once it has settled
+        drawn = len(ui.screen)
+        ui.type(b"y")
+        ui.wait_for(b"accepted", "the accept's output")
+        wait_until(lambda: (ui.pump(0.1), b"Worked for" in ui.screen[drawn:])[1], "the turn to end")
+        ui.type(b"/quit")
+        ui.type(b"\r")
+        wait_until(lambda: ui.exited() is not None or None, "codex to exit")
+    finally:
+        ui.close()
+    wait_until(lambda: log.exists() and log.read_text().splitlines()[ended:], "the session-end hook's record")
+
+
+def skill_running_model() -> type:
+    """Codex's scripted model (`agent_server.AgentModelServer`) that, asked
+    with the `$mecha-review` skill in its request and the person's words
+    "accept ID", runs the command the skill gives for that decision, then
+    answers with what it printed; any other request as the responder says."""
+    from tests.agent_server import AgentModelServer, Call, Seen, Text
+
+    class Model(AgentModelServer):
+        def next_action(self, seen: Seen) -> Any:
+            items = seen.body.get("input") or [] if isinstance(seen.body, dict) else []
+            printed = [i.get("output") for i in items if isinstance(i, dict) and i.get("type") == "function_call_output"]
+            if printed:
+                return Text(str(printed[-1]))
+            texts = [c.get("text", "") for i in items if isinstance(i, dict) and i.get("type") == "message"
+                     for c in i.get("content") or [] if isinstance(c, dict)]
+            skill = next((t for t in texts if t.startswith("<skill>\n<name>mecha-review</name>")), "")
+            decided = next((m for t in texts for m in [re.match(r"\$mecha-review accept (\S+)$", t)] if m), None)
+            command = re.search(r'"accept ID": `(.+?) proposals accept ID`', skill)
+            if decided and command:
+                call = {"cmd": f"{command.group(1)} proposals accept {decided.group(1)}"}
+                if "`sandbox_permissions`\nset to `require_escalated`" in skill:
+                    call.update(sandbox_permissions="require_escalated", justification="Accept the proposal?")
+                return Call("exec_command", call)
+            return super().next_action(seen)
+
+    return Model
+
+
 def run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float = WAIT_S * 4) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -248,14 +303,15 @@ def test_codex_with_the_hooks_reads_an_accepted_rule_in_the_next_session_and_git
 ):
     # Pins: Codex rules written into the team's AGENTS.md (shown by git), or
     # into a file Codex does not read, so the next session never sees them.
-    from tests.agent_server import AgentModelServer, Text
+    from tests.agent_server import Text
     from tests.agentcli.conftest import codex_config
 
+    SkillRunningModel = skill_running_model()  # noqa: N806 - a class
     codex = str(manifest("agents")["codex"])
     home = Path(person["HOME"])
     codex_home = home / ".codex"
     codex_home.mkdir(parents=True, exist_ok=True)
-    with AgentModelServer(responder=lambda system, user, dialect: Text("I renamed the module.")) as agent_model:
+    with SkillRunningModel(responder=lambda system, user, dialect: Text("I renamed the module.")) as agent_model:
         # The person's Codex: a model provider, and this project trusted (Codex asks once per project).
         (codex_home / "config.toml").write_text(
             codex_config(agent_model.url) + f'\n[projects."{project.resolve()}"]\ntrust_level = "trusted"\n')
@@ -274,8 +330,16 @@ def test_codex_with_the_hooks_reads_an_accepted_rule_in_the_next_session_and_git
             zip(sessions, CORRECTIONS)), "the proposal rests on the three typed corrections"
         assert proposal.project == str(project.resolve())
         rule = proposal.rules[-1].text
-        accepted = run([sys.executable, "-m", "mecha.sidecar", "proposals", "accept", proposal.id], env, project)
-        assert f"the rules are now in {project.resolve()}/.codex/config.toml" in accepted.stdout, accepted.stdout
+        # The person reviews in Codex: `$mecha-review accept ID`, whose skill
+        # the model reads in its request and whose command it runs, outside
+        # the sandbox as the skill says, once the person lets it.
+        asked = len(agent_model.seen)
+        review_in_codexs_terminal_ui(codex, env, project, f"$mecha-review accept {proposal.id}", store_dir)
+        [printed] = [i["output"] for s in agent_model.seen[asked:] for i in s.body.get("input") or []
+                     if i.get("type") == "function_call_output"]
+        assert f"accepted {proposal.id}" in printed, printed
+        assert f"the rules are now in {project.resolve()}/.codex/config.toml" in printed, printed
+        assert LearningStore.open(store_dir).proposal(proposal.id).status == ProposalStatus.ACCEPTED
 
         before = len(agent_model.seen)
         run([codex, "exec", "Rename the totals helper."], env, project)
