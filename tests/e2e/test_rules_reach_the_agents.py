@@ -147,11 +147,22 @@ def correct_in_the_terminal_ui(claude: str, env: dict[str, str], project: Path, 
             wait_until(lambda asked=asked: len(model.bodies) > asked, "the model to be asked")
             wait_until(lambda drawn=drawn, answer=answer: (ui.pump(0.1), answer in words(ui.screen[drawn:]))[1],
                        f"the answer {answer!r} on the screen")
-        ui.type(b"/exit")
-        ui.type(b"\r")
-        wait_until(lambda: ui.exited() is not None or None, "claude to exit")
+        exit_claude(ui)
     finally:
         ui.close()
+    return session_end_line(log, ended)
+
+
+def exit_claude(ui: Any) -> None:
+    """End an interactive claude session as a person does: `/exit`."""
+    ui.type(b"/exit")
+    ui.type(b"\r")
+    wait_until(lambda: ui.exited() is not None or None, "claude to exit")
+
+
+def session_end_line(log: Path, ended: int) -> str:
+    """The hook log's first line after its first `ended` lines: the
+    session-end hook's record of the session that just ended."""
     return str(wait_until(lambda: log.exists() and log.read_text().splitlines()[ended:][:1] and
                           log.read_text().splitlines()[ended], "the session-end hook's record"))
 
@@ -406,13 +417,10 @@ def refuse_in_the_terminal_ui(claude: str, env: dict[str, str], project: Path, m
         ui.type(said.encode())
         ui.type(b"\r")
         wait_until(lambda: len(model.bodies) > asked and shown("Understood.", drawn), "the answer on the screen")
-        ui.type(b"/exit")
-        ui.type(b"\r")
-        wait_until(lambda: ui.exited() is not None or None, "claude to exit")
+        exit_claude(ui)
     finally:
         ui.close()
-    return str(wait_until(lambda: log.exists() and log.read_text().splitlines()[ended:][:1] and
-                          log.read_text().splitlines()[ended], "the session-end hook's record"))
+    return session_end_line(log, ended)
 
 
 def folder(path: Path) -> dict[str, bytes]:
