@@ -11,7 +11,7 @@ PWNED;')'` into two commands, the second the stranger's. So every such
 command is built here, word by word:
 
 - `command(*words)` quotes each word for a POSIX shell (`sh`, `bash`,
-  `zsh`: `shlex.quote`) and joins them; pasted, the shell hands the program
+  `zsh`: as `shlex.quote` does) and joins them; pasted, the shell hands the program
   exactly those words back, whatever they hold.
 - A word that cannot be pasted faithfully is refused (`Unpasteable`): a NUL
   (no argument can hold one), or any character that hides from the person
@@ -30,13 +30,18 @@ test greps the code for the hand-quoted form.
 
 from __future__ import annotations
 
-import shlex
-
 from mecha.core.errors import InvalidInput
 from mecha.core.visible import hidden_problem, shown
 
 #: The program a person runs: the console script's name.
 PROGRAM = "mecha-sidecar"
+
+#: The characters a word may hold and still be written bare, as
+#: `shlex.quote` has them (its `[^\w@%+=:,./-]` under `re.ASCII`). Spelled
+#: here rather than calling `shlex`, which imports `re`: the session-start
+#: hook prints a command through this module, and `re` would cost every
+#: session's start more than the rest of the hook.
+_BARE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-")
 
 
 class Unpasteable(InvalidInput):
@@ -58,7 +63,11 @@ def quote(word: str) -> str:
     why = refusal(word)
     if why is not None:
         raise Unpasteable(f"{shown_word(word)}: cannot be put in a command to paste: {why}")
-    return shlex.quote(word)
+    if not word:
+        return "''"
+    if all(c in _BARE for c in word):
+        return word
+    return "'" + word.replace("'", "'\"'\"'") + "'"
 
 
 def command(*words: str) -> str:
