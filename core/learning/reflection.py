@@ -282,12 +282,27 @@ def reflector_user_prompt(i: Intervention, evidence: Evidence, live: Sequence[Ru
     return material + live_rules_section(live) + question
 
 
+def _aftermath(i: Intervention) -> str:
+    """What the assistant did next, as the reflector is shown it: the tools
+    its next message called (`tools_after`), then its first words after the
+    person's (`aftermath`, which may come several calls later). Words
+    alone — "..." after four calls — let a reflector guess neither whether
+    the assistant complied nor what it did instead."""
+    text = redact_personal_data(i.aftermath)
+    calls = f"Its next message called {', '.join(redact_personal_data(t) for t in i.tools_after)}." if i.tools_after else ""
+    if calls and text:
+        return f"{calls} Its next words:\n{text}"
+    if calls:
+        return f"{calls} It wrote no words after that."
+    return text or "(the run ended here)"
+
+
 def _moment(i: Intervention, evidence: Evidence) -> tuple[str, str]:
     """The moment as material, and the question asked of it."""
     text = redact_personal_data(i.text)
     if evidence is Evidence.FULL:
         context = redact_personal_data(i.context) or "(start of the task)"
-        aftermath = redact_personal_data(i.aftermath) or "(the run ended here)"
+        aftermath = _aftermath(i)
     else:
         context = aftermath = WITHHELD
     if i.trigger is not Trigger.EDIT and reflector_view(i, evidence) is View.WORDS_ONLY:

@@ -327,3 +327,21 @@ async def test_a_strict_reflection_refuses_a_reply_that_is_no_answer(reply, why)
 async def test_a_strict_reflection_still_takes_an_explicit_skip_as_an_answer():
     # Pins: a model that says "nothing to learn" being asked again forever.
     assert await Reflector(ScriptedProvider('{"skip": true, "reflexion": ""}')).reflect(steer(), Evidence.FULL, strict=True) is None
+
+
+def test_the_reflector_is_shown_the_calls_the_assistant_made_next_not_only_its_words():
+    # Pins: "what the assistant did next" reading only `...` when the
+    # assistant made its calls first and wrote that later; the tool names
+    # were mined and never shown.
+    i = Intervention(trigger=Trigger.STEER, context="Editing the parser.", text="Use the existing lexer.", at=3,
+                     aftermath="...", tools_after=["Bash", "Write"])
+    prompt = reflector_user_prompt(i, Evidence.FULL)
+    next_part = prompt.split("<what-the-assistant-did-next>\n", 1)[1].split("\n</what-the-assistant-did-next>")[0]
+    assert next_part == "Its next message called Bash, Write. Its next words:\n..."
+    i.aftermath = ""
+    assert "Its next message called Bash, Write. It wrote no words after that." in reflector_user_prompt(i, Evidence.FULL)
+    i.tools_after = []
+    assert "(the run ended here)" in reflector_user_prompt(i, Evidence.FULL)
+    i.tools_after, i.aftermath = ["Bash"], "PLANTED-AFTER"
+    withheld = reflector_user_prompt(i, Evidence.INTERVENTION_ONLY)
+    assert "PLANTED-AFTER" not in withheld and "Bash" not in withheld
