@@ -428,6 +428,122 @@ def folder(path: Path) -> dict[str, bytes]:
     return {str(f.relative_to(path)): f.read_bytes() for f in sorted(path.rglob("*")) if f.is_file()}
 
 
+def persons_own_settings(home: Path) -> tuple[Path, Path]:
+    """The person's own Claude Code settings — manual permission mode (a
+    gateway like the scripted one cannot pass auto mode's server-side
+    check), `ls` allowed — and a command rule of their own in Codex's rules
+    folder: the settings file and the rules folder."""
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_bytes(b'{\n    "model": "opus",\n    "env": {"A": "1e3"},\n'
+                         b'    "permissions": {"defaultMode": "default", "allow": ["Bash(ls:*)"]}\n}\n')
+    rules = home / ".codex" / "rules"
+    rules.mkdir(parents=True)
+    (rules / "default.rules").write_text('prefix_rule(pattern = ["npm", "publish"], decision = "prompt")\n')
+    return settings, rules
+
+
+def pushes_to_a_remote(project: Path, tmp_path: Path) -> Path:
+    """The project pushes its main branch to a bare remote whose ref shows
+    what ran (`head_of`)."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(project, "branch", "-M", "main")
+    git(project, "remote", "add", "origin", str(remote))
+    return remote
+
+
+def head_of(remote: Path) -> str:
+    """The commit the remote's main branch is at, or nothing."""
+    return subprocess.run(["git", "--git-dir", str(remote), "rev-parse", "-q", "--verify", "refs/heads/main"],
+                          capture_output=True, text=True).stdout.strip()
+
+
+def refusals_become_a_proposal_with_an_ask(claude: str, env: dict[str, str], me: dict[str, str], project: Path,
+                                           model: Any, store_dir: Path) -> Any:
+    """Each of `REFUSALS` made at the real claude permission prompt, read by
+    the session-end hook into a denial lesson; the learn pass's proposal,
+    one rule over all three carrying the push's ask, as `proposals show`
+    says it."""
+    sessions = []
+    for n, (refuse, said) in enumerate(REFUSALS, start=1):
+        ended = refuse_in_the_terminal_ui(claude, env, project, model, refuse, said, store_dir)
+        assert "claude session-end" in ended and "queued 1 new intervention(s) as claude:" in ended, ended
+        sessions.append(ended.split(" as ", 1)[1].split(";", 1)[0])
+        wait_until(lambda n=n: len(LearningStore.open(store_dir).reflexions()) >= n, f"lesson {n} reflected")
+    lessons = LearningStore.open(store_dir).reflexions()
+    assert sorted((r.session_id, r.trigger, r.intervention) for r in lessons) == sorted(
+        (s, "denial", said) for s, (_, said) in zip(sessions, REFUSALS, strict=True)), lessons
+    proposal = wait_until(lambda: next(iter(LearningStore.open(store_dir).proposals()), None),
+                          "a learn pass to file a proposal")
+    assert sorted(proposal.reflexion_ids) == sorted(r.id for r in lessons)
+    [rule] = proposal.rules
+    assert (rule.text, rule.ask) == (PUSH_RULE, [f"Bash({PUSH}:*)"])
+    shown = run([sys.executable, "-m", "mecha.sidecar", "proposals", "show", proposal.id], me, project)
+    assert f"also ask before `Bash({PUSH}:*)`" in shown.stdout, shown.stdout
+    return proposal
+
+
+def retire_the_ask(me: dict[str, str], project: Path, store_dir: Path, rule_id: str, accepted: str) -> None:
+    """`retire` the live rule, and accept the retirement it offers, which
+    says the ask is gone."""
+    offered = run([sys.executable, "-m", "mecha.sidecar", "retire", "behavior", str(rule_id),
+                   "I push with a script now"], me, project)
+    retirement = next(p for p in LearningStore.open(store_dir).proposals() if p.id != accepted)
+    assert retirement.id in offered.stdout
+    gone = run([sys.executable, "-m", "mecha.sidecar", "proposals", "accept", retirement.id], me, project)
+    assert f"no longer asks before `Bash({PUSH}:*)`" in gone.stdout, gone.stdout
+
+
+def accept_in_review(claude: str, env: dict[str, str], project: Path, model: Any, proposal_id: str,
+                     settings: Path, rules: Path) -> None:
+    """`/mecha:review accept` in a real claude -p: the review says which
+    settings files the ask went into, and Claude Code's has it."""
+    model.command = f"mecha-sidecar proposals accept {proposal_id}"
+    review = run([claude, "-p", f"/mecha:review accept {proposal_id}", "--output-format", "json"], env, project)
+    assert json.loads(review.stdout)["is_error"] is False
+    told = model.texts()[-1]
+    written = f"({settings}, {rules / 'mecha.rules'})"
+    assert f"accepted {proposal_id}" in told and f"also asks before `Bash({PUSH}:*)` {written}" in told, told
+    assert json.loads(settings.read_text())["permissions"]["ask"] == [f"Bash({PUSH}:*)"]
+
+
+def claude_is_not_let_push(claude: str, env: dict[str, str], project: Path, model: Any, store_dir: Path) -> None:
+    """The next Claude Code session may run every shell call, and is not
+    let push; the session-end hook reads it (and so counts the ask)."""
+    log = store_dir / "logs" / "hooks.log"
+    ended = len(log.read_text().splitlines())
+    model.command = PUSH
+    pushed = run([claude, "-p", "Push it.", "--output-format", "json", "--allowedTools", "Bash"], env, project)
+    denied = json.loads(pushed.stdout)["permission_denials"]
+    assert [d["tool_input"]["command"] for d in denied] == [PUSH], denied
+    read = f"session-end session={json.loads(pushed.stdout)['session_id']} "
+    wait_until(lambda: any(read in x for x in log.read_text().splitlines()[ended:]),
+               "the session-end hook's record of it")
+
+
+def the_ask_was_counted_once(me: dict[str, str], project: Path, store_dir: Path) -> Any:
+    """The live rule, whose record holds the one call its ask stopped (not
+    answered), as `mecha-sidecar rules` shows it."""
+    [live] = LearningStore.open(store_dir).learned_rules("behavior", str(project.resolve()))
+    [asked] = LearningStore.open(store_dir).asked()
+    assert (asked.rule_id, asked.pattern, asked.outcome) == (live.id, f"Bash({PUSH}:*)", "not_run")
+    listed = run([sys.executable, "-m", "mecha.sidecar", "rules"], me, project)
+    assert "its permission asked 1× (not answered 1)" in listed.stdout, listed.stdout
+    return live
+
+
+def codex_runs_the_push(codex: str, codex_model: Any, me: dict[str, str], project: Path) -> str:
+    """`codex exec` whose model runs the push; what the call returned."""
+    from tests.agent_server import Call, Text
+
+    codex_model.script(Call("exec_command", {"cmd": PUSH}), Text("Done."))
+    before = len(codex_model.seen)
+    run([codex, "exec", "Push it."], me, project)
+    return json.dumps([i for s in codex_model.seen[before:] for i in s.body.get("input") or []
+                       if i.get("type") == "function_call_output"])
+
+
 def test_a_push_refused_three_times_becomes_an_ask_both_real_agents_honour_and_retiring_it_restores_their_settings(
     person, project, store_dir, tmp_path
 ):
@@ -436,32 +552,15 @@ def test_a_push_refused_three_times_becomes_an_ask_both_real_agents_honour_and_r
     # entry a real CLI does not honour (a wrong key, pattern or rule
     # decision); an ask nobody counts; and a retirement that leaves the
     # person's settings file or Codex's rules folder other than it was.
-    from tests.agent_server import AgentModelServer, Call, Text
+    from tests.agent_server import AgentModelServer, Text
     from tests.agentcli.conftest import codex_config
     from tests.model_server import ModelServer
 
     claude, codex = str(manifest("agents")["claude"]), str(manifest("agents")["codex"])
     home = Path(person["HOME"])
-    settings = home / ".claude" / "settings.json"
-    settings.parent.mkdir(parents=True, exist_ok=True)
-    # The person's own settings: manual permission mode (a gateway like the
-    # scripted one cannot pass auto mode's server-side check), `ls` allowed;
-    # and a command rule of their own in Codex's rules folder.
-    settings.write_bytes(b'{\n    "model": "opus",\n    "env": {"A": "1e3"},\n'
-                         b'    "permissions": {"defaultMode": "default", "allow": ["Bash(ls:*)"]}\n}\n')
-    rules = home / ".codex" / "rules"
-    rules.mkdir(parents=True)
-    (rules / "default.rules").write_text('prefix_rule(pattern = ["npm", "publish"], decision = "prompt")\n')
+    settings, rules = persons_own_settings(home)
     theirs = folder(rules)
-    # The project pushes its main branch to a remote whose ref shows what ran.
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    git(project, "branch", "-M", "main")
-    git(project, "remote", "add", "origin", str(remote))
-
-    def pushed_head() -> str:
-        return subprocess.run(["git", "--git-dir", str(remote), "rev-parse", "-q", "--verify", "refs/heads/main"],
-                              capture_output=True, text=True).stdout.strip()
+    remote = pushes_to_a_remote(project, tmp_path)
 
     with ModelServer(responder=one_rule_from_every_lesson) as passes, \
             AgentModelServer(responder=lambda system, user, dialect: Text("Done.")) as codex_model:
@@ -474,80 +573,34 @@ def test_a_push_refused_three_times_becomes_an_ask_both_real_agents_honour_and_r
         mine = settings.read_bytes()  # with the plugin the person installed
 
         def codex_pushes() -> str:
-            """`codex exec` whose model runs the push; what the call returned."""
-            codex_model.script(Call("exec_command", {"cmd": PUSH}), Text("Done."))
-            before = len(codex_model.seen)
-            run([codex, "exec", "Push it."], me, project)
-            return json.dumps([i for s in codex_model.seen[before:] for i in s.body.get("input") or []
-                               if i.get("type") == "function_call_output"])
+            return codex_runs_the_push(codex, codex_model, me, project)
 
         model = AgentModel()
         env = {**me, "ANTHROPIC_BASE_URL": model.url}
         trust_for_the_terminal_ui(home, project, person["ANTHROPIC_API_KEY"])
         try:
-            sessions = []
-            for n, (refuse, said) in enumerate(REFUSALS, start=1):
-                ended = refuse_in_the_terminal_ui(claude, env, project, model, refuse, said, store_dir)
-                assert "claude session-end" in ended and "queued 1 new intervention(s) as claude:" in ended, ended
-                sessions.append(ended.split(" as ", 1)[1].split(";", 1)[0])
-                wait_until(lambda n=n: len(LearningStore.open(store_dir).reflexions()) >= n, f"lesson {n} reflected")
-            lessons = LearningStore.open(store_dir).reflexions()
-            assert sorted((r.session_id, r.trigger, r.intervention) for r in lessons) == sorted(
-                (s, "denial", said) for s, (_, said) in zip(sessions, REFUSALS, strict=True)), lessons
-            proposal = wait_until(lambda: next(iter(LearningStore.open(store_dir).proposals()), None),
-                                  "a learn pass to file a proposal")
-            assert sorted(proposal.reflexion_ids) == sorted(r.id for r in lessons)
-            [rule] = proposal.rules
-            assert (rule.text, rule.ask) == (PUSH_RULE, [f"Bash({PUSH}:*)"])
-            shown = run([sys.executable, "-m", "mecha.sidecar", "proposals", "show", proposal.id], me, project)
-            assert f"also ask before `Bash({PUSH}:*)`" in shown.stdout, shown.stdout
+            proposal = refusals_become_a_proposal_with_an_ask(claude, env, me, project, model, store_dir)
 
             # Before the accept, Codex runs the push.
             assert "Process exited with code 0" in codex_pushes()
-            assert pushed_head() == git(project, "rev-parse", "HEAD").strip()
+            assert head_of(remote) == git(project, "rev-parse", "HEAD").strip()
 
-            model.command = f"mecha-sidecar proposals accept {proposal.id}"
-            review = run([claude, "-p", f"/mecha:review accept {proposal.id}", "--output-format", "json"], env, project)
-            assert json.loads(review.stdout)["is_error"] is False
-            told = model.texts()[-1]
-            written = f"({settings}, {rules / 'mecha.rules'})"
-            assert f"accepted {proposal.id}" in told and f"also asks before `Bash({PUSH}:*)` {written}" in told, told
-            assert json.loads(settings.read_text())["permissions"]["ask"] == [f"Bash({PUSH}:*)"]
-
-            # The next Claude Code session may run every shell call, and is not let push.
-            log = store_dir / "logs" / "hooks.log"
-            ended = len(log.read_text().splitlines())
-            model.command = PUSH
-            pushed = run([claude, "-p", "Push it.", "--output-format", "json", "--allowedTools", "Bash"], env, project)
-            denied = json.loads(pushed.stdout)["permission_denials"]
-            assert [d["tool_input"]["command"] for d in denied] == [PUSH], denied
-            read = f"session-end session={json.loads(pushed.stdout)['session_id']} "
-            wait_until(lambda: any(read in x for x in log.read_text().splitlines()[ended:]),
-                       "the session-end hook's record of it")
+            accept_in_review(claude, env, project, model, proposal.id, settings, rules)
+            claude_is_not_let_push(claude, env, project, model, store_dir)
         finally:
             model.close()
         # Nor is the next Codex session: a new commit stays off the remote.
         git(project, "-c", "user.name=me", "-c", "user.email=me@example.com", "commit", "-q", "--allow-empty",
             "-m", "release")
-        was = pushed_head()
+        was = head_of(remote)
         refused = codex_pushes()
         assert "approval required by policy" in refused, refused
-        assert pushed_head() == was != git(project, "rev-parse", "HEAD").strip()
+        assert head_of(remote) == was != git(project, "rev-parse", "HEAD").strip()
 
-        [live] = LearningStore.open(store_dir).learned_rules("behavior", str(project.resolve()))
-        [asked] = LearningStore.open(store_dir).asked()
-        assert (asked.rule_id, asked.pattern, asked.outcome) == (live.id, f"Bash({PUSH}:*)", "not_run")
-        listed = run([sys.executable, "-m", "mecha.sidecar", "rules"], me, project)
-        assert "its permission asked 1× (not answered 1)" in listed.stdout, listed.stdout
-
-        offered = run([sys.executable, "-m", "mecha.sidecar", "retire", "behavior", str(live.id),
-                       "I push with a script now"], me, project)
-        retirement = next(p for p in LearningStore.open(store_dir).proposals() if p.id != proposal.id)
-        assert retirement.id in offered.stdout
-        gone = run([sys.executable, "-m", "mecha.sidecar", "proposals", "accept", retirement.id], me, project)
-        assert f"no longer asks before `Bash({PUSH}:*)`" in gone.stdout, gone.stdout
+        live = the_ask_was_counted_once(me, project, store_dir)
+        retire_the_ask(me, project, store_dir, live.id, proposal.id)
         assert settings.read_bytes() == mine
         assert folder(rules) == theirs
         # And Codex pushes again.
         assert "Process exited with code 0" in codex_pushes()
-        assert pushed_head() == git(project, "rev-parse", "HEAD").strip()
+        assert head_of(remote) == git(project, "rev-parse", "HEAD").strip()

@@ -249,10 +249,7 @@ def test_the_summary_offers_each_program_with_exactly_what_trusting_it_alone_fre
     cc.assistant(text("Searching."), use("s3", "mcp__serper__google_search", q="x")).result("s3", "results")
     cc.assistant(text("Found.")).user("Name branches after the issue.")
     cc.assistant(text("Done."))
-    folder = tmp_path / "projects" / "-home-pat-p"
-    folder.mkdir(parents=True)
-    (folder / "s.jsonl").write_bytes(cc.bytes())
-    os.utime(folder / "s.jsonl", (1_700_000_000, 1_700_000_000))
+    _kept(tmp_path, "-home-pat-p", cc)
     store = LearningStore.open(tmp_path / "learning")
     report = import_sessions(store, "claude", tmp_path / "projects", voices=DEFAULT_VOICES, dry_run=True)
     [session] = report.sessions
@@ -305,7 +302,13 @@ def _pushed(tmp_path: Path, push: str, after: str | None = None) -> Path:
         cc.assistant(text("Checking."), use("s3", "Bash", command=after)).result("s3", "ok")
         cc.assistant(text("Done.")).user("Name branches after the issue.")
     cc.assistant(text("Done."))
-    folder = tmp_path / "projects" / "-home-pat-shop"
+    return _kept(tmp_path, "-home-pat-shop", cc)
+
+
+def _kept(tmp_path: Path, project_folder: str, cc: Claude) -> Path:
+    """`cc` as Claude Code keeps it, as `s.jsonl` in `project_folder` under
+    the projects folder it returns, last written long ago."""
+    folder = tmp_path / "projects" / project_folder
     folder.mkdir(parents=True)
     (folder / "s.jsonl").write_bytes(cc.bytes())
     os.utime(folder / "s.jsonl", (1_700_000_000, 1_700_000_000))
@@ -422,9 +425,7 @@ def test_a_push_that_frees_nothing_alone_is_not_listed_as_never_learnable(tmp_pa
     cc.assistant(text("Pulling."), use("s2", "Bash", command="git pull --rebase")).result("s2", "Already up to date.")
     cc.assistant(text("Done.")).user("Open the pull request as a draft.")
     cc.assistant(text("Done."))
-    folder = tmp_path / "projects" / "-home-pat-shop"
-    folder.mkdir(parents=True)
-    (folder / "s.jsonl").write_bytes(cc.bytes())
+    _kept(tmp_path, "-home-pat-shop", cc)
     report = import_sessions(LearningStore.open(tmp_path / "learning"), "claude", tmp_path / "projects",
                              voices=DEFAULT_VOICES, dry_run=True)
     rows = {u.entry: u for u in unknown_summary((s.blockers, s.frees) for s in report.sessions)}

@@ -20,15 +20,19 @@ def git(cwd: Path | str, *argv: str) -> str:
     return subprocess.run(["git", "-C", str(cwd), *argv], capture_output=True, text=True, check=True).stdout
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "app"
+def team_repository(root: Path, claude_md: str) -> Path:
+    """A repository at `root` whose one commit is the team's `CLAUDE.md`."""
     root.mkdir()
     git(root, "init", "-q")
-    (root / "CLAUDE.md").write_text("# Team\n\nUse the Makefile.\n")
+    (root / "CLAUDE.md").write_text(claude_md)
     git(root, "add", ".")
     git(root, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "team")
     return root.resolve()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return team_repository(tmp_path / "app", "# Team\n\nUse the Makefile.\n")
 
 
 def test_a_shared_rule_lands_in_the_tracked_file_and_git_shows_exactly_that(repo: Path, tmp_path: Path) -> None:
@@ -92,12 +96,7 @@ def test_the_commit_to_paste_runs_only_git_and_spells_out_hidden_text(tmp_path: 
     # bidi control inside `commit -m` where they could not read it.
     from mecha.core.agents.share import commit_command
 
-    root = tmp_path / "it's; touch PWNED; $(touch PWNED2) `touch PWNED3`"
-    root.mkdir()
-    git(root, "init", "-q")
-    (root / "CLAUDE.md").write_text("# Team\n")
-    git(root, "add", ".")
-    git(root, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "team")
+    root = team_repository(tmp_path / "it's; touch PWNED; $(touch PWNED2) `touch PWNED3`", "# Team\n")
     store = LearningStore.open(tmp_path / "learning")
     write_learned_rules(store, "behavior", [Rule(text="Never push\u202e to main.", id="r-push")], str(root))
     done = share(store, ["r-push"], str(root))

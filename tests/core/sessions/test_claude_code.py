@@ -126,12 +126,9 @@ def test_words_taken_back_unanswered_and_sent_again_grown_are_one_followup():
     # Pins: a message the person stopped before any reply and sent again with
     # more words was mined twice — two reflector calls on one moment, the first
     # shown the reply to the second as if it answered the shorter words.
-    cc = Claude().user("Explain the build.").assistant(text("The build has four stages…"))
-    cc.user("Which stage writes the core file")
-    cc.user([text("[Request interrupted by user]")])
-    cc.user("Which stage writes the core file, and how does it differ from the stock one? In depth.")
-    cc.assistant(text("The third stage writes it; here is how it differs…"))
-    _, plans = mined(cc)
+    plans = _taken_back_and_sent("Which stage writes the core file",
+                                 "Which stage writes the core file, and how does it differ from the stock one? In depth.",
+                                 "The third stage writes it; here is how it differs…")
     assert [(p.intervention.trigger, p.intervention.text) for p in plans] == [
         (Trigger.FOLLOWUP, "Which stage writes the core file, and how does it differ from the stock one? In depth.")
     ]
@@ -141,13 +138,19 @@ def test_words_taken_back_unanswered_and_sent_again_grown_are_one_followup():
 
 def test_words_taken_back_unanswered_and_replaced_by_other_words_are_both_kept():
     # Pins: the person's first words lost when the second message does not repeat them.
-    cc = Claude().user("Explain the build.").assistant(text("The build has four stages…"))
-    cc.user("Skip the history.")
-    cc.user([text("[Request interrupted by user]")])
-    cc.user("And no tables.")
-    cc.assistant(text("Four stages, briefly: …"))
-    _, plans = mined(cc)
+    plans = _taken_back_and_sent("Skip the history.", "And no tables.", "Four stages, briefly: …")
     assert [p.intervention.text for p in plans] == ["Skip the history.", "And no tables."]
+
+
+def _taken_back_and_sent(first: str, then: str, reply: str) -> list:
+    """The plans mined from: a reply, the person's `first` words stopped
+    before any answer, then `then` sent and answered with `reply`."""
+    cc = Claude().user("Explain the build.").assistant(text("The build has four stages…"))
+    cc.user(first)
+    cc.user([text("[Request interrupted by user]")])
+    cc.user(then)
+    cc.assistant(text(reply))
+    return mined(cc)[1]
 
 
 def test_a_denial_is_folded_with_the_interrupt_and_the_persons_reason():
