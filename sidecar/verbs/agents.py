@@ -17,7 +17,7 @@ def export(ctx: Any, args: argparse.Namespace) -> int:
     named on stderr, and with several the others are still written."""
     import os
 
-    from .. import humane
+    from .. import humane_agents
     from ..handlers import call
 
     params = {
@@ -28,7 +28,7 @@ def export(ctx: Any, args: argparse.Namespace) -> int:
     for e in result["exports"]:
         if e.get("error"):
             print(f"mecha-sidecar: {e['error']}", file=sys.stderr)
-    emit(args, result, humane.exports)
+    emit(args, result, humane_agents.exports)
     failed = any(e.get("error") for e in result["exports"])
     return 1 if failed or (args.check and result["changed"]) else 0
 
@@ -38,21 +38,21 @@ def share(ctx: Any, args: argparse.Namespace) -> int:
     instruction files; the person commits."""
     import os
 
-    from .. import humane
+    from .. import humane_agents
     from ..handlers import call
 
     params = {"rules": args.rules, "project": None if args.project is None else os.path.abspath(args.project)}
-    emit(args, call(ctx, "mecha/shareRules", params), humane.shared)
+    emit(args, call(ctx, "mecha/shareRules", params), humane_agents.shared)
     return 0
 
 
 def hooks(ctx: Any, args: argparse.Namespace) -> int:
-    from .. import humane
+    from .. import humane_agents
     from ..handlers import call
 
     if args.action == "status":
         result = call(ctx, "mecha/hookStatus", {"agent": args.agent, "scope": args.scope})
-        emit(args, result, humane.hooks_status)
+        emit(args, result, humane_agents.hooks_status)
         return 0
     if not args.agent:
         raise ValueError(f"hooks {args.action} needs the agent: claude or codex")
@@ -61,5 +61,5 @@ def hooks(ctx: Any, args: argparse.Namespace) -> int:
     params = {"agent": args.agent, "scope": args.scope or "user", "uninstall": args.action == "uninstall",
               "pin_store": bool(args.learning_dir)}
     result = call(ctx, "mecha/installHooks", params)
-    emit(args, result, humane.hooks_changed)
+    emit(args, result, humane_agents.hooks_changed)
     return 0
