@@ -58,8 +58,9 @@ from mecha.core.learning.asks import LiveAsk, asked_in, new_asked
 from mecha.core.learning.record import live_asks
 from mecha.core.learning.scope import project_of_session
 from mecha.core.sessions.foreign import detect_format, read_session
+from mecha.core.sessions.lines import FORMAT_NAMES
 from mecha.core.sessions.mining import Intervention, Trigger, Voices
-from mecha.core.sessions.reader import FORMAT_NAMES, ReadSession, TaintPolicy, first_blame
+from mecha.core.sessions.reader import ReadSession, TaintPolicy, first_blame
 from mecha.core.sessions.survey import Planned, survey_session
 from mecha.core.sessions.transcript import Message
 from mecha.core.sessions.trust import HeldBack, blockers, held_back

@@ -124,18 +124,15 @@ from mecha.core.sessions.claude_subagents import (
     workflow_run,
     workflow_taint,
 )
+from mecha.core.sessions.lines import LINE_FAULTS, SessionFormat, Source, bounded
 from mecha.core.sessions.mining import DENIAL_PREFIX, DOCUMENT_PLACEHOLDER
 from mecha.core.sessions.reader import (
     IMAGE_PLACEHOLDER,
     INTERRUPTED_RESULT,
-    LINE_FAULTS,
     Blame,
     ReaderCore,
     ReadSession,
-    SessionFormat,
-    Source,
     TaintPolicy,
-    bounded,
     stamp_of,
 )
 from mecha.core.sessions.transcript import Block, Message, Taint, result_text

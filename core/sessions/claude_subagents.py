@@ -33,7 +33,8 @@ from typing import Protocol
 import msgspec
 
 from mecha.core.errors import InvalidInput
-from mecha.core.sessions.reader import LINE_FAULTS, UNCHECKED_SUBAGENT, Blame, ReadSession, Source, TaintPolicy, subagent_blame
+from mecha.core.sessions.lines import LINE_FAULTS, Source
+from mecha.core.sessions.reader import UNCHECKED_SUBAGENT, Blame, ReadSession, TaintPolicy, subagent_blame
 from mecha.core.sessions.transcript import Taint, taint_at
 
 

@@ -66,19 +66,16 @@ import msgspec
 
 from mecha.core.environment.agents import CODEX
 from mecha.core.errors import InvalidInput
+from mecha.core.sessions.lines import LINE_FAULTS, SessionFormat, Source, bounded
 from mecha.core.sessions.mining import DENIAL_PREFIX
 from mecha.core.sessions.reader import (
     IMAGE_PLACEHOLDER,
     INTERRUPTED_RESULT,
-    LINE_FAULTS,
     UNCHECKED_SUBAGENT,
     Blame,
     ReaderCore,
     ReadSession,
-    SessionFormat,
-    Source,
     TaintPolicy,
-    bounded,
     stamp_of,
     subagent_blame,
 )

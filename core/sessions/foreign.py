@@ -22,15 +22,8 @@ import msgspec
 
 from mecha.core.environment.agents import AGENTS
 from mecha.core.errors import InvalidInput
-from mecha.core.sessions.reader import (
-    LINE_FAULTS,
-    OverlongLine,
-    ReadSession,
-    SessionFormat,
-    Source,
-    TaintPolicy,
-    numbered_lines,
-)
+from mecha.core.sessions.lines import LINE_FAULTS, OverlongLine, SessionFormat, Source, numbered_lines
+from mecha.core.sessions.reader import ReadSession, TaintPolicy
 from mecha.core.sessions.trust import Trust
 
 #: The formats `read_session` knows, in the spelling `--format` takes.

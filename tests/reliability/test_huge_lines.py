@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mecha.core.sessions.reader import MAX_LINE_BYTES, OverlongLine, numbered_lines
+from mecha.core.sessions.lines import MAX_LINE_BYTES, OverlongLine, numbered_lines
 from tests.core.ccfixture import Claude, text
 
 GB = 10**9
