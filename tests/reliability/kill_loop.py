@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from mecha.core.domain.rules import Rule
 from mecha.core.store.learning_store import LearningStore
@@ -49,8 +50,27 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=180)
     ap.add_argument("--seed", type=int, default=38)
     opts = ap.parse_args()
-    rng = random.Random(opts.seed)
     tmp = Path(tempfile.mkdtemp(prefix="kill-loop-"))
+    home, env, store, argv = _setup(tmp)
+    loop = _loop(store, argv, env, tmp, random.Random(opts.seed), opts.kills, opts.seconds)
+    return _recover(store, argv, env, tmp, home, loop)
+
+
+class _Loop(NamedTuple):
+    """What the loop did: accepts started, killed, finished first, how often
+    a git lock stood after one, one accept's time here, and when it began."""
+
+    n: int
+    kills: int
+    finished: int
+    locks_seen: int
+    span: float
+    started: float
+
+
+def _setup(tmp: Path) -> tuple[Path, dict[str, str], LearningStore, list[str]]:
+    """A home exporting to Claude Code, a store with one live rule, and
+    the accept's command line (the proposal's id to follow)."""
     home = tmp / "home"
     (home / ".claude").mkdir(parents=True)
     config = tmp / "sidecar.toml"
@@ -62,6 +82,13 @@ def main() -> int:
     with store.lock():
         store.commit("seed")
     argv = [sys.executable, "-m", "mecha.sidecar", "--learning-dir", str(store.root), "proposals", "accept"]
+    return home, env, store, argv
+
+
+def _loop(store: LearningStore, argv: list[str], env: dict[str, str], tmp: Path, rng: random.Random,
+          most: int, seconds: float) -> _Loop:
+    """Accepts, each killed with its process group at a random point of
+    one accept's time, until `most` kills or `seconds`."""
     # How long one accept takes here, unkilled: the kills land anywhere in
     # it (the 50–300 ms of a fast machine is all start-up on a slow one).
     with store.lock():
@@ -71,7 +98,7 @@ def main() -> int:
     span = time.monotonic() - t0
     kills = finished = n = locks_seen = 0
     started = time.monotonic()
-    while kills < opts.kills and time.monotonic() - started < opts.seconds:
+    while kills < most and time.monotonic() - started < seconds:
         n += 1
         with store.lock():
             pid = _pending(store, n)
@@ -88,6 +115,13 @@ def main() -> int:
             locks_seen += 1
         # Proposals left pending by a kill go stale at the next accept; reject
         # nothing: the next one is built on the live rules, whatever they are.
+    return _Loop(n, kills, finished, locks_seen, span, started)
+
+
+def _recover(store: LearningStore, argv: list[str], env: dict[str, str], tmp: Path, home: Path, loop: _Loop) -> int:
+    """One more accept, unkilled, then whether everything came back: history,
+    locks, doctor, the live rules and the exported file. Printed; 0 when so."""
+    n = loop.n
     commits_before = int(_git(store.root, "rev-list", "--count", "HEAD"))
     with store.lock():
         last = _pending(store, n + 1)
@@ -107,8 +141,8 @@ def main() -> int:
     temps = sorted(p.name for p in (home / ".claude").iterdir() if p.name != "CLAUDE.md")
     ok = (done.returncode == 0 and not status and not locks and git_check["ok"] and live == accepted.rules
           and f"Rule number {n + 1}" in claude_md and not temps)
-    print(f"kill loop: {n} accepts started in {time.monotonic() - started:.0f}s, {kills} killed with kill -9 "
-          f"(process group) 50 ms to {span * 1000:.0f} ms in (one accept's time here), {finished} finished first; a git lock stood after {locks_seen} of them")
+    print(f"kill loop: {n} accepts started in {time.monotonic() - loop.started:.0f}s, {loop.kills} killed with kill -9 "
+          f"(process group) 50 ms to {loop.span * 1000:.0f} ms in (one accept's time here), {loop.finished} finished first; a git lock stood after {loop.locks_seen} of them")
     print(f"recovery accept: exit {done.returncode}; commits in history {commits_before} before it, {commits_after} after; "
           f"uncommitted files {len(status.splitlines())}; locks left {locks or 'none'}")
     print(f"doctor git: {'ok' if git_check['ok'] else 'NOT ok'} — {git_check['detail']}")
